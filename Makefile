@@ -1,0 +1,46 @@
+# Trainyard. `make help` lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+GO          ?= go
+BIN         ?= $(CURDIR)/bin
+DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
+export DATABASE_URL
+
+GOMODCACHE  := $(shell $(GO) env GOMODCACHE)
+GATEWAY_V1  := github.com/grpc-ecosystem/grpc-gateway@v1.16.0
+GATEWAY_V2  := github.com/grpc-ecosystem/grpc-gateway/v2@$(shell $(GO) list -m -f '{{.Version}}' github.com/grpc-ecosystem/grpc-gateway/v2)
+PROTO_DEPS  := .proto-deps
+
+.PHONY: help
+help: ## List the targets.
+	@awk 'BEGIN{FS=":.*## "} /^[a-z][a-zA-Z_-]*:.*## /{printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build bin/trainyard and bin/tyctl.
+	$(GO) build -o $(BIN)/ ./cmd/trainyard ./cmd/tyctl
+
+$(PROTO_DEPS): go.mod
+	@# googleapis and the openapiv2 options from the module cache: the schema registry is unreachable here.
+	$(GO) mod download $(GATEWAY_V1) $(GATEWAY_V2)
+	rm -rf $(PROTO_DEPS) && mkdir -p $(PROTO_DEPS)/googleapis/google/api $(PROTO_DEPS)/openapiv2/protoc-gen-openapiv2/options
+	cp $(GOMODCACHE)/$(GATEWAY_V1)/third_party/googleapis/google/api/{annotations,http,httpbody}.proto $(PROTO_DEPS)/googleapis/google/api/
+	cp $(GOMODCACHE)/$(GATEWAY_V2)/protoc-gen-openapiv2/options/{annotations,openapiv2}.proto $(PROTO_DEPS)/openapiv2/protoc-gen-openapiv2/options/
+	chmod -R u+w $(PROTO_DEPS)
+
+.PHONY: generate
+generate: $(PROTO_DEPS) ## Regenerate Go code and the OpenAPI document from proto/.
+	$(GO) tool buf generate --path proto/trainyard
+
+.PHONY: verify
+verify: generate ## Fail when generated files are stale or go.mod is untidy.
+	$(GO) mod tidy
+	@git diff --exit-code -- proto web-openapi go.mod go.sum || { echo "generated files are stale: run 'make generate' and commit" >&2; exit 1; }
+	@test -z "$$(git status --porcelain -- proto web-openapi)" || { git status --porcelain -- proto web-openapi; echo "untracked generated files: run 'make generate' and commit" >&2; exit 1; }
+
+.PHONY: lint
+lint: $(PROTO_DEPS) ## go vet, buf lint, and buf breaking against main.
+	$(GO) vet ./...
+	$(GO) tool buf lint
+	@if git rev-parse -q --verify main >/dev/null && git cat-file -e main:proto/trainyard/v1/job.proto 2>/dev/null; then \
+		$(GO) tool buf breaking --against '.git#branch=main'; fi

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Builds the local control plane from the Go module proxy, once per version.
+#
+#   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl  (k8s.io/kubernetes)
+#   etcd                                                             (go.etcd.io/etcd/server/v3)
+#   kwok                                                             (sigs.k8s.io/kwok)
+#
+# Binaries land in $TRAINYARD_CLUSTER_BIN (default ~/.cache/trainyard/cluster/bin/<versions>)
+# and the script prints that directory. A binary already there is not rebuilt,
+# so a second run takes well under a second. The first run takes minutes
+# (see README: "Local cluster").
+set -euo pipefail
+
+K8S_VERSION="${K8S_VERSION:-v1.37.2}"
+ETCD_VERSION="${ETCD_VERSION:-v3.7.3}"
+KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
+CACHE="${TRAINYARD_CACHE:-$HOME/.cache/trainyard}"
+BIN="${TRAINYARD_CLUSTER_BIN:-$CACHE/cluster/bin/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION}"
+mkdir -p "$BIN"
+
+log() { echo "cluster-build: $*" >&2; }
+
+# Modules live outside the repository so their go.mod never mixes with ours.
+work="$CACHE/cluster/src"
+mkdir -p "$work"
+
+build_kubernetes() {
+  local want=(kube-apiserver kube-controller-manager kube-scheduler kubectl) missing=()
+  for b in "${want[@]}"; do [[ -x "$BIN/$b" ]] || missing+=("$b"); done
+  [[ ${#missing[@]} -eq 0 ]] && return
+  local dir="$work/kubernetes-$K8S_VERSION"
+  mkdir -p "$dir"
+  if [[ ! -f "$dir/go.sum" ]]; then
+    log "resolving k8s.io/kubernetes $K8S_VERSION"
+    local staging_v="v0.${K8S_VERSION#v1.}"
+    local modfile
+    modfile="$(cd "$dir" && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
+    {
+      echo "module trainyard.local/kubebuild"
+      echo
+      echo "go $(sed -n 's/^go //p' "$modfile")"
+      echo
+      echo "require k8s.io/kubernetes $K8S_VERSION"
+      echo
+      echo "replace ("
+      # Kubernetes replaces its staging repositories with local folders; the
+      # published module needs each pointed at its released version instead.
+      awk '/^replace \(/{f=1;next} f&&/^\)/{f=0} f && $1 ~ /^k8s.io\// {print $1}' "$modfile" |
+        while read -r m; do echo "	$m => $m $staging_v"; done
+      echo ")"
+    } > "$dir/go.mod"
+    printf 'package kubebuild\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver/app"\n\t_ "k8s.io/kubernetes/cmd/kube-controller-manager/app"\n\t_ "k8s.io/kubernetes/cmd/kube-scheduler/app"\n\t_ "k8s.io/kubectl/pkg/cmd"\n)\n' > "$dir/deps.go"
+    (cd "$dir" && go mod tidy >&2)
+  fi
+  for b in "${missing[@]}"; do
+    log "building $b (first time: several minutes)"
+    local pkg="k8s.io/kubernetes/cmd/$b"
+    (cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$BIN/$b.tmp" "$pkg" && mv "$BIN/$b.tmp" "$BIN/$b")
+  done
+}
+
+build_etcd() {
+  [[ -x "$BIN/etcd" ]] && return
+  local dir="$work/etcd-$ETCD_VERSION"
+  mkdir -p "$dir"
+  if [[ ! -f "$dir/go.sum" ]]; then
+    log "resolving etcd $ETCD_VERSION"
+    printf 'module trainyard.local/etcdbuild\n\ngo 1.26\n' > "$dir/go.mod"
+    printf 'package etcdbuild\n\nimport _ "go.etcd.io/etcd/server/v3/etcdmain"\n' > "$dir/deps.go"
+    (cd "$dir" && go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >&2 && go mod tidy >&2)
+  fi
+  log "building etcd"
+  (cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$BIN/etcd.tmp" go.etcd.io/etcd/server/v3 && mv "$BIN/etcd.tmp" "$BIN/etcd")
+}
+
+build_kwok() {
+  [[ -x "$BIN/kwok" ]] && return
+  log "building kwok $KWOK_VERSION"
+  GOBIN="$BIN" CGO_ENABLED=0 go install -trimpath -ldflags="-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+}
+
+build_etcd
+build_kwok
+build_kubernetes
+echo "$BIN"

@@ -1,0 +1,103 @@
+package job
+
+import "time"
+
+// PlanInput is everything Plan looks at: the job as Postgres has it, what
+// Kubernetes shows for it, and the time.
+type PlanInput struct {
+	Job Job
+	// Admitted is false while the job waits for its tenant's quota.
+	Admitted bool
+	// Deleted is true once the user deleted the (finished) job: everything
+	// left in Kubernetes goes, then the row.
+	Deleted  bool
+	Observed Observed
+	Now      time.Time
+}
+
+// Observed is what the worker's informers show for one job.
+type Observed struct {
+	// Pods labelled with the job's uid, at most one per replica name.
+	Pods           []ObservedPod
+	Service        bool // the headless Service exists
+	TensorBoardPod bool
+	TensorBoardSvc bool
+}
+
+// PodPhase mirrors the Kubernetes pod phase.
+type PodPhase string
+
+const (
+	PodPending   PodPhase = "Pending"
+	PodRunning   PodPhase = "Running"
+	PodSucceeded PodPhase = "Succeeded"
+	PodFailed    PodPhase = "Failed"
+	PodUnknown   PodPhase = "Unknown"
+)
+
+// ObservedPod is the part of a replica pod that Plan needs.
+type ObservedPod struct {
+	Name    string
+	Type    ReplicaType
+	Index   int32
+	Attempt int32 // label trainyard.dev/attempt: the replica's restart count when it was created
+	Phase   PodPhase
+	// Deleting is true once the pod has a deletion timestamp.
+	Deleting bool
+	Node     string
+	// Unschedulable holds the scheduler's message while the pod cannot be
+	// scheduled (condition PodScheduled=False, reason Unschedulable).
+	Unschedulable string
+	// Terminated is the main container's termination, once it ended
+	// (or, for a Failed pod without one, the pod's own reason).
+	Terminated *Termination
+}
+
+// ActionKind is what the worker does in Kubernetes for a plan.
+type ActionKind string
+
+const (
+	ActCreateService     ActionKind = "CreateService"
+	ActCreatePod         ActionKind = "CreatePod"
+	ActDeletePod         ActionKind = "DeletePod"
+	ActCaptureLogTail    ActionKind = "CaptureLogTail"
+	ActCreateTensorBoard ActionKind = "CreateTensorBoard" // pod and Service
+	ActDeleteService     ActionKind = "DeleteService"
+	ActDeleteTensorBoard ActionKind = "DeleteTensorBoard" // pod and Service
+)
+
+// Action is one step for the worker. CreatePod names the replica and the
+// attempt to label the pod with; DeletePod and CaptureLogTail name the pod.
+type Action struct {
+	Kind    ActionKind
+	Type    ReplicaType
+	Index   int32
+	Attempt int32
+	Pod     string
+}
+
+// EventDraft is an event Plan wants recorded with the new status.
+type EventDraft struct {
+	Type    string // EventNormal or EventWarning
+	Reason  string
+	Message string
+}
+
+// PlanResult is what Plan decided.
+//
+// The worker applies it in this order: run CaptureLogTail actions (filling
+// the log tail into Status.Replicas[i].LastTermination), persist Status and
+// Events (fenced by its lease), then run the other actions in order.
+type PlanResult struct {
+	Status  Status
+	Events  []EventDraft
+	Actions []Action
+	// RequeueAfter > 0 asks for another Plan after that long even if nothing
+	// changes (deadline and TTL timers).
+	RequeueAfter time.Duration
+	// Requeue asks for another Plan right after this one is applied.
+	Requeue bool
+	// Forget is true when the job needs no more reconciling: it is final and
+	// cleaned up as far as its policies ask (or deleted and gone).
+	Forget bool
+}

@@ -1,0 +1,108 @@
+// Package tenant is the tenant domain: who a tenant is, what it may use and
+// who may act in it. It does no I/O.
+package tenant
+
+import "time"
+
+// Role is a member's role in a tenant. Each role includes the ones below it.
+type Role int
+
+const (
+	RoleNone   Role = iota
+	RoleViewer      // reads jobs, events, logs, secret names
+	RoleEditor      // also creates, cancels and deletes jobs
+	RoleAdmin       // also manages secrets
+)
+
+func (r Role) String() string {
+	switch r {
+	case RoleViewer:
+		return "viewer"
+	case RoleEditor:
+		return "editor"
+	case RoleAdmin:
+		return "admin"
+	}
+	return "none"
+}
+
+// ParseRole is the inverse of Role.String.
+func ParseRole(s string) (Role, bool) {
+	for _, r := range []Role{RoleViewer, RoleEditor, RoleAdmin} {
+		if r.String() == s {
+			return r, true
+		}
+	}
+	return RoleNone, false
+}
+
+// State is the lifecycle state of a tenant.
+type State string
+
+const (
+	Active      State = "ACTIVE"
+	Offboarding State = "OFFBOARDING"
+	Deleted     State = "DELETED"
+)
+
+// Tenant is a team with its own namespace, quota, members and secrets.
+type Tenant struct {
+	ID              string            `json:"id"`
+	DisplayName     string            `json:"displayName,omitempty"`
+	Labels          map[string]string `json:"labels,omitempty"`
+	Quota           Quota             `json:"quota"`
+	Members         []Member          `json:"members,omitempty"`
+	PodReaderGroups []string          `json:"podReaderGroups,omitempty"`
+	Namespace       string            `json:"namespace"`
+	State           State             `json:"state"`
+	CreateTime      time.Time         `json:"createTime"`
+	UpdateTime      time.Time         `json:"updateTime"`
+}
+
+// Quota limits what a tenant's admitted jobs use together. Zero values mean
+// no limit. CPU and Memory are Kubernetes quantities.
+type Quota struct {
+	GPU    int32  `json:"gpu,omitempty"`
+	CPU    string `json:"cpu,omitempty"`
+	Memory string `json:"memory,omitempty"`
+	Pods   int32  `json:"pods,omitempty"`
+}
+
+// Member gives Role to an OIDC subject or, when Group is set, to every member
+// of an OIDC group. Exactly one of Subject and Group is set.
+type Member struct {
+	Subject string `json:"subject,omitempty"`
+	Group   string `json:"group,omitempty"`
+	Role    Role   `json:"role"`
+}
+
+// RoleOf returns the highest role the members list gives a caller with this
+// subject and these groups.
+func RoleOf(members []Member, subject string, groups []string) Role {
+	best := RoleNone
+	for _, m := range members {
+		match := m.Subject != "" && m.Subject == subject
+		if !match && m.Group != "" {
+			for _, g := range groups {
+				if g == m.Group {
+					match = true
+					break
+				}
+			}
+		}
+		if match && m.Role > best {
+			best = m.Role
+		}
+	}
+	return best
+}
+
+// Secret is a tenant secret's metadata: its id and key names. Values live
+// only in the Kubernetes Secret; they are never part of this type.
+type Secret struct {
+	Tenant     string    `json:"tenant"`
+	Name       string    `json:"name"`
+	Keys       []string  `json:"keys"`
+	CreateTime time.Time `json:"createTime"`
+	UpdateTime time.Time `json:"updateTime"`
+}
