@@ -1,0 +1,109 @@
+package store
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/trainyard/trainyard/internal/job"
+)
+
+// Benchmarks run only under -bench (make bench). JobList's table is filled
+// with TRAINYARD_BENCH_ROWS jobs (default 1,000,000) by one generate_series
+// INSERT, so the numbers can be compared with pgbench running the same SQL.
+
+func benchRows(b *testing.B) int {
+	if s := os.Getenv("TRAINYARD_BENCH_ROWS"); s != "" {
+		n, err := strconv.Atoi(s)
+		require.NoError(b, err, "TRAINYARD_BENCH_ROWS")
+		return n
+	}
+	return 1_000_000
+}
+
+func BenchmarkJobCreate(b *testing.B) {
+	tb := setup(b)
+	tb.tenantCreate(b, "bench")
+	b.Run("serial", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			_, _, err := tb.store.JobCreate(tb.ctx, JobCreateParams{
+				Job: job.Job{Tenant: "bench", Name: fmt.Sprintf("serial-%d", i), Spec: testSpec()}})
+			require.NoError(b, err)
+		}
+	})
+	b.Run("parallel-with-request-id", func(b *testing.B) {
+		var n atomic.Int64
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				i := n.Add(1)
+				_, _, err := tb.store.JobCreate(tb.ctx, JobCreateParams{
+					Job:       job.Job{Tenant: "bench", Name: fmt.Sprintf("par-%d", i), Spec: testSpec()},
+					RequestID: fmt.Sprintf("req-%d", i)})
+				require.NoError(b, err)
+			}
+		})
+	})
+}
+
+func BenchmarkJobList(b *testing.B) {
+	tb := setup(b)
+	tb.tenantCreate(b, "big")
+	tb.tenantCreate(b, "other")
+	rows := benchRows(b)
+	start := time.Now()
+	require.NoError(b, jobsBulkInsert(tb.ctx, tb.pool, "big", rows))
+	require.NoError(b, jobsBulkInsert(tb.ctx, tb.pool, "other", rows/10))
+	_, err := tb.pool.Exec(tb.ctx, "VACUUM ANALYZE jobs")
+	require.NoError(b, err)
+	b.Logf("inserted %d jobs in %s", rows+rows/10, time.Since(start).Round(time.Millisecond))
+
+	var maxSeq int64
+	require.NoError(b, tb.pool.QueryRow(tb.ctx, `SELECT max(seq) FROM jobs WHERE tenant_id = 'big'`).Scan(&maxSeq))
+	cases := []struct {
+		name string
+		p    JobListParams
+	}{
+		{"first-page", JobListParams{}},
+		{"deep-page", JobListParams{Before: maxSeq / 20}},
+		{"state", JobListParams{States: []job.State{job.Running}}},
+		{"state-deep-page", JobListParams{States: []job.State{job.Running}, Before: maxSeq / 20}},
+		{"three-states", JobListParams{States: []job.State{job.Queued, job.Running, job.Restarting}}},
+		{"label", JobListParams{LabelEquals: map[string]string{"team": "team-3"}}},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				page, _, err := tb.store.JobList(tb.ctx, "big", tc.p)
+				require.NoError(b, err)
+				require.NotEmpty(b, page)
+			}
+		})
+	}
+}
+
+func BenchmarkJobClaim(b *testing.B) {
+	tb := setup(b)
+	tb.tenantCreate(b, "q")
+	require.NoError(b, jobsBulkInsert(tb.ctx, tb.pool, "q", 100_000))
+	_, err := tb.pool.Exec(tb.ctx, "VACUUM ANALYZE jobs")
+	require.NoError(b, err)
+	// Each claim takes the next 10 jobs of the queue; between claims
+	// (untimed) the claimed jobs finish and leave the queue, as they would
+	// once run. Claim cost grows with the number of owned, still active
+	// jobs (see sqlJobClaim), which this keeps near zero.
+	for b.Loop() {
+		keys, err := tb.store.JobClaim(tb.ctx, "bench-worker", 10, time.Minute)
+		require.NoError(b, err)
+		require.NotEmpty(b, keys)
+		b.StopTimer()
+		_, err = tb.pool.Exec(tb.ctx, `UPDATE jobs SET active = false, worker_id = NULL, lease_expires_at = NULL
+			WHERE worker_id = 'bench-worker'`)
+		require.NoError(b, err)
+		b.StartTimer()
+	}
+}

@@ -1,0 +1,130 @@
+// Package store is Trainyard's one storage seam: jobs, their events,
+// tenants, secret metadata and the worker queue, in Postgres through pgx v5.
+// No pgx type leaves the package; errors come back as ErrNotFound,
+// ErrAlreadyExists, ErrFailedPrecondition, ErrConflict and ErrLeaseLost
+// (translate is the one place where database errors are mapped). Queries are
+// named noun-first (JobCreate, JobClaim, EventListTenant).
+//
+// # Tables
+//
+//	tenants            id, quota/labels (JSONB), namespace, state
+//	tenant_members     (tenant, kind subject|group, principal) → role; for "which tenants may I see"
+//	jobs               (tenant, uid) primary key; spec and status JSONB beside the
+//	                   columns that are queried: name, state, labels (GIN), seq,
+//	                   priority, creator, cancel_requested, deleted, admitted,
+//	                   demand_*, active, worker_id, lease_expires_at, version, times
+//	job_events         bigserial id; (tenant, job uid) → jobs, cascade on purge
+//	idempotency_keys   (tenant, request_id) → job uid
+//	secrets            (tenant, name) → key names; values never reach Postgres
+//
+// Every table that holds tenant data has tenant_id, and every query of an
+// API method filters on it: a tenant can not read, cancel, delete or list
+// another tenant's rows even by guessing names or uids. The exceptions are
+// the worker's queue queries (JobClaim, JobLeaseRenew, JobReleaseAll,
+// TenantListAll), which are cross-tenant by nature.
+//
+// # Jobs: API side
+//
+// JobCreate is one transaction: the idempotency key (when the request has
+// an id), the job row (QUEUED, with a Queued condition), its first event and
+// the NOTIFYs. The key is inserted first with ON CONFLICT DO NOTHING, so
+// concurrent retries of one request queue up on the key's unique index
+// behind the first; once it commits they find the key and return its job
+// (created=false); if it rolls back, the next one creates the job. A name is
+// unique among a tenant's live (not deleted) jobs.
+//
+// Cancel and delete lock the row. A QUEUED job that is not admitted has no
+// Kubernetes objects yet (a worker creates objects only after JobAdmit, which
+// is version-fenced), so cancel ends it at once and makes it inactive; any
+// other unfinished job gets cancel_requested and its worker stops it. Only
+// final jobs can be deleted: the row is marked deleted (the name is free at
+// once) and active, so that a worker removes what is left in Kubernetes and
+// then calls JobPurge.
+//
+// # Jobs: worker side — claim, lease, fence
+//
+// A worker claims jobs, renews their leases, and writes them fenced. A job
+// row, as the queue sees it:
+//
+//	                  JobCreate
+//	                      │
+//	                      ▼
+//	┌──────────►  WAITING: active, no live lease  ◄──────────┐
+//	│                     │                                  │ lease expired,
+//	│                     │ JobClaim                         │ JobRelease
+//	│                     ▼                                  │
+//	│           OWNED: active, worker_id=W, live lease ──────┘
+//	│             JobLeaseRenew extends the lease;
+//	│             JobLoad → JobAdmit → JobSave (all fenced);
+//	│             JobPurge of a deleted job: the row is gone
+//	│                     │
+//	│                     │ JobSave{Done}; cancel of a QUEUED,
+//	│                     │ unadmitted job
+//	│                     ▼
+//	└─ JobDelete ──  IDLE: inactive (final, nothing left to do)
+//
+// JobClaim is one statement: a CTE selects active rows without a live
+// owner, ORDER BY priority DESC, seq, LIMIT n FOR UPDATE SKIP LOCKED, and an
+// UPDATE takes them. jobs_claim_idx (priority DESC, seq) WHERE active backs
+// it; finished jobs are not in it, so its size is the queue plus running
+// jobs, never the history. Concurrent claimers skip each other's locked rows
+// and never get the same job.
+//
+// Leases are on the database clock (now()), so workers need not agree on
+// time. A lease that expired is gone: JobLeaseRenew only extends live ones,
+// and the job can be claimed by anyone, its former owner included.
+//
+// Every write of a job bumps its version (lease renewal excepted).
+// JobSave, JobAdmit and JobPurge succeed only while the caller owns the job
+// under a live lease (else ErrLeaseLost: stop acting on it) and, for JobSave
+// and JobAdmit, while the job is still at the version the caller read (else
+// ErrConflict: re-read and decide again). So a worker that paused past its
+// lease can not overwrite its successor, and a user's cancel or delete that
+// lands between a worker's read and write is never lost: the write fails
+// and the worker sees the request on its re-read.
+//
+// JobAdmit serializes a tenant's admissions by locking the tenant row (FOR
+// NO KEY UPDATE, which does not block job inserts' key-share locks), sums
+// the demand of the tenant's admitted, unfinished, undeleted jobs and admits
+// when the job fits every non-zero limit. Concurrent workers therefore never
+// over-admit.
+//
+// # Events
+//
+// job_events ids come from one sequence, increasing across all jobs. A
+// sequence alone hands out ids in insert order, not commit order, so a
+// reader resuming "after id N" could miss a smaller id that commits later.
+// Writers therefore take a per-tenant advisory transaction lock before their
+// events get ids and hold it to commit: within a tenant, ids are visible in
+// order, and EventList / EventListTenant "after id N" is a safe resume
+// point for watches. The cost is that one tenant's event writes commit one
+// at a time; they are short.
+//
+// # Notifications
+//
+// The application sends NOTIFY inside the writing transaction (pg_notify),
+// so Postgres delivers it only on commit and drops it on rollback, and folds
+// identical ones of one transaction into one. There is no trigger: a
+// trigger fires per row, and under load floods the listeners (river removed
+// theirs for this reason). Channels: ChannelJobs ("<tenant>/<uid>" — a job
+// needs a worker's attention), ChannelEvents (tenant id — new events for
+// watchers), ChannelTenants (tenant id — tenant or secrets changed).
+//
+// A notification is a wake-up hint, never the only signal: a Listener loses
+// whatever is sent while it reconnects, and a full subscriber buffer drops
+// (coalesces) payloads. Readers re-read Postgres when woken, re-poll in
+// their OnReconnect hook, and poll on a jittered timer anyway.
+//
+// # Pagination
+//
+// JobList is keyset pagination on seq (never OFFSET): "seq < cursor ORDER
+// BY seq DESC LIMIT n+1". jobs_tenant_seq_idx (tenant, seq DESC) and
+// jobs_tenant_state_seq_idx (tenant, state, seq DESC), both partial on NOT
+// deleted, make every page one ordered index range scan stopped by LIMIT,
+// the same cost at a thousand rows or a million (TestJobListExplainUsesIndexes
+// checks the plans; BenchmarkJobList measures). Several states become one
+// ordered, limited branch per state under a Merge Append, not a Sort. Rows
+// inserted while a client pages get larger seqs and never shift a page: each
+// row is returned at most once, and every row present at the first page is
+// returned. TenantList pages by id the same way.
+package store

@@ -1,0 +1,118 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/trainyard/trainyard/internal/job"
+)
+
+// jobsBulkInsert adds n jobs to tenantID in one statement: states spread
+// over QUEUED, RUNNING and mostly final ones, labels team=team-0..9.
+func jobsBulkInsert(ctx context.Context, pool *pgxpool.Pool, tenantID string, n int) error {
+	_, err := pool.Exec(ctx, `
+		INSERT INTO jobs (tenant_id, uid, name, labels, spec, status, state, priority, active,
+		                  create_time, update_time)
+		SELECT $1, gen_random_uuid(), 'bulk-' || g, jsonb_build_object('team', 'team-' || (g % 10)),
+		       '{"replicas":[],"runPolicy":{"backoffLimit":3,"cleanPodPolicy":"Running"}}',
+		       jsonb_build_object('state', s.st), s.st, 0,
+		       s.st NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED'), now(), now()
+		FROM generate_series(1, $2::int) AS g,
+		     LATERAL (SELECT (ARRAY['SUCCEEDED','SUCCEEDED','SUCCEEDED','FAILED','CANCELLED',
+		                            'SUCCEEDED','RUNNING','SUCCEEDED','FAILED','QUEUED'])[1 + g % 10] AS st) AS s`,
+		tenantID, n)
+	return err
+}
+
+// planNodes flattens an EXPLAIN (FORMAT JSON) plan into "Node Type[:Index Name]".
+func planNodes(t *testing.T, ctx context.Context, conn *pgxpool.Conn, query string, args []any) []string {
+	t.Helper()
+	var raw []byte
+	require.NoError(t, conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+query, args...).Scan(&raw))
+	var plans []struct {
+		Plan map[string]any `json:"Plan"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &plans))
+	var out []string
+	var walk func(n map[string]any)
+	walk = func(n map[string]any) {
+		s, _ := n["Node Type"].(string)
+		if idx, ok := n["Index Name"].(string); ok {
+			s += ":" + idx
+		}
+		out = append(out, s)
+		kids, _ := n["Plans"].([]any)
+		for _, k := range kids {
+			walk(k.(map[string]any))
+		}
+	}
+	walk(plans[0].Plan)
+	return out
+}
+
+func TestJobListExplainUsesIndexes(t *testing.T) {
+	b := setup(t)
+	for _, id := range []string{"big", "other"} {
+		b.tenantCreate(t, id)
+	}
+	require.NoError(t, jobsBulkInsert(b.ctx, b.pool, "big", 50000))
+	require.NoError(t, jobsBulkInsert(b.ctx, b.pool, "other", 20000))
+	_, err := b.pool.Exec(b.ctx, "ANALYZE jobs")
+	require.NoError(t, err)
+
+	conn, err := b.pool.Acquire(b.ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	// Make a full scan unattractive, as it is at a million rows.
+	_, err = conn.Exec(b.ctx, "SET enable_seqscan = off")
+	require.NoError(t, err)
+	defer func() { _, _ = conn.Exec(context.Background(), "RESET enable_seqscan") }()
+
+	cases := []struct {
+		name  string
+		p     JobListParams
+		index string
+		merge bool
+	}{
+		{name: "all", p: JobListParams{}, index: "jobs_tenant_seq_idx"},
+		{name: "all, later page", p: JobListParams{Before: 30000}, index: "jobs_tenant_seq_idx"},
+		{name: "one state", p: JobListParams{States: []job.State{job.Running}}, index: "jobs_tenant_state_seq_idx"},
+		{name: "one state, later page", p: JobListParams{States: []job.State{job.Queued}, Before: 30000},
+			index: "jobs_tenant_state_seq_idx"},
+		{name: "three states", p: JobListParams{States: []job.State{job.Queued, job.Running, job.Restarting}},
+			index: "jobs_tenant_state_seq_idx", merge: true},
+		{name: "label filter", p: JobListParams{LabelEquals: map[string]string{"team": "team-3"}}},
+	}
+	t.Run("claim", func(t *testing.T) {
+		nodes := planNodes(t, b.ctx, conn, sqlJobClaim, []any{"w", 10, int64(1e6)})
+		plan := strings.Join(nodes, " > ")
+		t.Log(plan)
+		require.Contains(t, plan, "Index Scan:jobs_claim_idx")
+		require.NotContains(t, plan, "Sort")
+	})
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			query, args := jobListQuery("big", tc.p, 51)
+			nodes := planNodes(t, b.ctx, conn, query, args)
+			plan := strings.Join(nodes, " > ")
+			t.Log(plan)
+			for _, n := range nodes {
+				require.NotEqual(t, "Seq Scan", n, plan)
+				if tc.index != "" {
+					require.NotContains(t, n, "Sort", "ordered by the index, not sorted: %s", plan)
+				}
+			}
+			if tc.index != "" {
+				require.Contains(t, plan, "Index Scan:"+tc.index)
+			}
+			if tc.merge {
+				require.Contains(t, nodes, "Merge Append", plan)
+			}
+		})
+	}
+}

@@ -1,0 +1,427 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/trainyard/trainyard/internal/job"
+)
+
+// JobCreateParams is a job to create.
+type JobCreateParams struct {
+	// Job: Tenant, Name, Spec, Labels, DisplayName and Creator are stored;
+	// UID is generated (UUIDv7) when empty. Status, times and the rest are
+	// set by the store.
+	Job job.Job
+	// Demand is what the job takes from its tenant's quota once admitted.
+	Demand job.Demand
+	// RequestID (AIP-155), optional: a create with a request id seen before
+	// in this tenant returns the first job instead of creating one.
+	RequestID string
+}
+
+// JobListParams filters and pages JobList.
+type JobListParams struct {
+	// States keeps jobs in any of these states (all when empty).
+	States []job.State
+	// LabelEquals keeps jobs with all of these labels set to these values.
+	LabelEquals map[string]string
+	// LabelExists keeps jobs that have all of these label keys.
+	LabelExists []string
+	// PageSize defaults to DefaultPageSize and is capped at MaxPageSize.
+	PageSize int
+	// Before is the cursor returned with the previous page (0: newest first).
+	Before int64
+}
+
+// jobCols is every column a job read needs, in scanJob's order.
+const jobCols = `j.tenant_id, j.uid, j.seq, j.name, j.display_name, j.labels, j.creator, j.spec, j.status,
+	j.state, j.cancel_requested, j.create_time, j.update_time,
+	j.version, j.admitted, j.deleted, j.active, coalesce(j.worker_id, ''),
+	j.demand_gpu, j.demand_cpu_milli, j.demand_memory_bytes, j.demand_pods`
+
+func scanJob(row pgx.Row) (WorkerJob, int64, error) {
+	var (
+		w         WorkerJob
+		seq       int64
+		state     string
+		cancelReq bool
+		j         = &w.Job
+	)
+	err := row.Scan(&j.Tenant, &j.UID, &seq, &j.Name, &j.DisplayName, &j.Labels, &j.Creator, &j.Spec, &j.Status,
+		&state, &cancelReq, &j.CreateTime, &j.UpdateTime,
+		&w.Version, &w.Admitted, &w.Deleted, &w.Active, &w.WorkerID,
+		&w.Demand.GPU, &w.Demand.CPUMilli, &w.Demand.MemoryBytes, &w.Demand.Pods)
+	if err != nil {
+		return WorkerJob{}, 0, err
+	}
+	// The columns are the truth; the JSON copies them for the reader.
+	j.Status.State = job.State(state)
+	j.Status.CancelRequested = cancelReq
+	if len(j.Labels) == 0 {
+		j.Labels = nil
+	}
+	return w, seq, nil
+}
+
+func jobWhat(tenantID, name string) string {
+	return fmt.Sprintf("job %q in tenant %q", name, tenantID)
+}
+
+// JobCreate creates a QUEUED job with its first event, its idempotency key
+// and a NOTIFY to the workers, all in one transaction. created is false when
+// RequestID was seen before: the first job is returned as it is now. A
+// duplicate name is ErrAlreadyExists; a missing tenant ErrNotFound; a tenant
+// that is not ACTIVE ErrFailedPrecondition.
+func (s *Store) JobCreate(ctx context.Context, p JobCreateParams) (job.Job, bool, error) {
+	j := p.Job
+	if j.UID == "" {
+		id, err := uuid.NewV7()
+		if err != nil {
+			return job.Job{}, false, fmt.Errorf("store: new job uid: %v", err)
+		}
+		j.UID = id.String()
+	} else if _, err := uuid.Parse(j.UID); err != nil {
+		return job.Job{}, false, fmt.Errorf("%w: job uid %q is not a UUID", ErrFailedPrecondition, j.UID)
+	}
+	now := s.timestamp()
+	status := job.Status{
+		State: job.Queued,
+		Conditions: []job.Condition{{
+			Type: job.CondQueued, Status: true, Reason: "Submitted",
+			Message: "waiting for a worker and the tenant's quota", LastTransitionTime: now,
+		}},
+	}
+	message := "job submitted"
+	if j.Creator != "" {
+		message += " by " + j.Creator
+	}
+	what := jobWhat(j.Tenant, j.Name)
+
+	var (
+		out     WorkerJob
+		created bool
+	)
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if p.RequestID != "" {
+			// Concurrent retries of the same request wait here for the first
+			// one to commit or roll back.
+			tag, err := tx.Exec(ctx, `
+				INSERT INTO idempotency_keys (tenant_id, request_id, job_uid, create_time)
+				VALUES ($1, $2, $3, $4) ON CONFLICT (tenant_id, request_id) DO NOTHING`,
+				j.Tenant, p.RequestID, j.UID, now)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 0 {
+				w, _, err := scanJob(tx.QueryRow(ctx, `SELECT `+jobCols+` FROM idempotency_keys k
+					JOIN jobs j ON j.tenant_id = k.tenant_id AND j.uid = k.job_uid
+					WHERE k.tenant_id = $1 AND k.request_id = $2`, j.Tenant, p.RequestID))
+				out = w
+				return err
+			}
+		}
+		// One round trip: events lock, job and first event, notifications
+		// (dropped by Postgres if the transaction rolls back).
+		var batch pgx.Batch
+		batch.Queue(sqlTenantEventsLock, j.Tenant)
+		batch.Queue(`
+			WITH j AS (
+				INSERT INTO jobs (tenant_id, uid, name, display_name, labels, creator, spec, status, state,
+				                  priority, demand_gpu, demand_cpu_milli, demand_memory_bytes, demand_pods,
+				                  create_time, update_time)
+				SELECT t.id, $2, $3, $4, $5, $6, $7, $8, 'QUEUED', $9, $10, $11, $12, $13, $14, $14
+				FROM tenants t WHERE t.id = $1 AND t.state = 'ACTIVE'
+				RETURNING *
+			), e AS (
+				INSERT INTO job_events (tenant_id, job_uid, job_name, type, reason, message, state, create_time)
+				SELECT tenant_id, uid, name, 'Normal', 'Queued', $15, 'QUEUED', create_time FROM j
+			)
+			SELECT `+jobCols+` FROM j`,
+			j.Tenant, j.UID, j.Name, j.DisplayName, nonNilMap(j.Labels), j.Creator, j.Spec, status,
+			j.Spec.Priority, p.Demand.GPU, p.Demand.CPUMilli, p.Demand.MemoryBytes, p.Demand.Pods, now, message,
+		).QueryRow(func(row pgx.Row) (err error) {
+			out, _, err = scanJob(row)
+			return err
+		})
+		batch.Queue(`SELECT pg_notify($1, $2)`, ChannelJobs, j.Tenant+"/"+j.UID)
+		batch.Queue(`SELECT pg_notify($1, $2)`, ChannelEvents, j.Tenant)
+		err := tx.SendBatch(ctx, &batch).Close()
+		if errors.Is(err, pgx.ErrNoRows) {
+			return tenantNotActive(ctx, tx, j.Tenant)
+		}
+		created = err == nil
+		return err
+	})
+	if err != nil {
+		return job.Job{}, false, translate(err, what)
+	}
+	return out.Job, created, nil
+}
+
+// tenantNotActive explains why a job could not be inserted for tenantID.
+func tenantNotActive(ctx context.Context, tx pgx.Tx, tenantID string) error {
+	var state string
+	err := tx.QueryRow(ctx, `SELECT state FROM tenants WHERE id = $1`, tenantID).Scan(&state)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%w: tenant %q", ErrNotFound, tenantID)
+	}
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: tenant %q is %s", ErrFailedPrecondition, tenantID, state)
+}
+
+// JobGet returns a job by tenant and name. Deleted jobs are not found.
+func (s *Store) JobGet(ctx context.Context, tenantID, name string) (job.Job, error) {
+	w, _, err := scanJob(s.pool.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs j
+		WHERE j.tenant_id = $1 AND j.name = $2 AND NOT j.deleted`, tenantID, name))
+	return w.Job, translate(err, jobWhat(tenantID, name))
+}
+
+// JobList returns a page of a tenant's jobs, newest first, and the cursor of
+// the next page (0 when this is the last). Pages are keyset on seq, so rows
+// inserted meanwhile never shift a page: each row is returned at most once,
+// and every row that existed at the first call is returned.
+func (s *Store) JobList(ctx context.Context, tenantID string, p JobListParams) ([]job.Job, int64, error) {
+	size := clampPageSize(p.PageSize)
+	query, args := jobListQuery(tenantID, p, size+1)
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, 0, translate(err, "jobs")
+	}
+	defer rows.Close()
+	var (
+		list []job.Job
+		seqs []int64
+	)
+	for rows.Next() {
+		w, seq, err := scanJob(rows)
+		if err != nil {
+			return nil, 0, translate(err, "jobs")
+		}
+		list, seqs = append(list, w.Job), append(seqs, seq)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, translate(err, "jobs")
+	}
+	var next int64
+	if len(list) > size {
+		list = list[:size]
+		next = seqs[size-1]
+	}
+	return list, next, nil
+}
+
+// jobListQuery builds JobList's statement. Each shape is one ordered range
+// scan of an index, stopped by LIMIT, so a page costs the same at any table
+// size. Several states become one branch per state, each ordered and limited
+// on its own (a leaf with a WHERE clause is planned as its own subquery, so
+// the order must be asked for inside it): Postgres then merges the branches
+// (Merge Append) instead of sorting.
+func jobListQuery(tenantID string, p JobListParams, limit int) (string, []any) {
+	before := p.Before
+	if before <= 0 {
+		before = 1<<63 - 1
+	}
+	args := []any{tenantID, before, limit}
+	where := `j.tenant_id = $1 AND NOT j.deleted AND j.seq < $2`
+	if len(p.LabelEquals) > 0 {
+		args = append(args, p.LabelEquals)
+		where += fmt.Sprintf(` AND j.labels @> $%d::jsonb`, len(args))
+	}
+	if len(p.LabelExists) > 0 {
+		args = append(args, p.LabelExists)
+		where += fmt.Sprintf(` AND j.labels ?& $%d::text[]`, len(args))
+	}
+	states := uniqueStates(p.States)
+	if len(states) == 0 {
+		return `SELECT ` + jobCols + ` FROM jobs j WHERE ` + where + ` ORDER BY j.seq DESC LIMIT $3`, args
+	}
+	branches := make([]string, 0, len(states))
+	for _, st := range states {
+		args = append(args, string(st))
+		branches = append(branches, fmt.Sprintf(`SELECT %s FROM jobs j WHERE %s AND j.state = $%d
+			ORDER BY j.seq DESC LIMIT $3`, jobColsAliased, where, len(args)))
+	}
+	if len(branches) == 1 {
+		return branches[0], args
+	}
+	return `SELECT * FROM ((` + strings.Join(branches, `) UNION ALL (`) + `)) j ORDER BY j.seq DESC LIMIT $3`, args
+}
+
+// jobColsAliased names the computed column of jobCols so that a UNION ALL
+// has unique column names.
+var jobColsAliased = strings.Replace(jobCols, "coalesce(j.worker_id, '')", "coalesce(j.worker_id, '') AS worker_id", 1)
+
+func uniqueStates(states []job.State) []job.State {
+	seen := map[job.State]bool{}
+	var out []job.State
+	for _, s := range states {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// JobCancel cancels a job. A final job is returned unchanged. A job that is
+// QUEUED and not admitted has no Kubernetes objects yet: it becomes
+// CANCELLED at once and needs no worker (its owner, if any, gets ErrConflict
+// on its next versioned write and re-reads). Any other job gets
+// cancel_requested, and its worker stops it.
+func (s *Store) JobCancel(ctx context.Context, tenantID, name string) (job.Job, error) {
+	what := jobWhat(tenantID, name)
+	var out WorkerJob
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		w, _, err := scanJob(tx.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs j
+			WHERE j.tenant_id = $1 AND j.name = $2 AND NOT j.deleted FOR UPDATE`, tenantID, name))
+		if err != nil {
+			return err
+		}
+		out = w
+		st := w.Job.Status
+		if st.State.Final() || st.CancelRequested {
+			return nil
+		}
+		now := s.timestamp()
+		var ev job.Event
+		if st.State == job.Queued && !w.Admitted {
+			st.State = job.Cancelled
+			st.Reason = "Cancelled"
+			st.Message = "cancelled before it started"
+			st.CompletionTime = &now
+			st.Conditions = conditionSet(st.Conditions, job.Condition{
+				Type: job.CondQueued, Status: false, Reason: "Cancelled", LastTransitionTime: now})
+			st.Conditions = conditionSet(st.Conditions, job.Condition{
+				Type: job.CondCancelled, Status: true, Reason: "Cancelled",
+				Message: st.Message, LastTransitionTime: now})
+			st.CancelRequested = false
+			ev = job.Event{Type: job.EventNormal, Reason: "Cancelled", Message: st.Message, State: job.Cancelled}
+			err = tx.QueryRow(ctx, `
+				UPDATE jobs SET state = 'CANCELLED', status = $3, finish_time = $4, update_time = $4,
+				                active = false, version = version + 1
+				WHERE tenant_id = $1 AND uid = $2 RETURNING version`,
+				tenantID, w.Job.UID, st, now).Scan(&out.Version)
+			out.Active = false
+		} else {
+			ev = job.Event{Type: job.EventNormal, Reason: "CancelRequested",
+				Message: "cancellation requested; stopping the job", State: st.State}
+			// A job that needs a worker again keeps its owner only if it had one.
+			err = tx.QueryRow(ctx, `
+				UPDATE jobs SET cancel_requested = true, update_time = $3, version = version + 1,
+				                worker_id = CASE WHEN active THEN worker_id END,
+				                lease_expires_at = CASE WHEN active THEN lease_expires_at END,
+				                active = true
+				WHERE tenant_id = $1 AND uid = $2 RETURNING version`,
+				tenantID, w.Job.UID, now).Scan(&out.Version)
+			st.CancelRequested = true
+			out.Active = true
+		}
+		if err != nil {
+			return err
+		}
+		out.Job.Status, out.Job.UpdateTime = st, now
+		ev.CreateTime = now
+		if err := eventsInsert(ctx, tx, w.Job, []job.Event{ev}, now); err != nil {
+			return err
+		}
+		return notify(ctx, tx, ChannelJobs, tenantID+"/"+w.Job.UID)
+	})
+	if err != nil {
+		return job.Job{}, translate(err, what)
+	}
+	return out.Job, nil
+}
+
+// JobDelete deletes a final job: the row is marked deleted (its name is free
+// at once) and handed to a worker, which removes what is left in Kubernetes
+// and then calls JobPurge. A job that is not final is ErrFailedPrecondition.
+func (s *Store) JobDelete(ctx context.Context, tenantID, name string) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		w, _, err := scanJob(tx.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs j
+			WHERE j.tenant_id = $1 AND j.name = $2 AND NOT j.deleted FOR UPDATE`, tenantID, name))
+		if err != nil {
+			return err
+		}
+		if state := w.Job.Status.State; !state.Final() {
+			return fmt.Errorf("%w: job %q is %s; cancel it first", ErrFailedPrecondition, name, state)
+		}
+		now := s.timestamp()
+		_, err = tx.Exec(ctx, `
+			UPDATE jobs SET deleted = true, update_time = $3, version = version + 1,
+			                worker_id = CASE WHEN active THEN worker_id END,
+			                lease_expires_at = CASE WHEN active THEN lease_expires_at END,
+			                active = true
+			WHERE tenant_id = $1 AND uid = $2`, tenantID, w.Job.UID, now)
+		if err != nil {
+			return err
+		}
+		ev := job.Event{Type: job.EventNormal, Reason: "Deleted", Message: "job deleted",
+			State: w.Job.Status.State, CreateTime: now}
+		if err := eventsInsert(ctx, tx, w.Job, []job.Event{ev}, now); err != nil {
+			return err
+		}
+		return notify(ctx, tx, ChannelJobs, tenantID+"/"+w.Job.UID)
+	})
+	return translate(err, jobWhat(tenantID, name))
+}
+
+// conditionSet sets c in conds, keeping the transition time when the status
+// did not change.
+func conditionSet(conds []job.Condition, c job.Condition) []job.Condition {
+	for i := range conds {
+		if conds[i].Type != c.Type {
+			continue
+		}
+		if conds[i].Status == c.Status {
+			c.LastTransitionTime = conds[i].LastTransitionTime
+		}
+		out := append([]job.Condition(nil), conds...)
+		out[i] = c
+		return out
+	}
+	return append(append([]job.Condition(nil), conds...), c)
+}
+
+// eventsInsert writes events of j (in order) under the tenant's events lock
+// and notifies watchers. Event fields left empty default to Normal, the
+// job's state and now.
+func eventsInsert(ctx context.Context, tx pgx.Tx, j job.Job, events []job.Event, now time.Time) error {
+	if len(events) == 0 {
+		return nil
+	}
+	n := len(events)
+	types, reasons, messages, states := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	times := make([]time.Time, n)
+	for i, e := range events {
+		types[i], reasons[i], messages[i], states[i], times[i] = e.Type, e.Reason, e.Message, string(e.State), e.CreateTime
+		if types[i] == "" {
+			types[i] = job.EventNormal
+		}
+		if states[i] == "" {
+			states[i] = string(j.Status.State)
+		}
+		if times[i].IsZero() {
+			times[i] = now
+		}
+	}
+	var batch pgx.Batch
+	batch.Queue(sqlTenantEventsLock, j.Tenant)
+	batch.Queue(`
+		INSERT INTO job_events (tenant_id, job_uid, job_name, type, reason, message, state, create_time)
+		SELECT $1, $2, $3, t, r, m, s, c
+		FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[])
+		     WITH ORDINALITY AS u(t, r, m, s, c, o)
+		ORDER BY o`,
+		j.Tenant, j.UID, j.Name, types, reasons, messages, states, times)
+	batch.Queue(`SELECT pg_notify($1, $2)`, ChannelEvents, j.Tenant)
+	return tx.SendBatch(ctx, &batch).Close()
+}

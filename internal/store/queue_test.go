@@ -1,0 +1,497 @@
+package store
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/tenant"
+)
+
+func TestJobClaimConcurrentWorkers(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	b.tenantCreate(t, "b")
+	const n = 60
+	for i := range n {
+		b.jobCreate(t, []string{"a", "b"}[i%2], fmt.Sprintf("job-%02d", i), 0)
+	}
+
+	// Rounds in which both workers claim at the same moment, until the
+	// queue is empty.
+	owner := map[JobKey]string{}
+	workers := []string{"w1", "w2"}
+	for round := 0; ; round++ {
+		require.Less(t, round, n, "the queue drains")
+		var (
+			wg    sync.WaitGroup
+			start = make(chan struct{})
+			got   = make([][]JobKey, len(workers))
+			errs  = make([]error, len(workers))
+		)
+		for i, worker := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				got[i], errs[i] = b.store.JobClaim(b.ctx, worker, 3, time.Hour)
+			}()
+		}
+		close(start)
+		wg.Wait()
+		empty := true
+		for i, worker := range workers {
+			require.NoError(t, errs[i])
+			for _, k := range got[i] {
+				prev, taken := owner[k]
+				require.False(t, taken, "job %s claimed by %s and %s", k, prev, worker)
+				owner[k] = worker
+				empty = false
+			}
+		}
+		if empty {
+			break
+		}
+	}
+	require.Len(t, owner, n)
+	perWorker := map[string]int{}
+	for k, w := range owner {
+		perWorker[w]++
+		loaded, err := b.store.JobLoad(b.ctx, k.Tenant, k.UID)
+		require.NoError(t, err)
+		require.Equal(t, w, loaded.WorkerID)
+	}
+	require.Len(t, perWorker, 2, "both workers got jobs: %v", perWorker)
+
+	// Nothing is left to claim while the leases live.
+	keys, err := b.store.JobClaim(b.ctx, "w3", 10, time.Hour)
+	require.NoError(t, err)
+	require.Empty(t, keys)
+}
+
+func TestJobClaimOrder(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	low1 := b.jobCreate(t, "a", "low-1", 0)
+	_, _, err := b.store.JobCreate(b.ctx, JobCreateParams{Job: job.Job{Tenant: "a", Name: "high",
+		Spec: func() job.Spec { s := testSpec(); s.Priority = 10; return s }()}})
+	require.NoError(t, err)
+	low2 := b.jobCreate(t, "a", "low-2", 0)
+	finished := b.jobInState(t, "a", "done", job.Succeeded, true)
+	_, err = b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "setup-worker", Tenant: "a", UID: finished.Job.UID,
+		Version: finished.Version, Status: finished.Job.Status, Done: true})
+	require.NoError(t, err)
+
+	var names []string
+	for {
+		keys, err := b.store.JobClaim(b.ctx, "w", 1, time.Hour)
+		require.NoError(t, err)
+		if len(keys) == 0 {
+			break
+		}
+		w, err := b.store.JobLoad(b.ctx, keys[0].Tenant, keys[0].UID)
+		require.NoError(t, err)
+		names = append(names, w.Job.Name)
+	}
+	require.Equal(t, []string{"high", "low-1", "low-2"}, names, "priority first, then oldest; inactive jobs never")
+
+	// Renewal returns what the worker owns; release hands jobs back.
+	owned, err := b.store.JobLeaseRenew(b.ctx, "w", time.Hour)
+	require.NoError(t, err)
+	require.Len(t, owned, 3)
+	require.NoError(t, b.store.JobRelease(b.ctx, "w", keyOf(low1)))
+	require.NoError(t, b.store.JobRelease(b.ctx, "other", keyOf(low2)), "releasing what one does not own is a no-op")
+	owned, err = b.store.JobLeaseRenew(b.ctx, "w", time.Hour)
+	require.NoError(t, err)
+	require.Len(t, owned, 2)
+	keys, err := b.store.JobClaim(b.ctx, "w2", 10, time.Hour)
+	require.NoError(t, err)
+	require.Equal(t, []JobKey{keyOf(low1)}, keys)
+	require.NoError(t, b.store.JobReleaseAll(b.ctx, "w"))
+	owned, err = b.store.JobLeaseRenew(b.ctx, "w", time.Hour)
+	require.NoError(t, err)
+	require.Empty(t, owned)
+}
+
+func TestJobLeaseExpiryTakeover(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	j := b.jobCreate(t, "a", "j", 0)
+
+	keys, err := b.store.JobClaim(b.ctx, "w1", 10, 2*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, []JobKey{keyOf(j)}, keys)
+	w1, err := b.store.JobLoad(b.ctx, "a", j.UID)
+	require.NoError(t, err)
+
+	// w1 stops renewing (it died); once the lease expires w2 takes over.
+	require.Eventually(t, func() bool {
+		keys, err := b.store.JobClaim(b.ctx, "w2", 10, time.Hour)
+		require.NoError(t, err)
+		return len(keys) == 1 && keys[0] == keyOf(j)
+	}, 15*time.Second, 20*time.Millisecond)
+
+	owned, err := b.store.JobLeaseRenew(b.ctx, "w1", time.Hour)
+	require.NoError(t, err)
+	require.Empty(t, owned, "w1 learns it lost the job")
+	st := w1.Job.Status
+	st.State = job.Starting
+	_, err = b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "w1", Tenant: "a", UID: j.UID, Version: w1.Version, Status: st})
+	require.ErrorIs(t, err, ErrLeaseLost)
+
+	w2, err := b.store.JobLoad(b.ctx, "a", j.UID)
+	require.NoError(t, err)
+	require.Equal(t, "w2", w2.WorkerID)
+	_, err = b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "w2", Tenant: "a", UID: j.UID, Version: w2.Version, Status: st})
+	require.NoError(t, err)
+}
+
+func TestJobSaveFencing(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	j := b.jobCreate(t, "a", "j", 0)
+	w := b.own(t, "w1", keyOf(j))
+
+	st := w.Job.Status
+	st.State = job.Running
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	st.StartTime = &now
+	st.Replicas = []job.ReplicaStatus{{Type: job.Worker, Index: 0, Pod: "j-worker-0", State: job.ReplicaRunning}}
+	v2, err := b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "w1", Tenant: "a", UID: j.UID, Version: w.Version,
+		Status: st, Events: []job.Event{{Reason: "Started", Message: "pods running"}}})
+	require.NoError(t, err)
+	require.Greater(t, v2, w.Version)
+
+	got, err := b.store.JobGet(b.ctx, "a", "j")
+	require.NoError(t, err)
+	require.Equal(t, job.Running, got.Status.State)
+	require.Equal(t, st.Replicas, got.Status.Replicas)
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM jobs WHERE state = 'RUNNING'`), "state column follows the status")
+
+	_, err = b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "w1", Tenant: "a", UID: j.UID, Version: w.Version, Status: st})
+	require.ErrorIs(t, err, ErrConflict, "stale version")
+	_, err = b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "w2", Tenant: "a", UID: j.UID, Version: v2, Status: st})
+	require.ErrorIs(t, err, ErrLeaseLost, "not the owner")
+	_, err = b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "w1", Tenant: "b", UID: j.UID, Version: v2, Status: st})
+	require.ErrorIs(t, err, ErrNotFound, "wrong tenant")
+
+	// A user's cancel request bumps the version: the worker re-reads.
+	_, err = b.store.JobCancel(b.ctx, "a", "j")
+	require.NoError(t, err)
+	_, err = b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "w1", Tenant: "a", UID: j.UID, Version: v2, Status: st})
+	require.ErrorIs(t, err, ErrConflict)
+	w, err = b.store.JobLoad(b.ctx, "a", j.UID)
+	require.NoError(t, err)
+	require.True(t, w.Job.Status.CancelRequested)
+	require.Equal(t, "w1", w.WorkerID, "a cancel request keeps the owner")
+
+	// Saving never clears cancel_requested.
+	st = w.Job.Status
+	st.State = job.Cancelled
+	st.CancelRequested = false
+	v3, err := b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "w1", Tenant: "a", UID: j.UID, Version: w.Version, Status: st,
+		Events: []job.Event{{Reason: "Cancelled", Message: "pods deleted"}}})
+	require.NoError(t, err)
+	got, err = b.store.JobGet(b.ctx, "a", "j")
+	require.NoError(t, err)
+	require.True(t, got.Status.CancelRequested)
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM jobs WHERE finish_time IS NOT NULL`))
+
+	// Done: no more work, nobody owns it, it cannot be claimed.
+	_, err = b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "w1", Tenant: "a", UID: j.UID, Version: v3, Status: st, Done: true})
+	require.NoError(t, err)
+	w, err = b.store.JobLoad(b.ctx, "a", j.UID)
+	require.NoError(t, err)
+	require.False(t, w.Active)
+	require.Empty(t, w.WorkerID)
+	_, err = b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "w1", Tenant: "a", UID: j.UID, Version: w.Version, Status: st})
+	require.ErrorIs(t, err, ErrLeaseLost)
+	keys, err := b.store.JobClaim(b.ctx, "w9", 10, time.Hour)
+	require.NoError(t, err)
+	require.Empty(t, keys)
+
+	events, err := b.store.EventList(b.ctx, "a", "j", 0, 0)
+	require.NoError(t, err)
+	var reasons []string
+	for _, e := range events {
+		reasons = append(reasons, e.Reason)
+	}
+	require.Equal(t, []string{"Queued", "Started", "CancelRequested", "Cancelled"}, reasons)
+	require.Equal(t, job.Running, events[1].State, "event state defaults to the saved state")
+}
+
+func TestJobAdmitConcurrentQuota(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	quota := job.Demand{GPU: 4}
+	const n = 12
+	var mine [2][]WorkerJob
+	for i := range n {
+		j := b.jobCreate(t, "a", fmt.Sprintf("j-%02d", i), 1)
+		mine[i%2] = append(mine[i%2], b.own(t, fmt.Sprintf("w%d", i%2), keyOf(j)))
+	}
+
+	admitAll := func() {
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		errs := make(chan error, n)
+		for wi := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				for i, w := range mine[wi] {
+					res, err := b.store.JobAdmit(b.ctx, fmt.Sprintf("w%d", wi), "a", w.Job.UID, w.Version, quota)
+					if err != nil {
+						errs <- err
+						return
+					}
+					mine[wi][i].Version = res.Version
+					mine[wi][i].Admitted = res.Admitted
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+	}
+	admitted := func() int {
+		return b.count(t, `SELECT count(*) FROM jobs WHERE admitted AND state NOT IN ('SUCCEEDED','FAILED','CANCELLED')`)
+	}
+	admitAll()
+	require.Equal(t, 4, admitted(), "exactly the quota is admitted, never more")
+
+	// Finishing an admitted job frees its share; the next round admits one more.
+finish:
+	for wi := range 2 {
+		for i, w := range mine[wi] {
+			if !w.Admitted {
+				continue
+			}
+			st := w.Job.Status
+			st.State = job.Succeeded
+			_, err := b.store.JobSave(b.ctx, JobSaveParams{WorkerID: fmt.Sprintf("w%d", wi), Tenant: "a",
+				UID: w.Job.UID, Version: w.Version, Status: st})
+			require.NoError(t, err)
+			mine[wi] = append(mine[wi][:i], mine[wi][i+1:]...)
+			break finish
+		}
+	}
+	admitAll()
+	require.Equal(t, 4, admitted())
+
+	// Admission is fenced like a save.
+	w := mine[0][0]
+	_, err := b.store.JobAdmit(b.ctx, "w0", "a", w.Job.UID, w.Version-1, quota)
+	require.ErrorIs(t, err, ErrConflict)
+	_, err = b.store.JobAdmit(b.ctx, "w1", "a", w.Job.UID, w.Version, quota)
+	require.ErrorIs(t, err, ErrLeaseLost)
+}
+
+func TestJobAdmitLimits(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	big := b.own(t, "w", keyOf(b.jobCreate(t, "a", "big", 8)))
+	small := b.own(t, "w", keyOf(b.jobCreate(t, "a", "small", 1)))
+
+	res, err := b.store.JobAdmit(b.ctx, "w", "a", big.Job.UID, big.Version, job.Demand{GPU: 4})
+	require.NoError(t, err)
+	require.False(t, res.Admitted, "larger than the whole quota")
+	require.Equal(t, big.Version, res.Version, "a refusal changes nothing")
+
+	res, err = b.store.JobAdmit(b.ctx, "w", "a", small.Job.UID, small.Version, job.Demand{GPU: 4, Pods: 2})
+	require.NoError(t, err)
+	require.True(t, res.Admitted)
+	require.Greater(t, res.Version, small.Version)
+	again, err := b.store.JobAdmit(b.ctx, "w", "a", small.Job.UID, res.Version, job.Demand{GPU: 1})
+	require.NoError(t, err)
+	require.True(t, again.Admitted, "an admitted job stays admitted")
+	require.Equal(t, res.Version, again.Version)
+
+	// Pods limit: small uses 2 pods of 2.
+	res, err = b.store.JobAdmit(b.ctx, "w", "a", big.Job.UID, big.Version, job.Demand{Pods: 2})
+	require.NoError(t, err)
+	require.False(t, res.Admitted)
+	require.Equal(t, job.Demand{GPU: 1, CPUMilli: 1000, MemoryBytes: 1 << 30, Pods: 2}, res.Used)
+
+	// Zero quota: unlimited.
+	res, err = b.store.JobAdmit(b.ctx, "w", "a", big.Job.UID, big.Version, job.Demand{})
+	require.NoError(t, err)
+	require.True(t, res.Admitted)
+
+	_, err = b.store.JobAdmit(b.ctx, "w", "ghost", big.Job.UID, big.Version, job.Demand{})
+	require.ErrorIs(t, err, ErrNotFound)
+}
+
+func TestJobCancel(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	cases := []struct {
+		state    job.State
+		admitted bool
+		// want
+		final         job.State
+		requested     bool
+		noop          bool
+		wantActive    bool
+		wantCondition string
+	}{
+		{state: job.Queued, final: job.Cancelled, wantCondition: job.CondCancelled},
+		{state: job.Queued, admitted: true, final: job.Queued, requested: true, wantActive: true},
+		{state: job.Starting, admitted: true, final: job.Starting, requested: true, wantActive: true},
+		{state: job.Running, admitted: true, final: job.Running, requested: true, wantActive: true},
+		{state: job.Restarting, admitted: true, final: job.Restarting, requested: true, wantActive: true},
+		{state: job.Succeeded, admitted: true, final: job.Succeeded, noop: true, wantActive: true},
+		{state: job.Failed, admitted: true, final: job.Failed, noop: true, wantActive: true},
+		{state: job.Cancelled, admitted: true, final: job.Cancelled, noop: true, wantActive: true},
+	}
+	for _, tc := range cases {
+		name := fmt.Sprintf("%s-admitted-%t", tc.state, tc.admitted)
+		t.Run(name, func(t *testing.T) {
+			before := b.jobInState(t, "a", stringsLower(name), tc.state, tc.admitted)
+			eventsBefore := b.count(t, `SELECT count(*) FROM job_events WHERE job_uid = $1`, before.Job.UID)
+
+			got, err := b.store.JobCancel(b.ctx, "a", before.Job.Name)
+			require.NoError(t, err)
+			require.Equal(t, tc.final, got.Status.State)
+			require.Equal(t, tc.requested, got.Status.CancelRequested)
+
+			after, err := b.store.JobLoad(b.ctx, "a", before.Job.UID)
+			require.NoError(t, err)
+			require.Equal(t, got.Status, after.Job.Status, "the returned job is what is stored")
+			require.Equal(t, tc.wantActive, after.Active)
+			eventsAfter := b.count(t, `SELECT count(*) FROM job_events WHERE job_uid = $1`, before.Job.UID)
+			if tc.noop {
+				require.Equal(t, before.Version, after.Version)
+				require.Equal(t, eventsBefore, eventsAfter)
+				return
+			}
+			require.Greater(t, after.Version, before.Version)
+			require.Equal(t, eventsBefore+1, eventsAfter)
+			if tc.wantCondition != "" {
+				require.NotNil(t, after.Job.Status.CompletionTime)
+				var found bool
+				for _, c := range after.Job.Status.Conditions {
+					if c.Type == tc.wantCondition {
+						found = c.Status
+					}
+					if c.Type == job.CondQueued {
+						require.False(t, c.Status)
+					}
+				}
+				require.True(t, found)
+				// The owner finds out on its next write and re-reads.
+				_, err := b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "setup-worker", Tenant: "a",
+					UID: before.Job.UID, Version: before.Version, Status: before.Job.Status})
+				require.ErrorIs(t, err, ErrConflict)
+			}
+			// A second cancel changes nothing.
+			again, err := b.store.JobCancel(b.ctx, "a", before.Job.Name)
+			require.NoError(t, err)
+			require.Equal(t, got.Status, again.Status)
+			reloaded, err := b.store.JobLoad(b.ctx, "a", before.Job.UID)
+			require.NoError(t, err)
+			require.Equal(t, after.Version, reloaded.Version)
+		})
+	}
+	_, err := b.store.JobCancel(b.ctx, "a", "missing")
+	require.ErrorIs(t, err, ErrNotFound)
+}
+
+func stringsLower(s string) string {
+	out := []byte(s)
+	for i, c := range out {
+		if c >= 'A' && c <= 'Z' {
+			out[i] = c + 'a' - 'A'
+		}
+	}
+	return string(out)
+}
+
+func TestJobDeletePurge(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	running := b.jobInState(t, "a", "running", job.Running, true)
+	err := b.store.JobDelete(b.ctx, "a", "running")
+	require.ErrorIs(t, err, ErrFailedPrecondition)
+	require.ErrorContains(t, err, "RUNNING")
+	_, err = b.store.JobGet(b.ctx, "a", "running")
+	require.NoError(t, err)
+
+	queued := b.jobCreate(t, "a", "queued", 0)
+	require.ErrorIs(t, b.store.JobDelete(b.ctx, "a", "queued"), ErrFailedPrecondition)
+	_, err = b.store.JobCancel(b.ctx, "a", "queued")
+	require.NoError(t, err)
+	require.NoError(t, b.store.JobDelete(b.ctx, "a", "queued"), "a cancelled job can be deleted")
+
+	// The deleted job is gone for users, needs a worker, and its name is free.
+	_, err = b.store.JobGet(b.ctx, "a", "queued")
+	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, b.store.JobDelete(b.ctx, "a", "queued"), ErrNotFound)
+	_, err = b.store.EventList(b.ctx, "a", "queued", 0, 0)
+	require.ErrorIs(t, err, ErrNotFound)
+	reborn := b.jobCreate(t, "a", "queued", 0)
+	require.NotEqual(t, queued.UID, reborn.UID)
+	events, err := b.store.EventList(b.ctx, "a", "queued", 0, 0)
+	require.NoError(t, err)
+	require.Len(t, events, 1, "events of the new job only")
+
+	old, err := b.store.JobLoad(b.ctx, "a", queued.UID)
+	require.NoError(t, err)
+	require.True(t, old.Deleted)
+	require.True(t, old.Active)
+	require.Empty(t, old.WorkerID)
+	active, err := b.store.JobListActiveByTenant(b.ctx, "a")
+	require.NoError(t, err)
+	require.ElementsMatch(t, []JobKey{keyOf(running.Job), keyOf(queued), keyOf(reborn)}, active)
+	list, _, err := b.store.JobList(b.ctx, "a", JobListParams{})
+	require.NoError(t, err)
+	require.Len(t, list, 2)
+
+	// Purge: only the owner, only deleted jobs.
+	require.ErrorIs(t, b.store.JobPurge(b.ctx, "w", "a", queued.UID), ErrLeaseLost)
+	b.own(t, "w", keyOf(queued))
+	b.own(t, "w", keyOf(reborn))
+	require.ErrorIs(t, b.store.JobPurge(b.ctx, "w", "a", reborn.UID), ErrFailedPrecondition)
+	require.NoError(t, b.store.JobPurge(b.ctx, "w", "a", queued.UID))
+	_, err = b.store.JobLoad(b.ctx, "a", queued.UID)
+	require.ErrorIs(t, err, ErrNotFound)
+	require.Zero(t, b.count(t, `SELECT count(*) FROM job_events WHERE job_uid = $1`, queued.UID))
+	require.ErrorIs(t, b.store.JobPurge(b.ctx, "w", "a", queued.UID), ErrNotFound)
+
+	// Deleting a finished job whose worker still holds it (cleanup pending)
+	// keeps the owner, who sees the change on its next write.
+	fin := b.jobInState(t, "a", "fin", job.Succeeded, true)
+	require.NoError(t, b.store.JobDelete(b.ctx, "a", "fin"))
+	w, err := b.store.JobLoad(b.ctx, "a", fin.Job.UID)
+	require.NoError(t, err)
+	require.Equal(t, "setup-worker", w.WorkerID)
+	_, err = b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "setup-worker", Tenant: "a", UID: fin.Job.UID,
+		Version: fin.Version, Status: fin.Job.Status, Done: true})
+	require.ErrorIs(t, err, ErrConflict)
+}
+
+func TestJobListActiveByTenantOffboarding(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	b.tenantCreate(t, "b")
+	ja := b.jobCreate(t, "a", "x", 0)
+	b.jobCreate(t, "b", "y", 0)
+	_, err := b.store.TenantSetState(b.ctx, "a", tenant.Offboarding)
+	require.NoError(t, err)
+	keys, err := b.store.JobListActiveByTenant(b.ctx, "a")
+	require.NoError(t, err)
+	require.Equal(t, []JobKey{keyOf(ja)}, keys)
+	_, err = b.store.JobCancel(b.ctx, "a", "x")
+	require.NoError(t, err)
+	keys, err = b.store.JobListActiveByTenant(b.ctx, "a")
+	require.NoError(t, err)
+	require.Empty(t, keys)
+}

@@ -1,0 +1,151 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Errors returned by the store. Callers test them with errors.Is; the text
+// after the sentinel's own says which object and why, and is safe to show
+// to the user who asked (it never contains SQL).
+var (
+	ErrNotFound           = errors.New("not found")
+	ErrAlreadyExists      = errors.New("already exists")
+	ErrFailedPrecondition = errors.New("failed precondition")
+	// ErrConflict: the row's version is not the one the caller read. Re-read
+	// and decide again.
+	ErrConflict = errors.New("conflict: the job changed since it was read")
+	// ErrLeaseLost: the caller no longer owns the job (lease expired, taken
+	// over or released). Stop acting on it.
+	ErrLeaseLost = errors.New("lease lost")
+)
+
+// Page sizes (AIP-158).
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 1000
+)
+
+// Store is Trainyard's Postgres storage. It is safe for concurrent use.
+type Store struct {
+	pool *pgxpool.Pool
+	// now stamps times kept in rows and JSON. Leases use the database's
+	// clock instead, so that all workers agree on expiry.
+	now func() time.Time
+}
+
+// New returns a Store using pool. The caller keeps ownership of pool.
+func New(pool *pgxpool.Pool) *Store {
+	return &Store{pool: pool, now: time.Now}
+}
+
+// Open connects a pool to databaseURL (a postgres:// URL or key=value DSN,
+// with pgxpool's pool_* parameters) and checks that Postgres answers.
+func Open(ctx context.Context, databaseURL string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("store: parse database URL: %v", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: connect: %v", err)
+	}
+	s := New(pool)
+	if err := s.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the pool.
+func (s *Store) Close() { s.pool.Close() }
+
+// Ping checks that Postgres answers (for readiness probes).
+func (s *Store) Ping(ctx context.Context) error {
+	return translate(s.pool.Ping(ctx), "database")
+}
+
+// timestamp is the store's clock, at the precision Postgres keeps.
+func (s *Store) timestamp() time.Time {
+	return s.now().UTC().Truncate(time.Microsecond)
+}
+
+// translate is the one place where database errors become the store's
+// errors. what names the object for messages ("job \"x\"").
+func translate(err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrAlreadyExists) ||
+		errors.Is(err, ErrFailedPrecondition) || errors.Is(err, ErrConflict) ||
+		errors.Is(err, ErrLeaseLost) {
+		return err
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%w: %s", ErrNotFound, what)
+	}
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("store: %s: %w", what, context.Canceled)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("store: %s: %w", what, context.DeadlineExceeded)
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "23505": // unique_violation
+			return fmt.Errorf("%w: %s", ErrAlreadyExists, what)
+		case "23503": // foreign_key_violation: the parent is missing
+			return fmt.Errorf("%w: %s (%s)", ErrNotFound, what, parentOf(pgErr.ConstraintName))
+		case "40001", "40P01": // serialization_failure, deadlock_detected
+			return fmt.Errorf("%w: %s: concurrent update, retry", ErrConflict, what)
+		}
+		// The message is for logs; pgx types stay inside this package.
+		return fmt.Errorf("store: %s: postgres error %s: %s", what, pgErr.Code, pgErr.Message)
+	}
+	return fmt.Errorf("store: %s: %v", what, err)
+}
+
+func parentOf(constraint string) string {
+	switch constraint {
+	case "jobs_tenant_id_fkey", "secrets_tenant_id_fkey", "tenant_members_tenant_id_fkey":
+		return "tenant does not exist"
+	case "job_events_tenant_id_job_uid_fkey", "idempotency_keys_tenant_id_job_uid_fkey":
+		return "job does not exist"
+	}
+	return "referenced row does not exist"
+}
+
+// inTx runs fn in a transaction and commits when fn returns nil.
+func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.pool, fn)
+}
+
+// notify queues a NOTIFY in tx; Postgres delivers it at commit, and drops it
+// on rollback. Identical notifications in one transaction are sent once.
+func notify(ctx context.Context, tx pgx.Tx, channel, payload string) error {
+	_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channel, payload)
+	return err
+}
+
+// lockTenantEvents makes event ids commit-ordered within a tenant: whoever
+// inserts events holds this lock from id assignment until commit, so a reader
+// that has seen id N will never later see a smaller id of the same tenant.
+const sqlTenantEventsLock = `SELECT pg_advisory_xact_lock(hashtextextended('trainyard_events:' || $1::text, 0))`
+
+func clampPageSize(n int) int {
+	switch {
+	case n <= 0:
+		return DefaultPageSize
+	case n > MaxPageSize:
+		return MaxPageSize
+	}
+	return n
+}

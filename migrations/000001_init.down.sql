@@ -1,0 +1,6 @@
+DROP TABLE IF EXISTS secrets;
+DROP TABLE IF EXISTS idempotency_keys;
+DROP TABLE IF EXISTS job_events;
+DROP TABLE IF EXISTS jobs;
+DROP TABLE IF EXISTS tenant_members;
+DROP TABLE IF EXISTS tenants;
