@@ -1,0 +1,255 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/trainyard/trainyard/internal/tenant"
+	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
+)
+
+// TenantSource looks tenants up for the Authorizer. TenantGet must return
+// the tenant with its State and complete Members list, and an error that
+// errors.Is ErrTenantNotFound when there is no tenant with that id.
+type TenantSource interface {
+	TenantGet(ctx context.Context, id string) (tenant.Tenant, error)
+}
+
+// TenantSourceFunc adapts a function to TenantSource.
+type TenantSourceFunc func(ctx context.Context, id string) (tenant.Tenant, error)
+
+// TenantGet calls f.
+func (f TenantSourceFunc) TenantGet(ctx context.Context, id string) (tenant.Tenant, error) {
+	return f(ctx, id)
+}
+
+// ErrTenantNotFound is what a TenantSource returns (or wraps) for an
+// unknown tenant id.
+var ErrTenantNotFound = errors.New("tenant not found")
+
+// Permission is what a method requires of its caller.
+type Permission int
+
+const (
+	// PermDeny is the zero value: nobody may call.
+	PermDeny Permission = iota
+	// PermAuthenticated: any authenticated caller; the handler filters.
+	PermAuthenticated
+	// PermTenantViewer, PermTenantEditor and PermTenantAdmin need at least
+	// that role in the tenant the request names.
+	PermTenantViewer
+	PermTenantEditor
+	PermTenantAdmin
+	// PermPlatformAdmin needs the platform admin group.
+	PermPlatformAdmin
+)
+
+func (p Permission) String() string {
+	switch p {
+	case PermAuthenticated:
+		return "authenticated"
+	case PermTenantViewer:
+		return "tenant viewer"
+	case PermTenantEditor:
+		return "tenant editor"
+	case PermTenantAdmin:
+		return "tenant admin"
+	case PermPlatformAdmin:
+		return "platform admin"
+	}
+	return "deny"
+}
+
+func (p Permission) role() tenant.Role {
+	switch p {
+	case PermTenantViewer:
+		return tenant.RoleViewer
+	case PermTenantEditor:
+		return tenant.RoleEditor
+	case PermTenantAdmin, PermPlatformAdmin:
+		return tenant.RoleAdmin
+	}
+	return tenant.RoleNone
+}
+
+// rule is one row of the method table.
+type rule struct {
+	perm Permission
+	// write methods are refused while the tenant is not ACTIVE.
+	write bool
+	// field is the request field holding the resource name, as the caller
+	// knows it ("parent", "secret.name"); empty when the method names no
+	// tenant.
+	field   string
+	pattern namePattern
+	name    func(req any) (string, bool)
+}
+
+// named builds a rule for a method whose request names a tenant resource.
+func named[T any](perm Permission, write bool, field string, pattern namePattern, get func(T) string) rule {
+	return rule{perm: perm, write: write, field: field, pattern: pattern, name: func(req any) (string, bool) {
+		r, ok := req.(T)
+		if !ok {
+			return "", false
+		}
+		return get(r), true
+	}}
+}
+
+const (
+	read  = false
+	write = true
+)
+
+// rules is the whole access policy: every method of every Trainyard
+// service, and nothing else. A method missing here is denied.
+var rules = map[string]rule{
+	pb.JobService_CreateJob_FullMethodName:     named(PermTenantEditor, write, "parent", tenantPattern, (*pb.CreateJobRequest).GetParent),
+	pb.JobService_GetJob_FullMethodName:        named(PermTenantViewer, read, "name", jobPattern, (*pb.GetJobRequest).GetName),
+	pb.JobService_ListJobs_FullMethodName:      named(PermTenantViewer, read, "parent", tenantPattern, (*pb.ListJobsRequest).GetParent),
+	pb.JobService_CancelJob_FullMethodName:     named(PermTenantEditor, write, "name", jobPattern, (*pb.CancelJobRequest).GetName),
+	pb.JobService_DeleteJob_FullMethodName:     named(PermTenantEditor, write, "name", jobPattern, (*pb.DeleteJobRequest).GetName),
+	pb.JobService_ListJobEvents_FullMethodName: named(PermTenantViewer, read, "parent", jobPattern, (*pb.ListJobEventsRequest).GetParent),
+	pb.JobService_GetJobLogs_FullMethodName:    named(PermTenantViewer, read, "name", jobPattern, (*pb.GetJobLogsRequest).GetName),
+	pb.JobService_WatchJob_FullMethodName:      named(PermTenantViewer, read, "name", jobPattern, (*pb.WatchJobRequest).GetName),
+	pb.JobService_WatchJobs_FullMethodName:     named(PermTenantViewer, read, "parent", tenantPattern, (*pb.WatchJobsRequest).GetParent),
+
+	pb.TenantService_CreateTenant_FullMethodName: {perm: PermPlatformAdmin},
+	pb.TenantService_GetTenant_FullMethodName:    named(PermTenantViewer, read, "name", tenantPattern, (*pb.GetTenantRequest).GetName),
+	pb.TenantService_ListTenants_FullMethodName:  {perm: PermAuthenticated},
+	pb.TenantService_UpdateTenant_FullMethodName: named(PermPlatformAdmin, write, "tenant.name", tenantPattern,
+		func(r *pb.UpdateTenantRequest) string { return r.GetTenant().GetName() }),
+	// Not a write for the state check: offboarding is what DeleteTenant
+	// starts, and retrying it must keep working.
+	pb.TenantService_DeleteTenant_FullMethodName: named(PermPlatformAdmin, read, "name", tenantPattern, (*pb.DeleteTenantRequest).GetName),
+	pb.TenantService_PutSecret_FullMethodName: named(PermTenantAdmin, write, "secret.name", secretPattern,
+		func(r *pb.PutSecretRequest) string { return r.GetSecret().GetName() }),
+	pb.TenantService_ListSecrets_FullMethodName:  named(PermTenantViewer, read, "parent", tenantPattern, (*pb.ListSecretsRequest).GetParent),
+	pb.TenantService_DeleteSecret_FullMethodName: named(PermTenantAdmin, write, "name", secretPattern, (*pb.DeleteSecretRequest).GetName),
+}
+
+// RequiredPermission returns what fullMethod requires; false for a method
+// the Authorizer does not know (and therefore denies).
+func RequiredPermission(fullMethod string) (Permission, bool) {
+	r, ok := rules[fullMethod]
+	return r.perm, ok
+}
+
+// Authorizer is the one place that decides whether a principal may call a
+// method on a resource.
+type Authorizer struct {
+	tenants TenantSource
+}
+
+// NewAuthorizer returns the Authorizer that looks tenants up in ts.
+func NewAuthorizer(ts TenantSource) *Authorizer {
+	return &Authorizer{tenants: ts}
+}
+
+// Authorize decides whether p may call fullMethod with req. The error is a
+// gRPC status error (its GRPCStatus carries the code and caller-safe
+// message; errors.Unwrap gives an internal cause, if any, for the log):
+//
+//   - PermissionDenied: method not in the table; a member whose role is too
+//     low; a non-platform-admin calling a platform-admin method.
+//   - InvalidArgument: the resource name field is malformed (the field is
+//     named, with a google.rpc.BadRequest detail).
+//   - NotFound: the tenant does not exist, or the caller has no role in it.
+//     The two are indistinguishable so tenants cannot be discovered.
+//   - FailedPrecondition: a write in a tenant that is not ACTIVE.
+//   - Internal (or the context's code): the tenant lookup failed.
+func (a *Authorizer) Authorize(ctx context.Context, p Principal, fullMethod string, req any) (Access, error) {
+	r, ok := rules[fullMethod]
+	if !ok || r.perm == PermDeny {
+		return Access{}, denyf(codes.PermissionDenied, nil, "method %s is not allowed", fullMethod)
+	}
+	if r.perm == PermAuthenticated {
+		return Access{}, nil
+	}
+	if r.name == nil { // platform-wide: CreateTenant
+		if !p.PlatformAdmin {
+			return Access{}, denyf(codes.PermissionDenied, nil, "permission denied: requires platform admin")
+		}
+		return Access{}, nil
+	}
+
+	name, ok := r.name(req)
+	if !ok {
+		return Access{}, denyf(codes.Internal, fmt.Errorf("request %T does not match method %s", req, fullMethod), "internal error")
+	}
+	id, ok := tenantOf(name, r.pattern)
+	if !ok {
+		return Access{}, invalidName(r.field, r.pattern)
+	}
+	t, err := a.tenants.TenantGet(ctx, id)
+	switch {
+	case errors.Is(err, ErrTenantNotFound):
+		return Access{}, notFound(id)
+	case err != nil:
+		if ctx.Err() != nil {
+			st := status.FromContextError(ctx.Err())
+			return Access{}, denyf(st.Code(), err, "%s", st.Message())
+		}
+		return Access{}, denyf(codes.Internal, fmt.Errorf("tenant lookup %q: %w", id, err), "internal error")
+	case t.ID != id:
+		return Access{}, denyf(codes.Internal, fmt.Errorf("tenant lookup %q returned tenant %q", id, t.ID), "internal error")
+	}
+
+	role := p.RoleIn(t)
+	if role == tenant.RoleNone {
+		return Access{}, notFound(id)
+	}
+	if r.perm == PermPlatformAdmin && !p.PlatformAdmin {
+		return Access{}, denyf(codes.PermissionDenied, nil, "permission denied: requires platform admin")
+	}
+	if need := r.perm.role(); role < need {
+		return Access{}, denyf(codes.PermissionDenied, nil, "permission denied: requires role %s in tenant %q", need, id)
+	}
+	if r.write && t.State != tenant.Active {
+		return Access{}, denyf(codes.FailedPrecondition, nil, "tenant %q is %s: it accepts no changes", id, stateWord(t.State))
+	}
+	return Access{TenantID: id, Tenant: t, Role: role}, nil
+}
+
+func stateWord(s tenant.State) string {
+	if s == "" {
+		return "not active"
+	}
+	return strings.ToLower(string(s))
+}
+
+func notFound(id string) error {
+	return denyf(codes.NotFound, nil, "tenant %q not found", id)
+}
+
+func invalidName(field string, pattern namePattern) error {
+	desc := fmt.Sprintf("must be of the form %s with a DNS-1123 label as tenant id", pattern)
+	st := status.New(codes.InvalidArgument, fmt.Sprintf("invalid %s: %s", field, desc))
+	if d, err := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{
+		{Field: field, Description: desc},
+	}}); err == nil {
+		st = d
+	}
+	return &decisionError{st: st}
+}
+
+// decisionError is a gRPC status (what the caller may see) plus the cause
+// (what only the log may see).
+type decisionError struct {
+	st    *status.Status
+	cause error
+}
+
+func denyf(code codes.Code, cause error, format string, args ...any) error {
+	return &decisionError{st: status.Newf(code, format, args...), cause: cause}
+}
+
+func (e *decisionError) Error() string              { return e.st.Err().Error() }
+func (e *decisionError) GRPCStatus() *status.Status { return e.st }
+func (e *decisionError) Unwrap() error              { return e.cause }

@@ -1,0 +1,368 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/trainyard/trainyard/internal/tenant"
+	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
+)
+
+// fakeTenants is a TenantSource over a map.
+type fakeTenants map[string]tenant.Tenant
+
+func (f fakeTenants) TenantGet(_ context.Context, id string) (tenant.Tenant, error) {
+	t, ok := f[id]
+	if !ok {
+		return tenant.Tenant{}, fmt.Errorf("store: tenant %q: %w", id, ErrTenantNotFound)
+	}
+	return t, nil
+}
+
+// The world of the matrix: tenant "alpha" where each role principal has
+// its role, "bravo" where none of them has any, "leaving" and "gone"
+// (offboarding, deleted) with the same members as alpha, and no "ghost".
+var (
+	roleMembers = []tenant.Member{
+		{Subject: "vera", Role: tenant.RoleViewer},
+		{Subject: "ed", Role: tenant.RoleEditor},
+		{Subject: "ada", Role: tenant.RoleAdmin},
+	}
+	testTenants = fakeTenants{
+		"alpha":   {ID: "alpha", State: tenant.Active, Members: roleMembers},
+		"bravo":   {ID: "bravo", State: tenant.Active, Members: []tenant.Member{{Subject: "someone-else", Role: tenant.RoleAdmin}}},
+		"leaving": {ID: "leaving", State: tenant.Offboarding, Members: roleMembers},
+		"gone":    {ID: "gone", State: tenant.Deleted, Members: roleMembers},
+	}
+	// Columns of the matrix, in order.
+	principals = []struct {
+		col string
+		p   Principal
+	}{
+		{"none", Principal{Subject: "nobody"}},
+		{"viewer", Principal{Subject: "vera"}},
+		{"editor", Principal{Subject: "ed"}},
+		{"admin", Principal{Subject: "ada"}},
+		{"platform", Principal{Subject: "root", Groups: []string{"platform-admins"}, PlatformAdmin: true}},
+	}
+)
+
+// requestFor builds method's request naming tenant t.
+func requestFor(method, t string) any {
+	tn := "tenants/" + t
+	switch method {
+	case pb.JobService_CreateJob_FullMethodName:
+		return &pb.CreateJobRequest{Parent: tn, Job: &pb.Job{}}
+	case pb.JobService_GetJob_FullMethodName:
+		return &pb.GetJobRequest{Name: tn + "/jobs/j1"}
+	case pb.JobService_ListJobs_FullMethodName:
+		return &pb.ListJobsRequest{Parent: tn}
+	case pb.JobService_CancelJob_FullMethodName:
+		return &pb.CancelJobRequest{Name: tn + "/jobs/j1"}
+	case pb.JobService_DeleteJob_FullMethodName:
+		return &pb.DeleteJobRequest{Name: tn + "/jobs/j1"}
+	case pb.JobService_ListJobEvents_FullMethodName:
+		return &pb.ListJobEventsRequest{Parent: tn + "/jobs/j1"}
+	case pb.JobService_GetJobLogs_FullMethodName:
+		return &pb.GetJobLogsRequest{Name: tn + "/jobs/j1"}
+	case pb.JobService_WatchJob_FullMethodName:
+		return &pb.WatchJobRequest{Name: tn + "/jobs/j1"}
+	case pb.JobService_WatchJobs_FullMethodName:
+		return &pb.WatchJobsRequest{Parent: tn}
+	case pb.TenantService_CreateTenant_FullMethodName:
+		return &pb.CreateTenantRequest{TenantId: t, Tenant: &pb.Tenant{}}
+	case pb.TenantService_GetTenant_FullMethodName:
+		return &pb.GetTenantRequest{Name: tn}
+	case pb.TenantService_ListTenants_FullMethodName:
+		return &pb.ListTenantsRequest{}
+	case pb.TenantService_UpdateTenant_FullMethodName:
+		return &pb.UpdateTenantRequest{Tenant: &pb.Tenant{Name: tn}}
+	case pb.TenantService_DeleteTenant_FullMethodName:
+		return &pb.DeleteTenantRequest{Name: tn}
+	case pb.TenantService_PutSecret_FullMethodName:
+		return &pb.PutSecretRequest{Secret: &pb.Secret{Name: tn + "/secrets/s1", Data: map[string]string{"k": "v"}}}
+	case pb.TenantService_ListSecrets_FullMethodName:
+		return &pb.ListSecretsRequest{Parent: tn}
+	case pb.TenantService_DeleteSecret_FullMethodName:
+		return &pb.DeleteSecretRequest{Name: tn + "/secrets/s1"}
+	}
+	panic("no request for " + method)
+}
+
+var cellCodes = map[string]codes.Code{
+	"OK": codes.OK,
+	"NF": codes.NotFound,
+	"PD": codes.PermissionDenied,
+	"FP": codes.FailedPrecondition,
+}
+
+// matrix: for each method, the code for each column (none viewer editor
+// admin platform) when the request names
+//   - own:     alpha, where each role principal has its role;
+//   - other:   bravo, an existing tenant where none of them is a member;
+//   - missing: ghost, which does not exist;
+//   - leaving: an OFFBOARDING (and, separately, a DELETED) tenant with the
+//     same members as alpha.
+var matrix = []struct {
+	method                       string
+	own, other, missing, leaving string
+}{
+	// Job reads: viewer.
+	{pb.JobService_GetJob_FullMethodName, "NF OK OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF OK OK OK OK"},
+	{pb.JobService_ListJobs_FullMethodName, "NF OK OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF OK OK OK OK"},
+	{pb.JobService_ListJobEvents_FullMethodName, "NF OK OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF OK OK OK OK"},
+	{pb.JobService_GetJobLogs_FullMethodName, "NF OK OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF OK OK OK OK"},
+	{pb.JobService_WatchJob_FullMethodName, "NF OK OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF OK OK OK OK"},
+	{pb.JobService_WatchJobs_FullMethodName, "NF OK OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF OK OK OK OK"},
+	// Job writes: editor.
+	{pb.JobService_CreateJob_FullMethodName, "NF PD OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD FP FP FP"},
+	{pb.JobService_CancelJob_FullMethodName, "NF PD OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD FP FP FP"},
+	{pb.JobService_DeleteJob_FullMethodName, "NF PD OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD FP FP FP"},
+	// Tenant reads: viewer; ListTenants: anyone (the handler filters).
+	{pb.TenantService_GetTenant_FullMethodName, "NF OK OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF OK OK OK OK"},
+	{pb.TenantService_ListTenants_FullMethodName, "OK OK OK OK OK", "OK OK OK OK OK", "OK OK OK OK OK", "OK OK OK OK OK"},
+	// Tenant lifecycle: platform admin. Members learn it exists (they do
+	// anyway); others cannot tell it from a missing one.
+	{pb.TenantService_CreateTenant_FullMethodName, "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK"},
+	{pb.TenantService_UpdateTenant_FullMethodName, "NF PD PD PD OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD PD PD FP"},
+	{pb.TenantService_DeleteTenant_FullMethodName, "NF PD PD PD OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD PD PD OK"},
+	// Secrets: names readable by viewers, changes by tenant admins.
+	{pb.TenantService_ListSecrets_FullMethodName, "NF OK OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF OK OK OK OK"},
+	{pb.TenantService_PutSecret_FullMethodName, "NF PD PD OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD PD FP FP"},
+	{pb.TenantService_DeleteSecret_FullMethodName, "NF PD PD OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD PD FP FP"},
+}
+
+func parseRow(t *testing.T, row string) []codes.Code {
+	t.Helper()
+	f := strings.Fields(row)
+	require.Len(t, f, len(principals), "row %q", row)
+	out := make([]codes.Code, len(f))
+	for i, s := range f {
+		c, ok := cellCodes[s]
+		require.True(t, ok, "cell %q", s)
+		out[i] = c
+	}
+	return out
+}
+
+func TestAuthorizerMatrix(t *testing.T) {
+	a := NewAuthorizer(testTenants)
+	ctx := context.Background()
+	cases := []struct {
+		where   string
+		tenants []string
+		row     func(m int) string
+	}{
+		{"own", []string{"alpha"}, func(m int) string { return matrix[m].own }},
+		{"other", []string{"bravo"}, func(m int) string { return matrix[m].other }},
+		{"missing", []string{"ghost"}, func(m int) string { return matrix[m].missing }},
+		{"leaving", []string{"leaving", "gone"}, func(m int) string { return matrix[m].leaving }},
+	}
+	for m, row := range matrix {
+		short := row.method[strings.LastIndex(row.method, "/")+1:]
+		for _, c := range cases {
+			want := parseRow(t, c.row(m))
+			for _, tid := range c.tenants {
+				for col, pr := range principals {
+					t.Run(fmt.Sprintf("%s/%s/%s/%s", short, c.where, tid, pr.col), func(t *testing.T) {
+						acc, err := a.Authorize(ctx, pr.p, row.method, requestFor(row.method, tid))
+						st := status.Convert(err)
+						require.Equal(t, want[col], st.Code(), "message: %s", st.Message())
+						if err != nil {
+							require.Equal(t, Access{}, acc)
+							return
+						}
+						if perm, _ := RequiredPermission(row.method); perm == PermAuthenticated || row.method == pb.TenantService_CreateTenant_FullMethodName {
+							require.Empty(t, acc.TenantID)
+							return
+						}
+						require.Equal(t, tid, acc.TenantID)
+						require.Equal(t, tid, acc.Tenant.ID)
+						require.NotEqual(t, tenant.RoleNone, acc.Role)
+					})
+				}
+			}
+		}
+	}
+}
+
+// Every method of both services has a row in the policy table and in the
+// matrix; the table has nothing else.
+func TestEveryMethodHasARule(t *testing.T) {
+	var all []string
+	for _, sd := range []grpc.ServiceDesc{pb.JobService_ServiceDesc, pb.TenantService_ServiceDesc} {
+		for _, m := range sd.Methods {
+			all = append(all, "/"+sd.ServiceName+"/"+m.MethodName)
+		}
+		for _, s := range sd.Streams {
+			all = append(all, "/"+sd.ServiceName+"/"+s.StreamName)
+		}
+	}
+	inMatrix := map[string]bool{}
+	for _, row := range matrix {
+		inMatrix[row.method] = true
+	}
+	for _, m := range all {
+		perm, ok := RequiredPermission(m)
+		require.True(t, ok, "%s has no rule", m)
+		require.NotEqual(t, PermDeny, perm, "%s", m)
+		require.True(t, inMatrix[m], "%s is not in the matrix", m)
+	}
+	require.Len(t, rules, len(all), "rules name methods that do not exist")
+	require.Len(t, matrix, len(all))
+}
+
+func TestAuthorizerMessages(t *testing.T) {
+	a := NewAuthorizer(testTenants)
+	ctx := context.Background()
+	vera, ed := principals[1].p, principals[2].p
+
+	_, err := a.Authorize(ctx, vera, pb.JobService_GetJob_FullMethodName, requestFor(pb.JobService_GetJob_FullMethodName, "bravo"))
+	require.Equal(t, `tenant "bravo" not found`, status.Convert(err).Message())
+	_, err = a.Authorize(ctx, vera, pb.JobService_GetJob_FullMethodName, requestFor(pb.JobService_GetJob_FullMethodName, "ghost"))
+	require.Equal(t, `tenant "ghost" not found`, status.Convert(err).Message(), "missing and foreign tenants must look the same")
+
+	_, err = a.Authorize(ctx, vera, pb.JobService_CreateJob_FullMethodName, requestFor(pb.JobService_CreateJob_FullMethodName, "alpha"))
+	require.Equal(t, `permission denied: requires role editor in tenant "alpha"`, status.Convert(err).Message())
+	_, err = a.Authorize(ctx, ed, pb.TenantService_PutSecret_FullMethodName, requestFor(pb.TenantService_PutSecret_FullMethodName, "alpha"))
+	require.Equal(t, `permission denied: requires role admin in tenant "alpha"`, status.Convert(err).Message())
+	_, err = a.Authorize(ctx, ed, pb.TenantService_UpdateTenant_FullMethodName, requestFor(pb.TenantService_UpdateTenant_FullMethodName, "alpha"))
+	require.Equal(t, `permission denied: requires platform admin`, status.Convert(err).Message())
+	_, err = a.Authorize(ctx, ed, pb.JobService_CreateJob_FullMethodName, requestFor(pb.JobService_CreateJob_FullMethodName, "leaving"))
+	require.Equal(t, `tenant "leaving" is offboarding: it accepts no changes`, status.Convert(err).Message())
+}
+
+func TestAuthorizerGroupMembership(t *testing.T) {
+	a := NewAuthorizer(fakeTenants{"alpha": {ID: "alpha", State: tenant.Active, Members: []tenant.Member{
+		{Group: "ml-viewers", Role: tenant.RoleViewer},
+		{Group: "ml-editors", Role: tenant.RoleEditor},
+	}}})
+	ctx := context.Background()
+	create := pb.JobService_CreateJob_FullMethodName
+
+	_, err := a.Authorize(ctx, Principal{Subject: "u", Groups: []string{"ml-viewers"}}, create, requestFor(create, "alpha"))
+	require.Equal(t, codes.PermissionDenied, status.Code(err))
+
+	acc, err := a.Authorize(ctx, Principal{Subject: "u", Groups: []string{"ml-viewers", "ml-editors"}}, create, requestFor(create, "alpha"))
+	require.NoError(t, err)
+	require.Equal(t, tenant.RoleEditor, acc.Role, "the highest role wins")
+
+	_, err = a.Authorize(ctx, Principal{Subject: "ml-editors"}, create, requestFor(create, "alpha"))
+	require.Equal(t, codes.NotFound, status.Code(err), "a subject named like a group is not in the group")
+}
+
+func TestAuthorizerMalformedNames(t *testing.T) {
+	a := NewAuthorizer(testTenants)
+	admin := principals[4].p
+	cases := []struct {
+		method string
+		req    any
+		field  string
+	}{
+		{pb.JobService_CreateJob_FullMethodName, &pb.CreateJobRequest{}, "parent"},
+		{pb.JobService_CreateJob_FullMethodName, &pb.CreateJobRequest{Parent: "tenants/"}, "parent"},
+		{pb.JobService_CreateJob_FullMethodName, &pb.CreateJobRequest{Parent: "tenants/Alpha"}, "parent"},
+		{pb.JobService_CreateJob_FullMethodName, &pb.CreateJobRequest{Parent: "tenants/-alpha"}, "parent"},
+		{pb.JobService_CreateJob_FullMethodName, &pb.CreateJobRequest{Parent: "tenants/" + strings.Repeat("a", 64)}, "parent"},
+		{pb.JobService_CreateJob_FullMethodName, &pb.CreateJobRequest{Parent: "projects/alpha"}, "parent"},
+		{pb.JobService_CreateJob_FullMethodName, &pb.CreateJobRequest{Parent: "tenants/alpha/jobs/j1"}, "parent"},
+		{pb.JobService_CreateJob_FullMethodName, &pb.CreateJobRequest{Parent: "/tenants/alpha"}, "parent"},
+		{pb.JobService_GetJob_FullMethodName, &pb.GetJobRequest{Name: "tenants/alpha"}, "name"},
+		{pb.JobService_GetJob_FullMethodName, &pb.GetJobRequest{Name: "tenants/alpha/jobs/"}, "name"},
+		{pb.JobService_GetJob_FullMethodName, &pb.GetJobRequest{Name: "tenants/alpha/secrets/j1"}, "name"},
+		{pb.JobService_GetJob_FullMethodName, &pb.GetJobRequest{Name: "tenants/alpha/jobs/j1/extra"}, "name"},
+		{pb.JobService_ListJobEvents_FullMethodName, &pb.ListJobEventsRequest{Parent: "tenants/alpha"}, "parent"},
+		{pb.TenantService_UpdateTenant_FullMethodName, &pb.UpdateTenantRequest{}, "tenant.name"},
+		{pb.TenantService_PutSecret_FullMethodName, &pb.PutSecretRequest{}, "secret.name"},
+		{pb.TenantService_PutSecret_FullMethodName, &pb.PutSecretRequest{Secret: &pb.Secret{Name: "tenants/alpha/jobs/s"}}, "secret.name"},
+		{pb.TenantService_DeleteSecret_FullMethodName, &pb.DeleteSecretRequest{Name: "tenants/alpha/secrets"}, "name"},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%T/%v", c.req, c.req), func(t *testing.T) {
+			_, err := a.Authorize(context.Background(), admin, c.method, c.req)
+			st := status.Convert(err)
+			require.Equal(t, codes.InvalidArgument, st.Code(), st.Message())
+			require.Contains(t, st.Message(), c.field)
+			require.Len(t, st.Details(), 1)
+			br, ok := st.Details()[0].(*errdetails.BadRequest)
+			require.True(t, ok)
+			require.Equal(t, c.field, br.GetFieldViolations()[0].GetField())
+		})
+	}
+}
+
+func TestAuthorizerDeniesUnknownMethods(t *testing.T) {
+	a := NewAuthorizer(testTenants)
+	for _, m := range []string{"/trainyard.v1.JobService/Nope", "/trainyard.v2.JobService/GetJob", "", "/grpc.health.v1.Health/Check"} {
+		_, err := a.Authorize(context.Background(), principals[4].p, m, &pb.GetJobRequest{Name: "tenants/alpha/jobs/j"})
+		require.Equal(t, codes.PermissionDenied, status.Code(err), m)
+	}
+}
+
+func TestAuthorizerLookupFailures(t *testing.T) {
+	boom := errors.New("connection refused to 10.0.0.5:5432")
+	failing := TenantSourceFunc(func(context.Context, string) (tenant.Tenant, error) { return tenant.Tenant{}, boom })
+	get := pb.JobService_GetJob_FullMethodName
+	req := requestFor(get, "alpha")
+	vera := principals[1].p
+
+	_, err := NewAuthorizer(failing).Authorize(context.Background(), vera, get, req)
+	st := status.Convert(err)
+	require.Equal(t, codes.Internal, st.Code())
+	require.Equal(t, "internal error", st.Message(), "store errors never reach the caller")
+	require.ErrorIs(t, err, boom, "but the log can have them")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = NewAuthorizer(failing).Authorize(ctx, vera, get, req)
+	require.Equal(t, codes.Canceled, status.Code(err))
+
+	wrongID := TenantSourceFunc(func(context.Context, string) (tenant.Tenant, error) {
+		return tenant.Tenant{ID: "bravo", State: tenant.Active, Members: roleMembers}, nil
+	})
+	_, err = NewAuthorizer(wrongID).Authorize(context.Background(), vera, get, req)
+	require.Equal(t, codes.Internal, status.Code(err), "a store returning another tenant must not grant access to it")
+
+	_, err = NewAuthorizer(testTenants).Authorize(context.Background(), vera, get, &pb.ListJobsRequest{Parent: "tenants/alpha"})
+	require.Equal(t, codes.Internal, status.Code(err), "a request of the wrong type is a programming error")
+
+	noState := fakeTenants{"alpha": {ID: "alpha", Members: roleMembers}}
+	_, err = NewAuthorizer(noState).Authorize(context.Background(), principals[2].p, pb.JobService_CreateJob_FullMethodName, requestFor(pb.JobService_CreateJob_FullMethodName, "alpha"))
+	require.Equal(t, codes.FailedPrecondition, status.Code(err), "writes need an explicitly ACTIVE tenant")
+}
+
+func TestPrincipalRoleIn(t *testing.T) {
+	alpha := testTenants["alpha"]
+	require.Equal(t, tenant.RoleNone, Principal{Subject: "nobody"}.RoleIn(alpha))
+	require.Equal(t, tenant.RoleEditor, Principal{Subject: "ed"}.RoleIn(alpha))
+	require.Equal(t, tenant.RoleAdmin, Principal{Subject: "x", PlatformAdmin: true}.RoleIn(alpha))
+	require.Equal(t, tenant.RoleAdmin, Principal{Subject: "vera", PlatformAdmin: true}.RoleIn(alpha), "platform admin beats a lower membership")
+}
+
+func TestTenantOf(t *testing.T) {
+	for name, want := range map[string]string{
+		"tenants/a":                          "a",
+		"tenants/ml-team-1":                  "ml-team-1",
+		"tenants/" + strings.Repeat("a", 63): strings.Repeat("a", 63),
+	} {
+		got, ok := tenantOf(name, tenantPattern)
+		require.True(t, ok, name)
+		require.Equal(t, want, got)
+	}
+	got, ok := tenantOf("tenants/t1/jobs/j", jobPattern)
+	require.True(t, ok)
+	require.Equal(t, "t1", got)
+	for _, bad := range []string{"", "tenants", "tenants/", "tenants/a/", "tenants/a-", "tenants/a_b", "tenants/a.b", "Tenants/a", "tenants//a"} {
+		_, ok := tenantOf(bad, tenantPattern)
+		require.False(t, ok, bad)
+	}
+}

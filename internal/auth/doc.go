@@ -1,0 +1,99 @@
+// Package auth decides who a caller is and what they may do. Every gRPC
+// call, and every REST call (grpc-gateway forwards the HTTP Authorization
+// header as "authorization" metadata), passes through one Interceptor:
+//
+//	authorization: Bearer <token>
+//	        │
+//	        ▼
+//	Authenticator ──► Principal{Subject, Email, Groups, PlatformAdmin}   (claim mapping)
+//	        │
+//	        ▼
+//	Authorizer(method, request) ──► Access{TenantID, Tenant, Role}       (tenant role)
+//	        │
+//	        ▼
+//	handler: PrincipalFrom(ctx), AccessFrom(ctx)
+//
+// This follows the split temporal uses (a claim mapper, then an authorizer,
+// applied once in an interceptor): handlers cannot forget a check because
+// they are never reached without one.
+//
+// # Authentication
+//
+// OIDC verifies a JWT against one issuer with coreos/go-oidc: discovery
+// from Issuer/.well-known/openid-configuration (its "issuer" must equal the
+// configured one), signature against the issuer's JWKS, "iss", "aud"
+// (must contain the configured audience), "exp" and "nbf". Only asymmetric
+// algorithms are accepted, so "alg: none" and HS256 signed with the public
+// key are refused by construction. Any failure is ErrUnauthenticated: the
+// caller gets UNAUTHENTICATED with a fixed message, the reason (expired,
+// wrong audience, …, never the token) goes to the log.
+//
+// Startup does not depend on the identity provider: if discovery fails,
+// NewOIDC still returns, retries in the background with jittered
+// exponential backoff, answers ErrUnavailable (gRPC UNAVAILABLE) meanwhile,
+// and Ready reports the reason for /readyz.
+//
+// The JWKS is cached by our own keySet rather than go-oidc's RemoteKeySet,
+// for two reasons: RemoteKeySet refetches the JWKS for every token whose
+// signature does not verify, so forged tokens become requests to the
+// identity provider (ours refetches at most once per KeyRefreshInterval,
+// which still picks up key rotation); and it reports a fetch failure like
+// a bad signature, where ours makes it UNAVAILABLE.
+//
+// Claim mapping: Subject is "sub" (required); Groups come from the
+// configured claim (default "groups"), a list of strings or a single
+// string, a dotted path for nested claims; any other shape refuses the
+// token rather than silently dropping access. PlatformAdmin means the
+// configured admin group is among the groups. Email is informational and
+// dropped when "email_verified" is false.
+//
+// # Authorization
+//
+// A table (rules in authorizer.go) gives every method of JobService and
+// TenantService the permission it needs; a method not in the table is
+// PERMISSION_DENIED, and a test fails when a proto method has no row.
+//
+//	job reads (Get, List, Events, Logs, Watch*), GetTenant,
+//	ListSecrets                                    viewer
+//	CreateJob, CancelJob, DeleteJob                editor
+//	PutSecret, DeleteSecret                        tenant admin
+//	ListTenants                                    any caller (the handler filters with Principal.RoleIn)
+//	CreateTenant, UpdateTenant, DeleteTenant       platform admin
+//
+// The tenant comes from the request's resource name (parent, name,
+// secret.name or tenant.name: "tenants/{tenant}/…"); a malformed one is
+// INVALID_ARGUMENT naming the field. The tenant is looked up through
+// TenantSource; platform admins are admin in every tenant, everyone else
+// has the highest role the tenant's members give their subject or groups.
+//
+// A caller with no role in a tenant gets NOT_FOUND, exactly as for a tenant
+// that does not exist, never PERMISSION_DENIED: otherwise anyone could
+// probe which tenant names exist (and, per method, which jobs). A member
+// may know the tenant exists, so a member whose role is too low gets
+// PERMISSION_DENIED naming the role needed, which tells them whom to ask.
+// Writes in a tenant that is not ACTIVE (OFFBOARDING, DELETED) are
+// FAILED_PRECONDITION; reads still work for members. DeleteTenant is
+// exempt from that so an interrupted offboarding can be retried.
+//
+// Streams: the caller is authenticated when the stream opens; the request
+// is authorized when the handler receives it, which server-streaming
+// handlers do first, and the stream refuses to send anything before that.
+//
+// # Dev mode
+//
+// DevTokens (--dev-auth FILE) accepts static tokens from a YAML (or JSON)
+// file for local use without an identity provider:
+//
+//	tokens:
+//	  - token: alice-local-token      # at least 8 characters, no spaces
+//	    subject: alice                # required
+//	    email: alice@example.com      # optional
+//	    groups: [ml-team]             # optional
+//	  - token: root-local-token
+//	    subject: root
+//	    platformAdmin: true           # or list the --admin-group in groups
+//
+// Tokens are compared in constant time. Loading the file logs DevWarning
+// at ERROR. FirstOf(dev, oidc) accepts both kinds at once. Dev tokens go
+// through the same Authorizer: they only replace authentication.
+package auth

@@ -1,0 +1,241 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+)
+
+// DefaultExempt are the method prefixes that skip authentication and
+// authorization: the standard health service (probes carry no token) and
+// server reflection (the schema is public; /openapi.json serves it too).
+var DefaultExempt = []string{
+	"/grpc.health.v1.Health/",
+	"/grpc.reflection.v1.ServerReflection/",
+	"/grpc.reflection.v1alpha.ServerReflection/",
+}
+
+// Messages callers see. Deliberately generic: the reason goes to the log.
+const (
+	msgUnauthenticated = "authentication required: send a valid bearer token in the authorization header"
+	msgUnavailable     = "authentication is temporarily unavailable; retry later"
+)
+
+// Interceptor authenticates and authorizes every RPC. It is the only place
+// authorization happens: handlers find the result with PrincipalFrom and
+// AccessFrom and cannot be reached without it.
+type Interceptor struct {
+	authn  Authenticator
+	authz  *Authorizer
+	log    *slog.Logger
+	exempt []string
+}
+
+// InterceptorOption configures NewInterceptor.
+type InterceptorOption func(*Interceptor)
+
+// WithLogger sets the logger for refusals. Defaults to slog.Default().
+func WithLogger(l *slog.Logger) InterceptorOption {
+	return func(i *Interceptor) { i.log = l }
+}
+
+// WithExempt replaces DefaultExempt. Each entry is a full method name or a
+// prefix ending in "/" (a whole service).
+func WithExempt(prefixes ...string) InterceptorOption {
+	return func(i *Interceptor) { i.exempt = prefixes }
+}
+
+// NewInterceptor returns the interceptor pair built on authn and authz. It
+// panics when either is nil: a server without them must not start.
+func NewInterceptor(authn Authenticator, authz *Authorizer, opts ...InterceptorOption) *Interceptor {
+	if authn == nil || authz == nil {
+		panic("auth: NewInterceptor needs an Authenticator and an Authorizer")
+	}
+	i := &Interceptor{authn: authn, authz: authz, log: slog.Default(), exempt: DefaultExempt}
+	for _, o := range opts {
+		o(i)
+	}
+	i.log = i.log.With("component", "auth")
+	return i
+}
+
+// Unary returns the unary server interceptor.
+func (i *Interceptor) Unary() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if i.isExempt(info.FullMethod) {
+			return handler(ctx, req)
+		}
+		ctx, p, err := i.authenticate(ctx, info.FullMethod)
+		if err != nil {
+			return nil, err
+		}
+		acc, err := i.authorize(ctx, p, info.FullMethod, req)
+		if err != nil {
+			return nil, err
+		}
+		return handler(WithAccess(ctx, acc), req)
+	}
+}
+
+// Stream returns the stream server interceptor. The caller is
+// authenticated when the stream opens; the request is authorized when the
+// handler receives it (a server-streaming handler's first act), and the
+// handler can send nothing before that.
+func (i *Interceptor) Stream() grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		if i.isExempt(info.FullMethod) {
+			return handler(srv, ss)
+		}
+		ctx, p, err := i.authenticate(ss.Context(), info.FullMethod)
+		if err != nil {
+			return err
+		}
+		if _, known := RequiredPermission(info.FullMethod); !known {
+			// Deny before the handler runs at all.
+			_, err := i.authorize(ctx, p, info.FullMethod, nil)
+			return err
+		}
+		return handler(srv, &authorizingStream{ServerStream: ss, i: i, p: p, method: info.FullMethod, base: ctx, ctx: ctx})
+	}
+}
+
+func (i *Interceptor) isExempt(method string) bool {
+	for _, e := range i.exempt {
+		if method == e || strings.HasSuffix(e, "/") && strings.HasPrefix(method, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// authenticate reads "authorization: Bearer <token>" from the incoming
+// metadata (grpc-gateway forwards the HTTP Authorization header there).
+func (i *Interceptor) authenticate(ctx context.Context, method string) (context.Context, Principal, error) {
+	token, reason := bearerToken(ctx)
+	if reason != "" {
+		return nil, Principal{}, i.refuseAuthn(ctx, method, unauthenticated(reason, nil))
+	}
+	p, err := i.authn.Authenticate(ctx, token)
+	if err == nil && p.Subject == "" {
+		err = unauthenticated("authenticator returned a principal without subject", nil)
+	}
+	if err != nil {
+		return nil, Principal{}, i.refuseAuthn(ctx, method, err)
+	}
+	return WithPrincipal(ctx, p), p, nil
+}
+
+func bearerToken(ctx context.Context) (token, reason string) {
+	vals := metadata.ValueFromIncomingContext(ctx, "authorization")
+	switch len(vals) {
+	case 0:
+		return "", "no authorization metadata"
+	case 1:
+	default:
+		return "", "more than one authorization value"
+	}
+	scheme, token, ok := strings.Cut(strings.TrimSpace(vals[0]), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", "authorization is not a bearer token"
+	}
+	token = strings.TrimSpace(token)
+	if token == "" {
+		return "", "empty bearer token"
+	}
+	return token, ""
+}
+
+func (i *Interceptor) refuseAuthn(ctx context.Context, method string, err error) error {
+	attrs := []any{"method", method, "peer", peerAddr(ctx), "reason", err.Error()}
+	if errors.Is(err, ErrUnavailable) {
+		i.log.Warn("authentication unavailable", attrs...)
+		return status.Error(codes.Unavailable, msgUnavailable)
+	}
+	i.log.Info("authentication failed", attrs...)
+	return status.Error(codes.Unauthenticated, msgUnauthenticated)
+}
+
+// authorize asks the Authorizer and logs refusals. It returns a plain
+// status error so no internal cause can reach the caller.
+func (i *Interceptor) authorize(ctx context.Context, p Principal, method string, req any) (Access, error) {
+	acc, err := i.authz.Authorize(ctx, p, method, req)
+	if err == nil {
+		return acc, nil
+	}
+	st := status.Convert(err)
+	attrs := []any{"method", method, "subject", p.Subject, "code", st.Code().String(), "reason", st.Message()}
+	if cause := errors.Unwrap(err); cause != nil {
+		attrs = append(attrs, "cause", cause.Error())
+	}
+	if st.Code() == codes.Internal {
+		i.log.Error("authorization failed", attrs...)
+	} else {
+		i.log.Info("authorization refused", attrs...)
+	}
+	return Access{}, st.Err()
+}
+
+func peerAddr(ctx context.Context) string {
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		return p.Addr.String()
+	}
+	return ""
+}
+
+// authorizingStream authorizes every message the handler receives and
+// refuses to send before one was authorized.
+type authorizingStream struct {
+	grpc.ServerStream
+	i      *Interceptor
+	p      Principal
+	method string
+	base   context.Context // carries the principal
+
+	mu     sync.Mutex
+	ctx    context.Context // base plus Access once authorized
+	tenant string
+	authed bool
+}
+
+func (s *authorizingStream) Context() context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ctx
+}
+
+func (s *authorizingStream) RecvMsg(m any) error {
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	acc, err := s.i.authorize(s.base, s.p, s.method, m)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.authed && acc.TenantID != s.tenant {
+		// Handlers may have scoped themselves to the first message's tenant.
+		return status.Error(codes.InvalidArgument, "all messages of a stream must name the same tenant")
+	}
+	s.ctx, s.tenant, s.authed = WithAccess(s.base, acc), acc.TenantID, true
+	return nil
+}
+
+func (s *authorizingStream) SendMsg(m any) error {
+	s.mu.Lock()
+	authed := s.authed
+	s.mu.Unlock()
+	if !authed {
+		s.i.log.Error("handler sent on a stream before receiving its request; refused", "method", s.method)
+		return status.Error(codes.Internal, "internal error")
+	}
+	return s.ServerStream.SendMsg(m)
+}
