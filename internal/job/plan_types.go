@@ -49,7 +49,9 @@ type ObservedPod struct {
 	// scheduled (condition PodScheduled=False, reason Unschedulable).
 	Unschedulable string
 	// Terminated is the main container's termination, once it ended
-	// (or, for a Failed pod without one, the pod's own reason).
+	// (or, for a Failed pod without one, the pod's own reason with exit
+	// code ExitCodeNoContainer). Plan reads it only for Succeeded and
+	// Failed pods.
 	Terminated *Termination
 }
 

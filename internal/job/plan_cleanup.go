@@ -1,0 +1,78 @@
+package job
+
+import "time"
+
+// cleanup plans what a final (or deleted) job still has in Kubernetes, and
+// whether it can be forgotten.
+//
+// Pods follow CleanPodPolicy: None keeps them, Running deletes those not
+// yet finished (and TensorBoard, a running pod too), All deletes them all.
+// The headless Service goes with the last pods: when everything is deleted,
+// which a cancel, the TTL and a delete of the job always do. Kept objects
+// wait for the TTL (RequeueAfter); without a TTL they stay until the job is
+// deleted.
+func (p *planner) cleanup() {
+	if p.status.CompletionTime == nil {
+		now := p.in.Now
+		p.status.CompletionTime = &now
+	}
+	rp := p.in.Job.Spec.RunPolicy
+	policy := rp.CleanPodPolicy
+	if policy == "" {
+		policy = CleanRunning
+	}
+	var ttlAt time.Time
+	if rp.TTLSecondsAfterFinished != nil {
+		ttlAt = p.status.CompletionTime.Add(time.Duration(*rp.TTLSecondsAfterFinished) * time.Second)
+	}
+	all := p.in.Deleted || p.status.State == Cancelled || policy == CleanAll ||
+		(rp.TTLSecondsAfterFinished != nil && !p.in.Now.Before(ttlAt))
+
+	obs := p.in.Observed
+	outstanding, kept := false, false
+	for _, pod := range sortedPods(obs.Pods) {
+		active := pod.Phase == PodPending || pod.Phase == PodRunning || pod.Phase == PodUnknown
+		if all || (policy == CleanRunning && active) {
+			outstanding = true
+			p.deletePod(pod)
+		} else {
+			kept = true
+		}
+	}
+	if obs.TensorBoardPod || obs.TensorBoardSvc {
+		if all || policy == CleanRunning {
+			outstanding = true
+			p.act(Action{Kind: ActDeleteTensorBoard})
+		} else {
+			kept = true
+		}
+	}
+	if obs.Service {
+		if all {
+			outstanding = true
+			p.act(Action{Kind: ActDeleteService})
+		} else {
+			kept = true
+		}
+	}
+	if len(obs.Pods) == 0 && !obs.Service && !obs.TensorBoardPod && !obs.TensorBoardSvc {
+		p.status.CleanedUp = true
+	}
+	switch {
+	case outstanding:
+		// Deletions under way; the informers bring the job back.
+	case kept && rp.TTLSecondsAfterFinished != nil:
+		p.out.RequeueAfter = ttlAt.Sub(p.in.Now)
+	default:
+		p.out.Forget = true
+	}
+}
+
+func (p *planner) act(a Action) { p.out.Actions = append(p.out.Actions, a) }
+
+// deletePod deletes a pod unless its deletion is already under way.
+func (p *planner) deletePod(pod ObservedPod) {
+	if !pod.Deleting {
+		p.act(Action{Kind: ActDeletePod, Type: pod.Type, Index: pod.Index, Attempt: pod.Attempt, Pod: pod.Name})
+	}
+}

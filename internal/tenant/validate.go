@@ -1,0 +1,213 @@
+package tenant
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/api/validate/content"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/trainyard/trainyard/internal/job"
+)
+
+// Limits enforced by Validate, ValidateTenantID, ValidateSecretID and
+// ValidateSecretData.
+const (
+	// MaxTenantIDLength leaves room for the namespace prefix: the namespace
+	// <prefix><tenant> must stay a DNS-1123 label of at most 63 characters.
+	MaxTenantIDLength    = 40
+	MaxDisplayNameLength = 200 // characters
+	MaxLabels            = 32
+	MaxMembers           = 256
+	MaxPrincipalLength   = 256 // an OIDC subject or group name
+	MaxPodReaderGroups   = 32
+	MaxSecretIDLength    = validation.DNS1123LabelMaxLength
+	MaxSecretKeys        = 64
+	// MaxSecretBytes bounds keys and values together; Kubernetes refuses
+	// Secrets over 1 MiB, and the namespace holds more than one.
+	MaxSecretBytes = 512 << 10
+)
+
+// FieldViolation is the job package's: one problem, at a path in the API's
+// JSON names ("quota.gpu", "members[2].group"), so the API turns both into
+// google.rpc.BadRequest the same way.
+type FieldViolation = job.FieldViolation
+
+// ValidateTenantID checks a tenant id: a DNS-1123 label of at most
+// MaxTenantIDLength characters.
+func ValidateTenantID(id string) error {
+	return dnsLabel("tenant id", id, MaxTenantIDLength)
+}
+
+// ValidateSecretID checks a secret id: a DNS-1123 label, which is also the
+// name of the Kubernetes Secret.
+func ValidateSecretID(id string) error {
+	return dnsLabel("secret id", id, MaxSecretIDLength)
+}
+
+func dnsLabel(what, id string, maxLen int) error {
+	if id == "" {
+		return fmt.Errorf("%s is required", what)
+	}
+	if len(id) > maxLen {
+		return fmt.Errorf("%s %q is %d characters; at most %d are allowed", what, id, len(id), maxLen)
+	}
+	if msgs := validation.IsDNS1123Label(id); len(msgs) > 0 {
+		return fmt.Errorf("%s %q: %s", what, id, strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+// Validate checks what a caller may set on a tenant (display name, labels,
+// quota, members, pod reader groups) and returns every problem, one
+// violation each; nil when valid. The id is checked by ValidateTenantID;
+// output-only fields are not looked at.
+func Validate(t *Tenant) []FieldViolation {
+	var v violations
+	if n := utf8.RuneCountInString(t.DisplayName); n > MaxDisplayNameLength {
+		v.add("displayName", "is %d characters; at most %d are allowed", n, MaxDisplayNameLength)
+	}
+	v.labels("labels", t.Labels)
+	v.quota(&t.Quota)
+	v.members(t.Members)
+	v.podReaderGroups(t.PodReaderGroups)
+	return v
+}
+
+// ValidateSecretData checks the values of a secret put: at least one key,
+// at most MaxSecretKeys, each a valid Kubernetes Secret key, and at most
+// MaxSecretBytes of keys and values together. Violations are reported at
+// "data" with the key quoted; values are never quoted.
+func ValidateSecretData(data map[string]string) []FieldViolation {
+	var v violations
+	switch {
+	case len(data) == 0:
+		v.add("data", "at least one key is required")
+	case len(data) > MaxSecretKeys:
+		v.add("data", "has %d keys; at most %d are allowed", len(data), MaxSecretKeys)
+	}
+	size := 0
+	for _, k := range sortedKeys(data) {
+		size += len(k) + len(data[k])
+		if msgs := validation.IsConfigMapKey(k); len(msgs) > 0 {
+			v.add("data", "key %q: %s", k, strings.Join(msgs, "; "))
+		}
+	}
+	if size > MaxSecretBytes {
+		v.add("data", "keys and values are %d bytes in total; at most %d are allowed", size, MaxSecretBytes)
+	}
+	return v
+}
+
+type violations []FieldViolation
+
+func (v *violations) add(field, format string, args ...any) {
+	*v = append(*v, FieldViolation{Field: field, Description: fmt.Sprintf(format, args...)})
+}
+
+func (v *violations) labels(p string, m map[string]string) {
+	if len(m) > MaxLabels {
+		v.add(p, "has %d entries; at most %d are allowed", len(m), MaxLabels)
+	}
+	for _, k := range sortedKeys(m) {
+		if msgs := content.IsLabelKey(k); len(msgs) > 0 {
+			v.add(p, "key %q: %s", k, strings.Join(msgs, "; "))
+		}
+		if msgs := content.IsLabelValue(m[k]); len(msgs) > 0 {
+			v.add(p, "value %q of key %q: %s", m[k], k, strings.Join(msgs, "; "))
+		}
+	}
+}
+
+func (v *violations) quota(q *Quota) {
+	if q.GPU < 0 {
+		v.add("quota.gpu", "%d is negative (0 means no limit)", q.GPU)
+	}
+	if q.Pods < 0 {
+		v.add("quota.pods", "%d is negative (0 means no limit)", q.Pods)
+	}
+	// Admission compares in millicores and bytes (int64): the quota must fit.
+	v.quantity("quota.cpu", q.CPU, resource.Milli)
+	v.quantity("quota.memory", q.Memory, 0)
+}
+
+func (v *violations) quantity(p, s string, scale resource.Scale) {
+	if s == "" {
+		return
+	}
+	q, err := resource.ParseQuantity(s)
+	switch {
+	case err != nil:
+		v.add(p, "%q is not a Kubernetes quantity such as 64, 500m, 256Gi", s)
+	case q.Sign() < 0:
+		v.add(p, "%s is negative (0 or empty means no limit)", s)
+	case q.Cmp(*resource.NewScaledQuantity(math.MaxInt64, scale)) > 0:
+		v.add(p, "%s is too large", s)
+	}
+}
+
+func (v *violations) members(ms []Member) {
+	if len(ms) > MaxMembers {
+		v.add("members", "has %d members; at most %d are allowed", len(ms), MaxMembers)
+	}
+	seen := map[Member]int{}
+	for i, m := range ms {
+		p := fmt.Sprintf("members[%d]", i)
+		switch {
+		case m.Subject == "" && m.Group == "":
+			v.add(p, "set subject or group")
+		case m.Subject != "" && m.Group != "":
+			v.add(p, "set subject or group, not both")
+		default:
+			v.principal(p+".subject", m.Subject)
+			v.principal(p+".group", m.Group)
+			key := Member{Subject: m.Subject, Group: m.Group}
+			if j, dup := seen[key]; dup {
+				v.add(p, "the same subject or group is already given in members[%d]", j)
+			} else {
+				seen[key] = i
+			}
+		}
+		if m.Role < RoleViewer || m.Role > RoleAdmin {
+			v.add(p+".role", "is required: viewer, editor or admin")
+		}
+	}
+}
+
+// principal checks an OIDC subject or group name, if set.
+func (v *violations) principal(p, s string) {
+	switch {
+	case s == "":
+	case len(s) > MaxPrincipalLength:
+		v.add(p, "is %d bytes; at most %d are allowed", len(s), MaxPrincipalLength)
+	case strings.TrimSpace(s) != s:
+		v.add(p, "%q has leading or trailing whitespace", s)
+	}
+}
+
+func (v *violations) podReaderGroups(gs []string) {
+	if len(gs) > MaxPodReaderGroups {
+		v.add("podReaderGroups", "has %d groups; at most %d are allowed", len(gs), MaxPodReaderGroups)
+	}
+	seen := map[string]int{}
+	for i, g := range gs {
+		p := fmt.Sprintf("podReaderGroups[%d]", i)
+		if g == "" {
+			v.add(p, "is empty")
+			continue
+		}
+		v.principal(p, g)
+		if j, dup := seen[g]; dup {
+			v.add(p, "%q is already given in podReaderGroups[%d]", g, j)
+		} else {
+			seen[g] = i
+		}
+	}
+}
+
+func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
