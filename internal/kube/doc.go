@@ -1,0 +1,108 @@
+// Package kube renders the Kubernetes objects Trainyard creates, and reads
+// back the little it needs from the ones it observes. It is pure: no client,
+// no API calls. The worker applies what this package renders and feeds what
+// its informers see through ObservePod and JobKeyOf; IsTerminal, Reason and
+// Message classify the API server's answers.
+//
+// # Object model
+//
+// Per tenant, in namespace <prefix><tenant> (default prefix "ty-"; the tenant
+// record may name another), RenderTenant gives:
+//
+//	Namespace                 Pod Security labels: enforce baseline, warn and audit restricted, version latest
+//	ServiceAccount            trainyard-job, automountServiceAccountToken false, bound to nothing
+//	Role, RoleBinding         trainyard-pod-readers: get/list/watch pods, get pods/log, for the
+//	                          tenant's PodReaderGroups (Group subjects, named exactly as the API
+//	                          server's OIDC authenticator presents them); absent without groups
+//	ResourceQuota             trainyard-quota: requests.nvidia.com/gpu, requests.cpu,
+//	                          requests.memory, pods — the non-zero ones; absent when none is
+//	LimitRange                trainyard-defaults: default container requests (cpu 100m, memory
+//	                          256Mi), so a quota'd namespace accepts pods that name no
+//	                          resources; no default limits unless configured
+//	NetworkPolicy             trainyard-same-namespace: all pods, ingress only from the namespace
+//	Secret (RenderSecret)     one per tenant secret, named by its id, Opaque
+//
+// A nil object in TenantObjects is one the tenant must not have; the worker
+// deletes it if it exists (a quota or reader groups that were removed).
+//
+// Per job, in its tenant's namespace:
+//
+//	Service   <job>                headless, publishNotReadyAddresses, one port tf-<port> per
+//	                               distinct replica port, selects job-uid + component=replica
+//	Pod       <job>-<type>-<i>     hostname <job>-<type>-<i>, subdomain <job>: DNS name
+//	                               <job>-<type>-<i>.<job>.<ns>.svc, as TF_CONFIG lists it
+//	Pod       <job>-tensorboard    optional; checkpoint claim read-only, port 6006
+//	Service   <job>-tensorboard    ClusterIP on 6006
+//
+// Names come from job.PodName, job.ServiceName and job.TensorBoardName. They
+// are deterministic, so a create repeated after a crash is AlreadyExists,
+// which the worker adopts: there is never a second pod for a replica.
+//
+// # Labels
+//
+// Every object carries app.kubernetes.io/managed-by=trainyard and
+// trainyard.dev/tenant. Job objects add trainyard.dev/job (the name, for
+// people and kubectl) and trainyard.dev/job-uid (for selectors: a job name
+// is reused after a delete, its uid never is), and trainyard.dev/component
+// (replica | tensorboard). Replica pods add trainyard.dev/replica-type,
+// trainyard.dev/replica-index and trainyard.dev/attempt, the replica's
+// restart count when the pod was created: it tells a recreated pod from the
+// one it replaced and makes a termination attributable to one run. User pod
+// labels are added but may not use these keys; user annotations are copied.
+//
+// # Replica pods
+//
+// restartPolicy is Never: Trainyard restarts a replica by recreating its pod
+// (with attempt+1), so every restart is seen, counted against backoffLimit
+// and kept in Postgres, and the new pod can be placed on another node. The
+// one container is named "tensorflow"; its environment is TF_CONFIG (only
+// for jobs of more than one replica), TRAINYARD_JOB,
+// TRAINYARD_REPLICA_TYPE, TRAINYARD_REPLICA_INDEX, then the user's
+// variables in order, secret ones as secretKeyRef. Secret values never pass
+// through this package except into RenderSecret's object.
+//
+// Resources: requests as given; memory limited to memoryLimit or else the
+// request (a process that outgrows its request is the node's first victim
+// anyway, and late); CPU limited only when cpuLimit is set (throttling slows
+// training and protects nothing the request does not); GPUs as
+// nvidia.com/gpu with limit = request, as extended resources require.
+//
+// # Security defaults
+//
+//   - No service-account token (automountServiceAccountToken false on the
+//     account and the pod): training code never needs the API server, and a
+//     token in every pod is a credential in every user's image.
+//   - A dedicated account rather than "default", which cluster admins and
+//     charts sometimes bind rights to.
+//   - allowPrivilegeEscalation false, all capabilities dropped, seccomp
+//     RuntimeDefault. These are what Pod Security "restricted" asks beyond
+//     runAsNonRoot, which Trainyard cannot set: most TensorFlow images run
+//     as root. So the namespace enforces baseline and warns/audits
+//     restricted.
+//   - privileged only when the spec asks, and then the namespace's baseline
+//     level refuses the pod: the API server's Forbidden is terminal
+//     (IsTerminal) and the job fails with the admission message. Trainyard
+//     does not second-guess the cluster's policy; a platform that wants
+//     privileged jobs lowers PSAEnforce.
+//   - enableServiceLinks false: no per-Service env vars, which leak what else
+//     runs in the namespace and grow without bound.
+//   - The NetworkPolicy admits ingress only from the same namespace. As every
+//     tenant namespace has one, no tenant reaches another's pods, and a
+//     TensorBoard Service is reachable only from its namespace (or through
+//     the API server's port-forward, which RBAC governs). Egress is left
+//     open on purpose: jobs read datasets and write models to object stores
+//     and registries outside the cluster and need cluster DNS; a
+//     deny-by-default egress list would differ for every tenant, and what
+//     isolation needs is that nothing gets in.
+//
+// # Errors
+//
+// Render functions fail only on specs job.Validate refuses (unknown
+// replica, unparsable quantity, a reserved label or env var); their errors
+// wrap ErrInvalidSpec and are terminal. For API errors, IsTerminal follows
+// Armada: invalid and forbidden requests fail the job, everything else is
+// retried — except two Forbidden answers that pass: an exceeded
+// ResourceQuota (Trainyard's own admission counts requests, but the
+// LimitRange's defaults and pods outside Trainyard also count) and a
+// namespace being deleted.
+package kube

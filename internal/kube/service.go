@@ -1,0 +1,125 @@
+package kube
+
+import (
+	"fmt"
+	"path"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/trainyard/trainyard/internal/job"
+)
+
+// RenderService renders the job's headless Service. It gives every replica
+// pod (hostname <pod>, subdomain <job>) the DNS name
+// <pod>.<job>.<ns>.svc that TF_CONFIG lists. Addresses are published before
+// pods are ready: TensorFlow servers find each other while starting, and
+// replica pods have no readiness probe anyway.
+func RenderService(j job.Job, ns string) *corev1.Service {
+	var ports []int32
+	for _, r := range j.Spec.Replicas {
+		ports = append(ports, replicaPort(r))
+	}
+	slices.Sort(ports)
+	ports = slices.Compact(ports)
+	svc := &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: metav1.ObjectMeta{Name: job.ServiceName(j.Name), Namespace: ns, Labels: jobLabels(j)},
+		Spec: corev1.ServiceSpec{
+			ClusterIP:                corev1.ClusterIPNone,
+			PublishNotReadyAddresses: true,
+			Selector:                 map[string]string{LabelJobUID: j.UID, LabelComponent: ComponentReplica},
+		},
+	}
+	for _, p := range ports {
+		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{
+			Name:       fmt.Sprintf("tf-%d", p),
+			Protocol:   corev1.ProtocolTCP,
+			Port:       p,
+			TargetPort: intstr.FromInt32(p),
+		})
+	}
+	return svc
+}
+
+// TensorBoard pod details.
+const (
+	TensorBoardContainerName = "tensorboard"
+	TensorBoardPortName      = "http"
+)
+
+// RenderTensorBoard renders the job's TensorBoard pod and its ClusterIP
+// Service (both named job.TensorBoardName), or nils when the spec asks for
+// none. The pod mounts the checkpoint claim read-only and serves
+// <mount>/<logDir> (logDir is relative to the mount, as job.Validate
+// requires).
+// Its requests are job.TensorBoardResources, which job.Demand counts. It
+// restarts in place (restartPolicy Always): it is a server, not a replica,
+// and its restarts do not count against the job's backoff limit.
+func RenderTensorBoard(j job.Job, ns string, opts PodOptions) (*corev1.Pod, *corev1.Service) {
+	tb := j.Spec.TensorBoard
+	if tb == nil {
+		return nil, nil
+	}
+	opts = opts.withDefaults()
+	name := job.TensorBoardName(j.Name)
+	labels := jobLabels(j)
+	labels[LabelComponent] = ComponentTensorBoard
+
+	// job.Validate requires a checkpoint with TensorBoard; without one the
+	// pod still renders, serving an empty directory.
+	mount := job.DefaultCheckpointMount
+	var volumes []corev1.Volume
+	var mounts []corev1.VolumeMount
+	if cp := j.Spec.Checkpoint; cp != nil {
+		mount = checkpointMount(cp)
+		volumes = []corev1.Volume{checkpointVolume(cp, true)}
+		mounts = []corev1.VolumeMount{{Name: CheckpointVolumeName, MountPath: mount, ReadOnly: true}}
+	}
+	logDir := path.Join(mount, tb.LogDir)
+	image := tb.Image
+	if image == "" {
+		image = job.DefaultTensorBoardImage
+	}
+	// job.TensorBoardResources is a package constant in valid notation.
+	res, err := resourceRequirements(job.TensorBoardResources)
+	if err != nil {
+		panic("kube: job.TensorBoardResources: " + err.Error())
+	}
+	c := corev1.Container{
+		Name:    TensorBoardContainerName,
+		Image:   image,
+		Command: []string{"tensorboard", "--logdir", logDir, "--bind_all", "--port", fmt.Sprint(job.TensorBoardPort)},
+		Ports: []corev1.ContainerPort{{
+			Name: TensorBoardPortName, ContainerPort: job.TensorBoardPort, Protocol: corev1.ProtocolTCP,
+		}},
+		Resources:                res,
+		VolumeMounts:             mounts,
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		SecurityContext:          containerSecurity(false),
+	}
+	spec := podSpec(opts, c, volumes)
+	spec.RestartPolicy = corev1.RestartPolicyAlways
+	pod := &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+		Spec:       spec,
+	}
+	svc := &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: cloneMap(labels)},
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeClusterIP,
+			Selector: map[string]string{LabelJobUID: j.UID, LabelComponent: ComponentTensorBoard},
+			Ports: []corev1.ServicePort{{
+				Name:       TensorBoardPortName,
+				Protocol:   corev1.ProtocolTCP,
+				Port:       job.TensorBoardPort,
+				TargetPort: intstr.FromString(TensorBoardPortName),
+			}},
+		},
+	}
+	return pod, svc
+}

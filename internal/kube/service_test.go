@@ -1,0 +1,129 @@
+package kube
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/trainyard/trainyard/internal/job"
+)
+
+func TestRenderService(t *testing.T) {
+	j := distributedJob()
+	got := RenderService(j, testNS)
+	want := &corev1.Service{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: metav1.ObjectMeta{Name: "mnist", Namespace: testNS, Labels: map[string]string{
+			"app.kubernetes.io/managed-by": "trainyard",
+			"trainyard.dev/tenant":         "vision",
+			"trainyard.dev/job":            "mnist",
+			"trainyard.dev/job-uid":        "0b7c6f1e-uid",
+		}},
+		Spec: corev1.ServiceSpec{
+			ClusterIP:                "None",
+			PublishNotReadyAddresses: true,
+			Selector:                 map[string]string{"trainyard.dev/job-uid": "0b7c6f1e-uid", "trainyard.dev/component": "replica"},
+			Ports: []corev1.ServicePort{
+				{Name: "tf-2222", Protocol: corev1.ProtocolTCP, Port: 2222, TargetPort: intstr.FromInt32(2222)},
+				{Name: "tf-2223", Protocol: corev1.ProtocolTCP, Port: 2223, TargetPort: intstr.FromInt32(2223)},
+			},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("RenderService mismatch (-want +got):\n%s", diff)
+	}
+	requireValidNames(t, &got.ObjectMeta)
+
+	// The Service selects every replica pod and nothing else of the job.
+	sel := labelsSet(got.Spec.Selector).AsSelector()
+	for _, r := range j.Spec.Replicas {
+		for i := range r.Count {
+			pod, err := RenderPod(j, testNS, r.Type, i, 0, PodOptions{})
+			require.NoError(t, err)
+			require.True(t, sel.Matches(labelsSet(pod.Labels)), pod.Name)
+			require.Equal(t, got.Name, pod.Spec.Subdomain)
+		}
+	}
+	tb, _ := RenderTensorBoard(j, testNS, PodOptions{})
+	require.False(t, sel.Matches(labelsSet(tb.Labels)))
+}
+
+func TestRenderServiceDefaultPort(t *testing.T) {
+	j := job.Job{UID: "u", Tenant: "t", Name: "j", Spec: job.Spec{Replicas: []job.ReplicaSpec{
+		{Type: job.Worker, Count: 2}, {Type: job.PS, Count: 1, Port: 2222},
+	}}}
+	svc := RenderService(j, "ns")
+	require.Equal(t, []corev1.ServicePort{{Name: "tf-2222", Protocol: corev1.ProtocolTCP, Port: 2222, TargetPort: intstr.FromInt32(2222)}}, svc.Spec.Ports)
+}
+
+func TestRenderTensorBoard(t *testing.T) {
+	j := distributedJob()
+	pod, svc := RenderTensorBoard(j, testNS, PodOptions{})
+	require.NotNil(t, pod)
+	require.NotNil(t, svc)
+	requireValidNames(t, &pod.ObjectMeta)
+	requireValidNames(t, &svc.ObjectMeta)
+
+	require.Equal(t, "mnist-tensorboard", pod.Name)
+	require.Equal(t, ComponentTensorBoard, pod.Labels[LabelComponent])
+	require.Equal(t, j.UID, pod.Labels[LabelJobUID])
+	require.NotContains(t, pod.Labels, LabelReplicaType)
+	require.Equal(t, DefaultJobServiceAccount, pod.Spec.ServiceAccountName)
+	require.Equal(t, new(false), pod.Spec.AutomountServiceAccountToken)
+	require.Equal(t, corev1.RestartPolicyAlways, pod.Spec.RestartPolicy)
+
+	c := pod.Spec.Containers[0]
+	require.Equal(t, "tf:2.16", c.Image)
+	require.Equal(t, []string{"tensorboard", "--logdir", "/checkpoints/logs", "--bind_all", "--port", "6006"}, c.Command)
+	require.Equal(t, []corev1.VolumeMount{{Name: "checkpoint", MountPath: "/checkpoints", ReadOnly: true}}, c.VolumeMounts)
+	require.True(t, pod.Spec.Volumes[0].PersistentVolumeClaim.ReadOnly)
+	require.Equal(t, "mnist-ckpt", pod.Spec.Volumes[0].PersistentVolumeClaim.ClaimName)
+	require.Equal(t, new(false), c.SecurityContext.AllowPrivilegeEscalation)
+
+	// Its requests are what job.Demand counts for it.
+	withTB, err := j.Spec.Demand()
+	require.NoError(t, err)
+	j2 := j
+	j2.Spec.TensorBoard = nil
+	without, err := j2.Spec.Demand()
+	require.NoError(t, err)
+	require.Equal(t, withTB.CPUMilli-without.CPUMilli, c.Resources.Requests.Cpu().MilliValue())
+	require.Equal(t, withTB.MemoryBytes-without.MemoryBytes, c.Resources.Requests.Memory().Value())
+	require.Equal(t, int64(1), withTB.Pods-without.Pods)
+
+	want := corev1.ServiceSpec{
+		Type:     corev1.ServiceTypeClusterIP,
+		Selector: map[string]string{LabelJobUID: j.UID, LabelComponent: ComponentTensorBoard},
+		Ports:    []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 6006, TargetPort: intstr.FromString("http")}},
+	}
+	if diff := cmp.Diff(want, svc.Spec); diff != "" {
+		t.Errorf("TensorBoard Service spec (-want +got):\n%s", diff)
+	}
+	require.Equal(t, "mnist-tensorboard", svc.Name)
+	require.True(t, labelsSet(svc.Spec.Selector).AsSelector().Matches(labelsSet(pod.Labels)))
+}
+
+func TestRenderTensorBoardVariants(t *testing.T) {
+	j := distributedJob()
+	j.Spec.TensorBoard = nil
+	pod, svc := RenderTensorBoard(j, testNS, PodOptions{})
+	require.Nil(t, pod)
+	require.Nil(t, svc)
+
+	// Not defaulted: default image and mount path.
+	j.Spec.TensorBoard = &job.TensorBoard{LogDir: "runs/mnist"}
+	j.Spec.Checkpoint = &job.CheckpointVolume{ClaimName: "ckpt"}
+	pod, _ = RenderTensorBoard(j, testNS, PodOptions{})
+	require.Equal(t, job.DefaultTensorBoardImage, pod.Spec.Containers[0].Image)
+	require.Equal(t, "/checkpoints/runs/mnist", pod.Spec.Containers[0].Command[2])
+	require.Equal(t, "/checkpoints", pod.Spec.Containers[0].VolumeMounts[0].MountPath)
+
+	j.Spec.TensorBoard = &job.TensorBoard{}
+	j.Spec.Checkpoint.MountPath = "/ckpt"
+	pod, _ = RenderTensorBoard(j, testNS, PodOptions{})
+	require.Equal(t, "/ckpt", pod.Spec.Containers[0].Command[2])
+}

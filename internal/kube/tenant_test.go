@@ -1,0 +1,188 @@
+package kube
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/trainyard/trainyard/internal/tenant"
+)
+
+func visionTenant() tenant.Tenant {
+	return tenant.Tenant{
+		ID:              "vision",
+		Quota:           tenant.Quota{GPU: 8, CPU: "64", Memory: "256Gi", Pods: 100},
+		PodReaderGroups: []string{"oidc:vision-readers", "oidc:ml-platform", "oidc:vision-readers"},
+	}
+}
+
+var tenantLabels = map[string]string{"app.kubernetes.io/managed-by": "trainyard", "trainyard.dev/tenant": "vision"}
+
+func TestRenderTenant(t *testing.T) {
+	objs, err := RenderTenant(visionTenant(), TenantOptions{})
+	require.NoError(t, err)
+
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: "ty-vision", Labels: tenantLabels}
+	}
+	want := TenantObjects{
+		Namespace: &corev1.Namespace{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+			ObjectMeta: metav1.ObjectMeta{Name: "ty-vision", Labels: map[string]string{
+				"app.kubernetes.io/managed-by":               "trainyard",
+				"trainyard.dev/tenant":                       "vision",
+				"pod-security.kubernetes.io/enforce":         "baseline",
+				"pod-security.kubernetes.io/enforce-version": "latest",
+				"pod-security.kubernetes.io/warn":            "restricted",
+				"pod-security.kubernetes.io/warn-version":    "latest",
+				"pod-security.kubernetes.io/audit":           "restricted",
+				"pod-security.kubernetes.io/audit-version":   "latest",
+			}},
+		},
+		ServiceAccount: &corev1.ServiceAccount{
+			TypeMeta:                     metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+			ObjectMeta:                   meta("trainyard-job"),
+			AutomountServiceAccountToken: new(false),
+		},
+		Role: &rbacv1.Role{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
+			ObjectMeta: meta("trainyard-pod-readers"),
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
+				{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
+			},
+		},
+		RoleBinding: &rbacv1.RoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+			ObjectMeta: meta("trainyard-pod-readers"),
+			Subjects: []rbacv1.Subject{
+				{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "oidc:ml-platform"},
+				{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "oidc:vision-readers"},
+			},
+			RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "trainyard-pod-readers"},
+		},
+		ResourceQuota: &corev1.ResourceQuota{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ResourceQuota"},
+			ObjectMeta: meta("trainyard-quota"),
+			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{
+				"requests.nvidia.com/gpu": q("8"),
+				"requests.cpu":            q("64"),
+				"requests.memory":         q("256Gi"),
+				"pods":                    q("100"),
+			}},
+		},
+		LimitRange: &corev1.LimitRange{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "LimitRange"},
+			ObjectMeta: meta("trainyard-defaults"),
+			Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+				Type:           corev1.LimitTypeContainer,
+				DefaultRequest: corev1.ResourceList{"cpu": q("100m"), "memory": q("256Mi")},
+			}}},
+		},
+		NetworkPolicy: &networkingv1.NetworkPolicy{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
+			ObjectMeta: meta("trainyard-same-namespace"),
+			Spec: networkingv1.NetworkPolicySpec{
+				PodSelector: metav1.LabelSelector{},
+				Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}}},
+				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			},
+		},
+	}
+	if diff := cmp.Diff(want, objs); diff != "" {
+		t.Errorf("RenderTenant mismatch (-want +got):\n%s", diff)
+	}
+	for _, m := range []*metav1.ObjectMeta{
+		&objs.Namespace.ObjectMeta, &objs.ServiceAccount.ObjectMeta, &objs.Role.ObjectMeta, &objs.RoleBinding.ObjectMeta,
+		&objs.ResourceQuota.ObjectMeta, &objs.LimitRange.ObjectMeta, &objs.NetworkPolicy.ObjectMeta,
+	} {
+		requireValidNames(t, m)
+	}
+}
+
+func TestRenderTenantOptions(t *testing.T) {
+	tn := visionTenant()
+	tn.Namespace = "team-vision"
+	objs, err := RenderTenant(tn, TenantOptions{
+		NamespacePrefix: "ignored-", PSAEnforce: "restricted", PSAWarn: "restricted", PSAAudit: "baseline",
+		JobServiceAccount: "jobs",
+		DefaultRequests:   corev1.ResourceList{"cpu": q("1")},
+		DefaultLimits:     corev1.ResourceList{"memory": q("8Gi")},
+	})
+	require.NoError(t, err)
+	require.Equal(t, "team-vision", objs.Namespace.Name)
+	require.Equal(t, "team-vision", objs.NetworkPolicy.Namespace)
+	require.Equal(t, "restricted", objs.Namespace.Labels[LabelPSAEnforce])
+	require.Equal(t, "baseline", objs.Namespace.Labels[LabelPSAAudit])
+	require.Equal(t, "jobs", objs.ServiceAccount.Name)
+	require.Equal(t, corev1.ResourceList{"cpu": q("1")}, objs.LimitRange.Spec.Limits[0].DefaultRequest)
+	require.Equal(t, corev1.ResourceList{"memory": q("8Gi")}, objs.LimitRange.Spec.Limits[0].Default)
+
+	tn.Namespace = ""
+	objs, err = RenderTenant(tn, TenantOptions{NamespacePrefix: "trainyard-"})
+	require.NoError(t, err)
+	require.Equal(t, "trainyard-vision", objs.Namespace.Name)
+	require.Equal(t, "trainyard-vision", NamespaceName("trainyard-", "vision"))
+}
+
+func TestRenderTenantQuota(t *testing.T) {
+	for name, tc := range map[string]struct {
+		quota tenant.Quota
+		hard  corev1.ResourceList // nil: no ResourceQuota
+	}{
+		"unlimited":      {},
+		"zero strings":   {quota: tenant.Quota{CPU: "0", Memory: "0Gi"}},
+		"gpus only":      {quota: tenant.Quota{GPU: 2}, hard: corev1.ResourceList{"requests.nvidia.com/gpu": q("2")}},
+		"cpu and memory": {quota: tenant.Quota{CPU: "500m", Memory: "1Gi"}, hard: corev1.ResourceList{"requests.cpu": q("500m"), "requests.memory": q("1Gi")}},
+		"pods only":      {quota: tenant.Quota{Pods: 10}, hard: corev1.ResourceList{"pods": q("10")}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tn := visionTenant()
+			tn.Quota = tc.quota
+			objs, err := RenderTenant(tn, TenantOptions{})
+			require.NoError(t, err)
+			if tc.hard == nil {
+				require.Nil(t, objs.ResourceQuota)
+				return
+			}
+			require.NotNil(t, objs.ResourceQuota)
+			if diff := cmp.Diff(tc.hard, objs.ResourceQuota.Spec.Hard); diff != "" {
+				t.Errorf("hard (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	tn := visionTenant()
+	tn.Quota.Memory = "lots"
+	_, err := RenderTenant(tn, TenantOptions{})
+	require.ErrorIs(t, err, ErrInvalidSpec)
+	require.ErrorContains(t, err, "requests.memory")
+}
+
+func TestRenderTenantWithoutReaders(t *testing.T) {
+	for _, groups := range [][]string{nil, {}, {""}} {
+		tn := visionTenant()
+		tn.PodReaderGroups = groups
+		objs, err := RenderTenant(tn, TenantOptions{})
+		require.NoError(t, err)
+		require.Nil(t, objs.Role)
+		require.Nil(t, objs.RoleBinding)
+		require.NotNil(t, objs.NetworkPolicy)
+	}
+}
+
+func TestRenderSecret(t *testing.T) {
+	s := RenderSecret("vision", "ty-vision", "wandb", map[string]string{"api-key": "s3cr3t"})
+	want := &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Name: "wandb", Namespace: "ty-vision", Labels: tenantLabels},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{"api-key": []byte("s3cr3t")},
+	}
+	require.Equal(t, want, s)
+}
