@@ -44,3 +44,25 @@ lint: $(PROTO_DEPS) ## go vet, buf lint, and buf breaking against main.
 	$(GO) tool buf lint
 	@if git rev-parse -q --verify main >/dev/null && git cat-file -e main:proto/trainyard/v1/job.proto 2>/dev/null; then \
 		$(GO) tool buf breaking --against '.git#branch=main'; fi
+
+# --- local cluster ---
+# etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok, built
+# from the Go module proxy into ~/.cache/trainyard (see integration/cluster/doc.go).
+CLUSTER_NAME ?= dev
+LOCALCLUSTER := $(GO) run ./integration/cluster/cmd/localcluster --name $(CLUSTER_NAME)
+
+.PHONY: cluster-build
+cluster-build: ## Build the local control plane binaries (minutes the first time, then cached).
+	bash integration/cluster/build.sh
+
+.PHONY: cluster-up
+cluster-up: ## Start the local Kubernetes control plane; prints the kubeconfig path.
+	@$(LOCALCLUSTER) up
+
+.PHONY: cluster-down
+cluster-down: ## Stop the local control plane and remove its state.
+	@$(LOCALCLUSTER) down
+
+.PHONY: cluster-status
+cluster-status: ## Show the local control plane's processes and health.
+	@$(LOCALCLUSTER) status

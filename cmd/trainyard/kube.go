@@ -1,0 +1,78 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/trainyard/trainyard/internal/kube"
+)
+
+type kubeFlags struct {
+	kubeconfig      string
+	qps             float64
+	burst           int
+	namespacePrefix string
+}
+
+func (k *kubeFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&k.kubeconfig, "kubeconfig", "", "kubeconfig file; $KUBECONFIG or the in-cluster service account when empty")
+	fs.Float64Var(&k.qps, "kube-qps", 200, "Kubernetes client requests per second (sustained)")
+	fs.IntVar(&k.burst, "kube-burst", 400, "Kubernetes client request burst")
+	fs.StringVar(&k.namespacePrefix, "namespace-prefix", kube.DefaultNamespacePrefix, "prefix of tenant namespaces: <prefix><tenant>")
+}
+
+// configured reports whether any Kubernetes access is set up.
+func (k *kubeFlags) configured() bool {
+	return k.kubeconfig != "" || os.Getenv("KUBECONFIG") != "" || os.Getenv("KUBERNETES_SERVICE_HOST") != ""
+}
+
+func (k *kubeFlags) restConfig() (*rest.Config, error) {
+	var (
+		cfg *rest.Config
+		err error
+	)
+	switch {
+	case k.kubeconfig != "" || os.Getenv("KUBECONFIG") != "":
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		rules.ExplicitPath = k.kubeconfig
+		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	case os.Getenv("KUBERNETES_SERVICE_HOST") != "":
+		cfg, err = rest.InClusterConfig()
+	default:
+		return nil, errors.New("no Kubernetes cluster configured: set --kubeconfig (or KUBECONFIG), or run in a pod")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	cfg.QPS = float32(k.qps)
+	cfg.Burst = k.burst
+	cfg.UserAgent = "trainyard"
+	return cfg, nil
+}
+
+func (k *kubeFlags) client() (kubernetes.Interface, *rest.Config, error) {
+	cfg, err := k.restConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := kubernetes.NewForConfig(cfg)
+	return c, cfg, err
+}
+
+// clientIfConfigured is for the API server, which works without a cluster
+// (then secret values cannot be stored and logs come only from Postgres).
+func (k *kubeFlags) clientIfConfigured(log *slog.Logger) (kubernetes.Interface, error) {
+	if !k.configured() {
+		log.Warn("no Kubernetes cluster configured: secret writes are unavailable and logs come only from what the worker kept")
+		return nil, nil
+	}
+	c, _, err := k.client()
+	return c, err
+}

@@ -1,0 +1,147 @@
+// Command trainyard is the Trainyard server binary:
+//
+//	trainyard serve    the API (gRPC + REST)
+//	trainyard worker   runs queued jobs on Kubernetes
+//	trainyard dev      both in one process, for local use
+//	trainyard migrate  up | down | version
+//
+// Every flag can also be set by its environment variable, TRAINYARD_ and
+// the flag's name in capitals with dashes as underscores
+// (--oidc-issuer → TRAINYARD_OIDC_ISSUER); --database-url also reads
+// DATABASE_URL. A flag given on the command line wins.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trainyard/trainyard/internal/store"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRoot().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "trainyard:", err)
+		os.Exit(1)
+	}
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "trainyard",
+		Short:         "Trainyard runs distributed TensorFlow training jobs on Kubernetes for many tenants",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newServeCmd(), newWorkerCmd(), newDevCmd(), newMigrateCmd())
+	return root
+}
+
+// commonFlags are shared by serve, worker and dev.
+type commonFlags struct {
+	databaseURL string
+	logs        logFlags
+	kube        kubeFlags
+}
+
+func (c *commonFlags) register(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&c.databaseURL, "database-url", "", "Postgres URL, e.g. postgres://user@host:5432/trainyard")
+	c.logs.register(fs)
+	c.kube.register(fs)
+}
+
+func newServeCmd() *cobra.Command {
+	var (
+		common commonFlags
+		serve  serveFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the Trainyard API over gRPC and REST",
+		Long: `Serve the Trainyard API: gRPC on --grpc-addr, and on --http-addr REST
+(grpc-gateway), /healthz, /readyz (checks Postgres and the OIDC issuer),
+/metrics (Prometheus), /openapi.json and /docs.
+
+The database must be migrated first (trainyard migrate up).`,
+		Args: cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			return bindEnv(cmd.Flags())
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			log, err := common.logs.logger()
+			if err != nil {
+				return err
+			}
+			st, err := openStore(ctx, log, common.databaseURL)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			listener, err := store.NewListener(common.databaseURL, store.ListenerConfig{Logger: log})
+			if err != nil {
+				return err
+			}
+			go listener.Run(ctx)
+			kc, err := common.kube.clientIfConfigured(log)
+			if err != nil {
+				return err
+			}
+			return runAPI(ctx, log, &serve, apiDeps{store: st, listener: listener, kube: kc, nsPrefix: common.kube.namespacePrefix})
+		},
+	}
+	common.register(cmd)
+	serve.register(cmd.Flags())
+	documentEnv(cmd)
+	return cmd
+}
+
+func newMigrateCmd() *cobra.Command {
+	var databaseURL string
+	cmd := &cobra.Command{
+		Use:   "migrate up|down|version",
+		Short: "Migrate the Postgres schema (the SQL files are embedded in this binary)",
+		Long: `Migrate the Postgres schema with golang-migrate.
+
+  up       apply every migration not applied yet
+  down     revert every migration (drops Trainyard's tables and data)
+  version  print the schema version`,
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: []string{"up", "down", "version"},
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			return bindEnv(cmd.Flags())
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if databaseURL == "" {
+				return errors.New("no database: set --database-url or DATABASE_URL")
+			}
+			ctx := cmd.Context()
+			switch args[0] {
+			case "up", "down":
+				if err := store.Migrate(ctx, databaseURL, args[0]); err != nil {
+					return err
+				}
+				fallthrough
+			case "version":
+				v, dirty, err := store.MigrationVersion(ctx, databaseURL)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "schema version %d%s\n", v, map[bool]string{true: " (dirty)"}[dirty])
+				return nil
+			}
+			return fmt.Errorf("unknown migrate command %q: want up, down or version", args[0])
+		},
+	}
+	cmd.Flags().StringVar(&databaseURL, "database-url", "", "Postgres URL")
+	documentEnv(cmd)
+	return cmd
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/trainyard/trainyard/internal/api"
+	"github.com/trainyard/trainyard/internal/auth"
+	"github.com/trainyard/trainyard/internal/kube"
+	"github.com/trainyard/trainyard/internal/server"
+	"github.com/trainyard/trainyard/internal/store"
+	"github.com/trainyard/trainyard/internal/tenant"
+)
+
+// serveFlags are the API server's settings. The names and environment
+// variables are an operator contract (README, "Operator contract").
+type serveFlags struct {
+	httpAddr        string
+	grpcAddr        string
+	oidcIssuer      string
+	oidcAudience    string
+	oidcGroupsClaim string
+	adminGroup      string
+	devAuth         string
+	maxRequestBytes int
+}
+
+func (f *serveFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.httpAddr, "http-addr", ":8080", "address for REST, /docs, /openapi.json, /healthz, /readyz and /metrics")
+	fs.StringVar(&f.grpcAddr, "grpc-addr", ":9090", "address for gRPC")
+	fs.StringVar(&f.oidcIssuer, "oidc-issuer", "", "OIDC issuer URL whose ID tokens are accepted (discovery and JWKS are fetched from it)")
+	fs.StringVar(&f.oidcAudience, "oidc-audience", "trainyard", "audience (client id) tokens must carry")
+	fs.StringVar(&f.oidcGroupsClaim, "oidc-groups-claim", "groups", "token claim holding the caller's groups (a dotted path reads nested claims)")
+	fs.StringVar(&f.adminGroup, "admin-group", "trainyard-admins", "OIDC group whose members are platform admins (manage tenants)")
+	fs.StringVar(&f.devAuth, "dev-auth", "", "FILE of static tokens for local use; off by default, never in production")
+	fs.IntVar(&f.maxRequestBytes, "max-request-bytes", 4<<20, "largest request body (REST) or message (gRPC) accepted")
+}
+
+// authenticator builds the authenticator from the flags: OIDC, dev tokens,
+// or both (dev first).
+func (f *serveFlags) authenticator(ctx context.Context, log *slog.Logger) (auth.Authenticator, func() error, error) {
+	var (
+		authns []auth.Authenticator
+		ready  = func() error { return nil }
+	)
+	if f.devAuth != "" {
+		dev, err := auth.LoadDevTokens(f.devAuth, auth.DevOptions{AdminGroup: f.adminGroup, Logger: log})
+		if err != nil {
+			return nil, nil, fmt.Errorf("--dev-auth: %w", err)
+		}
+		authns = append(authns, dev)
+	}
+	if f.oidcIssuer != "" {
+		oidc, err := auth.NewOIDC(ctx, auth.OIDCConfig{
+			Issuer: f.oidcIssuer, Audience: f.oidcAudience, GroupsClaim: f.oidcGroupsClaim,
+			AdminGroup: f.adminGroup, Logger: log,
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("--oidc-issuer: %w", err)
+		}
+		authns = append(authns, oidc)
+		ready = oidc.Ready
+	}
+	if len(authns) == 0 {
+		return nil, nil, errors.New("no authentication configured: set --oidc-issuer (or --dev-auth FILE for local use)")
+	}
+	return auth.FirstOf(authns...), ready, nil
+}
+
+// apiDeps is what runAPI needs besides the flags.
+type apiDeps struct {
+	store    *store.Store
+	listener *store.Listener
+	kube     kubernetes.Interface // nil: secrets are unavailable, logs come from Postgres only
+	nsPrefix string
+}
+
+// runAPI serves the API until ctx ends.
+func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) error {
+	authn, oidcReady, err := f.authenticator(ctx, log)
+	if err != nil {
+		return err
+	}
+	tenants := auth.TenantSourceFunc(func(ctx context.Context, id string) (tenant.Tenant, error) {
+		t, err := d.store.TenantGet(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return t, auth.ErrTenantNotFound
+		}
+		return t, err
+	})
+	ic := auth.NewInterceptor(authn, auth.NewAuthorizer(tenants), auth.WithLogger(log))
+	apiDeps := api.Deps{Store: d.store, Logger: log, NamespacePrefix: d.nsPrefix}
+	if d.listener != nil {
+		apiDeps.Events = d.listener
+	}
+	if d.kube != nil {
+		apiDeps.Kube = kube.APIClient{Client: d.kube}
+	}
+	errUnary, errStream := api.ErrorInterceptors(log)
+	srv, err := server.New(ctx, server.Config{
+		HTTPAddr:        f.httpAddr,
+		GRPCAddr:        f.grpcAddr,
+		MaxRequestBytes: f.maxRequestBytes,
+		Jobs:            api.NewJobServer(apiDeps),
+		Tenants:         api.NewTenantServer(apiDeps),
+		AuthUnary:       ic.Unary(),
+		AuthStream:      ic.Stream(),
+		ErrorsUnary:     errUnary,
+		ErrorsStream:    errStream,
+		Logger:          log,
+		Ready: func(ctx context.Context) error {
+			if err := d.store.Ping(ctx); err != nil {
+				return fmt.Errorf("postgres: %w", err)
+			}
+			if err := oidcReady(); err != nil {
+				return fmt.Errorf("oidc: %w", err)
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		return err
+	}
+	return srv.Run(ctx)
+}
+
+// openStore connects to Postgres, waiting up to a minute for it to answer
+// so that a server started beside its database does not crash-loop.
+func openStore(ctx context.Context, log *slog.Logger, url string) (*store.Store, error) {
+	if url == "" {
+		return nil, errors.New("no database: set --database-url or DATABASE_URL")
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		st, err := store.Open(ctx, url)
+		if err == nil {
+			return st, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, fmt.Errorf("connecting to Postgres: %w", err)
+		}
+		log.Warn("Postgres not reachable yet; retrying", "error", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(2 * time.Second):
+		}
+	}
+}

@@ -1,0 +1,51 @@
+package api
+
+import (
+	"context"
+	"io"
+
+	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/kube"
+	"github.com/trainyard/trainyard/internal/store"
+	"github.com/trainyard/trainyard/internal/tenant"
+)
+
+// Store is the part of *store.Store the handlers use.
+type Store interface {
+	TenantCreate(ctx context.Context, t tenant.Tenant) (tenant.Tenant, error)
+	TenantGet(ctx context.Context, id string) (tenant.Tenant, error)
+	TenantList(ctx context.Context, p store.TenantListParams) ([]tenant.Tenant, error)
+	TenantUpdate(ctx context.Context, id string, fn func(*tenant.Tenant) error) (tenant.Tenant, error)
+
+	JobCreate(ctx context.Context, p store.JobCreateParams) (job.Job, bool, error)
+	JobGet(ctx context.Context, tenant, name string) (job.Job, error)
+	JobList(ctx context.Context, tenant string, p store.JobListParams) ([]job.Job, int64, error)
+	JobCancel(ctx context.Context, tenant, name string) (job.Job, error)
+	JobDelete(ctx context.Context, tenant, name string) error
+
+	EventList(ctx context.Context, tenant, job string, afterID int64, limit int) ([]job.Event, error)
+	EventListTenant(ctx context.Context, tenant string, afterID int64, limit int) ([]job.Event, error)
+	EventLastID(ctx context.Context, tenant string) (int64, error)
+
+	SecretPut(ctx context.Context, s tenant.Secret) (tenant.Secret, error)
+	SecretGet(ctx context.Context, tenant, name string) (tenant.Secret, error)
+	SecretList(ctx context.Context, tenant string) ([]tenant.Secret, error)
+	SecretDelete(ctx context.Context, tenant, name string) error
+}
+
+// Kube is the API server's narrow access to Kubernetes: tenant secret values
+// (which never pass through Postgres) and pod logs.
+type Kube interface {
+	PutSecret(ctx context.Context, tenantID, namespace, secretID string, data map[string]string) error
+	DeleteSecret(ctx context.Context, namespace, secretID string) error
+	// PodLogs streams a pod's log; ErrPodGone when the pod no longer exists.
+	PodLogs(ctx context.Context, namespace, pod string, follow bool, tailLines int64) (io.ReadCloser, error)
+}
+
+// ErrPodGone is returned by Kube.PodLogs for a pod that does not exist.
+var ErrPodGone = kube.ErrPodGone
+
+// Notifications wakes watchers; *store.Listener implements it.
+type Notifications interface {
+	Subscribe(channel string) (<-chan string, func())
+}
