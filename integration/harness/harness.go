@@ -1,0 +1,249 @@
+// Package harness runs Trainyard end to end for tests: the real `trainyard`
+// binaries as separate processes, a fresh Postgres database per test, an
+// OIDC issuer the test controls, and (when asked) the local Kubernetes
+// control plane from integration/cluster, shared by all tests of a package.
+//
+//	func TestMain(m *testing.M) { harness.Main(m) }
+//
+//	func TestSomething(t *testing.T) {
+//		env := harness.Start(t, harness.Options{Cluster: true, Workers: 1})
+//		env.CreateTenant(t, "acme", harness.Group("ml-team", pb.Role_ROLE_EDITOR))
+//		jobs := env.Jobs(env.Token("alice", "ml-team"))
+//		...
+//	}
+//
+// Each test gets its own namespace prefix, so tests sharing the cluster never
+// see each other's tenants. Everything a test starts is stopped when it ends,
+// pass or fail; Main stops the cluster and removes the built binary.
+package harness
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/trainyard/trainyard/integration/cluster"
+	"github.com/trainyard/trainyard/internal/auth/oidctest"
+)
+
+// AdminGroup is the OIDC group the harness makes platform admins.
+const AdminGroup = "trainyard-admins"
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+	binDir  string
+
+	clusterMu sync.Mutex
+	shared    *cluster.Cluster
+)
+
+// Main runs the package's tests, then stops the shared cluster (if a test
+// started it) and removes the binary built for the run.
+func Main(m *testing.M) {
+	code := m.Run()
+	clusterMu.Lock()
+	if shared != nil {
+		if err := shared.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "harness: stopping the cluster:", err)
+			code = 1
+		}
+	}
+	clusterMu.Unlock()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// Binary returns the path of the trainyard binary: $TRAINYARD_BIN when set
+// (make test builds it once), else built from this checkout once per run.
+func Binary(t testing.TB) string {
+	t.Helper()
+	binOnce.Do(func() {
+		if p := os.Getenv("TRAINYARD_BIN"); p != "" {
+			binPath, binErr = filepath.Abs(p)
+			return
+		}
+		binDir, binErr = os.MkdirTemp("", "trainyard-bin-")
+		if binErr != nil {
+			return
+		}
+		binPath = filepath.Join(binDir, "trainyard")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/trainyard")
+		cmd.Dir = repoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build ./cmd/trainyard: %w\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatalf("trainyard binary: %v", binErr)
+	}
+	return binPath
+}
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// Cluster returns the package's shared cluster, starting it on first use.
+// It fails the test when the cluster cannot start; it never skips.
+func Cluster(t testing.TB) *cluster.Cluster {
+	t.Helper()
+	clusterMu.Lock()
+	defer clusterMu.Unlock()
+	if shared == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+		defer cancel()
+		c, err := cluster.Start(ctx, cluster.Options{Progress: testWriter{t}})
+		if err != nil {
+			t.Fatalf("starting the local cluster: %v", err)
+		}
+		shared = c
+	}
+	return shared
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// Options say what a test needs.
+type Options struct {
+	// Cluster starts (or reuses) the shared cluster and points the server
+	// and workers at it.
+	Cluster bool
+	// Workers is how many `trainyard worker` processes to start.
+	Workers int
+	// ServeArgs and WorkerArgs are extra flags.
+	ServeArgs  []string
+	WorkerArgs []string
+	// WorkerKubeconfig, when set, is the kubeconfig the workers use instead of
+	// the cluster admin's (least-privilege tests).
+	WorkerKubeconfig string
+}
+
+// Env is one test's running Trainyard.
+type Env struct {
+	Cluster         *cluster.Cluster // nil without Options.Cluster
+	DatabaseURL     string
+	Issuer          *oidctest.Issuer
+	NamespacePrefix string
+	HTTPURL         string // http://127.0.0.1:port
+	GRPCAddr        string // 127.0.0.1:port
+	Server          *Process
+	Workers         []*Process
+
+	opts Options
+	bin  string
+	n    int
+}
+
+var servingLine = regexp.MustCompile(`msg=serving grpc=(\S+) http=(\S+)`)
+
+// Start runs a migrated database, the API server and the requested workers.
+func Start(t testing.TB, opts Options) *Env {
+	t.Helper()
+	e := &Env{opts: opts, bin: Binary(t)}
+	if opts.Cluster {
+		e.Cluster = Cluster(t)
+	}
+	e.DatabaseURL = cluster.NewDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := run(ctx, e.bin, "migrate", "up", "--database-url", e.DatabaseURL); err != nil {
+		t.Fatal(err)
+	}
+	e.Issuer = oidctest.NewIssuer(t)
+	e.NamespacePrefix = "ty" + strings.ToLower(randomID(5)) + "-"
+
+	args := []string{"serve",
+		"--database-url", e.DatabaseURL,
+		"--http-addr", "127.0.0.1:0",
+		"--grpc-addr", "127.0.0.1:0",
+		"--oidc-issuer", e.Issuer.URL(),
+		"--oidc-audience", oidctest.DefaultAudience,
+		"--admin-group", AdminGroup,
+		"--namespace-prefix", e.NamespacePrefix,
+	}
+	if e.Cluster != nil {
+		args = append(args, "--kubeconfig", e.Cluster.Kubeconfig)
+	}
+	e.Server = StartProcess(t, "serve", e.bin, append(args, opts.ServeArgs...)...)
+	m := e.Server.WaitFor(t, servingLine, time.Minute)
+	e.GRPCAddr, e.HTTPURL = m[1], "http://"+m[2]
+	e.waitReady(t)
+	for i := 0; i < opts.Workers; i++ {
+		e.StartWorker(t)
+	}
+	return e
+}
+
+func (e *Env) waitReady(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		resp, err := http.Get(e.HTTPURL + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server not ready after a minute (last: %v)", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// WorkerArgs are the flags StartWorker passes (before extra ones).
+func (e *Env) WorkerArgs() []string {
+	kubeconfig := e.opts.WorkerKubeconfig
+	if kubeconfig == "" && e.Cluster != nil {
+		kubeconfig = e.Cluster.Kubeconfig
+	}
+	args := []string{"worker",
+		"--database-url", e.DatabaseURL,
+		"--namespace-prefix", e.NamespacePrefix,
+		"--metrics-addr", "127.0.0.1:0",
+	}
+	if kubeconfig != "" {
+		args = append(args, "--kubeconfig", kubeconfig)
+	}
+	return append(args, e.opts.WorkerArgs...)
+}
+
+// StartWorker starts one more `trainyard worker` with WorkerArgs plus extra.
+func (e *Env) StartWorker(t testing.TB, extra ...string) *Process {
+	t.Helper()
+	e.n++
+	p := StartProcess(t, fmt.Sprintf("worker-%d", e.n), e.bin, append(e.WorkerArgs(), extra...)...)
+	e.Workers = append(e.Workers, p)
+	return p
+}
+
+// Namespace is the Kubernetes namespace of a tenant in this test.
+func (e *Env) Namespace(tenantID string) string { return e.NamespacePrefix + tenantID }
+
+// Token returns a valid ID token for subject in groups.
+func (e *Env) Token(subject string, groups ...string) string {
+	return e.Issuer.TokenFor(subject, groups...)
+}
+
+// AdminToken returns a platform admin's token.
+func (e *Env) AdminToken() string { return e.Issuer.TokenFor("platform-admin", AdminGroup) }
