@@ -1,0 +1,187 @@
+package cluster
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// launcher writes the components' configuration into the state directory
+// and starts them, recording each in the state as it starts.
+type launcher struct {
+	s      *State
+	detach bool
+	env    []string
+	pki    *pki
+	// frontProxy is the CA of the request-header (aggregation) authentication
+	// that the controller manager and scheduler expect to find configured.
+	frontProxy *pki
+}
+
+func (l *launcher) path(parts ...string) string {
+	return filepath.Join(append([]string{l.s.Dir}, parts...)...)
+}
+
+func (l *launcher) kubeconfig(component string) string {
+	return l.path("kubeconfigs", component+".kubeconfig")
+}
+
+// writeConfig creates the PKI, one kubeconfig per identity, the admin
+// kubeconfig and kwok's configuration (the Stages).
+func (l *launcher) writeConfig() error {
+	for _, d := range []string{"logs", "kubeconfigs", "home", "etcd"} {
+		if err := os.MkdirAll(l.path(d), 0o700); err != nil {
+			return err
+		}
+	}
+	p, err := newPKI(l.path("pki"), "trainyard-local-ca")
+	if err != nil {
+		return err
+	}
+	l.pki = p
+	if l.frontProxy, err = newPKI(l.path("pki", "front-proxy"), "trainyard-local-front-proxy-ca"); err != nil {
+		return err
+	}
+	if err := l.frontProxy.client(frontProxyIdentity); err != nil {
+		return err
+	}
+	if err := p.serving("kube-apiserver"); err != nil {
+		return err
+	}
+	if err := p.serviceAccountKeys(); err != nil {
+		return err
+	}
+	for _, id := range []identity{adminIdentity, kcmIdentity, schedulerIdentity, kwokIdentity} {
+		if err := p.client(id); err != nil {
+			return err
+		}
+	}
+	if err := p.clientKubeconfig(l.s.Kubeconfig, l.s.Server, adminIdentity); err != nil {
+		return err
+	}
+	for _, id := range []identity{kcmIdentity, schedulerIdentity, kwokIdentity} {
+		if err := p.clientKubeconfig(l.kubeconfig(id.file), l.s.Server, id); err != nil {
+			return err
+		}
+	}
+	return writeStages(l.path("kwok.yaml"))
+}
+
+// start runs one component and records it in state.json at once, so that a
+// crash of this process between two starts still leaves every PID on record.
+func (l *launcher) start(name string, args []string) error {
+	p, err := startProcess(name, filepath.Join(l.s.BinDir, name), args, l.env, l.path("logs", name+".log"), l.detach)
+	if err != nil {
+		return err
+	}
+	l.s.Processes = append(l.s.Processes, p)
+	return l.s.save()
+}
+
+func (l *launcher) port(name string) string { return strconv.Itoa(l.s.Ports[name]) }
+
+func (l *launcher) etcdArgs() []string {
+	client := "http://127.0.0.1:" + l.port("etcd-client")
+	peer := "http://127.0.0.1:" + l.port("etcd-peer")
+	return []string{
+		"--name=trainyard",
+		"--data-dir=" + l.path("etcd"),
+		"--listen-client-urls=" + client,
+		"--advertise-client-urls=" + client,
+		"--listen-peer-urls=" + peer,
+		"--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=trainyard=" + peer,
+		"--initial-cluster-state=new",
+		// A throw-away cluster: durability is not worth the fsync latency on a shared disk.
+		"--unsafe-no-fsync",
+		"--log-level=warn",
+	}
+}
+
+func (l *launcher) apiserverArgs() []string {
+	pki := l.pki.path
+	return []string{
+		"--etcd-servers=http://127.0.0.1:" + l.port("etcd-client"),
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port=" + l.port("kube-apiserver"),
+		"--tls-cert-file=" + pki("kube-apiserver.crt"),
+		"--tls-private-key-file=" + pki("kube-apiserver.key"),
+		"--client-ca-file=" + pki("ca.crt"),
+		"--authorization-mode=Node,RBAC",
+		"--service-cluster-ip-range=" + serviceCIDR,
+		"--service-account-issuer=" + serviceAccountIssuer,
+		"--service-account-key-file=" + pki("sa.pub"),
+		"--service-account-signing-key-file=" + pki("sa.key"),
+		// The kubernetes Service's endpoint would be 127.0.0.1, which Endpoints
+		// validation refuses; nothing in this cluster needs it.
+		"--endpoint-reconciler-type=none",
+		// Added to the defaults, which already include most of these; listed
+		// so that the contract is visible here.
+		"--enable-admission-plugins=NamespaceLifecycle,LimitRanger,ServiceAccount,PodSecurity,ResourceQuota,NodeRestriction",
+		"--allow-privileged=true",
+		"--profiling=false",
+		// Request-header authentication, as kubeadm sets it up: without it the
+		// controller manager and scheduler log an error per request about a
+		// missing requestheader CA, and aggregated APIs could not be added.
+		"--requestheader-client-ca-file=" + l.frontProxy.path("ca.crt"),
+		"--requestheader-allowed-names=" + frontProxyIdentity.user,
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file=" + l.frontProxy.path(frontProxyIdentity.file+".crt"),
+		"--proxy-client-key-file=" + l.frontProxy.path(frontProxyIdentity.file+".key"),
+	}
+}
+
+func (l *launcher) controllerManagerArgs() []string {
+	kc := l.kubeconfig(kcmIdentity.file)
+	pki := l.pki.path
+	return []string{
+		"--kubeconfig=" + kc,
+		"--authentication-kubeconfig=" + kc,
+		"--authorization-kubeconfig=" + kc,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + l.port("kube-controller-manager"),
+		"--leader-elect=false",
+		"--use-service-account-credentials=true",
+		"--service-account-private-key-file=" + pki("sa.key"),
+		"--root-ca-file=" + pki("ca.crt"),
+		"--cluster-signing-cert-file=" + pki("ca.crt"),
+		"--cluster-signing-key-file=" + pki("ca.key"),
+		"--cluster-name=trainyard-local",
+		// All default controllers (namespace, serviceaccount, serviceaccount-token,
+		// endpoint, endpointslice, resourcequota, garbagecollector, nodelifecycle,
+		// ...) but node IPAM: nodes get their podCIDR when Start creates them.
+		"--controllers=*,-nodeipam",
+		"--allocate-node-cidrs=false",
+		"--profiling=false",
+	}
+}
+
+func (l *launcher) schedulerArgs() []string {
+	kc := l.kubeconfig(schedulerIdentity.file)
+	return []string{
+		"--kubeconfig=" + kc,
+		"--authentication-kubeconfig=" + kc,
+		"--authorization-kubeconfig=" + kc,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + l.port("kube-scheduler"),
+		"--leader-elect=false",
+		"--profiling=false",
+	}
+}
+
+func (l *launcher) kwokArgs() []string {
+	return []string{
+		"--kubeconfig=" + l.kubeconfig(kwokIdentity.file),
+		"--config=" + l.path("kwok.yaml"),
+		"--manage-all-nodes=false",
+		fmt.Sprintf("--manage-nodes-with-annotation-selector=%s=fake", KwokNodeAnnotation),
+		"--node-ip=" + nodeIP,
+		// Used only for nodes without a podCIDR; Start gives each node its own.
+		"--cidr=10.0.0.0/16",
+		"--node-lease-duration-seconds=40",
+	}
+}

@@ -1,0 +1,54 @@
+package cluster
+
+import (
+	"embed"
+	"os"
+	"strings"
+)
+
+// The kwok Stages that make simulated nodes Ready and pods behave like
+// TensorFlow replicas. They are handed to kwok as its configuration file
+// (kwok --config), not installed as CRDs: the cluster's API stays exactly the
+// built-in one.
+//
+//go:embed stages/*.yaml
+var stageFiles embed.FS
+
+// Annotation keys a pod (through a Trainyard job spec's pod_annotations) sets
+// to drive the simulated kubelet; see doc.go for the contract.
+const (
+	AnnotationRunFor       = "sim.trainyard.dev/run-for"
+	AnnotationExitCode     = "sim.trainyard.dev/exit-code"
+	AnnotationRunForever   = "sim.trainyard.dev/run-forever"
+	AnnotationFailAttempts = "sim.trainyard.dev/fail-attempts"
+	AnnotationReason       = "sim.trainyard.dev/reason"
+	AnnotationMessage      = "sim.trainyard.dev/message"
+	// AttemptLabel is the label Trainyard sets on a replica's pod: "0" for the
+	// first run, "1" for the first restart, and so on.
+	AttemptLabel = "trainyard.dev/attempt"
+)
+
+// StagesYAML returns all Stage documents as one multi-document YAML stream.
+func StagesYAML() (string, error) {
+	entries, err := stageFiles.ReadDir("stages")
+	if err != nil {
+		return "", err
+	}
+	var docs []string
+	for _, e := range entries {
+		data, err := stageFiles.ReadFile("stages/" + e.Name())
+		if err != nil {
+			return "", err
+		}
+		docs = append(docs, strings.TrimSpace(string(data)))
+	}
+	return strings.Join(docs, "\n---\n") + "\n", nil
+}
+
+func writeStages(path string) error {
+	y, err := StagesYAML()
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(y), 0o644)
+}
