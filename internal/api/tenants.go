@@ -262,7 +262,7 @@ func (s *TenantServer) PutSecret(ctx context.Context, req *pb.PutSecretRequest) 
 		return nil, err
 	}
 	if s.kube == nil {
-		return nil, status.Error(codes.Unavailable, "this server has no Kubernetes cluster configured to keep secret values")
+		return nil, status.Error(codes.FailedPrecondition, "this server has no Kubernetes cluster configured to keep secret values")
 	}
 	if err := s.kube.PutSecret(ctx, tenantID, t.Namespace, id, req.GetSecret().GetData()); err != nil {
 		return nil, fmt.Errorf("writing secret %s to Kubernetes: %w", id, err)
@@ -308,7 +308,7 @@ func (s *TenantServer) DeleteSecret(ctx context.Context, req *pb.DeleteSecretReq
 		return nil, err
 	}
 	if s.kube == nil {
-		return nil, status.Error(codes.Unavailable, "this server has no Kubernetes cluster configured to keep secret values")
+		return nil, status.Error(codes.FailedPrecondition, "this server has no Kubernetes cluster configured to keep secret values")
 	}
 	if err := s.kube.DeleteSecret(ctx, t.Namespace, id); err != nil {
 		return nil, fmt.Errorf("deleting secret %s from Kubernetes: %w", id, err)

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// dial opens a client connection (lazily: nothing is sent until the first
+// call). TLS uses the system roots plus --ca-file; --insecure is plaintext.
+func dial(s settings, userAgent string) (*grpc.ClientConn, error) {
+	var tc credentials.TransportCredentials
+	if s.insecure {
+		tc = insecure.NewCredentials()
+	} else {
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		if s.caFile != "" {
+			pem, err := os.ReadFile(s.caFile)
+			if err != nil {
+				return nil, fmt.Errorf("reading the CA file: %w", err)
+			}
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("%s holds no PEM certificate", s.caFile)
+			}
+		}
+		tc = credentials.NewTLS(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})
+	}
+	opts := []grpc.DialOption{
+		grpc.WithTransportCredentials(tc),
+		grpc.WithUserAgent(userAgent),
+		grpc.WithDefaultServiceConfig(retryServiceConfig),
+	}
+	if s.token != "" {
+		opts = append(opts, grpc.WithPerRPCCredentials(bearer{token: s.token, requireTLS: !s.insecure}))
+	}
+	return grpc.NewClient(s.server, opts...)
+}
+
+// bearer sends the token on every call. With TLS, gRPC refuses to send it
+// over a connection that is not secure.
+type bearer struct {
+	token      string
+	requireTLS bool
+}
+
+func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + b.token}, nil
+}
+
+func (b bearer) RequireTransportSecurity() bool { return b.requireTLS }
+
+// String and GoString keep the token out of anything that prints a bearer.
+func (b bearer) String() string   { return "bearer(redacted)" }
+func (b bearer) GoString() string { return b.String() }
+
+// retryServiceConfig retries calls that are safe to repeat when the server
+// is briefly unavailable (a restart, a load balancer shuffle). CreateJob is
+// safe because tyctl always sends a request id: the server returns the job
+// the first attempt created. DeleteJob, CreateTenant and DeleteTenant are
+// left out: a repeat would report NotFound or AlreadyExists for a call that
+// worked.
+const retryServiceConfig = `{
+  "methodConfig": [{
+    "name": [
+      {"service": "trainyard.v1.JobService", "method": "CreateJob"},
+      {"service": "trainyard.v1.JobService", "method": "GetJob"},
+      {"service": "trainyard.v1.JobService", "method": "ListJobs"},
+      {"service": "trainyard.v1.JobService", "method": "CancelJob"},
+      {"service": "trainyard.v1.JobService", "method": "ListJobEvents"},
+      {"service": "trainyard.v1.TenantService", "method": "GetTenant"},
+      {"service": "trainyard.v1.TenantService", "method": "ListTenants"},
+      {"service": "trainyard.v1.TenantService", "method": "PutSecret"},
+      {"service": "trainyard.v1.TenantService", "method": "ListSecrets"}
+    ],
+    "retryPolicy": {
+      "maxAttempts": 4,
+      "initialBackoff": "0.25s",
+      "maxBackoff": "2s",
+      "backoffMultiplier": 2,
+      "retryableStatusCodes": ["UNAVAILABLE"]
+    }
+  }]
+}`

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/trainyard/trainyard/internal/api"
+	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/store"
+	"github.com/trainyard/trainyard/internal/tenant"
+	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
+)
+
+// acceptingStore is just enough of the store for CreateJob to get past
+// validation, secret checks and the quota check to the insert. Any other
+// method panics on the nil embedded interface: the test must not need it.
+type acceptingStore struct {
+	api.Store
+	created *job.Job
+}
+
+func (s *acceptingStore) TenantGet(_ context.Context, id string) (tenant.Tenant, error) {
+	return tenant.Tenant{ID: id, Quota: tenant.Quota{GPU: 8, CPU: "64", Memory: "256Gi", Pods: 32}}, nil
+}
+
+func (s *acceptingStore) SecretGet(context.Context, string, string) (tenant.Secret, error) {
+	return tenant.Secret{}, store.ErrNotFound
+}
+
+func (s *acceptingStore) JobCreate(_ context.Context, p store.JobCreateParams) (job.Job, bool, error) {
+	s.created = &p.Job
+	return p.Job, true, nil
+}
+
+// TestExampleAcceptedByServer runs examples/mnist.yaml through the real
+// CreateJob handler (conversion, defaults, validation, quota), so the
+// example cannot drift from what the server accepts.
+func TestExampleAcceptedByServer(t *testing.T) {
+	data, err := os.ReadFile("examples/mnist.yaml")
+	require.NoError(t, err)
+	j, err := parseJobFile(data)
+	require.NoError(t, err)
+
+	st := &acceptingStore{}
+	srv := api.NewJobServer(api.Deps{Store: st})
+	_, err = srv.CreateJob(context.Background(), &pb.CreateJobRequest{
+		Parent: "tenants/ml-team", Job: j, JobId: "mnist-1", RequestId: "0b4a3c1e-6f0e-4c1b-9a57-0c6f1f7d9a10",
+	})
+	require.NoError(t, err)
+	require.NotNil(t, st.created)
+	require.Len(t, st.created.Spec.Replicas, 3)
+	require.Equal(t, int32(4), st.created.Spec.RunPolicy.BackoffLimit)
+}

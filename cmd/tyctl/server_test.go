@@ -1,0 +1,480 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/genproto/googleapis/api/httpbody"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
+)
+
+// A real gRPC server on 127.0.0.1 with fake JobService and TenantService
+// implementations: the tests run tyctl's cobra root with arguments and check
+// what the server received (requests and metadata) and what tyctl printed.
+
+// call is one request the fake server received.
+type call struct {
+	method    string
+	req       proto.Message
+	auth      []string // authorization metadata
+	userAgent string
+}
+
+type recorder struct {
+	mu    sync.Mutex
+	calls []call
+}
+
+func (r *recorder) record(ctx context.Context, method string, req proto.Message) int {
+	md, _ := metadata.FromIncomingContext(ctx)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, call{method: method, req: proto.Clone(req), auth: md.Get("authorization"), userAgent: strings.Join(md.Get("user-agent"), " ")})
+	return len(r.calls)
+}
+
+func (r *recorder) methodCalls(method string) []call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []call
+	for _, c := range r.calls {
+		if c.method == method {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+type fakeJobs struct {
+	pb.UnimplementedJobServiceServer
+	*recorder
+	mu         sync.Mutex
+	createErrs []error // returned, in order, before CreateJob succeeds
+	jobs       []*pb.Job
+	pageSize   int
+	watch      []watchScript // one per WatchJob call
+	logs       []string
+}
+
+// watchScript is what one WatchJob call sends, then how it ends (nil: EOF).
+type watchScript struct {
+	send []*pb.WatchJobResponse
+	end  error
+}
+
+func (f *fakeJobs) CreateJob(ctx context.Context, req *pb.CreateJobRequest) (*pb.Job, error) {
+	f.record(ctx, "CreateJob", req)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.createErrs) > 0 {
+		err := f.createErrs[0]
+		f.createErrs = f.createErrs[1:]
+		return nil, err
+	}
+	j := proto.Clone(req.GetJob()).(*pb.Job)
+	j.Name = req.GetParent() + "/jobs/" + req.GetJobId()
+	j.Status = &pb.JobStatus{State: pb.JobState_JOB_STATE_QUEUED}
+	return j, nil
+}
+
+func (f *fakeJobs) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.Job, error) {
+	f.record(ctx, "GetJob", req)
+	for _, j := range f.jobs {
+		if j.GetName() == req.GetName() {
+			return j, nil
+		}
+	}
+	return nil, status.Errorf(codes.NotFound, "job %q not found", lastSegment(req.GetName()))
+}
+
+// ListJobs pages through f.jobs; the token is the index to start at.
+func (f *fakeJobs) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (*pb.ListJobsResponse, error) {
+	f.record(ctx, "ListJobs", req)
+	start := 0
+	if tok := req.GetPageToken(); tok != "" {
+		start = int(tok[0] - '0')
+	}
+	end := min(start+f.pageSize, len(f.jobs))
+	resp := &pb.ListJobsResponse{Jobs: f.jobs[start:end]}
+	if end < len(f.jobs) {
+		resp.NextPageToken = string(rune('0' + end))
+	}
+	return resp, nil
+}
+
+func (f *fakeJobs) CancelJob(ctx context.Context, req *pb.CancelJobRequest) (*pb.Job, error) {
+	f.record(ctx, "CancelJob", req)
+	return &pb.Job{Name: req.GetName(), Status: &pb.JobStatus{State: pb.JobState_JOB_STATE_RUNNING, CancelRequested: true}}, nil
+}
+
+func (f *fakeJobs) WatchJob(req *pb.WatchJobRequest, stream grpc.ServerStreamingServer[pb.WatchJobResponse]) error {
+	n := len(f.methodCalls("WatchJob"))
+	f.record(stream.Context(), "WatchJob", req)
+	if n >= len(f.watch) {
+		return status.Error(codes.Internal, "no more watch scripts")
+	}
+	for _, m := range f.watch[n].send {
+		if err := stream.Send(m); err != nil {
+			return err
+		}
+	}
+	return f.watch[n].end
+}
+
+func (f *fakeJobs) GetJobLogs(req *pb.GetJobLogsRequest, stream grpc.ServerStreamingServer[httpbody.HttpBody]) error {
+	f.record(stream.Context(), "GetJobLogs", req)
+	for _, l := range f.logs {
+		if err := stream.Send(&httpbody.HttpBody{ContentType: "text/plain; charset=utf-8", Data: []byte(l)}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type fakeTenants struct {
+	pb.UnimplementedTenantServiceServer
+	*recorder
+}
+
+func (f *fakeTenants) CreateTenant(ctx context.Context, req *pb.CreateTenantRequest) (*pb.Tenant, error) {
+	f.record(ctx, "CreateTenant", req)
+	t := proto.Clone(req.GetTenant()).(*pb.Tenant)
+	t.Name, t.Namespace, t.State = "tenants/"+req.GetTenantId(), "ty-"+req.GetTenantId(), pb.TenantState_TENANT_STATE_ACTIVE
+	return t, nil
+}
+
+func (f *fakeTenants) PutSecret(ctx context.Context, req *pb.PutSecretRequest) (*pb.Secret, error) {
+	f.record(ctx, "PutSecret", req)
+	s := &pb.Secret{Name: req.GetSecret().GetName()}
+	for k := range req.GetSecret().GetData() {
+		s.Keys = append(s.Keys, k)
+	}
+	slices.Sort(s.Keys)
+	return s, nil
+}
+
+type fixture struct {
+	addr    string
+	rec     *recorder
+	jobs    *fakeJobs
+	tenants *fakeTenants
+}
+
+func startFake(t *testing.T) *fixture {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	rec := &recorder{}
+	f := &fixture{addr: lis.Addr().String(), rec: rec, jobs: &fakeJobs{recorder: rec, pageSize: 50}, tenants: &fakeTenants{recorder: rec}}
+	s := grpc.NewServer()
+	pb.RegisterJobServiceServer(s, f.jobs)
+	pb.RegisterTenantServiceServer(s, f.tenants)
+	go func() { _ = s.Serve(lis) }()
+	t.Cleanup(s.Stop)
+	return f
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// tyctl runs the CLI against the fake server with env as its environment.
+func (f *fixture) tyctl(t *testing.T, env map[string]string, args ...string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	a := newApp(strings.NewReader(""), &stdout, &stderr, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	a.now = func() time.Time { return testNow }
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	code := run(ctx, append([]string{"--server", f.addr, "--insecure"}, args...), a)
+	return result{stdout.String(), stderr.String(), code}
+}
+
+const testToken = "tok-3f9a1c7e5b"
+
+func TestSubmitSendsJobTokenAndRequestID(t *testing.T) {
+	f := startFake(t)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(tokenFile, []byte(testToken+"\n"), 0o600))
+
+	r := f.tyctl(t, nil, "--token-file", tokenFile, "--tenant", "ml", "jobs", "submit", "-f", "examples/mnist.yaml", "--id", "mnist-1")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "job mnist-1 submitted (QUEUED)\n", r.stdout)
+
+	calls := f.rec.methodCalls("CreateJob")
+	require.Len(t, calls, 1)
+	c := calls[0]
+	require.Equal(t, []string{"Bearer " + testToken}, c.auth)
+	require.Contains(t, c.userAgent, "tyctl/")
+	req := c.req.(*pb.CreateJobRequest)
+	require.Equal(t, "tenants/ml", req.GetParent())
+	require.Equal(t, "mnist-1", req.GetJobId())
+	require.Regexp(t, `^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`, req.GetRequestId())
+	require.Equal(t, "request id "+req.GetRequestId()+" (to retry safely: --request-id "+req.GetRequestId()+")\n", r.stderr)
+	require.Equal(t, pb.ReplicaType_REPLICA_TYPE_WORKER, req.GetJob().GetSpec().GetReplicas()[1].GetType())
+	require.Equal(t, pb.RestartPolicy_RESTART_POLICY_EXIT_CODE, req.GetJob().GetSpec().GetReplicas()[1].GetRestartPolicy())
+	require.NotContains(t, r.stdout+r.stderr, testToken)
+}
+
+func TestSubmitRetriesUnavailableWithTheSameRequestID(t *testing.T) {
+	f := startFake(t)
+	f.jobs.createErrs = []error{status.Error(codes.Unavailable, "server restarting")}
+	env := map[string]string{envToken: testToken, envTenant: "ml"}
+	r := f.tyctl(t, env, "jobs", "submit", "-f", "examples/mnist.yaml", "--request-id", "retry-1", "-o", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Empty(t, r.stderr, "a given request id is not repeated back")
+	require.Contains(t, r.stdout, `"name": "tenants/ml/jobs/"`)
+
+	calls := f.rec.methodCalls("CreateJob")
+	require.Len(t, calls, 2)
+	for _, c := range calls {
+		require.Equal(t, "retry-1", c.req.(*pb.CreateJobRequest).GetRequestId())
+		require.Equal(t, []string{"Bearer " + testToken}, c.auth, "token from TYCTL_TOKEN")
+	}
+}
+
+func TestSubmitRejectedByServerPrintsEveryViolation(t *testing.T) {
+	f := startFake(t)
+	st, err := status.New(codes.InvalidArgument, "spec.replicas[1].image: is required (and more, see details)").
+		WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{
+			{Field: "spec.replicas[1].image", Description: "is required"},
+			{Field: "jobId", Description: `"Mnist" is not a DNS-1035 label`},
+		}})
+	require.NoError(t, err)
+	f.jobs.createErrs = []error{st.Err()}
+
+	r := f.tyctl(t, nil, "--tenant", "ml", "--token", testToken, "jobs", "submit", "-f", "examples/mnist.yaml", "--id", "Mnist", "--request-id", "r1")
+	require.Equal(t, 1, r.code)
+	require.Empty(t, r.stdout)
+	require.Equal(t, "tyctl: InvalidArgument: spec.replicas[1].image: is required (and more, see details)\n"+
+		"  spec.replicas[1].image: is required\n"+
+		"  jobId: \"Mnist\" is not a DNS-1035 label\n", r.stderr)
+}
+
+func TestSubmitBadFileNeverCallsTheServer(t *testing.T) {
+	f := startFake(t)
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	require.NoError(t, os.WriteFile(bad, []byte("spec:\n  replicas:\n  - type: WORKERS\n    image: tf\n"), 0o600))
+	r := f.tyctl(t, nil, "--tenant", "ml", "jobs", "submit", "-f", bad)
+	require.Equal(t, 1, r.code)
+	require.Equal(t, "tyctl: "+bad+": spec.replicas[0].type: \"WORKERS\" is not one of CHIEF, WORKER, PS, EVALUATOR\n", r.stderr)
+	require.Empty(t, f.rec.methodCalls("CreateJob"))
+}
+
+func TestUnauthenticatedHint(t *testing.T) {
+	f := startFake(t)
+	f.jobs.createErrs = []error{status.Error(codes.Unauthenticated, "missing bearer token")}
+	r := f.tyctl(t, nil, "--tenant", "ml", "jobs", "submit", "-f", "examples/mnist.yaml", "--request-id", "r1")
+	require.Equal(t, 1, r.code)
+	require.Equal(t, "tyctl: Unauthenticated: missing bearer token\n"+
+		"hint: no token was sent: pass one with --token-file FILE, --token or TYCTL_TOKEN\n", r.stderr)
+	require.Empty(t, f.rec.methodCalls("CreateJob")[0].auth)
+}
+
+func TestListPagesAndTable(t *testing.T) {
+	f := startFake(t)
+	f.jobs.pageSize = 2
+	f.jobs.jobs = []*pb.Job{runningJob("c"), runningJob("b"), runningJob("a")}
+	env := map[string]string{envTenant: "ml", envToken: testToken}
+
+	r := f.tyctl(t, env, "jobs", "list", "--filter", "state = RUNNING", "--limit", "2", "--all-pages")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "NAME   STATE     REPLICAS                RESTARTS   AGE   REASON\n"+
+		"c      RUNNING   chief 1/1, worker 4/4   0          5m    -\n"+
+		"b      RUNNING   chief 1/1, worker 4/4   0          5m    -\n"+
+		"a      RUNNING   chief 1/1, worker 4/4   0          5m    -\n", r.stdout)
+	calls := f.rec.methodCalls("ListJobs")
+	require.Len(t, calls, 2)
+	first, second := calls[0].req.(*pb.ListJobsRequest), calls[1].req.(*pb.ListJobsRequest)
+	require.True(t, proto.Equal(&pb.ListJobsRequest{Parent: "tenants/ml", PageSize: 2, Filter: "state = RUNNING"}, first))
+	require.Equal(t, "2", second.GetPageToken())
+	require.Equal(t, "state = RUNNING", second.GetFilter())
+
+	// One page only: the rest is pointed at on stderr, stdout stays a table.
+	r = f.tyctl(t, env, "jobs", "list", "--limit", "2")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 3, strings.Count(r.stdout, "\n"))
+	require.Equal(t, "More jobs: --all-pages, or --page-token 2\n", r.stderr)
+}
+
+func TestGetByFullNameAsJSON(t *testing.T) {
+	f := startFake(t)
+	f.jobs.jobs = []*pb.Job{runningJob("mnist-1")}
+	// A full resource name needs no --tenant.
+	r := f.tyctl(t, nil, "-o", "json", "jobs", "get", "tenants/ml/jobs/mnist-1")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, `"replicaCounts": [`)
+	require.Contains(t, r.stdout, `"state": "JOB_STATE_RUNNING"`)
+
+	r = f.tyctl(t, nil, "--tenant", "ml", "jobs", "get", "nope")
+	require.Equal(t, 1, r.code)
+	require.Equal(t, "tyctl: NotFound: job \"nope\" not found\n", r.stderr)
+}
+
+func TestNoTenant(t *testing.T) {
+	f := startFake(t)
+	r := f.tyctl(t, nil, "jobs", "list")
+	require.Equal(t, 1, r.code)
+	require.Equal(t, "tyctl: no tenant: pass --tenant or set TYCTL_TENANT\n", r.stderr)
+	require.Empty(t, f.rec.methodCalls("ListJobs"))
+}
+
+func TestCancel(t *testing.T) {
+	f := startFake(t)
+	r := f.tyctl(t, nil, "--tenant", "ml", "jobs", "cancel", "mnist-1")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "job mnist-1: cancel requested; its pods are being stopped (tyctl jobs watch mnist-1)\n", r.stdout)
+	require.Equal(t, "tenants/ml/jobs/mnist-1", f.rec.methodCalls("CancelJob")[0].req.(*pb.CancelJobRequest).GetName())
+}
+
+func watchEvent(id int64, state pb.JobState, reason string) *pb.WatchJobResponse {
+	return &pb.WatchJobResponse{
+		Event: &pb.JobEvent{Id: id, Job: "tenants/ml/jobs/mnist-1", Type: "Normal", Reason: reason, State: state, CreateTime: ago(0)},
+		// The job as it is when sent: already final in a batch, which is why the event's state counts.
+		Job: &pb.Job{Name: "tenants/ml/jobs/mnist-1", Status: &pb.JobStatus{State: pb.JobState_JOB_STATE_SUCCEEDED}},
+	}
+}
+
+func TestWatchExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		final pb.JobState
+		code  int
+	}{
+		{pb.JobState_JOB_STATE_SUCCEEDED, 0},
+		{pb.JobState_JOB_STATE_FAILED, 1},
+		{pb.JobState_JOB_STATE_CANCELLED, 1},
+	} {
+		t.Run(shortEnum(tc.final), func(t *testing.T) {
+			f := startFake(t)
+			f.jobs.watch = []watchScript{{send: []*pb.WatchJobResponse{
+				{Job: runningJob("mnist-1")},
+				watchEvent(8, pb.JobState_JOB_STATE_RUNNING, "Running"),
+				watchEvent(9, tc.final, "Done"),
+			}}}
+			r := f.tyctl(t, nil, "--tenant", "ml", "--token", testToken, "jobs", "watch", "mnist-1")
+			require.Equal(t, tc.code, r.code, r.stderr)
+			require.Empty(t, r.stderr)
+			lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+			require.Len(t, lines, 3)
+			require.Contains(t, lines[0], "current state")
+			require.Regexp(t, shortEnum(tc.final)+` +Normal +Done$`, lines[2])
+			c := f.rec.methodCalls("WatchJob")[0]
+			require.True(t, proto.Equal(&pb.WatchJobRequest{Name: "tenants/ml/jobs/mnist-1"}, c.req))
+			require.Equal(t, []string{"Bearer " + testToken}, c.auth)
+		})
+	}
+}
+
+func TestWatchResumesAfterTheLastEventSeen(t *testing.T) {
+	f := startFake(t)
+	f.jobs.watch = []watchScript{
+		{send: []*pb.WatchJobResponse{watchEvent(12, pb.JobState_JOB_STATE_RUNNING, "Running")}, end: status.Error(codes.Unavailable, "server shutting down")},
+		{send: []*pb.WatchJobResponse{watchEvent(13, pb.JobState_JOB_STATE_SUCCEEDED, "Succeeded")}},
+	}
+	r := f.tyctl(t, nil, "--tenant", "ml", "-o", "json", "jobs", "watch", "mnist-1", "--after-event", "11")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "watch interrupted (server shutting down); resuming after event 12")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	require.Len(t, lines, 2, "one JSON document per line")
+	require.True(t, strings.HasPrefix(lines[1], `{"event":{"id":"13",`), lines[1])
+
+	calls := f.rec.methodCalls("WatchJob")
+	require.Len(t, calls, 2)
+	require.EqualValues(t, 11, calls[0].req.(*pb.WatchJobRequest).GetAfterEventId())
+	require.EqualValues(t, 12, calls[1].req.(*pb.WatchJobRequest).GetAfterEventId())
+}
+
+func TestWatchOfAFinishedJobAsksForItsState(t *testing.T) {
+	f := startFake(t)
+	failed := runningJob("mnist-1")
+	failed.Status.State = pb.JobState_JOB_STATE_FAILED
+	f.jobs.jobs = []*pb.Job{failed}
+	f.jobs.watch = []watchScript{{}} // resumed past the last event: nothing to send
+	r := f.tyctl(t, nil, "--tenant", "ml", "jobs", "watch", "mnist-1", "--after-event", "99")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stdout, "FAILED")
+	require.Len(t, f.rec.methodCalls("GetJob"), 1)
+}
+
+func TestLogsStreamToStdout(t *testing.T) {
+	f := startFake(t)
+	f.jobs.logs = []string{"epoch 1 loss 0.3\n", "epoch 2 ", "loss 0.1\n"}
+	r := f.tyctl(t, nil, "--tenant", "ml", "jobs", "logs", "mnist-1", "--replica", "worker-1", "-f", "--tail", "10")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "epoch 1 loss 0.3\nepoch 2 loss 0.1\n", r.stdout)
+	require.True(t, proto.Equal(&pb.GetJobLogsRequest{Name: "tenants/ml/jobs/mnist-1", Replica: "worker-1", Follow: true, TailLines: 10},
+		f.rec.methodCalls("GetJobLogs")[0].req))
+}
+
+func TestTenantsCreate(t *testing.T) {
+	f := startFake(t)
+	r := f.tyctl(t, nil, "--token", testToken, "tenants", "create", "ml-team", "--quota-gpu", "16", "--quota-memory", "512Gi",
+		"--member", "group:ml-team=editor", "--member", "subject:alice=admin", "--pod-reader-group", "ml-team", "--label", "org=research")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "tenant ml-team created (namespace ty-ml-team)\n", r.stdout)
+	want := &pb.CreateTenantRequest{TenantId: "ml-team", Tenant: &pb.Tenant{
+		Labels: map[string]string{"org": "research"},
+		Quota:  &pb.Quota{Gpu: 16, Memory: "512Gi"},
+		Members: []*pb.Member{
+			{Principal: &pb.Member_Group{Group: "ml-team"}, Role: pb.Role_ROLE_EDITOR},
+			{Principal: &pb.Member_Subject{Subject: "alice"}, Role: pb.Role_ROLE_ADMIN},
+		},
+		PodReaderGroups: []string{"ml-team"},
+	}}
+	got := f.rec.methodCalls("CreateTenant")[0].req
+	require.True(t, proto.Equal(want, got), "got %v", got)
+}
+
+func TestSecretsPutNeverEchoesValues(t *testing.T) {
+	f := startFake(t)
+	keyFile := filepath.Join(t.TempDir(), "api-key")
+	require.NoError(t, os.WriteFile(keyFile, []byte("file-value-7c1d"), 0o600))
+	for _, output := range []string{outTable, outJSON, outYAML} {
+		r := f.tyctl(t, nil, "--tenant", "ml", "-o", output, "secrets", "put", "wandb", "--from-literal", "user=literal-value-9e2b", "--from-file", keyFile)
+		require.Equal(t, 0, r.code, r.stderr)
+		require.NotContains(t, r.stdout+r.stderr, "literal-value-9e2b")
+		require.NotContains(t, r.stdout+r.stderr, "file-value-7c1d")
+		if output == outTable {
+			require.Equal(t, "secret wandb saved (keys: api-key, user)\n", r.stdout)
+		}
+	}
+	req := f.rec.methodCalls("PutSecret")[0].req.(*pb.PutSecretRequest)
+	require.Equal(t, "tenants/ml/secrets/wandb", req.GetSecret().GetName())
+	require.Equal(t, map[string]string{"user": "literal-value-9e2b", "api-key": "file-value-7c1d"}, req.GetSecret().GetData())
+}
+
+func TestFlagsBeatEnvThroughCobra(t *testing.T) {
+	f := startFake(t)
+	// tyctl() passes --server with the fake's address: the bogus TYCTL_SERVER
+	// must lose, or nothing would answer. --tenant beats TYCTL_TENANT, and
+	// --token beats TYCTL_TOKEN.
+	env := map[string]string{envServer: "nowhere.invalid:1", envTenant: "env-tenant", envToken: "env-token-123"}
+	r := f.tyctl(t, env, "--tenant", "flag-tenant", "--token", testToken, "jobs", "cancel", "mnist-1")
+	require.Equal(t, 0, r.code, r.stderr)
+	c := f.rec.methodCalls("CancelJob")[0]
+	require.Equal(t, "tenants/flag-tenant/jobs/mnist-1", c.req.(*pb.CancelJobRequest).GetName())
+	require.Equal(t, []string{"Bearer " + testToken}, c.auth)
+
+	r = f.tyctl(t, env, "jobs", "cancel", "mnist-2")
+	require.Equal(t, 0, r.code, r.stderr)
+	c = f.rec.methodCalls("CancelJob")[1]
+	require.Equal(t, "tenants/env-tenant/jobs/mnist-2", c.req.(*pb.CancelJobRequest).GetName())
+	require.Equal(t, []string{"Bearer env-token-123"}, c.auth)
+}
