@@ -213,6 +213,8 @@ func TestStopLeavesNothing(t *testing.T) {
 	require.NoError(t, err)
 	s := c.State()
 	require.Len(t, s.Processes, 5)
+	require.Contains(t, s.Ports, "kwok", "kwok's kubelet server listens too")
+	require.Len(t, s.Ports, 6)
 	for _, p := range s.Processes {
 		require.True(t, p.Alive(), p.Name)
 	}

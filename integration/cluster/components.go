@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -28,7 +29,8 @@ func (l *launcher) kubeconfig(component string) string {
 }
 
 // writeConfig creates the PKI, one kubeconfig per identity, the admin
-// kubeconfig and kwok's configuration (the Stages).
+// kubeconfig, the simulated pod logs and kwok's configuration (the Stages and
+// the ClusterLogs fallback).
 func (l *launcher) writeConfig() error {
 	for _, d := range []string{"logs", "kubeconfigs", "home", "etcd"} {
 		if err := os.MkdirAll(l.path(d), 0o700); err != nil {
@@ -49,10 +51,15 @@ func (l *launcher) writeConfig() error {
 	if err := p.serving("kube-apiserver"); err != nil {
 		return err
 	}
+	// kwok's kubelet server: the API server dials every node at its
+	// InternalIP, 127.0.0.1, and verifies this certificate with ca.crt.
+	if err := p.servingFor(kwokServingName, []string{"localhost"}, []net.IP{net.ParseIP(nodeIP)}); err != nil {
+		return err
+	}
 	if err := p.serviceAccountKeys(); err != nil {
 		return err
 	}
-	for _, id := range []identity{adminIdentity, kcmIdentity, schedulerIdentity, kwokIdentity} {
+	for _, id := range []identity{adminIdentity, kcmIdentity, schedulerIdentity, kwokIdentity, kubeletClientIdentity} {
 		if err := p.client(id); err != nil {
 			return err
 		}
@@ -65,13 +72,16 @@ func (l *launcher) writeConfig() error {
 			return err
 		}
 	}
-	return writeStages(l.path("kwok.yaml"))
+	if err := writePodLogs(l.path(PodLogDir), l.s.Started); err != nil {
+		return err
+	}
+	return writeKwokConfig(l.path("kwok.yaml"))
 }
 
 // start runs one component and records it in state.json at once, so that a
 // crash of this process between two starts still leaves every PID on record.
 func (l *launcher) start(name string, args []string) error {
-	p, err := startProcess(name, filepath.Join(l.s.BinDir, name), args, l.env, l.path("logs", name+".log"), l.detach)
+	p, err := startProcess(name, filepath.Join(l.s.BinDir, name), args, l.env, l.s.Dir, l.path("logs", name+".log"), l.detach)
 	if err != nil {
 		return err
 	}
@@ -132,6 +142,16 @@ func (l *launcher) apiserverArgs() []string {
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--proxy-client-cert-file=" + l.frontProxy.path(frontProxyIdentity.file+".crt"),
 		"--proxy-client-key-file=" + l.frontProxy.path(frontProxyIdentity.file+".key"),
+		// The kubelets are kwok's server (logs). The API server dials a node's
+		// InternalIP (127.0.0.1; the default order would try the Hostname,
+		// the node's name, which does not resolve) at the node's
+		// status.daemonEndpoints.kubeletEndpoint.Port, verifies kwok's serving
+		// certificate against the cluster CA, and presents its own client
+		// certificate.
+		"--kubelet-preferred-address-types=InternalIP",
+		"--kubelet-certificate-authority=" + pki("ca.crt"),
+		"--kubelet-client-certificate=" + pki(kubeletClientIdentity.file+".crt"),
+		"--kubelet-client-key=" + pki(kubeletClientIdentity.file+".key"),
 	}
 }
 
@@ -183,5 +203,15 @@ func (l *launcher) kwokArgs() []string {
 		// Used only for nodes without a podCIDR; Start gives each node its own.
 		"--cidr=10.0.0.0/16",
 		"--node-lease-duration-seconds=40",
+		// The kubelet-like server (logs): on loopback only, HTTPS with a
+		// certificate from the cluster CA. --node-port is what the node Stages
+		// write into each node's daemonEndpoints, so it must be the same port.
+		"--server-address=127.0.0.1:" + l.port("kwok"),
+		"--node-port=" + l.port("kwok"),
+		"--tls-cert-file=" + l.pki.path(kwokServingName+".crt"),
+		"--tls-private-key-file=" + l.pki.path(kwokServingName+".key"),
+		// Per-pod Logs objects come from the API (the pod-running Stage
+		// applies them); the ClusterLogs fallback comes from --config.
+		"--enable-crds=Logs",
 	}
 }

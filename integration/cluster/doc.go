@@ -12,7 +12,8 @@
 // NamespaceLifecycle, NodeRestriction), scheduling (resources, taints,
 // selectors, affinity), garbage collection, ServiceAccount tokens and
 // EndpointSlices are exactly Kubernetes'. Only the kubelet is simulated, by
-// kwok, driven by the Stages in stages/*.yaml.
+// kwok: its controller, driven by the Stages in stages/*.yaml, writes node and
+// pod statuses; its kubelet-like HTTPS server serves pod logs.
 //
 // # Building
 //
@@ -42,26 +43,34 @@
 // StartLocal creates a state directory (Options.StateDir, else a temp dir)
 // holding:
 //
-//	pki/             CA, API server serving cert, one client cert per component, sa.key/sa.pub
+//	pki/             CA, API server serving cert, kwok's serving cert (kwok-kubelet, for 127.0.0.1),
+//	                 one client cert per component (and the API server's kubelet client cert), sa.key/sa.pub
 //	kubeconfig       cluster-admin (CN trainyard-admin, O system:masters), certificates inline
 //	kubeconfigs/     one per component, plus the ServiceAccountKubeconfig files
-//	kwok.yaml        the Stages, handed to kwok with --config (no CRDs installed)
+//	kwok.yaml        the Stages and the ClusterLogs fallback, handed to kwok with --config
+//	pod-logs/        running.log, succeeded.log, failed.log: the simulated pod logs (see "Pod logs")
 //	etcd/            etcd data (--unsafe-no-fsync: the cluster is thrown away)
 //	logs/<component>.log
 //	home/            HOME of the components, so ~/.kwok or ~/.kube never leak in
 //	state.json       ports, PIDs with their kernel start times, ready flag
 //
-// and starts, each on a free 127.0.0.1 port: etcd; kube-apiserver
-// (--authorization-mode=Node,RBAC, client-certificate auth,
-// --endpoint-reconciler-type=none, service-account issuer and keys so the
-// TokenRequest API works, service CIDR 10.96.0.0/16); then
-// kube-controller-manager (all default controllers but node IPAM, per-controller
-// service-account credentials, the SA private key and root CA, no leader
-// election), kube-scheduler (no leader election) and kwok (managing only
-// nodes annotated kwok.x-k8s.io/node=fake, maintaining their Leases). It then
-// creates the nodes and waits until /readyz says ok, every node is Ready and
-// untainted by the node lifecycle controller, the default ServiceAccount exists
-// in "default", and the scheduler's and controller manager's /healthz answer.
+// and starts, each on a free 127.0.0.1 port and with the state directory as
+// working directory: etcd; kube-apiserver (--authorization-mode=Node,RBAC,
+// client-certificate auth, --endpoint-reconciler-type=none, service-account
+// issuer and keys so the TokenRequest API works, service CIDR 10.96.0.0/16,
+// kubelet connections as under "Pod logs"); it installs the one CRD the
+// cluster adds to the built-in API, kwok's Logs (crds/), and waits until it is
+// served; then kube-controller-manager (all default controllers but node
+// IPAM, per-controller service-account credentials, the SA private key and
+// root CA, no leader election), kube-scheduler (no leader election) and kwok
+// (managing only nodes annotated kwok.x-k8s.io/node=fake, maintaining their
+// Leases, its kubelet server on the sixth port, watching Logs objects). It
+// then creates the nodes and waits until /readyz says ok, every node is Ready
+// and untainted by the node lifecycle controller, the default ServiceAccount
+// exists in "default", the scheduler's and controller manager's /healthz
+// answer, and kwok's server answers /healthz over TLS verified with the
+// cluster CA. state.json records the six ports ("kwok" is the kubelet
+// server's), and Stop checks every one of them is closed.
 // A component that exits during start fails Start at once; the error names
 // every log file and shows their last lines, and the state directory is kept.
 //
@@ -114,9 +123,10 @@
 //
 // The node address is loopback on purpose: the API server dials a node's
 // address for logs, exec and port-forward, and that must never leave the
-// machine (nothing serves it, so `kubectl logs` fails with connection
-// refused). Pod IPs come from the podCIDR and are data only: nothing routes
-// them, nothing should dial them.
+// machine. There kwok's server answers, on the port every node advertises as
+// status.daemonEndpoints.kubeletEndpoint.Port (the node Stages write kwok's
+// --node-port, which is its --server-address port). Pod IPs come from the
+// podCIDR and are data only: nothing routes them, nothing should dial them.
 //
 // # The simulated kubelet: annotation contract
 //
@@ -159,8 +169,92 @@
 // conditions every 10-20 s; kwok renews its Lease (40 s).
 //
 // Not simulated: restartPolicy (containers never restart in place, so
-// restartCount stays 0; Trainyard recreates pods instead), probes, logs and
-// exec, resource usage, DNS, and NetworkPolicy (stored, not enforced).
+// restartCount stays 0; Trainyard recreates pods instead), probes, exec,
+// attach and port-forward (none is configured in kwok: exec fails with "no
+// exec found for container"), resource usage, DNS, and NetworkPolicy (stored,
+// not enforced). Logs are, below.
+//
+// kwok v0.8.0 keys its per-pod work by namespace/name, not UID: a pod
+// recreated under the name of one deleted a few milliseconds earlier can be
+// hit by work meant for its predecessor (deleted, or left Pending). Trainyard
+// recreates a replica in a later pass, well after that window; tests that
+// recreate a name at once should first wait for the old pod's Logs object to
+// be garbage-collected (TestPodLogs does).
+//
+// # Pod logs
+//
+// `kubectl logs` and client-go's Pods(ns).GetLogs(name, opts).Stream(ctx)
+// work: the real API server (pods/log) connects to the node's kubelet, which
+// is kwok's server, and kwok serves a file in CRI log format. Every simulated
+// container's log is a short TensorFlow run; the outcome its annotations ask
+// for decides how it ends (constants LogLine* and LogFile* in podlogs.go):
+//
+//	[trainyard-sim] simulated TensorFlow replica: this log is served by kwok, no container runs
+//	2026-01-02 03:04:05.000000: I tensorflow/core/platform/cpu_feature_guard.cc:210] ...     (stderr)
+//	2026-01-02 03:04:05.000000: I tensorflow/core/distributed_runtime/rpc/grpc_server_lib.cc:457] ...  (stderr)
+//	Epoch 1/1
+//	step 1 loss=2.3026 accuracy=0.1016
+//	...
+//	step 10 loss=0.2461 accuracy=0.9618
+//
+// then, by outcome (the exit code pod-terminate gives the pod: exit-code,
+// fail-attempts against the attempt label, run-forever):
+//
+//	run-forever     nothing more (running.log, 14 lines)
+//	exit code 0     saved checkpoint to /tmp/trainyard/ckpt-10
+//	                training finished                                  (succeeded.log, 16 lines)
+//	exit code != 0  Traceback (most recent call last):                 (stderr, as is the rest)
+//	                  File "/app/train.py", line 87, in <module>
+//	                    model.fit(dataset, epochs=EPOCHS, steps_per_epoch=STEPS)
+//	                  File ".../keras/src/utils/traceback_utils.py", line 122, in error_handler
+//	                    raise e.with_traceback(filtered_tb) from None
+//	                RuntimeError: simulated failure                    (failed.log, 20 lines)
+//
+// Every container of a pod (init containers too) shows the same log; stdout
+// and stderr lines arrive interleaved in file order. The files are written
+// into <state>/pod-logs when the cluster starts; each line's CRI timestamp is
+// the cluster's start time plus 100 ms per line, so timestamps=true shows
+// those times and sinceSeconds/sinceTime filter by them (not by the pod's
+// own start). tailLines and limitBytes work as on a kubelet.
+//
+// How a pod gets its log: kwok's kubelet server (--enable-crds=Logs) looks up
+// a kwok.x-k8s.io/v1alpha1 Logs object named and namespaced like the pod, else
+// the ClusterLogs rule in kwok.yaml (every pod: running.log). The pod-running
+// Stage applies that Logs object (owner: the pod, so the garbage collector
+// removes it with the pod; logsFile pod-logs/<outcome>.log, relative to kwok's
+// working directory) before it marks the pod Running, and pod-terminate
+// applies it again before it marks the pod finished. kwok's selectors for
+// Logs/ClusterLogs match names and namespaces only, which is why the Stages,
+// which can read annotations, choose the file. Consequence: a pod that will
+// fail shows the complete failed log, traceback included, from the moment it
+// runs, not only once it has exited; a log read within milliseconds of the
+// pod turning Running may still come from the fallback (the progress part,
+// which every log starts with).
+//
+// follow=true (kubectl logs -f) sends the log and then keeps the stream open,
+// sending nothing more, until the client cancels (its context, or Ctrl-C).
+// kwok v0.8.0 never ends a follow by itself, not even for a pod that has
+// finished or been deleted, where a kubelet would close it: a reader that
+// follows must bound its wait. The Logs follow field is ignored by kwok
+// v0.8.0; only the request's follow counts. previous=true fails with
+// BadRequest (there is no previous log; kwok's message is an odd "failed to
+// read log file \".\""), as a kubelet fails it for a container that never
+// restarted.
+//
+// Kubelet connection and its TLS: kube-apiserver runs with
+// --kubelet-preferred-address-types=InternalIP (the default order tries the
+// Hostname first, the node's name, which does not resolve), so it dials
+// 127.0.0.1 at the node's kubelet port; --kubelet-certificate-authority
+// pki/ca.crt, so it verifies kwok's serving certificate (pki/kwok-kubelet.crt,
+// issued by the cluster CA for IP 127.0.0.1 and localhost, handed to kwok with
+// --tls-cert-file/--tls-private-key-file); and
+// --kubelet-client-certificate/--kubelet-client-key (CN
+// kube-apiserver-kubelet-client, no groups). kwok v0.8.0 neither asks for nor
+// checks client certificates and has no authorization of its own, and it also
+// answers plain HTTP on the same port: anything on this machine that can
+// reach 127.0.0.1:<kwok port> can read pod logs without credentials. It
+// listens on loopback only (--server-address 127.0.0.1:<port>), like every
+// component here.
 //
 // # Other helpers
 //
@@ -182,10 +276,16 @@
 // Go build cache one kube binary relinks in about 6 s. build.sh once
 // everything is cached: 0.02 s.
 //
-// Cached start of the default cluster (8 nodes): 10.8-12.1 s to ready, the
-// API server answering /readyz after 4-5.3 s. Stop (or `localcluster down`):
-// about 1.4 s. `go test ./integration/cluster/` with binaries cached: 68-81 s
-// (four clusters are started: TestMain's, TestStopLeavesNothing's, and two by
-// TestLocalclusterUpDown), 54 s with TRAINYARD_CLUSTER_KUBECONFIG pointing at a
-// running `make cluster-up` cluster.
+// Cached start of the default cluster (8 nodes): 10.8-12.7 s to ready, the
+// API server answering /readyz after 4-5.4 s (load average about 6); 15.0-15.5
+// s, /readyz after 7.4-8.1 s, at load average 8. Installing and waiting for
+// the Logs CRD takes 0.1-0.25 s of that. Stop (or `localcluster down`): about
+// 1.4 s. `go test ./integration/cluster/` with binaries cached: 68-81 s before
+// pod logs existed; with them (TestPodLogs about 7.5 s, of which 3 s prove a
+// follow stays open, and a `kubectl logs` check in TestLocalclusterUpDown)
+// 98-115 s of test time, 1m50-2m17 wall with compilation, at load average
+// 6-8 (four clusters are started: TestMain's, TestStopLeavesNothing's, and
+// two by TestLocalclusterUpDown). With TRAINYARD_CLUSTER_KUBECONFIG pointing
+// at a running `make cluster-up` cluster: 54 s before pod logs at a lower
+// load, 99 s with them at load average 9.
 package cluster

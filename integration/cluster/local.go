@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -59,7 +61,7 @@ func StartLocal(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return nil, fmt.Errorf("%s already holds a cluster: stop it first (StopDir)", dir)
 	}
 
-	ports, err := freePorts(5)
+	ports, err := freePorts(6)
 	if err != nil {
 		return nil, err
 	}
@@ -74,6 +76,8 @@ func StartLocal(ctx context.Context, opts Options) (c *Cluster, err error) {
 			"kube-apiserver":          ports[2],
 			"kube-controller-manager": ports[3],
 			"kube-scheduler":          ports[4],
+			// kwok's kubelet-like server (logs), every node's kubelet endpoint.
+			"kwok": ports[5],
 		},
 		Detached: opts.Detach,
 		Owner:    os.Getpid(),
@@ -119,6 +123,17 @@ func StartLocal(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	logf("kube-apiserver ready after %s", time.Since(began).Round(time.Millisecond))
 
+	// Before the controller manager, so that its garbage collector watches
+	// Logs objects from the start; before kwok, which watches them.
+	dyn, err := dynamic.NewForConfig(c.restConfig)
+	if err != nil {
+		return nil, err
+	}
+	if err := installKwokCRDs(ctx, dyn, c.client.Discovery(), s); err != nil {
+		return nil, err
+	}
+	logf("kwok Logs CRD served after %s", time.Since(began).Round(time.Millisecond))
+
 	for _, comp := range []struct {
 		name string
 		args []string
@@ -134,7 +149,7 @@ func StartLocal(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := createNodes(ctx, c.client, opts.Nodes); err != nil {
 		return nil, err
 	}
-	if err := waitClusterReady(ctx, c.client, s, len(opts.Nodes)); err != nil {
+	if err := waitClusterReady(ctx, c.client, s, l.pki.caPEM, len(opts.Nodes)); err != nil {
 		return nil, err
 	}
 	s.Ready = true
@@ -193,9 +208,16 @@ func waitReadyz(ctx context.Context, client kubernetes.Interface, timeout time.D
 }
 
 // waitClusterReady waits for what tests rely on: all nodes Ready (kwok), the
-// default ServiceAccount (controller manager) and healthy scheduler and
-// controller manager.
-func waitClusterReady(ctx context.Context, client kubernetes.Interface, s *State, nodes int) error {
+// default ServiceAccount (controller manager), healthy scheduler and
+// controller manager, and kwok's kubelet server answering over TLS with the
+// certificate the API server verifies (caPEM).
+func waitClusterReady(ctx context.Context, client kubernetes.Interface, s *State, caPEM []byte, nodes int) error {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	kwokClient := &http.Client{
+		Timeout:   2 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: nodeIP, MinVersion: tls.VersionTLS12}},
+	}
 	checks := []struct {
 		what string
 		ok   func() bool
@@ -220,6 +242,14 @@ func waitClusterReady(ctx context.Context, client kubernetes.Interface, s *State
 		{"kube-scheduler /healthz", func() bool { return httpOK(fmt.Sprintf("https://127.0.0.1:%d/healthz", s.Ports["kube-scheduler"])) }},
 		{"kube-controller-manager /healthz", func() bool {
 			return httpOK(fmt.Sprintf("https://127.0.0.1:%d/healthz", s.Ports["kube-controller-manager"]))
+		}},
+		{"kwok kubelet server /healthz (TLS verified)", func() bool {
+			resp, err := kwokClient.Get(fmt.Sprintf("https://%s:%d/healthz", nodeIP, s.Ports["kwok"]))
+			if err != nil {
+				return false
+			}
+			_ = resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
 		}},
 	}
 	for _, c := range checks {

@@ -44,6 +44,7 @@ func TestLocalclusterUpDown(t *testing.T) {
 	first, err := cluster.ReadState(dir)
 	require.NoError(t, err)
 	requireNodesReady(t, first.BinDir, kubeconfig) // the cluster outlived `up`
+	requirePodLogs(t, first.BinDir, kubeconfig)
 
 	stdout, stderr, err = lc("up")
 	require.NoError(t, err, stderr)
@@ -76,6 +77,7 @@ func TestLocalclusterUpDown(t *testing.T) {
 
 	_, stderr, err = lc("down")
 	require.NoError(t, err, stderr)
+	require.NotZero(t, fresh.Ports["kwok"], "kwok's port is recorded")
 	for _, p := range fresh.Processes {
 		require.False(t, processExists(p.PID, p.StartTicks), "%s (pid %d) survived down", p.Name, p.PID)
 	}
@@ -94,6 +96,26 @@ func requireNodesReady(t *testing.T, binDir, kubeconfig string) {
 	out, err := exec.Command(filepath.Join(binDir, "kubectl"), "--kubeconfig", kubeconfig, "get", "nodes", "--no-headers").CombinedOutput()
 	require.NoError(t, err, string(out))
 	require.Equal(t, len(cluster.DefaultNodes()), strings.Count(string(out), " Ready "), string(out))
+}
+
+// requirePodLogs checks `kubectl logs` on a cluster `up` started: a failing
+// pod's log ends with the failure line.
+func requirePodLogs(t *testing.T, binDir, kubeconfig string) {
+	t.Helper()
+	kubectl := func(args ...string) (string, error) {
+		out, err := exec.Command(filepath.Join(binDir, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	out, err := kubectl("run", "logs-check", "--image=tensorflow/tensorflow:2.16.1", "--restart=Never",
+		"--annotations="+cluster.AnnotationExitCode+"=1")
+	require.NoError(t, err, out)
+	require.Eventually(t, func() bool {
+		out, err = kubectl("get", "pod", "logs-check", "-o", "jsonpath={.status.phase}")
+		return err == nil && out == "Failed"
+	}, waitTimeout, 100*time.Millisecond, "pod logs-check: %s", out)
+	out, err = kubectl("logs", "logs-check", "--tail=1")
+	require.NoError(t, err, out)
+	require.Equal(t, cluster.LogLineFailed+"\n", out)
 }
 
 func lastLine(s string) string {

@@ -46,7 +46,16 @@ var (
 	// frontProxyIdentity is the API server's own client certificate towards
 	// aggregated API servers, issued by the separate front-proxy CA.
 	frontProxyIdentity = identity{"front-proxy-client", "front-proxy-client", nil}
+	// kubeletClientIdentity is the API server's client certificate towards
+	// kubelets (--kubelet-client-certificate), here kwok's server, as kubeadm
+	// names it. kwok v0.8.0 asks for no client certificate and checks none,
+	// so the identity grants nothing; it is what a real kubelet would see.
+	kubeletClientIdentity = identity{"kube-apiserver-kubelet-client", "kube-apiserver-kubelet-client", nil}
 )
+
+// kwokServingName is the base name of the serving certificate of kwok's
+// kubelet server, valid for the nodes' address (127.0.0.1) only.
+const kwokServingName = "kwok-kubelet"
 
 // newPKI creates a CA named cn with its files in dir.
 func newPKI(dir, cn string) (*pki, error) {
@@ -90,13 +99,21 @@ func (p *pki) path(name string) string { return filepath.Join(p.dir, name) }
 // serving writes <name>.crt/.key valid for loopback and the in-cluster names
 // of the kubernetes Service.
 func (p *pki) serving(name string) error {
-	tmpl := &x509.Certificate{
-		Subject: pkix.Name{CommonName: name},
-		DNSNames: []string{
+	return p.servingFor(name,
+		[]string{
 			"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
 			"kubernetes.default.svc.cluster.local",
 		},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.ParseIP(kubernetesServiceIP)},
+		[]net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.ParseIP(kubernetesServiceIP)})
+}
+
+// servingFor writes <name>.crt/.key, a server certificate for exactly these
+// names and addresses.
+func (p *pki) servingFor(name string, dnsNames []string, ips []net.IP) error {
+	tmpl := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: name},
+		DNSNames:    dnsNames,
+		IPAddresses: ips,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
 	return p.issue(name, tmpl)

@@ -28,11 +28,11 @@ type Process struct {
 	exited chan struct{} // closed when this process (the one that started it) reaped it
 }
 
-// startProcess runs bin with args, stdout and stderr appended to logPath.
+// startProcess runs bin with args in dir, stdout and stderr appended to logPath.
 // With detach the component survives this process (localcluster up);
 // otherwise the kernel kills it when this process dies (Pdeathsig), so a
 // test binary killed by a timeout leaves nothing behind.
-func startProcess(name, bin string, args, env []string, logPath string, detach bool) (*Process, error) {
+func startProcess(name, bin string, args, env []string, dir, logPath string, detach bool) (*Process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -42,6 +42,7 @@ func startProcess(name, bin string, args, env []string, logPath string, detach b
 
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
+	cmd.Dir = dir
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.Stdin = nil

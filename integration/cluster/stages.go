@@ -8,8 +8,8 @@ import (
 
 // The kwok Stages that make simulated nodes Ready and pods behave like
 // TensorFlow replicas. They are handed to kwok as its configuration file
-// (kwok --config), not installed as CRDs: the cluster's API stays exactly the
-// built-in one.
+// (kwok --config), not installed as CRDs; the one kwok CRD the cluster has is
+// Logs (podlogs.go).
 //
 //go:embed stages/*.yaml
 var stageFiles embed.FS
@@ -45,10 +45,13 @@ func StagesYAML() (string, error) {
 	return strings.Join(docs, "\n---\n") + "\n", nil
 }
 
-func writeStages(path string) error {
+// writeKwokConfig writes kwok's --config: the Stages and the ClusterLogs
+// fallback for pod logs.
+func writeKwokConfig(path string) error {
 	y, err := StagesYAML()
 	if err != nil {
 		return err
 	}
+	y += "---\n" + clusterLogsYAML()
 	return os.WriteFile(path, []byte(y), 0o644)
 }
