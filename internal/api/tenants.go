@@ -7,6 +7,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/trainyard/trainyard/internal/auth"
 	"github.com/trainyard/trainyard/internal/store"
@@ -261,10 +263,17 @@ func (s *TenantServer) PutSecret(ctx context.Context, req *pb.PutSecretRequest) 
 	if err != nil {
 		return nil, err
 	}
+	if t.State != tenant.Active {
+		// An offboarding tenant's namespace is being deleted with its Secrets.
+		return nil, status.Errorf(codes.FailedPrecondition, "tenant %q is %s: secrets can only be written to an active tenant", tenantID, t.State)
+	}
 	if s.kube == nil {
 		return nil, status.Error(codes.FailedPrecondition, "this server has no Kubernetes cluster configured to keep secret values")
 	}
 	if err := s.kube.PutSecret(ctx, tenantID, t.Namespace, id, req.GetSecret().GetData()); err != nil {
+		if namespaceNotReady(err) {
+			return nil, status.Errorf(codes.Unavailable, "the namespace of tenant %q is not ready yet (a worker creates it); retry in a few seconds", tenantID)
+		}
 		return nil, fmt.Errorf("writing secret %s to Kubernetes: %w", id, err)
 	}
 	keys := make([]string, 0, len(req.GetSecret().GetData()))
@@ -317,6 +326,14 @@ func (s *TenantServer) DeleteSecret(ctx context.Context, req *pb.DeleteSecretReq
 		return nil, err
 	}
 	return &pb.DeleteSecretResponse{}, nil
+}
+
+// namespaceNotReady reports whether a write into a tenant namespace failed
+// because the namespace does not exist yet (a tenant just created, before a
+// worker made it) or is being deleted (by hand; a worker re-creates it).
+// Both pass: the caller may retry.
+func namespaceNotReady(err error) bool {
+	return apierrors.IsNotFound(err) || apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
 }
 
 // snake turns a JSON field name (podReaderGroups) into its proto name.

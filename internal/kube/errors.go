@@ -32,10 +32,12 @@ const (
 // fails with Reason and Message. Everything else — conflicts, timeouts,
 // throttling, a missing namespace, network errors — is retried with backoff.
 //
-// Two kinds of Forbidden are transient and so not terminal: a ResourceQuota
-// that is exceeded right now (capacity frees up when other pods end) and a
+// Three kinds of Forbidden are transient and so not terminal: a ResourceQuota
+// that is exceeded right now (capacity frees up when other pods end), a
 // namespace that is being deleted (the worker re-creates it once it is gone,
-// or the tenant is offboarding and the job is cancelled anyway).
+// or the tenant is offboarding and the job is cancelled anyway), and a
+// ServiceAccount the admission plugin cannot find yet (the tenant reconciler
+// creates it moments after the namespace).
 func IsTerminal(err error) bool {
 	if err == nil {
 		return false
@@ -44,7 +46,7 @@ func IsTerminal(err error) bool {
 		return true
 	}
 	switch {
-	case isQuotaExceeded(err), isNamespaceTerminating(err):
+	case isQuotaExceeded(err), isNamespaceTerminating(err), isServiceAccountMissing(err):
 		return false
 	case apierrors.IsInvalid(err),
 		apierrors.IsForbidden(err),
@@ -104,6 +106,10 @@ func Message(err error) string {
 
 func isQuotaExceeded(err error) bool {
 	return apierrors.IsForbidden(err) && strings.Contains(Message(err), "exceeded quota")
+}
+
+func isServiceAccountMissing(err error) bool {
+	return apierrors.IsForbidden(err) && strings.Contains(Message(err), "error looking up service account")
 }
 
 func isNamespaceTerminating(err error) bool {

@@ -48,7 +48,11 @@ func TestIsTerminalAndReason(t *testing.T) {
 		"too large":             {err: apierrors.NewRequestEntityTooLargeError("limit is 3145728"), terminal: true, reason: "RequestEntityTooLarge"},
 		"render error":          {err: fmt.Errorf("%w: no replica", ErrInvalidSpec), terminal: true, reason: "InvalidSpec"},
 
-		"quota exceeded":        {err: quota, reason: "QuotaExceeded"},
+		"quota exceeded": {err: quota, reason: "QuotaExceeded"},
+		"service account not created yet": {
+			err:    apierrors.NewForbidden(pods, "mnist-chief-0", errors.New(`error looking up service account ty-vision/trainyard-job: serviceaccount "trainyard-job" not found`)),
+			reason: "Forbidden",
+		},
 		"namespace terminating": {err: terminating, reason: "NamespaceTerminating"},
 		"already exists":        {err: apierrors.NewAlreadyExists(pods, "mnist-chief-0"), reason: "AlreadyExists"},
 		"conflict":              {err: apierrors.NewConflict(pods, "mnist-chief-0", errors.New("modified")), reason: "Conflict"},

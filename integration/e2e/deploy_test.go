@@ -1,0 +1,385 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/trainyard/trainyard/integration/cluster"
+	"github.com/trainyard/trainyard/integration/deploytest"
+	"github.com/trainyard/trainyard/integration/harness"
+	"github.com/trainyard/trainyard/internal/store"
+	"github.com/trainyard/trainyard/internal/tenant"
+	"github.com/trainyard/trainyard/internal/tenantctl"
+)
+
+// deploy/ is accepted by the real API server as it stands: every object
+// passes validation and admission in a server-side dry run, and every pod
+// Trainyard's own Deployments and Job would create meets Pod Security
+// "restricted", which its namespace enforces.
+func TestDeployManifestsPassServerDryRun(t *testing.T) {
+	c := harness.Cluster(t)
+	// Namespaced objects cannot be dry-run into a namespace that does not
+	// exist yet; the namespace itself is part of deploy/.
+	deploytest.EnsureNamespace(t, c)
+
+	out, err := c.Kubectl("apply", "--dry-run=server", "-k", deploytest.Dir())
+	require.NoError(t, err, out)
+	for _, want := range []string{
+		"namespace/trainyard", "serviceaccount/trainyard-api", "serviceaccount/trainyard-worker",
+		"configmap/trainyard-config", "clusterrole.rbac.authorization.k8s.io/trainyard-worker",
+		"clusterrolebinding.rbac.authorization.k8s.io/trainyard-api", "service/trainyard-api",
+		"deployment.apps/trainyard-api", "deployment.apps/trainyard-worker", "job.batch/trainyard-migrate",
+	} {
+		require.Contains(t, out, want)
+	}
+	require.NotContains(t, out, "ServiceMonitor", "the base must not need the Prometheus Operator's CRDs")
+
+	// Pod Security "restricted" is checked on pods, not on their templates:
+	// dry-run a pod from each template into the namespace.
+	admin := c.Client()
+	templates := 0
+	for _, o := range deploytest.Build(t, c, "") {
+		if o.GetKind() != "Deployment" && o.GetKind() != "Job" {
+			continue
+		}
+		tmpl, found, err := unstructured.NestedMap(o.Object, "spec", "template")
+		require.NoError(t, err)
+		require.True(t, found)
+		var pod corev1.Pod
+		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(tmpl, &pod))
+		pod.Name = "dry-run-" + strings.ToLower(o.GetKind()) + "-" + o.GetName()
+		pod.Namespace = deploytest.Namespace
+		_, err = admin.CoreV1().Pods(deploytest.Namespace).Create(context.Background(), &pod,
+			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		require.NoError(t, err, "pod of %s %s", o.GetKind(), o.GetName())
+		templates++
+	}
+	require.Equal(t, 3, templates, "api and worker Deployments and the migration Job")
+}
+
+// The monitoring overlay adds the ServiceMonitors and the dashboard to the
+// base; its panels query the metrics the processes export.
+func TestDeployMonitoringOverlay(t *testing.T) {
+	c := harness.Cluster(t)
+	base := deploytest.Build(t, c, "")
+	objs := deploytest.Build(t, c, "monitoring")
+	require.Len(t, objs, len(base)+3, "the base plus two ServiceMonitors and the dashboard")
+
+	monitors := map[string]bool{}
+	var dashboard string
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ServiceMonitor":
+			require.Equal(t, "monitoring.coreos.com/v1", o.GetAPIVersion())
+			monitors[o.GetName()] = true
+		case "ConfigMap":
+			if o.GetLabels()["grafana_dashboard"] == "1" {
+				data, _, _ := unstructured.NestedStringMap(o.Object, "data")
+				dashboard = data["trainyard.json"]
+			}
+		}
+	}
+	require.Equal(t, map[string]bool{"trainyard-api": true, "trainyard-worker": true}, monitors)
+	require.NotEmpty(t, dashboard, "the dashboard ConfigMap")
+
+	var d struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(dashboard), &d))
+	exprs := map[string]string{}
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			exprs[p.Title] += tg.Expr + "\n"
+		}
+	}
+	for title, metric := range map[string]string{
+		"Jobs by phase":           "trainyard_worker_jobs",
+		"Queue depth":             "trainyard_worker_jobs",
+		"Dispatch latency":        "trainyard_worker_dispatch_latency_seconds_bucket",
+		"API requests by code":    "grpc_server_handled_total",
+		"API errors by code":      "grpc_server_handled_total",
+		"Reconcile errors":        "trainyard_worker_reconcile_errors_total",
+		"Tenant reconcile errors": "trainyard_tenant_reconcile_errors_total",
+		"Tenants by state":        "trainyard_tenants",
+	} {
+		require.Contains(t, exprs[title], metric, "panel %q", title)
+	}
+}
+
+// The worker's ClusterRole in deploy/ is enough for the tenant reconciler:
+// run it with a token of the deploy/ worker ServiceAccount and let it
+// create a tenant's namespace and objects (the pod-reader Role and its
+// RoleBinding included, which RBAC only allows to an identity holding
+// those rights), repair them and offboard the tenant. The same identity
+// holds every right the job worker uses, and nothing of the kind it must
+// not have.
+func TestDeployWorkerRoleRunsTheTenantReconciler(t *testing.T) {
+	c := harness.Cluster(t)
+	kubeconfig := deploytest.WorkerKubeconfig(t, c)
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	require.NoError(t, err)
+	worker, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	// Not an admin: no secrets, no RBAC outside what it creates.
+	_, err = worker.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{})
+	require.True(t, apierrors.IsForbidden(err), "listing secrets must be forbidden, got %v", err)
+
+	dbURL := cluster.NewDatabase(t)
+	require.NoError(t, store.Migrate(ctx, dbURL, "up"))
+	st, err := store.Open(ctx, dbURL)
+	require.NoError(t, err)
+	defer st.Close()
+	prefix := "tyrbac" + fmt.Sprint(time.Now().UnixNano()%100000) + "-"
+	t.Cleanup(func() { deleteNamespacesWithPrefix(t, c.Client(), prefix) })
+
+	listener, err := store.NewListener(dbURL, store.ListenerConfig{})
+	require.NoError(t, err)
+	ctl, err := tenantctl.New(tenantctl.Config{
+		Store: st, Client: worker, Listener: listener, NamespacePrefix: prefix,
+		OffboardPoll: 500 * time.Millisecond,
+		Logger:       slog.New(slog.NewTextHandler(testLog{t}, nil)),
+	})
+	require.NoError(t, err)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 2)
+	go func() { done <- listener.Run(runCtx) }()
+	go func() { done <- ctl.Run(runCtx) }()
+	defer func() { stop(); require.NoError(t, <-done); require.NoError(t, <-done) }()
+
+	tn, err := st.TenantCreate(ctx, tenant.Tenant{ID: "rbac", Namespace: prefix + "rbac",
+		Quota: tenant.Quota{GPU: 2, CPU: "8", Memory: "32Gi", Pods: 10}, PodReaderGroups: []string{"oidc:rbac-readers"}})
+	require.NoError(t, err)
+	ns := prefix + tn.ID
+	admin := c.Client()
+	waitFor(t, 60*time.Second, func() error {
+		if _, err := admin.RbacV1().RoleBindings(ns).Get(ctx, "trainyard-pod-readers", metav1.GetOptions{}); err != nil {
+			return err
+		}
+		if _, err := admin.CoreV1().ResourceQuotas(ns).Get(ctx, "trainyard-quota", metav1.GetOptions{}); err != nil {
+			return err
+		}
+		if _, err := admin.CoreV1().LimitRanges(ns).Get(ctx, "trainyard-defaults", metav1.GetOptions{}); err != nil {
+			return err
+		}
+		if _, err := admin.CoreV1().ServiceAccounts(ns).Get(ctx, "trainyard-job", metav1.GetOptions{}); err != nil {
+			return err
+		}
+		_, err := admin.NetworkingV1().NetworkPolicies(ns).Get(ctx, "trainyard-same-namespace", metav1.GetOptions{})
+		return err
+	})
+
+	// Repairs (update, delete + create) under the same identity.
+	require.NoError(t, admin.NetworkingV1().NetworkPolicies(ns).Delete(ctx, "trainyard-same-namespace", metav1.DeleteOptions{}))
+	n, err := admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	require.NoError(t, err)
+	n.Labels["pod-security.kubernetes.io/enforce"] = "privileged"
+	_, err = admin.CoreV1().Namespaces().Update(ctx, n, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	// A Role widened to secrets is put back by an identity that holds no
+	// right on secrets: RBAC checks the rules being written, not the old ones.
+	role, err := admin.RbacV1().Roles(ns).Get(ctx, "trainyard-pod-readers", metav1.GetOptions{})
+	require.NoError(t, err)
+	role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}})
+	_, err = admin.RbacV1().Roles(ns).Update(ctx, role, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	waitFor(t, 30*time.Second, func() error {
+		if _, err := admin.NetworkingV1().NetworkPolicies(ns).Get(ctx, "trainyard-same-namespace", metav1.GetOptions{}); err != nil {
+			return err
+		}
+		n, err := admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if l := n.Labels["pod-security.kubernetes.io/enforce"]; l != "baseline" {
+			return fmt.Errorf("enforce label %q", l)
+		}
+		role, err := admin.RbacV1().Roles(ns).Get(ctx, "trainyard-pod-readers", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if len(role.Rules) != 2 {
+			return fmt.Errorf("pod-reader role rules %v", role.Rules)
+		}
+		return nil
+	})
+
+	// Everything the job worker calls, asked of the API server as the
+	// worker itself (SelfSubjectAccessReview).
+	for _, a := range []authorizationv1.ResourceAttributes{
+		{Namespace: ns, Verb: "create", Resource: "pods"}, {Namespace: ns, Verb: "delete", Resource: "pods"},
+		{Verb: "list", Resource: "pods"}, {Verb: "watch", Resource: "pods"},
+		{Namespace: ns, Verb: "get", Resource: "pods", Subresource: "log"},
+		{Namespace: ns, Verb: "create", Resource: "services"}, {Namespace: ns, Verb: "delete", Resource: "services"},
+		{Verb: "list", Resource: "services"}, {Verb: "watch", Resource: "services"},
+	} {
+		require.True(t, selfAllowed(t, worker, a), "the worker must be allowed to %s %s/%s in %q", a.Verb, a.Resource, a.Subresource, a.Namespace)
+	}
+	for _, a := range []authorizationv1.ResourceAttributes{
+		{Namespace: ns, Verb: "get", Resource: "secrets"}, {Namespace: ns, Verb: "create", Resource: "secrets"},
+		{Namespace: ns, Verb: "create", Resource: "pods", Subresource: "exec"},
+		{Namespace: ns, Verb: "bind", Resource: "clusterroles", Group: "rbac.authorization.k8s.io"},
+		{Namespace: ns, Verb: "escalate", Resource: "roles", Group: "rbac.authorization.k8s.io"},
+		{Verb: "create", Resource: "clusterrolebindings", Group: "rbac.authorization.k8s.io"},
+		{Namespace: ns, Verb: "patch", Resource: "pods"},
+		{Verb: "create", Resource: "events"}, {Namespace: ns, Verb: "create", Resource: "leases", Group: "coordination.k8s.io"},
+	} {
+		require.False(t, selfAllowed(t, worker, a), "the worker must not be allowed to %s %s/%s in %q", a.Verb, a.Resource, a.Subresource, a.Namespace)
+	}
+
+	// deploy/'s admission policies confine what RBAC grants cluster-wide:
+	// no write outside tenant namespaces, no namespace that is not a
+	// tenant's adopted or deleted.
+	requireConfined(t, admin, worker, prefix)
+
+	// Offboarding deletes the namespace under the same identity.
+	_, err = st.TenantUpdate(ctx, tn.ID, func(t *tenant.Tenant) error { t.State = tenant.Offboarding; return nil })
+	require.NoError(t, err)
+	waitFor(t, 2*time.Minute, func() error {
+		got, err := st.TenantGet(ctx, tn.ID)
+		if err != nil {
+			return err
+		}
+		if got.State != tenant.Deleted {
+			return fmt.Errorf("tenant is %s", got.State)
+		}
+		return nil
+	})
+	_, err = admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "namespace must be gone, got %v", err)
+}
+
+// requireConfined checks that deploy/'s ValidatingAdmissionPolicies refuse
+// the worker what RBAC alone would let it do.
+func requireConfined(t *testing.T, admin, worker kubernetes.Interface, prefix string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, name := range []string{"trainyard-writes-in-tenant-namespaces", "trainyard-tenant-namespaces-only"} {
+		waitFor(t, 30*time.Second, func() error {
+			p, err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if p.Status.TypeChecking == nil {
+				return fmt.Errorf("policy %s not type-checked yet", name)
+			}
+			if w := p.Status.TypeChecking.ExpressionWarnings; len(w) > 0 {
+				t.Fatalf("policy %s: type-checking warnings %v", name, w)
+			}
+			return nil
+		})
+	}
+	foreign := prefix + "foreign"
+	_, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: foreign}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	denied := func(what string, call func() error) {
+		t.Helper()
+		// Policies take effect once the API server has loaded them.
+		waitFor(t, 30*time.Second, func() error {
+			err := call()
+			if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy") {
+				return nil
+			}
+			return fmt.Errorf("%s: want a ValidatingAdmissionPolicy denial, got %v", what, err)
+		})
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "escape"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+	}
+	denied("create a pod in default", func() error {
+		_, err := worker.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+		return err
+	})
+	denied("create a pod in an unlabelled namespace", func() error {
+		_, err := worker.CoreV1().Pods(foreign).Create(ctx, pod, metav1.CreateOptions{})
+		return err
+	})
+	denied("create a namespace that is not a tenant's", func() error {
+		_, err := worker.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: prefix + "plain"}}, metav1.CreateOptions{})
+		return err
+	})
+	denied("adopt a namespace by labelling it", func() error {
+		n, err := admin.CoreV1().Namespaces().Get(ctx, foreign, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Labels = map[string]string{"app.kubernetes.io/managed-by": "trainyard", "trainyard.dev/tenant": "foreign"}
+		_, err = worker.CoreV1().Namespaces().Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	denied("delete a namespace that is not a tenant's", func() error {
+		return worker.CoreV1().Namespaces().Delete(ctx, foreign, metav1.DeleteOptions{})
+	})
+}
+
+func selfAllowed(t *testing.T, c kubernetes.Interface, a authorizationv1.ResourceAttributes) bool {
+	t.Helper()
+	r, err := c.AuthorizationV1().SelfSubjectAccessReviews().Create(context.Background(),
+		&authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &a}},
+		metav1.CreateOptions{})
+	require.NoError(t, err)
+	return r.Status.Allowed
+}
+
+// waitFor polls check until it returns nil; it fails with the last error.
+func waitFor(t *testing.T, timeout time.Duration, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %v", timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func deleteNamespacesWithPrefix(t *testing.T, c kubernetes.Interface, prefix string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	list, err := c.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Errorf("cleanup: %v", err)
+		return
+	}
+	for _, n := range list.Items {
+		if strings.HasPrefix(n.Name, prefix) {
+			_ = c.CoreV1().Namespaces().Delete(ctx, n.Name, metav1.DeleteOptions{})
+		}
+	}
+}
+
+type testLog struct{ t *testing.T }
+
+func (w testLog) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

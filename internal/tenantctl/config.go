@@ -1,0 +1,139 @@
+package tenantctl
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/kube"
+	"github.com/trainyard/trainyard/internal/store"
+	"github.com/trainyard/trainyard/internal/tenant"
+)
+
+// Store is the part of *store.Store the reconciler uses.
+type Store interface {
+	TenantListAll(ctx context.Context) ([]tenant.Tenant, error)
+	TenantGet(ctx context.Context, id string) (tenant.Tenant, error)
+	TenantUpdate(ctx context.Context, id string, fn func(*tenant.Tenant) error) (tenant.Tenant, error)
+	JobListActiveByTenant(ctx context.Context, tenantID string) ([]store.JobKey, error)
+	JobLoad(ctx context.Context, tenantID, uid string) (store.WorkerJob, error)
+	JobCancel(ctx context.Context, tenantID, name string) (job.Job, error)
+	SecretList(ctx context.Context, tenantID string) ([]tenant.Secret, error)
+	SecretDelete(ctx context.Context, tenantID, name string) error
+}
+
+// Notifications wakes the reconciler; *store.Listener implements it.
+type Notifications interface {
+	Subscribe(channel string) (<-chan string, func())
+	OnReconnect(fn func())
+}
+
+// Config configures a Controller. Zero fields take the defaults WithDefaults
+// names.
+type Config struct {
+	// Store is Postgres. Required.
+	Store Store
+	// Client is the Kubernetes client; its identity needs the rights
+	// deploy/base/rbac-worker.yaml grants. Required.
+	Client kubernetes.Interface
+	// Listener wakes the reconciler when a tenant changes (ChannelTenants)
+	// and when an offboarding tenant's job changes (ChannelJobs). Optional:
+	// without it changes are seen at the next Resync.
+	Listener Notifications
+
+	// NamespacePrefix names tenant namespaces: <prefix><tenant id>. It must
+	// be the API server's --namespace-prefix. Defaults to
+	// Options.NamespacePrefix, else kube.DefaultNamespacePrefix.
+	NamespacePrefix string
+	// Options shape the objects of every tenant namespace (Pod Security
+	// levels, the job ServiceAccount's name, LimitRange defaults).
+	// Options.NamespacePrefix is replaced by NamespacePrefix.
+	Options kube.TenantOptions
+
+	// Workers is the number of tenants reconciled at once. Defaults to 4.
+	Workers int
+	// Resync re-reads every tenant from Postgres this often, a safety net
+	// under notifications and informer events. Defaults to 1m.
+	Resync time.Duration
+	// OffboardPoll is how often an offboarding tenant is looked at again
+	// while it waits for its jobs to stop or its namespace to go, besides
+	// the wake-ups from job notifications and namespace events. Defaults
+	// to 2s.
+	OffboardPoll time.Duration
+	// MaxRetryDelay caps the exponential backoff after a failed reconcile
+	// (which starts at 100ms). Defaults to 30s.
+	MaxRetryDelay time.Duration
+	// CacheSyncTimeout bounds the wait for the informers' first list; a
+	// missing list/watch permission shows as this timeout. Defaults to 2m.
+	CacheSyncTimeout time.Duration
+
+	// Registry receives the metrics. Defaults to a private registry.
+	Registry prometheus.Registerer
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Defaults.
+const (
+	DefaultWorkers          = 4
+	DefaultResync           = time.Minute
+	DefaultOffboardPoll     = 2 * time.Second
+	DefaultMaxRetryDelay    = 30 * time.Second
+	DefaultCacheSyncTimeout = 2 * time.Minute
+)
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	if c.NamespacePrefix == "" {
+		c.NamespacePrefix = c.Options.NamespacePrefix
+	}
+	if c.NamespacePrefix == "" {
+		c.NamespacePrefix = kube.DefaultNamespacePrefix
+	}
+	c.Options.NamespacePrefix = c.NamespacePrefix
+	c.Options = c.Options.WithDefaults()
+	if c.Workers <= 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.Resync <= 0 {
+		c.Resync = DefaultResync
+	}
+	if c.OffboardPoll <= 0 {
+		c.OffboardPoll = DefaultOffboardPoll
+	}
+	if c.MaxRetryDelay <= 0 {
+		c.MaxRetryDelay = DefaultMaxRetryDelay
+	}
+	if c.CacheSyncTimeout <= 0 {
+		c.CacheSyncTimeout = DefaultCacheSyncTimeout
+	}
+	if c.Registry == nil {
+		c.Registry = prometheus.NewRegistry()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Store == nil:
+		return errors.New("tenantctl: Store is required")
+	case c.Client == nil:
+		return errors.New("tenantctl: Client is required")
+	}
+	for _, level := range []string{c.Options.PSAEnforce, c.Options.PSAWarn, c.Options.PSAAudit} {
+		switch level {
+		case "privileged", "baseline", "restricted":
+		default:
+			return errors.New("tenantctl: Pod Security levels must be privileged, baseline or restricted, not " + level)
+		}
+	}
+	return nil
+}

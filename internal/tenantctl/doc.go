@@ -1,0 +1,130 @@
+// Package tenantctl is the tenant reconciler: it gives every ACTIVE tenant
+// a namespace in the shape kube.RenderTenant describes, keeps it so when
+// people or tools change it, and offboards tenants. It runs in every worker
+// process beside the job reconciler (internal/worker), and, like it, talks
+// to Postgres through the store and to Kubernetes through client-go.
+//
+// # Loop
+//
+//	Postgres NOTIFY trainyard_tenants ─┐   (a tenant row changed)
+//	Postgres NOTIFY trainyard_jobs ────┤   (only for tenants being offboarded)
+//	informers, label-selected on ──────┤   (Namespace, ServiceAccount, Role,
+//	  managed-by=trainyard             │    RoleBinding, ResourceQuota,
+//	                                   │    LimitRange, NetworkPolicy: any
+//	                                   │    add, change or delete)
+//	resync every minute (jittered), ───┤   (TenantListAll: the fallback for
+//	  and on every listener reconnect  │    lost notifications)
+//	                                   ▼
+//	         rate-limited workqueue keyed by tenant id (100ms doubling to 30s)
+//	                                   ▼
+//	         reconcile(id): TenantGet, then by state:
+//	           ACTIVE       ensure every object
+//	           OFFBOARDING  cancel jobs → wait → delete namespace → wait → DELETED
+//	           DELETED      delete the namespace if it exists again
+//
+// An informer event maps back to its tenant by the trainyard.dev/tenant
+// label, and only when the object lives in that tenant's own namespace.
+// Reads come from the informers' caches; a pass over a namespace in shape
+// makes no API call at all (the tests check that), so the resync costs one
+// Postgres query per tenant and nothing on the API server.
+//
+// # Ensure: create or update, not server-side apply
+//
+// Each object is compared with what RenderTenant gives, on the fields
+// Trainyard sets: labels (ours must be present; others' stay), the
+// ServiceAccount's automountServiceAccountToken, the Role's rules, the
+// RoleBinding's subjects and roleRef, and the whole spec of the
+// ResourceQuota, LimitRange and NetworkPolicy (semantic equality, so
+// quantities compare by value and fields the API server defaults to empty
+// do not count). A missing object is created; a different one is updated
+// from the cached copy, so a concurrent change is a Conflict and retried.
+// roleRef is immutable: a binding pointing elsewhere is deleted and
+// created. An object the tenant must not have (RoleBinding without reader
+// groups, ResourceQuota without limits) is deleted, with a UID
+// precondition.
+//
+// Server-side apply would also work, but it only removes fields its own
+// field manager set: a key someone adds to the quota's hard map, or a
+// second ingress rule in a different shape, would stay. For security
+// objects the whole spec is Trainyard's; replacing it says so.
+//
+// A create that answers AlreadyExists (another worker was first, or the
+// object exists without our managed-by label so the informer never saw it)
+// is followed by a live GET and the same compare-and-update. Stripping our
+// label does not make an object someone else's inside a tenant namespace:
+// the namespace is Trainyard's.
+//
+// # What is never touched
+//
+// Only the namespace <NamespacePrefix><tenant id>. A tenant row that names
+// another namespace (the API server and the worker disagree on
+// --namespace-prefix) is an error, counted as "misconfigured". A namespace
+// of the right name is Trainyard's only when it carries
+// app.kubernetes.io/managed-by=trainyard and trainyard.dev/tenant=<id>;
+// otherwise it is not adopted, labelled, filled or deleted, and the tenant
+// reports "not_owned" until an operator labels or removes it. Namespace
+// deletes carry a UID precondition, so a namespace re-created under the
+// same name in between is never the one deleted.
+//
+// # Offboarding
+//
+// DeleteTenant moves a tenant to OFFBOARDING (the store then refuses new
+// jobs for it). Each pass:
+//
+//  1. JobListActiveByTenant; JobCancel each job that is not already
+//     stopping. A QUEUED job that was never admitted ends at once; others
+//     get cancel_requested and their job worker deletes their pods. While
+//     any job is active the tenant is looked at again every OffboardPoll
+//     and on each trainyard_jobs notification of the tenant.
+//  2. Delete the namespace (owned, by UID), then wait until a live GET says
+//     it is gone: the namespace controller removes pods, Secrets and the
+//     rest first.
+//  3. Delete the secrets' metadata rows, and set DELETED in a TenantUpdate
+//     that only moves OFFBOARDING to DELETED (a second worker finding it
+//     done writes nothing).
+//
+// A job that never stops (no job worker running) keeps the tenant
+// OFFBOARDING: deleting a namespace under a live job would leave its
+// worker fighting the namespace controller. A race remains between a
+// worker that read the tenant ACTIVE just before it was offboarded and
+// creates its namespace after another worker saw it gone; the DELETED
+// state closes it: a DELETED tenant's namespace, if one appears, is
+// deleted.
+//
+// # Several replicas
+//
+// Every worker process reconciles every tenant; there is no leader. Each
+// step is idempotent: creates that race end in AlreadyExists and a
+// compare, updates that race end in a Conflict and a retry from the
+// refreshed cache, JobCancel and namespace deletes repeat harmlessly, and
+// the final state change is conditional. The cost is a few duplicate API
+// calls when something changes, which the cache-first compare keeps rare.
+//
+// # A namespace deleted by hand
+//
+// An ACTIVE tenant's namespace that is deleted by hand is re-created once
+// the namespace controller has emptied it (while it terminates nothing can
+// be created in it). The tenant's Secret values went with it and must be
+// put again: Trainyard never had a copy. The worker logs this and counts
+// it as reconcile error "terminating".
+//
+// # Metrics
+//
+//	trainyard_tenants{state}                            gauge: tenants by state as last read (every worker reports all: use max)
+//	trainyard_tenant_reconcile_errors_total{reason}     store | kubernetes | not_owned | misconfigured | terminating
+//	trainyard_tenant_object_writes_total{kind,action}   create | update | delete; updates and deletes after the first create are drift repairs
+//	trainyard_tenant_reconcile_duration_seconds         histogram of one pass
+//	trainyard_tenant_offboardings_completed_total       tenants this worker moved to DELETED
+//
+// # RBAC
+//
+// deploy/base/rbac-worker.yaml lists the verbs used and why. One is worth
+// repeating: creating the pod-reader Role (get/list/watch pods, get
+// pods/log) and its RoleBinding passes RBAC's escalation check only
+// because the worker itself holds those four rights; it has neither
+// "escalate" nor "bind", so it can never grant more than it has. And
+// deploy/base/admission-policy.yaml has the API server enforce this
+// package's namespace rule: the worker's writes land only in namespaces
+// labelled managed-by=trainyard, and it creates, relabels or deletes only
+// namespaces that are a tenant's before and after.
+package tenantctl

@@ -1,0 +1,362 @@
+package tenantctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/trainyard/trainyard/internal/kube"
+	"github.com/trainyard/trainyard/internal/tenant"
+)
+
+func visionTenant() tenant.Tenant {
+	return tenant.Tenant{
+		ID:              "vision",
+		Quota:           tenant.Quota{GPU: 4, CPU: "16", Memory: "64Gi", Pods: 20},
+		PodReaderGroups: []string{"oidc:vision-readers", "oidc:ml-platform"},
+	}
+}
+
+// checkTenantObjects returns nil when namespace ns holds exactly what the
+// tenant must have, field by field.
+func checkTenantObjects(c kubernetes.Interface, ns, id string, readers []string, hard corev1.ResourceList) error {
+	ctx := context.Background()
+	mine := map[string]string{"app.kubernetes.io/managed-by": "trainyard", "trainyard.dev/tenant": id}
+	hasLabels := func(what string, have map[string]string, want map[string]string) error {
+		if !labelsContain(have, want) {
+			return fmt.Errorf("%s labels %v lack %v", what, have, want)
+		}
+		return nil
+	}
+
+	n, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if err := hasLabels("namespace", n.Labels, map[string]string{
+		"app.kubernetes.io/managed-by":               "trainyard",
+		"trainyard.dev/tenant":                       id,
+		"pod-security.kubernetes.io/enforce":         "baseline",
+		"pod-security.kubernetes.io/enforce-version": "latest",
+		"pod-security.kubernetes.io/warn":            "restricted",
+		"pod-security.kubernetes.io/warn-version":    "latest",
+		"pod-security.kubernetes.io/audit":           "restricted",
+		"pod-security.kubernetes.io/audit-version":   "latest",
+	}); err != nil {
+		return err
+	}
+
+	sa, err := c.CoreV1().ServiceAccounts(ns).Get(ctx, "trainyard-job", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if err := hasLabels("serviceaccount", sa.Labels, mine); err != nil {
+		return err
+	}
+	if sa.AutomountServiceAccountToken == nil || *sa.AutomountServiceAccountToken {
+		return fmt.Errorf("serviceaccount automountServiceAccountToken = %v, want false", sa.AutomountServiceAccountToken)
+	}
+
+	role, roleErr := c.RbacV1().Roles(ns).Get(ctx, "trainyard-pod-readers", metav1.GetOptions{})
+	rb, rbErr := c.RbacV1().RoleBindings(ns).Get(ctx, "trainyard-pod-readers", metav1.GetOptions{})
+	if len(readers) == 0 {
+		if !apierrors.IsNotFound(roleErr) || !apierrors.IsNotFound(rbErr) {
+			return fmt.Errorf("pod-reader Role/RoleBinding must not exist without reader groups (errors %v, %v)", roleErr, rbErr)
+		}
+	} else {
+		if roleErr != nil || rbErr != nil {
+			return fmt.Errorf("pod-reader Role/RoleBinding: %v, %v", roleErr, rbErr)
+		}
+		wantRules := []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
+		}
+		if d := cmp.Diff(wantRules, role.Rules); d != "" {
+			return fmt.Errorf("role rules (-want +got):\n%s", d)
+		}
+		var subjects []rbacv1.Subject
+		for _, g := range readers {
+			subjects = append(subjects, rbacv1.Subject{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: g})
+		}
+		if d := cmp.Diff(subjects, rb.Subjects); d != "" {
+			return fmt.Errorf("rolebinding subjects (-want +got):\n%s", d)
+		}
+		if want := (rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "trainyard-pod-readers"}); rb.RoleRef != want {
+			return fmt.Errorf("rolebinding roleRef %+v, want %+v", rb.RoleRef, want)
+		}
+		if err := hasLabels("role", role.Labels, mine); err != nil {
+			return err
+		}
+		if err := hasLabels("rolebinding", rb.Labels, mine); err != nil {
+			return err
+		}
+	}
+
+	rq, err := c.CoreV1().ResourceQuotas(ns).Get(ctx, "trainyard-quota", metav1.GetOptions{})
+	if len(hard) == 0 {
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("resourcequota must not exist without a quota (err %v)", err)
+		}
+	} else {
+		if err != nil {
+			return err
+		}
+		if !equality.Semantic.DeepEqual(rq.Spec, corev1.ResourceQuotaSpec{Hard: hard}) {
+			return fmt.Errorf("resourcequota spec %v, want hard %v", rq.Spec, hard)
+		}
+		if err := hasLabels("resourcequota", rq.Labels, mine); err != nil {
+			return err
+		}
+	}
+
+	lr, err := c.CoreV1().LimitRanges(ns).Get(ctx, "trainyard-defaults", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	wantLimits := []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer, DefaultRequest: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("256Mi"),
+	}}}
+	if !equality.Semantic.DeepEqual(lr.Spec.Limits, wantLimits) {
+		return fmt.Errorf("limitrange %v, want %v", lr.Spec.Limits, wantLimits)
+	}
+
+	np, err := c.NetworkingV1().NetworkPolicies(ns).Get(ctx, "trainyard-same-namespace", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	wantNP := networkingv1.NetworkPolicySpec{
+		PodSelector: metav1.LabelSelector{},
+		Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}}},
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+	}
+	if !equality.Semantic.DeepEqual(np.Spec, wantNP) {
+		return fmt.Errorf("networkpolicy spec %+v, want %+v", np.Spec, wantNP)
+	}
+	return hasLabels("networkpolicy", np.Labels, mine)
+}
+
+var visionHard = corev1.ResourceList{
+	"requests.nvidia.com/gpu": resource.MustParse("4"),
+	"requests.cpu":            resource.MustParse("16"),
+	"requests.memory":         resource.MustParse("64Gi"),
+	"pods":                    resource.MustParse("20"),
+}
+
+// Two controllers run, as two worker replicas would: they must agree, and
+// once the namespace is in shape neither writes anything.
+func TestCreateTenantYieldsEveryObject(t *testing.T) {
+	b := setup(t, setupOpts{controllers: 2})
+	began := time.Now()
+	tn := b.createTenant(t, visionTenant())
+	ns := b.ns(tn.ID)
+
+	eventually(t, 30*time.Second, func() error {
+		return checkTenantObjects(b.admin, ns, tn.ID, []string{"oidc:ml-platform", "oidc:vision-readers"}, visionHard)
+	})
+	// The resync is an hour away: LISTEN/NOTIFY brought the tenant in.
+	t.Logf("tenant namespace complete %s after the tenant was created", time.Since(began).Round(time.Millisecond))
+
+	// Steady state: a pass over a namespace in shape writes nothing.
+	b.reconcileNow(t, tn.ID)
+	w := b.writes(t)
+	b.reconcileNow(t, tn.ID)
+	b.reconcileNow(t, tn.ID)
+	require.Equal(t, w, b.writes(t), "reconciling an unchanged tenant must not write")
+}
+
+func TestDriftIsRepaired(t *testing.T) {
+	b := setup(t, setupOpts{})
+	tn := b.createTenant(t, visionTenant())
+	ns := b.ns(tn.ID)
+	readers := []string{"oidc:ml-platform", "oidc:vision-readers"}
+	inShape := func() error { return checkTenantObjects(b.admin, ns, tn.ID, readers, visionHard) }
+	eventually(t, 30*time.Second, inShape)
+	ctx := ctxT(t)
+	core, rbac := b.admin.CoreV1(), b.admin.RbacV1()
+
+	for _, tc := range []struct {
+		name  string
+		drift func() error
+	}{
+		{"quota edited", func() error {
+			rq, err := core.ResourceQuotas(ns).Get(ctx, "trainyard-quota", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			rq.Spec.Hard["requests.nvidia.com/gpu"] = resource.MustParse("1000")
+			rq.Spec.Hard["secrets"] = resource.MustParse("5") // a key Trainyard does not set goes too
+			_, err = core.ResourceQuotas(ns).Update(ctx, rq, metav1.UpdateOptions{})
+			return err
+		}},
+		{"quota deleted", func() error {
+			return core.ResourceQuotas(ns).Delete(ctx, "trainyard-quota", metav1.DeleteOptions{})
+		}},
+		{"network policy deleted", func() error {
+			return b.admin.NetworkingV1().NetworkPolicies(ns).Delete(ctx, "trainyard-same-namespace", metav1.DeleteOptions{})
+		}},
+		{"network policy opened to every namespace", func() error {
+			np, err := b.admin.NetworkingV1().NetworkPolicies(ns).Get(ctx, "trainyard-same-namespace", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			np.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{}} // from anywhere
+			_, err = b.admin.NetworkingV1().NetworkPolicies(ns).Update(ctx, np, metav1.UpdateOptions{})
+			return err
+		}},
+		{"network policy unlabelled and emptied", func() error {
+			// Without the managed-by label it drops out of the informer: the
+			// create that follows finds it and takes it back.
+			np, err := b.admin.NetworkingV1().NetworkPolicies(ns).Get(ctx, "trainyard-same-namespace", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			delete(np.Labels, "app.kubernetes.io/managed-by")
+			np.Spec.Ingress = nil
+			np.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}
+			_, err = b.admin.NetworkingV1().NetworkPolicies(ns).Update(ctx, np, metav1.UpdateOptions{})
+			return err
+		}},
+		{"PSA enforce label removed", func() error {
+			n, err := core.Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			delete(n.Labels, "pod-security.kubernetes.io/enforce")
+			_, err = core.Namespaces().Update(ctx, n, metav1.UpdateOptions{})
+			return err
+		}},
+		{"PSA enforce lowered to privileged", func() error {
+			n, err := core.Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			n.Labels["pod-security.kubernetes.io/enforce"] = "privileged"
+			_, err = core.Namespaces().Update(ctx, n, metav1.UpdateOptions{})
+			return err
+		}},
+		{"rolebinding subjects changed", func() error {
+			rb, err := rbac.RoleBindings(ns).Get(ctx, "trainyard-pod-readers", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			rb.Subjects = []rbacv1.Subject{{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "system:authenticated"}}
+			_, err = rbac.RoleBindings(ns).Update(ctx, rb, metav1.UpdateOptions{})
+			return err
+		}},
+		{"rolebinding re-pointed at another role", func() error {
+			// roleRef is immutable: the binding must be deleted and created.
+			// The controller re-creates it as soon as it is deleted, so
+			// delete and create until the impostor gets in.
+			impostor := &rbacv1.RoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: "trainyard-pod-readers", Labels: map[string]string{
+					"app.kubernetes.io/managed-by": "trainyard", "trainyard.dev/tenant": tn.ID}},
+				RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "view"},
+				Subjects: []rbacv1.Subject{{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "oidc:vision-readers"}},
+			}
+			for range 50 {
+				err := rbac.RoleBindings(ns).Delete(ctx, impostor.Name, metav1.DeleteOptions{})
+				if err != nil && !apierrors.IsNotFound(err) {
+					return err
+				}
+				_, err = rbac.RoleBindings(ns).Create(ctx, impostor, metav1.CreateOptions{})
+				if err == nil {
+					return nil
+				}
+				if !apierrors.IsAlreadyExists(err) {
+					return err
+				}
+			}
+			return errors.New("the controller always re-created the binding first")
+		}},
+		{"role widened to secrets", func() error {
+			r, err := rbac.Roles(ns).Get(ctx, "trainyard-pod-readers", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			r.Rules = append(r.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}})
+			_, err = rbac.Roles(ns).Update(ctx, r, metav1.UpdateOptions{})
+			return err
+		}},
+		{"service account token automount turned on", func() error {
+			sa, err := core.ServiceAccounts(ns).Get(ctx, "trainyard-job", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			sa.AutomountServiceAccountToken = new(true)
+			_, err = core.ServiceAccounts(ns).Update(ctx, sa, metav1.UpdateOptions{})
+			return err
+		}},
+		{"service account deleted", func() error {
+			return core.ServiceAccounts(ns).Delete(ctx, "trainyard-job", metav1.DeleteOptions{})
+		}},
+		{"limit range deleted", func() error {
+			return core.LimitRanges(ns).Delete(ctx, "trainyard-defaults", metav1.DeleteOptions{})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NoError(t, tc.drift())
+			began := time.Now()
+			eventually(t, 30*time.Second, inShape)
+			t.Logf("repaired in %s", time.Since(began).Round(time.Millisecond))
+		})
+	}
+}
+
+// A quota that no longer limits anything and reader groups that were
+// removed take their objects with them; a later quota brings it back.
+func TestTenantUpdateAddsAndRemovesObjects(t *testing.T) {
+	b := setup(t, setupOpts{})
+	tn := b.createTenant(t, visionTenant())
+	ns := b.ns(tn.ID)
+	eventually(t, 30*time.Second, func() error {
+		return checkTenantObjects(b.admin, ns, tn.ID, []string{"oidc:ml-platform", "oidc:vision-readers"}, visionHard)
+	})
+
+	_, err := b.st.TenantUpdate(ctxT(t), tn.ID, func(t *tenant.Tenant) error {
+		t.Quota = tenant.Quota{}
+		t.PodReaderGroups = nil
+		return nil
+	})
+	require.NoError(t, err)
+	eventually(t, 30*time.Second, func() error { return checkTenantObjects(b.admin, ns, tn.ID, nil, nil) })
+
+	_, err = b.st.TenantUpdate(ctxT(t), tn.ID, func(t *tenant.Tenant) error {
+		t.Quota = tenant.Quota{GPU: 2}
+		t.PodReaderGroups = []string{"oidc:vision-readers"}
+		return nil
+	})
+	require.NoError(t, err)
+	eventually(t, 30*time.Second, func() error {
+		return checkTenantObjects(b.admin, ns, tn.ID, []string{"oidc:vision-readers"},
+			corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("2")})
+	})
+}
+
+// PSA levels are configurable: a platform that enforces restricted gets it.
+func TestPodSecurityLevelsAreConfigurable(t *testing.T) {
+	b := setup(t, setupOpts{options: kube.TenantOptions{PSAEnforce: "restricted", PSAWarn: "restricted"}})
+	tn := b.createTenant(t, tenant.Tenant{ID: "strict"})
+	eventually(t, 30*time.Second, func() error {
+		n, err := getNS(t, b.admin, b.ns(tn.ID))
+		if err != nil {
+			return err
+		}
+		if got := n.Labels["pod-security.kubernetes.io/enforce"]; got != "restricted" {
+			return fmt.Errorf("enforce label %q, want restricted", got)
+		}
+		return nil
+	})
+}

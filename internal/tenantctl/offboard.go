@@ -1,0 +1,128 @@
+package tenantctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/trainyard/trainyard/internal/store"
+	"github.com/trainyard/trainyard/internal/tenant"
+)
+
+// errNoChange aborts a TenantUpdate that has nothing to write.
+var errNoChange = errors.New("no change")
+
+// offboard moves an OFFBOARDING tenant one step towards DELETED:
+//
+//  1. cancel every active job (the job workers stop their pods) and wait
+//     until none is active;
+//  2. delete the namespace (only if it is the tenant's own: labelled, and
+//     by UID) and wait until it is gone;
+//  3. forget the secrets' metadata and mark the tenant DELETED.
+//
+// Each pass does what it can and asks to be called again; every step is
+// safe to repeat and to run on several workers at once.
+func (c *Controller) offboard(ctx context.Context, t tenant.Tenant) (result, error) {
+	active, err := c.cancelJobs(ctx, t.ID)
+	if err != nil {
+		return result{}, err
+	}
+	if active > 0 {
+		c.log.Debug("offboarding: waiting for jobs to stop", "tenant", t.ID, "active", active)
+		return result{after: c.cfg.OffboardPoll}, nil
+	}
+
+	name := c.namespaceOf(t.ID)
+	// A live read: the cache may lag, and DELETED must never be written
+	// while the namespace still exists.
+	ns, err := c.client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return result{}, fmt.Errorf("get namespace %s: %w", name, err)
+	case !owns(ns, t.ID):
+		return result{}, withReason(reasonNotOwned, fmt.Errorf(
+			"offboarding tenant %s: namespace %s %w; not deleting it: delete it or label it to finish offboarding",
+			t.ID, name, errNotOwned))
+	case ns.DeletionTimestamp == nil:
+		if err := c.deleteNamespace(ctx, ns); err != nil {
+			return result{}, err
+		}
+		c.log.Info("offboarding: deleting namespace", "tenant", t.ID, "namespace", name)
+		return result{after: c.cfg.OffboardPoll}, nil
+	default:
+		// The namespace controller is removing its content. Its delete
+		// event wakes us; the poll is the fallback.
+		return result{after: c.cfg.OffboardPoll}, nil
+	}
+
+	// The Kubernetes Secrets went with the namespace; their names go too.
+	secrets, err := c.store.SecretList(ctx, t.ID)
+	if err != nil {
+		return result{}, withReason(reasonStore, err)
+	}
+	for _, s := range secrets {
+		if err := c.store.SecretDelete(ctx, t.ID, s.Name); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return result{}, withReason(reasonStore, err)
+		}
+	}
+	_, err = c.store.TenantUpdate(ctx, t.ID, func(cur *tenant.Tenant) error {
+		if cur.State != tenant.Offboarding {
+			return errNoChange // another worker finished first
+		}
+		cur.State = tenant.Deleted
+		return nil
+	})
+	if errors.Is(err, errNoChange) {
+		return result{}, nil
+	}
+	if err != nil {
+		return result{}, withReason(reasonStore, err)
+	}
+	c.offboarding.Delete(t.ID)
+	c.metrics.states.set(t.ID, tenant.Deleted)
+	c.metrics.offboards.Inc()
+	c.log.Info("offboarding: tenant deleted", "tenant", t.ID, "namespace", name)
+	return result{}, nil
+}
+
+// cancelJobs requests cancellation of every active job of the tenant that
+// is not yet stopping, and returns how many jobs are still active.
+func (c *Controller) cancelJobs(ctx context.Context, tenantID string) (int, error) {
+	keys, err := c.store.JobListActiveByTenant(ctx, tenantID)
+	if err != nil {
+		return 0, withReason(reasonStore, err)
+	}
+	active := len(keys)
+	for _, k := range keys {
+		w, err := c.store.JobLoad(ctx, k.Tenant, k.UID)
+		if errors.Is(err, store.ErrNotFound) {
+			active-- // purged since it was listed
+			continue
+		}
+		if err != nil {
+			return 0, withReason(reasonStore, err)
+		}
+		st := w.Job.Status
+		// A deleted job is final and being cleaned up; a stopping one needs
+		// nothing more from us.
+		if w.Deleted || st.State.Final() || st.CancelRequested {
+			continue
+		}
+		j, err := c.store.JobCancel(ctx, tenantID, w.Job.Name)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, withReason(reasonStore, err)
+		}
+		c.log.Info("offboarding: cancelled job", "tenant", tenantID, "job", w.Job.Name, "state", j.Status.State)
+		if j.Status.State.Final() {
+			active-- // a queued job that never started ends at once
+		}
+	}
+	return active, nil
+}
