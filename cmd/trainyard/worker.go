@@ -1,27 +1,284 @@
 package main
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/trainyard/trainyard/internal/store"
+	"github.com/trainyard/trainyard/internal/tenantctl"
+	"github.com/trainyard/trainyard/internal/worker"
 )
 
+// workerFlags are the worker's settings.
+type workerFlags struct {
+	id            string
+	concurrency   int
+	leaseTTL      time.Duration
+	maxOwnedJobs  int
+	claimInterval time.Duration
+	quotaPoll     time.Duration
+	logTailLines  int64
+	logTailBytes  int64
+	metricsAddr   string
+}
+
+func (f *workerFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.id, "worker-id", "", "this worker's id in the jobs it owns; must be unique among running workers (default <hostname>-<pid>-<random>)")
+	fs.IntVar(&f.concurrency, "concurrency", worker.DefaultConcurrency, "jobs reconciled at once")
+	fs.DurationVar(&f.leaseTTL, "lease-ttl", worker.DefaultLeaseTTL, "lease on each owned job, renewed every third of it; a dead worker's jobs are taken over after it")
+	fs.IntVar(&f.maxOwnedJobs, "max-owned-jobs", worker.DefaultMaxOwnedJobs, "most jobs this worker owns at once (running, waiting for quota or being cleaned up)")
+	fs.DurationVar(&f.claimInterval, "claim-interval", worker.DefaultClaimInterval, "polling interval for new jobs (jittered), the fallback under Postgres notifications")
+	fs.DurationVar(&f.quotaPoll, "quota-poll-interval", worker.DefaultQuotaPollInterval, "how often a job waiting for its tenant's quota tries again")
+	fs.Int64Var(&f.logTailLines, "log-tail-lines", worker.DefaultLogTailLines, "lines of a failed replica's log kept in Postgres")
+	fs.Int64Var(&f.logTailBytes, "log-tail-bytes", worker.DefaultLogTailBytes, "most bytes of a failed replica's log kept in Postgres")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", ":8081", "address for the worker's /metrics, /healthz and /readyz; empty disables")
+}
+
+func (f *workerFlags) validate() error {
+	switch {
+	case f.concurrency < 1:
+		return fmt.Errorf("--concurrency must be at least 1, not %d", f.concurrency)
+	case f.leaseTTL < time.Second:
+		return fmt.Errorf("--lease-ttl must be at least 1s, not %s", f.leaseTTL)
+	case f.maxOwnedJobs < 1:
+		return fmt.Errorf("--max-owned-jobs must be at least 1, not %d", f.maxOwnedJobs)
+	case f.claimInterval <= 0 || f.quotaPoll <= 0:
+		return errors.New("--claim-interval and --quota-poll-interval must be positive")
+	case f.logTailLines < 1 || f.logTailBytes < 1:
+		return errors.New("--log-tail-lines and --log-tail-bytes must be positive")
+	}
+	return nil
+}
+
 func newWorkerCmd() *cobra.Command {
-	return &cobra.Command{
+	var (
+		common commonFlags
+		wf     workerFlags
+	)
+	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run queued jobs on Kubernetes",
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("the worker is not built yet")
+		Long: `Run queued jobs on Kubernetes: claim them in Postgres (leases renewed
+every --lease-ttl/3), admit them against their tenant's quota, create their
+Service and pods, follow the pods, restart replicas, enforce deadlines and
+clean up, writing status and events back to Postgres. The same process
+runs the tenant reconciler, which keeps every tenant's namespace (Pod
+Security labels, job ServiceAccount, RBAC, quota, network policy)
+provisioned.
+
+Run as many workers as you like against one database: each job has one
+owner at a time, and a dead worker's jobs are taken over after --lease-ttl.
+On SIGTERM a worker finishes what it is doing and releases its jobs.
+
+Serves /metrics (Prometheus), /healthz and /readyz on --metrics-addr.
+The database must be migrated first (trainyard migrate up).`,
+		Args: cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := bindEnv(cmd.Flags()); err != nil {
+				return err
+			}
+			return wf.validate()
 		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			log, err := common.logs.logger()
+			if err != nil {
+				return err
+			}
+			dbURL := withPoolSize(common.databaseURL, wf.concurrency+8)
+			st, err := openStore(ctx, log, dbURL)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			listener, err := store.NewListener(common.databaseURL, store.ListenerConfig{Logger: log})
+			if err != nil {
+				return err
+			}
+			go listener.Run(ctx)
+			return runWorker(ctx, log, &common, &wf, st, listener)
+		},
+	}
+	common.register(cmd)
+	wf.register(cmd.Flags())
+	documentEnv(cmd)
+	return cmd
+}
+
+// runWorker runs the worker and its metrics endpoint until ctx ends.
+func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *workerFlags, st *store.Store, listener *store.Listener) error {
+	restCfg, err := common.kube.restConfig()
+	if err != nil {
+		return fmt.Errorf("the worker needs a Kubernetes cluster: %w", err)
+	}
+	restCfg.WarningHandlerWithContext = &warningLogger{log: log}
+	kc, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return err
+	}
+	id := wf.id
+	if id == "" {
+		id = defaultWorkerID()
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	w, err := worker.New(worker.Config{
+		ID:                id,
+		Store:             st,
+		Kube:              kc,
+		Listener:          listener,
+		Concurrency:       wf.concurrency,
+		LeaseTTL:          wf.leaseTTL,
+		MaxOwnedJobs:      wf.maxOwnedJobs,
+		ClaimInterval:     wf.claimInterval,
+		QuotaPollInterval: wf.quotaPoll,
+		LogTailLines:      wf.logTailLines,
+		LogTailBytes:      wf.logTailBytes,
+		NamespacePrefix:   common.kube.namespacePrefix,
+		Registry:          reg,
+		Logger:            log,
+	})
+	if err != nil {
+		return err
+	}
+	// The tenant reconciler (internal/tenantctl) keeps tenant namespaces
+	// provisioned; it runs in the worker process with the same client.
+	tenants, err := tenantctl.New(tenantctl.Config{
+		Store: st, Client: kc, Listener: listener, NamespacePrefix: common.kube.namespacePrefix,
+		Registry: reg, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	if wf.metricsAddr != "" {
+		stop, err := serveWorkerMetrics(ctx, log, wf.metricsAddr, reg, w)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	// Either loop ending ends both.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg                   sync.WaitGroup
+		workerErr, tenantErr error
+	)
+	wg.Go(func() {
+		defer cancel()
+		workerErr = w.Run(ctx)
+	})
+	wg.Go(func() {
+		defer cancel()
+		if tenantErr = tenants.Run(ctx); tenantErr != nil {
+			log.Error("tenant reconciler stopped", "error", tenantErr)
+		}
+	})
+	wg.Wait()
+	return errors.Join(workerErr, tenantErr)
+}
+
+// serveWorkerMetrics serves /metrics, /healthz (the process answers) and
+// /readyz (caches synced, Postgres reached recently).
+func serveWorkerMetrics(ctx context.Context, log *slog.Logger, addr string, reg *prometheus.Registry, w *worker.Worker) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, _ *http.Request) { fmt.Fprintln(rw, "ok") })
+	mux.HandleFunc("GET /readyz", func(rw http.ResponseWriter, _ *http.Request) {
+		if err := w.Ready(); err != nil {
+			http.Error(rw, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(rw, "ok")
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("worker metrics server failed", "error", err)
+		}
+	}()
+	log.Info("worker metrics listening", "addr", ln.Addr().String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
+}
+
+// warningLogger logs each distinct API server warning once: Pod Security's
+// "restricted" warning, for one, comes back with every pod created in a
+// baseline namespace, and would otherwise drown the worker's log.
+type warningLogger struct {
+	log  *slog.Logger
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (w *warningLogger) HandleWarningHeaderWithContext(_ context.Context, code int, _, text string) {
+	if code != 299 || text == "" {
+		return
+	}
+	w.mu.Lock()
+	if w.seen == nil {
+		w.seen = map[string]bool{}
+	}
+	dup := w.seen[text]
+	if !dup && len(w.seen) < 1000 {
+		w.seen[text] = true
+	}
+	w.mu.Unlock()
+	if !dup {
+		w.log.Info("Kubernetes API warning (each distinct warning is logged once)", "warning", text)
 	}
 }
 
-func newDevCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "dev",
-		Short: "API server and worker in one process, for local use",
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("dev mode is not built yet")
-		},
+// defaultWorkerID is <hostname>-<pid>-<random>: unique among workers and
+// new after every restart, so a restarted worker never takes its
+// predecessor's leases for its own.
+func defaultWorkerID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "worker"
 	}
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return host + "-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b)
+}
+
+// withPoolSize sets pgxpool's pool_max_conns to n unless the URL sets it:
+// pgxpool's default (the number of CPUs, at least 4) would make the
+// reconcile goroutines queue for connections.
+func withPoolSize(databaseURL string, n int) string {
+	if databaseURL == "" || strings.Contains(databaseURL, "pool_max_conns") {
+		return databaseURL
+	}
+	if u, err := url.Parse(databaseURL); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		q := u.Query()
+		q.Set("pool_max_conns", strconv.Itoa(n))
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	return databaseURL + " pool_max_conns=" + strconv.Itoa(n)
 }

@@ -154,9 +154,13 @@
 // # Conditions and events
 //
 // Conditions (Queued, Admitted, Running, Restarting, Succeeded, Failed,
-// Cancelled, Unschedulable) change LastTransitionTime only when their
-// status flips; a condition that never held is not added as false.
+// Cancelled, Unschedulable, ContainersWaiting) change LastTransitionTime
+// only when their status flips; a condition that never held is not added
+// as false.
 // Unschedulable holds the scheduler's message for the first pending pod it
 // cannot place; its Warning event is emitted when the condition turns true,
-// not on every pass.
+// not on every pass. ContainersWaiting does the same for a pending pod
+// whose container the kubelet reports stuck (ImagePullBackOff,
+// CreateContainerConfigError, ...; ObservedPod.Waiting), with the kubelet's
+// reason.
 package job

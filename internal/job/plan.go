@@ -137,6 +137,7 @@ func (p *planner) planActive() {
 	}
 	p.summarize()
 	p.trackUnschedulable()
+	p.trackWaiting()
 	if at, ok := p.deadline(); ok {
 		p.out.RequeueAfter = at.Sub(p.in.Now)
 	}

@@ -48,6 +48,11 @@ type ObservedPod struct {
 	// Unschedulable holds the scheduler's message while the pod cannot be
 	// scheduled (condition PodScheduled=False, reason Unschedulable).
 	Unschedulable string
+	// Waiting is why the main container of a pending pod cannot start, when
+	// the kubelet reports it stuck rather than slow (a bad image, a missing
+	// Secret key): "<reason>: <message>", e.g. "ImagePullBackOff: Back-off
+	// pulling image \"tf:9\"". Empty while it is simply being created.
+	Waiting string
 	// Terminated is the main container's termination, once it ended
 	// (or, for a Failed pod without one, the pod's own reason with exit
 	// code ExitCodeNoContainer). Plan reads it only for Succeeded and

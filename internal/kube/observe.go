@@ -35,6 +35,7 @@ func ObservePod(pod *corev1.Pod) (job.ObservedPod, bool) {
 		Deleting:      pod.DeletionTimestamp != nil,
 		Node:          pod.Spec.NodeName,
 		Unschedulable: unschedulable(pod),
+		Waiting:       waiting(pod),
 		Terminated:    terminated(pod, attempt),
 	}
 	return o, true
@@ -80,6 +81,35 @@ func unschedulable(pod *corev1.Pod) string {
 			}
 			return c.Message
 		}
+	}
+	return ""
+}
+
+// stuckReasons are the kubelet's waiting reasons that need a person: an
+// image that cannot be pulled, a Secret or ConfigMap key that is missing,
+// a container the runtime refuses. ContainerCreating and PodInitializing
+// are only slow, and not reported.
+var stuckReasons = map[string]bool{
+	"ErrImagePull":               true,
+	"ImagePullBackOff":           true,
+	"InvalidImageName":           true,
+	"ErrImageNeverPull":          true,
+	"CreateContainerConfigError": true,
+	"CreateContainerError":       true,
+	"RunContainerError":          true,
+}
+
+// waiting is "<reason>: <message>" of the tensorflow container when the
+// kubelet reports it stuck before it started.
+func waiting(pod *corev1.Pod) string {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name != ContainerName || cs.State.Waiting == nil || !stuckReasons[cs.State.Waiting.Reason] {
+			continue
+		}
+		if w := cs.State.Waiting; w.Message != "" {
+			return w.Reason + ": " + w.Message
+		}
+		return cs.State.Waiting.Reason
 	}
 	return ""
 }

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trainyard/trainyard/internal/store"
+)
+
+// devTokenSubject is the platform admin the generated dev token stands for.
+const devTokenSubject = "dev"
+
+func newDevCmd() *cobra.Command {
+	var (
+		common  commonFlags
+		serve   serveFlags
+		wf      workerFlags
+		migrate bool
+	)
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "API server and worker in one process, for local use",
+		Long: `Run the API server and the worker in one process against a local
+Postgres and Kubernetes cluster (--kubeconfig, or $KUBECONFIG).
+
+Unless --oidc-issuer or --dev-auth is given, dev authentication is on: a
+fresh token for the platform admin "dev" is written to a temporary token
+file and printed as "export TOKEN=...". With --migrate (the default) the
+database is migrated first.
+
+Takes every flag of "serve" and "worker".`,
+		Args: cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := bindEnv(cmd.Flags()); err != nil {
+				return err
+			}
+			return wf.validate()
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			log, err := common.logs.logger()
+			if err != nil {
+				return err
+			}
+			if common.databaseURL == "" {
+				return errors.New("no database: set --database-url or DATABASE_URL")
+			}
+			if !common.kube.configured() {
+				return errors.New("no Kubernetes cluster: set --kubeconfig or KUBECONFIG (go run ./integration/cluster/cmd/localcluster up prints one)")
+			}
+			if serve.oidcIssuer == "" && serve.devAuth == "" {
+				path, token, err := writeDevToken()
+				if err != nil {
+					return err
+				}
+				defer os.Remove(path)
+				serve.devAuth = path
+				fmt.Fprintf(cmd.OutOrStdout(), "dev auth: token for platform admin %q in %s\nexport TOKEN=%s\n", devTokenSubject, path, token)
+			}
+			if migrate {
+				if err := store.Migrate(ctx, common.databaseURL, "up"); err != nil {
+					return fmt.Errorf("--migrate: %w", err)
+				}
+			}
+			st, err := openStore(ctx, log, withPoolSize(common.databaseURL, wf.concurrency+16))
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			listener, err := store.NewListener(common.databaseURL, store.ListenerConfig{Logger: log})
+			if err != nil {
+				return err
+			}
+			go listener.Run(ctx)
+			kc, err := common.kube.clientIfConfigured(log)
+			if err != nil {
+				return err
+			}
+
+			// Either half ending ends both.
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			var (
+				wg        sync.WaitGroup
+				apiErr    error
+				workerErr error
+			)
+			wg.Go(func() {
+				defer cancel()
+				apiErr = runAPI(ctx, log, &serve, apiDeps{store: st, listener: listener, kube: kc, nsPrefix: common.kube.namespacePrefix})
+			})
+			wg.Go(func() {
+				defer cancel()
+				workerErr = runWorker(ctx, log, &common, &wf, st, listener)
+			})
+			wg.Wait()
+			return errors.Join(apiErr, workerErr)
+		},
+	}
+	common.register(cmd)
+	serve.register(cmd.Flags())
+	wf.register(cmd.Flags())
+	cmd.Flags().BoolVar(&migrate, "migrate", true, "migrate the database (up) before starting")
+	documentEnv(cmd)
+	return cmd
+}
+
+// writeDevToken writes a dev token file with one fresh token for the
+// platform admin devTokenSubject, readable only by this user.
+func writeDevToken() (path, token string, err error) {
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", "", err
+	}
+	token = "dev-" + hex.EncodeToString(b)
+	f, err := os.CreateTemp("", "trainyard-dev-auth-*.yaml")
+	if err != nil {
+		return "", "", fmt.Errorf("dev token file: %w", err)
+	}
+	defer f.Close()
+	content := fmt.Sprintf("tokens:\n  - token: %s\n    subject: %s\n    platformAdmin: true\n", token, devTokenSubject)
+	if _, err := f.WriteString(content); err != nil {
+		return "", "", fmt.Errorf("dev token file: %w", err)
+	}
+	return f.Name(), token, nil
+}

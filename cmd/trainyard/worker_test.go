@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+	"github.com/stretchr/testify/require"
+
+	"github.com/trainyard/trainyard/internal/auth"
+)
+
+func TestWithPoolSize(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                                       "",
+		"postgres://u@h:5432/db?sslmode=disable": "postgres://u@h:5432/db?pool_max_conns=24&sslmode=disable",
+		"postgres://u@h/db?pool_max_conns=5":     "postgres://u@h/db?pool_max_conns=5",
+		"host=h dbname=db":                       "host=h dbname=db pool_max_conns=24",
+	} {
+		require.Equal(t, want, withPoolSize(in, 24), "input %q", in)
+	}
+}
+
+func TestDefaultWorkerID(t *testing.T) {
+	a, b := defaultWorkerID(), defaultWorkerID()
+	require.NotEqual(t, a, b, "a restarted worker must not reuse its predecessor's id")
+	require.Regexp(t, regexp.MustCompile(`^.+-\d+-[0-9a-f]{6}$`), a)
+}
+
+func TestDevTokenFile(t *testing.T) {
+	path, token, err := writeDevToken()
+	require.NoError(t, err)
+	defer os.Remove(path)
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "only this user reads the token")
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	dev, err := auth.ParseDevTokens(data, "trainyard-admins")
+	require.NoError(t, err)
+	p, err := dev.Authenticate(context.Background(), token)
+	require.NoError(t, err)
+	require.Equal(t, devTokenSubject, p.Subject)
+}
+
+// Every flag of worker and dev says what it does, its environment variable
+// and (pflag adds it) its default; dev takes every flag of serve and worker.
+func TestWorkerAndDevFlags(t *testing.T) {
+	worker, dev, serve := newWorkerCmd(), newDevCmd(), newServeCmd()
+	for _, cmd := range []*pflag.FlagSet{worker.Flags(), dev.Flags()} {
+		cmd.VisitAll(func(f *pflag.Flag) {
+			if f.Name == "help" {
+				return
+			}
+			require.True(t, strings.Contains(f.Usage, "[$"+envName(f.Name)) || strings.Contains(f.Usage, "$DATABASE_URL"),
+				"flag --%s documents its environment variable: %q", f.Name, f.Usage)
+		})
+	}
+	for _, fs := range []*pflag.FlagSet{serve.Flags(), worker.Flags()} {
+		fs.VisitAll(func(f *pflag.Flag) {
+			require.NotNil(t, dev.Flags().Lookup(f.Name), "dev takes --%s", f.Name)
+		})
+	}
+	for _, name := range []string{"worker-id", "concurrency", "lease-ttl", "max-owned-jobs", "claim-interval", "log-tail-lines", "metrics-addr"} {
+		require.NotNil(t, worker.Flags().Lookup(name), "worker has --%s", name)
+	}
+}
+
+func TestWorkerFlagsFromEnvironment(t *testing.T) {
+	t.Setenv("TRAINYARD_LEASE_TTL", "4s")
+	t.Setenv("TRAINYARD_CONCURRENCY", "3")
+	cmd := newWorkerCmd()
+	require.NoError(t, bindEnv(cmd.Flags()))
+	require.Equal(t, "4s", cmd.Flags().Lookup("lease-ttl").Value.String())
+	require.Equal(t, "3", cmd.Flags().Lookup("concurrency").Value.String())
+}

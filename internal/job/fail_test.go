@@ -1,0 +1,72 @@
+package job_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/trainyard/trainyard/internal/job"
+)
+
+func TestFail(t *testing.T) {
+	start := t0.Add(-time.Minute)
+	running := job.Status{State: job.Running, StartTime: &start, Conditions: []job.Condition{
+		{Type: job.CondRunning, Status: true, Reason: job.ReasonRunning, LastTransitionTime: start},
+	}}
+	got, events := job.Fail(running, "PodSecurityForbidden", "pods \"x\" is forbidden", t0)
+	want := job.Status{
+		State: job.Failed, Reason: "PodSecurityForbidden", Message: "pods \"x\" is forbidden",
+		StartTime: &start, CompletionTime: &t0,
+		Conditions: []job.Condition{
+			{Type: job.CondRunning, Status: false, Reason: "PodSecurityForbidden", LastTransitionTime: t0},
+			{Type: job.CondFailed, Status: true, Reason: "PodSecurityForbidden", Message: "pods \"x\" is forbidden", LastTransitionTime: t0},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+	wantEvents := []job.EventDraft{{Type: job.EventWarning, Reason: "PodSecurityForbidden", Message: "pods \"x\" is forbidden"}}
+	if diff := cmp.Diff(wantEvents, events); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if running.State != job.Running || len(running.Conditions) != 1 {
+		t.Errorf("Fail wrote into its input: %+v", running)
+	}
+
+	final := job.Status{State: job.Succeeded, CompletionTime: &start}
+	got, events = job.Fail(final, "Forbidden", "no", t0)
+	if diff := cmp.Diff(final, got); diff != "" || len(events) != 0 {
+		t.Errorf("a final job changed (-want +got):\n%s, events %v", diff, events)
+	}
+}
+
+func TestWaitForQuota(t *testing.T) {
+	queued := job.Status{State: job.Queued, Conditions: []job.Condition{
+		{Type: job.CondQueued, Status: true, Reason: "Submitted", LastTransitionTime: started},
+	}}
+	first, events := job.WaitForQuota(queued, "needs 4 GPUs, 6 of 8 in use", t0)
+	wantCond := job.Condition{Type: job.CondAdmitted, Status: false, Reason: job.ReasonQuotaExceeded,
+		Message: "needs 4 GPUs, 6 of 8 in use", LastTransitionTime: t0}
+	if diff := cmp.Diff(append(queued.Conditions[:1:1], wantCond), first.Conditions); diff != "" {
+		t.Errorf("conditions (-want +got):\n%s", diff)
+	}
+	if len(events) != 1 || events[0].Reason != job.ReasonQuotaExceeded {
+		t.Errorf("want one QuotaExceeded event, got %v", events)
+	}
+
+	// Same wait, new usage: the message follows, no event, same transition time.
+	later := t0.Add(time.Minute)
+	second, events := job.WaitForQuota(first, "needs 4 GPUs, 5 of 8 in use", later)
+	if len(events) != 0 {
+		t.Errorf("message change emitted events: %v", events)
+	}
+	if c := second.Conditions[1]; c.Message != "needs 4 GPUs, 5 of 8 in use" || !c.LastTransitionTime.Equal(t0) {
+		t.Errorf("condition after a message change: %+v", c)
+	}
+	// Same message: nothing changes at all.
+	third, events := job.WaitForQuota(second, "needs 4 GPUs, 5 of 8 in use", later.Add(time.Minute))
+	if diff := cmp.Diff(second, third); diff != "" || len(events) != 0 {
+		t.Errorf("unchanged wait changed the status (-want +got):\n%s, events %v", diff, events)
+	}
+}

@@ -1,0 +1,144 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/trainyard/trainyard/internal/kube"
+	"github.com/trainyard/trainyard/internal/store"
+)
+
+// Config configures a Worker. Zero fields take the defaults WithDefaults
+// names.
+type Config struct {
+	// ID names this worker in the jobs it owns (jobs.worker_id). It must be
+	// unique among running workers and should differ after a restart, so
+	// that a restarted worker never mistakes its predecessor's leases for
+	// its own. Required.
+	ID string
+	// Store is Postgres. Required.
+	Store *store.Store
+	// Kube is the Kubernetes client (its QPS and burst are the caller's).
+	// Required.
+	Kube kubernetes.Interface
+	// Listener wakes the worker on job and tenant notifications. Optional:
+	// without it the worker relies on polling alone.
+	Listener *store.Listener
+
+	// Concurrency is the number of reconcile goroutines. Defaults to 16.
+	Concurrency int
+	// LeaseTTL is how long a claim or renewal holds a job; leases are
+	// renewed every LeaseTTL/3, and a dead worker's jobs are taken over
+	// once it passed. Defaults to 10s.
+	LeaseTTL time.Duration
+	// MaxOwnedJobs bounds the jobs this worker owns at once (running and
+	// waiting for quota). Defaults to 1000.
+	MaxOwnedJobs int
+	// ClaimInterval is the polling fallback for claims (jittered ±20%);
+	// notifications wake the claimer sooner. Defaults to 1s.
+	ClaimInterval time.Duration
+	// ClaimBatch is the most jobs one claim query takes. Defaults to 100.
+	ClaimBatch int
+	// QuotaPollInterval is how often a job waiting for its tenant's quota
+	// tries again, besides being woken when a job of its tenant this
+	// worker owns ends. Defaults to 3s.
+	QuotaPollInterval time.Duration
+	// Resync re-queues every owned job this often, a safety net under the
+	// informers' events and the timers. Defaults to 5m.
+	Resync time.Duration
+	// LogTailLines is how many lines of a failed replica's log are kept.
+	// Defaults to 50.
+	LogTailLines int64
+	// LogTailBytes caps the kept log tail. Defaults to 8 KiB.
+	LogTailBytes int64
+	// CreateParallelism bounds the concurrent API calls of one reconcile
+	// pass (the pods of a job are created at once). Defaults to 16.
+	CreateParallelism int
+	// NamespacePrefix names a tenant's namespace when its record names
+	// none. Defaults to kube.DefaultNamespacePrefix.
+	NamespacePrefix string
+	// PodOptions are handed to kube.RenderPod (the job ServiceAccount).
+	PodOptions kube.PodOptions
+
+	// Registry receives the worker's metrics. Defaults to a private
+	// registry (metrics are then collected but not exported).
+	Registry prometheus.Registerer
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Now is the clock of plans (tests set it). Defaults to time.Now.
+	Now func() time.Time
+}
+
+// Defaults.
+const (
+	DefaultConcurrency       = 16
+	DefaultLeaseTTL          = 10 * time.Second
+	DefaultMaxOwnedJobs      = 1000
+	DefaultClaimInterval     = time.Second
+	DefaultClaimBatch        = 100
+	DefaultQuotaPollInterval = 3 * time.Second
+	DefaultResync            = 5 * time.Minute
+	DefaultLogTailLines      = 50
+	DefaultLogTailBytes      = 8 << 10
+	DefaultCreateParallelism = 16
+)
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	set := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	setInt := func(n *int, v int) {
+		if *n <= 0 {
+			*n = v
+		}
+	}
+	setInt(&c.Concurrency, DefaultConcurrency)
+	setInt(&c.MaxOwnedJobs, DefaultMaxOwnedJobs)
+	setInt(&c.ClaimBatch, DefaultClaimBatch)
+	setInt(&c.CreateParallelism, DefaultCreateParallelism)
+	set(&c.LeaseTTL, DefaultLeaseTTL)
+	set(&c.ClaimInterval, DefaultClaimInterval)
+	set(&c.QuotaPollInterval, DefaultQuotaPollInterval)
+	set(&c.Resync, DefaultResync)
+	if c.LogTailLines <= 0 {
+		c.LogTailLines = DefaultLogTailLines
+	}
+	if c.LogTailBytes <= 0 {
+		c.LogTailBytes = DefaultLogTailBytes
+	}
+	if c.NamespacePrefix == "" {
+		c.NamespacePrefix = kube.DefaultNamespacePrefix
+	}
+	if c.Registry == nil {
+		c.Registry = prometheus.NewRegistry()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.ID == "":
+		return errors.New("worker: ID is required")
+	case c.Store == nil:
+		return errors.New("worker: Store is required")
+	case c.Kube == nil:
+		return errors.New("worker: Kube is required")
+	case c.LeaseTTL < time.Second:
+		return fmt.Errorf("worker: lease TTL %s is too short (at least 1s: renewals run every TTL/3)", c.LeaseTTL)
+	}
+	return nil
+}

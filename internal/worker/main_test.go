@@ -1,0 +1,375 @@
+package worker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/kube"
+	"github.com/trainyard/trainyard/internal/store"
+	"github.com/trainyard/trainyard/internal/tenant"
+	"github.com/trainyard/trainyard/migrations"
+)
+
+// The package gets its own database, created and migrated in TestMain and
+// dropped at the end; each test gets its own schema in it (a fresh copy of
+// the tables), so that claims only ever see the test's own jobs.
+
+const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+var (
+	adminURL   string
+	packageURL string
+	schemaSeq  atomic.Int64
+)
+
+func TestMain(m *testing.M) { os.Exit(testMain(m)) }
+
+func testMain(m *testing.M) int {
+	adminURL = os.Getenv("DATABASE_URL")
+	if adminURL == "" {
+		adminURL = defaultDatabaseURL
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	name := "trainyard_worker_" + randomHex(6)
+	if err := adminExec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		// Worker tests need Postgres: fail, never skip.
+		fmt.Fprintf(os.Stderr, "worker tests need Postgres at DATABASE_URL: %v\n", err)
+		return 1
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = adminExec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	}()
+	u, err := url.Parse(adminURL)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "DATABASE_URL: %v\n", err)
+		return 1
+	}
+	u.Path = "/" + name
+	packageURL = u.String()
+	return m.Run()
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func adminExec(ctx context.Context, sql string) error {
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
+
+// clock is a settable time source for plans.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// bundle is what a worker test works with: a Store on the test's schema, a
+// fake clientset, and a Worker on both with synced informers (not Run: tests
+// call claim and reconcile themselves).
+type bundle struct {
+	ctx   context.Context
+	store *store.Store
+	pool  *pgxpool.Pool
+	kube  *fake.Clientset
+	w     *Worker
+	clock *clock
+}
+
+func setup(t *testing.T, opts ...func(*Config)) *bundle {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	pool := schemaPool(t, ctx)
+	b := &bundle{ctx: ctx, pool: pool, store: store.New(pool), kube: fake.NewClientset(),
+		clock: &clock{t: time.Now().UTC().Truncate(time.Second)}}
+	// The API server gives every object a UID; the fake does not.
+	b.kube.PrependReactor("create", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if m, ok := a.(k8stesting.CreateAction).GetObject().(metav1.Object); ok && m.GetUID() == "" {
+			m.SetUID(types.UID(uuid.NewString()))
+		}
+		return false, nil, nil
+	})
+	b.w = b.newWorker(t, "w1", opts...)
+	return b
+}
+
+// newWorker builds another worker on the bundle's store and clientset, its
+// informers started and synced.
+func (b *bundle) newWorker(t *testing.T, id string, opts ...func(*Config)) *Worker {
+	t.Helper()
+	w := b.buildWorker(t, id, opts...)
+	stop := make(chan struct{})
+	w.factory.Start(stop)
+	t.Cleanup(func() {
+		close(stop)
+		w.factory.Shutdown()
+		w.queue.ShutDown()
+	})
+	require.True(t, cache.WaitForCacheSync(b.ctx.Done(), w.pods.HasSynced, w.services.HasSynced))
+	w.synced.Store(true)
+	return w
+}
+
+// buildWorker builds a worker on the bundle's store and clientset without
+// starting anything (for tests that Run it).
+func (b *bundle) buildWorker(t *testing.T, id string, opts ...func(*Config)) *Worker {
+	t.Helper()
+	cfg := Config{
+		ID: id, Store: b.store, Kube: b.kube,
+		LeaseTTL: time.Minute, QuotaPollInterval: 3 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Now:    b.clock.Now,
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	w, err := New(cfg)
+	require.NoError(t, err)
+	return w
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p[:len(p)-1]))
+	return len(p), nil
+}
+
+// schemaPool creates a schema with every up migration and a pool on it.
+func schemaPool(t *testing.T, ctx context.Context) *pgxpool.Pool {
+	t.Helper()
+	schema := fmt.Sprintf("t%d_%s", schemaSeq.Add(1), randomHex(3))
+	conn, err := pgx.Connect(ctx, packageURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "CREATE SCHEMA "+schema+"; SET search_path TO "+schema)
+	require.NoError(t, err)
+	names, err := fs.Glob(migrations.FS, "*.up.sql")
+	require.NoError(t, err)
+	sort.Strings(names)
+	for _, n := range names {
+		sql, err := fs.ReadFile(migrations.FS, n)
+		require.NoError(t, err)
+		_, err = conn.Exec(ctx, string(sql))
+		require.NoError(t, err, n)
+	}
+	u, err := url.Parse(packageURL)
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	cfg, err := pgxpool.ParseConfig(u.String())
+	require.NoError(t, err)
+	cfg.MaxConns = 8
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		pool.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if conn, err := pgx.Connect(ctx, packageURL); err == nil {
+			_, _ = conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
+			conn.Close(ctx)
+		}
+	})
+	return pool
+}
+
+// tenant creates a tenant with namespace ty-<id>.
+func (b *bundle) tenant(t *testing.T, id string, quota tenant.Quota) tenant.Tenant {
+	t.Helper()
+	tn, err := b.store.TenantCreate(b.ctx, tenant.Tenant{ID: id, Namespace: "ty-" + id, Quota: quota})
+	require.NoError(t, err)
+	return tn
+}
+
+// submit creates a job as the API does (defaults applied, demand computed).
+func (b *bundle) submit(t *testing.T, tenantID, name string, spec job.Spec) store.JobKey {
+	t.Helper()
+	spec.Default()
+	require.Empty(t, job.Validate(&job.Job{Tenant: tenantID, Name: name, Spec: spec}))
+	demand, err := spec.Demand()
+	require.NoError(t, err)
+	j, _, err := b.store.JobCreate(b.ctx, store.JobCreateParams{
+		Job:    job.Job{Tenant: tenantID, Name: name, Spec: spec, Creator: "alice"},
+		Demand: demand,
+	})
+	require.NoError(t, err)
+	return store.JobKey{Tenant: tenantID, UID: j.UID}
+}
+
+// own claims every waiting job for b.w and requires key among them.
+func (b *bundle) own(t *testing.T, key store.JobKey) {
+	t.Helper()
+	b.w.claim(b.ctx)
+	require.True(t, b.w.own.owns(key), "job %s not claimed", key)
+}
+
+func (b *bundle) reconcile(t *testing.T, key store.JobKey) result {
+	t.Helper()
+	res, err := b.w.reconcile(b.ctx, key)
+	require.NoError(t, err)
+	return res
+}
+
+func (b *bundle) load(t *testing.T, key store.JobKey) store.WorkerJob {
+	t.Helper()
+	wj, err := b.store.JobLoad(b.ctx, key.Tenant, key.UID)
+	require.NoError(t, err)
+	return wj
+}
+
+func (b *bundle) events(t *testing.T, key store.JobKey) []job.Event {
+	t.Helper()
+	wj := b.load(t, key)
+	evs, err := b.store.EventList(b.ctx, key.Tenant, wj.Job.Name, 0, 100)
+	require.NoError(t, err)
+	return evs
+}
+
+// waitCache waits until the worker's informers show n pods of the job.
+func (b *bundle) waitCache(t *testing.T, key store.JobKey, pods int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		objs, _ := b.w.pods.GetIndexer().ByIndex(indexJobUID, key.UID)
+		return len(objs) == pods
+	}, 10*time.Second, 5*time.Millisecond, "informer never showed %d pods of %s", pods, key)
+}
+
+// waitPod waits until the informer shows pod ns/name satisfying ok.
+func (b *bundle) waitPod(t *testing.T, ns, name string, ok func(*corev1.Pod) bool) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		pod, err := b.w.podLister.Pods(ns).Get(name)
+		return err == nil && ok(pod)
+	}, 10*time.Second, 5*time.Millisecond, "informer never showed the wanted state of pod %s/%s", ns, name)
+}
+
+// setPhase writes a pod's status as the kubelet would, and waits for the
+// informer to show it.
+func (b *bundle) setPhase(t *testing.T, ns, name string, phase corev1.PodPhase, exitCode int32, msg string) {
+	t.Helper()
+	pod, err := b.kube.CoreV1().Pods(ns).Get(b.ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	pod.Status.Phase = phase
+	if phase == corev1.PodSucceeded || phase == corev1.PodFailed {
+		reason := "Completed"
+		if exitCode != 0 {
+			reason = "Error"
+		}
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: kube.ContainerName, State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{ExitCode: exitCode, Reason: reason, Message: msg,
+				FinishedAt: metav1.NewTime(b.clock.Now())},
+		}}}
+	}
+	_, err = b.kube.CoreV1().Pods(ns).UpdateStatus(b.ctx, pod, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	b.waitPod(t, ns, name, func(p *corev1.Pod) bool { return p.Status.Phase == phase })
+}
+
+// actions returns the fake clientset's recorded actions with this verb on
+// this resource (subresource after a slash: "pods/log").
+func (b *bundle) actions(verb, resource string) []k8stesting.Action {
+	var out []k8stesting.Action
+	for _, a := range b.kube.Actions() {
+		r := a.GetResource().Resource
+		if a.GetSubresource() != "" {
+			r += "/" + a.GetSubresource()
+		}
+		if a.GetVerb() == verb && r == resource {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// actionIndex is the position of the first recorded action matching.
+func (b *bundle) actionIndex(verb, resource string) int {
+	for i, a := range b.kube.Actions() {
+		r := a.GetResource().Resource
+		if a.GetSubresource() != "" {
+			r += "/" + a.GetSubresource()
+		}
+		if a.GetVerb() == verb && r == resource {
+			return i
+		}
+	}
+	return -1
+}
+
+// react makes verb on resource fail with err while *on is true.
+func (b *bundle) react(verb, resource string, on *atomic.Bool, err error) {
+	b.kube.PrependReactor(verb, resource, func(k8stesting.Action) (bool, runtime.Object, error) {
+		if on.Load() {
+			return true, nil, err
+		}
+		return false, nil, nil
+	})
+}
+
+func replica(t job.ReplicaType, n int32, rp job.RestartPolicy) job.ReplicaSpec {
+	return job.ReplicaSpec{Type: t, Count: n, Image: "tf:2", RestartPolicy: rp}
+}
+
+func spec(reps ...job.ReplicaSpec) job.Spec {
+	return job.Spec{Replicas: reps, RunPolicy: job.RunPolicy{BackoffLimit: job.DefaultBackoffLimit}}
+}
+
+// writes are the fake clientset's recorded creates, updates and deletes.
+func (b *bundle) writes() []k8stesting.Action {
+	var out []k8stesting.Action
+	for _, a := range b.kube.Actions() {
+		switch a.GetVerb() {
+		case "create", "update", "patch", "delete":
+			out = append(out, a)
+		}
+	}
+	return out
+}

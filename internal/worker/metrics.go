@@ -1,0 +1,172 @@
+package worker
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/trainyard/trainyard/internal/job"
+)
+
+// metrics are the worker's Prometheus metrics. Names start with
+// trainyard_worker_ (trainyard_workqueue_ for the queue's own).
+type metrics struct {
+	ownedJobs        prometheus.GaugeFunc
+	jobs             jobsByState
+	transitions      *prometheus.CounterVec
+	waitingForQuota  prometheus.GaugeFunc
+	dispatchLatency  prometheus.Histogram
+	reconcileSeconds prometheus.Histogram
+	reconcileErrors  *prometheus.CounterVec
+	kubeRequests     *prometheus.CounterVec
+	kubeErrors       *prometheus.CounterVec
+	claimed          prometheus.Counter
+	leasesLost       prometheus.Counter
+	queue            workqueue.MetricsProvider
+}
+
+// Reasons of trainyard_worker_reconcile_errors_total.
+const (
+	errReasonStore    = "store"      // Postgres failed
+	errReasonConflict = "conflict"   // the job changed under us; re-read at once
+	errReasonLease    = "lease"      // the job is no longer ours
+	errReasonKube     = "kubernetes" // a retryable API error
+	errReasonTerminal = "terminal"   // an API error that failed the job
+	errReasonNotSync  = "not_synced"
+)
+
+func newMetrics(reg prometheus.Registerer, w *Worker) *metrics {
+	m := &metrics{
+		ownedJobs: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "trainyard_worker_owned_jobs",
+			Help: "Jobs this worker holds a lease on (running, waiting for quota or being cleaned up).",
+		}, func() float64 { return float64(w.own.count()) }),
+		jobs: jobsByState{own: w.own, desc: prometheus.NewDesc("trainyard_worker_jobs",
+			"Jobs this worker owns, by state as last reconciled. Sum over workers for the cluster-wide picture of unfinished jobs.",
+			[]string{"state"}, nil)},
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "trainyard_worker_job_transitions_total",
+			Help: "Jobs that entered a state, as written by this worker.",
+		}, []string{"state"}),
+		waitingForQuota: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "trainyard_worker_jobs_waiting_for_quota",
+			Help: "Owned jobs that are QUEUED because their tenant's quota is used up.",
+		}, func() float64 { return float64(w.waiting.count()) }),
+		dispatchLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "trainyard_worker_dispatch_latency_seconds",
+			Help:    "From a job's creation (the acknowledged submit) to all of its objects created in Kubernetes.",
+			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
+		}),
+		reconcileSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "trainyard_worker_reconcile_duration_seconds",
+			Help:    "Time of one reconcile pass of one job.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
+		reconcileErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "trainyard_worker_reconcile_errors_total",
+			Help: "Reconcile passes that did not complete, by reason: store, conflict, lease, kubernetes, terminal, not_synced.",
+		}, []string{"reason"}),
+		kubeRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "trainyard_worker_kube_requests_total",
+			Help: "Kubernetes API writes and log reads by verb and resource.",
+		}, []string{"verb", "resource"}),
+		kubeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "trainyard_worker_kube_api_errors_total",
+			Help: "Kubernetes API errors by verb, resource and reason (AlreadyExists on create and NotFound on delete are not errors).",
+		}, []string{"verb", "resource", "reason"}),
+		claimed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "trainyard_worker_jobs_claimed_total",
+			Help: "Jobs this worker claimed.",
+		}),
+		leasesLost: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "trainyard_worker_leases_lost_total",
+			Help: "Jobs this worker stopped owning without finishing them (lease expired or taken over).",
+		}),
+		queue: newQueueMetrics(reg),
+	}
+	reg.MustRegister(m.ownedJobs, m.jobs, m.transitions, m.waitingForQuota, m.dispatchLatency,
+		m.reconcileSeconds, m.reconcileErrors, m.kubeRequests, m.kubeErrors, m.claimed, m.leasesLost)
+	return m
+}
+
+// jobsByState counts owned jobs by their last reconciled state when
+// scraped.
+type jobsByState struct {
+	desc *prometheus.Desc
+	own  *ownership
+}
+
+func (c jobsByState) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c jobsByState) Collect(ch chan<- prometheus.Metric) {
+	counts := c.own.byState()
+	for _, s := range job.States {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[s]), string(s))
+	}
+}
+
+// queueMetrics is a workqueue.MetricsProvider on a registry (client-go's
+// own registers on a global one).
+type queueMetrics struct {
+	depth, unfinished, longest *prometheus.GaugeVec
+	adds, retries              *prometheus.CounterVec
+	latency, work              *prometheus.HistogramVec
+}
+
+func newQueueMetrics(reg prometheus.Registerer) *queueMetrics {
+	buckets := prometheus.ExponentialBuckets(0.0005, 4, 10) // 0.5ms .. ~2m
+	q := &queueMetrics{
+		depth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "trainyard_workqueue_depth", Help: "Jobs waiting in the work queue.",
+		}, []string{"name"}),
+		adds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "trainyard_workqueue_adds_total", Help: "Adds to the work queue.",
+		}, []string{"name"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "trainyard_workqueue_queue_duration_seconds", Help: "Time a job waits in the queue before a reconcile takes it.",
+			Buckets: buckets,
+		}, []string{"name"}),
+		work: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "trainyard_workqueue_work_duration_seconds", Help: "Time a reconcile holds a job.",
+			Buckets: buckets,
+		}, []string{"name"}),
+		unfinished: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "trainyard_workqueue_unfinished_work_seconds", Help: "Seconds of work in progress not yet finished (grows when a reconcile hangs).",
+		}, []string{"name"}),
+		longest: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "trainyard_workqueue_longest_running_processor_seconds", Help: "Seconds the longest running reconcile has been running.",
+		}, []string{"name"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "trainyard_workqueue_retries_total", Help: "Rate-limited re-adds (retries after errors).",
+		}, []string{"name"}),
+	}
+	reg.MustRegister(q.depth, q.adds, q.latency, q.work, q.unfinished, q.longest, q.retries)
+	return q
+}
+
+func (q *queueMetrics) NewDepthMetric(name string) workqueue.GaugeMetric {
+	return q.depth.WithLabelValues(name)
+}
+
+func (q *queueMetrics) NewAddsMetric(name string) workqueue.CounterMetric {
+	return q.adds.WithLabelValues(name)
+}
+
+func (q *queueMetrics) NewLatencyMetric(name string) workqueue.HistogramMetric {
+	return q.latency.WithLabelValues(name)
+}
+
+func (q *queueMetrics) NewWorkDurationMetric(name string) workqueue.HistogramMetric {
+	return q.work.WithLabelValues(name)
+}
+
+func (q *queueMetrics) NewUnfinishedWorkSecondsMetric(name string) workqueue.SettableGaugeMetric {
+	return q.unfinished.WithLabelValues(name)
+}
+
+func (q *queueMetrics) NewLongestRunningProcessorSecondsMetric(name string) workqueue.SettableGaugeMetric {
+	return q.longest.WithLabelValues(name)
+}
+
+func (q *queueMetrics) NewRetriesMetric(name string) workqueue.CounterMetric {
+	return q.retries.WithLabelValues(name)
+}

@@ -1,0 +1,315 @@
+package worker
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/store"
+)
+
+// ownership is the set of jobs this worker holds a lease on, as far as it
+// knows. Postgres is the truth (every write is fenced); this set decides
+// what the worker acts on between writes, and is trimmed to what each
+// renewal returns.
+type ownership struct {
+	mu   sync.Mutex
+	jobs map[store.JobKey]*ownedJob
+}
+
+type ownedJob struct {
+	// until is a local lower bound of the lease's expiry: the time the
+	// claim or renewal was sent plus the TTL. Past it the worker no longer
+	// acts on the job in Kubernetes without a fenced write first.
+	until time.Time
+	state job.State
+	// dispatchPending: the job was admitted by this worker and its objects
+	// are not all created yet (for the dispatch latency metric).
+	dispatchPending bool
+}
+
+func newOwnership() *ownership { return &ownership{jobs: map[store.JobKey]*ownedJob{}} }
+
+// add records claimed keys, leased until until, and returns them.
+func (o *ownership) add(keys []store.JobKey, until time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, k := range keys {
+		if j := o.jobs[k]; j != nil {
+			j.until = until
+			continue
+		}
+		o.jobs[k] = &ownedJob{until: until}
+	}
+}
+
+// renewed applies a renewal that returned keys: they are leased until
+// until; every other owned job is lost. found are returned keys the set did
+// not hold (claimed by an earlier run of this worker id, or dropped while
+// still leased): they are owned again.
+func (o *ownership) renewed(keys []store.JobKey, until time.Time) (lost, found []store.JobKey) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	live := make(map[store.JobKey]bool, len(keys))
+	for _, k := range keys {
+		live[k] = true
+		if j := o.jobs[k]; j != nil {
+			j.until = until
+			continue
+		}
+		o.jobs[k] = &ownedJob{until: until}
+		found = append(found, k)
+	}
+	for k := range o.jobs {
+		if !live[k] {
+			delete(o.jobs, k)
+			lost = append(lost, k)
+		}
+	}
+	return lost, found
+}
+
+// expire drops jobs whose lease has certainly run out (renewals failing).
+func (o *ownership) expire(now time.Time) (lost []store.JobKey) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for k, j := range o.jobs {
+		if !now.Before(j.until) {
+			delete(o.jobs, k)
+			lost = append(lost, k)
+		}
+	}
+	return lost
+}
+
+func (o *ownership) owns(k store.JobKey) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.jobs[k] != nil
+}
+
+// leased reports whether the job's lease is still live by the local
+// estimate, with margin to spare for the API calls that follow.
+func (o *ownership) leased(k store.JobKey, now time.Time, margin time.Duration) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	j := o.jobs[k]
+	return j != nil && now.Add(margin).Before(j.until)
+}
+
+// drop forgets a job; it reports whether it was owned.
+func (o *ownership) drop(k store.JobKey) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, ok := o.jobs[k]
+	delete(o.jobs, k)
+	return ok
+}
+
+func (o *ownership) setState(k store.JobKey, s job.State) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if j := o.jobs[k]; j != nil {
+		j.state = s
+	}
+}
+
+// markDispatch sets or clears dispatchPending and returns its old value.
+func (o *ownership) markDispatch(k store.JobKey, pending bool) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	j := o.jobs[k]
+	if j == nil {
+		return false
+	}
+	old := j.dispatchPending
+	j.dispatchPending = pending
+	return old
+}
+
+func (o *ownership) count() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.jobs)
+}
+
+func (o *ownership) keys() []store.JobKey {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]store.JobKey, 0, len(o.jobs))
+	for k := range o.jobs {
+		out = append(out, k)
+	}
+	return out
+}
+
+func (o *ownership) byState() map[job.State]int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := map[job.State]int{}
+	for _, j := range o.jobs {
+		if j.state != "" {
+			out[j.state]++
+		}
+	}
+	return out
+}
+
+// waitSet holds, per tenant, the owned jobs waiting for quota, so that the
+// end of one of the tenant's jobs wakes them at once.
+type waitSet struct {
+	mu sync.Mutex
+	m  map[string]map[store.JobKey]struct{}
+}
+
+func newWaitSet() *waitSet { return &waitSet{m: map[string]map[store.JobKey]struct{}{}} }
+
+func (s *waitSet) add(k store.JobKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m[k.Tenant] == nil {
+		s.m[k.Tenant] = map[store.JobKey]struct{}{}
+	}
+	s.m[k.Tenant][k] = struct{}{}
+}
+
+func (s *waitSet) remove(k store.JobKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m[k.Tenant], k)
+	if len(s.m[k.Tenant]) == 0 {
+		delete(s.m, k.Tenant)
+	}
+}
+
+func (s *waitSet) tenant(id string) []store.JobKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]store.JobKey, 0, len(s.m[id]))
+	for k := range s.m[id] {
+		out = append(out, k)
+	}
+	return out
+}
+
+func (s *waitSet) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, ks := range s.m {
+		n += len(ks)
+	}
+	return n
+}
+
+// runOwnership claims and renews in one goroutine, so that a claim and a
+// renewal never interleave (a renewal that started before a claim
+// committed would not return the claimed jobs and drop them again).
+func (w *Worker) runOwnership(ctx context.Context) {
+	renew := time.NewTicker(w.cfg.LeaseTTL / 3)
+	defer renew.Stop()
+	resync := time.NewTicker(w.cfg.Resync)
+	defer resync.Stop()
+	claim := time.NewTimer(0)
+	defer claim.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-renew.C:
+			w.renew(ctx)
+		case <-w.claimWake:
+			w.claim(ctx)
+		case <-claim.C:
+			w.claim(ctx)
+			claim.Reset(jitter(w.cfg.ClaimInterval))
+		case <-resync.C:
+			for _, k := range w.own.keys() {
+				w.queue.Add(k)
+			}
+		}
+	}
+}
+
+// wakeClaimer asks for a claim soon; wake-ups coalesce.
+func (w *Worker) wakeClaimer() {
+	select {
+	case w.claimWake <- struct{}{}:
+	default:
+	}
+}
+
+// claim takes jobs without a live owner until there are none or this
+// worker owns MaxOwnedJobs. Its rounds are bounded so that renewals, which
+// share the goroutine, are never starved.
+func (w *Worker) claim(ctx context.Context) {
+	for range 10 {
+		room := min(w.cfg.MaxOwnedJobs-w.own.count(), w.cfg.ClaimBatch)
+		if room <= 0 {
+			return
+		}
+		sent := time.Now()
+		keys, err := w.store.JobClaim(ctx, w.cfg.ID, room, w.cfg.LeaseTTL)
+		if err != nil {
+			if ctx.Err() == nil {
+				w.log.Warn("claiming jobs failed", "error", err)
+			}
+			return
+		}
+		w.renewOK.Store(time.Now().UnixNano())
+		w.own.add(keys, sent.Add(w.cfg.LeaseTTL))
+		w.metrics.claimed.Add(float64(len(keys)))
+		for _, k := range keys {
+			w.log.Debug("claimed job", "job", k)
+			w.queue.Add(k)
+		}
+		if len(keys) < room {
+			return
+		}
+	}
+}
+
+// renew extends every lease and stops acting on jobs not renewed. When
+// renewals fail, jobs are dropped once their lease has certainly expired:
+// another worker may own them by then.
+func (w *Worker) renew(ctx context.Context) {
+	sent := time.Now()
+	keys, err := w.store.JobLeaseRenew(ctx, w.cfg.ID, w.cfg.LeaseTTL)
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		lost := w.own.expire(time.Now())
+		w.log.Warn("renewing leases failed", "error", err, "jobs_dropped", len(lost))
+		w.lose(lost)
+		return
+	}
+	w.renewOK.Store(time.Now().UnixNano())
+	lost, found := w.own.renewed(keys, sent.Add(w.cfg.LeaseTTL))
+	w.lose(lost)
+	for _, k := range found {
+		w.queue.Add(k)
+	}
+}
+
+func (w *Worker) lose(keys []store.JobKey) {
+	for _, k := range keys {
+		w.log.Info("lost the lease of a job; another worker takes it over", "job", k)
+		w.waiting.remove(k)
+		w.metrics.leasesLost.Inc()
+	}
+}
+
+// disown stops acting on a job that is finished or no longer ours.
+func (w *Worker) disown(k store.JobKey) {
+	w.own.drop(k)
+	w.waiting.remove(k)
+}
+
+// jitter spreads d by ±20% so that workers started together do not poll
+// in step.
+func jitter(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}

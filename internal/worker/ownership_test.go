@@ -1,0 +1,128 @@
+package worker
+
+import (
+	"context"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/store"
+	"github.com/trainyard/trainyard/internal/tenant"
+)
+
+func TestClaimsAreDisjointAndBounded(t *testing.T) {
+	b := setup(t, func(c *Config) { c.MaxOwnedJobs = 3 })
+	w2 := b.newWorker(t, "w2", func(c *Config) { c.MaxOwnedJobs = 3 })
+	b.tenant(t, "acme", tenant.Quota{})
+	var keys []store.JobKey
+	for _, n := range []string{"j1", "j2", "j3", "j4", "j5"} {
+		keys = append(keys, b.submit(t, "acme", n, spec(replica(job.Worker, 1, job.RestartNever))))
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { b.w.claim(b.ctx) })
+	wg.Go(func() { w2.claim(b.ctx) })
+	wg.Wait()
+	require.LessOrEqual(t, b.w.own.count(), 3)
+	require.LessOrEqual(t, w2.own.count(), 3)
+	require.Equal(t, 5, b.w.own.count()+w2.own.count(), "every job has an owner")
+	for _, k := range keys {
+		require.NotEqual(t, b.w.own.owns(k), w2.own.owns(k), "job %s owned by exactly one worker", k)
+	}
+}
+
+func TestRenewalKeepsAndDropsJobs(t *testing.T) {
+	b := setup(t)
+	b.tenant(t, "acme", tenant.Quota{})
+	k1 := b.submit(t, "acme", "j1", spec(replica(job.Worker, 1, job.RestartNever)))
+	k2 := b.submit(t, "acme", "j2", spec(replica(job.Worker, 1, job.RestartNever)))
+	b.own(t, k1)
+	require.True(t, b.w.own.owns(k2))
+
+	// j2's lease expires (the worker paused); someone else claims it.
+	_, err := b.pool.Exec(b.ctx, `UPDATE jobs SET lease_expires_at = now() - interval '1 second' WHERE uid = $1`, k2.UID)
+	require.NoError(t, err)
+	w2 := b.newWorker(t, "w2")
+	w2.claim(b.ctx)
+	require.True(t, w2.own.owns(k2))
+
+	b.w.renew(b.ctx)
+	require.True(t, b.w.own.owns(k1))
+	require.False(t, b.w.own.owns(k2))
+	require.EqualValues(t, 1, testutil.ToFloat64(b.w.metrics.leasesLost))
+
+	// When renewals fail, jobs are dropped once their lease has surely expired.
+	b.w.own.add([]store.JobKey{k1}, time.Now().Add(-time.Second))
+	require.Len(t, b.w.own.expire(time.Now()), 1)
+	require.Zero(t, b.w.own.count())
+}
+
+// TestRunDispatchesOnNotification runs a whole worker (listener, claimer,
+// queue) with polling slowed to a minute: a submitted job gets its pods
+// through the NOTIFY path alone. A graceful stop releases its jobs.
+func TestRunDispatchesOnNotification(t *testing.T) {
+	b := setup(t)
+	u, err := url.Parse(packageURL)
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set("search_path", searchPath(t, b))
+	u.RawQuery = q.Encode()
+	l, err := store.NewListener(u.String(), store.ListenerConfig{})
+	require.NoError(t, err)
+	lctx, stopListener := context.WithCancel(b.ctx)
+	defer stopListener()
+	go l.Run(lctx)
+
+	w := b.buildWorker(t, "runner", func(c *Config) {
+		c.Listener = l
+		c.ClaimInterval = time.Minute
+		c.LeaseTTL = 3 * time.Second
+	})
+	b.tenant(t, "acme", tenant.Quota{})
+	ctx, stop := context.WithCancel(b.ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	require.Eventually(t, func() bool { return l.Listening(store.ChannelJobs) && w.Ready() == nil }, 10*time.Second, 10*time.Millisecond)
+	// The first claim ran at start; everything after it comes by NOTIFY.
+
+	key := b.submit(t, "acme", "tj", spec(replica(job.Chief, 1, job.RestartNever), replica(job.Worker, 2, job.RestartNever)))
+	require.Eventually(t, func() bool {
+		objs, _ := w.pods.GetIndexer().ByIndex(indexJobUID, key.UID)
+		return len(objs) == 3
+	}, 10*time.Second, 5*time.Millisecond, "pods created through the notification path")
+
+	// Its pods run: the informers alone drive the job to RUNNING.
+	for _, n := range []string{"tj-chief-0", "tj-worker-0", "tj-worker-1"} {
+		pod, err := b.kube.CoreV1().Pods("ty-acme").Get(b.ctx, n, metav1.GetOptions{})
+		require.NoError(t, err)
+		pod.Status.Phase = corev1.PodRunning
+		_, err = b.kube.CoreV1().Pods("ty-acme").UpdateStatus(b.ctx, pod, metav1.UpdateOptions{})
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool { return b.load(t, key).Job.Status.State == job.Running }, 10*time.Second, 10*time.Millisecond)
+
+	stop()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("worker did not stop")
+	}
+	wj := b.load(t, key)
+	require.Empty(t, wj.WorkerID, "released at shutdown")
+	require.True(t, wj.Active)
+}
+
+// searchPath reads the schema the bundle's pool uses.
+func searchPath(t *testing.T, b *bundle) string {
+	t.Helper()
+	var sp string
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SHOW search_path`).Scan(&sp))
+	return sp
+}

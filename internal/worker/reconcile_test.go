@@ -1,0 +1,583 @@
+package worker
+
+import (
+	"encoding/json"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/kube"
+	"github.com/trainyard/trainyard/internal/store"
+	"github.com/trainyard/trainyard/internal/tenant"
+)
+
+var podsGR = schema.GroupResource{Resource: "pods"}
+
+func TestDispatchCreatesServiceAndPods(t *testing.T) {
+	b := setup(t)
+	b.tenant(t, "acme", tenant.Quota{})
+	key := b.submit(t, "acme", "tj", spec(replica(job.Chief, 1, job.RestartNever), replica(job.Worker, 2, job.RestartOnFailure)))
+	b.own(t, key)
+
+	res := b.reconcile(t, key)
+	require.Zero(t, res.after, "no deadline, no timer")
+
+	require.Len(t, b.actions("create", "services"), 1)
+	creates := b.actions("create", "pods")
+	require.Len(t, creates, 3)
+	var names []string
+	for _, a := range creates {
+		pod := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+		names = append(names, pod.Name)
+		require.Equal(t, "ty-acme", pod.Namespace)
+		require.Equal(t, key.UID, pod.Labels[kube.LabelJobUID])
+		require.Equal(t, "0", pod.Labels[kube.LabelAttempt])
+		var tf map[string]any
+		require.NoError(t, json.Unmarshal([]byte(pod.Spec.Containers[0].Env[0].Value), &tf), "TF_CONFIG first")
+	}
+	require.ElementsMatch(t, []string{"tj-chief-0", "tj-worker-0", "tj-worker-1"}, names)
+
+	wj := b.load(t, key)
+	require.True(t, wj.Admitted)
+	require.Equal(t, job.Starting, wj.Job.Status.State)
+	require.NotNil(t, wj.Job.Status.StartTime)
+	evs := b.events(t, key)
+	require.Equal(t, job.ReasonAdmitted, evs[len(evs)-1].Reason)
+	require.Equal(t, 1, testCount(t, b.w.metrics.dispatchLatency), "dispatch latency observed once")
+}
+
+func TestAlreadyExistsIsAdoption(t *testing.T) {
+	b := setup(t)
+	b.tenant(t, "acme", tenant.Quota{})
+	key := b.submit(t, "acme", "tj", spec(replica(job.Worker, 2, job.RestartNever)))
+	b.own(t, key)
+	// An earlier worker created worker-1 and crashed; this worker's cache
+	// does not show it yet: the create answers AlreadyExists.
+	var on atomic.Bool
+	on.Store(true)
+	b.kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		pod := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+		if on.Load() && pod.Name == "tj-worker-1" {
+			return true, nil, apierrors.NewAlreadyExists(podsGR, pod.Name)
+		}
+		return false, nil, nil
+	})
+
+	b.reconcile(t, key)
+	wj := b.load(t, key)
+	require.Equal(t, job.Starting, wj.Job.Status.State)
+	require.Zero(t, testCount(t, b.w.metrics.kubeErrors), "AlreadyExists is no error")
+}
+
+func TestAlreadyExistsOfAnotherJobIsRetried(t *testing.T) {
+	b := setup(t)
+	b.tenant(t, "acme", tenant.Quota{})
+	key := b.submit(t, "acme", "tj", spec(replica(job.Worker, 1, job.RestartNever)))
+	// A deleted job of the same name still has its pod.
+	old := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "tj-worker-0", Namespace: "ty-acme", Labels: map[string]string{
+		kube.LabelManagedBy: kube.ManagedByValue, kube.LabelTenant: "acme", kube.LabelJobUID: "00000000-0000-0000-0000-000000000001",
+	}}}
+	_, err := b.kube.CoreV1().Pods("ty-acme").Create(b.ctx, old, metav1.CreateOptions{})
+	require.NoError(t, err)
+	b.waitPod(t, "ty-acme", "tj-worker-0", func(*corev1.Pod) bool { return true })
+	b.own(t, key)
+
+	_, err = b.w.reconcile(b.ctx, key)
+	require.ErrorContains(t, err, "belongs to another job")
+	require.False(t, isTerminal(err))
+	require.Equal(t, job.Starting, b.load(t, key).Job.Status.State, "the job waits, it does not fail")
+}
+
+func TestTerminalAPIErrorFailsJob(t *testing.T) {
+	for name, tc := range map[string]struct {
+		err    error
+		reason string
+	}{
+		"pod security": {
+			err: apierrors.NewForbidden(podsGR, "tj-worker-0",
+				errors.New(`violates PodSecurity "baseline:latest": privileged (container "tensorflow" must not set securityContext.privileged=true)`)),
+			reason: kube.ReasonPodSecurity,
+		},
+		"invalid": {
+			err:    apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "tj-worker-0", nil),
+			reason: "Invalid",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := setup(t)
+			b.tenant(t, "acme", tenant.Quota{})
+			key := b.submit(t, "acme", "tj", spec(replica(job.Worker, 1, job.RestartNever)))
+			b.own(t, key)
+			var on atomic.Bool
+			on.Store(true)
+			b.react("create", "pods", &on, tc.err)
+
+			res := b.reconcile(t, key)
+			require.True(t, res.requeue, "cleanup follows at once")
+			st := b.load(t, key).Job.Status
+			require.Equal(t, job.Failed, st.State)
+			require.Equal(t, tc.reason, st.Reason)
+			require.Equal(t, kube.Message(tc.err), st.Message)
+			evs := b.events(t, key)
+			last := evs[len(evs)-1]
+			require.Equal(t, job.EventWarning, last.Type)
+			require.Equal(t, tc.reason, last.Reason)
+
+			// The next pass cleans up (the Service goes with CleanRunning only
+			// when pods are gone; nothing else is left) and lets the job go.
+			b.reconcile(t, key)
+			require.False(t, b.load(t, key).Active)
+			require.False(t, b.w.own.owns(key))
+		})
+	}
+}
+
+func TestRetryableAPIErrorIsRetried(t *testing.T) {
+	for name, err := range map[string]error{
+		"timeout":                 apierrors.NewServerTimeout(podsGR, "create", 1),
+		"internal":                apierrors.NewInternalError(errors.New("etcd leader changed")),
+		"namespace missing":       apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "ty-acme"),
+		"service account missing": apierrors.NewForbidden(podsGR, "tj-worker-0", errors.New(`error looking up service account ty-acme/trainyard-job: serviceaccount "trainyard-job" not found`)),
+		"quota exceeded":          apierrors.NewForbidden(podsGR, "tj-worker-0", errors.New(`exceeded quota: trainyard-quota, requested: pods=1`)),
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := setup(t)
+			b.tenant(t, "acme", tenant.Quota{})
+			key := b.submit(t, "acme", "tj", spec(replica(job.Worker, 1, job.RestartNever)))
+			b.own(t, key)
+			var on atomic.Bool
+			on.Store(true)
+			b.react("create", "pods", &on, err)
+
+			_, rerr := b.w.reconcile(b.ctx, key)
+			require.Error(t, rerr)
+			var re *reconcileError
+			require.ErrorAs(t, rerr, &re)
+			require.Equal(t, errReasonKube, re.reason)
+			require.Equal(t, job.Starting, b.load(t, key).Job.Status.State, "saved before acting, not failed")
+
+			on.Store(false)
+			b.reconcile(t, key)
+			b.waitCache(t, key, 1)
+			require.Equal(t, job.Starting, b.load(t, key).Job.Status.State)
+		})
+	}
+}
+
+func TestLogTailCapturedBeforeDelete(t *testing.T) {
+	b := setup(t)
+	b.tenant(t, "acme", tenant.Quota{})
+	key := b.submit(t, "acme", "tj", spec(replica(job.Worker, 1, job.RestartOnFailure)))
+	b.own(t, key)
+	b.reconcile(t, key)
+	b.waitCache(t, key, 1)
+	b.setPhase(t, "ty-acme", "tj-worker-0", corev1.PodRunning, 0, "")
+	b.reconcile(t, key)
+	require.Equal(t, job.Running, b.load(t, key).Job.Status.State)
+
+	b.kube.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "log" {
+			return false, nil, nil
+		}
+		opts := a.(k8stesting.GenericAction).GetValue().(*corev1.PodLogOptions)
+		require.EqualValues(t, DefaultLogTailLines, *opts.TailLines)
+		require.EqualValues(t, DefaultLogTailBytes, *opts.LimitBytes)
+		return true, &runtime.Unknown{Raw: []byte("epoch 1\nepoch 2\nNaN loss, giving up\n")}, nil
+	})
+	b.setPhase(t, "ty-acme", "tj-worker-0", corev1.PodFailed, 3, "NaN loss")
+
+	// The pass that sees the end records it with the log tail, and deletes
+	// nothing.
+	res := b.reconcile(t, key)
+	require.True(t, res.requeue)
+	require.Empty(t, b.actions("delete", "pods"))
+	rs := b.load(t, key).Job.Status.Replicas[0]
+	require.NotNil(t, rs.LastTermination)
+	require.EqualValues(t, 3, rs.LastTermination.ExitCode)
+	require.Equal(t, "NaN loss", rs.LastTermination.Message)
+	require.Equal(t, "epoch 1\nepoch 2\nNaN loss, giving up\n", rs.LastTermination.LogTail)
+
+	// The next pass restarts the replica: the old pod is deleted, by UID.
+	b.reconcile(t, key)
+	deletes := b.actions("delete", "pods")
+	require.Len(t, deletes, 1)
+	require.Less(t, b.actionIndex("get", "pods/log"), b.actionIndex("delete", "pods"), "log read before delete")
+	pod, err := b.w.podLister.Pods("ty-acme").Get("tj-worker-0")
+	require.NoError(t, err)
+	del := deletes[0].(k8stesting.DeleteActionImpl)
+	require.NotNil(t, del.DeleteOptions.Preconditions)
+	require.Equal(t, pod.UID, *del.DeleteOptions.Preconditions.UID)
+	wj := b.load(t, key)
+	require.Equal(t, job.Restarting, wj.Job.Status.State)
+	require.EqualValues(t, 1, wj.Job.Status.Restarts)
+}
+
+func TestLogTailFallsBackToTerminationMessage(t *testing.T) {
+	b := setup(t)
+	b.tenant(t, "acme", tenant.Quota{})
+	key := b.submit(t, "acme", "tj", spec(replica(job.Worker, 1, job.RestartNever)))
+	b.own(t, key)
+	b.reconcile(t, key)
+	b.waitCache(t, key, 1)
+	b.kube.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() == "log" {
+			return true, nil, errors.New("dial tcp 127.0.0.1:10250: connection refused")
+		}
+		return false, nil, nil
+	})
+	b.setPhase(t, "ty-acme", "tj-worker-0", corev1.PodFailed, 1, "Traceback: ValueError: bad shape")
+
+	b.reconcile(t, key)
+	rs := b.load(t, key).Job.Status.Replicas[0]
+	require.Equal(t, "Traceback: ValueError: bad shape", rs.LastTermination.LogTail)
+	b.reconcile(t, key)
+	st := b.load(t, key).Job.Status
+	require.Equal(t, job.Failed, st.State)
+	require.Contains(t, st.Message, "exit code 1")
+	require.Contains(t, st.Message, "ValueError: bad shape", "the failure message quotes the tail")
+}
+
+func TestSavesOnlyOnChange(t *testing.T) {
+	b := setup(t)
+	b.tenant(t, "acme", tenant.Quota{})
+	key := b.submit(t, "acme", "tj", spec(replica(job.Worker, 2, job.RestartNever)))
+	b.own(t, key)
+	b.reconcile(t, key)
+	b.waitCache(t, key, 2)
+	before := b.load(t, key)
+	nEvents := len(b.events(t, key))
+	creates := len(b.actions("create", "pods"))
+
+	for range 3 {
+		b.reconcile(t, key)
+	}
+	after := b.load(t, key)
+	require.Equal(t, before.Version, after.Version, "nothing changed: no write")
+	require.Len(t, b.events(t, key), nEvents)
+	require.Len(t, b.actions("create", "pods"), creates, "nothing recreated")
+
+	b.setPhase(t, "ty-acme", "tj-worker-0", corev1.PodRunning, 0, "")
+	b.reconcile(t, key)
+	require.Greater(t, b.load(t, key).Version, after.Version, "a replica state changed: written")
+}
+
+func TestQuotaWaitAndWake(t *testing.T) {
+	b := setup(t)
+	b.tenant(t, "acme", tenant.Quota{GPU: 8})
+	big := replica(job.Worker, 1, job.RestartNever)
+	big.Resources.GPU = 6
+	small := replica(job.Worker, 1, job.RestartNever)
+	small.Resources.GPU = 4
+	a := b.submit(t, "acme", "a", spec(big))
+	c := b.submit(t, "acme", "c", spec(small))
+	b.own(t, a)
+	require.True(t, b.w.own.owns(c))
+
+	b.reconcile(t, a)
+	res := b.reconcile(t, c)
+	require.Positive(t, res.after, "polls for quota")
+	wj := b.load(t, c)
+	require.Equal(t, job.Queued, wj.Job.Status.State)
+	require.False(t, wj.Admitted)
+	cond := condition(wj.Job.Status, job.CondAdmitted)
+	require.NotNil(t, cond)
+	require.False(t, cond.Status)
+	require.Equal(t, job.ReasonQuotaExceeded, cond.Reason)
+	require.Equal(t, "waiting for quota: needs 4 GPUs, 6 of 8 in use", cond.Message)
+	require.Empty(t, b.actions("create", "pods")[1:], "only a's pod exists")
+	require.Equal(t, 1, b.w.waiting.count())
+
+	// Waiting again writes nothing.
+	b.reconcile(t, c)
+	require.Equal(t, wj.Version, b.load(t, c).Version)
+
+	// a ends: c is woken at once, admitted and dispatched.
+	b.waitCache(t, a, 1)
+	drain(b)
+	b.setPhase(t, "ty-acme", "a-worker-0", corev1.PodSucceeded, 0, "")
+	b.reconcile(t, a) // records the end
+	b.reconcile(t, a) // succeeds
+	require.Equal(t, job.Succeeded, b.load(t, a).Job.Status.State)
+	require.Contains(t, queued(b), c, "a's end wakes c")
+	b.reconcile(t, c)
+	wj = b.load(t, c)
+	require.True(t, wj.Admitted)
+	require.Equal(t, job.Starting, wj.Job.Status.State)
+	require.True(t, condition(wj.Job.Status, job.CondAdmitted).Status)
+	require.Zero(t, b.w.waiting.count())
+}
+
+func TestCancelBeforeAdmissionCreatesNothing(t *testing.T) {
+	b := setup(t)
+	b.tenant(t, "acme", tenant.Quota{})
+	key := b.submit(t, "acme", "tj", spec(replica(job.Worker, 1, job.RestartNever)))
+	b.own(t, key)
+
+	// The worker read the job; the user cancels before it admits.
+	stale := b.load(t, key)
+	_, err := b.store.JobCancel(b.ctx, "acme", "tj")
+	require.NoError(t, err)
+	p := &pass{key: key, wj: stale, loaded: job.Queued, ns: "ty-acme", now: b.clock.Now()}
+	admitted, res, err := b.w.admit(b.ctx, p, job.Demand{})
+	require.NoError(t, err)
+	require.False(t, admitted)
+	require.True(t, res.requeue, "re-read at once")
+
+	// The re-read sees a cancelled job that needs no worker.
+	b.reconcile(t, key)
+	require.False(t, b.w.own.owns(key))
+	require.Empty(t, b.writes(), "nothing was created")
+	require.Equal(t, job.Cancelled, b.load(t, key).Job.Status.State)
+}
+
+func TestCancelRunningDeletesEverything(t *testing.T) {
+	b := setup(t)
+	b.tenant(t, "acme", tenant.Quota{})
+	key := b.submit(t, "acme", "tj", spec(replica(job.Worker, 2, job.RestartNever)))
+	b.own(t, key)
+	b.reconcile(t, key)
+	b.waitCache(t, key, 2)
+	for _, n := range []string{"tj-worker-0", "tj-worker-1"} {
+		b.setPhase(t, "ty-acme", n, corev1.PodRunning, 0, "")
+	}
+	b.reconcile(t, key)
+	_, err := b.store.JobCancel(b.ctx, "acme", "tj")
+	require.NoError(t, err)
+
+	b.reconcile(t, key)
+	require.Equal(t, job.Cancelled, b.load(t, key).Job.Status.State)
+	require.Len(t, b.actions("delete", "pods"), 2)
+	require.Len(t, b.actions("delete", "services"), 1)
+	for _, a := range b.actions("delete", "pods") {
+		require.NotNil(t, a.(k8stesting.DeleteActionImpl).DeleteOptions.Preconditions.UID)
+	}
+
+	// Once the informers show everything gone the job is let go.
+	b.waitCache(t, key, 0)
+	require.Eventually(t, func() bool {
+		objs, _ := b.w.services.GetIndexer().ByIndex(indexJobUID, key.UID)
+		return len(objs) == 0
+	}, 5*time.Second, 5*time.Millisecond)
+	b.reconcile(t, key)
+	wj := b.load(t, key)
+	require.False(t, wj.Active)
+	require.True(t, wj.Job.Status.CleanedUp)
+	require.False(t, b.w.own.owns(key))
+}
+
+func TestDeadlineTimer(t *testing.T) {
+	b := setup(t)
+	b.tenant(t, "acme", tenant.Quota{})
+	s := spec(replica(job.Worker, 1, job.RestartNever))
+	s.RunPolicy.ActiveDeadlineSeconds = new(int64(30))
+	key := b.submit(t, "acme", "tj", s)
+	b.own(t, key)
+
+	res := b.reconcile(t, key)
+	require.Equal(t, 30*time.Second, res.after, "the timer is the deadline")
+	b.waitCache(t, key, 1)
+	b.clock.Advance(10 * time.Second)
+	res = b.reconcile(t, key)
+	require.Equal(t, 20*time.Second, res.after)
+
+	b.clock.Advance(20 * time.Second)
+	b.reconcile(t, key)
+	st := b.load(t, key).Job.Status
+	require.Equal(t, job.Failed, st.State)
+	require.Equal(t, job.ReasonDeadlineExceeded, st.Reason)
+	require.Len(t, b.actions("delete", "pods"), 1)
+}
+
+func TestDeletedJobIsPurged(t *testing.T) {
+	b := setup(t)
+	b.tenant(t, "acme", tenant.Quota{})
+	s := spec(replica(job.Worker, 1, job.RestartNever))
+	s.RunPolicy.CleanPodPolicy = job.CleanNone
+	key := b.submit(t, "acme", "tj", s)
+	b.own(t, key)
+	b.reconcile(t, key)
+	b.waitCache(t, key, 1)
+	b.setPhase(t, "ty-acme", "tj-worker-0", corev1.PodSucceeded, 0, "")
+	b.reconcile(t, key)
+	b.reconcile(t, key)
+	require.Equal(t, job.Succeeded, b.load(t, key).Job.Status.State)
+	require.False(t, b.w.own.owns(key), "kept objects without TTL: nothing to do")
+
+	require.NoError(t, b.store.JobDelete(b.ctx, "acme", "tj"))
+	b.own(t, key)
+	b.reconcile(t, key)
+	require.Len(t, b.actions("delete", "pods"), 1)
+	b.waitCache(t, key, 0)
+	require.Eventually(t, func() bool {
+		objs, _ := b.w.services.GetIndexer().ByIndex(indexJobUID, key.UID)
+		return len(objs) == 0
+	}, 5*time.Second, 5*time.Millisecond)
+	b.reconcile(t, key)
+	_, err := b.store.JobLoad(b.ctx, "acme", key.UID)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	require.False(t, b.w.own.owns(key))
+}
+
+func TestLostLeaseStopsWork(t *testing.T) {
+	b := setup(t)
+	b.tenant(t, "acme", tenant.Quota{})
+	key := b.submit(t, "acme", "tj", spec(replica(job.Worker, 1, job.RestartNever)))
+	b.own(t, key)
+	_, err := b.pool.Exec(b.ctx, `UPDATE jobs SET worker_id = 'w2' WHERE uid = $1`, key.UID)
+	require.NoError(t, err)
+
+	b.reconcile(t, key)
+	require.False(t, b.w.own.owns(key))
+	require.Empty(t, b.writes())
+
+	// The renewer drops what another worker took over.
+	b.own(t, b.submit(t, "acme", "tk", spec(replica(job.Worker, 1, job.RestartNever))))
+	_, err = b.pool.Exec(b.ctx, `UPDATE jobs SET worker_id = 'w2' WHERE name = 'tk'`)
+	require.NoError(t, err)
+	b.w.renew(b.ctx)
+	require.Zero(t, b.w.own.count())
+}
+
+func TestFencedSaveAfterTakeover(t *testing.T) {
+	b := setup(t)
+	b.tenant(t, "acme", tenant.Quota{})
+	key := b.submit(t, "acme", "tj", spec(replica(job.Worker, 1, job.RestartNever)))
+	b.own(t, key)
+	wj := b.load(t, key)
+	// Another worker takes the job over between the load and the save.
+	_, err := b.pool.Exec(b.ctx, `UPDATE jobs SET worker_id = 'w2' WHERE uid = $1`, key.UID)
+	require.NoError(t, err)
+	p := &pass{key: key, wj: wj, loaded: wj.Job.Status.State, ns: "ty-acme", now: b.clock.Now()}
+	st := wj.Job.Status
+	st.Message = "x"
+	ok, res, err := b.w.save(b.ctx, p, st, nil, false)
+	require.NoError(t, err)
+	require.False(t, ok)
+	require.Equal(t, result{}, res)
+	require.False(t, b.w.own.owns(key))
+}
+
+func TestInformerEventsQueueOwnedJobs(t *testing.T) {
+	b := setup(t)
+	b.tenant(t, "acme", tenant.Quota{})
+	key := b.submit(t, "acme", "tj", spec(replica(job.Worker, 1, job.RestartNever)))
+	b.own(t, key)
+	drain(b)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "ty-acme", Labels: map[string]string{
+		kube.LabelManagedBy: kube.ManagedByValue, kube.LabelTenant: "acme", kube.LabelJobUID: key.UID,
+	}}}
+	b.w.enqueueOwner(cache.DeletedFinalStateUnknown{Key: "ty-acme/x", Obj: pod})
+	require.Equal(t, []store.JobKey{key}, queued(b))
+
+	other := pod.DeepCopy()
+	other.Labels[kube.LabelJobUID] = "00000000-0000-0000-0000-000000000002"
+	b.w.enqueueOwner(other)
+	require.Empty(t, queued(b), "not owned: ignored")
+
+	// Updates that change nothing Plan reads are not queued.
+	running := pod.DeepCopy()
+	running.Labels[kube.LabelComponent] = kube.ComponentReplica
+	running.Labels[kube.LabelReplicaType] = "worker"
+	running.Labels[kube.LabelReplicaIndex] = "0"
+	running.Labels[kube.LabelAttempt] = "0"
+	running.ResourceVersion = "1"
+	touched := running.DeepCopy()
+	touched.ResourceVersion = "2"
+	touched.Annotations = map[string]string{"x": "y"}
+	require.False(t, podChanged(running, touched))
+	touched.Status.Phase = corev1.PodRunning
+	require.True(t, podChanged(running, touched))
+}
+
+func TestQuotaMessage(t *testing.T) {
+	for _, tc := range []struct {
+		demand, used, limits job.Demand
+		want                 string
+	}{
+		{job.Demand{GPU: 4}, job.Demand{GPU: 6}, job.Demand{GPU: 8}, "waiting for quota: needs 4 GPUs, 6 of 8 in use"},
+		{job.Demand{CPUMilli: 1500, MemoryBytes: 4 << 30}, job.Demand{CPUMilli: 31000, MemoryBytes: 1 << 30}, job.Demand{CPUMilli: 32000, MemoryBytes: 4 << 30},
+			"waiting for quota: needs 1500m CPU, 31 of 32 in use; needs 4Gi memory, 1Gi of 4Gi in use"},
+		{job.Demand{Pods: 3}, job.Demand{Pods: 9}, job.Demand{Pods: 10, GPU: 1}, "waiting for quota: needs 3 pods, 9 of 10 in use"},
+		{job.Demand{GPU: 1}, job.Demand{}, job.Demand{GPU: 8}, "waiting for quota"},
+	} {
+		require.Equal(t, tc.want, quotaMessage(tc.demand, tc.used, tc.limits))
+	}
+}
+
+func condition(st job.Status, typ string) *job.Condition {
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == typ {
+			return &st.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// drain empties the worker's queue.
+func drain(b *bundle) { queued(b) }
+
+// queued takes every key from the worker's queue, without reconciling.
+func queued(b *bundle) []store.JobKey {
+	var out []store.JobKey
+	for b.w.queue.Len() > 0 {
+		k, _ := b.w.queue.Get()
+		b.w.queue.Done(k)
+		b.w.queue.Forget(k)
+		out = append(out, k)
+	}
+	return out
+}
+
+// testCount counts a histogram's observations, or a vector's series.
+func testCount(t *testing.T, c prometheus.Collector) int {
+	t.Helper()
+	if h, ok := c.(prometheus.Histogram); ok {
+		var m dto.Metric
+		require.NoError(t, h.Write(&m))
+		return int(m.GetHistogram().GetSampleCount())
+	}
+	return testutil.CollectAndCount(c)
+}
+
+// A container the kubelet reports stuck (an image that cannot be pulled)
+// shows in the job's status through the informer's pod.
+func TestStuckContainerIsReported(t *testing.T) {
+	b := setup(t)
+	b.tenant(t, "acme", tenant.Quota{})
+	key := b.submit(t, "acme", "tj", spec(replica(job.Worker, 1, job.RestartNever)))
+	b.own(t, key)
+	b.reconcile(t, key)
+	b.waitCache(t, key, 1)
+	pod, err := b.kube.CoreV1().Pods("ty-acme").Get(b.ctx, "tj-worker-0", metav1.GetOptions{})
+	require.NoError(t, err)
+	pod.Status.Phase = corev1.PodPending
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: kube.ContainerName, State: corev1.ContainerState{
+		Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: `Back-off pulling image "tf:2"`},
+	}}}
+	_, err = b.kube.CoreV1().Pods("ty-acme").UpdateStatus(b.ctx, pod, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	b.waitPod(t, "ty-acme", "tj-worker-0", func(p *corev1.Pod) bool { return len(p.Status.ContainerStatuses) > 0 })
+
+	b.reconcile(t, key)
+	cond := condition(b.load(t, key).Job.Status, job.CondContainersWaiting)
+	require.NotNil(t, cond)
+	require.True(t, cond.Status)
+	require.Equal(t, "ImagePullBackOff", cond.Reason)
+	require.Equal(t, `tj-worker-0: ImagePullBackOff: Back-off pulling image "tf:2"`, cond.Message)
+	evs := b.events(t, key)
+	require.Equal(t, "ImagePullBackOff", evs[len(evs)-1].Reason)
+}

@@ -1,0 +1,70 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/trainyard/trainyard/internal/kube"
+	"github.com/trainyard/trainyard/internal/store"
+	"github.com/trainyard/trainyard/internal/tenant"
+)
+
+// tenantCache keeps tenant records for a short while: every reconcile
+// needs the tenant's namespace, and a Postgres round trip per pass for a
+// record that rarely changes is waste. A ChannelTenants notification drops
+// the entry at once; the TTL bounds staleness when one is lost.
+type tenantCache struct {
+	store *store.Store
+	ttl   time.Duration
+
+	mu sync.Mutex
+	m  map[string]cachedTenant
+}
+
+type cachedTenant struct {
+	t  tenant.Tenant
+	at time.Time
+}
+
+func newTenantCache(s *store.Store, ttl time.Duration) *tenantCache {
+	return &tenantCache{store: s, ttl: ttl, m: map[string]cachedTenant{}}
+}
+
+// get returns the tenant. A tenant that does not exist (any more) comes
+// back as a record with only its id: its jobs still need cleaning up in
+// the namespace its id maps to.
+func (c *tenantCache) get(ctx context.Context, id string) (tenant.Tenant, error) {
+	c.mu.Lock()
+	e, ok := c.m[id]
+	c.mu.Unlock()
+	if ok && time.Since(e.at) < c.ttl {
+		return e.t, nil
+	}
+	t, err := c.store.TenantGet(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return tenant.Tenant{ID: id}, nil
+	case err != nil:
+		return tenant.Tenant{}, err
+	}
+	c.mu.Lock()
+	c.m[id] = cachedTenant{t: t, at: time.Now()}
+	c.mu.Unlock()
+	return t, nil
+}
+
+func (c *tenantCache) invalidate(id string) {
+	c.mu.Lock()
+	delete(c.m, id)
+	c.mu.Unlock()
+}
+
+// namespaceOf is the namespace of a tenant's jobs.
+func namespaceOf(t tenant.Tenant, prefix string) string {
+	if t.Namespace != "" {
+		return t.Namespace
+	}
+	return kube.NamespaceName(prefix, t.ID)
+}

@@ -1,0 +1,402 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	listerscorev1 "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/trainyard/trainyard/internal/kube"
+	"github.com/trainyard/trainyard/internal/store"
+)
+
+// Worker runs the jobs it owns on Kubernetes. Build it with New, then Run.
+type Worker struct {
+	cfg     Config
+	log     *slog.Logger
+	store   *store.Store
+	kube    kubernetes.Interface
+	metrics *metrics
+
+	queue     workqueue.TypedRateLimitingInterface[store.JobKey]
+	factory   informers.SharedInformerFactory
+	pods      cache.SharedIndexInformer
+	services  cache.SharedIndexInformer
+	podLister listerscorev1.PodLister
+	svcLister listerscorev1.ServiceLister
+
+	own       *ownership
+	expect    *expectations
+	waiting   *waitSet
+	tenants   *tenantCache
+	claimWake chan struct{}
+
+	synced   atomic.Bool // informer caches synced: reconciles may run
+	stopping atomic.Bool
+	renewOK  atomic.Int64 // unix nanos of the last successful renewal or claim
+}
+
+// indexJobUID indexes pods and services by their job's uid label.
+const indexJobUID = "trainyard-job-uid"
+
+// New builds a Worker: its queue, metrics and informers (not started).
+func New(cfg Config) (*Worker, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	w := &Worker{
+		cfg:       cfg,
+		log:       cfg.Logger.With("worker", cfg.ID),
+		store:     cfg.Store,
+		kube:      cfg.Kube,
+		own:       newOwnership(),
+		expect:    newExpectations(30 * time.Second),
+		waiting:   newWaitSet(),
+		tenants:   newTenantCache(cfg.Store, 30*time.Second),
+		claimWake: make(chan struct{}, 1),
+	}
+	w.metrics = newMetrics(cfg.Registry, w)
+	w.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedMaxOfRateLimiter(
+			// Per job: 50ms doubling to a minute. No overall bucket: one
+			// tenant's failing jobs must not slow every other job's retries.
+			workqueue.NewTypedItemExponentialFailureRateLimiter[store.JobKey](50*time.Millisecond, time.Minute),
+		),
+		workqueue.TypedRateLimitingQueueConfig[store.JobKey]{Name: "jobs", MetricsProvider: w.metrics.queue},
+	)
+
+	// Only Trainyard's objects, in every namespace; no periodic resync (the
+	// timers and the ownership resync cover what events do not).
+	w.factory = informers.NewSharedInformerFactoryWithOptions(cfg.Kube, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.LabelSelector = kube.ManagedSelector().String()
+		}),
+		informers.WithTransform(stripManagedFields),
+	)
+	podInf := w.factory.Core().V1().Pods()
+	svcInf := w.factory.Core().V1().Services()
+	w.pods, w.services = podInf.Informer(), svcInf.Informer()
+	w.podLister, w.svcLister = podInf.Lister(), svcInf.Lister()
+	for _, inf := range []cache.SharedIndexInformer{w.pods, w.services} {
+		if err := inf.AddIndexers(cache.Indexers{indexJobUID: byJobUID}); err != nil {
+			return nil, fmt.Errorf("worker: informer index: %w", err)
+		}
+	}
+	for kind, inf := range map[string]cache.SharedIndexInformer{"pod": w.pods, "service": w.services} {
+		changed := metaChanged
+		if kind == "pod" {
+			changed = podChanged
+		}
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj any) {
+				w.observed(kind, obj, false)
+				w.enqueueOwner(obj)
+			},
+			UpdateFunc: func(old, cur any) {
+				w.observed(kind, cur, false)
+				w.enqueueIf(changed(old, cur), cur)
+			},
+			DeleteFunc: func(obj any) {
+				w.observed(kind, obj, true)
+				w.enqueueOwner(obj)
+			},
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// ID is the worker's id.
+func (w *Worker) ID() string { return w.cfg.ID }
+
+// Ready reports whether the worker is doing its work: its caches are
+// synced and it reached Postgres within three lease periods.
+func (w *Worker) Ready() error {
+	if !w.synced.Load() {
+		return errors.New("informer caches not synced yet")
+	}
+	last := time.Unix(0, w.renewOK.Load())
+	if since := time.Since(last); since > 3*w.cfg.LeaseTTL {
+		return fmt.Errorf("no successful lease renewal for %s", since.Round(time.Second))
+	}
+	return nil
+}
+
+// Run works until ctx ends, then stops: it lets the reconciles in flight
+// finish (for a few seconds at most) and releases every job it owns, so
+// that other workers take them over at once. The caller runs cfg.Listener.
+func (w *Worker) Run(ctx context.Context) error {
+	w.log.Info("worker starting", "concurrency", w.cfg.Concurrency, "lease_ttl", w.cfg.LeaseTTL,
+		"max_owned_jobs", w.cfg.MaxOwnedJobs)
+	w.renewOK.Store(time.Now().UnixNano())
+	if l := w.cfg.Listener; l != nil {
+		w.listen(ctx, l)
+	}
+	w.factory.Start(ctx.Done())
+	defer w.factory.Shutdown()
+
+	var loops sync.WaitGroup
+	loops.Go(func() { w.runOwnership(ctx) })
+
+	// An empty cache would look like vanished pods, which Plan counts as
+	// failures: no reconcile before the caches are synced.
+	if !cache.WaitForCacheSync(ctx.Done(), w.pods.HasSynced, w.services.HasSynced) {
+		w.stop(&loops, nil)
+		if ctx.Err() != nil {
+			return nil
+		}
+		return errors.New("worker: informer caches did not sync")
+	}
+	w.synced.Store(true)
+	w.log.Info("informer caches synced; reconciling")
+
+	// Reconciles run on a context that outlives ctx for a short drain.
+	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+	var workers sync.WaitGroup
+	for range w.cfg.Concurrency {
+		workers.Go(func() {
+			for w.processNextWorkItem(workCtx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	drain := time.AfterFunc(5*time.Second, cancelWork)
+	defer drain.Stop()
+	w.stop(&loops, &workers)
+	return nil
+}
+
+// stop shuts the queue down, waits for the loops and reconciles, and
+// releases the worker's jobs.
+func (w *Worker) stop(loops, workers *sync.WaitGroup) {
+	w.stopping.Store(true)
+	w.queue.ShutDown()
+	loops.Wait()
+	if workers != nil {
+		workers.Wait()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := w.store.JobReleaseAll(ctx, w.cfg.ID); err != nil {
+		w.log.Warn("releasing jobs at shutdown failed; they are taken over when their leases expire", "error", err)
+		return
+	}
+	w.log.Info("worker stopped; jobs released", "jobs", w.own.count())
+}
+
+// listen wakes the worker on notifications: a job that needs attention
+// (queued if owned, else claimed), a tenant that changed (its cached record
+// is dropped and its jobs waiting for quota try again), and a reconnect
+// (notifications were lost: claim and requeue everything).
+func (w *Worker) listen(ctx context.Context, l *store.Listener) {
+	jobs, stopJobs := l.Subscribe(store.ChannelJobs)
+	tenants, stopTenants := l.Subscribe(store.ChannelTenants)
+	context.AfterFunc(ctx, func() { stopJobs(); stopTenants() })
+	l.OnReconnect(func() {
+		if ctx.Err() != nil {
+			return
+		}
+		w.wakeClaimer()
+		for _, k := range w.own.keys() {
+			w.queue.Add(k)
+		}
+	})
+	go func() {
+		for payload := range jobs {
+			tenantID, uid, ok := strings.Cut(payload, "/")
+			if !ok {
+				continue
+			}
+			if k := (store.JobKey{Tenant: tenantID, UID: uid}); w.own.owns(k) {
+				w.queue.Add(k)
+			} else {
+				w.wakeClaimer()
+			}
+		}
+	}()
+	go func() {
+		for id := range tenants {
+			w.tenants.invalidate(id)
+			w.wakeWaiting(id)
+		}
+	}()
+}
+
+// wakeWaiting queues the owned jobs of tenantID that wait for quota.
+func (w *Worker) wakeWaiting(tenantID string) {
+	for _, k := range w.waiting.tenant(tenantID) {
+		w.queue.Add(k)
+	}
+}
+
+// processNextWorkItem reconciles one job: Forget on success, a rate-limited
+// retry on error, AddAfter for the plan's timers.
+func (w *Worker) processNextWorkItem(ctx context.Context) bool {
+	key, quit := w.queue.Get()
+	if quit {
+		return false
+	}
+	defer w.queue.Done(key)
+	if w.stopping.Load() {
+		return true
+	}
+	start := time.Now()
+	res, err := w.reconcile(ctx, key)
+	w.metrics.reconcileSeconds.Observe(time.Since(start).Seconds())
+	switch {
+	case err != nil:
+		var re *reconcileError
+		reason := errReasonStore
+		if errors.As(err, &re) {
+			reason = re.reason
+		}
+		w.metrics.reconcileErrors.WithLabelValues(reason).Inc()
+		if ctx.Err() == nil {
+			w.log.Warn("reconcile failed; retrying with backoff", "job", key, "error", err,
+				"retries", w.queue.NumRequeues(key))
+		}
+		w.queue.AddRateLimited(key)
+	case res.requeue:
+		w.queue.Forget(key)
+		w.queue.Add(key)
+	case res.after > 0:
+		w.queue.Forget(key)
+		w.queue.AddAfter(key, res.after)
+	default:
+		w.queue.Forget(key)
+	}
+	return true
+}
+
+// reconcileError labels an error for the metrics.
+type reconcileError struct {
+	reason string
+	err    error
+}
+
+func (e *reconcileError) Error() string { return e.err.Error() }
+func (e *reconcileError) Unwrap() error { return e.err }
+
+func errorf(reason string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &reconcileError{reason: reason, err: err}
+}
+
+// enqueueOwner queues the job an object belongs to, if this worker owns it.
+func (w *Worker) enqueueOwner(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	tenantID, uid, ok := kube.JobKeyOf(m)
+	if !ok {
+		return
+	}
+	if k := (store.JobKey{Tenant: tenantID, UID: uid}); w.own.owns(k) {
+		w.queue.Add(k)
+	}
+}
+
+// observed clears the expectations an informer event fulfils: the object
+// exists (or existed) under its name, and it is gone or going.
+func (w *Worker) observed(kind string, obj any, gone bool) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	w.expect.observed(createKey(kind, m.GetNamespace(), m.GetName()))
+	if gone || m.GetDeletionTimestamp() != nil {
+		w.expect.observed(deleteKey(string(m.GetUID())), deleteKey(m.GetNamespace()+"/"+m.GetName()))
+	}
+}
+
+func (w *Worker) enqueueIf(changed bool, obj any) {
+	if changed {
+		w.enqueueOwner(obj)
+	}
+}
+
+// podChanged reports whether an update changes anything Plan looks at: the
+// observed replica (phase, node, scheduling, termination, deletion), or for
+// other pods (TensorBoard) their labels or deletion.
+func podChanged(old, cur any) bool {
+	o, ok1 := old.(*corev1.Pod)
+	c, ok2 := cur.(*corev1.Pod)
+	if !ok1 || !ok2 {
+		return true
+	}
+	ob, okO := kube.ObservePod(o)
+	cb, okC := kube.ObservePod(c)
+	if okO != okC {
+		return true
+	}
+	if okO {
+		return !equalObserved(ob, cb)
+	}
+	return metaChanged(old, cur)
+}
+
+// metaChanged reports a change of labels or of the deletion timestamp.
+func metaChanged(old, cur any) bool {
+	o, ok1 := old.(metav1.Object)
+	c, ok2 := cur.(metav1.Object)
+	if !ok1 || !ok2 {
+		return true
+	}
+	if (o.GetDeletionTimestamp() == nil) != (c.GetDeletionTimestamp() == nil) {
+		return true
+	}
+	ol, cl := o.GetLabels(), c.GetLabels()
+	if len(ol) != len(cl) {
+		return true
+	}
+	for k, v := range ol {
+		if cl[k] != v {
+			return true
+		}
+	}
+	return false
+}
+
+func byJobUID(obj any) ([]string, error) {
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return nil, nil
+	}
+	if uid := m.GetLabels()[kube.LabelJobUID]; uid != "" {
+		return []string{uid}, nil
+	}
+	return nil, nil
+}
+
+// stripManagedFields keeps the informers' caches small: managed fields
+// are often the larger part of a pod, and nothing here reads them.
+func stripManagedFields(obj any) (any, error) {
+	if m, ok := obj.(metav1.Object); ok {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
+}
