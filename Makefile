@@ -66,3 +66,7 @@ cluster-down: ## Stop the local control plane and remove its state.
 .PHONY: cluster-status
 cluster-status: ## Show the local control plane's processes and health.
 	@$(LOCALCLUSTER) status
+
+.PHONY: demo
+demo: build ## Run Trainyard on the local cluster and train a 1 chief + 2 worker + 1 PS job to SUCCEEDED, then stop it all.
+	bash integration/demo.sh

@@ -1,0 +1,513 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/trainyard/trainyard/integration/cluster"
+	"github.com/trainyard/trainyard/integration/harness"
+	"github.com/trainyard/trainyard/internal/kube"
+	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
+)
+
+// End-to-end tests of `trainyard worker` (issue 4): the real server and
+// worker processes, real Postgres, the local cluster whose simulated
+// kubelet makes pods behave as their sim.trainyard.dev annotations say.
+
+// workerTenant is the tenant every test here runs its jobs in.
+const workerTenant = "acme"
+
+// workerEnv is a running Trainyard with a tenant whose namespace exists and
+// a JobService client of one of its editors.
+type workerEnv struct {
+	*harness.Env
+	jobs pb.JobServiceClient
+	ns   string
+}
+
+// startWorkers starts the API server and n workers (with extra worker
+// flags), creates the tenant and, when a worker runs, waits for the
+// worker's tenant reconciler to provision its namespace.
+func startWorkers(t *testing.T, n int, workerArgs ...string) *workerEnv {
+	t.Helper()
+	c := harness.Cluster(t)
+	var ns string
+	// Registered before the processes start, so it runs after they are
+	// stopped: nothing re-creates the namespace then.
+	t.Cleanup(func() {
+		if ns == "" {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = c.Client().CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	})
+	env := harness.Start(t, harness.Options{Cluster: true, Workers: n, WorkerArgs: workerArgs})
+	env.CreateTenant(t, workerTenant, harness.Subject("alice", pb.Role_ROLE_EDITOR))
+	ns = env.Namespace(workerTenant)
+	we := &workerEnv{Env: env, jobs: env.Jobs(t, env.Token("alice")), ns: ns}
+	if n > 0 {
+		we.waitNamespace(t)
+	}
+	return we
+}
+
+// waitNamespace waits until the tenant's namespace has its job
+// ServiceAccount, which the tenant reconciler in `trainyard worker` makes.
+func (e *workerEnv) waitNamespace(t *testing.T) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		_, err := e.Cluster.Client().CoreV1().ServiceAccounts(e.ns).Get(ctxT(t), kube.DefaultJobServiceAccount, metav1.GetOptions{})
+		return err == nil
+	}, 60*time.Second, 100*time.Millisecond, "the worker's tenant reconciler never provisioned namespace %s", e.ns)
+}
+
+// submit creates job id in the tenant and returns its resource name.
+func (e *workerEnv) submit(t *testing.T, id string, spec *pb.JobSpec) string {
+	t.Helper()
+	_, err := e.jobs.CreateJob(ctxT(t), &pb.CreateJobRequest{
+		Parent: harness.TenantName(workerTenant), JobId: id, Job: &pb.Job{Spec: spec},
+	})
+	require.NoError(t, err, "create job %s", id)
+	return harness.JobName(workerTenant, id)
+}
+
+func (e *workerEnv) wait(t *testing.T, name string, timeout time.Duration, states ...pb.JobState) *pb.Job {
+	t.Helper()
+	return harness.WaitJob(t, e.jobs, name, timeout, harness.InState(states...))
+}
+
+// pods lists the pods of a job (by its name label).
+func (e *workerEnv) pods(t *testing.T, jobID string) []corev1.Pod {
+	t.Helper()
+	list, err := e.Cluster.Client().CoreV1().Pods(e.ns).List(ctxT(t), metav1.ListOptions{
+		LabelSelector: labels.SelectorFromSet(labels.Set{kube.LabelJob: jobID}).String(),
+	})
+	require.NoError(t, err)
+	return list.Items
+}
+
+// waitGone waits until the job has no pods and no Services left.
+func (e *workerEnv) waitGone(t *testing.T, jobID string, timeout time.Duration) {
+	t.Helper()
+	sel := labels.SelectorFromSet(labels.Set{kube.LabelJob: jobID}).String()
+	require.Eventually(t, func() bool {
+		pods, err1 := e.Cluster.Client().CoreV1().Pods(e.ns).List(ctxT(t), metav1.ListOptions{LabelSelector: sel})
+		svcs, err2 := e.Cluster.Client().CoreV1().Services(e.ns).List(ctxT(t), metav1.ListOptions{LabelSelector: sel})
+		return err1 == nil && err2 == nil && len(pods.Items) == 0 && len(svcs.Items) == 0
+	}, timeout, 100*time.Millisecond, "job %s still has pods or services", jobID)
+}
+
+// podRecorder records every pod creation in a namespace (from a watch
+// started before the jobs are submitted): the UIDs seen per pod name.
+type podRecorder struct {
+	mu   sync.Mutex
+	uids map[string]map[string]bool
+}
+
+func (e *workerEnv) recordPods(t *testing.T) *podRecorder {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := e.Cluster.Client().CoreV1().Pods(e.ns).Watch(ctx, metav1.ListOptions{LabelSelector: kube.ManagedSelector().String()})
+	require.NoError(t, err)
+	r := &podRecorder{uids: map[string]map[string]bool{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok || ev.Type == watch.Error {
+				continue
+			}
+			r.mu.Lock()
+			if r.uids[pod.Name] == nil {
+				r.uids[pod.Name] = map[string]bool{}
+			}
+			r.uids[pod.Name][string(pod.UID)] = true
+			r.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { w.Stop(); cancel(); <-done })
+	return r
+}
+
+// created returns, per pod name with the prefix, how many distinct pods
+// (UIDs) were ever created.
+func (r *podRecorder) created(prefix string) map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]int{}
+	for name, uids := range r.uids {
+		if strings.HasPrefix(name, prefix) {
+			out[name] = len(uids)
+		}
+	}
+	return out
+}
+
+func rep(typ pb.ReplicaType, count int32, annotations map[string]string) *pb.ReplicaSpec {
+	return &pb.ReplicaSpec{Type: typ, Count: count, Image: "tensorflow/tensorflow:2.16.1",
+		Command: []string{"python", "train.py"}, PodAnnotations: annotations}
+}
+
+func annot(kv ...string) map[string]string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return m
+}
+
+// tfConfig is TF_CONFIG as a pod sees it.
+type tfConfig struct {
+	Cluster map[string][]string `json:"cluster"`
+	Task    struct {
+		Type  string `json:"type"`
+		Index int    `json:"index"`
+	} `json:"task"`
+	Environment string `json:"environment"`
+}
+
+// A 1 chief + 4 worker + 2 PS + 1 evaluator job reaches SUCCEEDED, and
+// while it runs every pod's TF_CONFIG is correct and resolvable by name
+// the way cluster DNS would answer: the headless Service selects the pod,
+// its hostname and subdomain make the listed name, and the EndpointSlice
+// the controller manager writes for the Service lists it under that
+// hostname.
+func TestWorkerRunsDistributedJobWithResolvableTFConfig(t *testing.T) {
+	e := startWorkers(t, 1)
+	forever := annot(cluster.AnnotationRunForever, "true")
+	name := e.submit(t, "dist", &pb.JobSpec{
+		Replicas: []*pb.ReplicaSpec{
+			rep(pb.ReplicaType_REPLICA_TYPE_CHIEF, 1, annot(cluster.AnnotationRunFor, "8s")),
+			rep(pb.ReplicaType_REPLICA_TYPE_WORKER, 4, forever),
+			rep(pb.ReplicaType_REPLICA_TYPE_PS, 2, forever),
+			rep(pb.ReplicaType_REPLICA_TYPE_EVALUATOR, 1, forever),
+		},
+	})
+	e.wait(t, name, 60*time.Second, pb.JobState_JOB_STATE_RUNNING)
+
+	svc, err := e.Cluster.Client().CoreV1().Services(e.ns).Get(ctxT(t), "dist", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, corev1.ClusterIPNone, svc.Spec.ClusterIP)
+	require.True(t, svc.Spec.PublishNotReadyAddresses)
+	addr := func(pod string) string { return fmt.Sprintf("%s.dist.%s.svc:2222", pod, e.ns) }
+	wantCluster := map[string][]string{
+		"chief":     {addr("dist-chief-0")},
+		"worker":    {addr("dist-worker-0"), addr("dist-worker-1"), addr("dist-worker-2"), addr("dist-worker-3")},
+		"ps":        {addr("dist-ps-0"), addr("dist-ps-1")},
+		"evaluator": {addr("dist-evaluator-0")},
+	}
+
+	pods := e.pods(t, "dist")
+	require.Len(t, pods, 8)
+	for _, pod := range pods {
+		var tf tfConfig
+		var raw string
+		for _, env := range pod.Spec.Containers[0].Env {
+			if env.Name == "TF_CONFIG" {
+				raw = env.Value
+			}
+		}
+		require.NoError(t, json.Unmarshal([]byte(raw), &tf), "pod %s TF_CONFIG %q", pod.Name, raw)
+		require.Equal(t, wantCluster, tf.Cluster, "pod %s", pod.Name)
+		require.Equal(t, "cloud", tf.Environment)
+		require.Equal(t, pod.Labels[kube.LabelReplicaType], tf.Task.Type)
+		require.Equal(t, pod.Labels[kube.LabelReplicaIndex], fmt.Sprint(tf.Task.Index))
+		require.Equal(t, fmt.Sprintf("dist-%s-%d", tf.Task.Type, tf.Task.Index), pod.Name)
+
+		// <hostname>.<subdomain>.<ns>.svc is the name TF_CONFIG lists.
+		require.Equal(t, pod.Name, pod.Spec.Hostname)
+		require.Equal(t, svc.Name, pod.Spec.Subdomain)
+		self := wantCluster[tf.Task.Type][tf.Task.Index]
+		require.Equal(t, fmt.Sprintf("%s.%s.%s.svc:2222", pod.Spec.Hostname, pod.Spec.Subdomain, pod.Namespace), self)
+		require.True(t, labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(pod.Labels)),
+			"the Service selects pod %s", pod.Name)
+	}
+
+	// The EndpointSlice lists every pod under its hostname: a DNS server
+	// would answer each TF_CONFIG name with the pod's address.
+	require.Eventually(t, func() bool {
+		slices, err := e.Cluster.Client().DiscoveryV1().EndpointSlices(e.ns).List(ctxT(t), metav1.ListOptions{
+			LabelSelector: discoveryv1.LabelServiceName + "=dist",
+		})
+		if err != nil {
+			return false
+		}
+		listed := map[string]bool{}
+		for _, s := range slices.Items {
+			for _, ep := range s.Endpoints {
+				if ep.TargetRef != nil && ep.Hostname != nil && *ep.Hostname == ep.TargetRef.Name && len(ep.Addresses) > 0 {
+					listed[ep.TargetRef.Name] = true
+				}
+			}
+		}
+		for _, pod := range pods {
+			if !listed[pod.Name] {
+				return false
+			}
+		}
+		return true
+	}, 20*time.Second, 200*time.Millisecond, "the EndpointSlice of Service dist lists every pod under its hostname")
+
+	j := e.wait(t, name, 60*time.Second, pb.JobState_JOB_STATE_SUCCEEDED)
+	require.Equal(t, "chief-0 succeeded", j.GetStatus().GetMessage())
+	// CleanPodPolicy Running (the default): the pods still running go; the
+	// finished chief stays.
+	require.Eventually(t, func() bool {
+		pods := e.pods(t, "dist")
+		return len(pods) == 1 && pods[0].Name == "dist-chief-0"
+	}, 30*time.Second, 100*time.Millisecond)
+}
+
+// A replica that fails with an exit code the ExitCode policy retries (137,
+// killed by a signal) is recreated as attempt 1, which succeeds; the job
+// succeeds with one restart counted.
+func TestWorkerRestartsRetryableFailure(t *testing.T) {
+	e := startWorkers(t, 1)
+	r := rep(pb.ReplicaType_REPLICA_TYPE_WORKER, 1, annot(
+		cluster.AnnotationFailAttempts, "1", cluster.AnnotationExitCode, "137", cluster.AnnotationReason, "OOMKilled"))
+	r.RestartPolicy = pb.RestartPolicy_RESTART_POLICY_EXIT_CODE
+	rec := e.recordPods(t)
+	name := e.submit(t, "retry", &pb.JobSpec{
+		Replicas:  []*pb.ReplicaSpec{r},
+		RunPolicy: &pb.RunPolicy{CleanPodPolicy: pb.CleanPodPolicy_CLEAN_POD_POLICY_NONE},
+	})
+	j := e.wait(t, name, 90*time.Second, pb.JobState_JOB_STATE_SUCCEEDED, pb.JobState_JOB_STATE_FAILED)
+	require.Equal(t, pb.JobState_JOB_STATE_SUCCEEDED, j.GetStatus().GetState(), "status: %v", j.GetStatus())
+	require.EqualValues(t, 1, j.GetStatus().GetRestarts())
+	rs := j.GetStatus().GetReplicas()[0]
+	require.EqualValues(t, 1, rs.GetRestarts())
+	require.EqualValues(t, 0, rs.GetLastTermination().GetExitCode(), "the last run succeeded")
+
+	pods := e.pods(t, "retry")
+	require.Len(t, pods, 1)
+	require.Equal(t, "1", pods[0].Labels[kube.LabelAttempt], "the pod left is the restarted attempt")
+	require.Equal(t, map[string]int{"retry-worker-0": 2}, rec.created("retry-"), "one pod per attempt")
+
+	events := jobEvents(t, e, "retry")
+	require.Contains(t, events, "Restarting: Restarting worker-0 after exit code 137, reason OOMKilled (restart 1 of 3)")
+}
+
+// A replica that keeps failing uses up backoffLimit: the job FAILS with
+// the exit code and the tail of the replica's log (read from the kubelet
+// before the pod was deleted) in its status.
+func TestWorkerFailsPastBackoffLimitWithLogTail(t *testing.T) {
+	e := startWorkers(t, 1)
+	r := rep(pb.ReplicaType_REPLICA_TYPE_WORKER, 1, annot(cluster.AnnotationExitCode, "3"))
+	r.RestartPolicy = pb.RestartPolicy_RESTART_POLICY_ON_FAILURE
+	name := e.submit(t, "crash", &pb.JobSpec{
+		Replicas:  []*pb.ReplicaSpec{r},
+		RunPolicy: &pb.RunPolicy{BackoffLimit: new(int32(1))},
+	})
+	j := e.wait(t, name, 90*time.Second, pb.JobState_JOB_STATE_FAILED, pb.JobState_JOB_STATE_SUCCEEDED)
+	st := j.GetStatus()
+	require.Equal(t, pb.JobState_JOB_STATE_FAILED, st.GetState())
+	require.Equal(t, "BackoffLimitExceeded", st.GetReason())
+	require.Contains(t, st.GetMessage(), "worker-0 ended with exit code 3")
+	require.Contains(t, st.GetMessage(), cluster.LogLineFailed, "the message quotes the log tail")
+	require.EqualValues(t, 1, st.GetRestarts())
+	last := st.GetReplicas()[0].GetLastTermination()
+	require.EqualValues(t, 3, last.GetExitCode())
+	require.Equal(t, "Error", last.GetReason())
+	require.Contains(t, last.GetLogTail(), "Traceback (most recent call last):")
+	require.True(t, strings.HasSuffix(strings.TrimSpace(last.GetLogTail()), cluster.LogLineFailed), "log tail: %q", last.GetLogTail())
+
+	events := jobEvents(t, e, "crash")
+	require.Contains(t, events, "Restarting: Restarting worker-0 after exit code 3, reason Error (restart 1 of 1)")
+	require.True(t, hasPrefix(events, "BackoffLimitExceeded: worker-0 ended with exit code 3"), "events: %q", events)
+}
+
+// A job with a 3 s deadline whose pods never end is FAILED by the
+// deadline's timer within 2 s of it, and its running pods are deleted
+// (CleanPodPolicy Running keeps the headless Service until the job is
+// deleted).
+func TestWorkerDeadlineFiresOnTime(t *testing.T) {
+	e := startWorkers(t, 1)
+	name := e.submit(t, "late", &pb.JobSpec{
+		Replicas:  []*pb.ReplicaSpec{rep(pb.ReplicaType_REPLICA_TYPE_WORKER, 2, runForever())},
+		RunPolicy: &pb.RunPolicy{ActiveDeadlineSeconds: new(int64(3))},
+	})
+	e.wait(t, name, 60*time.Second, pb.JobState_JOB_STATE_RUNNING)
+	j := e.wait(t, name, 30*time.Second, pb.JobState_JOB_STATE_FAILED)
+	st := j.GetStatus()
+	require.Equal(t, "DeadlineExceeded", st.GetReason())
+	deadline := st.GetStartTime().AsTime().Add(3 * time.Second)
+	late := st.GetCompletionTime().AsTime().Sub(deadline)
+	t.Logf("failed %s after the deadline", late)
+	require.GreaterOrEqual(t, late, time.Duration(0), "not before the deadline")
+	require.Less(t, late, 2*time.Second, "within 2 s of the deadline")
+	require.Eventually(t, func() bool { return len(e.pods(t, "late")) == 0 }, 30*time.Second, 100*time.Millisecond,
+		"the running pods are deleted")
+}
+
+// Cancelling a running job deletes its pods and its Service, and the job
+// ends CANCELLED.
+func TestWorkerCancelMidRun(t *testing.T) {
+	e := startWorkers(t, 1)
+	name := e.submit(t, "stopme", &pb.JobSpec{
+		Replicas: []*pb.ReplicaSpec{
+			rep(pb.ReplicaType_REPLICA_TYPE_CHIEF, 1, runForever()),
+			rep(pb.ReplicaType_REPLICA_TYPE_WORKER, 2, runForever()),
+		},
+	})
+	e.wait(t, name, 60*time.Second, pb.JobState_JOB_STATE_RUNNING)
+	require.Len(t, e.pods(t, "stopme"), 3)
+
+	resp := e.REST(e.Token("alice")).Do(t, "POST", "/v1/"+name+":cancel", map[string]any{})
+	require.Equal(t, 200, resp.Status, "%s", resp.Body)
+	j := e.wait(t, name, 30*time.Second, pb.JobState_JOB_STATE_CANCELLED)
+	require.Equal(t, "Cancelled", j.GetStatus().GetReason())
+	e.waitGone(t, "stopme", 30*time.Second)
+}
+
+// The worker is killed (SIGKILL) while it creates a job's pods — its
+// client throttled to 2 requests per second, so the kill lands after the
+// first pods and before the last. A new worker takes the job over once the
+// lease expires, adopts what exists, creates the rest: no pod is created
+// twice, and the job completes.
+func TestWorkerKilledMidDispatchConverges(t *testing.T) {
+	e := startWorkers(t, 0)
+	slow := e.StartWorker(t, "--lease-ttl", "3s", "--kube-qps", "2", "--kube-burst", "1")
+	e.waitNamespace(t)
+	rec := e.recordPods(t)
+	name := e.submit(t, "crashy", &pb.JobSpec{
+		Replicas: []*pb.ReplicaSpec{
+			rep(pb.ReplicaType_REPLICA_TYPE_CHIEF, 1, annot(cluster.AnnotationRunFor, "2s")),
+			rep(pb.ReplicaType_REPLICA_TYPE_WORKER, 6, runForever()),
+		},
+	})
+	require.Eventually(t, func() bool { return len(rec.created("crashy-")) >= 1 }, 60*time.Second, 10*time.Millisecond,
+		"the first pod appears")
+	slow.Kill()
+	n := len(rec.created("crashy-"))
+	t.Logf("worker killed with %d of 7 pods created", n)
+	require.Less(t, n, 7, "killed mid-dispatch")
+
+	e.StartWorker(t, "--lease-ttl", "3s")
+	j := e.wait(t, name, 90*time.Second, pb.JobState_JOB_STATE_SUCCEEDED, pb.JobState_JOB_STATE_FAILED)
+	require.Equal(t, pb.JobState_JOB_STATE_SUCCEEDED, j.GetStatus().GetState(), "status: %v", j.GetStatus())
+	require.Zero(t, j.GetStatus().GetRestarts())
+	created := rec.created("crashy-")
+	require.Len(t, created, 7)
+	for pod, n := range created {
+		require.Equal(t, 1, n, "pod %s created %d times", pod, n)
+	}
+}
+
+// Two workers share one database: every job is dispatched by exactly one
+// of them (one admission each, in the logs) and no pod is created twice.
+func TestTwoWorkersDispatchEachJobOnce(t *testing.T) {
+	e := startWorkers(t, 2)
+	rec := e.recordPods(t)
+	const jobs = 12
+	var names []string
+	for i := range jobs {
+		names = append(names, e.submit(t, fmt.Sprintf("pair-%02d", i), &pb.JobSpec{
+			Replicas: []*pb.ReplicaSpec{
+				rep(pb.ReplicaType_REPLICA_TYPE_CHIEF, 1, annot(cluster.AnnotationRunFor, "1s")),
+				rep(pb.ReplicaType_REPLICA_TYPE_WORKER, 2, runForever()),
+			},
+		}))
+	}
+	for _, name := range names {
+		e.wait(t, name, 120*time.Second, pb.JobState_JOB_STATE_SUCCEEDED)
+	}
+	created := rec.created("pair-")
+	require.Len(t, created, 3*jobs)
+	for pod, n := range created {
+		require.Equal(t, 1, n, "pod %s created %d times", pod, n)
+	}
+	admitted := regexp.MustCompile(`msg="job state changed".* name=(pair-\d+) from=QUEUED to=STARTING`)
+	per := map[string]int{}
+	byWorker := map[string]int{}
+	for _, w := range e.Workers {
+		for _, m := range admitted.FindAllStringSubmatch(w.Logs(), -1) {
+			per[m[1]]++
+			byWorker[w.Name]++
+		}
+	}
+	require.Len(t, per, jobs)
+	for job, n := range per {
+		require.Equal(t, 1, n, "job %s dispatched %d times", job, n)
+	}
+	t.Logf("jobs dispatched per worker: %v", byWorker)
+}
+
+// A job whose pods can never be scheduled (more GPUs than any node has)
+// says why: the Unschedulable condition carries the scheduler's message,
+// and a Warning event is recorded once.
+func TestWorkerReportsUnschedulableJob(t *testing.T) {
+	e := startWorkers(t, 1)
+	r := rep(pb.ReplicaType_REPLICA_TYPE_WORKER, 1, nil)
+	r.Resources = &pb.Resources{Gpu: 64}
+	name := e.submit(t, "huge", &pb.JobSpec{Replicas: []*pb.ReplicaSpec{r}})
+	j := harness.WaitJob(t, e.jobs, name, 60*time.Second, func(j *pb.Job) bool {
+		for _, c := range j.GetStatus().GetConditions() {
+			if c.GetType() == "Unschedulable" && c.GetStatus() {
+				return true
+			}
+		}
+		return false
+	})
+	require.Equal(t, pb.JobState_JOB_STATE_STARTING, j.GetStatus().GetState())
+	for _, c := range j.GetStatus().GetConditions() {
+		if c.GetType() == "Unschedulable" {
+			require.Equal(t, "Unschedulable", c.GetReason())
+			require.Contains(t, c.GetMessage(), "huge-worker-0: ")
+			require.Contains(t, c.GetMessage(), "nvidia.com/gpu", "the scheduler's reason")
+		}
+	}
+	require.True(t, hasPrefix(jobEvents(t, e, "huge"), "Unschedulable: huge-worker-0: "))
+}
+
+// The API server refusing a pod for good — here Pod Security Admission
+// (the namespace enforces baseline) refusing a privileged replica — fails
+// the job at once with the server's reason and message; nothing is retried.
+func TestWorkerFailsJobTheAPIServerForbids(t *testing.T) {
+	e := startWorkers(t, 1)
+	r := rep(pb.ReplicaType_REPLICA_TYPE_WORKER, 1, runForever())
+	r.Privileged = true
+	name := e.submit(t, "priv", &pb.JobSpec{Replicas: []*pb.ReplicaSpec{r}})
+	j := e.wait(t, name, 60*time.Second, pb.JobState_JOB_STATE_FAILED)
+	st := j.GetStatus()
+	require.Equal(t, kube.ReasonPodSecurity, st.GetReason())
+	require.Contains(t, st.GetMessage(), `violates PodSecurity "baseline`)
+	require.Contains(t, st.GetMessage(), "privileged")
+	require.Empty(t, e.pods(t, "priv"))
+	require.True(t, hasPrefix(jobEvents(t, e, "priv"), kube.ReasonPodSecurity+": "))
+}
+
+// jobEvents returns a job's events as "Reason: message".
+func jobEvents(t *testing.T, e *workerEnv, jobID string) []string {
+	t.Helper()
+	resp, err := e.jobs.ListJobEvents(ctxT(t), &pb.ListJobEventsRequest{Parent: harness.JobName(workerTenant, jobID), PageSize: 1000})
+	require.NoError(t, err)
+	var out []string
+	for _, ev := range resp.GetEvents() {
+		out = append(out, ev.GetReason()+": "+ev.GetMessage())
+	}
+	return out
+}
+
+func hasPrefix(list []string, prefix string) bool {
+	for _, s := range list {
+		if strings.HasPrefix(s, prefix) {
+			return true
+		}
+	}
+	return false
+}
