@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenantctl"
 	"github.com/trainyard/trainyard/internal/worker"
@@ -38,6 +39,8 @@ type workerFlags struct {
 	logTailLines  int64
 	logTailBytes  int64
 	metricsAddr   string
+	psaEnforce    string
+	psaWarn       string
 }
 
 func (f *workerFlags) register(fs *pflag.FlagSet) {
@@ -49,6 +52,8 @@ func (f *workerFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.quotaPoll, "quota-poll-interval", worker.DefaultQuotaPollInterval, "how often a job waiting for its tenant's quota tries again")
 	fs.Int64Var(&f.logTailLines, "log-tail-lines", worker.DefaultLogTailLines, "lines of a failed replica's log kept in Postgres")
 	fs.Int64Var(&f.logTailBytes, "log-tail-bytes", worker.DefaultLogTailBytes, "most bytes of a failed replica's log kept in Postgres")
+	fs.StringVar(&f.psaEnforce, "psa-enforce", "baseline", "Pod Security Standard enforced in tenant namespaces: privileged, baseline or restricted")
+	fs.StringVar(&f.psaWarn, "psa-warn", "restricted", "Pod Security Standard warned about (and audited) in tenant namespaces")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", ":8081", "address for the worker's /metrics, /healthz and /readyz; empty disables")
 }
 
@@ -64,9 +69,13 @@ func (f *workerFlags) validate() error {
 		return errors.New("--claim-interval and --quota-poll-interval must be positive")
 	case f.logTailLines < 1 || f.logTailBytes < 1:
 		return errors.New("--log-tail-lines and --log-tail-bytes must be positive")
+	case !psaLevels[f.psaEnforce] || !psaLevels[f.psaWarn]:
+		return fmt.Errorf("--psa-enforce and --psa-warn must be privileged, baseline or restricted, not %q and %q", f.psaEnforce, f.psaWarn)
 	}
 	return nil
 }
+
+var psaLevels = map[string]bool{"privileged": true, "baseline": true, "restricted": true}
 
 func newWorkerCmd() *cobra.Command {
 	var (
@@ -163,6 +172,7 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 	// provisioned; it runs in the worker process with the same client.
 	tenants, err := tenantctl.New(tenantctl.Config{
 		Store: st, Client: kc, Listener: listener, NamespacePrefix: common.kube.namespacePrefix,
+		Options:  kube.TenantOptions{PSAEnforce: wf.psaEnforce, PSAWarn: wf.psaWarn},
 		Registry: reg, Logger: log,
 	})
 	if err != nil {
