@@ -38,9 +38,19 @@ verify: generate ## Fail when generated files are stale or go.mod is untidy.
 	@git diff --exit-code -- proto web-openapi go.mod go.sum || { echo "generated files are stale: run 'make generate' and commit" >&2; exit 1; }
 	@test -z "$$(git status --porcelain -- proto web-openapi)" || { git status --porcelain -- proto web-openapi; echo "untracked generated files: run 'make generate' and commit" >&2; exit 1; }
 
+.PHONY: test
+test: cluster-build build ## Every test: unit, Postgres and end to end on the local cluster (what CI runs).
+	@pg_isready -q -h 127.0.0.1 -p 5432 || { echo "PostgreSQL is not answering on 127.0.0.1:5432 (.ci/run starts it)" >&2; exit 1; }
+	TRAINYARD_BIN=$(BIN)/trainyard $(GO) test -tags integration -count=1 -p 1 -timeout 60m ./...
+
+.PHONY: test-unit
+test-unit: ## Unit tests only: no Postgres, no cluster.
+	$(GO) test -count=1 ./...
+
 .PHONY: lint
 lint: $(PROTO_DEPS) ## go vet, buf lint, and buf breaking against main.
 	$(GO) vet ./...
+	$(GO) vet -tags integration ./...
 	$(GO) tool buf lint
 	@if git rev-parse -q --verify main >/dev/null && git cat-file -e main:proto/trainyard/v1/job.proto 2>/dev/null; then \
 		$(GO) tool buf breaking --against '.git#branch=main'; fi
@@ -70,3 +80,7 @@ cluster-status: ## Show the local control plane's processes and health.
 .PHONY: demo
 demo: build ## Run Trainyard on the local cluster and train a 1 chief + 2 worker + 1 PS job to SUCCEEDED, then stop it all.
 	bash integration/demo.sh
+
+.PHONY: bench
+bench: ## Measure next to same-run baselines: JobCreate vs pgbench INSERTs, submit-to-pods vs raw client-go on the local cluster (about 4 min).
+	$(GO) test -tags bench -run '^$$' -bench . -benchtime 1x -timeout 20m ./integration/bench/
