@@ -52,8 +52,10 @@ lint: $(PROTO_DEPS) ## go vet, buf lint, and buf breaking against main.
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./...
 	$(GO) tool buf lint
-	@if git rev-parse -q --verify main >/dev/null && git cat-file -e main:proto/trainyard/v1/job.proto 2>/dev/null; then \
-		$(GO) tool buf breaking --against '.git#branch=main'; fi
+	@# Breaking changes (WIRE_JSON) against main's protos, with the same offline imports.
+	@if git cat-file -e main:proto/trainyard/v1/job.proto 2>/dev/null; then \
+		tmp=$$(mktemp -d) && git archive main proto buf.yaml | tar -x -C $$tmp && cp -r $(PROTO_DEPS) $$tmp/ && \
+		$(GO) tool buf breaking --against $$tmp; rc=$$?; rm -rf $$tmp; exit $$rc; fi
 
 # --- local cluster ---
 # etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok, built
