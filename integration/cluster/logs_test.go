@@ -127,23 +127,30 @@ func TestPodLogs(t *testing.T) {
 		require.NoError(t, err)
 		require.Contains(t, ownerUIDs(obj), string(p.UID))
 
-		// The whole cycle: the failed pod goes, the garbage collector removes
-		// its Logs object, a pod of the same name runs and succeeds. (Waiting
-		// for the collector also lets kwok finish with the old pod: kwok
-		// v0.8.0 tracks pods by name, and a pod recreated within milliseconds
-		// can be hit by work meant for its predecessor.)
+		// The whole cycle, as Trainyard's worker runs it: the failed pod
+		// goes and a pod of the same name is created as soon as it is gone,
+		// while the garbage collector may still be removing the Logs object
+		// the failed pod owned. The new pod's log is its own
+		// (TestPodNameReusedAtOnce repeats this many times).
 		require.NoError(t, tc.Client().CoreV1().Pods(ns).Delete(context.Background(), "worker-0", metav1.DeleteOptions{}))
 		requireGone(t, ns, "worker-0")
-		require.Eventually(t, func() bool {
-			_, err := logObjects.Get(context.Background(), "worker-0", metav1.GetOptions{})
-			return apierrors.IsNotFound(err)
-		}, waitTimeout, 50*time.Millisecond, "the garbage collector left the Logs object of a deleted pod")
 		createPod(t, ns, replicaPod("worker-0"))
-		pods.awaitPhase(t, "worker-0", corev1.PodSucceeded)
+		p = pods.awaitPhase(t, "worker-0", corev1.PodSucceeded)
 		full := podLogs(t, ns, "worker-0", &corev1.PodLogOptions{})
 		l = lines(full)
 		require.Equal(t, cluster.LogLineSucceeded, l[len(l)-1], full)
 		require.NotContains(t, full, cluster.LogLineFailed)
+		obj, err = logObjects.Get(context.Background(), "worker-0", metav1.GetOptions{})
+		require.NoError(t, err)
+		require.Equal(t, []string{string(p.UID)}, ownerUIDs(obj))
+
+		// A pod's Logs object goes with it.
+		require.NoError(t, tc.Client().CoreV1().Pods(ns).Delete(context.Background(), "worker-1", metav1.DeleteOptions{}))
+		requireGone(t, ns, "worker-1")
+		require.Eventually(t, func() bool {
+			_, err := logObjects.Get(context.Background(), "worker-1", metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}, waitTimeout, 50*time.Millisecond, "the garbage collector left the Logs object of a deleted pod")
 	})
 }
 
