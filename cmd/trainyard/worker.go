@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +42,10 @@ type workerFlags struct {
 	metricsAddr   string
 	psaEnforce    string
 	psaWarn       string
+	// Tenant NetworkPolicy egress exceptions and the API server's identity
+	// (kube.TenantOptions).
+	egressDenyCIDRs   []string
+	apiServiceAccount string
 }
 
 func (f *workerFlags) register(fs *pflag.FlagSet) {
@@ -54,6 +59,8 @@ func (f *workerFlags) register(fs *pflag.FlagSet) {
 	fs.Int64Var(&f.logTailBytes, "log-tail-bytes", worker.DefaultLogTailBytes, "most bytes of a failed replica's log kept in Postgres")
 	fs.StringVar(&f.psaEnforce, "psa-enforce", "baseline", "Pod Security Standard enforced in tenant namespaces: privileged, baseline or restricted")
 	fs.StringVar(&f.psaWarn, "psa-warn", "restricted", "Pod Security Standard warned about (and audited) in tenant namespaces")
+	fs.StringSliceVar(&f.egressDenyCIDRs, "egress-deny-cidrs", slices.Clone(kube.DefaultEgressDenyCIDRs), "CIDRs tenant pods may not connect to (exceptions of their NetworkPolicy's egress to anywhere), comma-separated; empty denies nothing")
+	fs.StringVar(&f.apiServiceAccount, "api-service-account", kube.DefaultAPIServiceAccount, "the API server's ServiceAccount as namespace:name, bound in each tenant namespace to read pod logs there")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", ":8081", "address for the worker's /metrics, /healthz and /readyz; empty disables")
 }
 
@@ -72,10 +79,22 @@ func (f *workerFlags) validate() error {
 	case !psaLevels[f.psaEnforce] || !psaLevels[f.psaWarn]:
 		return fmt.Errorf("--psa-enforce and --psa-warn must be privileged, baseline or restricted, not %q and %q", f.psaEnforce, f.psaWarn)
 	}
+	if err := f.tenantOptions().Validate(); err != nil {
+		return fmt.Errorf("--egress-deny-cidrs or --api-service-account: %w", err)
+	}
 	return nil
 }
 
 var psaLevels = map[string]bool{"privileged": true, "baseline": true, "restricted": true}
+
+// tenantOptions are the flags' part of kube.TenantOptions.
+func (f *workerFlags) tenantOptions() kube.TenantOptions {
+	deny := f.egressDenyCIDRs
+	if deny == nil {
+		deny = []string{} // set to nothing: deny nothing, not the default
+	}
+	return kube.TenantOptions{PSAEnforce: f.psaEnforce, PSAWarn: f.psaWarn, EgressDenyCIDRs: deny, APIServiceAccount: f.apiServiceAccount}
+}
 
 func newWorkerCmd() *cobra.Command {
 	var (
@@ -172,7 +191,7 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 	// provisioned; it runs in the worker process with the same client.
 	tenants, err := tenantctl.New(tenantctl.Config{
 		Store: st, Client: kc, Listener: listener, NamespacePrefix: common.kube.namespacePrefix,
-		Options:  kube.TenantOptions{PSAEnforce: wf.psaEnforce, PSAWarn: wf.psaWarn},
+		Options:  wf.tenantOptions(),
 		Registry: reg, Logger: log,
 	})
 	if err != nil {

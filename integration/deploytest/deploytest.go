@@ -4,12 +4,16 @@
 // then run Trainyard's processes (or the tenant reconciler) with those
 // kubeconfigs, which proves the manifests' RBAC sufficient:
 //
-//	env := harness.Start(t, harness.Options{Cluster: true, Workers: 1,
-//		WorkerKubeconfig: deploytest.WorkerKubeconfig(t, harness.Cluster(t))})
+//	kubeconfig := deploytest.WorkerKubeconfig(t, harness.Cluster(t))
 //
-// Only the Namespace, the ServiceAccount, the RBAC objects that name it and
-// the ValidatingAdmissionPolicies that confine Trainyard's identities are
-// applied (for real, idempotently); Deployments and Services are not.
+// integration/harness does this by default for every test that runs on the
+// cluster (harness.Options.AdminKubeconfig opts out).
+//
+// Only the Namespace, the ServiceAccount, deploy/'s ClusterRoles, the
+// bindings that name the account, the ValidatingAdmissionPolicies that
+// confine Trainyard's identities and the ConfigMap they read their
+// parameters from are applied (for real, idempotently); Deployments,
+// Services and NetworkPolicies are not.
 package deploytest
 
 import (
@@ -112,14 +116,19 @@ func EnsureNamespace(t testing.TB, c *cluster.Cluster) {
 }
 
 // WorkerKubeconfig applies the worker's ServiceAccount, the RBAC of
-// deploy/ that binds it and deploy/'s admission policies, and returns the path of a kubeconfig that
-// authenticates as it (a TokenRequest token, valid 24 hours).
+// deploy/ that binds it, deploy/'s admission policies (with the ConfigMap
+// they take their parameters from) and deploy/'s ClusterRoles, and returns
+// the path of a kubeconfig that authenticates as it (a TokenRequest token,
+// valid 24 hours).
 func WorkerKubeconfig(t testing.TB, c *cluster.Cluster) string {
 	t.Helper()
 	return accountKubeconfig(t, c, WorkerAccount)
 }
 
-// APIKubeconfig is WorkerKubeconfig for the API server's account.
+// APIKubeconfig is WorkerKubeconfig for the API server's account. The API
+// server reads pod logs only through the RoleBinding the worker's tenant
+// reconciler puts into each tenant namespace (its ClusterRole is applied
+// here).
 func APIKubeconfig(t testing.TB, c *cluster.Cluster) string {
 	t.Helper()
 	return accountKubeconfig(t, c, APIAccount)
@@ -132,15 +141,19 @@ var applyMu sync.Mutex
 func accountKubeconfig(t testing.TB, c *cluster.Cluster, account string) string {
 	t.Helper()
 	objs := Build(t, c, "")
-	// The roles its bindings name, then the bindings, as the manifests have them.
-	roles := map[string]bool{}
+	// The bindings of the account, as the manifests have them.
 	var bindings []*unstructured.Unstructured
+	params := map[string]bool{} // namespace/name of ConfigMaps admission policies read
 	for _, o := range objs {
 		if (o.GetKind() == "ClusterRoleBinding" || o.GetKind() == "RoleBinding") && bindsAccount(o, account) {
 			bindings = append(bindings, o)
-			ref, _, _ := unstructured.NestedString(o.Object, "roleRef", "name")
-			kind, _, _ := unstructured.NestedString(o.Object, "roleRef", "kind")
-			roles[kind+"/"+ref] = true
+		}
+		if o.GetKind() == "ValidatingAdmissionPolicyBinding" {
+			name, found, _ := unstructured.NestedString(o.Object, "spec", "paramRef", "name")
+			ns, _, _ := unstructured.NestedString(o.Object, "spec", "paramRef", "namespace")
+			if found {
+				params[ns+"/"+name] = true
+			}
 		}
 	}
 	if len(bindings) == 0 {
@@ -153,7 +166,12 @@ func accountKubeconfig(t testing.TB, c *cluster.Cluster, account string) string 
 		case "ServiceAccount":
 			return o.GetName() == account
 		case "ClusterRole", "Role":
-			return roles[o.GetKind()+"/"+o.GetName()]
+			// Every one: those bound by a ClusterRoleBinding, and those the
+			// worker binds in tenant namespaces (the API server's pod logs).
+			// A role bound to nothing grants nothing.
+			return true
+		case "ConfigMap":
+			return params[o.GetNamespace()+"/"+o.GetName()]
 		case "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
 			return true
 		}

@@ -12,19 +12,23 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/trainyard/trainyard/integration/cluster"
 	"github.com/trainyard/trainyard/integration/deploytest"
 	"github.com/trainyard/trainyard/integration/harness"
+	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenant"
 	"github.com/trainyard/trainyard/internal/tenantctl"
@@ -47,6 +51,11 @@ func TestDeployManifestsPassServerDryRun(t *testing.T) {
 		"configmap/trainyard-config", "clusterrole.rbac.authorization.k8s.io/trainyard-worker",
 		"clusterrolebinding.rbac.authorization.k8s.io/trainyard-api", "service/trainyard-api",
 		"deployment.apps/trainyard-api", "deployment.apps/trainyard-worker", "job.batch/trainyard-migrate",
+		"clusterrole.rbac.authorization.k8s.io/trainyard-api-pod-logs",
+		"validatingadmissionpolicy.admissionregistration.k8s.io/trainyard-api-secrets",
+		"validatingadmissionpolicy.admissionregistration.k8s.io/trainyard-tenant-pod-security",
+		"networkpolicy.networking.k8s.io/trainyard-default-deny-ingress",
+		"networkpolicy.networking.k8s.io/trainyard-api", "networkpolicy.networking.k8s.io/trainyard-worker-metrics",
 	} {
 		require.Contains(t, out, want)
 	}
@@ -73,6 +82,86 @@ func TestDeployManifestsPassServerDryRun(t *testing.T) {
 		templates++
 	}
 	require.Equal(t, 3, templates, "api and worker Deployments and the migration Job")
+}
+
+// The API server's rights in deploy/, exactly: write-only on Secrets, and
+// pod logs only through the ClusterRole the worker binds in tenant
+// namespaces (no ClusterRoleBinding names it). Trainyard's namespace
+// admits connections to the API ports from anywhere and to the workers'
+// metrics from the monitoring namespace only.
+func TestDeployAPIRoleAndNetworkPolicies(t *testing.T) {
+	c := harness.Cluster(t)
+	objs := deploytest.Build(t, c, "")
+	find := func(kind, name string) *unstructured.Unstructured {
+		t.Helper()
+		for _, o := range objs {
+			if o.GetKind() == kind && o.GetName() == name {
+				return o
+			}
+		}
+		t.Fatalf("deploy/ has no %s %s", kind, name)
+		return nil
+	}
+	rules := func(name string) []rbacv1.PolicyRule {
+		var role rbacv1.ClusterRole
+		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(find("ClusterRole", name).Object, &role))
+		return role.Rules
+	}
+	require.Equal(t, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create", "update", "delete"}},
+	}, rules("trainyard-api"), "the API server must hold nothing but writes on secrets cluster-wide")
+	require.Equal(t, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
+	}, rules("trainyard-api-pod-logs"))
+	for _, o := range objs {
+		if o.GetKind() == "ClusterRoleBinding" || o.GetKind() == "RoleBinding" {
+			ref, _, _ := unstructured.NestedString(o.Object, "roleRef", "name")
+			require.NotEqual(t, "trainyard-api-pod-logs", ref, "%s %s binds the API server's log role outside tenant namespaces", o.GetKind(), o.GetName())
+		}
+	}
+
+	policy := func(name string) networkingv1.NetworkPolicySpec {
+		var np networkingv1.NetworkPolicy
+		o := find("NetworkPolicy", name)
+		require.Equal(t, deploytest.Namespace, o.GetNamespace())
+		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &np))
+		return np.Spec
+	}
+	deny := policy("trainyard-default-deny-ingress")
+	require.Empty(t, deny.PodSelector.MatchLabels, "every pod of the namespace")
+	require.Empty(t, deny.Ingress)
+	require.Equal(t, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}, deny.PolicyTypes)
+
+	tcp := corev1.ProtocolTCP
+	port := func(name string) networkingv1.NetworkPolicyPort {
+		p := intstr.FromString(name)
+		return networkingv1.NetworkPolicyPort{Protocol: &tcp, Port: &p}
+	}
+	api := policy("trainyard-api")
+	require.Equal(t, map[string]string{"app.kubernetes.io/name": "trainyard", "app.kubernetes.io/component": "api"}, api.PodSelector.MatchLabels)
+	require.Equal(t, []networkingv1.NetworkPolicyIngressRule{{Ports: []networkingv1.NetworkPolicyPort{port("http"), port("grpc")}}}, api.Ingress,
+		"the API ports, from anywhere")
+	worker := policy("trainyard-worker-metrics")
+	require.Equal(t, map[string]string{"app.kubernetes.io/name": "trainyard", "app.kubernetes.io/component": "worker"}, worker.PodSelector.MatchLabels)
+	require.Equal(t, []networkingv1.NetworkPolicyIngressRule{{
+		From:  []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"}}}},
+		Ports: []networkingv1.NetworkPolicyPort{port("metrics")},
+	}}, worker.Ingress, "the workers' metrics, from the monitoring namespace only")
+
+	// The named ports are the containers' ports.
+	for _, d := range []struct{ deployment, container string }{{"trainyard-api", "api"}, {"trainyard-worker", "worker"}} {
+		var dep appsv1.Deployment
+		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(find("Deployment", d.deployment).Object, &dep))
+		var names []string
+		for _, p := range dep.Spec.Template.Spec.Containers[0].Ports {
+			names = append(names, p.Name)
+		}
+		if d.container == "api" {
+			require.ElementsMatch(t, []string{"http", "grpc"}, names)
+		} else {
+			require.ElementsMatch(t, []string{"metrics"}, names)
+		}
+	}
 }
 
 // The monitoring overlay adds the ServiceMonitors and the dashboard to the
@@ -190,9 +279,24 @@ func TestDeployWorkerRoleRunsTheTenantReconciler(t *testing.T) {
 		if _, err := admin.CoreV1().ServiceAccounts(ns).Get(ctx, "trainyard-job", metav1.GetOptions{}); err != nil {
 			return err
 		}
+		if _, err := admin.RbacV1().RoleBindings(ns).Get(ctx, "trainyard-api-pod-logs", metav1.GetOptions{}); err != nil {
+			return err
+		}
 		_, err := admin.NetworkingV1().NetworkPolicies(ns).Get(ctx, "trainyard-same-namespace", metav1.GetOptions{})
 		return err
 	})
+	// The worker bound the API server to pod logs in the tenant namespace
+	// (without "bind": it holds pods/log itself); the API server reads
+	// logs there and nowhere else.
+	apiUser := authorizationv1.SubjectAccessReviewSpec{
+		User:   "system:serviceaccount:trainyard:trainyard-api",
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:trainyard", "system:authenticated"},
+	}
+	require.True(t, allowedFor(t, admin, apiUser, authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "pods", Subresource: "log"}))
+	for _, other := range []string{"kube-system", deploytest.Namespace, ""} {
+		require.False(t, allowedFor(t, admin, apiUser, authorizationv1.ResourceAttributes{Namespace: other, Verb: "get", Resource: "pods", Subresource: "log"}),
+			"the API server must not read pod logs in %q", other)
+	}
 
 	// Repairs (update, delete + create) under the same identity.
 	require.NoError(t, admin.NetworkingV1().NetworkPolicies(ns).Delete(ctx, "trainyard-same-namespace", metav1.DeleteOptions{}))
@@ -236,6 +340,8 @@ func TestDeployWorkerRoleRunsTheTenantReconciler(t *testing.T) {
 		{Verb: "list", Resource: "pods"}, {Verb: "watch", Resource: "pods"},
 		{Namespace: ns, Verb: "get", Resource: "pods", Subresource: "log"},
 		{Namespace: ns, Verb: "create", Resource: "services"}, {Namespace: ns, Verb: "delete", Resource: "services"},
+		{Namespace: ns, Verb: "get", Resource: "services"}, {Namespace: ns, Verb: "get", Resource: "pods"},
+		{Namespace: ns, Verb: "list", Resource: "pods"}, {Namespace: ns, Verb: "list", Resource: "services"},
 		{Verb: "list", Resource: "services"}, {Verb: "watch", Resource: "services"},
 	} {
 		require.True(t, selfAllowed(t, worker, a), "the worker must be allowed to %s %s/%s in %q", a.Verb, a.Resource, a.Subresource, a.Namespace)
@@ -255,7 +361,7 @@ func TestDeployWorkerRoleRunsTheTenantReconciler(t *testing.T) {
 	// deploy/'s admission policies confine what RBAC grants cluster-wide:
 	// no write outside tenant namespaces, no namespace that is not a
 	// tenant's adopted or deleted.
-	requireConfined(t, admin, worker, prefix)
+	requireConfined(t, admin, worker, prefix, ns)
 
 	// Offboarding deletes the namespace under the same identity.
 	_, err = st.TenantUpdate(ctx, tn.ID, func(t *tenant.Tenant) error { t.State = tenant.Offboarding; return nil })
@@ -274,12 +380,20 @@ func TestDeployWorkerRoleRunsTheTenantReconciler(t *testing.T) {
 	require.True(t, apierrors.IsNotFound(err), "namespace must be gone, got %v", err)
 }
 
-// requireConfined checks that deploy/'s ValidatingAdmissionPolicies refuse
-// the worker what RBAC alone would let it do.
-func requireConfined(t *testing.T, admin, worker kubernetes.Interface, prefix string) {
+// deployPolicies are deploy/'s ValidatingAdmissionPolicies.
+var deployPolicies = []string{
+	"trainyard-writes-in-tenant-namespaces", "trainyard-tenant-namespaces-only",
+	"trainyard-tenant-pod-security", "trainyard-api-secrets",
+}
+
+// requirePoliciesChecked waits until the API server has type-checked
+// deploy/'s admission policies, and fails on any warning (a misspelt field
+// makes an expression fail at admission time, which Fail turns into a
+// denial of everything it matches).
+func requirePoliciesChecked(t *testing.T, admin kubernetes.Interface) {
 	t.Helper()
 	ctx := context.Background()
-	for _, name := range []string{"trainyard-writes-in-tenant-namespaces", "trainyard-tenant-namespaces-only"} {
+	for _, name := range deployPolicies {
 		waitFor(t, 30*time.Second, func() error {
 			p, err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
@@ -294,21 +408,66 @@ func requireConfined(t *testing.T, admin, worker kubernetes.Interface, prefix st
 			return nil
 		})
 	}
+}
+
+// requireDenied calls call until deploy/'s admission policies refuse it
+// (they take effect once the API server has loaded them), and fails if
+// they never do.
+func requireDenied(t *testing.T, what string, call func() error) {
+	t.Helper()
+	waitFor(t, 30*time.Second, func() error {
+		err := call()
+		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy") {
+			return nil
+		}
+		return fmt.Errorf("%s: want a ValidatingAdmissionPolicy denial, got %v", what, err)
+	})
+}
+
+// requireConfined checks that deploy/'s ValidatingAdmissionPolicies refuse
+// the worker what RBAC alone would let it do. tenantNS is a tenant
+// namespace the worker manages.
+func requireConfined(t *testing.T, admin, worker kubernetes.Interface, prefix, tenantNS string) {
+	t.Helper()
+	ctx := context.Background()
+	requirePoliciesChecked(t, admin)
 	foreign := prefix + "foreign"
 	_, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: foreign}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 
 	denied := func(what string, call func() error) {
 		t.Helper()
-		// Policies take effect once the API server has loaded them.
-		waitFor(t, 30*time.Second, func() error {
-			err := call()
-			if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy") {
-				return nil
-			}
-			return fmt.Errorf("%s: want a ValidatingAdmissionPolicy denial, got %v", what, err)
-		})
+		requireDenied(t, what, call)
 	}
+	// Pod Security is pinned: the worker can set a tenant namespace's
+	// enforce level only to the configured one (baseline, from
+	// trainyard-config), and only at the latest version.
+	relabel := func(key, value string) func() error {
+		return func() error {
+			n, err := admin.CoreV1().Namespaces().Get(ctx, tenantNS, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			n.Labels[key] = value
+			_, err = worker.CoreV1().Namespaces().Update(ctx, n, metav1.UpdateOptions{})
+			return err
+		}
+	}
+	denied("lower a tenant namespace to privileged", relabel("pod-security.kubernetes.io/enforce", "privileged"))
+	denied("pin a tenant namespace to an old Pod Security version", relabel("pod-security.kubernetes.io/enforce-version", "v1.24"))
+	denied("create a tenant namespace enforcing privileged", func() error {
+		_, err := worker.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: prefix + "priv", Labels: map[string]string{
+			"app.kubernetes.io/managed-by": "trainyard", "trainyard.dev/tenant": "priv",
+			"pod-security.kubernetes.io/enforce": "privileged",
+		}}}, metav1.CreateOptions{})
+		return err
+	})
+	n, err := admin.CoreV1().Namespaces().Get(ctx, tenantNS, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "baseline", n.Labels["pod-security.kubernetes.io/enforce"])
+	require.Equal(t, "latest", n.Labels["pod-security.kubernetes.io/enforce-version"])
+	require.NoError(t, relabel("pod-security.kubernetes.io/enforce", "baseline")(), "setting the configured level is allowed")
+
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "escape"},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
@@ -337,6 +496,133 @@ func requireConfined(t *testing.T, admin, worker kubernetes.Interface, prefix st
 	denied("delete a namespace that is not a tenant's", func() error {
 		return worker.CoreV1().Namespaces().Delete(ctx, foreign, metav1.DeleteOptions{})
 	})
+}
+
+// The API server as deploy/ runs it: it puts, replaces and deletes a
+// tenant's Secrets, cannot read any Secret, and cannot replace, delete or
+// create a Secret that is not Trainyard's for the namespace's tenant —
+// in kube-system, in a namespace that is not a tenant's, or without
+// Trainyard's labels inside a tenant namespace.
+func TestDeployAPIRoleWritesOnlyTrainyardSecrets(t *testing.T) {
+	c := harness.Cluster(t)
+	cfg, err := clientcmd.BuildConfigFromFlags("", deploytest.APIKubeconfig(t, c))
+	require.NoError(t, err)
+	apiClient, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	api := kube.APIClient{Client: apiClient}
+	admin := c.Client()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	requirePoliciesChecked(t, admin)
+
+	prefix := "tysec" + fmt.Sprint(time.Now().UnixNano()%100000) + "-"
+	t.Cleanup(func() { deleteNamespacesWithPrefix(t, admin, prefix) })
+	mkns := func(name string, labels map[string]string) string {
+		t.Helper()
+		_, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: prefix + name, Labels: labels}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		return prefix + name
+	}
+	const tenantID = "sec"
+	ours := map[string]string{"app.kubernetes.io/managed-by": "trainyard", "trainyard.dev/tenant": tenantID}
+	ns := mkns(tenantID, ours)
+	half := mkns("half", map[string]string{"app.kubernetes.io/managed-by": "trainyard"})
+	mksecret := func(ns, name string, labels map[string]string) {
+		t.Helper()
+		_, err := admin.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+			StringData: map[string]string{"k": "theirs"}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	requireUntouched := func(ns, name string) {
+		t.Helper()
+		s, err := admin.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err, "%s/%s must still exist", ns, name)
+		require.Equal(t, "theirs", string(s.Data["k"]), "%s/%s was overwritten", ns, name)
+	}
+
+	create := func(ns string, sec *corev1.Secret) func() error {
+		return func() error {
+			_, err := apiClient.CoreV1().Secrets(ns).Create(ctx, sec, metav1.CreateOptions{})
+			return err
+		}
+	}
+	// First, once the policies are in force (a refused create changes
+	// nothing, so it can be retried until they are): no Secret without
+	// Trainyard's labels.
+	requireDenied(t, "create an unlabelled Secret", create(ns, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "plain"}}))
+
+	// Put, replace, delete a tenant secret.
+	require.NoError(t, api.PutSecret(ctx, tenantID, ns, "wandb", map[string]string{"api-key": "one", "user": "u"}))
+	require.NoError(t, api.PutSecret(ctx, tenantID, ns, "wandb", map[string]string{"api-key": "two"}))
+	s, err := admin.CoreV1().Secrets(ns).Get(ctx, "wandb", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, map[string][]byte{"api-key": []byte("two")}, s.Data)
+	require.Equal(t, ours, s.Labels)
+
+	// No Secret can be read, anywhere.
+	forbidden := func(what string, err error) {
+		t.Helper()
+		require.True(t, apierrors.IsForbidden(err), "%s: want Forbidden, got %v", what, err)
+	}
+	_, err = apiClient.CoreV1().Secrets(ns).Get(ctx, "wandb", metav1.GetOptions{})
+	forbidden("get its own tenant secret", err)
+	_, err = apiClient.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{})
+	forbidden("list kube-system secrets", err)
+	_, err = apiClient.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
+	forbidden("list every secret", err)
+	_, err = apiClient.CoreV1().Secrets(ns).Watch(ctx, metav1.ListOptions{})
+	forbidden("watch secrets", err)
+	for _, a := range []authorizationv1.ResourceAttributes{
+		{Namespace: ns, Verb: "get", Resource: "secrets"}, {Namespace: "kube-system", Verb: "get", Resource: "secrets"},
+		{Verb: "list", Resource: "secrets"}, {Verb: "watch", Resource: "secrets"}, {Namespace: ns, Verb: "patch", Resource: "secrets"},
+		{Namespace: ns, Verb: "get", Resource: "pods"}, {Verb: "list", Resource: "pods"},
+		{Namespace: "kube-system", Verb: "get", Resource: "pods", Subresource: "log"}, {Verb: "get", Resource: "pods", Subresource: "log"},
+		{Namespace: ns, Verb: "create", Resource: "pods"}, {Verb: "list", Resource: "namespaces"},
+		{Namespace: ns, Verb: "create", Resource: "serviceaccounts", Subresource: "token"},
+	} {
+		require.False(t, selfAllowed(t, apiClient, a), "the API server must not be allowed to %s %s/%s in %q", a.Verb, a.Resource, a.Subresource, a.Namespace)
+	}
+
+	// Secrets that are not Trainyard's for this tenant are neither replaced
+	// nor deleted: one without labels in the tenant namespace, one
+	// labelled for another tenant, one in kube-system even with our labels.
+	mksecret(ns, "unlabelled", nil)
+	mksecret(ns, "other-tenant", map[string]string{"app.kubernetes.io/managed-by": "trainyard", "trainyard.dev/tenant": "other"})
+	system := prefix + "in-kube-system"
+	mksecret("kube-system", system, ours)
+	t.Cleanup(func() {
+		_ = admin.CoreV1().Secrets("kube-system").Delete(context.Background(), system, metav1.DeleteOptions{})
+	})
+	for _, target := range [][2]string{{ns, "unlabelled"}, {ns, "other-tenant"}, {"kube-system", system}} {
+		requireDenied(t, "replace "+target[0]+"/"+target[1], func() error {
+			err := api.PutSecret(ctx, tenantID, target[0], target[1], map[string]string{"k": "mine"})
+			if err != nil && target[0] == ns {
+				// In the tenant namespace the create passes and finds the
+				// Secret; the update is what is refused. Elsewhere the
+				// create already is.
+				require.ErrorIs(t, err, kube.ErrSecretNotOurs)
+			}
+			return err
+		})
+		requireDenied(t, "delete "+target[0]+"/"+target[1], func() error { return api.DeleteSecret(ctx, target[0], target[1]) })
+		requireUntouched(target[0], target[1])
+	}
+
+	// Nor created for another tenant, of another type, or outside a
+	// tenant namespace.
+	requireDenied(t, "create a Secret for another tenant", create(ns, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "theirs",
+		Labels: map[string]string{"app.kubernetes.io/managed-by": "trainyard", "trainyard.dev/tenant": "other"}}}))
+	requireDenied(t, "create a service-account token Secret", create(ns, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "token", Labels: ours, Annotations: map[string]string{"kubernetes.io/service-account.name": "default"}},
+		Type:       corev1.SecretTypeServiceAccountToken}))
+	requireDenied(t, "create a Secret in a namespace that is not a tenant's", create(half, kube.RenderSecret(tenantID, half, "s", map[string]string{"k": "v"})))
+	requireDenied(t, "create a Secret in kube-system", create("kube-system", kube.RenderSecret(tenantID, "kube-system", prefix+"new", map[string]string{"k": "v"})))
+
+	// Its own Secret it deletes; a second delete finds nothing, which is fine.
+	require.NoError(t, api.DeleteSecret(ctx, ns, "wandb"))
+	_, err = admin.CoreV1().Secrets(ns).Get(ctx, "wandb", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "deleted, got %v", err)
+	require.NoError(t, api.DeleteSecret(ctx, ns, "wandb"))
 }
 
 func selfAllowed(t *testing.T, c kubernetes.Interface, a authorizationv1.ResourceAttributes) bool {
@@ -384,4 +670,15 @@ type testLog struct{ t *testing.T }
 func (w testLog) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// allowedFor asks the API server (as admin) whether the subject of spec may
+// do a (SubjectAccessReview).
+func allowedFor(t *testing.T, admin kubernetes.Interface, spec authorizationv1.SubjectAccessReviewSpec, a authorizationv1.ResourceAttributes) bool {
+	t.Helper()
+	spec.ResourceAttributes = &a
+	r, err := admin.AuthorizationV1().SubjectAccessReviews().Create(context.Background(),
+		&authorizationv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return r.Status.Allowed
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -22,23 +23,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/trainyard/trainyard/integration/cluster"
-	"github.com/trainyard/trainyard/integration/deploytest"
 	"github.com/trainyard/trainyard/integration/harness"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
 
 // startWithDeployRBAC runs the API server and one worker with the
-// identities and rights deploy/ gives them, so every test here also proves
-// the manifests' RBAC sufficient.
+// identities and rights deploy/ gives them — the harness's default on the
+// cluster, spelled out here because every test of this file is about
+// what those identities may do.
 func startWithDeployRBAC(t *testing.T) *harness.Env {
 	t.Helper()
-	c := harness.Cluster(t)
-	return harness.Start(t, harness.Options{
-		Cluster:          true,
-		Workers:          1,
-		WorkerKubeconfig: deploytest.WorkerKubeconfig(t, c),
-		ServeArgs:        []string{"--kubeconfig", deploytest.APIKubeconfig(t, c)},
-	})
+	env := harness.Start(t, harness.Options{Cluster: true, Workers: 1})
+	require.NotEqual(t, env.Cluster.Kubeconfig, env.ServeKubeconfig, "the API server must not run as the cluster admin")
+	require.NotEqual(t, env.Cluster.Kubeconfig, env.WorkerKubeconfig, "the worker must not run as the cluster admin")
+	return env
 }
 
 // waitTenantNamespace waits until the worker's tenant reconciler has made
@@ -130,6 +128,31 @@ func TestTenantSecretReachesThePodAndNothingElse(t *testing.T) {
 	require.Equal(t, value, string(ks.Data["token"]))
 	require.Equal(t, "trainyard", ks.Labels["app.kubernetes.io/managed-by"])
 
+	// PUT again replaces it. The API server cannot read Secrets: it
+	// overwrites without looking, and the cluster's admission policy is
+	// what checks the Secret is Trainyard's.
+	raw2 := make([]byte, 16)
+	_, _ = rand.Read(raw2)
+	value2 := "hf_" + hex.EncodeToString(raw2)
+	r = rest.Do(t, "PUT", "/v1/tenants/acme/secrets/hf-token", map[string]any{"data": map[string]string{"token": value2}})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	bodies = append(bodies, string(r.Body))
+	ks, err = env.Cluster.Client().CoreV1().Secrets(ns).Get(ctxT(t), "hf-token", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, map[string][]byte{"token": []byte(value2)}, ks.Data, "replaced, not merged")
+	require.Equal(t, "acme", ks.Labels["trainyard.dev/tenant"])
+
+	// A Secret of the same kind of name that Trainyard did not make is not
+	// overwritten, and keeps its value.
+	_, err = env.Cluster.Client().CoreV1().Secrets(ns).Create(ctxT(t), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "not-ours"}, StringData: map[string]string{"token": "theirs"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	r = rest.Do(t, "PUT", "/v1/tenants/acme/secrets/not-ours", map[string]any{"data": map[string]string{"token": "mine"}})
+	require.NotEqual(t, http.StatusOK, r.Status, "overwrote a Secret that is not Trainyard's: %s", r.Body)
+	theirs, err := env.Cluster.Client().CoreV1().Secrets(ns).Get(ctxT(t), "not-ours", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "theirs", string(theirs.Data["token"]))
+
 	// A job naming a secret that does not exist is refused at submit.
 	r = rest.Do(t, "POST", "/v1/tenants/acme/jobs?jobId=missing",
 		`{"spec":{"replicas":[{"type":"REPLICA_TYPE_WORKER","image":"tensorflow/tensorflow:2.16.1","env":[{"name":"X","secret":{"secret":"nope","key":"k"}}]}]}}`)
@@ -169,6 +192,22 @@ func TestTenantSecretReachesThePodAndNothingElse(t *testing.T) {
 	require.Equal(t, "hf-token", hf.ValueFrom.SecretKeyRef.Name)
 	require.Equal(t, "token", hf.ValueFrom.SecretKeyRef.Key)
 
+	// The API server streams the running replica's log: it reads pod logs
+	// through the RoleBinding the worker put into the tenant's namespace
+	// (it has no cluster-wide right to).
+	logs, err := jobs.GetJobLogs(ctxT(t), &pb.GetJobLogsRequest{Name: harness.JobName("acme", "train"), TailLines: 20})
+	require.NoError(t, err)
+	var logText strings.Builder
+	for {
+		chunk, err := logs.Recv()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err, "reading the job's log through the API server")
+		logText.Write(chunk.GetData())
+	}
+	require.Contains(t, logText.String(), cluster.LogLineStep, "the running replica's log")
+
 	// More responses: the job over REST, the list, the events.
 	for _, path := range []string{"/v1/tenants/acme/jobs/train", "/v1/tenants/acme/jobs", "/v1/tenants/acme/jobs/train/events", "/v1/tenants/acme"} {
 		r = rest.Do(t, "GET", path, nil)
@@ -179,13 +218,15 @@ func TestTenantSecretReachesThePodAndNothingElse(t *testing.T) {
 	require.NoError(t, err)
 	harness.WaitJob(t, jobs, harness.JobName("acme", "train"), 60*time.Second, harness.InState(pb.JobState_JOB_STATE_CANCELLED))
 
-	for i, b := range bodies {
-		require.NotContains(t, b, value, "API response %d holds the secret value", i)
-	}
-	requireNotInDatabase(t, env.DatabaseURL, value)
-	require.NotContains(t, env.Server.Logs(), value, "the API server logged the secret value")
-	for _, w := range env.Workers {
-		require.NotContains(t, w.Logs(), value, "%s logged the secret value", w.Name)
+	for _, value := range []string{value, value2} {
+		for i, b := range bodies {
+			require.NotContains(t, b, value, "API response %d holds the secret value", i)
+		}
+		requireNotInDatabase(t, env.DatabaseURL, value)
+		require.NotContains(t, env.Server.Logs(), value, "the API server logged the secret value")
+		for _, w := range env.Workers {
+			require.NotContains(t, w.Logs(), value, "%s logged the secret value", w.Name)
+		}
 	}
 }
 
@@ -369,4 +410,33 @@ func TestTenantPrivilegedJobFailsWithPodSecurityReason(t *testing.T) {
 	require.Contains(t, st.GetMessage(), "violates PodSecurity")
 	require.Contains(t, st.GetMessage(), "privileged")
 	require.Empty(t, jobPods(t, env, "psa", "priv"), "no pod was admitted")
+}
+
+// A job whose Service name is taken by a Service Trainyard did not make
+// fails with NameConflict. The worker finds out with a live read of the
+// Service (the informer holds only Trainyard's objects), which deploy/'s
+// worker role must allow: without "get" on services the read is refused
+// and the job retries forever (and the harness fails the test on the
+// worker's RBAC refusal).
+func TestTenantJobNameConflictUnderDeployRBAC(t *testing.T) {
+	env := startWithDeployRBAC(t)
+	env.CreateTenantWith(t, "clash", &pb.Tenant{Members: []*pb.Member{harness.Group("clash-team", pb.Role_ROLE_EDITOR)}})
+	waitTenantNamespace(t, env, "clash")
+	_, err := env.Cluster.Client().CoreV1().Services(env.Namespace("clash")).Create(ctxT(t), &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "taken"},
+		Spec:       corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	jobs := env.Jobs(t, env.Token("cy", "clash-team"))
+	// Two replicas, so the job has a headless Service.
+	j := oneWorker(runForever(), nil)
+	j.Spec.Replicas[0].Count = 2
+	createJob(t, jobs, "clash", "taken", j)
+	failed := harness.WaitJob(t, jobs, harness.JobName("clash", "taken"), 60*time.Second, harness.InState(pb.JobState_JOB_STATE_FAILED))
+	require.Equal(t, "NameConflict", failed.GetStatus().GetReason(), "status: %s", protojson.Format(failed.GetStatus()))
+
+	svc, err := env.Cluster.Client().CoreV1().Services(env.Namespace("clash")).Get(ctxT(t), "taken", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Empty(t, svc.Labels, "the other Service is left as it was")
 }

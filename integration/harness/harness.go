@@ -13,7 +13,10 @@
 //	}
 //
 // Each test gets its own namespace prefix, so tests sharing the cluster never
-// see each other's tenants. Everything a test starts is stopped when it ends,
+// see each other's tenants. On the cluster, the API server and the workers
+// run as deploy/'s ServiceAccounts, with deploy/'s RBAC and admission
+// policies applied (integration/deploytest), unless Options.AdminKubeconfig
+// asks for the cluster admin. Everything a test starts is stopped when it ends,
 // pass or fail; Main stops the cluster and removes the built binary.
 package harness
 
@@ -32,6 +35,7 @@ import (
 	"time"
 
 	"github.com/trainyard/trainyard/integration/cluster"
+	"github.com/trainyard/trainyard/integration/deploytest"
 	"github.com/trainyard/trainyard/internal/auth/oidctest"
 )
 
@@ -132,9 +136,19 @@ type Options struct {
 	// ServeArgs and WorkerArgs are extra flags.
 	ServeArgs  []string
 	WorkerArgs []string
-	// WorkerKubeconfig, when set, is the kubeconfig the workers use instead of
-	// the cluster admin's (least-privilege tests).
+	// WorkerKubeconfig, when set, is the kubeconfig the workers use. By
+	// default (Cluster without AdminKubeconfig) it is a token of deploy/'s
+	// trainyard-worker ServiceAccount (deploytest.WorkerKubeconfig).
 	WorkerKubeconfig string
+	// AdminKubeconfig runs the API server, and the workers unless
+	// WorkerKubeconfig says otherwise, as the cluster admin instead of
+	// deploy/'s least-privilege identities. By default every process runs
+	// as deploy/ would run it: the worker with a token of
+	// trainyard-worker, the API server with one of trainyard-api, each
+	// bound by deploy/'s RBAC and held by its admission policies — so the
+	// whole suite proves the manifests grant enough. Set it only for a test
+	// that needs what Trainyard itself must never have, and say why.
+	AdminKubeconfig bool
 }
 
 // Env is one test's running Trainyard.
@@ -147,6 +161,10 @@ type Env struct {
 	GRPCAddr        string // 127.0.0.1:port
 	Server          *Process
 	Workers         []*Process
+	// ServeKubeconfig and WorkerKubeconfig are the identities the API
+	// server and the workers run as ("" without a cluster).
+	ServeKubeconfig  string
+	WorkerKubeconfig string
 
 	opts Options
 	bin  string
@@ -161,6 +179,19 @@ func Start(t testing.TB, opts Options) *Env {
 	e := &Env{opts: opts, bin: Binary(t)}
 	if opts.Cluster {
 		e.Cluster = Cluster(t)
+		e.ServeKubeconfig, e.WorkerKubeconfig = e.Cluster.Kubeconfig, e.Cluster.Kubeconfig
+		if !opts.AdminKubeconfig {
+			e.ServeKubeconfig = deploytest.APIKubeconfig(t, e.Cluster)
+			if opts.WorkerKubeconfig == "" {
+				e.WorkerKubeconfig = deploytest.WorkerKubeconfig(t, e.Cluster)
+			}
+			// Registered before the processes start, so it runs after they
+			// are stopped, over their whole logs.
+			t.Cleanup(func() { e.checkNoRefusals(t) })
+		}
+		if opts.WorkerKubeconfig != "" {
+			e.WorkerKubeconfig = opts.WorkerKubeconfig
+		}
 	}
 	e.DatabaseURL = cluster.NewDatabase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -180,8 +211,8 @@ func Start(t testing.TB, opts Options) *Env {
 		"--admin-group", AdminGroup,
 		"--namespace-prefix", e.NamespacePrefix,
 	}
-	if e.Cluster != nil {
-		args = append(args, "--kubeconfig", e.Cluster.Kubeconfig)
+	if e.ServeKubeconfig != "" {
+		args = append(args, "--kubeconfig", e.ServeKubeconfig)
 	}
 	e.Server = StartProcess(t, "serve", e.bin, append(args, opts.ServeArgs...)...)
 	m := e.Server.WaitFor(t, servingLine, time.Minute)
@@ -211,11 +242,52 @@ func (e *Env) waitReady(t testing.TB) {
 	}
 }
 
+// rbacRefusal is how the API server words an RBAC denial ("User
+// \"system:serviceaccount:trainyard:trainyard-worker\" cannot get resource
+// \"services\" ..."); admissionRefusal one by deploy/'s admission policies.
+var (
+	rbacRefusal      = regexp.MustCompile(`cannot [a-z]+ resource "`)
+	admissionRefusal = regexp.MustCompile(`ValidatingAdmissionPolicy '[^']+' with binding`)
+)
+
+// checkNoRefusals fails the test when the API server or a worker, running
+// as deploy/'s identities, was refused something by RBAC: the manifests
+// lack a right the code uses (or the code does something it should not).
+// Refusals by deploy/'s admission policies are logged, not failed: a
+// policy the API server has not loaded yet can refuse once, at the start
+// of a package's first test, and the processes retry.
+func (e *Env) checkNoRefusals(t testing.TB) {
+	t.Helper()
+	procs := append([]*Process{e.Server}, e.Workers...)
+	for _, p := range procs {
+		if p == nil {
+			continue
+		}
+		var rbac, admission []string
+		for _, line := range strings.Split(p.Logs(), "\n") {
+			switch {
+			case rbacRefusal.MatchString(line):
+				rbac = append(rbac, line)
+			case admissionRefusal.MatchString(line):
+				admission = append(admission, line)
+			}
+		}
+		if len(rbac) > 0 {
+			t.Errorf("%s, running as deploy/'s ServiceAccount, was refused by RBAC %d times: deploy/ lacks a right the code uses, or the code calls what it should not. First:\n%s",
+				p.Name, len(rbac), strings.Join(rbac[:min(5, len(rbac))], "\n"))
+		}
+		if len(admission) > 0 {
+			t.Logf("%s was refused by deploy/'s admission policies %d times; first:\n%s",
+				p.Name, len(admission), strings.Join(admission[:min(5, len(admission))], "\n"))
+		}
+	}
+}
+
 // WorkerArgs are the flags StartWorker passes (before extra ones).
 func (e *Env) WorkerArgs() []string {
-	kubeconfig := e.opts.WorkerKubeconfig
-	if kubeconfig == "" && e.Cluster != nil {
-		kubeconfig = e.Cluster.Kubeconfig
+	kubeconfig := e.WorkerKubeconfig
+	if kubeconfig == "" {
+		kubeconfig = e.opts.WorkerKubeconfig
 	}
 	args := []string{"worker",
 		"--database-url", e.DatabaseURL,

@@ -23,6 +23,16 @@ type APIClient struct {
 }
 
 // PutSecret creates or replaces the tenant secret's Kubernetes Secret.
+//
+// It never reads a Secret: the API server's identity holds create, update
+// and delete on secrets but not get (deploy/base/rbac-api.yaml), so that
+// whoever takes over the API server cannot read the cluster's Secrets. An
+// existing Secret is replaced by an unconditional update (no
+// resourceVersion; Secrets allow it). That it is Trainyard's — labelled
+// app.kubernetes.io/managed-by=trainyard for this tenant, in a tenant
+// namespace — is checked by the cluster, by the ValidatingAdmissionPolicy
+// trainyard-api-secrets (deploy/base/admission-policy.yaml), which the
+// code cannot get around; its refusal is ErrSecretNotOurs.
 func (c APIClient) PutSecret(ctx context.Context, tenantID, namespace, secretID string, data map[string]string) error {
 	want := RenderSecret(tenantID, namespace, secretID, data)
 	secrets := c.Client.CoreV1().Secrets(namespace)
@@ -30,17 +40,17 @@ func (c APIClient) PutSecret(ctx context.Context, tenantID, namespace, secretID 
 	if !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	have, err := secrets.Get(ctx, secretID, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	if have.Labels[LabelManagedBy] != ManagedByValue {
-		return fmt.Errorf("secret %s/%s exists and is not managed by Trainyard", namespace, secretID)
-	}
-	want.ResourceVersion = have.ResourceVersion
 	_, err = secrets.Update(ctx, want, metav1.UpdateOptions{})
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("%w: secret %s/%s: %w", ErrSecretNotOurs, namespace, secretID, err)
+	}
 	return err
 }
+
+// ErrSecretNotOurs is returned by PutSecret and DeleteSecret when the
+// cluster refuses to let the API server replace or delete a Secret,
+// typically one of that name that Trainyard did not make.
+var ErrSecretNotOurs = errors.New("the cluster refused the write: the Secret exists and is not managed by Trainyard for this tenant")
 
 // DeleteSecret deletes the tenant secret's Kubernetes Secret; a missing one is fine.
 func (c APIClient) DeleteSecret(ctx context.Context, namespace, secretID string) error {
@@ -48,10 +58,15 @@ func (c APIClient) DeleteSecret(ctx context.Context, namespace, secretID string)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("%w: secret %s/%s: %w", ErrSecretNotOurs, namespace, secretID, err)
+	}
 	return err
 }
 
-// PodLogs streams the replica container's log.
+// PodLogs streams the replica container's log. The API server may read
+// logs only in tenant namespaces: the worker binds it there
+// (RenderTenant's APIPodLogs).
 func (c APIClient) PodLogs(ctx context.Context, namespace, pod string, follow bool, tailLines int64) (io.ReadCloser, error) {
 	opts := &corev1.PodLogOptions{Container: ContainerName, Follow: follow}
 	if tailLines > 0 {

@@ -19,7 +19,13 @@
 //	LimitRange                trainyard-defaults: default container requests (cpu 100m, memory
 //	                          256Mi), so a quota'd namespace accepts pods that name no
 //	                          resources; no default limits unless configured
-//	NetworkPolicy             trainyard-same-namespace: all pods, ingress only from the namespace
+//	NetworkPolicy             trainyard-same-namespace: all pods; ingress only from the namespace;
+//	                          egress to the namespace, cluster DNS (kube-system k8s-app=kube-dns,
+//	                          53 UDP/TCP) and anywhere but EgressDenyCIDRs (default: the cloud
+//	                          metadata endpoint)
+//	RoleBinding               trainyard-api-pod-logs: the API server's ServiceAccount
+//	                          (APIServiceAccount) to ClusterRole trainyard-api-pod-logs (get
+//	                          pods/log, in deploy/): the API server reads logs here and only here
 //	Secret (RenderSecret)     one per tenant secret, named by its id, Opaque
 //
 // A nil object in TenantObjects is one the tenant must not have; the worker
@@ -89,11 +95,19 @@
 //   - The NetworkPolicy admits ingress only from the same namespace. As every
 //     tenant namespace has one, no tenant reaches another's pods, and a
 //     TensorBoard Service is reachable only from its namespace (or through
-//     the API server's port-forward, which RBAC governs). Egress is left
-//     open on purpose: jobs read datasets and write models to object stores
-//     and registries outside the cluster and need cluster DNS; a
-//     deny-by-default egress list would differ for every tenant, and what
-//     isolation needs is that nothing gets in.
+//     the API server's port-forward, which RBAC governs). Egress goes to
+//     the namespace's own pods, to cluster DNS and to any address but
+//     TenantOptions.EgressDenyCIDRs: by default the cloud metadata
+//     endpoint (169.254.169.254, AWS's fd00:ec2::254), whose node
+//     credentials a job must never get. Jobs read datasets and write
+//     models to object stores and registries, often at private addresses,
+//     so private ranges are not denied by default; a platform lists its
+//     pod, Service and node CIDRs there to keep jobs off in-cluster
+//     services (deploy/README.md, "Network").
+//   - The API server holds no cluster-wide right to pod logs: the
+//     trainyard-api-pod-logs RoleBinding grants it get on pods/log in
+//     tenant namespaces only. The worker can write that binding without
+//     RBAC's "bind" because it holds get on pods/log itself.
 //
 // # Errors
 //

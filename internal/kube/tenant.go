@@ -1,14 +1,19 @@
 package kube
 
 import (
+	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/trainyard/trainyard/internal/tenant"
 )
@@ -21,6 +26,27 @@ const (
 	QuotaName                = "trainyard-quota"
 	LimitRangeName           = "trainyard-defaults"
 	NetworkPolicyName        = "trainyard-same-namespace"
+	// APIPodLogsName names the RoleBinding in every tenant namespace that
+	// lets the API server read pod logs there, and the ClusterRole of
+	// deploy/ it refers to (get on pods/log, bound nowhere else).
+	APIPodLogsName = "trainyard-api-pod-logs"
+	// DefaultAPIServiceAccount is the API server's ServiceAccount in
+	// deploy/, as namespace:name.
+	DefaultAPIServiceAccount = "trainyard:trainyard-api"
+)
+
+// DefaultEgressDenyCIDRs are the addresses tenant pods may not reach when
+// TenantOptions.EgressDenyCIDRs is nil: the cloud instance metadata
+// endpoint (IPv4 on every major cloud, and AWS's IPv6 one), which hands
+// out the node's cloud credentials.
+var DefaultEgressDenyCIDRs = []string{"169.254.169.254/32", "fd00:ec2::254/128"}
+
+// Cluster DNS as tenant pods reach it: pods labelled k8s-app=kube-dns in
+// kube-system (CoreDNS and kube-dns both carry it), on port 53.
+const (
+	DNSNamespace = "kube-system"
+	DNSPodLabel  = "k8s-app"
+	DNSPodValue  = "kube-dns"
 )
 
 // Pod Security Admission namespace labels.
@@ -61,6 +87,20 @@ type TenantOptions struct {
 	// gets it as a limit, see RenderPod), and a default CPU limit would
 	// throttle training and make invalid every pod requesting more CPU.
 	DefaultLimits corev1.ResourceList
+	// EgressDenyCIDRs are the address ranges (IPv4 or IPv6 CIDRs) tenant
+	// pods may not open connections to, as exceptions from the "anywhere"
+	// egress rule of the NetworkPolicy. Defaults (when nil) to
+	// DefaultEgressDenyCIDRs, the cloud metadata endpoint; an empty list
+	// denies nothing. Add the cluster's pod, Service and node ranges to
+	// keep jobs off in-cluster services — but not a range an object store
+	// or registry the jobs need lives in. Pods of the same namespace and
+	// cluster DNS stay reachable whatever is listed.
+	EgressDenyCIDRs []string
+	// APIServiceAccount is the API server's ServiceAccount, as
+	// namespace:name; a RoleBinding in every tenant namespace lets it read
+	// pod logs there (the ClusterRole APIPodLogsName). Defaults to
+	// DefaultAPIServiceAccount.
+	APIServiceAccount string
 }
 
 // WithDefaults returns o with every empty field set to its default.
@@ -86,7 +126,62 @@ func (o TenantOptions) WithDefaults() TenantOptions {
 			corev1.ResourceMemory: resource.MustParse("256Mi"),
 		}
 	}
+	if o.EgressDenyCIDRs == nil {
+		o.EgressDenyCIDRs = slices.Clone(DefaultEgressDenyCIDRs)
+	}
+	if o.APIServiceAccount == "" {
+		o.APIServiceAccount = DefaultAPIServiceAccount
+	}
 	return o
+}
+
+// Validate reports the options the API server would refuse in the objects
+// rendered from them: Pod Security levels, egress CIDRs, the API server's
+// ServiceAccount. It checks o as given; call it on o.WithDefaults() to
+// check what RenderTenant uses.
+func (o TenantOptions) Validate() error {
+	var errs []error
+	for _, level := range []string{o.PSAEnforce, o.PSAWarn, o.PSAAudit} {
+		switch level {
+		case "", "privileged", "baseline", "restricted":
+		default:
+			errs = append(errs, fmt.Errorf("pod security level %q: want privileged, baseline or restricted", level))
+		}
+	}
+	for _, c := range o.EgressDenyCIDRs {
+		if _, err := parseDenyCIDR(c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if o.APIServiceAccount != "" {
+		if _, _, err := parseServiceAccount(o.APIServiceAccount); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// parseDenyCIDR parses one of EgressDenyCIDRs and masks it (10.1.2.3/8 is
+// 10.0.0.0/8). A prefix of length 0 is refused: the API server accepts
+// only exceptions strictly inside the rule's 0.0.0.0/0 or ::/0.
+func parseDenyCIDR(s string) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(strings.TrimSpace(s))
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("egress deny CIDR %q: %v", s, err)
+	}
+	if p.Bits() == 0 {
+		return netip.Prefix{}, fmt.Errorf("egress deny CIDR %q: a /0 would deny the whole address family; name narrower ranges", s)
+	}
+	return p.Masked(), nil
+}
+
+// parseServiceAccount splits namespace:name.
+func parseServiceAccount(s string) (namespace, name string, err error) {
+	namespace, name, ok := strings.Cut(s, ":")
+	if !ok || len(validation.IsDNS1123Label(namespace)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return "", "", fmt.Errorf("API server service account %q: want namespace:name", s)
+	}
+	return namespace, name, nil
 }
 
 // NamespaceName is the namespace of tenant tenantID.
@@ -106,14 +201,21 @@ type TenantObjects struct {
 	ResourceQuota *corev1.ResourceQuota
 	LimitRange    *corev1.LimitRange
 	NetworkPolicy *networkingv1.NetworkPolicy
+	// APIPodLogs lets the API server's ServiceAccount read pod logs in the
+	// namespace, and nowhere else: it holds no cluster-wide log right.
+	APIPodLogs *rbacv1.RoleBinding
 }
 
 // RenderTenant renders the namespace of t and what lives in it (except
 // Secrets: see RenderSecret). The namespace is t.Namespace, or
 // NamespaceName(opts.NamespacePrefix, t.ID) when that is empty. The error
-// (wrapping ErrInvalidSpec) is a quota quantity that does not parse.
+// (wrapping ErrInvalidSpec) is a quota quantity that does not parse, or
+// options that TenantOptions.Validate refuses.
 func RenderTenant(t tenant.Tenant, opts TenantOptions) (TenantObjects, error) {
 	opts = opts.WithDefaults()
+	if err := opts.Validate(); err != nil {
+		return TenantObjects{}, fmt.Errorf("%w: tenant options: %v", ErrInvalidSpec, err)
+	}
 	ns := t.Namespace
 	if ns == "" {
 		ns = NamespaceName(opts.NamespacePrefix, t.ID)
@@ -144,7 +246,8 @@ func RenderTenant(t tenant.Tenant, opts TenantOptions) (TenantObjects, error) {
 				DefaultRequest: nonEmpty(opts.DefaultRequests),
 			}}},
 		},
-		NetworkPolicy: renderNetworkPolicy(t.ID, ns),
+		NetworkPolicy: renderNetworkPolicy(t.ID, ns, opts.EgressDenyCIDRs),
+		APIPodLogs:    renderAPIPodLogs(t.ID, ns, opts.APIServiceAccount),
 	}
 	objs.Role, objs.RoleBinding = renderPodReaders(t, ns)
 	return objs, nil
@@ -243,14 +346,38 @@ func renderQuota(t tenant.Tenant, ns string) (*corev1.ResourceQuota, error) {
 	}, nil
 }
 
-// renderNetworkPolicy admits ingress to every pod of the namespace only from
-// pods of the same namespace. Since every tenant namespace has one, no
-// tenant can reach another's pods. Egress stays open: training reads data
+// renderNetworkPolicy confines every pod of the namespace both ways.
+//
+// Ingress only from pods of the same namespace: since every tenant
+// namespace has one, no tenant reaches another's pods.
+//
+// Egress to pods of the same namespace (replicas talk to each other), to
+// cluster DNS (pods labelled k8s-app=kube-dns in kube-system, UDP and TCP
+// 53), and to any address except denyCIDRs (by default the cloud metadata
+// endpoint, which hands out the node's credentials). Training reads data
 // and writes models to object stores and registries outside the cluster,
-// resolves names through cluster DNS, and a deny-by-default egress list
-// would be different for every tenant; what isolation needs is that nothing
-// reaches in.
-func renderNetworkPolicy(tenantID, ns string) *networkingv1.NetworkPolicy {
+// often at private addresses, so "anywhere" stays the rule and the
+// exceptions are the platform's to list (TenantOptions.EgressDenyCIDRs).
+// Whether an ipBlock also matches pod IPs is up to the network plugin;
+// Trainyard's own namespace and other tenants are closed by their ingress
+// policies whatever the plugin does here.
+func renderNetworkPolicy(tenantID, ns string, denyCIDRs []string) *networkingv1.NetworkPolicy {
+	var v4, v6 []string
+	for _, c := range denyCIDRs {
+		p, err := parseDenyCIDR(c)
+		if err != nil {
+			continue // Validate refused it before
+		}
+		if p.Addr().Is4() {
+			v4 = append(v4, p.String())
+		} else {
+			v6 = append(v6, p.String())
+		}
+	}
+	slices.Sort(v4)
+	slices.Sort(v6)
+	udp, tcp := corev1.ProtocolUDP, corev1.ProtocolTCP
+	dns := intstr.FromInt32(53)
 	return &networkingv1.NetworkPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
 		ObjectMeta: tenantMeta(tenantID, ns, NetworkPolicyName),
@@ -259,8 +386,38 @@ func renderNetworkPolicy(tenantID, ns string) *networkingv1.NetworkPolicy {
 			Ingress: []networkingv1.NetworkPolicyIngressRule{{
 				From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}},
 			}},
-			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			Egress: []networkingv1.NetworkPolicyEgressRule{
+				{To: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}},
+				{
+					To: []networkingv1.NetworkPolicyPeer{{
+						NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: DNSNamespace}},
+						PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{DNSPodLabel: DNSPodValue}},
+					}},
+					Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &dns}, {Protocol: &tcp, Port: &dns}},
+				},
+				{To: []networkingv1.NetworkPolicyPeer{
+					{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: v4}},
+					{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: v6}},
+				}},
+			},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
 		},
+	}
+}
+
+// renderAPIPodLogs binds the API server's ServiceAccount to the ClusterRole
+// APIPodLogsName (get pods/log) in this namespace only. The worker can
+// write it without "bind": it holds get on pods/log itself.
+func renderAPIPodLogs(tenantID, ns, account string) *rbacv1.RoleBinding {
+	saNamespace, saName, err := parseServiceAccount(account)
+	if err != nil {
+		return nil // Validate refused it before
+	}
+	return &rbacv1.RoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+		ObjectMeta: tenantMeta(tenantID, ns, APIPodLogsName),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: APIPodLogsName},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: saName, Namespace: saNamespace}},
 	}
 }
 

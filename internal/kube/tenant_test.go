@@ -9,6 +9,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/trainyard/trainyard/internal/tenant"
 )
@@ -87,11 +88,13 @@ func TestRenderTenant(t *testing.T) {
 		NetworkPolicy: &networkingv1.NetworkPolicy{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
 			ObjectMeta: meta("trainyard-same-namespace"),
-			Spec: networkingv1.NetworkPolicySpec{
-				PodSelector: metav1.LabelSelector{},
-				Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}}},
-				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
-			},
+			Spec:       wantNetworkPolicySpec([]string{"169.254.169.254/32"}, []string{"fd00:ec2::254/128"}),
+		},
+		APIPodLogs: &rbacv1.RoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+			ObjectMeta: meta("trainyard-api-pod-logs"),
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "trainyard-api", Namespace: "trainyard"}},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "trainyard-api-pod-logs"},
 		},
 	}
 	if diff := cmp.Diff(want, objs); diff != "" {
@@ -99,10 +102,79 @@ func TestRenderTenant(t *testing.T) {
 	}
 	for _, m := range []*metav1.ObjectMeta{
 		&objs.Namespace.ObjectMeta, &objs.ServiceAccount.ObjectMeta, &objs.Role.ObjectMeta, &objs.RoleBinding.ObjectMeta,
-		&objs.ResourceQuota.ObjectMeta, &objs.LimitRange.ObjectMeta, &objs.NetworkPolicy.ObjectMeta,
+		&objs.ResourceQuota.ObjectMeta, &objs.LimitRange.ObjectMeta, &objs.NetworkPolicy.ObjectMeta, &objs.APIPodLogs.ObjectMeta,
 	} {
 		requireValidNames(t, m)
 	}
+}
+
+// wantNetworkPolicySpec is the tenant NetworkPolicy with these egress
+// exceptions: ingress from the namespace; egress to the namespace, to
+// cluster DNS and to anywhere but the exceptions.
+func wantNetworkPolicySpec(exceptV4, exceptV6 []string) networkingv1.NetworkPolicySpec {
+	udp, tcp, dns := corev1.ProtocolUDP, corev1.ProtocolTCP, intstr.FromInt32(53)
+	return networkingv1.NetworkPolicySpec{
+		PodSelector: metav1.LabelSelector{},
+		Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}}},
+		Egress: []networkingv1.NetworkPolicyEgressRule{
+			{To: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}},
+			{
+				To: []networkingv1.NetworkPolicyPeer{{
+					NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "kube-system"}},
+					PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "kube-dns"}},
+				}},
+				Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &dns}, {Protocol: &tcp, Port: &dns}},
+			},
+			{To: []networkingv1.NetworkPolicyPeer{
+				{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: exceptV4}},
+				{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: exceptV6}},
+			}},
+		},
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+	}
+}
+
+// Egress exceptions are configurable, split by address family, masked and
+// sorted; an empty list denies nothing.
+func TestRenderTenantEgress(t *testing.T) {
+	objs, err := RenderTenant(visionTenant(), TenantOptions{
+		EgressDenyCIDRs: []string{"169.254.169.254/32", "10.96.0.0/12", " 10.244.1.7/16", "fd00:ec2::254/128", "100.100.100.200/32"},
+	})
+	require.NoError(t, err)
+	if diff := cmp.Diff(wantNetworkPolicySpec(
+		[]string{"10.244.0.0/16", "10.96.0.0/12", "100.100.100.200/32", "169.254.169.254/32"},
+		[]string{"fd00:ec2::254/128"}), objs.NetworkPolicy.Spec); diff != "" {
+		t.Errorf("network policy (-want +got):\n%s", diff)
+	}
+
+	objs, err = RenderTenant(visionTenant(), TenantOptions{EgressDenyCIDRs: []string{}})
+	require.NoError(t, err)
+	if diff := cmp.Diff(wantNetworkPolicySpec(nil, nil), objs.NetworkPolicy.Spec); diff != "" {
+		t.Errorf("network policy without exceptions (-want +got):\n%s", diff)
+	}
+
+	for _, bad := range []string{"10.0.0.0", "0.0.0.0/0", "::/0", "10.0.0.0/33", "metadata"} {
+		_, err := RenderTenant(visionTenant(), TenantOptions{EgressDenyCIDRs: []string{bad}})
+		require.ErrorIs(t, err, ErrInvalidSpec, bad)
+		require.ErrorContains(t, err, bad)
+	}
+}
+
+// The API server reads pod logs through a RoleBinding in each tenant
+// namespace; whose ServiceAccount it names is configurable.
+func TestRenderTenantAPIPodLogs(t *testing.T) {
+	objs, err := RenderTenant(visionTenant(), TenantOptions{APIServiceAccount: "platform:trainyard-server"})
+	require.NoError(t, err)
+	require.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "trainyard-server", Namespace: "platform"}}, objs.APIPodLogs.Subjects)
+	require.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "trainyard-api-pod-logs"}, objs.APIPodLogs.RoleRef)
+	require.Equal(t, "ty-vision", objs.APIPodLogs.Namespace)
+
+	for _, bad := range []string{"trainyard-api", "trainyard/trainyard-api", ":x", "Trainyard:api"} {
+		_, err := RenderTenant(visionTenant(), TenantOptions{APIServiceAccount: bad})
+		require.ErrorIs(t, err, ErrInvalidSpec, bad)
+	}
+	require.Error(t, TenantOptions{PSAEnforce: "lax"}.Validate())
+	require.NoError(t, TenantOptions{}.WithDefaults().Validate())
 }
 
 func TestRenderTenantOptions(t *testing.T) {

@@ -3,6 +3,7 @@ package tenantctl
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -51,7 +52,8 @@ type Config struct {
 	// Options.NamespacePrefix, else kube.DefaultNamespacePrefix.
 	NamespacePrefix string
 	// Options shape the objects of every tenant namespace (Pod Security
-	// levels, the job ServiceAccount's name, LimitRange defaults).
+	// levels, the job ServiceAccount's name, LimitRange defaults, the
+	// NetworkPolicy's egress exceptions, the API server's ServiceAccount).
 	// Options.NamespacePrefix is replaced by NamespacePrefix.
 	Options kube.TenantOptions
 
@@ -134,6 +136,9 @@ func (c Config) validate() error {
 		default:
 			return errors.New("tenantctl: Pod Security levels must be privileged, baseline or restricted, not " + level)
 		}
+	}
+	if err := c.Options.Validate(); err != nil {
+		return fmt.Errorf("tenantctl: %w", err)
 	}
 	return nil
 }

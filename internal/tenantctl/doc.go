@@ -122,9 +122,14 @@
 // repeating: creating the pod-reader Role (get/list/watch pods, get
 // pods/log) and its RoleBinding passes RBAC's escalation check only
 // because the worker itself holds those four rights; it has neither
-// "escalate" nor "bind", so it can never grant more than it has. And
+// "escalate" nor "bind", so it can never grant more than it has. The same
+// goes for the trainyard-api-pod-logs RoleBinding, which lets the API
+// server read pod logs in the namespace (get pods/log, a right the worker
+// holds); the API server has no cluster-wide right to logs. And
 // deploy/base/admission-policy.yaml has the API server enforce this
 // package's namespace rule: the worker's writes land only in namespaces
-// labelled managed-by=trainyard, and it creates, relabels or deletes only
-// namespaces that are a tenant's before and after.
+// labelled managed-by=trainyard, it creates, relabels or deletes only
+// namespaces that are a tenant's before and after, and it sets their Pod
+// Security enforce level only to the configured one (so --psa-enforce
+// must come from the ConfigMap the policy reads, TRAINYARD_PSA_ENFORCE).
 package tenantctl

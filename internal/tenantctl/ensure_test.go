@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/trainyard/trainyard/internal/kube"
@@ -139,15 +140,51 @@ func checkTenantObjects(c kubernetes.Interface, ns, id string, readers []string,
 	if err != nil {
 		return err
 	}
-	wantNP := networkingv1.NetworkPolicySpec{
+	if d := cmp.Diff(wantNetworkPolicy([]string{"169.254.169.254/32"}, []string{"fd00:ec2::254/128"}), np.Spec); d != "" {
+		return fmt.Errorf("networkpolicy spec (-want +got):\n%s", d)
+	}
+	if err := hasLabels("networkpolicy", np.Labels, mine); err != nil {
+		return err
+	}
+
+	// The API server reads pod logs here, and only in tenant namespaces.
+	logs, err := c.RbacV1().RoleBindings(ns).Get(ctx, "trainyard-api-pod-logs", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if want := (rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "trainyard-api-pod-logs"}); logs.RoleRef != want {
+		return fmt.Errorf("api pod-logs roleRef %+v, want %+v", logs.RoleRef, want)
+	}
+	if d := cmp.Diff([]rbacv1.Subject{{Kind: "ServiceAccount", Name: "trainyard-api", Namespace: "trainyard"}}, logs.Subjects); d != "" {
+		return fmt.Errorf("api pod-logs subjects (-want +got):\n%s", d)
+	}
+	return hasLabels("api pod-logs rolebinding", logs.Labels, mine)
+}
+
+// wantNetworkPolicy is the tenant NetworkPolicy as the API server returns
+// it: ingress from the namespace only; egress to the namespace, cluster
+// DNS, and anywhere but the exceptions.
+func wantNetworkPolicy(exceptV4, exceptV6 []string) networkingv1.NetworkPolicySpec {
+	udp, tcp, dns := corev1.ProtocolUDP, corev1.ProtocolTCP, intstr.FromInt32(53)
+	return networkingv1.NetworkPolicySpec{
 		PodSelector: metav1.LabelSelector{},
 		Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}}},
-		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+		Egress: []networkingv1.NetworkPolicyEgressRule{
+			{To: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}},
+			{
+				To: []networkingv1.NetworkPolicyPeer{{
+					NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "kube-system"}},
+					PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "kube-dns"}},
+				}},
+				Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &dns}, {Protocol: &tcp, Port: &dns}},
+			},
+			{To: []networkingv1.NetworkPolicyPeer{
+				{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: exceptV4}},
+				{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: exceptV6}},
+			}},
+		},
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
 	}
-	if !equality.Semantic.DeepEqual(np.Spec, wantNP) {
-		return fmt.Errorf("networkpolicy spec %+v, want %+v", np.Spec, wantNP)
-	}
-	return hasLabels("networkpolicy", np.Labels, mine)
 }
 
 var visionHard = corev1.ResourceList{
@@ -230,6 +267,37 @@ func TestDriftIsRepaired(t *testing.T) {
 			np.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}
 			_, err = b.admin.NetworkingV1().NetworkPolicies(ns).Update(ctx, np, metav1.UpdateOptions{})
 			return err
+		}},
+		{"network policy egress opened", func() error {
+			np, err := b.admin.NetworkingV1().NetworkPolicies(ns).Get(ctx, "trainyard-same-namespace", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			np.Spec.Egress = nil
+			np.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
+			_, err = b.admin.NetworkingV1().NetworkPolicies(ns).Update(ctx, np, metav1.UpdateOptions{})
+			return err
+		}},
+		{"network policy lets pods reach the metadata endpoint", func() error {
+			np, err := b.admin.NetworkingV1().NetworkPolicies(ns).Get(ctx, "trainyard-same-namespace", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			np.Spec.Egress[2].To[0].IPBlock.Except = nil
+			_, err = b.admin.NetworkingV1().NetworkPolicies(ns).Update(ctx, np, metav1.UpdateOptions{})
+			return err
+		}},
+		{"api pod-logs binding given to everyone", func() error {
+			rb, err := rbac.RoleBindings(ns).Get(ctx, "trainyard-api-pod-logs", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			rb.Subjects = append(rb.Subjects, rbacv1.Subject{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "system:authenticated"})
+			_, err = rbac.RoleBindings(ns).Update(ctx, rb, metav1.UpdateOptions{})
+			return err
+		}},
+		{"api pod-logs binding deleted", func() error {
+			return rbac.RoleBindings(ns).Delete(ctx, "trainyard-api-pod-logs", metav1.DeleteOptions{})
 		}},
 		{"PSA enforce label removed", func() error {
 			n, err := core.Namespaces().Get(ctx, ns, metav1.GetOptions{})
@@ -361,4 +429,43 @@ func TestPodSecurityLevelsAreConfigurable(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// The egress exceptions and the API server's ServiceAccount are options:
+// the NetworkPolicy and the pod-logs binding follow them.
+func TestEgressAndAPIAccountAreConfigurable(t *testing.T) {
+	b := setup(t, setupOpts{options: kube.TenantOptions{
+		EgressDenyCIDRs:   []string{"169.254.169.254/32", "10.96.0.0/12", "10.244.0.0/16"},
+		APIServiceAccount: "platform:trainyard-server",
+	}})
+	tn := b.createTenant(t, tenant.Tenant{ID: "egress"})
+	ns := b.ns(tn.ID)
+	eventually(t, 30*time.Second, func() error {
+		np, err := b.admin.NetworkingV1().NetworkPolicies(ns).Get(context.Background(), "trainyard-same-namespace", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if d := cmp.Diff(wantNetworkPolicy([]string{"10.244.0.0/16", "10.96.0.0/12", "169.254.169.254/32"}, nil), np.Spec); d != "" {
+			return fmt.Errorf("networkpolicy spec (-want +got):\n%s", d)
+		}
+		rb, err := b.admin.RbacV1().RoleBindings(ns).Get(context.Background(), "trainyard-api-pod-logs", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if d := cmp.Diff([]rbacv1.Subject{{Kind: "ServiceAccount", Name: "trainyard-server", Namespace: "platform"}}, rb.Subjects); d != "" {
+			return fmt.Errorf("api pod-logs subjects (-want +got):\n%s", d)
+		}
+		return nil
+	})
+	// In shape: nothing more is written (the API server's defaulting does
+	// not make the rendered policy look different).
+	b.reconcileNow(t, tn.ID)
+	w := b.writes(t)
+	b.reconcileNow(t, tn.ID)
+	require.Equal(t, w, b.writes(t))
+
+	_, err := New(Config{Store: b.st, Client: b.admin, Options: kube.TenantOptions{EgressDenyCIDRs: []string{"0.0.0.0/0"}}})
+	require.ErrorContains(t, err, "0.0.0.0/0")
+	_, err = New(Config{Store: b.st, Client: b.admin, Options: kube.TenantOptions{APIServiceAccount: "trainyard-api"}})
+	require.ErrorContains(t, err, "namespace:name")
 }

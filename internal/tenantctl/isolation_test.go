@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -79,6 +80,33 @@ func TestIsolationBySubjectAccessReview(t *testing.T) {
 		{"list", "pods", "", ""}, {"list", "namespaces", "", ""},
 	} {
 		require.False(t, allowed(t, b, alphaUser, alphaGroups, acc), "alpha's readers must not be allowed to %s", acc)
+	}
+
+	// The API server's ServiceAccount reads pod logs in tenant namespaces
+	// through their trainyard-api-pod-logs RoleBinding (deploy/ has the
+	// ClusterRole it names), and nothing else, nowhere else.
+	apiRole := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "trainyard-api-pod-logs"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}}},
+	}
+	if _, err := b.admin.RbacV1().ClusterRoles().Create(context.Background(), apiRole, metav1.CreateOptions{}); err != nil {
+		require.True(t, apierrors.IsAlreadyExists(err), "%v", err)
+	}
+	apiUser := "system:serviceaccount:trainyard:trainyard-api"
+	apiGroups := []string{"system:serviceaccounts", "system:serviceaccounts:trainyard", "system:authenticated"}
+	for _, ns := range []string{nsA, nsB} {
+		eventually(t, 30*time.Second, func() error {
+			if acc := (access{"get", "pods", "log", ns}); !allowed(t, b, apiUser, apiGroups, acc) {
+				return fmt.Errorf("the API server must be allowed to %s", acc)
+			}
+			return nil
+		})
+		for _, acc := range []access{{"get", "pods", "", ns}, {"list", "pods", "", ns}, {"get", "secrets", "", ns}, {"create", "pods", "exec", ns}} {
+			require.False(t, allowed(t, b, apiUser, apiGroups, acc), "the API server must not be allowed to %s", acc)
+		}
+	}
+	for _, ns := range []string{"kube-system", "default", ""} {
+		require.False(t, allowed(t, b, apiUser, apiGroups, access{"get", "pods", "log", ns}), "the API server must not read logs in %q", ns)
 	}
 
 	// The job ServiceAccount, as the API server sees it when a pod presents

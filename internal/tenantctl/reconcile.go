@@ -98,6 +98,9 @@ func (c *Controller) ensure(ctx context.Context, t tenant.Tenant) (result, error
 		func() error {
 			return ensureObject(ctx, c, networkPolicies(c), objs.NetworkPolicy, ns.Name, kube.NetworkPolicyName)
 		},
+		func() error {
+			return ensureObject(ctx, c, roleBindings(c), objs.APIPodLogs, ns.Name, kube.APIPodLogsName)
+		},
 	} {
 		if err := step(); err != nil {
 			errs = append(errs, err)
