@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
 	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/trainyard/trainyard/internal/api"
@@ -29,6 +32,7 @@ type serveFlags struct {
 	adminGroup      string
 	devAuth         string
 	maxRequestBytes int
+	maxStreams      int
 }
 
 func (f *serveFlags) register(fs *pflag.FlagSet) {
@@ -40,6 +44,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.adminGroup, "admin-group", "trainyard-admins", "OIDC group whose members are platform admins (manage tenants)")
 	fs.StringVar(&f.devAuth, "dev-auth", "", "FILE of static tokens for local use; off by default, never in production")
 	fs.IntVar(&f.maxRequestBytes, "max-request-bytes", 4<<20, "largest request body (REST) or message (gRPC) accepted")
+	fs.IntVar(&f.maxStreams, "max-streams-per-caller", 32, "watches and log streams one caller (OIDC subject) may have open at once on this server, REST and gRPC together; more are RESOURCE_EXHAUSTED (HTTP 429). Raise it for a service token that streams for many users")
 }
 
 // authenticator builds the authenticator from the flags: OIDC, dev tokens,
@@ -100,34 +105,55 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 		apiDeps.Events = d.listener
 	}
 	if d.kube != nil {
-		apiDeps.Kube = kube.APIClient{Client: d.kube}
+		apiDeps.Kube = apiKube{kube.APIClient{Client: d.kube}}
 	}
 	errUnary, errStream := api.ErrorInterceptors(log)
 	srv, err := server.New(ctx, server.Config{
-		HTTPAddr:        f.httpAddr,
-		GRPCAddr:        f.grpcAddr,
-		MaxRequestBytes: f.maxRequestBytes,
-		Jobs:            api.NewJobServer(apiDeps),
-		Tenants:         api.NewTenantServer(apiDeps),
-		AuthUnary:       ic.Unary(),
-		AuthStream:      ic.Stream(),
-		ErrorsUnary:     errUnary,
-		ErrorsStream:    errStream,
-		Logger:          log,
-		Ready: func(ctx context.Context) error {
-			if err := d.store.Ping(ctx); err != nil {
-				return fmt.Errorf("postgres: %w", err)
-			}
-			if err := oidcReady(); err != nil {
-				return fmt.Errorf("oidc: %w", err)
-			}
-			return nil
+		HTTPAddr:            f.httpAddr,
+		GRPCAddr:            f.grpcAddr,
+		MaxRequestBytes:     f.maxRequestBytes,
+		MaxStreamsPerCaller: f.maxStreams,
+		Jobs:                api.NewJobServer(apiDeps),
+		Tenants:             api.NewTenantServer(apiDeps),
+		AuthUnary:           ic.Unary(),
+		AuthStream:          ic.Stream(),
+		ErrorsUnary:         errUnary,
+		ErrorsStream:        errStream,
+		Logger:              log,
+		Ready: []server.ReadyCheck{
+			{Name: "postgres", Check: d.store.Ping},
+			{Name: "oidc", Check: func(context.Context) error { return oidcReady() }},
 		},
 	})
 	if err != nil {
 		return err
 	}
 	return srv.Run(ctx)
+}
+
+// apiKube is kube.APIClient as the api package wants it: its own
+// ErrPodGone (api does not import kube), and DeleteSecret saying whether
+// there was a Secret, so that a Secret orphaned by a PutSecret whose
+// Postgres write failed can still be deleted and a missing one is NOT_FOUND.
+type apiKube struct{ kube.APIClient }
+
+func (k apiKube) PodLogs(ctx context.Context, namespace, pod string, follow bool, tailLines int64) (io.ReadCloser, error) {
+	rc, err := k.APIClient.PodLogs(ctx, namespace, pod, follow, tailLines)
+	if errors.Is(err, kube.ErrPodGone) {
+		return nil, fmt.Errorf("%w: %s/%s", api.ErrPodGone, namespace, pod)
+	}
+	return rc, err
+}
+
+func (k apiKube) DeleteSecret(ctx context.Context, namespace, secretID string) (bool, error) {
+	// Delete, not Get then delete: the API server may not read Secrets
+	// (deploy/base/rbac-api.yaml). That the Secret is Trainyard's is the
+	// cluster's admission policy to check; its refusal is a Forbidden.
+	err := k.Client.CoreV1().Secrets(namespace).Delete(ctx, secretID, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // openStore connects to Postgres, waiting up to a minute for it to answer

@@ -38,12 +38,19 @@ func dial(s settings, userAgent string) (*grpc.ClientConn, error) {
 		grpc.WithTransportCredentials(tc),
 		grpc.WithUserAgent(userAgent),
 		grpc.WithDefaultServiceConfig(retryServiceConfig),
+		// gRPC's default of 4 MiB is less than a GetJob of a large job can
+		// be: every replica keeps a log tail of up to a few KiB in its
+		// status. Lists and watches leave the tails out.
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxReceiveBytes)),
 	}
 	if s.token != "" {
 		opts = append(opts, grpc.WithPerRPCCredentials(bearer{token: s.token, requireTLS: !s.insecure}))
 	}
 	return grpc.NewClient(s.server, opts...)
 }
+
+// maxReceiveBytes is the largest response tyctl accepts.
+const maxReceiveBytes = 64 << 20
 
 // bearer sends the token on every call. With TLS, gRPC refuses to send it
 // over a connection that is not secure.

@@ -15,7 +15,8 @@ import (
 )
 
 // acceptingStore is just enough of the store for CreateJob to get past
-// validation, secret checks and the quota check to the insert. Any other
+// the request id lookup, validation, secret checks and the quota check to
+// the insert. Any other
 // method panics on the nil embedded interface: the test must not need it.
 type acceptingStore struct {
 	api.Store
@@ -26,8 +27,12 @@ func (s *acceptingStore) TenantGet(_ context.Context, id string) (tenant.Tenant,
 	return tenant.Tenant{ID: id, Quota: tenant.Quota{GPU: 8, CPU: "64", Memory: "256Gi", Pods: 32}}, nil
 }
 
-func (s *acceptingStore) SecretGet(context.Context, string, string) (tenant.Secret, error) {
-	return tenant.Secret{}, store.ErrNotFound
+func (s *acceptingStore) JobGetByRequestID(context.Context, string, string) (job.Job, bool, error) {
+	return job.Job{}, false, nil
+}
+
+func (s *acceptingStore) SecretList(context.Context, string) ([]tenant.Secret, error) {
+	return nil, nil
 }
 
 func (s *acceptingStore) JobCreate(_ context.Context, p store.JobCreateParams) (job.Job, bool, error) {

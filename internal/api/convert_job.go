@@ -183,6 +183,21 @@ func jobToPB(j job.Job) *pb.Job {
 	}
 }
 
+// jobSummaryToPB is the job as lists and watches return it: without the
+// replicas' log tails (up to a few KiB each), which only GetJob and
+// GetJobLogs return. A page of a thousand jobs, or a watch that sends the
+// job with every event, would otherwise carry megabytes of logs nobody
+// asked for.
+func jobSummaryToPB(j job.Job) *pb.Job {
+	out := jobToPB(j)
+	for _, r := range out.GetStatus().GetReplicas() {
+		if t := r.GetLastTermination(); t != nil {
+			t.LogTail = ""
+		}
+	}
+	return out
+}
+
 func specToPB(s job.Spec) *pb.JobSpec {
 	out := &pb.JobSpec{
 		SuccessPolicy: invert(successFromPB)[s.SuccessPolicy],

@@ -2,10 +2,10 @@ package api
 
 import (
 	"context"
+	"errors"
 	"io"
 
 	"github.com/trainyard/trainyard/internal/job"
-	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenant"
 )
@@ -19,11 +19,14 @@ type Store interface {
 
 	JobCreate(ctx context.Context, p store.JobCreateParams) (job.Job, bool, error)
 	JobGet(ctx context.Context, tenant, name string) (job.Job, error)
+	JobGetMany(ctx context.Context, tenant string, uids []string) ([]job.Job, error)
+	JobGetByRequestID(ctx context.Context, tenant, requestID string) (job.Job, bool, error)
 	JobList(ctx context.Context, tenant string, p store.JobListParams) ([]job.Job, int64, error)
 	JobCancel(ctx context.Context, tenant, name string) (job.Job, error)
 	JobDelete(ctx context.Context, tenant, name string) error
 
 	EventList(ctx context.Context, tenant, job string, afterID int64, limit int) ([]job.Event, error)
+	EventListByJob(ctx context.Context, tenant, uid string, afterID int64, limit int) ([]job.Event, error)
 	EventListTenant(ctx context.Context, tenant string, afterID int64, limit int) ([]job.Event, error)
 	EventLastID(ctx context.Context, tenant string) (int64, error)
 
@@ -36,14 +39,22 @@ type Store interface {
 // Kube is the API server's narrow access to Kubernetes: tenant secret values
 // (which never pass through Postgres) and pod logs.
 type Kube interface {
+	// PutSecret creates or replaces the Secret. Errors from the Kubernetes
+	// API keep their type (apimachinery's StatusError), so that the handler
+	// can tell invalid from forbidden from conflicting writes.
 	PutSecret(ctx context.Context, tenantID, namespace, secretID string, data map[string]string) error
-	DeleteSecret(ctx context.Context, namespace, secretID string) error
+	// DeleteSecret deletes the Secret if it is Trainyard's; found is false
+	// when there was none (a Secret Trainyard does not manage counts as none
+	// and is left alone).
+	DeleteSecret(ctx context.Context, namespace, secretID string) (found bool, err error)
 	// PodLogs streams a pod's log; ErrPodGone when the pod no longer exists.
 	PodLogs(ctx context.Context, namespace, pod string, follow bool, tailLines int64) (io.ReadCloser, error)
 }
 
-// ErrPodGone is returned by Kube.PodLogs for a pod that does not exist.
-var ErrPodGone = kube.ErrPodGone
+// ErrPodGone is what Kube.PodLogs returns for a pod that does not exist. The
+// wiring (cmd/trainyard) translates its Kubernetes client's own error to it,
+// so this package does not depend on internal/kube.
+var ErrPodGone = errors.New("pod not found")
 
 // Notifications wakes watchers; *store.Listener implements it.
 type Notifications interface {

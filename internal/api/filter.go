@@ -158,4 +158,3 @@ func pageSize(field string, n int32) (int, error) {
 	}
 	return int(n), nil
 }
-

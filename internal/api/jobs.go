@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -33,17 +34,34 @@ func NewJobServer(d Deps) *JobServer { return &JobServer{deps: d.withDefaults()}
 
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,100}$`)
 
+// CreateJob creates a job. A request id seen before in the tenant (AIP-155)
+// is looked up first, before anything is validated: a retry of a create that
+// committed returns that job, as it is now, even if the tenant's quota, its
+// secrets or the validation rules changed since (the request is not compared
+// with the first one). If that job has been deleted since, the retry is
+// NOT_FOUND: the resource the request created is gone, and creating another
+// one silently would turn one request into two jobs. Once a worker has
+// purged the deleted job, its request id is forgotten.
 func (s *JobServer) CreateJob(ctx context.Context, req *pb.CreateJobRequest) (*pb.Job, error) {
 	tenantID, err := parseTenant("parent", req.GetParent())
 	if err != nil {
 		return nil, err
 	}
+	rid := req.GetRequestId()
+	if rid != "" && !requestIDPattern.MatchString(rid) {
+		return nil, invalid(violation("requestId", "must be 1-100 characters of letters, digits, '-' and '_'"))
+	}
+	if rid != "" {
+		first, ok, err := s.store.JobGetByRequestID(ctx, tenantID, rid)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return jobToPB(first), nil
+		}
+	}
 	if req.GetJob() == nil {
 		return nil, invalid(violation("job", "is required"))
-	}
-	var vs []FieldViolation
-	if rid := req.GetRequestId(); rid != "" && !requestIDPattern.MatchString(rid) {
-		vs = append(vs, violation("requestId", "must be 1-100 characters of letters, digits, '-' and '_'"))
 	}
 	in := req.GetJob()
 	j := job.Job{
@@ -60,17 +78,22 @@ func (s *JobServer) CreateJob(ctx context.Context, req *pb.CreateJobRequest) (*p
 		j.Creator = p.Subject
 	}
 	j.Spec.Default()
+	var vs []FieldViolation
 	for _, v := range job.Validate(&j) {
 		vs = append(vs, violation(v.Field, v.Description))
 	}
 	if len(vs) > 0 {
 		return nil, invalid(vs...)
 	}
-	t, err := s.store.TenantGet(ctx, tenantID)
+	t, err := s.tenant(ctx, tenantID)
 	if err != nil {
 		return nil, err
 	}
-	if vs := s.missingSecrets(ctx, tenantID, j.Spec); len(vs) > 0 {
+	vs, err = s.missingSecrets(ctx, tenantID, j.Spec)
+	if err != nil {
+		return nil, err
+	}
+	if len(vs) > 0 {
 		return nil, invalid(vs...)
 	}
 	demand, err := j.Spec.Demand()
@@ -80,39 +103,90 @@ func (s *JobServer) CreateJob(ctx context.Context, req *pb.CreateJobRequest) (*p
 	if err := neverFits(t, demand); err != nil {
 		return nil, err
 	}
-	created, _, err := s.store.JobCreate(ctx, store.JobCreateParams{Job: j, Demand: demand, RequestID: req.GetRequestId()})
+	created, _, err := s.store.JobCreate(ctx, store.JobCreateParams{Job: j, Demand: demand, RequestID: rid})
 	if err != nil {
 		return nil, err
 	}
 	return jobToPB(created), nil
 }
 
-// missingSecrets names each reference to a tenant secret that does not exist.
-func (s *JobServer) missingSecrets(ctx context.Context, tenantID string, spec job.Spec) []FieldViolation {
-	var vs []FieldViolation
-	exists := map[string]bool{}
-	check := func(field, id string) {
-		ok, seen := exists[id]
-		if !seen {
-			_, err := s.store.SecretGet(ctx, tenantID, id)
-			ok = err == nil
-			exists[id] = ok
-		}
-		if !ok {
-			vs = append(vs, violation(field, fmt.Sprintf("secret %q does not exist in tenant %q", id, tenantID)))
-		}
+// tenant returns the tenant the authorizer already loaded for this request,
+// or reads it when there is none (a handler called without the interceptor).
+func (d *deps) tenant(ctx context.Context, id string) (tenant.Tenant, error) {
+	if a, ok := auth.AccessFrom(ctx); ok && a.TenantID == id && a.Tenant.ID == id {
+		return a.Tenant, nil
 	}
+	return d.store.TenantGet(ctx, id)
+}
+
+// secretRef is one place a job spec uses a tenant secret.
+type secretRef struct {
+	field  string // where, for the violation
+	secret string
+	key    string // "" for a volume: every key
+	keyAt  string // field of the key
+}
+
+func secretRefs(spec job.Spec) []secretRef {
+	var refs []secretRef
 	for i, r := range spec.Replicas {
 		for k, e := range r.Env {
 			if e.Secret != nil {
-				check(fmt.Sprintf("spec.replicas[%d].env[%d].secret.secret", i, k), e.Secret.Secret)
+				p := fmt.Sprintf("spec.replicas[%d].env[%d].secret", i, k)
+				refs = append(refs, secretRef{field: p + ".secret", secret: e.Secret.Secret, key: e.Secret.Key, keyAt: p + ".key"})
 			}
 		}
 		for k, v := range r.SecretVolumes {
-			check(fmt.Sprintf("spec.replicas[%d].secretVolumes[%d].secret", i, k), v.Secret)
+			refs = append(refs, secretRef{field: fmt.Sprintf("spec.replicas[%d].secretVolumes[%d].secret", i, k), secret: v.Secret})
+		}
+	}
+	return refs
+}
+
+// missingSecrets names each reference to a tenant secret, or to a key of
+// one, that does not exist: a pod referring to it would be stuck in
+// CreateContainerConfigError. One query reads the tenant's secret names and
+// keys (never values), and only when the spec refers to any.
+func (s *JobServer) missingSecrets(ctx context.Context, tenantID string, spec job.Spec) ([]FieldViolation, error) {
+	refs := secretRefs(spec)
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	secs, err := s.store.SecretList(ctx, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	return checkSecretRefs(tenantID, refs, secs), nil
+}
+
+func checkSecretRefs(tenantID string, refs []secretRef, secs []tenant.Secret) []FieldViolation {
+	keys := make(map[string]map[string]bool, len(secs))
+	for _, sec := range secs {
+		keys[sec.Name] = map[string]bool{}
+		for _, k := range sec.Keys {
+			keys[sec.Name][k] = true
+		}
+	}
+	var vs []FieldViolation
+	for _, r := range refs {
+		have, ok := keys[r.secret]
+		switch {
+		case !ok:
+			vs = append(vs, violation(r.field, fmt.Sprintf("secret %s does not exist in tenant %s", quote(r.secret), quote(tenantID))))
+		case r.key != "" && !have[r.key]:
+			vs = append(vs, violation(r.keyAt, fmt.Sprintf("secret %s has no key %s (it has: %s)", quote(r.secret), quote(r.key), strings.Join(sortedSet(have), ", "))))
 		}
 	}
 	return vs
+}
+
+func sortedSet(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // neverFits refuses a job that asks for more than the tenant's whole quota:
@@ -186,7 +260,7 @@ func (s *JobServer) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (*pb.
 	}
 	resp := &pb.ListJobsResponse{NextPageToken: encodePageToken(next, q)}
 	for _, j := range jobs {
-		resp.Jobs = append(resp.Jobs, jobToPB(j))
+		resp.Jobs = append(resp.Jobs, jobSummaryToPB(j))
 	}
 	return resp, nil
 }
@@ -228,9 +302,7 @@ func (s *JobServer) ListJobEvents(ctx context.Context, req *pb.ListJobEventsRequ
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.store.JobGet(ctx, tenantID, name); err != nil {
-		return nil, err
-	}
+	// EventList is NOT_FOUND for a missing job: no separate JobGet.
 	events, err := s.store.EventList(ctx, tenantID, name, after, size)
 	if err != nil {
 		return nil, err
@@ -249,11 +321,11 @@ func (s *JobServer) ListJobEvents(ctx context.Context, req *pb.ListJobEventsRequ
 type deps struct {
 	store     Store
 	kube      Kube
-	events    Notifications
 	log       *slog.Logger
 	now       func() time.Time
 	pollEvery time.Duration
 	nsPrefix  string
+	wakeups   *tenantWakeups
 }
 
 // Deps configures the API servers.
@@ -263,7 +335,8 @@ type Deps struct {
 	// Kube writes tenant secrets and reads pod logs. Optional: without it,
 	// secret writes are UNAVAILABLE and logs come only from what was kept.
 	Kube Kube
-	// Events wakes watchers when events are written. Optional: watchers
+	// Events wakes watchers when events of their tenant are written (the
+	// payload on store.ChannelEvents is the tenant id). Optional: watchers
 	// then poll.
 	Events Notifications
 	// Logger defaults to slog.Default().
@@ -278,7 +351,7 @@ type Deps struct {
 }
 
 func (d Deps) withDefaults() deps {
-	out := deps{store: d.Store, kube: d.Kube, events: d.Events, log: d.Logger, now: d.Now, pollEvery: d.WatchPoll, nsPrefix: d.NamespacePrefix}
+	out := deps{store: d.Store, kube: d.Kube, log: d.Logger, now: d.Now, pollEvery: d.WatchPoll, nsPrefix: d.NamespacePrefix}
 	if out.log == nil {
 		out.log = slog.Default()
 	}
@@ -291,5 +364,6 @@ func (d Deps) withDefaults() deps {
 	if out.nsPrefix == "" {
 		out.nsPrefix = "ty-"
 	}
+	out.wakeups = newTenantWakeups(d.Events)
 	return out
 }

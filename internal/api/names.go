@@ -8,7 +8,7 @@ import (
 // tenants/{tenant}/secrets/{secret}. Parsing checks the shape only; the ids
 // themselves are checked where they are created.
 
-func tenantName(t string) string       { return "tenants/" + t }
+func tenantName(t string) string        { return "tenants/" + t }
 func jobName(tenant, job string) string { return "tenants/" + tenant + "/jobs/" + job }
 func secretName(tenant, s string) string {
 	return "tenants/" + tenant + "/secrets/" + s

@@ -10,10 +10,10 @@ import (
 	"google.golang.org/genproto/googleapis/api/httpbody"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/trainyard/trainyard/internal/job"
-	"github.com/trainyard/trainyard/internal/store"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
 
@@ -28,6 +28,10 @@ func (s *JobServer) GetJobLogs(req *pb.GetJobLogsRequest, stream grpc.ServerStre
 	if req.GetTailLines() < 0 {
 		return invalid(violation("tailLines", "must not be negative"))
 	}
+	t, err := s.tenant(ctx, tenantID)
+	if err != nil {
+		return err
+	}
 	j, err := s.store.JobGet(ctx, tenantID, name)
 	if err != nil {
 		return err
@@ -40,7 +44,7 @@ func (s *JobServer) GetJobLogs(req *pb.GetJobLogsRequest, stream grpc.ServerStre
 		return stream.Send(&httpbody.HttpBody{ContentType: "text/plain; charset=utf-8", Data: b})
 	}
 	if s.kube != nil && rep.Pod != "" {
-		rc, err := s.kube.PodLogs(ctx, s.nsPrefix+tenantID, rep.Pod, req.GetFollow(), int64(req.GetTailLines()))
+		rc, err := s.kube.PodLogs(ctx, t.Namespace, rep.Pod, req.GetFollow(), int64(req.GetTailLines()))
 		switch {
 		case err == nil:
 			defer rc.Close()
@@ -117,7 +121,9 @@ func tailLines(s string, n int) string {
 }
 
 // WatchJob streams a job's events, each with the job's state at the time it
-// is sent. It ends once the job is final and its events have been sent.
+// is sent (log tails left out, as in every watch message). It follows the
+// job by uid, so a job created later under the same name is never mixed in.
+// It ends once the job is final and its events have been sent.
 func (s *JobServer) WatchJob(req *pb.WatchJobRequest, stream grpc.ServerStreamingServer[pb.WatchJobResponse]) error {
 	ctx := stream.Context()
 	tenantID, name, err := parseJob("name", req.GetName())
@@ -127,6 +133,10 @@ func (s *JobServer) WatchJob(req *pb.WatchJobRequest, stream grpc.ServerStreamin
 	if req.GetAfterEventId() < 0 {
 		return invalid(violation("afterEventId", "must not be negative"))
 	}
+	// Subscribe before the first read, so nothing written after it is
+	// only noticed at the next tick.
+	wake, unsubscribe := s.wakeups.Subscribe(tenantID)
+	defer unsubscribe()
 	j, err := s.store.JobGet(ctx, tenantID, name)
 	if err != nil {
 		return err
@@ -137,32 +147,51 @@ func (s *JobServer) WatchJob(req *pb.WatchJobRequest, stream grpc.ServerStreamin
 		if cursor, err = s.store.EventLastID(ctx, tenantID); err != nil {
 			return err
 		}
-		if err := stream.Send(&pb.WatchJobResponse{Job: jobToPB(j)}); err != nil {
+	}
+	if err := watchEstablished(stream); err != nil {
+		return err
+	}
+	if req.GetAfterEventId() == 0 {
+		if err := stream.Send(&pb.WatchJobResponse{Job: jobSummaryToPB(j)}); err != nil {
 			return err
 		}
 	}
-	return s.follow(ctx, func() (bool, error) {
-		events, err := s.store.EventList(ctx, tenantID, name, cursor, maxPageSize)
-		if err != nil {
-			return false, err
-		}
-		if len(events) == 0 {
-			return j.Status.State.Final(), nil
-		}
-		if j, err = s.store.JobGet(ctx, tenantID, name); err != nil {
-			return false, err
-		}
-		for _, e := range events {
-			if err := stream.Send(&pb.WatchJobResponse{Event: eventToPB(e), Job: jobToPB(j)}); err != nil {
+	return s.follow(ctx, wake, func() (bool, error) {
+		for {
+			events, err := s.store.EventListByJob(ctx, tenantID, j.UID, cursor, maxPageSize)
+			if err != nil {
 				return false, err
 			}
-			cursor = e.ID
+			if len(events) == 0 {
+				return j.Status.State.Final(), nil
+			}
+			jobs, err := s.store.JobGetMany(ctx, tenantID, []string{j.UID})
+			if err != nil {
+				return false, err
+			}
+			if len(jobs) == 1 {
+				j = jobs[0] // else purged meanwhile: keep the last known
+			}
+			for _, e := range events {
+				if err := stream.Send(&pb.WatchJobResponse{Event: eventToPB(e), Job: jobSummaryToPB(j)}); err != nil {
+					return false, err
+				}
+				cursor = e.ID
+			}
+			// A final job: read once more, for events committed between the
+			// two reads, and end when there are none.
+			if len(events) < maxPageSize && !j.Status.State.Final() {
+				return false, nil
+			}
 		}
-		return false, nil
 	})
 }
 
-// WatchJobs streams the events of every job of a tenant matching the filter.
+// WatchJobs streams the events of every job of a tenant that matches the
+// filter, each with its job as it is when sent (log tails left out). The
+// jobs of a batch of events are read in one query, by uid: events of a job
+// that was deleted since still arrive, with the job as it was last; if even
+// its row is gone (purged), with only its name and uid, whatever the filter.
 func (s *JobServer) WatchJobs(req *pb.WatchJobsRequest, stream grpc.ServerStreamingServer[pb.WatchJobResponse]) error {
 	ctx := stream.Context()
 	tenantID, err := parseTenant("parent", req.GetParent())
@@ -177,50 +206,93 @@ func (s *JobServer) WatchJobs(req *pb.WatchJobsRequest, stream grpc.ServerStream
 	if cursor < 0 {
 		return invalid(violation("afterEventId", "must not be negative"))
 	}
+	wake, unsubscribe := s.wakeups.Subscribe(tenantID)
+	defer unsubscribe()
 	if cursor == 0 {
 		if cursor, err = s.store.EventLastID(ctx, tenantID); err != nil {
 			return err
 		}
 	}
-	return s.follow(ctx, func() (bool, error) {
-		events, err := s.store.EventListTenant(ctx, tenantID, cursor, maxPageSize)
-		if err != nil {
-			return false, err
-		}
-		jobs := map[string]job.Job{}
-		for _, e := range events {
-			cursor = e.ID
-			j, seen := jobs[e.Job]
-			if !seen {
-				j, err = s.store.JobGet(ctx, tenantID, e.Job)
-				if errors.Is(err, store.ErrNotFound) {
-					continue // deleted since
-				}
-				if err != nil {
-					return false, err
-				}
-				jobs[e.Job] = j
-			}
-			if !f.matches(j) {
-				continue
-			}
-			if err := stream.Send(&pb.WatchJobResponse{Event: eventToPB(e), Job: jobToPB(j)}); err != nil {
+	if err := watchEstablished(stream); err != nil {
+		return err
+	}
+	return s.follow(ctx, wake, func() (bool, error) {
+		for {
+			events, err := s.store.EventListTenant(ctx, tenantID, cursor, maxPageSize)
+			if err != nil {
 				return false, err
 			}
+			if len(events) == 0 {
+				return false, nil
+			}
+			jobs, err := s.jobsOf(ctx, tenantID, events)
+			if err != nil {
+				return false, err
+			}
+			for _, e := range events {
+				cursor = e.ID
+				msg, ok := watchMessage(tenantID, e, jobs, f)
+				if !ok {
+					continue
+				}
+				if err := stream.Send(msg); err != nil {
+					return false, err
+				}
+			}
+			if len(events) < maxPageSize {
+				return false, nil
+			}
 		}
-		return false, nil
 	})
 }
 
-// follow calls poll until it reports done, waking on event notifications and
-// at least every pollEvery.
-func (s *JobServer) follow(ctx context.Context, poll func() (done bool, err error)) error {
-	var wake <-chan string
-	if s.events != nil {
-		ch, cancel := s.events.Subscribe(store.ChannelEvents)
-		defer cancel()
-		wake = ch
+// watchEstablished sends the response headers as soon as a watch has its
+// starting point: a gRPC client that has them (ClientStream.Header) knows
+// every event from then on will reach it, and one that was refused (too
+// many streams, not found) gets its status instead, without waiting for an
+// event. The REST gateway still answers only with the first message.
+func watchEstablished(stream grpc.ServerStream) error {
+	return stream.SendHeader(metadata.MD{})
+}
+
+// jobsOf reads the jobs of events in one query, keyed by uid.
+func (s *JobServer) jobsOf(ctx context.Context, tenantID string, events []job.Event) (map[string]job.Job, error) {
+	uids := make([]string, 0, len(events))
+	seen := map[string]bool{}
+	for _, e := range events {
+		if !seen[e.JobUID] {
+			seen[e.JobUID] = true
+			uids = append(uids, e.JobUID)
+		}
 	}
+	list, err := s.store.JobGetMany(ctx, tenantID, uids)
+	if err != nil {
+		return nil, err
+	}
+	jobs := make(map[string]job.Job, len(list))
+	for _, j := range list {
+		jobs[j.UID] = j
+	}
+	return jobs, nil
+}
+
+// watchMessage is what WatchJobs sends for e, if anything: the event with its
+// job when the job matches f; with only the job's name and uid when the job
+// is gone (its row purged), since nothing is known to filter on.
+func watchMessage(tenantID string, e job.Event, jobs map[string]job.Job, f jobFilter) (*pb.WatchJobResponse, bool) {
+	j, ok := jobs[e.JobUID]
+	if !ok {
+		return &pb.WatchJobResponse{Event: eventToPB(e), Job: &pb.Job{Name: jobName(tenantID, e.Job), Uid: e.JobUID}}, true
+	}
+	if !f.matches(j) {
+		return nil, false
+	}
+	return &pb.WatchJobResponse{Event: eventToPB(e), Job: jobSummaryToPB(j)}, true
+}
+
+// follow calls poll until it reports done, waking when events of the
+// watched tenant were written (wake) and at least every pollEvery.
+func (s *JobServer) follow(ctx context.Context, wake <-chan struct{}, poll func() (done bool, err error)) error {
 	t := time.NewTicker(s.pollEvery)
 	defer t.Stop()
 	for {

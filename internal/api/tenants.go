@@ -2,8 +2,11 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -66,7 +69,8 @@ func tenantToPB(t tenant.Tenant) *pb.Tenant {
 	return out
 }
 
-// tenantFieldsFromPB copies the user-settable fields.
+// tenantFieldsFromPB copies the user-settable fields named in fields (proto
+// names; quota.gpu and the like set one field of the quota and keep the rest).
 func tenantFieldsFromPB(in *pb.Tenant, t *tenant.Tenant, fields map[string]bool) {
 	if fields["display_name"] {
 		t.DisplayName = in.GetDisplayName()
@@ -74,9 +78,21 @@ func tenantFieldsFromPB(in *pb.Tenant, t *tenant.Tenant, fields map[string]bool)
 	if fields["labels"] {
 		t.Labels = in.GetLabels()
 	}
+	q := in.GetQuota()
 	if fields["quota"] {
-		q := in.GetQuota()
 		t.Quota = tenant.Quota{GPU: q.GetGpu(), CPU: q.GetCpu(), Memory: q.GetMemory(), Pods: q.GetPods()}
+	}
+	if fields["quota.gpu"] {
+		t.Quota.GPU = q.GetGpu()
+	}
+	if fields["quota.cpu"] {
+		t.Quota.CPU = q.GetCpu()
+	}
+	if fields["quota.memory"] {
+		t.Quota.Memory = q.GetMemory()
+	}
+	if fields["quota.pods"] {
+		t.Quota.Pods = q.GetPods()
 	}
 	if fields["members"] {
 		t.Members = nil
@@ -91,12 +107,45 @@ func tenantFieldsFromPB(in *pb.Tenant, t *tenant.Tenant, fields map[string]bool)
 
 var updatableTenantFields = []string{"display_name", "labels", "quota", "members", "pod_reader_groups"}
 
+// quotaFields may be updated one by one (quota.gpu, ...): the REST gateway
+// builds the mask of a PATCH without updateMask from the body, and descends
+// into messages, so {"quota":{"gpu":8}} arrives as quota.gpu.
+var quotaFields = []string{"quota.gpu", "quota.cpu", "quota.memory", "quota.pods"}
+
+// outputOnlyTenantFields are ignored in an update mask (AIP-203): a client
+// that PATCHes back the tenant it read must not fail on them.
+var outputOnlyTenantFields = []string{"name", "namespace", "state", "create_time", "update_time"}
+
 func allTenantFields() map[string]bool {
 	m := map[string]bool{}
 	for _, f := range updatableTenantFields {
 		m[f] = true
 	}
 	return m
+}
+
+// tenantUpdateFields turns an update mask into the fields to copy: every
+// updatable field when the mask is empty or "*"; the named ones (JSON or
+// proto spelling) otherwise, output-only ones ignored.
+func tenantUpdateFields(paths []string) (map[string]bool, error) {
+	if len(paths) == 0 {
+		return allTenantFields(), nil
+	}
+	fields := map[string]bool{}
+	for _, p := range paths {
+		p = snake(strings.TrimSpace(p))
+		switch {
+		case p == "*":
+			return allTenantFields(), nil
+		case slices.Contains(updatableTenantFields, p), slices.Contains(quotaFields, p):
+			fields[p] = true
+		case slices.Contains(outputOnlyTenantFields, p):
+		default:
+			return nil, invalid(violation("updateMask", fmt.Sprintf("%s cannot be updated; updatable: %s, %s or *",
+				quote(p), strings.Join(updatableTenantFields, ", "), strings.Join(quotaFields, ", "))))
+		}
+	}
+	return fields, nil
 }
 
 func tenantViolations(t *tenant.Tenant, prefix string) []FieldViolation {
@@ -185,16 +234,9 @@ func (s *TenantServer) UpdateTenant(ctx context.Context, req *pb.UpdateTenantReq
 	if err != nil {
 		return nil, err
 	}
-	fields := allTenantFields()
-	if paths := req.GetUpdateMask().GetPaths(); len(paths) > 0 {
-		fields = map[string]bool{}
-		for _, p := range paths {
-			p = snake(p)
-			if !allTenantFields()[p] {
-				return nil, invalid(violation("updateMask", fmt.Sprintf("%q cannot be updated; updatable: %v", p, updatableTenantFields)))
-			}
-			fields[p] = true
-		}
+	fields, err := tenantUpdateFields(req.GetUpdateMask().GetPaths())
+	if err != nil {
+		return nil, err
 	}
 	var vs []FieldViolation
 	t, err := s.store.TenantUpdate(ctx, id, func(t *tenant.Tenant) error {
@@ -259,7 +301,7 @@ func (s *TenantServer) PutSecret(ctx context.Context, req *pb.PutSecretRequest) 
 	if len(vs) > 0 {
 		return nil, invalid(vs...)
 	}
-	t, err := s.store.TenantGet(ctx, tenantID)
+	t, err := s.tenant(ctx, tenantID)
 	if err != nil {
 		return nil, err
 	}
@@ -271,10 +313,7 @@ func (s *TenantServer) PutSecret(ctx context.Context, req *pb.PutSecretRequest) 
 		return nil, status.Error(codes.FailedPrecondition, "this server has no Kubernetes cluster configured to keep secret values")
 	}
 	if err := s.kube.PutSecret(ctx, tenantID, t.Namespace, id, req.GetSecret().GetData()); err != nil {
-		if namespaceNotReady(err) {
-			return nil, status.Errorf(codes.Unavailable, "the namespace of tenant %q is not ready yet (a worker creates it); retry in a few seconds", tenantID)
-		}
-		return nil, fmt.Errorf("writing secret %s to Kubernetes: %w", id, err)
+		return nil, s.secretWriteError(ctx, tenantID, t.Namespace, id, err)
 	}
 	keys := make([]string, 0, len(req.GetSecret().GetData()))
 	for k := range req.GetSecret().GetData() {
@@ -304,28 +343,84 @@ func (s *TenantServer) ListSecrets(ctx context.Context, req *pb.ListSecretsReque
 	return resp, nil
 }
 
+// DeleteSecret deletes the Kubernetes Secret, then its metadata. The
+// Kubernetes Secret is deleted even without a metadata row: a PutSecret whose
+// Postgres write failed after its Kubernetes write left one behind, and this
+// is how it goes. NOT_FOUND only when neither existed.
 func (s *TenantServer) DeleteSecret(ctx context.Context, req *pb.DeleteSecretRequest) (*pb.DeleteSecretResponse, error) {
 	tenantID, id, err := parseSecret("name", req.GetName())
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.store.TenantGet(ctx, tenantID)
+	t, err := s.tenant(ctx, tenantID)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.store.SecretGet(ctx, tenantID, id); err != nil {
+	_, err = s.store.SecretGet(ctx, tenantID, id)
+	haveMeta := err == nil
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
 	if s.kube == nil {
 		return nil, status.Error(codes.FailedPrecondition, "this server has no Kubernetes cluster configured to keep secret values")
 	}
-	if err := s.kube.DeleteSecret(ctx, t.Namespace, id); err != nil {
-		return nil, fmt.Errorf("deleting secret %s from Kubernetes: %w", id, err)
+	haveValues, err := s.kube.DeleteSecret(ctx, t.Namespace, id)
+	if err != nil {
+		return nil, s.secretWriteError(ctx, tenantID, t.Namespace, id, err)
 	}
-	if err := s.store.SecretDelete(ctx, tenantID, id); err != nil {
+	if !haveMeta {
+		if !haveValues {
+			return nil, status.Errorf(codes.NotFound, "secret %s not found in tenant %s", quote(id), quote(tenantID))
+		}
+		return &pb.DeleteSecretResponse{}, nil
+	}
+	if err := s.store.SecretDelete(ctx, tenantID, id); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
 	return &pb.DeleteSecretResponse{}, nil
+}
+
+// secretWriteError maps a Kubernetes error from writing or deleting a tenant
+// Secret to what the caller can act on. The API server's own message can
+// name its service account and RBAC rules: that goes to the log only.
+func (s *TenantServer) secretWriteError(ctx context.Context, tenantID, namespace, id string, err error) error {
+	switch {
+	case namespaceNotReady(err):
+		return status.Errorf(codes.Unavailable, "the namespace of tenant %s is not ready yet (a worker creates it); retry in a few seconds", quote(tenantID))
+	case apierrors.IsInvalid(err):
+		desc := "Kubernetes refused the secret as invalid"
+		if msgs := statusCauses(err); len(msgs) > 0 {
+			desc += ": " + strings.Join(msgs, "; ")
+		}
+		return invalid(violation("secret.data", desc))
+	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
+		return status.Errorf(codes.Aborted, "secret %s was changed concurrently; retry", quote(id))
+	case apierrors.IsForbidden(err):
+		s.log.WarnContext(ctx, "Kubernetes forbade a tenant secret write", "tenant", tenantID, "namespace", namespace, "secret", id, "error", err)
+		return status.Errorf(codes.FailedPrecondition,
+			"Kubernetes refused to write secret %s in namespace %s: a Secret of that name exists that Trainyard does not manage for this tenant, "+
+				"or the server lacks the permission; a platform operator can tell which from the server's log",
+			quote(id), quote(namespace))
+	}
+	return fmt.Errorf("writing secret %s of tenant %s to Kubernetes: %w", id, tenantID, err)
+}
+
+// statusCauses are the field messages of a Kubernetes Invalid error. For a
+// Secret they name keys, never values.
+func statusCauses(err error) []string {
+	var se apierrors.APIStatus
+	if !errors.As(err, &se) || se.Status().Details == nil {
+		return nil
+	}
+	var out []string
+	for _, c := range se.Status().Details.Causes {
+		msg := c.Message
+		if c.Field != "" {
+			msg = c.Field + ": " + msg
+		}
+		out = append(out, msg)
+	}
+	return out
 }
 
 // namespaceNotReady reports whether a write into a tenant namespace failed

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc"
@@ -36,31 +37,39 @@ func newGateway(ctx context.Context, conn *grpc.ClientConn) (http.Handler, error
 	return mux, nil
 }
 
+// readTimeout bounds reading a whole request, body included.
+const readTimeout = 30 * time.Second
+
 // limitBody answers 413 to a body over max bytes before the gateway reads
 // it. The body is read here in full (it is small by then) so the limit holds
-// for chunked requests too.
+// for chunked requests too. This happens before authentication, which the
+// gateway can only do by calling gRPC with the body decoded; the memory an
+// unauthenticated client can pin is max per open request, for at most
+// readTimeout.
+//
+// ReadTimeout does not cut the response: net/http lifts the read deadline
+// once the request is read (TestStreamOutlivesReadTimeout checks it), so
+// log streams and watches over REST last as long as the client stays.
 func limitBody(max int, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body == nil || r.Body == http.NoBody {
-			next.ServeHTTP(w, r)
-			return
+		if r.Body != nil && r.Body != http.NoBody {
+			if r.ContentLength > int64(max) {
+				tooLarge(w, max)
+				return
+			}
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(max)))
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				tooLarge(w, max)
+				return
+			}
+			if err != nil {
+				http.Error(w, `{"code":3,"message":"could not read the request body"}`, http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			r.ContentLength = int64(len(body))
 		}
-		if r.ContentLength > int64(max) {
-			tooLarge(w, max)
-			return
-		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(max)))
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			tooLarge(w, max)
-			return
-		}
-		if err != nil {
-			http.Error(w, `{"code":3,"message":"could not read the request body"}`, http.StatusBadRequest)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
 		next.ServeHTTP(w, r)
 	})
 }

@@ -4,8 +4,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -43,4 +45,33 @@ func TestLimitBody(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A response that streams for longer than the server's ReadTimeout (a log
+// stream, a watch over REST) keeps its context: net/http lifts the read
+// deadline once the request has been read.
+func TestStreamOutlivesReadTimeout(t *testing.T) {
+	const timeout = 150 * time.Millisecond
+	srv := httptest.NewUnstartedServer(limitBody(1<<20, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for i := range 4 {
+			select {
+			case <-r.Context().Done():
+				_, _ = io.WriteString(w, "cancelled\n")
+				return
+			case <-time.After(timeout):
+			}
+			_, _ = io.WriteString(w, "chunk "+strconv.Itoa(i)+"\n")
+			_ = http.NewResponseController(w).Flush()
+		}
+	})))
+	srv.Config.ReadTimeout = timeout
+	srv.Start()
+	defer srv.Close()
+
+	resp, err := http.Post(srv.URL, "application/json", strings.NewReader(`{"x":1}`))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, "chunk 0\nchunk 1\nchunk 2\nchunk 3\n", string(body))
 }

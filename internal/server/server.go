@@ -5,12 +5,37 @@
 // Every RPC, whether it arrives over gRPC or through the gateway, passes the
 // same interceptor chain, outermost first:
 //
-//	recovery → metrics → logging → authentication + authorization → error mapping → handler
+//	recovery → metrics → logging → authentication + authorization → streams per caller → error mapping → handler
 //
 // so a panic is INTERNAL, metrics and logs see the final status code, no
 // handler runs unauthenticated, and internal errors are masked before they
-// leave. The gateway is a gRPC client of this same server over loopback, so
+// leave. The gateway is a gRPC client of the same services over loopback, so
 // REST and gRPC cannot drift apart.
+//
+// # Limits
+//
+// Streams (WatchJob, WatchJobs, GetJobLogs) hold a goroutine, a Postgres
+// poll loop or a Kubernetes log connection for as long as the client keeps
+// them open, so each caller (OIDC subject) may hold at most
+// MaxStreamsPerCaller at a time on one server, over gRPC and REST together;
+// one more is RESOURCE_EXHAUSTED (HTTP 429). Each gRPC connection carries at
+// most MaxConcurrentStreams calls at once. The server pings a connection
+// that has been silent for a minute and closes it when no answer comes
+// within 20 s, so streams of clients that vanished (a laptop closed mid
+// watch) end and stop counting; clients may ping it every 15 s at most.
+//
+// The gateway does not dial the public gRPC port: it has a gRPC server of
+// its own on a loopback port, with the same services and interceptors but
+// without the per-connection cap, because all REST traffic shares its one
+// connection and would otherwise queue behind MaxConcurrentStreams.
+//
+// HTTP: ReadHeaderTimeout 10 s, ReadTimeout 30 s for the whole request
+// (headers and body), IdleTimeout 2 min between requests of a keep-alive
+// connection; no WriteTimeout, which would cut log streams. REST bodies are
+// read in full, up to MaxRequestBytes, before the gateway sees them and so
+// before authentication (the gateway authenticates only by calling gRPC):
+// an unauthenticated client can make the server hold at most
+// MaxRequestBytes per request it keeps open, for at most ReadTimeout.
 package server
 
 import (
@@ -20,7 +45,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"time"
 
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
@@ -33,6 +57,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
@@ -60,9 +85,16 @@ type Config struct {
 	// Errors map handler errors to statuses (api.ErrorInterceptors).
 	ErrorsUnary  grpc.UnaryServerInterceptor
 	ErrorsStream grpc.StreamServerInterceptor
-	// Ready reports whether the server can do its work (Postgres, OIDC);
-	// /readyz and the gRPC health service follow it.
-	Ready func(context.Context) error
+	// MaxStreamsPerCaller caps the server-streaming calls (watches, log
+	// streams) one caller, by OIDC subject, may have open at once on this
+	// server; more are RESOURCE_EXHAUSTED. Defaults to 32.
+	MaxStreamsPerCaller int
+	// MaxConcurrentStreams caps the calls in flight on one gRPC connection
+	// (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS). Defaults to 256.
+	MaxConcurrentStreams uint32
+	// Ready are what the server needs to do its work (Postgres, OIDC);
+	// /readyz and the gRPC health service follow them.
+	Ready []ReadyCheck
 	// Registry receives the gRPC metrics and is served on /metrics.
 	// Defaults to a new registry with Go and process collectors.
 	Registry *prometheus.Registry
@@ -87,8 +119,11 @@ func (c *Config) withDefaults() error {
 		c.Registry = prometheus.NewRegistry()
 		c.Registry.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	}
-	if c.Ready == nil {
-		c.Ready = func(context.Context) error { return nil }
+	if c.MaxStreamsPerCaller <= 0 {
+		c.MaxStreamsPerCaller = 32
+	}
+	if c.MaxConcurrentStreams == 0 {
+		c.MaxConcurrentStreams = 256
 	}
 	switch {
 	case c.Jobs == nil || c.Tenants == nil:
@@ -101,15 +136,24 @@ func (c *Config) withDefaults() error {
 	return nil
 }
 
+// ReadyCheck is one dependency /readyz checks. Its error is logged; the
+// caller of /readyz sees only the name.
+type ReadyCheck struct {
+	Name  string // "postgres", "oidc"
+	Check func(context.Context) error
+}
+
 // Server is a listening API server.
 type Server struct {
-	cfg      Config
-	grpc     *grpc.Server
-	health   *health.Server
-	http     *http.Server
-	grpcLn   net.Listener
-	httpLn   net.Listener
-	gwConn   *grpc.ClientConn
+	cfg    Config
+	grpc   *grpc.Server // public
+	gwGRPC *grpc.Server // the gateway's, on loopback
+	health *health.Server
+	http   *http.Server
+	grpcLn net.Listener
+	gwLn   net.Listener
+	httpLn net.Listener
+	gwConn *grpc.ClientConn
 }
 
 // New listens on both addresses and wires everything; Run serves.
@@ -129,25 +173,37 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	// Only the call's outcome is logged: never payloads, which carry secret
 	// values and tokens.
 	logOpts := []logging.Option{logging.WithLogOnEvents(logging.FinishCall)}
-	s.grpc = grpc.NewServer(
-		grpc.MaxRecvMsgSize(cfg.MaxRequestBytes),
-		grpc.ChainUnaryInterceptor(
-			recovery.UnaryServerInterceptor(recoverOpt),
-			metrics.UnaryServerInterceptor(),
-			logging.UnaryServerInterceptor(slogAdapter(log), logOpts...),
-			cfg.AuthUnary,
-			cfg.ErrorsUnary,
-		),
-		grpc.ChainStreamInterceptor(
-			recovery.StreamServerInterceptor(recoverOpt),
-			metrics.StreamServerInterceptor(),
-			logging.StreamServerInterceptor(slogAdapter(log), logOpts...),
-			cfg.AuthStream,
-			cfg.ErrorsStream,
-		),
+	streams := newStreamLimiter(cfg.MaxStreamsPerCaller)
+	newGRPC := func(extra ...grpc.ServerOption) *grpc.Server {
+		opts := append([]grpc.ServerOption{
+			grpc.MaxRecvMsgSize(cfg.MaxRequestBytes),
+			grpc.ChainUnaryInterceptor(
+				recovery.UnaryServerInterceptor(recoverOpt),
+				metrics.UnaryServerInterceptor(),
+				logging.UnaryServerInterceptor(slogAdapter(log), logOpts...),
+				cfg.AuthUnary,
+				cfg.ErrorsUnary,
+			),
+			grpc.ChainStreamInterceptor(
+				recovery.StreamServerInterceptor(recoverOpt),
+				metrics.StreamServerInterceptor(),
+				logging.StreamServerInterceptor(slogAdapter(log), logOpts...),
+				cfg.AuthStream,
+				streams.interceptor(),
+				cfg.ErrorsStream,
+			),
+		}, extra...)
+		g := grpc.NewServer(opts...)
+		pb.RegisterJobServiceServer(g, cfg.Jobs)
+		pb.RegisterTenantServiceServer(g, cfg.Tenants)
+		return g
+	}
+	s.grpc = newGRPC(
+		grpc.MaxConcurrentStreams(cfg.MaxConcurrentStreams),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Minute, Timeout: 20 * time.Second}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}),
 	)
-	pb.RegisterJobServiceServer(s.grpc, cfg.Jobs)
-	pb.RegisterTenantServiceServer(s.grpc, cfg.Tenants)
+	s.gwGRPC = newGRPC()
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
@@ -161,8 +217,12 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.grpcLn.Close()
 		return nil, fmt.Errorf("listen HTTP on %s: %w", cfg.HTTPAddr, err)
 	}
-	port := s.grpcLn.Addr().(*net.TCPAddr).Port
-	s.gwConn, err = grpc.NewClient("passthrough:///"+net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+	if s.gwLn, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		s.grpcLn.Close()
+		s.httpLn.Close()
+		return nil, fmt.Errorf("listen on loopback for the gateway: %w", err)
+	}
+	s.gwConn, err = grpc.NewClient("passthrough:///"+s.gwLn.Addr().String(),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(cfg.MaxRequestBytes), grpc.MaxCallRecvMsgSize(64<<20)),
 	)
@@ -181,7 +241,12 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{Registry: cfg.Registry}))
 	webopenapi.Register(mux)
 	mux.Handle("/v1/", limitBody(cfg.MaxRequestBytes, gw))
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	s.http = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       readTimeout,
+		IdleTimeout:       2 * time.Minute,
+	}
 	return s, nil
 }
 
@@ -192,26 +257,42 @@ func (s *Server) HTTPAddr() string { return s.httpLn.Addr().String() }
 func (s *Server) closeListeners() {
 	s.grpcLn.Close()
 	s.httpLn.Close()
+	s.gwLn.Close()
 	if s.gwConn != nil {
 		s.gwConn.Close()
 	}
 }
 
+// readyz answers "ok", or 503 naming the dependency that is not ready. The
+// error itself (a Postgres address, an issuer's response) is logged, never
+// shown: /readyz is open to anyone.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
-	if err := s.cfg.Ready(ctx); err != nil {
-		http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+	if name, err := s.notReady(ctx); err != nil {
+		s.cfg.Logger.WarnContext(ctx, "not ready", "check", name, "error", err)
+		http.Error(w, "not ready: "+name, http.StatusServiceUnavailable)
 		return
 	}
 	_, _ = w.Write([]byte("ok\n"))
 }
 
+// notReady runs the checks in order and returns the first failing one.
+func (s *Server) notReady(ctx context.Context) (string, error) {
+	for _, c := range s.cfg.Ready {
+		if err := c.Check(ctx); err != nil {
+			return c.Name, err
+		}
+	}
+	return "", nil
+}
+
 // Run serves until ctx ends, then stops gracefully: new calls are refused,
 // running ones get a few seconds (watches and log streams are cut after that).
 func (s *Server) Run(ctx context.Context) error {
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	go func() { errc <- s.grpc.Serve(s.grpcLn) }()
+	go func() { errc <- s.gwGRPC.Serve(s.gwLn) }()
 	go func() {
 		if err := s.http.Serve(s.httpLn); !errors.Is(err, http.ErrServerClosed) {
 			errc <- err
@@ -230,11 +311,12 @@ func (s *Server) Run(ctx context.Context) error {
 	defer cancel()
 	_ = s.http.Shutdown(shutdownCtx)
 	stopped := make(chan struct{})
-	go func() { s.grpc.GracefulStop(); close(stopped) }()
+	go func() { s.grpc.GracefulStop(); s.gwGRPC.GracefulStop(); close(stopped) }()
 	select {
 	case <-stopped:
 	case <-shutdownCtx.Done():
 		s.grpc.Stop()
+		s.gwGRPC.Stop()
 	}
 	s.gwConn.Close()
 	return err
@@ -247,7 +329,7 @@ func (s *Server) watchReadiness(ctx context.Context) {
 	for {
 		checkCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		st := healthpb.HealthCheckResponse_SERVING
-		if err := s.cfg.Ready(checkCtx); err != nil {
+		if _, err := s.notReady(checkCtx); err != nil {
 			st = healthpb.HealthCheckResponse_NOT_SERVING
 		}
 		cancel()

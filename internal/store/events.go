@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
@@ -82,6 +84,26 @@ func (s *Store) EventList(ctx context.Context, tenantID, jobName string, afterID
 		return nil, translate(pgx.ErrNoRows, what)
 	}
 	return events, nil
+}
+
+// EventListByJob returns the events of the tenant's job with this uid (the
+// job deleted or not) with ids above afterID, oldest first, at most limit
+// (default 100, max 1000). Unlike EventList it follows one job, never
+// another that took its name after it was deleted; a uid without events (or
+// without a job) gives an empty list.
+func (s *Store) EventListByJob(ctx context.Context, tenantID, uid string, afterID int64, limit int) ([]job.Event, error) {
+	what := fmt.Sprintf("events of job %s in tenant %q", uid, tenantID)
+	if _, err := uuid.Parse(uid); err != nil {
+		return []job.Event{}, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+eventCols+` FROM job_events e
+		WHERE e.tenant_id = $1 AND e.job_uid = $2 AND e.id > $3 ORDER BY e.id LIMIT $4`,
+		tenantID, uid, afterID, clampEventLimit(limit))
+	if err != nil {
+		return nil, translate(err, what)
+	}
+	events, err := pgx.CollectRows(rows, scanEvent)
+	return events, translate(err, what)
 }
 
 // EventListTenant returns the events of all the tenant's jobs with ids above

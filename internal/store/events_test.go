@@ -141,3 +141,45 @@ func TestEventsResumeUnderConcurrentWriters(t *testing.T) {
 	}
 	require.Len(t, seen, writers*saves, "the resuming reader saw every event")
 }
+
+// EventListByJob follows one job by uid: a job created later under the
+// name of a deleted one is never mixed in, and the deleted job's events
+// (its Deleted event included) stay readable until it is purged.
+func TestEventListByJobFollowsTheUID(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	old := b.jobCreate(t, "a", "j", 0)
+	_, err := b.store.JobCancel(b.ctx, "a", "j")
+	require.NoError(t, err)
+	require.NoError(t, b.store.JobDelete(b.ctx, "a", "j"))
+	cur := b.jobCreate(t, "a", "j", 0)
+
+	reasons := func(events []job.Event) []string {
+		var out []string
+		for _, e := range events {
+			out = append(out, e.Reason)
+		}
+		return out
+	}
+	oldEvents, err := b.store.EventListByJob(b.ctx, "a", old.UID, 0, 0)
+	require.NoError(t, err)
+	require.Equal(t, []string{"Queued", "Cancelled", "Deleted"}, reasons(oldEvents))
+	curEvents, err := b.store.EventListByJob(b.ctx, "a", cur.UID, 0, 0)
+	require.NoError(t, err)
+	require.Equal(t, []string{"Queued"}, reasons(curEvents))
+	require.Equal(t, cur.UID, curEvents[0].JobUID)
+
+	after, err := b.store.EventListByJob(b.ctx, "a", old.UID, oldEvents[0].ID, 1)
+	require.NoError(t, err)
+	require.Equal(t, []string{"Cancelled"}, reasons(after), "resume after an id, with a limit")
+
+	byName, err := b.store.EventList(b.ctx, "a", "j", 0, 0)
+	require.NoError(t, err)
+	require.Equal(t, curEvents, byName, "by name: the live job")
+
+	for _, uid := range []string{"not-a-uuid", cur.UID} {
+		none, err := b.store.EventListByJob(b.ctx, "b", uid, 0, 0)
+		require.NoError(t, err)
+		require.Empty(t, none, "another tenant sees nothing")
+	}
+}

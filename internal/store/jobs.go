@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/tenant"
 )
 
 // JobCreateParams is a job to create.
@@ -76,9 +77,17 @@ func jobWhat(tenantID, name string) string {
 
 // JobCreate creates a QUEUED job with its first event, its idempotency key
 // and a NOTIFY to the workers, all in one transaction. created is false when
-// RequestID was seen before: the first job is returned as it is now. A
+// RequestID was seen before: the first job is returned as it is now, or
+// ErrNotFound when it has been deleted since (see JobGetByRequestID). A
 // duplicate name is ErrAlreadyExists; a missing tenant ErrNotFound; a tenant
 // that is not ACTIVE ErrFailedPrecondition.
+//
+// The tenant row is read FOR SHARE before anything else: that conflicts with
+// the FOR NO KEY UPDATE of TenantUpdate (and JobAdmit), so a job can not be
+// inserted for a tenant that an offboarding committed meanwhile, and an
+// offboarding waits for creates in flight and then sees their jobs. It is
+// taken before the tenant's events lock, in the same order as every other
+// writer that holds both (tenant row, then events).
 func (s *Store) JobCreate(ctx context.Context, p JobCreateParams) (job.Job, bool, error) {
 	j := p.Job
 	if j.UID == "" {
@@ -109,6 +118,9 @@ func (s *Store) JobCreate(ctx context.Context, p JobCreateParams) (job.Job, bool
 		created bool
 	)
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := tenantLockActive(ctx, tx, j.Tenant); err != nil {
+			return err
+		}
 		if p.RequestID != "" {
 			// Concurrent retries of the same request wait here for the first
 			// one to commit or roll back.
@@ -120,10 +132,11 @@ func (s *Store) JobCreate(ctx context.Context, p JobCreateParams) (job.Job, bool
 				return err
 			}
 			if tag.RowsAffected() == 0 {
-				w, _, err := scanJob(tx.QueryRow(ctx, `SELECT `+jobCols+` FROM idempotency_keys k
-					JOIN jobs j ON j.tenant_id = k.tenant_id AND j.uid = k.job_uid
-					WHERE k.tenant_id = $1 AND k.request_id = $2`, j.Tenant, p.RequestID))
-				out = w
+				out, err = jobByRequestID(ctx, tx, j.Tenant, p.RequestID)
+				if errors.Is(err, errRequestUnknown) {
+					// Purged between the two statements.
+					return fmt.Errorf("%w: the job of request id %q was purged meanwhile; retry", ErrConflict, p.RequestID)
+				}
 				return err
 			}
 		}
@@ -136,8 +149,7 @@ func (s *Store) JobCreate(ctx context.Context, p JobCreateParams) (job.Job, bool
 				INSERT INTO jobs (tenant_id, uid, name, display_name, labels, creator, spec, status, state,
 				                  priority, demand_gpu, demand_cpu_milli, demand_memory_bytes, demand_pods,
 				                  create_time, update_time)
-				SELECT t.id, $2, $3, $4, $5, $6, $7, $8, 'QUEUED', $9, $10, $11, $12, $13, $14, $14
-				FROM tenants t WHERE t.id = $1 AND t.state = 'ACTIVE'
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'QUEUED', $9, $10, $11, $12, $13, $14, $14)
 				RETURNING *
 			), e AS (
 				INSERT INTO job_events (tenant_id, job_uid, job_name, type, reason, message, state, create_time)
@@ -153,9 +165,6 @@ func (s *Store) JobCreate(ctx context.Context, p JobCreateParams) (job.Job, bool
 		batch.Queue(`SELECT pg_notify($1, $2)`, ChannelJobs, j.Tenant+"/"+j.UID)
 		batch.Queue(`SELECT pg_notify($1, $2)`, ChannelEvents, j.Tenant)
 		err := tx.SendBatch(ctx, &batch).Close()
-		if errors.Is(err, pgx.ErrNoRows) {
-			return tenantNotActive(ctx, tx, j.Tenant)
-		}
 		created = err == nil
 		return err
 	})
@@ -165,17 +174,65 @@ func (s *Store) JobCreate(ctx context.Context, p JobCreateParams) (job.Job, bool
 	return out.Job, created, nil
 }
 
-// tenantNotActive explains why a job could not be inserted for tenantID.
-func tenantNotActive(ctx context.Context, tx pgx.Tx, tenantID string) error {
+// tenantLockActive takes a share lock on the tenant row and checks that the
+// tenant is ACTIVE.
+func tenantLockActive(ctx context.Context, tx pgx.Tx, tenantID string) error {
 	var state string
-	err := tx.QueryRow(ctx, `SELECT state FROM tenants WHERE id = $1`, tenantID).Scan(&state)
+	err := tx.QueryRow(ctx, `SELECT state FROM tenants WHERE id = $1 FOR SHARE`, tenantID).Scan(&state)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("%w: tenant %q", ErrNotFound, tenantID)
 	}
 	if err != nil {
 		return err
 	}
-	return fmt.Errorf("%w: tenant %q is %s", ErrFailedPrecondition, tenantID, state)
+	if state != string(tenant.Active) {
+		return fmt.Errorf("%w: tenant %q is %s", ErrFailedPrecondition, tenantID, state)
+	}
+	return nil
+}
+
+// JobGetByRequestID returns the job that the create with requestID made in
+// the tenant, as it is now (final or not): a retried create (AIP-155) looks
+// here before validating anything, so that a retry of a create that
+// committed returns its job even when the tenant or the rules changed
+// since. ok is false when the request id is unknown: never seen, or its job
+// has been purged (the key goes with the job's row; the id may then be used
+// again). A job that was deleted but is not purged yet is ErrNotFound, with a
+// message saying so: the resource the request created no longer exists.
+func (s *Store) JobGetByRequestID(ctx context.Context, tenantID, requestID string) (j job.Job, ok bool, err error) {
+	w, err := jobByRequestID(ctx, s.pool, tenantID, requestID)
+	if errors.Is(err, errRequestUnknown) {
+		return job.Job{}, false, nil
+	}
+	if err != nil {
+		return job.Job{}, false, translate(err, fmt.Sprintf("request id %q in tenant %q", requestID, tenantID))
+	}
+	return w.Job, true, nil
+}
+
+var errRequestUnknown = errors.New("request id not seen")
+
+// jobByRequestID reads the job of an idempotency key: errRequestUnknown
+// without a key, ErrNotFound (explained) for a deleted job.
+func jobByRequestID(ctx context.Context, q querier, tenantID, requestID string) (WorkerJob, error) {
+	w, _, err := scanJob(q.QueryRow(ctx, `SELECT `+jobCols+` FROM idempotency_keys k
+		JOIN jobs j ON j.tenant_id = k.tenant_id AND j.uid = k.job_uid
+		WHERE k.tenant_id = $1 AND k.request_id = $2`, tenantID, requestID))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return WorkerJob{}, errRequestUnknown
+	case err != nil:
+		return WorkerJob{}, err
+	case w.Deleted:
+		return WorkerJob{}, fmt.Errorf("%w: job %q, which request id %q created in tenant %q, has been deleted; use a new request id to create another",
+			ErrNotFound, w.Job.Name, requestID, tenantID)
+	}
+	return w, nil
+}
+
+// querier is the pool or a transaction, for a one-row read.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
 // JobGet returns a job by tenant and name. Deleted jobs are not found.
@@ -183,6 +240,39 @@ func (s *Store) JobGet(ctx context.Context, tenantID, name string) (job.Job, err
 	w, _, err := scanJob(s.pool.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs j
 		WHERE j.tenant_id = $1 AND j.name = $2 AND NOT j.deleted`, tenantID, name))
 	return w.Job, translate(err, jobWhat(tenantID, name))
+}
+
+// JobGetMany returns the tenant's jobs with the given uids, in no particular
+// order, in one query: watchers read the jobs of a batch of events with it.
+// Jobs that were deleted are included as long as their rows remain (until a
+// worker purges them), so that the events of a deleted job can still be
+// shown with the job as it was last. Uids that match no row (purged, another
+// tenant's, not a UUID) are left out.
+func (s *Store) JobGetMany(ctx context.Context, tenantID string, uids []string) ([]job.Job, error) {
+	valid := make([]string, 0, len(uids))
+	for _, u := range uids {
+		if _, err := uuid.Parse(u); err == nil {
+			valid = append(valid, u)
+		}
+	}
+	if len(valid) == 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+jobCols+` FROM jobs j
+		WHERE j.tenant_id = $1 AND j.uid = ANY($2::uuid[])`, tenantID, valid)
+	if err != nil {
+		return nil, translate(err, "jobs")
+	}
+	defer rows.Close()
+	var out []job.Job
+	for rows.Next() {
+		w, _, err := scanJob(rows)
+		if err != nil {
+			return nil, translate(err, "jobs")
+		}
+		out = append(out, w.Job)
+	}
+	return out, translate(rows.Err(), "jobs")
 }
 
 // JobList returns a page of a tenant's jobs, newest first, and the cursor of

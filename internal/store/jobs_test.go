@@ -353,3 +353,116 @@ func TestSecrets(t *testing.T) {
 	_, err = b.store.SecretPut(b.ctx, tenant.Secret{Tenant: "ghost", Name: "x"})
 	require.ErrorIs(t, err, ErrNotFound)
 }
+
+// A retried create looks its request id up first (JobGetByRequestID); the
+// job it finds is returned as it is now, final or not, and a deleted one is
+// NOT_FOUND both there and in JobCreate's own replay.
+func TestJobGetByRequestID(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	b.tenantCreate(t, "b")
+	first, created, err := b.store.JobCreate(b.ctx, JobCreateParams{
+		Job: job.Job{Tenant: "a", Name: "j", Spec: testSpec()}, RequestID: "r1"})
+	require.NoError(t, err)
+	require.True(t, created)
+
+	got, ok, err := b.store.JobGetByRequestID(b.ctx, "a", "r1")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, first, got)
+	_, ok, err = b.store.JobGetByRequestID(b.ctx, "a", "r2")
+	require.NoError(t, err)
+	require.False(t, ok)
+	_, ok, err = b.store.JobGetByRequestID(b.ctx, "b", "r1")
+	require.NoError(t, err)
+	require.False(t, ok, "request ids are per tenant")
+
+	cancelled, err := b.store.JobCancel(b.ctx, "a", "j")
+	require.NoError(t, err)
+	got, ok, err = b.store.JobGetByRequestID(b.ctx, "a", "r1")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, job.Cancelled, got.Status.State, "a final job is still the request's answer")
+	require.Equal(t, cancelled.UID, got.UID)
+
+	require.NoError(t, b.store.JobDelete(b.ctx, "a", "j"))
+	_, _, err = b.store.JobGetByRequestID(b.ctx, "a", "r1")
+	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorContains(t, err, "has been deleted")
+	_, _, err = b.store.JobCreate(b.ctx, JobCreateParams{
+		Job: job.Job{Tenant: "a", Name: "j", Spec: testSpec()}, RequestID: "r1"})
+	require.ErrorIs(t, err, ErrNotFound, "the replay inside JobCreate says the same")
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM jobs`), "and creates nothing")
+
+	// Purged: the key goes with the row, and the id is free again.
+	_, err = b.pool.Exec(b.ctx, `DELETE FROM jobs WHERE uid = $1`, first.UID)
+	require.NoError(t, err)
+	_, ok, err = b.store.JobGetByRequestID(b.ctx, "a", "r1")
+	require.NoError(t, err)
+	require.False(t, ok)
+}
+
+func TestJobGetMany(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	b.tenantCreate(t, "b")
+	one := b.jobCreate(t, "a", "one", 0)
+	two := b.jobCreate(t, "a", "two", 0)
+	theirs := b.jobCreate(t, "b", "one", 0)
+	_, err := b.store.JobCancel(b.ctx, "a", "two")
+	require.NoError(t, err)
+	require.NoError(t, b.store.JobDelete(b.ctx, "a", "two"))
+	again := b.jobCreate(t, "a", "two", 0) // the name is free at once
+
+	got, err := b.store.JobGetMany(b.ctx, "a", []string{one.UID, two.UID, again.UID, theirs.UID, "not-a-uuid", uuid.NewString()})
+	require.NoError(t, err)
+	byUID := map[string]job.Job{}
+	for _, j := range got {
+		byUID[j.UID] = j
+	}
+	require.Len(t, byUID, 3, "another tenant's job, a bad and an unknown uid are left out")
+	require.Equal(t, "one", byUID[one.UID].Name)
+	require.Equal(t, "two", byUID[two.UID].Name, "a deleted job is still there until it is purged")
+	require.Equal(t, job.Cancelled, byUID[two.UID].Status.State)
+	require.Equal(t, job.Queued, byUID[again.UID].Status.State)
+
+	none, err := b.store.JobGetMany(b.ctx, "a", nil)
+	require.NoError(t, err)
+	require.Empty(t, none)
+}
+
+// An offboarding that commits while a create is in flight is seen by the
+// create: JobCreate's FOR SHARE on the tenant row waits for TenantUpdate's
+// lock, then reads the new state.
+func TestJobCreateWaitsForTenantUpdate(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	locked, release := make(chan struct{}), make(chan struct{})
+	updated := make(chan error, 1)
+	go func() {
+		_, err := b.store.TenantUpdate(b.ctx, "a", func(tn *tenant.Tenant) error {
+			tn.State = tenant.Offboarding
+			close(locked)
+			<-release
+			return nil
+		})
+		updated <- err
+	}()
+	<-locked
+	created := make(chan error, 1)
+	go func() {
+		_, _, err := b.store.JobCreate(b.ctx, JobCreateParams{Job: job.Job{Tenant: "a", Name: "late", Spec: testSpec()}})
+		created <- err
+	}()
+	// The create waits on the tenant row.
+	require.Eventually(t, func() bool {
+		return b.count(t, `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+			WHERE NOT l.granted AND a.datname = current_database()`) > 0
+	}, 10*time.Second, 10*time.Millisecond)
+	close(release)
+	require.NoError(t, <-updated)
+	err := <-created
+	require.ErrorIs(t, err, ErrFailedPrecondition)
+	require.ErrorContains(t, err, "OFFBOARDING")
+	require.Zero(t, b.count(t, `SELECT count(*) FROM jobs`))
+}

@@ -143,7 +143,10 @@ func (s *Store) TenantListAll(ctx context.Context) ([]tenant.Tenant, error) {
 // returns that error.
 func (s *Store) TenantUpdate(ctx context.Context, id string, fn func(*tenant.Tenant) error) (tenant.Tenant, error) {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		// NO KEY UPDATE: does not block jobs being inserted for this tenant.
+		// NO KEY UPDATE: conflicts with JobCreate's FOR SHARE, so a create
+		// waits for this update (and then sees the new state) and this update
+		// waits for creates in flight; it does not conflict with the key-share
+		// locks other tables' foreign keys take on the row.
 		t, err := scanTenant(tx.QueryRow(ctx, `SELECT `+tenantCols+` FROM tenants t
 			WHERE t.id = $1 FOR NO KEY UPDATE OF t`, id))
 		if err != nil {

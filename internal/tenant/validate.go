@@ -202,6 +202,12 @@ func (v *violations) podReaderGroups(gs []string) {
 			continue
 		}
 		v.principal(p, g)
+		if strings.HasPrefix(g, "system:") {
+			// Kubernetes' own groups: system:authenticated would let every
+			// identity of the cluster read the tenant's pods and logs,
+			// system:masters and the like are not for tenants to name.
+			v.add(p, "%q is a Kubernetes system group; system:* groups are not allowed", g)
+		}
 		if j, dup := seen[g]; dup {
 			v.add(p, "%q is already given in podReaderGroups[%d]", g, j)
 		} else {

@@ -100,17 +100,20 @@ func TestValidate(t *testing.T) {
 				t.Members = append(t.Members, Member{Subject: fmt.Sprintf("user-%d", i), Role: RoleViewer})
 			}
 		}, []string{"members"}},
-		"member without principal":     {func(t *Tenant) { t.Members[1].Group = "" }, []string{"members[1]"}},
-		"member with both":             {func(t *Tenant) { t.Members[1].Subject = "bob" }, []string{"members[1]"}},
-		"member without role":          {func(t *Tenant) { t.Members[2].Role = RoleNone }, []string{"members[2].role"}},
-		"member role unknown":          {func(t *Tenant) { t.Members[2].Role = RoleAdmin + 1 }, []string{"members[2].role"}},
-		"member group too long":        {func(t *Tenant) { t.Members[2].Group = strings.Repeat("g", MaxPrincipalLength+1) }, []string{"members[2].group"}},
-		"member subject padded":        {func(t *Tenant) { t.Members[0].Subject = " alice" }, []string{"members[0].subject"}},
-		"member given twice":           {func(t *Tenant) { t.Members[2].Group = "team-a-ml" }, []string{"members[2]"}},
-		"same name, subject and group": {func(t *Tenant) { t.Members[2].Group = "alice" }, nil},
-		"pod reader group empty":       {func(t *Tenant) { t.PodReaderGroups = append(t.PodReaderGroups, "") }, []string{"podReaderGroups[1]"}},
-		"pod reader group twice":       {func(t *Tenant) { t.PodReaderGroups = append(t.PodReaderGroups, "team-a-oncall") }, []string{"podReaderGroups[1]"}},
-		"pod reader group too long":    {func(t *Tenant) { t.PodReaderGroups[0] = strings.Repeat("g", MaxPrincipalLength+1) }, []string{"podReaderGroups[0]"}},
+		"member without principal":              {func(t *Tenant) { t.Members[1].Group = "" }, []string{"members[1]"}},
+		"member with both":                      {func(t *Tenant) { t.Members[1].Subject = "bob" }, []string{"members[1]"}},
+		"member without role":                   {func(t *Tenant) { t.Members[2].Role = RoleNone }, []string{"members[2].role"}},
+		"member role unknown":                   {func(t *Tenant) { t.Members[2].Role = RoleAdmin + 1 }, []string{"members[2].role"}},
+		"member group too long":                 {func(t *Tenant) { t.Members[2].Group = strings.Repeat("g", MaxPrincipalLength+1) }, []string{"members[2].group"}},
+		"member subject padded":                 {func(t *Tenant) { t.Members[0].Subject = " alice" }, []string{"members[0].subject"}},
+		"member given twice":                    {func(t *Tenant) { t.Members[2].Group = "team-a-ml" }, []string{"members[2]"}},
+		"same name, subject and group":          {func(t *Tenant) { t.Members[2].Group = "alice" }, nil},
+		"pod reader group empty":                {func(t *Tenant) { t.PodReaderGroups = append(t.PodReaderGroups, "") }, []string{"podReaderGroups[1]"}},
+		"pod reader group twice":                {func(t *Tenant) { t.PodReaderGroups = append(t.PodReaderGroups, "team-a-oncall") }, []string{"podReaderGroups[1]"}},
+		"pod reader group too long":             {func(t *Tenant) { t.PodReaderGroups[0] = strings.Repeat("g", MaxPrincipalLength+1) }, []string{"podReaderGroups[0]"}},
+		"pod reader group system:authenticated": {func(t *Tenant) { t.PodReaderGroups[0] = "system:authenticated" }, []string{"podReaderGroups[0]"}},
+		"pod reader group system:masters":       {func(t *Tenant) { t.PodReaderGroups = append(t.PodReaderGroups, "system:masters") }, []string{"podReaderGroups[1]"}},
+		"pod reader group containing system:":   {func(t *Tenant) { t.PodReaderGroups[0] = "team:system:ops" }, nil},
 		"too many pod reader groups": {func(t *Tenant) {
 			t.PodReaderGroups = nil
 			for i := range MaxPodReaderGroups + 1 {

@@ -1939,7 +1939,8 @@ type Termination struct {
 	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
 	// The container's termination message.
 	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
-	// The last lines of the container's log.
+	// The last lines of the container's log. Omitted in lists and watches;
+	// GetJob and GetJobLogs return it.
 	LogTail       string                 `protobuf:"bytes,4,opt,name=log_tail,json=logTail,proto3" json:"log_tail,omitempty"`
 	FinishTime    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=finish_time,json=finishTime,proto3" json:"finish_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -2019,7 +2020,8 @@ type CreateJobRequest struct {
 	// The job's id, a DNS-1035 label; generated when empty.
 	JobId string `protobuf:"bytes,3,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	// Idempotency key (a UUID is a good choice): retries with the same key
-	// return the first result.
+	// return the job the first one created, as it is now, without validating
+	// the request again; NOT_FOUND if that job has been deleted since.
 	RequestId     string `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -44,7 +44,9 @@ type JobServiceClient interface {
 	CreateJob(ctx context.Context, in *CreateJobRequest, opts ...grpc.CallOption) (*Job, error)
 	// Returns one job.
 	GetJob(ctx context.Context, in *GetJobRequest, opts ...grpc.CallOption) (*Job, error)
-	// Lists a tenant's jobs, newest first.
+	// Lists a tenant's jobs, newest first. Log tails
+	// (status.replicas[].last_termination.log_tail) are omitted in lists and
+	// watches; GetJob and GetJobLogs return them.
 	ListJobs(ctx context.Context, in *ListJobsRequest, opts ...grpc.CallOption) (*ListJobsResponse, error)
 	// Cancels a job. A queued job is cancelled at once; a running one is
 	// marked and the worker stops its pods. Cancelling a finished job is a no-op
@@ -60,9 +62,15 @@ type JobServiceClient interface {
 	// Trainyard kept is returned.
 	GetJobLogs(ctx context.Context, in *GetJobLogsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[httpbody.HttpBody], error)
 	// Streams a job's changes: each event with the job as it was after it.
-	// Resume after a disconnect by passing the last event id seen.
+	// Resume after a disconnect by passing the last event id seen. Log tails
+	// are omitted in lists and watches; GetJob and GetJobLogs return them.
+	// A caller may hold a limited number of watches and log streams at once
+	// (RESOURCE_EXHAUSTED beyond it).
 	WatchJob(ctx context.Context, in *WatchJobRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchJobResponse], error)
 	// Streams the changes of every job of a tenant that matches the filter.
+	// Events of a job deleted since are still sent, with the job as it was
+	// last (or, once it is purged, with only its name and uid). Log tails are
+	// omitted in lists and watches; GetJob and GetJobLogs return them.
 	WatchJobs(ctx context.Context, in *WatchJobsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchJobResponse], error)
 }
 
@@ -204,7 +212,9 @@ type JobServiceServer interface {
 	CreateJob(context.Context, *CreateJobRequest) (*Job, error)
 	// Returns one job.
 	GetJob(context.Context, *GetJobRequest) (*Job, error)
-	// Lists a tenant's jobs, newest first.
+	// Lists a tenant's jobs, newest first. Log tails
+	// (status.replicas[].last_termination.log_tail) are omitted in lists and
+	// watches; GetJob and GetJobLogs return them.
 	ListJobs(context.Context, *ListJobsRequest) (*ListJobsResponse, error)
 	// Cancels a job. A queued job is cancelled at once; a running one is
 	// marked and the worker stops its pods. Cancelling a finished job is a no-op
@@ -220,9 +230,15 @@ type JobServiceServer interface {
 	// Trainyard kept is returned.
 	GetJobLogs(*GetJobLogsRequest, grpc.ServerStreamingServer[httpbody.HttpBody]) error
 	// Streams a job's changes: each event with the job as it was after it.
-	// Resume after a disconnect by passing the last event id seen.
+	// Resume after a disconnect by passing the last event id seen. Log tails
+	// are omitted in lists and watches; GetJob and GetJobLogs return them.
+	// A caller may hold a limited number of watches and log streams at once
+	// (RESOURCE_EXHAUSTED beyond it).
 	WatchJob(*WatchJobRequest, grpc.ServerStreamingServer[WatchJobResponse]) error
 	// Streams the changes of every job of a tenant that matches the filter.
+	// Events of a job deleted since are still sent, with the job as it was
+	// last (or, once it is purged, with only its name and uid). Log tails are
+	// omitted in lists and watches; GetJob and GetJobLogs return them.
 	WatchJobs(*WatchJobsRequest, grpc.ServerStreamingServer[WatchJobResponse]) error
 	mustEmbedUnimplementedJobServiceServer()
 }

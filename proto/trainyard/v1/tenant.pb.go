@@ -147,6 +147,7 @@ type Tenant struct {
 	// Who may do what in this tenant.
 	Members []*Member `protobuf:"bytes,5,rep,name=members,proto3" json:"members,omitempty"`
 	// OIDC groups given read access to pods and pod logs in the namespace.
+	// Kubernetes system groups (system:*) are refused.
 	PodReaderGroups []string `protobuf:"bytes,6,rep,name=pod_reader_groups,json=podReaderGroups,proto3" json:"pod_reader_groups,omitempty"`
 	// The tenant's Kubernetes namespace. Output only.
 	Namespace string `protobuf:"bytes,7,opt,name=namespace,proto3" json:"namespace,omitempty"`
@@ -708,8 +709,12 @@ func (x *ListTenantsResponse) GetNextPageToken() string {
 type UpdateTenantRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Tenant *Tenant                `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
-	// Fields to update: display_name, labels, quota, members, pod_reader_groups.
-	// Every one of them when empty.
+	// Fields to update: display_name, labels, quota, members, pod_reader_groups,
+	// or one field of the quota (quota.gpu, quota.cpu, quota.memory,
+	// quota.pods; the others are kept). "*" or an empty mask: every one of
+	// them. Output-only fields (name, namespace, state, times) are ignored.
+	// Over REST without updateMask, the mask is made of the fields present in
+	// the body.
 	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,2,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
