@@ -520,16 +520,16 @@ func TestTenantUpdateFields(t *testing.T) {
 		want  []string
 		bad   string
 	}{
-		"empty: all":           {paths: nil, want: updatableTenantFields},
-		"star: all":            {paths: []string{"*"}, want: updatableTenantFields},
-		"json names":           {paths: []string{"displayName", "podReaderGroups"}, want: []string{"display_name", "pod_reader_groups"}},
-		"quota sub-fields":     {paths: []string{"quota.gpu", "quota.memory"}, want: []string{"quota.gpu", "quota.memory"}},
-		"gateway body mask":    {paths: []string{"display_name", "quota.cpu", "quota.gpu", "quota.pods"}, want: []string{"display_name", "quota.cpu", "quota.gpu", "quota.pods"}},
-		"output only ignored":  {paths: []string{"name", "namespace", "state", "createTime", "update_time", "labels"}, want: []string{"labels"}},
-		"unknown":              {paths: []string{"owner"}, bad: `"owner" cannot be updated`},
-		"unknown quota field":  {paths: []string{"quota.tpu"}, bad: `"quota.tpu" cannot be updated`},
-		"no label sub-path":    {paths: []string{"labels.team"}, bad: "cannot be updated"},
-		"members sub-path bad": {paths: []string{"members.role"}, bad: "cannot be updated"},
+		"empty: resolved later": {paths: nil, want: nil},
+		"star: all":             {paths: []string{"*"}, want: updatableTenantFields},
+		"json names":            {paths: []string{"displayName", "podReaderGroups"}, want: []string{"display_name", "pod_reader_groups"}},
+		"quota sub-fields":      {paths: []string{"quota.gpu", "quota.memory"}, want: []string{"quota.gpu", "quota.memory"}},
+		"gateway body mask":     {paths: []string{"display_name", "quota.cpu", "quota.gpu", "quota.pods"}, want: []string{"display_name", "quota.cpu", "quota.gpu", "quota.pods"}},
+		"output only ignored":   {paths: []string{"name", "namespace", "state", "createTime", "update_time", "labels"}, want: []string{"labels"}},
+		"unknown":               {paths: []string{"owner"}, bad: `"owner" cannot be updated`},
+		"unknown quota field":   {paths: []string{"quota.tpu"}, bad: `"quota.tpu" cannot be updated`},
+		"no label sub-path":     {paths: []string{"labels.team"}, bad: "cannot be updated"},
+		"members sub-path bad":  {paths: []string{"members.role"}, bad: "cannot be updated"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, err := tenantUpdateFields(tc.paths)
@@ -697,4 +697,10 @@ func TestGetJobLogsReadsTheTenantsNamespace(t *testing.T) {
 	stream = &fakeStream[httpbody.HttpBody]{ctx: ctx}
 	require.NoError(t, srv.GetJobLogs(&pb.GetJobLogsRequest{Name: "tenants/a/jobs/j", Replica: "worker-0"}, stream))
 	require.Equal(t, "Traceback\nboom\n", string(stream.got()[0].GetData()))
+}
+
+func TestUpdateTenantWithoutMaskKeepsWhatIsNotSet(t *testing.T) {
+	require.Empty(t, populatedTenantFields(&pb.Tenant{}), "an empty body changes nothing")
+	got := populatedTenantFields(&pb.Tenant{DisplayName: "x", Quota: &pb.Quota{}, PodReaderGroups: []string{"g"}})
+	require.Equal(t, map[string]bool{"display_name": true, "quota": true, "pod_reader_groups": true}, got)
 }

@@ -124,12 +124,35 @@ func allTenantFields() map[string]bool {
 	return m
 }
 
+// populatedTenantFields is the implied mask of an update without one
+// (AIP-134): the fields the request sets, so nothing is cleared by omission.
+func populatedTenantFields(in *pb.Tenant) map[string]bool {
+	m := map[string]bool{}
+	if in.GetDisplayName() != "" {
+		m["display_name"] = true
+	}
+	if len(in.GetLabels()) > 0 {
+		m["labels"] = true
+	}
+	if in.GetQuota() != nil {
+		m["quota"] = true
+	}
+	if len(in.GetMembers()) > 0 {
+		m["members"] = true
+	}
+	if len(in.GetPodReaderGroups()) > 0 {
+		m["pod_reader_groups"] = true
+	}
+	return m
+}
+
 // tenantUpdateFields turns an update mask into the fields to copy: every
-// updatable field when the mask is empty or "*"; the named ones (JSON or
-// proto spelling) otherwise, output-only ones ignored.
+// updatable field for "*"; the named ones (JSON or proto spelling)
+// otherwise, output-only ones ignored. An empty mask is the caller's to
+// resolve (populatedTenantFields).
 func tenantUpdateFields(paths []string) (map[string]bool, error) {
 	if len(paths) == 0 {
-		return allTenantFields(), nil
+		return map[string]bool{}, nil
 	}
 	fields := map[string]bool{}
 	for _, p := range paths {
@@ -237,6 +260,9 @@ func (s *TenantServer) UpdateTenant(ctx context.Context, req *pb.UpdateTenantReq
 	fields, err := tenantUpdateFields(req.GetUpdateMask().GetPaths())
 	if err != nil {
 		return nil, err
+	}
+	if len(req.GetUpdateMask().GetPaths()) == 0 {
+		fields = populatedTenantFields(req.GetTenant())
 	}
 	var vs []FieldViolation
 	t, err := s.store.TenantUpdate(ctx, id, func(t *tenant.Tenant) error {

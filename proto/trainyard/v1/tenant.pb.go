@@ -711,10 +711,11 @@ type UpdateTenantRequest struct {
 	Tenant *Tenant                `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	// Fields to update: display_name, labels, quota, members, pod_reader_groups,
 	// or one field of the quota (quota.gpu, quota.cpu, quota.memory,
-	// quota.pods; the others are kept). "*" or an empty mask: every one of
-	// them. Output-only fields (name, namespace, state, times) are ignored.
-	// Over REST without updateMask, the mask is made of the fields present in
-	// the body.
+	// quota.pods; the others are kept). "*": every one of them, clearing
+	// those left empty. An empty mask (AIP-134): the fields that are set in
+	// tenant, so an empty body changes nothing. Output-only fields (name,
+	// namespace, state, times) are ignored. Over REST without updateMask, the
+	// mask is made of the fields present in the body.
 	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,2,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
