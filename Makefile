@@ -68,7 +68,9 @@ cluster-build: ## Build the local control plane binaries (minutes the first time
 	bash integration/cluster/build.sh
 
 .PHONY: cluster-up
-cluster-up: ## Start the local Kubernetes control plane; prints the kubeconfig path.
+cluster-up: ## Start the local Kubernetes control plane; prints the kubeconfig path (kubectl goes to bin/).
+	@mkdir -p $(BIN) && ln -sf "$$(bash integration/cluster/build.sh)/kubectl" $(BIN)/kubectl
+	@echo "kubectl: $(BIN)/kubectl (export PATH=$(BIN):\$$PATH)" >&2
 	@$(LOCALCLUSTER) up
 
 .PHONY: cluster-down
