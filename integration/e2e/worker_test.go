@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -336,16 +335,18 @@ func TestWorkerFailsPastBackoffLimitWithLogTail(t *testing.T) {
 // A job with a 3 s deadline whose pods never end is FAILED by the
 // deadline's timer within 2 s of it, and its running pods are deleted
 // (CleanPodPolicy Running keeps the headless Service until the job is
-// deleted).
+// deleted). The deadline counts from admission, so the test waits for the
+// end itself: slow pods (never RUNNING before the deadline) do not make it
+// hang, they make the job fail the same way.
 func TestWorkerDeadlineFiresOnTime(t *testing.T) {
 	e := startWorkers(t, 1)
 	name := e.submit(t, "late", &pb.JobSpec{
 		Replicas:  []*pb.ReplicaSpec{rep(pb.ReplicaType_REPLICA_TYPE_WORKER, 2, runForever())},
 		RunPolicy: &pb.RunPolicy{ActiveDeadlineSeconds: new(int64(3))},
 	})
-	e.wait(t, name, 60*time.Second, pb.JobState_JOB_STATE_RUNNING)
-	j := e.wait(t, name, 30*time.Second, pb.JobState_JOB_STATE_FAILED)
+	j := e.wait(t, name, 60*time.Second, pb.JobState_JOB_STATE_FAILED, pb.JobState_JOB_STATE_SUCCEEDED, pb.JobState_JOB_STATE_CANCELLED)
 	st := j.GetStatus()
+	require.Equal(t, pb.JobState_JOB_STATE_FAILED, st.GetState(), "status: %v", st)
 	require.Equal(t, "DeadlineExceeded", st.GetReason())
 	deadline := st.GetStartTime().AsTime().Add(3 * time.Second)
 	late := st.GetCompletionTime().AsTime().Sub(deadline)
@@ -411,7 +412,8 @@ func TestWorkerKilledMidDispatchConverges(t *testing.T) {
 }
 
 // Two workers share one database: every job is dispatched by exactly one
-// of them (one admission each, in the logs) and no pod is created twice.
+// of them — one admission each (its events, from the API) and no pod
+// created twice (pod UIDs, from a watch on the API server).
 func TestTwoWorkersDispatchEachJobOnce(t *testing.T) {
 	e := startWorkers(t, 2)
 	rec := e.recordPods(t)
@@ -433,20 +435,16 @@ func TestTwoWorkersDispatchEachJobOnce(t *testing.T) {
 	for pod, n := range created {
 		require.Equal(t, 1, n, "pod %s created %d times", pod, n)
 	}
-	admitted := regexp.MustCompile(`msg="job state changed".* name=(pair-\d+) from=QUEUED to=STARTING`)
-	per := map[string]int{}
-	byWorker := map[string]int{}
-	for _, w := range e.Workers {
-		for _, m := range admitted.FindAllStringSubmatch(w.Logs(), -1) {
-			per[m[1]]++
-			byWorker[w.Name]++
+	for i := range jobs {
+		id := fmt.Sprintf("pair-%02d", i)
+		admitted := 0
+		for _, ev := range jobEvents(t, e, id) {
+			if strings.HasPrefix(ev, "Admitted: ") {
+				admitted++
+			}
 		}
+		require.Equal(t, 1, admitted, "job %s admitted %d times", id, admitted)
 	}
-	require.Len(t, per, jobs)
-	for job, n := range per {
-		require.Equal(t, 1, n, "job %s dispatched %d times", job, n)
-	}
-	t.Logf("jobs dispatched per worker: %v", byWorker)
 }
 
 // A job whose pods can never be scheduled (more GPUs than any node has)
@@ -512,4 +510,212 @@ func hasPrefix(list []string, prefix string) bool {
 		}
 	}
 	return false
+}
+
+// waitNS waits until namespace ns has the job ServiceAccount the tenant
+// reconciler makes.
+func (e *workerEnv) waitNS(t *testing.T, ns string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		_, err := e.Cluster.Client().CoreV1().ServiceAccounts(ns).Get(ctxT(t), kube.DefaultJobServiceAccount, metav1.GetOptions{})
+		return err == nil
+	}, 60*time.Second, 100*time.Millisecond, "the worker's tenant reconciler never provisioned namespace %s", ns)
+}
+
+// objectCount counts the Trainyard pods and Services in the tenant's
+// namespace, or -1 when the API server did not answer. It does not fail
+// the test: it runs in require.Eventually's and require.Never's goroutines.
+func (e *workerEnv) objectCount() int {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sel := metav1.ListOptions{LabelSelector: kube.ManagedSelector().String()}
+	pods, err1 := e.Cluster.Client().CoreV1().Pods(e.ns).List(ctx, sel)
+	svcs, err2 := e.Cluster.Client().CoreV1().Services(e.ns).List(ctx, sel)
+	if err1 != nil || err2 != nil {
+		return -1
+	}
+	return len(pods.Items) + len(svcs.Items)
+}
+
+// A big job cancelled while its worker is still creating its pods (the
+// client throttled, so the cancel lands after the first pods and before
+// the last) ends with nothing left in the namespace, and nothing comes
+// back: the worker does not let the job go while objects it created exist
+// that its caches did not show yet.
+func TestCancelDuringDispatchLeavesNoPods(t *testing.T) {
+	e := startWorkers(t, 0)
+	e.StartWorker(t, "--kube-qps", "10", "--kube-burst", "1")
+	e.waitNamespace(t)
+	rec := e.recordPods(t)
+	name := e.submit(t, "bigc", &pb.JobSpec{
+		Replicas: []*pb.ReplicaSpec{
+			rep(pb.ReplicaType_REPLICA_TYPE_CHIEF, 1, runForever()),
+			rep(pb.ReplicaType_REPLICA_TYPE_WORKER, 30, runForever()),
+		},
+	})
+	require.Eventually(t, func() bool { return len(rec.created("bigc-")) >= 1 }, 60*time.Second, 5*time.Millisecond,
+		"the first pod appears")
+	_, err := e.jobs.CancelJob(ctxT(t), &pb.CancelJobRequest{Name: name})
+	require.NoError(t, err)
+	t.Logf("cancelled with %d of 31 pods created", len(rec.created("bigc-")))
+
+	j := e.wait(t, name, 60*time.Second, pb.JobState_JOB_STATE_CANCELLED)
+	require.Equal(t, "Cancelled", j.GetStatus().GetReason())
+	require.Eventually(t, func() bool { return e.objectCount() == 0 }, 60*time.Second, 100*time.Millisecond,
+		"pods or the Service of the cancelled job are left")
+	created := func() (n int) {
+		for _, c := range rec.created("bigc-") {
+			n += c
+		}
+		return n
+	}
+	total := created()
+	require.Never(t, func() bool { return e.objectCount() > 0 || created() > total },
+		5*time.Second, 200*time.Millisecond, "an object of the cancelled job came back")
+}
+
+// The worker is killed (SIGKILL) right after it saved a replica's restart
+// and before it deleted and recreated the pod — its client slowed to one
+// request a second, so the save is seen before the delete. A new worker
+// takes the job over: the restart is counted once, the replica runs again
+// once, and the job succeeds.
+func TestKilledWorkerBetweenRestartSaveAndRecreate(t *testing.T) {
+	e := startWorkers(t, 0)
+	// A worker at full speed provisions the namespace, then steps aside.
+	fast := e.StartWorker(t)
+	e.waitNamespace(t)
+	if err := fast.Stop(); err != nil {
+		t.Logf("stopping the first worker: %v", err)
+	}
+	slow := e.StartWorker(t, "--lease-ttl", "3s", "--kube-qps", "1", "--kube-burst", "1")
+	rec := e.recordPods(t)
+	r := rep(pb.ReplicaType_REPLICA_TYPE_WORKER, 1, annot(
+		cluster.AnnotationFailAttempts, "1", cluster.AnnotationExitCode, "137", cluster.AnnotationReason, "OOMKilled"))
+	r.RestartPolicy = pb.RestartPolicy_RESTART_POLICY_EXIT_CODE
+	name := e.submit(t, "kk", &pb.JobSpec{
+		Replicas:  []*pb.ReplicaSpec{r},
+		RunPolicy: &pb.RunPolicy{CleanPodPolicy: pb.CleanPodPolicy_CLEAN_POD_POLICY_NONE},
+	})
+	harness.WaitJob(t, e.jobs, name, 90*time.Second, func(j *pb.Job) bool { return j.GetStatus().GetRestarts() >= 1 })
+	slow.Kill()
+	pods := e.pods(t, "kk")
+	var attempts []string
+	for _, p := range pods {
+		deleting := ""
+		if p.DeletionTimestamp != nil {
+			deleting = " (deleting)"
+		}
+		attempts = append(attempts, p.Labels[kube.LabelAttempt]+deleting)
+	}
+	t.Logf("worker killed with the restart saved; pods by attempt: %v", attempts)
+
+	e.StartWorker(t, "--lease-ttl", "3s")
+	j := e.wait(t, name, 90*time.Second, pb.JobState_JOB_STATE_SUCCEEDED, pb.JobState_JOB_STATE_FAILED)
+	require.Equal(t, pb.JobState_JOB_STATE_SUCCEEDED, j.GetStatus().GetState(), "status: %v", j.GetStatus())
+	require.EqualValues(t, 1, j.GetStatus().GetRestarts(), "the restart is counted once")
+	require.EqualValues(t, 1, j.GetStatus().GetReplicas()[0].GetRestarts())
+	require.Equal(t, map[string]int{"kk-worker-0": 2}, rec.created("kk-"), "one pod per attempt")
+	pods = e.pods(t, "kk")
+	require.Len(t, pods, 1)
+	require.Equal(t, "1", pods[0].Labels[kube.LabelAttempt])
+}
+
+// A tenant that queues more jobs over its quota than a worker may own does
+// not stop another tenant's job: jobs waiting for quota are released, not
+// held, so they take no worker slot.
+func TestQuotaWaitingJobsDoNotBlockOtherTenants(t *testing.T) {
+	e := startWorkers(t, 0)
+	e.StartWorker(t, "--max-owned-jobs", "3")
+	e.CreateTenantWith(t, "greedy", &pb.Tenant{
+		Members: []*pb.Member{harness.Subject("alice", pb.Role_ROLE_EDITOR)},
+		Quota:   &pb.Quota{Gpu: 1},
+	})
+	e.waitNamespace(t)
+	e.waitNS(t, e.Namespace("greedy"))
+	oneGPU := func(annotations map[string]string) *pb.JobSpec {
+		r := rep(pb.ReplicaType_REPLICA_TYPE_WORKER, 1, annotations)
+		r.Resources = &pb.Resources{Gpu: 1}
+		return &pb.JobSpec{Replicas: []*pb.ReplicaSpec{r}}
+	}
+	submit := func(tenantID, id string, spec *pb.JobSpec) string {
+		_, err := e.jobs.CreateJob(ctxT(t), &pb.CreateJobRequest{Parent: harness.TenantName(tenantID), JobId: id, Job: &pb.Job{Spec: spec}})
+		require.NoError(t, err, "create job %s", id)
+		return harness.JobName(tenantID, id)
+	}
+	hog := submit("greedy", "hog", oneGPU(runForever()))
+	e.wait(t, hog, 60*time.Second, pb.JobState_JOB_STATE_STARTING, pb.JobState_JOB_STATE_RUNNING)
+	var waiting []string
+	for i := range 8 {
+		waiting = append(waiting, submit("greedy", fmt.Sprintf("wait-%d", i), oneGPU(runForever())))
+	}
+	for _, name := range waiting {
+		harness.WaitJob(t, e.jobs, name, 60*time.Second, func(j *pb.Job) bool {
+			for _, c := range j.GetStatus().GetConditions() {
+				if c.GetType() == "Admitted" && !c.GetStatus() && strings.HasPrefix(c.GetMessage(), "waiting for quota") {
+					return true
+				}
+			}
+			return false
+		})
+	}
+
+	// 8 jobs wait, more than the worker's 3 slots; acme's job still runs.
+	name := e.submit(t, "other", &pb.JobSpec{Replicas: []*pb.ReplicaSpec{rep(pb.ReplicaType_REPLICA_TYPE_WORKER, 1, runForever())}})
+	e.wait(t, name, 60*time.Second, pb.JobState_JOB_STATE_RUNNING)
+	for _, n := range waiting {
+		j, err := e.jobs.GetJob(ctxT(t), &pb.GetJobRequest{Name: n})
+		require.NoError(t, err)
+		require.Equal(t, pb.JobState_JOB_STATE_QUEUED, j.GetStatus().GetState(), "%s", n)
+	}
+}
+
+// Within a tenant, jobs are admitted in (priority, submission) order,
+// strictly: a small job that would fit the free quota waits behind a
+// bigger one submitted before it, and says so; a higher-priority job
+// submitted after both goes first.
+func TestAdmissionStrictOrderWithinTenant(t *testing.T) {
+	e := startWorkers(t, 0)
+	e.StartWorker(t)
+	e.CreateTenantWith(t, "ordered", &pb.Tenant{
+		Members: []*pb.Member{harness.Subject("alice", pb.Role_ROLE_EDITOR)},
+		Quota:   &pb.Quota{Gpu: 3},
+	})
+	e.waitNS(t, e.Namespace("ordered"))
+	job := func(id string, gpus int32, priority int32, runFor string) string {
+		r := rep(pb.ReplicaType_REPLICA_TYPE_WORKER, 1, annot(cluster.AnnotationRunFor, runFor))
+		r.Resources = &pb.Resources{Gpu: gpus}
+		_, err := e.jobs.CreateJob(ctxT(t), &pb.CreateJobRequest{Parent: harness.TenantName("ordered"), JobId: id,
+			Job: &pb.Job{Spec: &pb.JobSpec{Replicas: []*pb.ReplicaSpec{r}, Priority: priority}}})
+		require.NoError(t, err, "create job %s", id)
+		return harness.JobName("ordered", id)
+	}
+	first := job("first", 2, 0, "8s")
+	e.wait(t, first, 60*time.Second, pb.JobState_JOB_STATE_RUNNING)
+
+	// One GPU is free: big (2) does not fit; small (1) would, but big is
+	// ahead of it.
+	big := job("big", 2, 0, "2s")
+	small := job("small", 1, 0, "1s")
+	harness.WaitJob(t, e.jobs, small, 30*time.Second, func(j *pb.Job) bool {
+		for _, c := range j.GetStatus().GetConditions() {
+			if c.GetType() == "Admitted" && !c.GetStatus() &&
+				c.GetMessage() == `waiting for quota: behind job "big", which is ahead in the tenant's queue` {
+				return true
+			}
+		}
+		return false
+	})
+	// urgent (priority 10) is ahead of both: it takes the free GPU at once.
+	urgent := job("urgent", 1, 10, "2s")
+
+	var done []*pb.Job
+	for _, n := range []string{first, urgent, big, small} {
+		done = append(done, e.wait(t, n, 90*time.Second, pb.JobState_JOB_STATE_SUCCEEDED))
+	}
+	start := func(j *pb.Job) time.Time { return j.GetStatus().GetStartTime().AsTime() }
+	end := func(j *pb.Job) time.Time { return j.GetStatus().GetCompletionTime().AsTime() }
+	f, u, b, sm := done[0], done[1], done[2], done[3]
+	require.True(t, start(u).Before(end(f)), "urgent, submitted last, started while first still ran")
+	require.False(t, start(b).Before(end(f)), "big started once first freed its GPUs")
+	require.False(t, start(sm).Before(start(b)), "small, submitted after big, was not admitted before it")
 }

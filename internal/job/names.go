@@ -36,7 +36,23 @@ func PodName(job string, t ReplicaType, index int32) string {
 func ServiceName(job string) string { return job }
 
 // TensorBoardName names the TensorBoard pod and its Service.
-func TensorBoardName(job string) string { return job + "-tensorboard" }
+func TensorBoardName(job string) string { return job + tensorBoardSuffix }
+
+const tensorBoardSuffix = "-tensorboard"
+
+// ReservedJobID reports whether id would collide with a name Trainyard
+// derives from another job's id. Job <x> names its TensorBoard Service
+// <x>-tensorboard, which is also the headless Service name of a job with
+// id <x>-tensorboard: so no job id may end in "-tensorboard". (Nothing else
+// collides: a replica pod's name ends in -<type>-<index>, which no other
+// derived pod name does unless it comes from the same id, and Services
+// and pods do not share names.)
+func ReservedJobID(id string) error {
+	if base, ok := strings.CutSuffix(id, tensorBoardSuffix); ok {
+		return fmt.Errorf("%q ends in %q, which is how job %q names its TensorBoard; choose another id", id, tensorBoardSuffix, base)
+	}
+	return nil
+}
 
 // ReplicaName is how users name a replica, e.g. in the logs API: <type>-<index>.
 func ReplicaName(t ReplicaType, index int32) string {

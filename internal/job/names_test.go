@@ -131,3 +131,12 @@ func TestValidNames(t *testing.T) {
 		})
 	}
 }
+
+func TestReservedJobID(t *testing.T) {
+	require.NoError(t, ReservedJobID("mnist"))
+	require.NoError(t, ReservedJobID("tensorboard"))
+	err := ReservedJobID("mnist-tensorboard")
+	require.EqualError(t, err, `"mnist-tensorboard" ends in "-tensorboard", which is how job "mnist" names its TensorBoard; choose another id`)
+	// The collision it prevents.
+	require.Equal(t, ServiceName("mnist-tensorboard"), TensorBoardName("mnist"))
+}

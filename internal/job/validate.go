@@ -94,6 +94,8 @@ func Validate(j *Job) []FieldViolation {
 	var v violations
 	if err := ValidJobID(j.Name); err != nil {
 		v.add("jobId", "%v", err)
+	} else if err := ReservedJobID(j.Name); err != nil {
+		v.add("jobId", "%v", err)
 	} else if err := ValidNames(j.Name, j.Spec); err != nil {
 		v.add("jobId", "%v", err)
 	}

@@ -12,7 +12,8 @@
 //	jobs               (tenant, uid) primary key; spec and status JSONB beside the
 //	                   columns that are queried: name, state, labels (GIN), seq,
 //	                   priority, creator, cancel_requested, deleted, admitted,
-//	                   demand_*, active, worker_id, lease_expires_at, version, times
+//	                   demand_*, active, worker_id, lease_expires_at, claim_after,
+//	                   version, times
 //	job_events         bigserial id; (tenant, job uid) → jobs, cascade on purge
 //	idempotency_keys   (tenant, request_id) → job uid
 //	secrets            (tenant, name) → key names; values never reach Postgres
@@ -21,21 +22,28 @@
 // API method filters on it: a tenant can not read, cancel, delete or list
 // another tenant's rows even by guessing names or uids. The exceptions are
 // the worker's queue queries (JobClaim, JobLeaseRenew, JobReleaseAll,
-// TenantListAll), which are cross-tenant by nature.
+// JobListByKeys, TenantListAll), which are cross-tenant by nature.
 //
 // # Jobs: API side
 //
-// JobCreate is one transaction: the idempotency key (when the request has
-// an id), the job row (QUEUED, with a Queued condition), its first event and
-// the NOTIFYs. The key is inserted first with ON CONFLICT DO NOTHING, so
-// concurrent retries of one request queue up on the key's unique index
-// behind the first; once it commits they find the key and return its job
-// (created=false); if it rolls back, the next one creates the job. A name is
-// unique among a tenant's live (not deleted) jobs.
+// JobCreate is one transaction: a share lock on the tenant row (FOR SHARE,
+// which waits for a TenantUpdate — an offboarding — in flight and then sees
+// its state, so no job is inserted for a tenant that has just stopped being
+// ACTIVE), the idempotency key (when the request has an id), the job row
+// (QUEUED, with a Queued condition), its first event and the NOTIFYs. The
+// key is inserted with ON CONFLICT DO NOTHING, so concurrent retries of one
+// request queue up on the key's unique index behind the first; once it
+// commits they find the key and return its job (created=false); if it rolls
+// back, the next one creates the job. The API looks the key up first
+// (JobGetByRequestID), so a retry of a committed create needs no validation;
+// a key whose job was deleted is ErrNotFound, and a key goes with its job's
+// row when the job is purged. A name is unique among a tenant's live (not
+// deleted) jobs; watchers therefore follow jobs by uid (JobGetMany,
+// EventListByJob), which also reach deleted jobs until they are purged.
 //
 // Cancel and delete lock the row. A QUEUED job that is not admitted has no
-// Kubernetes objects yet (a worker creates objects only after JobAdmit, which
-// is version-fenced), so cancel ends it at once and makes it inactive; any
+// Kubernetes objects yet (a worker creates objects only after JobAdmitWait,
+// which is version-fenced), so cancel ends it at once and makes it inactive; any
 // other unfinished job gets cancel_requested and its worker stops it. Only
 // final jobs can be deleted: the row is marked deleted (the name is free at
 // once) and active, so that a worker removes what is left in Kubernetes and
@@ -47,15 +55,16 @@
 // row, as the queue sees it:
 //
 //	                  JobCreate
-//	                      │
+//	                      │   claim_after = '-infinity'
 //	                      ▼
 //	┌──────────►  WAITING: active, no live lease  ◄──────────┐
-//	│                     │                                  │ lease expired,
-//	│                     │ JobClaim                         │ JobRelease
-//	│                     ▼                                  │
-//	│           OWNED: active, worker_id=W, live lease ──────┘
-//	│             JobLeaseRenew extends the lease;
-//	│             JobLoad → JobAdmit → JobSave (all fenced);
+//	│             claimable once claim_after ≤ now()         │ lease expired,
+//	│                     │                                  │ JobRelease;
+//	│                     │ JobClaim                         │ JobAdmitWait not
+//	│                     ▼                                  │ admitted: released,
+//	│           OWNED: active, worker_id=W, live lease ──────┘ claim_after = now()+poll
+//	│             JobLeaseRenew extends the lease;             (woken: '-infinity')
+//	│             JobLoad → JobAdmitWait → JobSave (all fenced);
 //	│             JobPurge of a deleted job: the row is gone
 //	│                     │
 //	│                     │ JobSave{Done}; cancel of a QUEUED,
@@ -63,31 +72,61 @@
 //	│                     ▼
 //	└─ JobDelete ──  IDLE: inactive (final, nothing left to do)
 //
-// JobClaim is one statement: a CTE selects active rows without a live
-// owner, ORDER BY priority DESC, seq, LIMIT n FOR UPDATE SKIP LOCKED, and an
-// UPDATE takes them. jobs_claim_idx (priority DESC, seq) WHERE active backs
-// it; finished jobs are not in it, so its size is the queue plus running
-// jobs, never the history. Concurrent claimers skip each other's locked rows
-// and never get the same job.
+// JobClaim is one statement over two index range scans, each stopped by
+// its LIMIT and FOR UPDATE SKIP LOCKED: owned jobs whose lease expired
+// (jobs_lease_expiry_idx, oldest expiry first), then unowned jobs whose
+// claim_after has come (jobs_claim_idx on (claim_after, seq)). Claimable
+// jobs carry '-infinity', so they are taken in submission order whatever
+// their tenant: the user's priority orders admission within a tenant, not
+// claims across tenants. Neither index holds owned jobs under a live lease
+// or jobs released into the future, so a claim costs the same with ten
+// thousand jobs running or waiting as with none. Concurrent claimers skip
+// each other's locked rows and never get the same job.
 //
 // Leases are on the database clock (now()), so workers need not agree on
 // time. A lease that expired is gone: JobLeaseRenew only extends live ones,
 // and the job can be claimed by anyone, its former owner included.
 //
 // Every write of a job bumps its version (lease renewal excepted).
-// JobSave, JobAdmit and JobPurge succeed only while the caller owns the job
-// under a live lease (else ErrLeaseLost: stop acting on it) and, for JobSave
-// and JobAdmit, while the job is still at the version the caller read (else
-// ErrConflict: re-read and decide again). So a worker that paused past its
-// lease can not overwrite its successor, and a user's cancel or delete that
-// lands between a worker's read and write is never lost: the write fails
-// and the worker sees the request on its re-read.
+// JobSave, JobAdmitWait and JobPurge succeed only while the caller owns the
+// job under a live lease (else ErrLeaseLost: stop acting on it) and, for
+// JobSave and JobAdmitWait, while the job is still at the version the
+// caller read (else ErrConflict: re-read and decide again). So a worker
+// that paused past its lease can not overwrite its successor, and a user's
+// cancel or delete that lands between a worker's read and write is never
+// lost: the write fails and the worker sees the request on its re-read.
 //
-// JobAdmit serializes a tenant's admissions by locking the tenant row (FOR
-// NO KEY UPDATE, which does not block job inserts' key-share locks), sums
-// the demand of the tenant's admitted, unfinished, undeleted jobs and admits
-// when the job fits every non-zero limit. Concurrent workers therefore never
-// over-admit.
+// # Admission
+//
+// JobAdmitWait serializes a tenant's admissions by locking the tenant row
+// (FOR NO KEY UPDATE; it does not conflict with foreign keys' key-share
+// locks, but JobCreate's FOR SHARE waits for it, briefly).
+// A tenant's jobs are admitted in admission order, priority DESC then
+// submission (jobs_admission_idx: the tenant's active, QUEUED, unadmitted
+// jobs), strictly: a job is admitted when the demand of the tenant's
+// admitted, unfinished, undeleted jobs, plus that of every job before it in
+// that order not admitted yet, plus its own fits every non-zero limit. The
+// earlier jobs' room is kept, so a big job is never starved by small ones
+// admitted past it; the result names the job a blocked one waits behind.
+// The scan of the earlier jobs is a streaming window sum that stops where
+// the quota overflows. A job larger than the whole quota (the quota was
+// lowered after it was accepted) reserves nothing and blocks nobody.
+//
+// A job that is not admitted is released in the same transaction (the
+// caller's Wait gives the status to record and the retry time): no lease,
+// no worker slot, until claim_after. Jobs are woken, one at a time, by the
+// events that can let the next job in line in, each in its own
+// transaction under the same tenant lock, so that no wake-up is lost
+// between an admission check and a release: the end of a job (JobSave of a
+// final status, Done, JobPurge) and an admission wake the tenant's next
+// job in line (claim_after = '-infinity', and a NOTIFY "<tenant>/<uid>" on
+// ChannelJobs); JobWakeNext does it for a quota change. Only the next one:
+// nothing behind it can be admitted before it, and its own admission wakes
+// the one after it.
+//
+// Lock order is tenant row, then job row, everywhere a job's write takes
+// the tenant lock (JobAdmitWait, a final JobSave, JobPurge), so these never
+// deadlock each other.
 //
 // # Events
 //

@@ -95,6 +95,14 @@ func TestJobListExplainUsesIndexes(t *testing.T) {
 		plan := strings.Join(nodes, " > ")
 		t.Log(plan)
 		require.Contains(t, plan, "Index Scan:jobs_claim_idx")
+		require.Contains(t, plan, "Index Scan:jobs_lease_expiry_idx")
+		require.NotContains(t, plan, "Sort")
+	})
+	t.Run("next in line", func(t *testing.T) {
+		nodes := planNodes(t, b.ctx, conn, sqlNextInLine, []any{"big", int64(4), int64(0), int64(0), int64(0)})
+		plan := strings.Join(nodes, " > ")
+		t.Log(plan)
+		require.Contains(t, plan, "Index Scan:jobs_admission_idx")
 		require.NotContains(t, plan, "Sort")
 	})
 	for _, tc := range cases {

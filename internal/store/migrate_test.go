@@ -37,7 +37,7 @@ func TestMigrateUpDownUp(t *testing.T) {
 
 	require.Zero(t, version())
 	require.NoError(t, Migrate(ctx, dbURL, "up"))
-	require.EqualValues(t, 1, version())
+	require.EqualValues(t, 2, version())
 	require.Equal(t, 6, tables())
 	require.NoError(t, Migrate(ctx, dbURL, "up"), "up when up to date is a no-op")
 
@@ -46,7 +46,7 @@ func TestMigrateUpDownUp(t *testing.T) {
 	require.Zero(t, tables())
 
 	require.NoError(t, Migrate(ctx, dbURL, "up"))
-	require.EqualValues(t, 1, version())
+	require.EqualValues(t, 2, version())
 	require.Equal(t, 6, tables())
 
 	require.Error(t, Migrate(ctx, dbURL, "sideways"))

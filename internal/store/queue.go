@@ -62,29 +62,39 @@ type JobSaveParams struct {
 	Done bool
 }
 
-// AdmitResult is the outcome of JobAdmit.
-type AdmitResult struct {
-	Admitted bool
-	// Used is what the tenant's other admitted, unfinished jobs use.
-	Used job.Demand
-	// Version is the job's version after the call.
-	Version int64
-}
-
 func microseconds(d time.Duration) int64 { return d.Microseconds() }
 
-// sqlJobClaim walks jobs_claim_idx (active rows in priority DESC, seq
-// order), skips rows owned under a live lease and rows other claimers hold
-// locked, and takes the first $2. Its cost grows with the number of running
-// (owned) jobs, which cluster capacity bounds, never with history: finished
-// jobs are not in the index.
+// sqlJobClaim takes up to $2 jobs that need a worker and have none, in one
+// statement, from two index range scans that stop at the limit:
+//
+//   - expired: owned jobs whose lease ran out (their worker died or
+//     stalled), oldest expiry first, on jobs_lease_expiry_idx;
+//   - due: unowned jobs whose claim_after has come, on jobs_claim_idx in
+//     (claim_after, seq) order. Claimable jobs carry '-infinity', so they
+//     go in submission order whatever their tenant or priority; jobs
+//     released to try their admission again later follow once due.
+//
+// Neither scan visits jobs that are owned under a live lease or released
+// into the future, so a claim costs the same with ten thousand jobs running
+// or waiting for quota as with none. Rows other claimers hold are skipped
+// (SKIP LOCKED), and only as many rows are locked as are taken.
 const sqlJobClaim = `
-	WITH next AS (
+	WITH expired AS (
 		SELECT tenant_id, uid FROM jobs
-		WHERE active AND (worker_id IS NULL OR lease_expires_at < now())
-		ORDER BY priority DESC, seq
+		WHERE active AND worker_id IS NOT NULL AND lease_expires_at < now()
+		ORDER BY lease_expires_at
 		LIMIT $2
 		FOR UPDATE SKIP LOCKED
+	), due AS (
+		SELECT tenant_id, uid FROM jobs
+		WHERE active AND worker_id IS NULL AND claim_after <= now()
+		ORDER BY claim_after, seq
+		LIMIT $2
+		FOR UPDATE SKIP LOCKED
+	), next AS (
+		(SELECT tenant_id, uid FROM expired)
+		UNION ALL
+		(SELECT tenant_id, uid FROM due LIMIT greatest($2 - (SELECT count(*) FROM expired), 0))
 	)
 	UPDATE jobs j SET worker_id = $1, lease_expires_at = now() + $3 * interval '1 microsecond',
 	                  version = j.version + 1
@@ -92,8 +102,12 @@ const sqlJobClaim = `
 	RETURNING j.tenant_id, j.uid::text`
 
 // JobClaim gives workerID up to limit jobs that need a worker and have no
-// live owner, highest priority first, then oldest, leased for ttl. Concurrent
-// claimers skip each other's rows and never get the same job.
+// live owner, leased for ttl: jobs whose owner's lease expired first, then
+// claimable jobs in submission order. A job released by JobAdmitWait is not
+// claimable before its time, unless its tenant's next job in line is woken.
+// The user's priority does not order claims across tenants (it orders
+// admission within a tenant). Concurrent claimers skip each other's rows
+// and never get the same job.
 func (s *Store) JobClaim(ctx context.Context, workerID string, limit int, ttl time.Duration) ([]JobKey, error) {
 	if limit <= 0 {
 		return nil, nil
@@ -209,6 +223,10 @@ func (f fence) verdict(err error, workerID string, version int64, uid string) er
 // live lease (else ErrLeaseLost) and the job is still at p.Version (else
 // ErrConflict); it returns the new version. It never touches
 // cancel_requested.
+//
+// A save of a final status gives the job's share of the quota back: in the
+// same transaction the tenant's next job in admission order, if it waits
+// released, becomes claimable at once (see JobWakeNext).
 func (s *Store) JobSave(ctx context.Context, p JobSaveParams) (int64, error) {
 	what := fmt.Sprintf("job %s in tenant %q", p.UID, p.Tenant)
 	if _, err := uuid.Parse(p.UID); err != nil {
@@ -229,6 +247,19 @@ func (s *Store) JobSave(ctx context.Context, p JobSaveParams) (int64, error) {
 	}
 	var version int64
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var (
+			limits job.Demand
+			locked bool
+		)
+		if status.State.Final() {
+			// Tenant before job, the order of JobAdmitWait: the wake-up
+			// below and an admission that releases a job serialize here,
+			// so that neither misses the other.
+			var err error
+			if limits, locked, err = tenantLockLimits(ctx, tx, p.Tenant); err != nil {
+				return err
+			}
+		}
 		var j job.Job
 		err := tx.QueryRow(ctx, `
 			UPDATE jobs SET status = $5, state = $6, update_time = $7, version = version + 1,
@@ -249,7 +280,13 @@ func (s *Store) JobSave(ctx context.Context, p JobSaveParams) (int64, error) {
 			return err
 		}
 		j.Tenant, j.UID, j.Status = p.Tenant, p.UID, status
-		return eventsInsert(ctx, tx, j, p.Events, now)
+		if err := eventsInsert(ctx, tx, j, p.Events, now); err != nil {
+			return err
+		}
+		if locked {
+			return wakeNext(ctx, tx, p.Tenant, limits)
+		}
+		return nil
 	})
 	if err != nil {
 		return 0, translate(err, what)
@@ -257,94 +294,24 @@ func (s *Store) JobSave(ctx context.Context, p JobSaveParams) (int64, error) {
 	return version, nil
 }
 
-// JobAdmit admits a job against its tenant's quota: it fits when, for every
-// non-zero field of quota, the demand of the tenant's admitted, unfinished,
-// undeleted jobs plus this job's stays within it. Admissions of one tenant
-// are serialized by a lock on the tenant row, so concurrent workers never
-// over-admit. A job already admitted is reported admitted. Fenced like
-// JobSave; the version changes only when the job is admitted now.
-func (s *Store) JobAdmit(ctx context.Context, workerID, tenantID, uid string, version int64, quota job.Demand) (AdmitResult, error) {
-	what := fmt.Sprintf("job %s in tenant %q", uid, tenantID)
-	if _, err := uuid.Parse(uid); err != nil {
-		return AdmitResult{}, fmt.Errorf("%w: %s", ErrNotFound, what)
-	}
-	var res AdmitResult
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		// NO KEY UPDATE conflicts with itself (other admissions) but not with
-		// the key-share locks of job inserts.
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM tenants WHERE id = $1 FOR NO KEY UPDATE`, tenantID); err != nil {
-			return err
-		}
-		var (
-			f        fence
-			admitted bool
-			final    bool
-			deleted  bool
-			demand   job.Demand
-		)
-		err := tx.QueryRow(ctx, `
-			SELECT coalesce(worker_id, ''), coalesce(lease_expires_at > now(), false), version,
-			       admitted, state IN ('SUCCEEDED', 'FAILED', 'CANCELLED'), deleted,
-			       demand_gpu, demand_cpu_milli, demand_memory_bytes, demand_pods
-			FROM jobs WHERE tenant_id = $1 AND uid = $2 FOR UPDATE`, tenantID, uid).
-			Scan(&f.workerID, &f.live, &f.version, &admitted, &final, &deleted,
-				&demand.GPU, &demand.CPUMilli, &demand.MemoryBytes, &demand.Pods)
-		if err := f.verdict(err, workerID, version, uid); err != nil {
-			return err
-		}
-		if final || deleted {
-			return fmt.Errorf("%w: %s is finished or deleted", ErrFailedPrecondition, what)
-		}
-		err = tx.QueryRow(ctx, `
-			SELECT coalesce(sum(demand_gpu), 0), coalesce(sum(demand_cpu_milli), 0),
-			       coalesce(sum(demand_memory_bytes), 0), coalesce(sum(demand_pods), 0)
-			FROM jobs
-			WHERE tenant_id = $1 AND uid <> $2
-			  AND admitted AND NOT deleted AND state NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')`,
-			tenantID, uid).Scan(&res.Used.GPU, &res.Used.CPUMilli, &res.Used.MemoryBytes, &res.Used.Pods)
-		if err != nil {
-			return err
-		}
-		res.Version = version
-		if admitted {
-			res.Admitted = true
-			return nil
-		}
-		if !fits(res.Used, demand, quota) {
-			return nil
-		}
-		res.Admitted = true
-		return tx.QueryRow(ctx, `UPDATE jobs SET admitted = true, version = version + 1, update_time = $3
-			WHERE tenant_id = $1 AND uid = $2 RETURNING version`, tenantID, uid, s.timestamp()).Scan(&res.Version)
-	})
-	if err != nil {
-		return AdmitResult{}, translate(err, what)
-	}
-	return res, nil
-}
-
-// fits reports whether used+demand stays within every non-zero limit.
-func fits(used, demand, quota job.Demand) bool {
-	within := func(used, demand, limit int64) bool { return limit == 0 || used+demand <= limit }
-	return within(used.GPU, demand.GPU, quota.GPU) &&
-		within(used.CPUMilli, demand.CPUMilli, quota.CPUMilli) &&
-		within(used.MemoryBytes, demand.MemoryBytes, quota.MemoryBytes) &&
-		within(used.Pods, demand.Pods, quota.Pods)
-}
-
 // JobPurge removes a deleted job's row, its events and idempotency keys,
 // once its worker has removed what was left in Kubernetes. Only the job's
 // owner may purge it (else ErrLeaseLost); a job that is not deleted is
-// ErrFailedPrecondition.
+// ErrFailedPrecondition. Like the end of a job, it wakes the tenant's next
+// job in line.
 func (s *Store) JobPurge(ctx context.Context, workerID, tenantID, uid string) error {
 	what := fmt.Sprintf("job %s in tenant %q", uid, tenantID)
 	if _, err := uuid.Parse(uid); err != nil {
 		return fmt.Errorf("%w: %s", ErrNotFound, what)
 	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		limits, locked, err := tenantLockLimits(ctx, tx, tenantID)
+		if err != nil {
+			return err
+		}
 		var f fence
 		var deleted bool
-		err := tx.QueryRow(ctx, `SELECT coalesce(worker_id, ''), coalesce(lease_expires_at > now(), false),
+		err = tx.QueryRow(ctx, `SELECT coalesce(worker_id, ''), coalesce(lease_expires_at > now(), false),
 			version, deleted FROM jobs WHERE tenant_id = $1 AND uid = $2 FOR UPDATE`, tenantID, uid).
 			Scan(&f.workerID, &f.live, &f.version, &deleted)
 		if err := f.verdict(err, workerID, f.version, uid); err != nil {
@@ -353,8 +320,55 @@ func (s *Store) JobPurge(ctx context.Context, workerID, tenantID, uid string) er
 		if !deleted {
 			return fmt.Errorf("%w: %s is not deleted", ErrFailedPrecondition, what)
 		}
-		_, err = tx.Exec(ctx, `DELETE FROM jobs WHERE tenant_id = $1 AND uid = $2`, tenantID, uid)
-		return err
+		if _, err = tx.Exec(ctx, `DELETE FROM jobs WHERE tenant_id = $1 AND uid = $2`, tenantID, uid); err != nil {
+			return err
+		}
+		if locked {
+			return wakeNext(ctx, tx, tenantID, limits)
+		}
+		return nil
 	})
 	return translate(err, what)
+}
+
+// JobBrief is what the orphan sweep needs to know of a job.
+type JobBrief struct {
+	Key JobKey
+	// Active: the job needs a worker (its worker, or the next claimer, takes
+	// care of its objects).
+	Active bool
+	// CleanedUp: the job is final and nothing of it was left in Kubernetes
+	// when it was last reconciled.
+	CleanedUp bool
+	State     job.State
+}
+
+// JobListByKeys returns what the store has of keys; keys without a row (a
+// purged job) are left out, and so are keys whose uid is not a UUID. Like
+// the claim, it works across tenants: the worker's orphan sweep asks about
+// every object it sees at once.
+func (s *Store) JobListByKeys(ctx context.Context, keys []JobKey) ([]JobBrief, error) {
+	tenants, uids := make([]string, 0, len(keys)), make([]string, 0, len(keys))
+	for _, k := range keys {
+		if _, err := uuid.Parse(k.UID); err != nil {
+			continue
+		}
+		tenants, uids = append(tenants, k.Tenant), append(uids, k.UID)
+	}
+	if len(uids) == 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT j.tenant_id, j.uid::text, j.active, coalesce((j.status->>'cleanedUp')::boolean, false), j.state
+		FROM unnest($1::text[], $2::uuid[]) AS k(tenant_id, uid)
+		JOIN jobs j ON j.tenant_id = k.tenant_id AND j.uid = k.uid`, tenants, uids)
+	if err != nil {
+		return nil, translate(err, "jobs")
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (JobBrief, error) {
+		var b JobBrief
+		err := row.Scan(&b.Key.Tenant, &b.Key.UID, &b.Active, &b.CleanedUp, &b.State)
+		return b, err
+	})
+	return out, translate(err, "jobs")
 }

@@ -75,7 +75,7 @@ func TestJobClaimConcurrentWorkers(t *testing.T) {
 	require.Empty(t, keys)
 }
 
-func TestJobClaimOrder(t *testing.T) {
+func TestJobClaimSubmissionOrder(t *testing.T) {
 	b := setup(t)
 	b.tenantCreate(t, "a")
 	low1 := b.jobCreate(t, "a", "low-1", 0)
@@ -99,7 +99,8 @@ func TestJobClaimOrder(t *testing.T) {
 		require.NoError(t, err)
 		names = append(names, w.Job.Name)
 	}
-	require.Equal(t, []string{"high", "low-1", "low-2"}, names, "priority first, then oldest; inactive jobs never")
+	require.Equal(t, []string{"low-1", "high", "low-2"}, names,
+		"submission order: priority orders admission within a tenant, not claims; inactive jobs never")
 
 	// Renewal returns what the worker owns; release hands jobs back.
 	owned, err := b.store.JobLeaseRenew(b.ctx, "w", time.Hour)
@@ -224,112 +225,6 @@ func TestJobSaveFencing(t *testing.T) {
 	}
 	require.Equal(t, []string{"Queued", "Started", "CancelRequested", "Cancelled"}, reasons)
 	require.Equal(t, job.Running, events[1].State, "event state defaults to the saved state")
-}
-
-func TestJobAdmitConcurrentQuota(t *testing.T) {
-	b := setup(t)
-	b.tenantCreate(t, "a")
-	quota := job.Demand{GPU: 4}
-	const n = 12
-	var mine [2][]WorkerJob
-	for i := range n {
-		j := b.jobCreate(t, "a", fmt.Sprintf("j-%02d", i), 1)
-		mine[i%2] = append(mine[i%2], b.own(t, fmt.Sprintf("w%d", i%2), keyOf(j)))
-	}
-
-	admitAll := func() {
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		errs := make(chan error, n)
-		for wi := range 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				for i, w := range mine[wi] {
-					res, err := b.store.JobAdmit(b.ctx, fmt.Sprintf("w%d", wi), "a", w.Job.UID, w.Version, quota)
-					if err != nil {
-						errs <- err
-						return
-					}
-					mine[wi][i].Version = res.Version
-					mine[wi][i].Admitted = res.Admitted
-				}
-			}()
-		}
-		close(start)
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			require.NoError(t, err)
-		}
-	}
-	admitted := func() int {
-		return b.count(t, `SELECT count(*) FROM jobs WHERE admitted AND state NOT IN ('SUCCEEDED','FAILED','CANCELLED')`)
-	}
-	admitAll()
-	require.Equal(t, 4, admitted(), "exactly the quota is admitted, never more")
-
-	// Finishing an admitted job frees its share; the next round admits one more.
-finish:
-	for wi := range 2 {
-		for i, w := range mine[wi] {
-			if !w.Admitted {
-				continue
-			}
-			st := w.Job.Status
-			st.State = job.Succeeded
-			_, err := b.store.JobSave(b.ctx, JobSaveParams{WorkerID: fmt.Sprintf("w%d", wi), Tenant: "a",
-				UID: w.Job.UID, Version: w.Version, Status: st})
-			require.NoError(t, err)
-			mine[wi] = append(mine[wi][:i], mine[wi][i+1:]...)
-			break finish
-		}
-	}
-	admitAll()
-	require.Equal(t, 4, admitted())
-
-	// Admission is fenced like a save.
-	w := mine[0][0]
-	_, err := b.store.JobAdmit(b.ctx, "w0", "a", w.Job.UID, w.Version-1, quota)
-	require.ErrorIs(t, err, ErrConflict)
-	_, err = b.store.JobAdmit(b.ctx, "w1", "a", w.Job.UID, w.Version, quota)
-	require.ErrorIs(t, err, ErrLeaseLost)
-}
-
-func TestJobAdmitLimits(t *testing.T) {
-	b := setup(t)
-	b.tenantCreate(t, "a")
-	big := b.own(t, "w", keyOf(b.jobCreate(t, "a", "big", 8)))
-	small := b.own(t, "w", keyOf(b.jobCreate(t, "a", "small", 1)))
-
-	res, err := b.store.JobAdmit(b.ctx, "w", "a", big.Job.UID, big.Version, job.Demand{GPU: 4})
-	require.NoError(t, err)
-	require.False(t, res.Admitted, "larger than the whole quota")
-	require.Equal(t, big.Version, res.Version, "a refusal changes nothing")
-
-	res, err = b.store.JobAdmit(b.ctx, "w", "a", small.Job.UID, small.Version, job.Demand{GPU: 4, Pods: 2})
-	require.NoError(t, err)
-	require.True(t, res.Admitted)
-	require.Greater(t, res.Version, small.Version)
-	again, err := b.store.JobAdmit(b.ctx, "w", "a", small.Job.UID, res.Version, job.Demand{GPU: 1})
-	require.NoError(t, err)
-	require.True(t, again.Admitted, "an admitted job stays admitted")
-	require.Equal(t, res.Version, again.Version)
-
-	// Pods limit: small uses 2 pods of 2.
-	res, err = b.store.JobAdmit(b.ctx, "w", "a", big.Job.UID, big.Version, job.Demand{Pods: 2})
-	require.NoError(t, err)
-	require.False(t, res.Admitted)
-	require.Equal(t, job.Demand{GPU: 1, CPUMilli: 1000, MemoryBytes: 1 << 30, Pods: 2}, res.Used)
-
-	// Zero quota: unlimited.
-	res, err = b.store.JobAdmit(b.ctx, "w", "a", big.Job.UID, big.Version, job.Demand{})
-	require.NoError(t, err)
-	require.True(t, res.Admitted)
-
-	_, err = b.store.JobAdmit(b.ctx, "w", "ghost", big.Job.UID, big.Version, job.Demand{})
-	require.ErrorIs(t, err, ErrNotFound)
 }
 
 func TestJobCancel(t *testing.T) {
@@ -496,4 +391,119 @@ func TestJobListActiveByTenantOffboarding(t *testing.T) {
 	keys, err = b.store.JobListActiveByTenant(b.ctx, "a")
 	require.NoError(t, err)
 	require.Empty(t, keys)
+}
+
+// jobCreatePrio creates a job with a GPU demand and a priority.
+func (b *testBundle) jobCreatePrio(t testing.TB, tenantID, name string, gpu int64, priority int32) job.Job {
+	t.Helper()
+	spec := testSpec()
+	spec.Priority = priority
+	j, _, err := b.store.JobCreate(b.ctx, JobCreateParams{
+		Job:    job.Job{Tenant: tenantID, Name: name, Spec: spec, Creator: "alice"},
+		Demand: job.Demand{GPU: gpu, CPUMilli: 1000, MemoryBytes: 1 << 30, Pods: 2},
+	})
+	require.NoError(t, err)
+	return j
+}
+
+// claimAll claims everything claimable for worker and returns the names,
+// in claim order.
+func (b *testBundle) claimAll(t testing.TB, worker string) []string {
+	t.Helper()
+	var names []string
+	for {
+		keys, err := b.store.JobClaim(b.ctx, worker, 1, time.Hour)
+		require.NoError(t, err)
+		if len(keys) == 0 {
+			return names
+		}
+		w, err := b.store.JobLoad(b.ctx, keys[0].Tenant, keys[0].UID)
+		require.NoError(t, err)
+		names = append(names, w.Job.Name)
+	}
+}
+
+// waitFn is an AdmitParams.Wait that records the message and waits for d.
+func waitFn(d time.Duration, got *AdmitResult) func(AdmitResult) (*job.Status, []job.Event, time.Duration) {
+	return func(r AdmitResult) (*job.Status, []job.Event, time.Duration) {
+		*got = r
+		st := job.Status{State: job.Queued, Message: "waiting; behind " + r.Behind}
+		return &st, []job.Event{{Reason: "QuotaExceeded", Message: st.Message}}, d
+	}
+}
+
+// A job that is not admitted is released with a not-before time: no lease,
+// no worker slot. The claim neither takes it before its time nor walks it.
+// An expired lease (a dead worker) is taken over before due jobs.
+func TestJobAdmitWaitReleasesAndClaimHonoursClaimAfter(t *testing.T) {
+	b := setup(t)
+	_, err := b.store.TenantCreate(b.ctx, tenant.Tenant{ID: "a", Namespace: "ty-a", Quota: tenant.Quota{GPU: 1}})
+	require.NoError(t, err)
+	b.tenantCreate(t, "b")
+	runs := b.own(t, "w1", keyOf(b.jobCreate(t, "a", "runs", 1)))
+	res, err := b.store.JobAdmit(b.ctx, "w1", "a", runs.Job.UID, runs.Version, job.Demand{GPU: 1})
+	require.NoError(t, err)
+	require.True(t, res.Admitted)
+	waits := b.own(t, "w1", keyOf(b.jobCreate(t, "a", "waits", 1)))
+
+	var seen AdmitResult
+	res, err = b.store.JobAdmitWait(b.ctx, AdmitParams{WorkerID: "w1", Tenant: "a", UID: waits.Job.UID,
+		Version: waits.Version, Quota: job.Demand{GPU: 1}, Wait: waitFn(time.Hour, &seen)})
+	require.NoError(t, err)
+	require.False(t, res.Admitted)
+	require.True(t, res.Released)
+	require.Equal(t, job.Demand{GPU: 1, CPUMilli: 1000, MemoryBytes: 1 << 30, Pods: 2}, seen.Used)
+	require.Empty(t, seen.Behind)
+	after, err := b.store.JobLoad(b.ctx, "a", waits.Job.UID)
+	require.NoError(t, err)
+	require.Empty(t, after.WorkerID, "released: no lease while it waits")
+	require.True(t, after.Active)
+	require.Equal(t, res.Version, after.Version)
+	require.Equal(t, "waiting; behind ", after.Job.Status.Message, "the status Wait returned is stored")
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM job_events WHERE job_uid = $1 AND reason = 'QuotaExceeded'`, waits.Job.UID))
+	_, err = b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "w1", Tenant: "a", UID: waits.Job.UID, Version: after.Version,
+		Status: after.Job.Status})
+	require.ErrorIs(t, err, ErrLeaseLost, "the releasing worker no longer owns it")
+
+	// Not claimable before its time; other jobs are.
+	other := b.jobCreate(t, "b", "other", 1)
+	require.Equal(t, []string{"other"}, b.claimAll(t, "w2"))
+
+	// A dead worker's job comes first, before due jobs.
+	_, err = b.pool.Exec(b.ctx, `UPDATE jobs SET lease_expires_at = now() - interval '1 second' WHERE uid = $1`, other.UID)
+	require.NoError(t, err)
+	b.jobCreate(t, "b", "fresh", 1)
+	keys, err := b.store.JobClaim(b.ctx, "w3", 2, time.Hour)
+	require.NoError(t, err)
+	require.Len(t, keys, 2)
+	require.Equal(t, keyOf(other), keys[0], "the expired lease is taken over first")
+
+	// Once due, it is claimable again.
+	_, err = b.pool.Exec(b.ctx, `UPDATE jobs SET claim_after = now() - interval '1 second' WHERE uid = $1`, waits.Job.UID)
+	require.NoError(t, err)
+	require.Equal(t, []string{"waits"}, b.claimAll(t, "w4"))
+}
+
+func TestJobListByKeys(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	active := b.jobCreate(t, "a", "active", 0)
+	done := b.jobInState(t, "a", "done", job.Succeeded, true)
+	st := done.Job.Status
+	st.CleanedUp = true
+	_, err := b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "setup-worker", Tenant: "a", UID: done.Job.UID,
+		Version: done.Version, Status: st, Done: true})
+	require.NoError(t, err)
+	gone := JobKey{Tenant: "a", UID: "00000000-0000-0000-0000-000000000009"}
+
+	got, err := b.store.JobListByKeys(b.ctx, []JobKey{keyOf(active), keyOf(done.Job), gone,
+		{Tenant: "b", UID: active.UID}, {Tenant: "a", UID: "not-a-uuid"}})
+	require.NoError(t, err)
+	require.ElementsMatch(t, []JobBrief{
+		{Key: keyOf(active), Active: true, State: job.Queued},
+		{Key: keyOf(done.Job), CleanedUp: true, State: job.Succeeded},
+	}, got)
+	got, err = b.store.JobListByKeys(b.ctx, nil)
+	require.NoError(t, err)
+	require.Empty(t, got)
 }

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/kube"
+	"github.com/trainyard/trainyard/internal/store"
 )
 
 // logTailTimeout bounds one log read: a node that does not answer must not
@@ -23,36 +26,104 @@ import (
 // message).
 const logTailTimeout = 5 * time.Second
 
-// captureLogTails reads the log tail of every replica the plan asks for and
+// Bounds on log tails, so that a job whose 2,000 replicas fail at once
+// costs neither 2,000 log reads in one pass nor megabytes of status:
+const (
+	// MaxLogTailsPerPass: a pass reads at most this many tails (in the
+	// plan's order: chief, workers, PS, evaluator, by index). The
+	// terminations it records beyond them keep exit code, reason and
+	// termination message, without a tail.
+	MaxLogTailsPerPass = 16
+	// MaxLogTailBytesPerJob bounds the tails kept in one job's status
+	// together (each is at most Config.LogTailBytes). Once it is used up,
+	// further terminations are recorded without a tail; a tail replaced by a
+	// newer termination of its replica gives its share back.
+	MaxLogTailBytesPerJob = 128 << 10
+)
+
+// captureLogTails reads the log tail of the replicas the plan asks for and
 // writes it into the plan's status before the status is saved, so that it
-// outlives the pod. A read that fails leaves the termination message in
-// its place: the pods run with FallbackToLogsOnError, so for a failed
-// container without a termination message file the kubelet already put
-// the log's end there. The pass carries on either way.
+// outlives the pod. Reads run CreateParallelism at a time, for at most
+// MaxLogTailsPerPass replicas and MaxLogTailBytesPerJob bytes. A read that
+// fails leaves the termination message in its place: the pods run with
+// FallbackToLogsOnError, so for a failed container without a termination
+// message file the kubelet already put the log's end there. The pass
+// carries on either way.
 func (w *Worker) captureLogTails(ctx context.Context, p *pass, plan *job.PlanResult) {
-	var wg sync.WaitGroup
+	type capture struct {
+		t     *job.Termination
+		ns    string
+		pod   string
+		limit int
+	}
+	var todo []capture
+	targets := map[*job.Termination]bool{}
 	for _, a := range plan.Actions {
 		if a.Kind != job.ActCaptureLogTail {
 			continue
 		}
 		t := terminationOf(&plan.Status, a)
-		if t == nil {
+		if t == nil || targets[t] {
 			continue
 		}
+		targets[t] = true
 		ns := p.ns
 		if pod := p.objs.pods[a.Pod]; pod != nil {
 			ns = pod.Namespace
 		}
+		todo = append(todo, capture{t: t, ns: ns, pod: a.Pod})
+	}
+	if len(todo) == 0 {
+		return
+	}
+	budget := MaxLogTailBytesPerJob
+	for _, r := range plan.Status.Replicas {
+		if t := r.LastTermination; t != nil && !targets[t] {
+			budget -= len(t.LogTail)
+		}
+	}
+	var reads []capture
+	for i, c := range todo {
+		if i >= MaxLogTailsPerPass || budget <= 0 {
+			continue
+		}
+		c.limit = int(min(w.cfg.LogTailBytes, int64(budget)))
+		budget -= c.limit
+		reads = append(reads, c)
+	}
+	if skipped := len(todo) - len(reads); skipped > 0 {
+		w.log.Info("log tails not kept: too many replicas ended at once, or the job's tails are at their size limit",
+			"job", p.key, "skipped", skipped, "read", len(reads))
+	}
+	sem := make(chan struct{}, w.cfg.CreateParallelism)
+	var wg sync.WaitGroup
+	for _, c := range reads {
+		sem <- struct{}{}
 		wg.Go(func() {
-			tail, err := w.logTail(ctx, ns, a.Pod)
+			defer func() { <-sem }()
+			tail, err := w.logTail(ctx, c.ns, c.pod)
 			if err != nil {
-				w.log.Debug("log tail unavailable; keeping the termination message instead", "job", p.key, "pod", a.Pod, "error", err)
-				tail = t.Message
+				w.log.Debug("log tail unavailable; keeping the termination message instead", "job", p.key, "pod", c.pod, "error", err)
+				tail = c.t.Message
 			}
-			t.LogTail = tail
+			c.t.LogTail = lastBytes(tail, c.limit)
 		})
 	}
 	wg.Wait()
+}
+
+// lastBytes keeps the end of s, at most n bytes, cut at a rune boundary.
+func lastBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[len(s)-n:]
+	for i := 0; i < len(s) && i < utf8.UTFMax; i++ {
+		if utf8.RuneStart(s[i]) {
+			return s[i:]
+		}
+	}
+	return strings.ToValidUTF8(s, "")
 }
 
 // terminationOf finds the termination a CaptureLogTail action is for.
@@ -92,6 +163,13 @@ func (w *Worker) logTail(ctx context.Context, ns, pod string) (string, error) {
 // for. AlreadyExists on create is adoption (names are deterministic),
 // NotFound on delete is success. The error is the first terminal one if
 // any (the job fails), else all retryable ones joined.
+//
+// Kubernetes calls are not fenced, so act stops once the job's lease is no
+// longer certainly live: ctx ends then (leaseContext), and no call starts
+// without the lease having a margin left. Creates are throttled by the
+// client's QPS: a job of 2,048 pods takes seconds to create, as long as a
+// lease, and a worker that stalled must not go on creating pods for a job
+// another worker owns by now.
 func (w *Worker) act(ctx context.Context, p *pass, actions []job.Action) error {
 	var creates, deletes []func(context.Context) error
 	for _, a := range actions {
@@ -112,22 +190,81 @@ func (w *Worker) act(ctx context.Context, p *pass, actions []job.Action) error {
 			deletes = append(deletes, func(ctx context.Context) error { return w.deleteTensorBoard(ctx, p) })
 		}
 	}
-	if err := w.parallel(ctx, creates); err != nil {
-		return err
+	if len(creates)+len(deletes) == 0 {
+		return nil
 	}
-	return w.parallel(ctx, deletes)
+	ctx, stop := w.leaseContext(ctx, p.key)
+	defer stop()
+	leased := func() error {
+		if !w.own.leased(p.key, time.Now(), w.cfg.LeaseTTL/10) {
+			return errLeaseEnding
+		}
+		return nil
+	}
+	err := w.parallel(ctx, creates, leased)
+	if err == nil {
+		err = w.parallel(ctx, deletes, leased)
+	}
+	if err != nil && !isTerminal(err) && (errors.Is(err, errLeaseEnding) || errors.Is(context.Cause(ctx), errLeaseEnding)) {
+		return errorf(errReasonLease, fmt.Errorf("job %s: %w", p.key, errLeaseEnding))
+	}
+	return err
 }
 
-// parallel runs fns with at most CreateParallelism at a time.
-func (w *Worker) parallel(ctx context.Context, fns []func(context.Context) error) error {
-	if len(fns) == 1 {
-		return fns[0](ctx)
+// errLeaseEnding stops a pass's Kubernetes calls.
+var errLeaseEnding = errors.New("the lease is not certainly live any more; stopped acting")
+
+// leaseContext returns a context that ends when the job's lease, by the
+// local estimate (which renewals push back), runs out.
+func (w *Worker) leaseContext(ctx context.Context, k store.JobKey) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	var (
+		mu      sync.Mutex
+		timer   *time.Timer
+		stopped bool
+	)
+	check := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		until, ok := w.own.until(k)
+		if left := time.Until(until); ok && left > 0 {
+			timer.Reset(left)
+			return
+		}
+		cancel(errLeaseEnding)
+	}
+	mu.Lock()
+	until, _ := w.own.until(k)
+	timer = time.AfterFunc(max(time.Until(until), 0), check)
+	mu.Unlock()
+	return ctx, func() {
+		mu.Lock()
+		stopped = true
+		timer.Stop()
+		mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// parallel runs fns with at most CreateParallelism at a time. No call
+// starts once ctx ended or guard fails.
+func (w *Worker) parallel(ctx context.Context, fns []func(context.Context) error, guard func() error) error {
+	if guard == nil {
+		guard = func() error { return nil }
 	}
 	errs := make([]error, len(fns))
 	sem := make(chan struct{}, w.cfg.CreateParallelism)
 	var wg sync.WaitGroup
 	for i, fn := range fns {
 		sem <- struct{}{}
+		if err := cmp.Or(context.Cause(ctx), guard()); err != nil {
+			<-sem
+			errs[i] = err
+			break
+		}
 		wg.Go(func() {
 			defer func() { <-sem }()
 			errs[i] = fn(ctx)
@@ -171,14 +308,14 @@ func (w *Worker) createTensorBoard(ctx context.Context, p *pass) error {
 }
 
 func (w *Worker) createPodObject(ctx context.Context, p *pass, pod *corev1.Pod) error {
-	return w.create(p, "pod", pod.Namespace, pod.Name, w.cachedPodUID, func() error {
+	return w.create(ctx, p, "pod", pod.Namespace, pod.Name, func() error {
 		_, err := w.kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 		return err
 	})
 }
 
 func (w *Worker) createServiceObject(ctx context.Context, p *pass, svc *corev1.Service) error {
-	return w.create(p, "service", svc.Namespace, svc.Name, w.cachedServiceUID, func() error {
+	return w.create(ctx, p, "service", svc.Namespace, svc.Name, func() error {
 		_, err := w.kube.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{})
 		return err
 	})
@@ -187,16 +324,21 @@ func (w *Worker) createServiceObject(ctx context.Context, p *pass, svc *corev1.S
 // create runs the create call of a pod or Service, unless a create of it
 // is still awaited from an earlier pass (expectations.go). AlreadyExists is
 // adoption (see adopt).
-func (w *Worker) create(p *pass, kind, ns, name string, jobUIDOf func(ns, name string) (string, bool), call func() error) error {
+func (w *Worker) create(ctx context.Context, p *pass, kind, ns, name string, call func() error) error {
 	key := createKey(kind, ns, name)
 	if w.expect.pending(key) {
 		return nil
 	}
-	w.expect.expect(key)
+	w.expect.expect(key, p.key.UID)
 	err := call()
 	w.count("create", kind+"s", err)
 	if apierrors.IsAlreadyExists(err) {
-		err = w.adopt(p, kind, ns, name, jobUIDOf)
+		var cached bool
+		cached, err = w.adopt(ctx, p, kind, ns, name)
+		if cached {
+			// No informer event is coming for what the cache already shows.
+			w.expect.observed(key)
+		}
 	}
 	if err != nil {
 		w.expect.observed(key)
@@ -204,32 +346,65 @@ func (w *Worker) create(p *pass, kind, ns, name string, jobUIDOf func(ns, name s
 	return err
 }
 
+// ReasonNameConflict fails a job whose object name is taken by an object
+// Trainyard did not create.
+const ReasonNameConflict = "NameConflict"
+
+// nameConflictError: the name Trainyard wanted is held by an object that
+// is not Trainyard's. Terminal: waiting will not free it.
+type nameConflictError struct{ kind, ns, name string }
+
+func (e *nameConflictError) Error() string {
+	return fmt.Sprintf("%s %q already exists in namespace %s and was not created by Trainyard; "+
+		"delete it or submit the job under another id", e.kind, e.name, e.ns)
+}
+
 // adopt accepts an object that already exists under the name Trainyard
-// wanted: it is this job's, created by an earlier pass or a worker that
-// crashed. Unless the cache shows it belongs to another job — a job of the
-// same name deleted moments ago whose objects are still going away — then
-// the create is retried with backoff until the name is free.
-func (w *Worker) adopt(p *pass, kind, ns, name string, jobUIDOf func(ns, name string) (string, bool)) error {
-	if uid, ok := jobUIDOf(ns, name); ok && uid != p.key.UID {
-		return fmt.Errorf("%s %s/%s belongs to another job (uid %s) that is still being cleaned up; waiting for the name to be free", kind, ns, name, uid)
+// wanted when it is this job's: created by an earlier pass or a worker
+// that crashed. Whose it is comes from the cache when the cache has it,
+// else from the API server (the cache may not show it yet, or never: it
+// holds only Trainyard's objects). An object of another Trainyard job — a
+// job of the same name deleted moments ago whose objects are still going
+// away — makes the create retry with backoff until the name is free (the
+// orphan sweep removes what no job owns any more). An object that is not
+// Trainyard's at all fails the job: NameConflict.
+func (w *Worker) adopt(ctx context.Context, p *pass, kind, ns, name string) (cached bool, err error) {
+	var obj metav1.Object
+	switch kind {
+	case "pod":
+		if pod, err := w.podLister.Pods(ns).Get(name); err == nil {
+			obj = pod
+		}
+	case "service":
+		if svc, err := w.svcLister.Services(ns).Get(name); err == nil {
+			obj = svc
+		}
 	}
-	return nil
-}
-
-func (w *Worker) cachedPodUID(ns, name string) (string, bool) {
-	pod, err := w.podLister.Pods(ns).Get(name)
-	if err != nil {
-		return "", false
+	cached = obj != nil
+	if obj == nil {
+		switch kind {
+		case "pod":
+			obj, err = w.kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		case "service":
+			obj, err = w.kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+		}
+		w.count("get", kind+"s", err)
+		if apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("%s %s/%s already existed, and is gone now; creating it again", kind, ns, name)
+		}
+		if err != nil {
+			return false, err
+		}
 	}
-	return pod.Labels[kube.LabelJobUID], true
-}
-
-func (w *Worker) cachedServiceUID(ns, name string) (string, bool) {
-	svc, err := w.svcLister.Services(ns).Get(name)
-	if err != nil {
-		return "", false
+	l := obj.GetLabels()
+	switch {
+	case l[kube.LabelManagedBy] != kube.ManagedByValue || l[kube.LabelJobUID] == "":
+		return cached, &nameConflictError{kind: kind, ns: ns, name: name}
+	case l[kube.LabelJobUID] != p.key.UID:
+		return cached, fmt.Errorf("%s %s/%s belongs to another job (uid %s) that is still being cleaned up; waiting for the name to be free",
+			kind, ns, name, l[kube.LabelJobUID])
 	}
-	return svc.Labels[kube.LabelJobUID], true
+	return cached, nil
 }
 
 // deletePod deletes a replica pod on the condition that it is the pod the
@@ -275,7 +450,7 @@ func (w *Worker) deleteObject(ctx context.Context, resource, ns, name string, ui
 	if w.expect.pending(key) {
 		return nil
 	}
-	w.expect.expect(key)
+	w.expect.expect(key, "")
 	var err error
 	switch resource {
 	case "pods":
@@ -309,6 +484,9 @@ func (w *Worker) count(verb, resource string, err error) {
 func isTerminal(err error) bool {
 	if err == nil {
 		return false
+	}
+	if _, ok := errors.AsType[*nameConflictError](err); ok {
+		return true
 	}
 	if apierrors.IsForbidden(err) && strings.Contains(kube.Message(err), "error looking up service account") {
 		return false

@@ -36,28 +36,43 @@ type Config struct {
 	// renewed every LeaseTTL/3, and a dead worker's jobs are taken over
 	// once it passed. Defaults to 10s.
 	LeaseTTL time.Duration
-	// MaxOwnedJobs bounds the jobs this worker owns at once (running and
-	// waiting for quota). Defaults to 1000.
+	// MaxOwnedJobs bounds the jobs this worker owns at once (running or
+	// being cleaned up; a job waiting for quota is released, not owned).
+	// Defaults to 1000.
 	MaxOwnedJobs int
 	// ClaimInterval is the polling fallback for claims (jittered ±20%);
 	// notifications wake the claimer sooner. Defaults to 1s.
 	ClaimInterval time.Duration
 	// ClaimBatch is the most jobs one claim query takes. Defaults to 100.
 	ClaimBatch int
-	// QuotaPollInterval is how often a job waiting for its tenant's quota
-	// tries again, besides being woken when a job of its tenant this
-	// worker owns ends. Defaults to 3s.
+	// QuotaPollInterval is how often the job next in line for its tenant's
+	// quota tries again (jittered), besides being woken at once when a job
+	// of its tenant ends or is admitted, or the tenant changes. Defaults to
+	// 3s.
 	QuotaPollInterval time.Duration
+	// MaxWaitPoll bounds how rarely a job queued behind others of its
+	// tenant (or larger than its whole quota) tries again on its own: it
+	// polls as often as it has waited, from QuotaPollInterval up to this.
+	// Such jobs are woken when their turn comes; the poll is a safety net.
+	// Defaults to 1m.
+	MaxWaitPoll time.Duration
+	// SweepInterval is how often the orphan sweep looks for Trainyard
+	// objects whose job is gone or finished and cleaned up (jittered; also
+	// once when the caches have synced). Defaults to 1m.
+	SweepInterval time.Duration
 	// Resync re-queues every owned job this often, a safety net under the
 	// informers' events and the timers. Defaults to 5m.
 	Resync time.Duration
 	// LogTailLines is how many lines of a failed replica's log are kept.
 	// Defaults to 50.
 	LogTailLines int64
-	// LogTailBytes caps the kept log tail. Defaults to 8 KiB.
+	// LogTailBytes caps one kept log tail. Defaults to 8 KiB. A job keeps
+	// at most MaxLogTailBytesPerJob of tails, and a pass reads at most
+	// MaxLogTailsPerPass of them.
 	LogTailBytes int64
 	// CreateParallelism bounds the concurrent API calls of one reconcile
-	// pass (the pods of a job are created at once). Defaults to 16.
+	// pass (the pods of a job are created at once), and its concurrent log
+	// reads. Defaults to 16.
 	CreateParallelism int
 	// NamespacePrefix names a tenant's namespace when its record names
 	// none. Defaults to kube.DefaultNamespacePrefix.
@@ -82,6 +97,8 @@ const (
 	DefaultClaimInterval     = time.Second
 	DefaultClaimBatch        = 100
 	DefaultQuotaPollInterval = 3 * time.Second
+	DefaultMaxWaitPoll       = time.Minute
+	DefaultSweepInterval     = time.Minute
 	DefaultResync            = 5 * time.Minute
 	DefaultLogTailLines      = 50
 	DefaultLogTailBytes      = 8 << 10
@@ -107,6 +124,8 @@ func (c Config) WithDefaults() Config {
 	set(&c.LeaseTTL, DefaultLeaseTTL)
 	set(&c.ClaimInterval, DefaultClaimInterval)
 	set(&c.QuotaPollInterval, DefaultQuotaPollInterval)
+	set(&c.MaxWaitPoll, DefaultMaxWaitPoll)
+	set(&c.SweepInterval, DefaultSweepInterval)
 	set(&c.Resync, DefaultResync)
 	if c.LogTailLines <= 0 {
 		c.LogTailLines = DefaultLogTailLines

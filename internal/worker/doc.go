@@ -20,17 +20,26 @@
 //	   │                 └──────────────────┬───────────────────────┘   deadline and TTL timers
 //	   │                                    │ --concurrency goroutines
 //	   │                                    ▼
-//	   │   reconcile(key): JobLoad ─► [QUEUED, not admitted: JobAdmit] ─► observe (listers)
+//	   │   reconcile(key): JobLoad ─► [QUEUED, not admitted: JobAdmitWait] ─► observe (listers)
 //	   │                   ─► job.Plan ─► log tails ─► JobSave (fenced) ─► Kubernetes actions
+//	   │                   ─► [letting go: live List] ─► JobSave Done / JobPurge
 //	   └──────────────────────────────────── status, events, done, purge
+//
+//	orphan sweep (at start, then every SweepInterval): cached objects of purged or
+//	cleaned-up jobs ─► JobListByKeys (one query) ─► delete
 //
 // # Ownership: Postgres leases per job, not a leader
 //
 // Each job has at most one owner: the worker whose id is in the job row
 // under a live lease (store's claim/lease/fence protocol). A worker claims
 // up to --max-owned-jobs jobs, renews its leases every TTL/3 and releases
-// everything on a graceful stop. Why per-job leases and not a Kubernetes
-// Lease electing one leader:
+// everything on a graceful stop. Jobs waiting for quota are not owned (see
+// Admission), so the owned jobs are the ones being admitted, running or
+// being cleaned up, and one tenant's queue can not fill the workers. Claims
+// go in submission order across tenants: the user's priority orders
+// admission within a tenant only, so no tenant jumps ahead of another by
+// setting it. Why per-job leases and not a Kubernetes Lease electing one
+// leader:
 //
 //   - Scale-out: any number of workers share the jobs; adding one adds
 //     capacity (claims skip each other's rows, FOR UPDATE SKIP LOCKED). A
@@ -40,7 +49,7 @@
 //   - No single point of delay: a dead worker costs only its own jobs one
 //     lease TTL (10 s by default) before others claim them; a restarted
 //     worker (new id) does not wait for anything.
-//   - Fencing on every write: JobSave, JobAdmit and JobPurge succeed only
+//   - Fencing on every write: JobSave, JobAdmitWait and JobPurge succeed only
 //     for the owner under a live lease and at the version it read, so a
 //     worker that paused past its lease cannot overwrite its successor,
 //     and a cancel that lands between a read and a write is never lost. A
@@ -64,36 +73,94 @@
 // adoption; every delete carries a UID precondition from the cached
 // object, so a decision about an old pod never deletes a newer attempt of
 // the same name. A pass that did not just save does not act unless its
-// lease is certainly live.
+// lease is certainly live, and while it acts its calls run under a context
+// that ends with the lease (the local estimate, pushed back by renewals):
+// no call starts once the lease is not certainly live, with a margin of
+// TTL/10. Creates are throttled by the client's QPS — 2,048 pods at 200/s
+// take as long as a lease — so a worker that stalled stops mid-dispatch
+// instead of creating pods for a job another worker owns by now.
+//
+// # Admission
+//
+// A QUEUED job is admitted by store.JobAdmitWait, in its tenant's
+// admission order (priority DESC, then submission; strict: the demand of
+// every earlier job not yet admitted is reserved, so a big job is not
+// starved by small ones admitted past it). A job that is not admitted
+// records why — Admitted=false, QuotaExceeded, "waiting for quota: needs 4
+// GPUs, 6 of 8 in use", or "...: behind job \"big\", which is ahead in the
+// tenant's queue" (saved only when it changed) — and is released in the
+// same transaction with a not-before time. It holds no lease while it
+// waits. The job next in line polls every --quota-poll-interval; the
+// others, as often as they have waited, up to a minute (MaxWaitPoll). They
+// rarely need to: in the transaction where a job of the tenant ends, or is
+// admitted, the store makes the next job in line claimable at once and
+// sends a NOTIFY; a tenant change (quota raised) makes the worker ask for
+// the same (JobWakeNext). A queue therefore drains one claim per job, and
+// a thousand queued jobs cost a few statements a second, not a thousand.
 //
 // # The reconcile pass
 //
 //	JobLoad                          not ours, inactive or gone → drop; the truth is Postgres
 //	tenant (cached 30 s; NOTIFY trainyard_tenants drops the entry)
+//	tenant not ACTIVE                the job is cancelled, never dispatched (a job can commit
+//	                                 after offboarding's last cancel sweep)
 //	QUEUED and not admitted:
-//	    JobAdmit(version, quota)     fenced: a cancel since the load is ErrConflict → re-read
-//	    not admitted                 Admitted=false, QuotaExceeded, "waiting for quota: needs
-//	                                 4 GPUs, 6 of 8 in use" (saved only when it changed);
-//	                                 retry after --quota-poll-interval, or at once when a
-//	                                 job of the tenant this worker owns ends
-//	observe                          pods and Services from the informer indexes (by job uid)
+//	    JobAdmitWait(version, quota) fenced: a cancel since the load is ErrConflict → re-read
+//	    not admitted                 the reason is recorded and the job released (Admission)
+//	observe                          pods and Services from the informer indexes, by
+//	                                 "<namespace>/<job uid>": only the tenant's namespace
 //	job.Plan
-//	CaptureLogTail                   GetLogs tail (--log-tail-lines, --log-tail-bytes), in
-//	                                 parallel; a failure keeps the termination message
-//	                                 instead (FallbackToLogsOnError puts the log's end there)
+//	CaptureLogTail                   GetLogs tail (--log-tail-lines, --log-tail-bytes),
+//	                                 CreateParallelism at a time, at most MaxLogTailsPerPass
+//	                                 (16) reads a pass and MaxLogTailBytesPerJob (128 KiB)
+//	                                 kept per job; a failed read keeps the termination
+//	                                 message instead (FallbackToLogsOnError puts the log's
+//	                                 end there); beyond the bounds, no tail
 //	JobSave                          only when status or events changed (or Done); fenced:
 //	                                 ErrConflict → re-read at once, ErrLeaseLost → drop
-//	creates, then deletes            each group in parallel (bounded); AlreadyExists = adopt,
-//	                                 NotFound = done; invalid/forbidden → the job FAILS with
-//	                                 the API server's reason and message and a Warning event
-//	Forget                           final job: JobSave Done (inactive, unowned);
-//	                                 deleted job: JobPurge
+//	creates, then deletes            each group in parallel (bounded), under the lease
+//	                                 (above); AlreadyExists = adopt (below), NotFound = done;
+//	                                 invalid/forbidden → the job FAILS with the API server's
+//	                                 reason and message and a Warning event
+//	Forget                           letting go (below), then: final job: JobSave Done
+//	                                 (inactive, unowned); deleted job: JobPurge
 //	requeue                          Requeue → now; RequeueAfter → AddAfter (the deadline
 //	                                 timer fires on time even when no pod changes)
 //
+// Adoption. AlreadyExists means the object is there already. It is this
+// job's when it carries the job's uid label — by the cache if the cache
+// shows it, else by a live GET (the cache may not show it yet). Another
+// Trainyard job's object (a deleted job of the same name, still going)
+// makes the create retry until the name is free. An object Trainyard did
+// not make fails the job, reason NameConflict: waiting will not free the
+// name. (Job ids ending in "-tensorboard" are refused at submit: their
+// Service would take the name of another job's TensorBoard.)
+//
+// Letting go. Once a job is let go (Done, or purged) its informer events
+// are dropped, so anything of it that exists without the caches showing it
+// yet — a cancel or deadline during dispatch, a failure after the Service
+// was created in the same pass — would stay for ever. So a job is not let
+// go while creates of it are awaited by the caches (expectations), and
+// before it is, one live List of its pods and Services (by uid label, in
+// its namespace) is planned on instead of the caches: if that plan still
+// deletes or waits, it is applied and the job stays owned. The status it
+// lets go with says from that List whether anything is left (CleanedUp),
+// which the sweep below relies on.
+//
+// # Orphan sweep
+//
+// What still escapes — a worker past its lease whose last create lands
+// after the job was let go — is found by a sweep at start (once the caches
+// synced) and every SweepInterval (1 min): a Trainyard pod or Service of
+// this installation's tenant, in that tenant's namespace, whose job is
+// purged or final and cleaned up (not active, so no worker owns or will
+// claim it) is deleted, with a UID precondition. One JobListByKeys query
+// answers for every job seen (sweep.go).
+//
 // Errors: a retryable failure (Postgres, an API error that is not terminal,
-// a name still held by a deleted job's object) returns the key to the
-// queue with per-job exponential backoff (50 ms doubling to 1 min). There
+// a name still held by a deleted job's object, a lease that ended while
+// acting) returns the key to the queue with per-job exponential backoff (50
+// ms doubling to 1 min). There
 // is no global rate limit on retries: one tenant's failing jobs must not
 // slow everyone's. A Forbidden from the ServiceAccount admission plugin
 // ("error looking up service account") is retried, not terminal: the
@@ -102,8 +169,8 @@
 // # Speed
 //
 // The path from an acknowledged submit to created pods is: NOTIFY → claim
-// (one statement) → queue → JobLoad → JobAdmit → JobSave → every create of
-// the job at once. Three Postgres round trips and one round of parallel
+// (one statement) → queue → JobLoad → JobAdmitWait → JobSave → every create
+// of the job at once. Three Postgres round trips and one round of parallel
 // API calls; no per-job resync (informers have resync period 0; a full
 // requeue of owned jobs every 5 min is the only periodic work), the client
 // QPS and burst are flags (200/400 by default), --concurrency reconciles
@@ -116,20 +183,23 @@
 // No reconcile runs before the informer caches are synced: an empty cache
 // would look like vanished pods, which Plan counts as failures. The caches
 // hold only Trainyard's objects (label selector) without managed fields.
-// Plan reads only the listers; the API server is read only for logs.
+// Plan reads the listers; the API server is read for logs, for an
+// AlreadyExists the cache does not explain, and once per job before it is
+// let go.
 //
 // # Metrics
 //
 //	trainyard_worker_owned_jobs                     gauge
 //	trainyard_worker_jobs{state}                    gauge, owned jobs by last state
 //	trainyard_worker_job_transitions_total{state}   counter
-//	trainyard_worker_jobs_waiting_for_quota         gauge
+//	trainyard_worker_admissions_deferred_total{reason} counter: quota | order
+//	trainyard_worker_orphans_deleted_total{resource}   counter: pods | services
 //	trainyard_worker_jobs_claimed_total             counter
 //	trainyard_worker_leases_lost_total              counter
 //	trainyard_worker_dispatch_latency_seconds       histogram, job creation → all objects created
 //	trainyard_worker_reconcile_duration_seconds     histogram
 //	trainyard_worker_reconcile_errors_total{reason} store | conflict | lease | kubernetes | terminal | not_synced
-//	trainyard_worker_kube_requests_total{verb,resource}
+//	trainyard_worker_kube_requests_total{verb,resource}   verb: create, delete, get, list
 //	trainyard_worker_kube_api_errors_total{verb,resource,reason}
 //	trainyard_workqueue_{depth,adds_total,queue_duration_seconds,work_duration_seconds,
 //	    unfinished_work_seconds,longest_running_processor_seconds,retries_total}{name="jobs"}

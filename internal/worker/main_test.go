@@ -131,15 +131,21 @@ func setup(t *testing.T, opts ...func(*Config)) *bundle {
 	pool := schemaPool(t, ctx)
 	b := &bundle{ctx: ctx, pool: pool, store: store.New(pool), kube: fake.NewClientset(),
 		clock: &clock{t: time.Now().UTC().Truncate(time.Second)}}
-	// The API server gives every object a UID; the fake does not.
-	b.kube.PrependReactor("create", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	withUIDs(b.kube)
+	b.w = b.newWorker(t, "w1", opts...)
+	return b
+}
+
+// withUIDs makes the fake give every created object a UID, as the API
+// server does.
+func withUIDs(c *fake.Clientset) *fake.Clientset {
+	c.PrependReactor("create", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if m, ok := a.(k8stesting.CreateAction).GetObject().(metav1.Object); ok && m.GetUID() == "" {
 			m.SetUID(types.UID(uuid.NewString()))
 		}
 		return false, nil, nil
 	})
-	b.w = b.newWorker(t, "w1", opts...)
-	return b
+	return c
 }
 
 // newWorker builds another worker on the bundle's store and clientset, its
@@ -280,7 +286,7 @@ func (b *bundle) events(t *testing.T, key store.JobKey) []job.Event {
 func (b *bundle) waitCache(t *testing.T, key store.JobKey, pods int) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		objs, _ := b.w.pods.GetIndexer().ByIndex(indexJobUID, key.UID)
+		objs, _ := b.w.pods.GetIndexer().ByIndex(indexJobUID, jobIndexKey("ty-acme", key.UID))
 		return len(objs) == pods
 	}, 10*time.Second, 5*time.Millisecond, "informer never showed %d pods of %s", pods, key)
 }

@@ -13,7 +13,8 @@ type metrics struct {
 	ownedJobs        prometheus.GaugeFunc
 	jobs             jobsByState
 	transitions      *prometheus.CounterVec
-	waitingForQuota  prometheus.GaugeFunc
+	deferred         *prometheus.CounterVec
+	orphans          *prometheus.CounterVec
 	dispatchLatency  prometheus.Histogram
 	reconcileSeconds prometheus.Histogram
 	reconcileErrors  *prometheus.CounterVec
@@ -38,7 +39,7 @@ func newMetrics(reg prometheus.Registerer, w *Worker) *metrics {
 	m := &metrics{
 		ownedJobs: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "trainyard_worker_owned_jobs",
-			Help: "Jobs this worker holds a lease on (running, waiting for quota or being cleaned up).",
+			Help: "Jobs this worker holds a lease on (running, being admitted or being cleaned up; jobs waiting for quota are released, not held).",
 		}, func() float64 { return float64(w.own.count()) }),
 		jobs: jobsByState{own: w.own, desc: prometheus.NewDesc("trainyard_worker_jobs",
 			"Jobs this worker owns, by state as last reconciled. Sum over workers for the cluster-wide picture of unfinished jobs.",
@@ -47,10 +48,14 @@ func newMetrics(reg prometheus.Registerer, w *Worker) *metrics {
 			Name: "trainyard_worker_job_transitions_total",
 			Help: "Jobs that entered a state, as written by this worker.",
 		}, []string{"state"}),
-		waitingForQuota: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "trainyard_worker_jobs_waiting_for_quota",
-			Help: "Owned jobs that are QUEUED because their tenant's quota is used up.",
-		}, func() float64 { return float64(w.waiting.count()) }),
+		deferred: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "trainyard_worker_admissions_deferred_total",
+			Help: "Admission attempts that left a job QUEUED (and released it until it is woken or polls again), by reason: quota (it does not fit) or order (an earlier job of its tenant goes first).",
+		}, []string{"reason"}),
+		orphans: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "trainyard_worker_orphans_deleted_total",
+			Help: "Pods and Services deleted by the orphan sweep: Trainyard objects whose job is purged, or finished and cleaned up.",
+		}, []string{"resource"}),
 		dispatchLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "trainyard_worker_dispatch_latency_seconds",
 			Help:    "From a job's creation (the acknowledged submit) to all of its objects created in Kubernetes.",
@@ -67,7 +72,7 @@ func newMetrics(reg prometheus.Registerer, w *Worker) *metrics {
 		}, []string{"reason"}),
 		kubeRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "trainyard_worker_kube_requests_total",
-			Help: "Kubernetes API writes and log reads by verb and resource.",
+			Help: "Kubernetes API calls by verb and resource (writes, log reads, and the reads of adoption and letting go).",
 		}, []string{"verb", "resource"}),
 		kubeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "trainyard_worker_kube_api_errors_total",
@@ -83,7 +88,7 @@ func newMetrics(reg prometheus.Registerer, w *Worker) *metrics {
 		}),
 		queue: newQueueMetrics(reg),
 	}
-	reg.MustRegister(m.ownedJobs, m.jobs, m.transitions, m.waitingForQuota, m.dispatchLatency,
+	reg.MustRegister(m.ownedJobs, m.jobs, m.transitions, m.deferred, m.orphans, m.dispatchLatency,
 		m.reconcileSeconds, m.reconcileErrors, m.kubeRequests, m.kubeErrors, m.claimed, m.leasesLost)
 	return m
 }

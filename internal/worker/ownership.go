@@ -99,6 +99,18 @@ func (o *ownership) leased(k store.JobKey, now time.Time, margin time.Duration) 
 	return j != nil && now.Add(margin).Before(j.until)
 }
 
+// until returns the local lower bound of the job's lease expiry; ok is
+// false when the job is not owned.
+func (o *ownership) until(k store.JobKey) (time.Time, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	j := o.jobs[k]
+	if j == nil {
+		return time.Time{}, false
+	}
+	return j.until, true
+}
+
 // drop forgets a job; it reports whether it was owned.
 func (o *ownership) drop(k store.JobKey) bool {
 	o.mu.Lock()
@@ -155,53 +167,6 @@ func (o *ownership) byState() map[job.State]int {
 		}
 	}
 	return out
-}
-
-// waitSet holds, per tenant, the owned jobs waiting for quota, so that the
-// end of one of the tenant's jobs wakes them at once.
-type waitSet struct {
-	mu sync.Mutex
-	m  map[string]map[store.JobKey]struct{}
-}
-
-func newWaitSet() *waitSet { return &waitSet{m: map[string]map[store.JobKey]struct{}{}} }
-
-func (s *waitSet) add(k store.JobKey) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m[k.Tenant] == nil {
-		s.m[k.Tenant] = map[store.JobKey]struct{}{}
-	}
-	s.m[k.Tenant][k] = struct{}{}
-}
-
-func (s *waitSet) remove(k store.JobKey) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.m[k.Tenant], k)
-	if len(s.m[k.Tenant]) == 0 {
-		delete(s.m, k.Tenant)
-	}
-}
-
-func (s *waitSet) tenant(id string) []store.JobKey {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]store.JobKey, 0, len(s.m[id]))
-	for k := range s.m[id] {
-		out = append(out, k)
-	}
-	return out
-}
-
-func (s *waitSet) count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, ks := range s.m {
-		n += len(ks)
-	}
-	return n
 }
 
 // runOwnership claims and renews in one goroutine, so that a claim and a
@@ -297,7 +262,6 @@ func (w *Worker) renew(ctx context.Context) {
 func (w *Worker) lose(keys []store.JobKey) {
 	for _, k := range keys {
 		w.log.Info("lost the lease of a job; another worker takes it over", "job", k)
-		w.waiting.remove(k)
 		w.metrics.leasesLost.Inc()
 	}
 }
@@ -305,7 +269,6 @@ func (w *Worker) lose(keys []store.JobKey) {
 // disown stops acting on a job that is finished or no longer ours.
 func (w *Worker) disown(k store.JobKey) {
 	w.own.drop(k)
-	w.waiting.remove(k)
 }
 
 // jitter spreads d by ±20% so that workers started together do not poll

@@ -95,7 +95,7 @@ func TestRunDispatchesOnNotification(t *testing.T) {
 
 	key := b.submit(t, "acme", "tj", spec(replica(job.Chief, 1, job.RestartNever), replica(job.Worker, 2, job.RestartNever)))
 	require.Eventually(t, func() bool {
-		objs, _ := w.pods.GetIndexer().ByIndex(indexJobUID, key.UID)
+		objs, _ := w.pods.GetIndexer().ByIndex(indexJobUID, jobIndexKey("ty-acme", key.UID))
 		return len(objs) == 3
 	}, 10*time.Second, 5*time.Millisecond, "pods created through the notification path")
 

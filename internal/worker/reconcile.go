@@ -8,10 +8,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/store"
+	"github.com/trainyard/trainyard/internal/tenant"
 )
 
 // result says when a job is reconciled again (besides informer events).
@@ -65,14 +67,21 @@ func (w *Worker) reconcile(ctx context.Context, key store.JobKey) (result, error
 		return result{}, nil
 	}
 	w.own.setState(key, wj.Job.Status.State)
-	t, err := w.tenants.get(ctx, key.Tenant)
+	t, found, err := w.tenants.lookup(ctx, key.Tenant)
 	if err != nil {
 		return result{}, errorf(errReasonStore, err)
 	}
 	p := &pass{key: key, wj: wj, loaded: wj.Job.Status.State, ns: namespaceOf(t, w.cfg.NamespacePrefix), now: w.cfg.Now()}
 
 	st := wj.Job.Status
-	if (st.State == job.Queued || st.State == "") && !wj.Admitted && !wj.Deleted && !st.CancelRequested {
+	if !st.State.Final() && !st.CancelRequested && (!found || t.State != tenant.Active) {
+		// The tenant is being offboarded (or is gone): its jobs end here,
+		// whatever their state. A job can commit after offboarding's last
+		// cancel sweep; it must not start then.
+		w.log.Info("cancelling a job of a tenant that is not active", "job", key, "tenant_state", t.State)
+		p.wj.Job.Status.CancelRequested = true
+	}
+	if (st.State == job.Queued || st.State == "") && !wj.Admitted && !wj.Deleted && !p.wj.Job.Status.CancelRequested {
 		limits, err := t.Quota.Limits()
 		if err != nil {
 			return result{}, errorf(errReasonStore, fmt.Errorf("tenant %s: %w", t.ID, err))
@@ -84,18 +93,26 @@ func (w *Worker) reconcile(ctx context.Context, key store.JobKey) (result, error
 	}
 
 	var obs job.Observed
-	obs, p.objs = w.observe(key.UID)
+	obs, p.objs = w.observe(p.ns, key.UID)
 	plan := job.Plan(job.PlanInput{
 		Job: p.wj.Job, Admitted: p.wj.Admitted, Deleted: p.wj.Deleted, Observed: obs, Now: p.now,
 	})
 	return w.apply(ctx, p, plan)
 }
 
-// observe reads the job's pods and Services from the informer caches.
-func (w *Worker) observe(uid string) (job.Observed, objects) {
+// observe reads the job's pods and Services from the informer caches: the
+// objects labelled with its uid in its tenant's namespace (an object
+// elsewhere carrying the label is not the job's).
+func (w *Worker) observe(ns, uid string) (job.Observed, objects) {
+	pods, _ := w.pods.GetIndexer().ByIndex(indexJobUID, jobIndexKey(ns, uid))
+	svcs, _ := w.services.GetIndexer().ByIndex(indexJobUID, jobIndexKey(ns, uid))
+	return observed(pods, svcs)
+}
+
+// observed builds Plan's view of a job from its pods and Services.
+func observed(pods, svcs []any) (job.Observed, objects) {
 	var obs job.Observed
 	objs := objects{pods: map[string]*corev1.Pod{}}
-	pods, _ := w.pods.GetIndexer().ByIndex(indexJobUID, uid)
 	for _, o := range pods {
 		pod, ok := o.(*corev1.Pod)
 		if !ok {
@@ -110,7 +127,6 @@ func (w *Worker) observe(uid string) (job.Observed, objects) {
 			objs.pods[pod.Name] = pod
 		}
 	}
-	svcs, _ := w.services.GetIndexer().ByIndex(indexJobUID, uid)
 	for _, o := range svcs {
 		svc, ok := o.(*corev1.Service)
 		if !ok {
@@ -125,10 +141,45 @@ func (w *Worker) observe(uid string) (job.Observed, objects) {
 	return obs, objs
 }
 
+// observeLive reads the job's pods and Services from the API server.
+func (w *Worker) observeLive(ctx context.Context, ns, uid string) (job.Observed, objects, error) {
+	opts := metav1.ListOptions{LabelSelector: kube.JobSelector(uid).String()}
+	podList, err := w.kube.CoreV1().Pods(ns).List(ctx, opts)
+	w.count("list", "pods", err)
+	if err != nil {
+		return job.Observed{}, objects{}, err
+	}
+	svcList, err := w.kube.CoreV1().Services(ns).List(ctx, opts)
+	w.count("list", "services", err)
+	if err != nil {
+		return job.Observed{}, objects{}, err
+	}
+	pods := make([]any, len(podList.Items))
+	for i := range podList.Items {
+		pods[i] = &podList.Items[i]
+	}
+	svcs := make([]any, len(svcList.Items))
+	for i := range svcList.Items {
+		svcs[i] = &svcList.Items[i]
+	}
+	obs, objs := observed(pods, svcs)
+	return obs, objs, nil
+}
+
 // apply carries out a plan: log tails, then the fenced save, then the
 // Kubernetes actions, then done or purge.
 func (w *Worker) apply(ctx context.Context, p *pass, plan job.PlanResult) (result, error) {
 	w.log.Debug("plan", "job", p.key, "actions", plan.Actions, "forget", plan.Forget, "deleted", p.wj.Deleted)
+	if plan.Forget {
+		var (
+			res  result
+			err  error
+			done bool
+		)
+		if plan, done, res, err = w.finishing(ctx, p, plan); !done {
+			return res, err
+		}
+	}
 	w.captureLogTails(ctx, p, &plan)
 
 	purge := p.wj.Deleted && plan.Forget
@@ -164,6 +215,9 @@ func (w *Worker) apply(ctx context.Context, p *pass, plan job.PlanResult) (resul
 	}
 	if err != nil {
 		if !isTerminal(err) {
+			if _, ok := errors.AsType[*reconcileError](err); ok {
+				return result{}, err
+			}
 			return result{}, errorf(errReasonKube, err)
 		}
 		return w.failTerminal(ctx, p, plan.Status, err)
@@ -179,23 +233,72 @@ func (w *Worker) apply(ctx context.Context, p *pass, plan job.PlanResult) (resul
 		}
 		w.log.Info("deleted job purged", "job", p.key)
 		w.disown(p.key)
-		w.wakeWaiting(p.key.Tenant)
 		return result{}, nil
 	}
 	return result{requeue: plan.Requeue, after: plan.RequeueAfter}, nil
+}
+
+// lateRecheck is when a job whose objects the informers did not show yet is
+// looked at again if no informer event brings it back sooner.
+const lateRecheck = time.Second
+
+// finishing checks, before a job is let go (JobSave Done, or JobPurge),
+// that nothing of it is left in Kubernetes that the caches do not show
+// yet. Once a job is let go its informer events are dropped (it is not
+// owned), so an object created moments ago — a cancel or deadline during
+// dispatch, a failure after the Service was created in the same pass —
+// would be left behind for ever. So the job is not let go while creates of
+// it are still awaited by the caches, and otherwise one live List of its
+// pods and Services (by its uid label, in its namespace) is planned on
+// instead of the cache: if that plan deletes anything, or keeps waiting,
+// the pass applies it and the job stays owned. done is true when the job
+// can be let go, with the plan to save.
+func (w *Worker) finishing(ctx context.Context, p *pass, plan job.PlanResult) (job.PlanResult, bool, result, error) {
+	if w.expect.creating(p.key.UID) {
+		w.log.Debug("job ended while creates are in flight; waiting for the informers", "job", p.key)
+		plan.Status.CleanedUp = false
+		res, err := w.holdOn(ctx, p, plan)
+		return plan, false, res, err
+	}
+	obs, objs, err := w.observeLive(ctx, p.ns, p.key.UID)
+	if err != nil {
+		return plan, false, result{}, errorf(errReasonKube, err)
+	}
+	live := job.Plan(job.PlanInput{
+		Job: p.wj.Job, Admitted: p.wj.Admitted, Deleted: p.wj.Deleted, Observed: obs, Now: p.now,
+	})
+	// Plan only ever sets CleanedUp; what is let go must say exactly
+	// whether anything is left, because the orphan sweep deletes what is
+	// left of a job that says nothing is.
+	live.Status.CleanedUp = len(obs.Pods) == 0 && !obs.Service && !obs.TensorBoardPod && !obs.TensorBoardSvc
+	if live.Forget && len(live.Actions) == 0 {
+		return live, true, result{}, nil
+	}
+	w.log.Info("the job ended with objects the informers did not show yet; deleting them before letting it go",
+		"job", p.key, "pods", len(obs.Pods), "service", obs.Service)
+	p.objs = objs
+	res, err := w.holdOn(ctx, p, live)
+	return live, false, res, err
+}
+
+// holdOn applies a plan without letting the job go, and looks at the job
+// again after lateRecheck unless the plan asks for a pass anyway.
+func (w *Worker) holdOn(ctx context.Context, p *pass, plan job.PlanResult) (result, error) {
+	plan.Forget = false
+	res, err := w.apply(ctx, p, plan)
+	if err == nil && !res.requeue && res.after == 0 {
+		res.after = lateRecheck
+	}
+	return res, err
 }
 
 // save writes status and events, fenced by the lease and the version read.
 // ok is false when the pass must stop: res and err then say what next (a
 // conflict re-reads at once; a lost lease drops the job).
 func (w *Worker) save(ctx context.Context, p *pass, st job.Status, drafts []job.EventDraft, done bool) (ok bool, res result, err error) {
-	events := make([]job.Event, len(drafts))
-	for i, d := range drafts {
-		events[i] = job.Event{Type: d.Type, Reason: d.Reason, Message: d.Message}
-	}
 	version, err := w.store.JobSave(ctx, store.JobSaveParams{
 		WorkerID: w.cfg.ID, Tenant: p.key.Tenant, UID: p.key.UID, Version: p.wj.Version,
-		Status: st, Events: events, Done: done,
+		Status: st, Events: eventsOf(drafts), Done: done,
 	})
 	switch {
 	case errors.Is(err, store.ErrConflict):
@@ -218,8 +321,9 @@ func (w *Worker) save(ctx context.Context, p *pass, st job.Status, drafts []job.
 		w.metrics.transitions.WithLabelValues(string(st.State)).Inc()
 		w.log.Info("job state changed", "job", p.key, "name", p.wj.Job.Name, "from", old, "to", st.State, "reason", st.Reason)
 		if st.State.Final() {
-			// Its quota is free: the tenant's waiting jobs try at once.
-			w.wakeWaiting(p.key.Tenant)
+			// Its quota is free: the store woke the tenant's next job in
+			// line (and notified); claim it without waiting for the poll.
+			w.wakeClaimer()
 		}
 	}
 	return true, result{}, nil
@@ -230,6 +334,9 @@ func (w *Worker) save(ctx context.Context, p *pass, st job.Status, drafts []job.
 // pass at once to clean up what was created.
 func (w *Worker) failTerminal(ctx context.Context, p *pass, st job.Status, cause error) (result, error) {
 	reason, msg := kube.Reason(cause), kube.Message(cause)
+	if nc, ok := errors.AsType[*nameConflictError](cause); ok {
+		reason, msg = ReasonNameConflict, nc.Error()
+	}
 	if st.State.Final() {
 		// Cleanup of a finished job refused (RBAC?): nothing to fail;
 		// retry with backoff and let the error show in the logs.

@@ -5,6 +5,7 @@ package worker
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -69,12 +70,19 @@ func TestAlreadyExistsIsAdoption(t *testing.T) {
 	b.own(t, key)
 	// An earlier worker created worker-1 and crashed; this worker's cache
 	// does not show it yet: the create answers AlreadyExists.
-	var on atomic.Bool
-	on.Store(true)
+	// The live GET shows it is this job's.
+	var earlier *corev1.Pod
 	b.kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		pod := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
-		if on.Load() && pod.Name == "tj-worker-1" {
+		if pod.Name == "tj-worker-1" {
+			earlier = pod.DeepCopy()
 			return true, nil, apierrors.NewAlreadyExists(podsGR, pod.Name)
+		}
+		return false, nil, nil
+	})
+	b.kube.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.GetAction).GetName() == "tj-worker-1" && earlier != nil {
+			return true, earlier, nil
 		}
 		return false, nil, nil
 	})
@@ -83,6 +91,29 @@ func TestAlreadyExistsIsAdoption(t *testing.T) {
 	wj := b.load(t, key)
 	require.Equal(t, job.Starting, wj.Job.Status.State)
 	require.Zero(t, testCount(t, b.w.metrics.kubeErrors), "AlreadyExists is no error")
+	require.Len(t, b.actions("get", "pods"), 1, "the cache did not show it: one live GET")
+}
+
+// A name held by an object Trainyard did not make (no Trainyard labels)
+// will not free up by waiting: the job fails, NameConflict, and says which.
+func TestAlreadyExistsForeignObjectFailsJob(t *testing.T) {
+	b := setup(t)
+	b.tenant(t, "acme", tenant.Quota{})
+	key := b.submit(t, "acme", "tj", spec(replica(job.Worker, 1, job.RestartNever)))
+	foreign := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "tj", Namespace: "ty-acme", Labels: map[string]string{"app": "mine"}}}
+	_, err := b.kube.CoreV1().Services("ty-acme").Create(b.ctx, foreign, metav1.CreateOptions{})
+	require.NoError(t, err)
+	b.own(t, key)
+
+	res := b.reconcile(t, key)
+	require.True(t, res.requeue, "cleanup follows")
+	st := b.load(t, key).Job.Status
+	require.Equal(t, job.Failed, st.State)
+	require.Equal(t, ReasonNameConflict, st.Reason)
+	require.Equal(t, `service "tj" already exists in namespace ty-acme and was not created by Trainyard; delete it or submit the job under another id`, st.Message)
+	svc, err := b.kube.CoreV1().Services("ty-acme").Get(b.ctx, "tj", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "mine", svc.Labels["app"], "the foreign Service is left alone")
 }
 
 func TestAlreadyExistsOfAnotherJobIsRetried(t *testing.T) {
@@ -214,12 +245,12 @@ func TestLogTailCapturedBeforeDelete(t *testing.T) {
 	require.Equal(t, "epoch 1\nepoch 2\nNaN loss, giving up\n", rs.LastTermination.LogTail)
 
 	// The next pass restarts the replica: the old pod is deleted, by UID.
+	pod, err := b.w.podLister.Pods("ty-acme").Get("tj-worker-0")
+	require.NoError(t, err)
 	b.reconcile(t, key)
 	deletes := b.actions("delete", "pods")
 	require.Len(t, deletes, 1)
 	require.Less(t, b.actionIndex("get", "pods/log"), b.actionIndex("delete", "pods"), "log read before delete")
-	pod, err := b.w.podLister.Pods("ty-acme").Get("tj-worker-0")
-	require.NoError(t, err)
 	del := deletes[0].(k8stesting.DeleteActionImpl)
 	require.NotNil(t, del.DeleteOptions.Preconditions)
 	require.Equal(t, pod.UID, *del.DeleteOptions.Preconditions.UID)
@@ -277,7 +308,11 @@ func TestSavesOnlyOnChange(t *testing.T) {
 	require.Greater(t, b.load(t, key).Version, after.Version, "a replica state changed: written")
 }
 
-func TestQuotaWaitAndWake(t *testing.T) {
+// A job that does not fit its tenant's quota says why and is released: it
+// holds no lease (no slot of MaxOwnedJobs) while it waits, is not claimed
+// again before its time, and is woken at once when a job of its tenant
+// ends.
+func TestQuotaWaitReleasesAndWakes(t *testing.T) {
 	b := setup(t)
 	b.tenant(t, "acme", tenant.Quota{GPU: 8})
 	big := replica(job.Worker, 1, job.RestartNever)
@@ -291,36 +326,147 @@ func TestQuotaWaitAndWake(t *testing.T) {
 
 	b.reconcile(t, a)
 	res := b.reconcile(t, c)
-	require.Positive(t, res.after, "polls for quota")
+	require.Equal(t, result{}, res, "released: nothing to requeue here")
+	require.False(t, b.w.own.owns(c), "a waiting job holds no lease")
 	wj := b.load(t, c)
 	require.Equal(t, job.Queued, wj.Job.Status.State)
 	require.False(t, wj.Admitted)
+	require.Empty(t, wj.WorkerID)
+	require.True(t, wj.Active)
 	cond := condition(wj.Job.Status, job.CondAdmitted)
 	require.NotNil(t, cond)
 	require.False(t, cond.Status)
 	require.Equal(t, job.ReasonQuotaExceeded, cond.Reason)
 	require.Equal(t, "waiting for quota: needs 4 GPUs, 6 of 8 in use", cond.Message)
 	require.Empty(t, b.actions("create", "pods")[1:], "only a's pod exists")
-	require.Equal(t, 1, b.w.waiting.count())
+	require.EqualValues(t, 1, testutil.ToFloat64(b.w.metrics.deferred.WithLabelValues("quota")))
+	nEvents := len(b.events(t, c))
 
-	// Waiting again writes nothing.
+	// Not claimable before its poll is due.
+	b.w.claim(b.ctx)
+	require.False(t, b.w.own.owns(c))
+
+	// When it is due and still does not fit, it writes no new status or event.
+	_, err := b.pool.Exec(b.ctx, `UPDATE jobs SET claim_after = now() WHERE uid = $1`, c.UID)
+	require.NoError(t, err)
+	b.own(t, c)
 	b.reconcile(t, c)
-	require.Equal(t, wj.Version, b.load(t, c).Version)
+	require.False(t, b.w.own.owns(c))
+	again := b.load(t, c)
+	require.True(t, equalStatus(wj.Job.Status, again.Job.Status))
+	require.Len(t, b.events(t, c), nEvents)
 
-	// a ends: c is woken at once, admitted and dispatched.
+	// a ends: c is woken at once (by the store, in the same transaction),
+	// claimed, admitted and dispatched.
 	b.waitCache(t, a, 1)
-	drain(b)
 	b.setPhase(t, "ty-acme", "a-worker-0", corev1.PodSucceeded, 0, "")
 	b.reconcile(t, a) // records the end
 	b.reconcile(t, a) // succeeds
 	require.Equal(t, job.Succeeded, b.load(t, a).Job.Status.State)
-	require.Contains(t, queued(b), c, "a's end wakes c")
+	b.w.claim(b.ctx)
+	require.True(t, b.w.own.owns(c), "a's end made c claimable")
 	b.reconcile(t, c)
 	wj = b.load(t, c)
 	require.True(t, wj.Admitted)
 	require.Equal(t, job.Starting, wj.Job.Status.State)
 	require.True(t, condition(wj.Job.Status, job.CondAdmitted).Status)
-	require.Zero(t, b.w.waiting.count())
+}
+
+// Jobs waiting for quota do not take worker slots: a tenant that queues far
+// more than a worker's MaxOwnedJobs does not keep another tenant's job
+// from being claimed and dispatched.
+func TestWaitingJobsDoNotFillWorkers(t *testing.T) {
+	b := setup(t, func(c *Config) { c.MaxOwnedJobs = 2; c.ClaimBatch = 2 })
+	b.tenant(t, "greedy", tenant.Quota{GPU: 1})
+	b.tenant(t, "other", tenant.Quota{})
+	gpu := replica(job.Worker, 1, job.RestartNever)
+	gpu.Resources.GPU = 1
+	for i := range 6 {
+		b.submit(t, "greedy", fmt.Sprintf("g%d", i), spec(gpu))
+	}
+	o := b.submit(t, "other", "o", spec(replica(job.Worker, 1, job.RestartNever)))
+
+	// Claim and reconcile until nothing is left to claim, as the worker's
+	// loops would.
+	for range 10 {
+		b.w.claim(b.ctx)
+		require.LessOrEqual(t, b.w.own.count(), 2)
+		for _, k := range b.w.own.keys() {
+			b.reconcile(t, k)
+		}
+	}
+	wj := b.load(t, o)
+	require.True(t, wj.Admitted, "the other tenant's job was claimed and admitted")
+	require.Equal(t, job.Starting, wj.Job.Status.State)
+	var waiting int
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM jobs
+		WHERE tenant_id = 'greedy' AND NOT admitted AND worker_id IS NULL AND claim_after > now()`).Scan(&waiting))
+	require.Equal(t, 5, waiting, "greedy's waiting jobs are released, not held")
+}
+
+// Within a tenant, admission follows (priority DESC, submission): a job
+// that would fit waits behind an earlier one that does not, and says so.
+func TestAdmissionStrictOrderWithinTenant(t *testing.T) {
+	b := setup(t)
+	b.tenant(t, "acme", tenant.Quota{GPU: 4})
+	gpus := func(n int32, prio int32) job.Spec {
+		r := replica(job.Worker, 1, job.RestartNever)
+		r.Resources.GPU = n
+		s := spec(r)
+		s.Priority = prio
+		return s
+	}
+	run := b.submit(t, "acme", "run", gpus(2, 0))
+	b.own(t, run)
+	b.reconcile(t, run)
+	big := b.submit(t, "acme", "big", gpus(3, 5))
+	small := b.submit(t, "acme", "small", gpus(1, 0))
+	b.w.claim(b.ctx)
+	b.reconcile(t, small)
+	b.reconcile(t, big)
+	for _, k := range []store.JobKey{big, small} {
+		require.False(t, b.load(t, k).Admitted)
+	}
+	require.Equal(t, "waiting for quota: needs 3 GPUs, 2 of 4 in use",
+		condition(b.load(t, big).Job.Status, job.CondAdmitted).Message)
+	require.Equal(t, `waiting for quota: behind job "big", which is ahead in the tenant's queue`,
+		condition(b.load(t, small).Job.Status, job.CondAdmitted).Message, "1 GPU is free, but big comes first")
+	require.EqualValues(t, 1, testutil.ToFloat64(b.w.metrics.deferred.WithLabelValues("order")))
+
+	// run ends: big is woken and admitted, which wakes small: 3+1 fits.
+	b.waitCache(t, run, 1)
+	b.setPhase(t, "ty-acme", "run-worker-0", corev1.PodSucceeded, 0, "")
+	b.reconcile(t, run)
+	b.reconcile(t, run)
+	b.w.claim(b.ctx)
+	require.True(t, b.w.own.owns(big))
+	require.False(t, b.w.own.owns(small), "only the next in line is woken")
+	b.reconcile(t, big)
+	require.True(t, b.load(t, big).Admitted)
+	b.w.claim(b.ctx)
+	require.True(t, b.w.own.owns(small), "big's admission woke small")
+	b.reconcile(t, small)
+	require.True(t, b.load(t, small).Admitted)
+}
+
+func TestRetryAfter(t *testing.T) {
+	w := &Worker{cfg: Config{QuotaPollInterval: 3 * time.Second, MaxWaitPoll: time.Minute}}
+	now := time.Now()
+	waitingFor := func(d time.Duration) job.Status {
+		return job.Status{Conditions: []job.Condition{{Type: job.CondAdmitted, LastTransitionTime: now.Add(-d)}}}
+	}
+	within := func(d, want time.Duration) {
+		t.Helper()
+		require.InDelta(t, float64(want), float64(d), float64(want)/5+1)
+	}
+	limits := job.Demand{GPU: 4}
+	// Next in line: the quota poll, however long it waited.
+	within(w.retryAfter(waitingFor(time.Hour), store.AdmitResult{}, job.Demand{GPU: 2}, limits, now), 3*time.Second)
+	// Behind another, or too big for the whole quota: as long as it waited, 3 s to 1 min.
+	within(w.retryAfter(job.Status{}, store.AdmitResult{Behind: "x"}, job.Demand{GPU: 2}, limits, now), 3*time.Second)
+	within(w.retryAfter(waitingFor(20*time.Second), store.AdmitResult{Behind: "x"}, job.Demand{GPU: 2}, limits, now), 20*time.Second)
+	within(w.retryAfter(waitingFor(time.Hour), store.AdmitResult{Behind: "x"}, job.Demand{GPU: 2}, limits, now), time.Minute)
+	within(w.retryAfter(waitingFor(time.Hour), store.AdmitResult{}, job.Demand{GPU: 8}, limits, now), time.Minute)
 }
 
 func TestCancelBeforeAdmissionCreatesNothing(t *testing.T) {
@@ -371,7 +517,7 @@ func TestCancelRunningDeletesEverything(t *testing.T) {
 	// Once the informers show everything gone the job is let go.
 	b.waitCache(t, key, 0)
 	require.Eventually(t, func() bool {
-		objs, _ := b.w.services.GetIndexer().ByIndex(indexJobUID, key.UID)
+		objs, _ := b.w.services.GetIndexer().ByIndex(indexJobUID, jobIndexKey("ty-acme", key.UID))
 		return len(objs) == 0
 	}, 5*time.Second, 5*time.Millisecond)
 	b.reconcile(t, key)
@@ -425,7 +571,7 @@ func TestDeletedJobIsPurged(t *testing.T) {
 	require.Len(t, b.actions("delete", "pods"), 1)
 	b.waitCache(t, key, 0)
 	require.Eventually(t, func() bool {
-		objs, _ := b.w.services.GetIndexer().ByIndex(indexJobUID, key.UID)
+		objs, _ := b.w.services.GetIndexer().ByIndex(indexJobUID, jobIndexKey("ty-acme", key.UID))
 		return len(objs) == 0
 	}, 5*time.Second, 5*time.Millisecond)
 	b.reconcile(t, key)
@@ -518,6 +664,10 @@ func TestQuotaMessage(t *testing.T) {
 	} {
 		require.Equal(t, tc.want, quotaMessage(tc.demand, tc.used, tc.limits))
 	}
+	require.Equal(t, `waiting for quota: needs 4 GPUs, 6 of 8 in use; behind job "a", which is ahead in the tenant's queue`,
+		waitMessage(job.Demand{GPU: 4}, store.AdmitResult{Used: job.Demand{GPU: 6}, Behind: "a"}, job.Demand{GPU: 8}))
+	require.Equal(t, `waiting for quota: behind job "a", which is ahead in the tenant's queue`,
+		waitMessage(job.Demand{GPU: 1}, store.AdmitResult{Behind: "a"}, job.Demand{GPU: 8}))
 }
 
 func condition(st job.Status, typ string) *job.Condition {

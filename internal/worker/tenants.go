@@ -24,35 +24,37 @@ type tenantCache struct {
 }
 
 type cachedTenant struct {
-	t  tenant.Tenant
-	at time.Time
+	t     tenant.Tenant
+	found bool
+	at    time.Time
 }
 
 func newTenantCache(s *store.Store, ttl time.Duration) *tenantCache {
 	return &tenantCache{store: s, ttl: ttl, m: map[string]cachedTenant{}}
 }
 
-// get returns the tenant. A tenant that does not exist (any more) comes
-// back as a record with only its id: its jobs still need cleaning up in
-// the namespace its id maps to.
-func (c *tenantCache) get(ctx context.Context, id string) (tenant.Tenant, error) {
+// lookup returns the tenant and whether it exists. A tenant that does not
+// exist (any more) comes back as a record with only its id: its jobs
+// still need cleaning up in the namespace its id maps to.
+func (c *tenantCache) lookup(ctx context.Context, id string) (tenant.Tenant, bool, error) {
 	c.mu.Lock()
 	e, ok := c.m[id]
 	c.mu.Unlock()
 	if ok && time.Since(e.at) < c.ttl {
-		return e.t, nil
+		return e.t, e.found, nil
 	}
 	t, err := c.store.TenantGet(ctx, id)
+	found := true
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return tenant.Tenant{ID: id}, nil
+		t, found = tenant.Tenant{ID: id}, false
 	case err != nil:
-		return tenant.Tenant{}, err
+		return tenant.Tenant{}, false, err
 	}
 	c.mu.Lock()
-	c.m[id] = cachedTenant{t: t, at: time.Now()}
+	c.m[id] = cachedTenant{t: t, found: found, at: time.Now()}
 	c.mu.Unlock()
-	return t, nil
+	return t, found, nil
 }
 
 func (c *tenantCache) invalidate(id string) {

@@ -39,7 +39,6 @@ type Worker struct {
 
 	own       *ownership
 	expect    *expectations
-	waiting   *waitSet
 	tenants   *tenantCache
 	claimWake chan struct{}
 
@@ -48,8 +47,12 @@ type Worker struct {
 	renewOK  atomic.Int64 // unix nanos of the last successful renewal or claim
 }
 
-// indexJobUID indexes pods and services by their job's uid label.
+// indexJobUID indexes pods and services by "<namespace>/<job uid label>"
+// (jobIndexKey): a job's objects are those with its uid in its tenant's
+// namespace.
 const indexJobUID = "trainyard-job-uid"
+
+func jobIndexKey(ns, uid string) string { return ns + "/" + uid }
 
 // New builds a Worker: its queue, metrics and informers (not started).
 func New(cfg Config) (*Worker, error) {
@@ -64,7 +67,6 @@ func New(cfg Config) (*Worker, error) {
 		kube:      cfg.Kube,
 		own:       newOwnership(),
 		expect:    newExpectations(30 * time.Second),
-		waiting:   newWaitSet(),
 		tenants:   newTenantCache(cfg.Store, 30*time.Second),
 		claimWake: make(chan struct{}, 1),
 	}
@@ -168,6 +170,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
 	var workers sync.WaitGroup
+	loops.Go(func() { w.runSweep(ctx) })
 	for range w.cfg.Concurrency {
 		workers.Go(func() {
 			for w.processNextWorkItem(workCtx) {
@@ -201,8 +204,9 @@ func (w *Worker) stop(loops, workers *sync.WaitGroup) {
 
 // listen wakes the worker on notifications: a job that needs attention
 // (queued if owned, else claimed), a tenant that changed (its cached record
-// is dropped and its jobs waiting for quota try again), and a reconnect
-// (notifications were lost: claim and requeue everything).
+// is dropped, and its next job in line, if it waits released, becomes
+// claimable: its quota may have grown), and a reconnect (notifications were
+// lost: claim and requeue everything).
 func (w *Worker) listen(ctx context.Context, l *store.Listener) {
 	jobs, stopJobs := l.Subscribe(store.ChannelJobs)
 	tenants, stopTenants := l.Subscribe(store.ChannelTenants)
@@ -232,16 +236,12 @@ func (w *Worker) listen(ctx context.Context, l *store.Listener) {
 	go func() {
 		for id := range tenants {
 			w.tenants.invalidate(id)
-			w.wakeWaiting(id)
+			if err := w.store.JobWakeNext(ctx, id); err != nil && ctx.Err() == nil {
+				w.log.Warn("waking the tenant's next job failed; it tries again on its own", "tenant", id, "error", err)
+			}
+			w.wakeClaimer()
 		}
 	}()
-}
-
-// wakeWaiting queues the owned jobs of tenantID that wait for quota.
-func (w *Worker) wakeWaiting(tenantID string) {
-	for _, k := range w.waiting.tenant(tenantID) {
-		w.queue.Add(k)
-	}
 }
 
 // processNextWorkItem reconciles one job: Forget on success, a rate-limited
@@ -387,7 +387,7 @@ func byJobUID(obj any) ([]string, error) {
 		return nil, nil
 	}
 	if uid := m.GetLabels()[kube.LabelJobUID]; uid != "" {
-		return []string{uid}, nil
+		return []string{jobIndexKey(m.GetNamespace(), uid)}, nil
 	}
 	return nil, nil
 }
