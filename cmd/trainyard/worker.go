@@ -52,7 +52,7 @@ func (f *workerFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.id, "worker-id", "", "this worker's id in the jobs it owns; must be unique among running workers (default <hostname>-<pid>-<random>)")
 	fs.IntVar(&f.concurrency, "concurrency", worker.DefaultConcurrency, "jobs reconciled at once")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", worker.DefaultLeaseTTL, "lease on each owned job, renewed every third of it; a dead worker's jobs are taken over after it")
-	fs.IntVar(&f.maxOwnedJobs, "max-owned-jobs", worker.DefaultMaxOwnedJobs, "most jobs this worker owns at once (running, waiting for quota or being cleaned up)")
+	fs.IntVar(&f.maxOwnedJobs, "max-owned-jobs", worker.DefaultMaxOwnedJobs, "most jobs this worker owns at once (being admitted, running or being cleaned up; jobs waiting for quota are not held)")
 	fs.DurationVar(&f.claimInterval, "claim-interval", worker.DefaultClaimInterval, "polling interval for new jobs (jittered), the fallback under Postgres notifications")
 	fs.DurationVar(&f.quotaPoll, "quota-poll-interval", worker.DefaultQuotaPollInterval, "how often a job waiting for its tenant's quota tries again")
 	fs.Int64Var(&f.logTailLines, "log-tail-lines", worker.DefaultLogTailLines, "lines of a failed replica's log kept in Postgres")

@@ -257,3 +257,58 @@ func waitPayload(t *testing.T, c <-chan string, want string) {
 		}
 	}
 }
+
+// Cancelling the head of a tenant's queue wakes the job behind it at once.
+func TestJobCancelWakesTheNextInLine(t *testing.T) {
+	b := setup(t)
+	_, err := b.store.TenantCreate(b.ctx, tenant.Tenant{ID: "a", Namespace: "ty-a", Quota: tenant.Quota{GPU: 2}})
+	require.NoError(t, err)
+	_, subs, _ := listenerStart(t, b, ChannelJobs)
+	quota := job.Demand{GPU: 2}
+	run := b.own(t, "w", keyOf(b.jobCreate(t, "a", "run", 2)))
+	res, err := b.store.JobAdmit(b.ctx, "w", "a", run.Job.UID, run.Version, quota)
+	require.NoError(t, err)
+	require.True(t, res.Admitted)
+	var waiting []WorkerJob
+	for _, n := range []string{"q1", "q2"} {
+		w := b.own(t, "w", keyOf(b.jobCreate(t, "a", n, 1)))
+		var seen AdmitResult
+		res, err := b.store.JobAdmitWait(b.ctx, AdmitParams{WorkerID: "w", Tenant: "a", UID: w.Job.UID,
+			Version: w.Version, Quota: quota, Wait: waitFn(time.Hour, &seen)})
+		require.NoError(t, err)
+		require.True(t, res.Released)
+		waiting = append(waiting, w)
+	}
+	require.Empty(t, b.claimAll(t, "w2"), "both wait")
+
+	_, err = b.store.JobCancel(b.ctx, "a", "q1")
+	require.NoError(t, err)
+	waitPayload(t, subs[ChannelJobs], "a/"+waiting[1].Job.UID)
+	require.Equal(t, []string{"q2"}, b.claimAll(t, "w2"), "q2 is next in line now")
+}
+
+func TestJobCounts(t *testing.T) {
+	b := setup(t)
+	_, err := b.store.TenantCreate(b.ctx, tenant.Tenant{ID: "a", Namespace: "ty-a", Quota: tenant.Quota{GPU: 2}})
+	require.NoError(t, err)
+	quota := job.Demand{GPU: 2}
+	run := b.own(t, "w", keyOf(b.jobCreate(t, "a", "run", 2)))
+	res, err := b.store.JobAdmit(b.ctx, "w", "a", run.Job.UID, run.Version, quota)
+	require.NoError(t, err)
+	require.True(t, res.Admitted)
+	st := run.Job.Status
+	st.State = job.Running
+	_, err = b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "w", Tenant: "a", UID: run.Job.UID, Version: res.Version, Status: st})
+	require.NoError(t, err)
+	w := b.own(t, "w", keyOf(b.jobCreate(t, "a", "waits", 1)))
+	var seen AdmitResult
+	_, err = b.store.JobAdmitWait(b.ctx, AdmitParams{WorkerID: "w", Tenant: "a", UID: w.Job.UID,
+		Version: w.Version, Quota: quota, Wait: waitFn(time.Hour, &seen)})
+	require.NoError(t, err)
+	b.jobCreate(t, "a", "new", 1)
+
+	counts, waiting, err := b.store.JobCounts(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[job.State]int64{job.Running: 1, job.Queued: 2}, counts)
+	require.EqualValues(t, 1, waiting, "only the released job waits for quota; the new one is not claimed yet")
+}

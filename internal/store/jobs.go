@@ -371,6 +371,11 @@ func (s *Store) JobCancel(ctx context.Context, tenantID, name string) (job.Job, 
 	what := jobWhat(tenantID, name)
 	var out WorkerJob
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		// The tenant row first, as admission locks it: tenant, then job.
+		limits, _, err := tenantLockLimits(ctx, tx, tenantID)
+		if err != nil {
+			return err
+		}
 		w, _, err := scanJob(tx.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs j
 			WHERE j.tenant_id = $1 AND j.name = $2 AND NOT j.deleted FOR UPDATE`, tenantID, name))
 		if err != nil {
@@ -401,6 +406,11 @@ func (s *Store) JobCancel(ctx context.Context, tenantID, name string) (job.Job, 
 				WHERE tenant_id = $1 AND uid = $2 RETURNING version`,
 				tenantID, w.Job.UID, st, now).Scan(&out.Version)
 			out.Active = false
+			if err == nil {
+				// It may have been the head of the tenant's queue: the next
+				// job in line must not wait for its poll.
+				err = wakeNext(ctx, tx, tenantID, limits)
+			}
 		} else {
 			ev = job.Event{Type: job.EventNormal, Reason: "CancelRequested",
 				Message: "cancellation requested; stopping the job", State: st.State}

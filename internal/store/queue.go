@@ -372,3 +372,32 @@ func (s *Store) JobListByKeys(ctx context.Context, keys []JobKey) ([]JobBrief, e
 	})
 	return out, translate(err, "jobs")
 }
+
+// JobCounts counts the unfinished jobs of every tenant by state, and how
+// many of the QUEUED ones wait for their tenant's quota (released by
+// admission until woken). It is the queue seen from Postgres, for metrics.
+func (s *Store) JobCounts(ctx context.Context) (byState map[job.State]int64, waitingForQuota int64, err error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT state, count(*),
+		       count(*) FILTER (WHERE NOT admitted AND worker_id IS NULL AND claim_after > now())
+		FROM jobs
+		WHERE active AND NOT deleted AND state IN ('QUEUED', 'STARTING', 'RUNNING', 'RESTARTING')
+		GROUP BY state`)
+	if err != nil {
+		return nil, 0, translate(err, "job counts")
+	}
+	defer rows.Close()
+	byState = map[job.State]int64{}
+	for rows.Next() {
+		var (
+			st      string
+			n, wait int64
+		)
+		if err := rows.Scan(&st, &n, &wait); err != nil {
+			return nil, 0, translate(err, "job counts")
+		}
+		byState[job.State(st)] = n
+		waitingForQuota += wait
+	}
+	return byState, waitingForQuota, translate(rows.Err(), "job counts")
+}

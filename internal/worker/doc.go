@@ -191,6 +191,8 @@
 //
 //	trainyard_worker_owned_jobs                     gauge
 //	trainyard_worker_jobs{state}                    gauge, owned jobs by last state
+//	trainyard_jobs{state}                           gauge, unfinished jobs of all tenants, from Postgres (take max over workers)
+//	trainyard_jobs_waiting_for_quota                gauge, from Postgres (take max over workers)
 //	trainyard_worker_job_transitions_total{state}   counter
 //	trainyard_worker_admissions_deferred_total{reason} counter: quota | order
 //	trainyard_worker_orphans_deleted_total{resource}   counter: pods | services
