@@ -206,7 +206,7 @@ func TestDeployMonitoringOverlay(t *testing.T) {
 	}
 	for title, metric := range map[string]string{
 		"Jobs by phase":           "trainyard_worker_jobs",
-		"Queue depth":             "trainyard_worker_jobs",
+		"Queue depth":             "trainyard_jobs_waiting_for_quota",
 		"Dispatch latency":        "trainyard_worker_dispatch_latency_seconds_bucket",
 		"API requests by code":    "grpc_server_handled_total",
 		"API errors by code":      "grpc_server_handled_total",
