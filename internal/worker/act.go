@@ -329,6 +329,14 @@ func (w *Worker) create(ctx context.Context, p *pass, kind, ns, name string, cal
 	if w.expect.pending(key) {
 		return nil
 	}
+	// The informer may have delivered the object since the pass read the
+	// cache (its event cleared the expectation of an earlier pass's
+	// create): adopt it from the cache instead of asking for an
+	// AlreadyExists.
+	if w.cached(kind, ns, name) != nil {
+		_, err := w.adopt(ctx, p, kind, ns, name)
+		return err
+	}
 	w.expect.expect(key, p.key.UID)
 	err := call()
 	w.count("create", kind+"s", err)
@@ -369,17 +377,7 @@ func (e *nameConflictError) Error() string {
 // orphan sweep removes what no job owns any more). An object that is not
 // Trainyard's at all fails the job: NameConflict.
 func (w *Worker) adopt(ctx context.Context, p *pass, kind, ns, name string) (cached bool, err error) {
-	var obj metav1.Object
-	switch kind {
-	case "pod":
-		if pod, err := w.podLister.Pods(ns).Get(name); err == nil {
-			obj = pod
-		}
-	case "service":
-		if svc, err := w.svcLister.Services(ns).Get(name); err == nil {
-			obj = svc
-		}
-	}
+	obj := w.cached(kind, ns, name)
 	cached = obj != nil
 	if obj == nil {
 		switch kind {
@@ -405,6 +403,22 @@ func (w *Worker) adopt(ctx context.Context, p *pass, kind, ns, name string) (cac
 			kind, ns, name, l[kube.LabelJobUID])
 	}
 	return cached, nil
+}
+
+// cached is the pod or Service of that name the informer cache holds, or
+// nil.
+func (w *Worker) cached(kind, ns, name string) metav1.Object {
+	switch kind {
+	case "pod":
+		if pod, err := w.podLister.Pods(ns).Get(name); err == nil {
+			return pod
+		}
+	case "service":
+		if svc, err := w.svcLister.Services(ns).Get(name); err == nil {
+			return svc
+		}
+	}
+	return nil
 }
 
 // deletePod deletes a replica pod on the condition that it is the pod the
