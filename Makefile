@@ -42,6 +42,7 @@ verify: generate ## Fail when generated files are stale or go.mod is untidy.
 test: cluster-build build ## Every test: unit, Postgres and end to end on the local cluster (what CI runs).
 	@pg_isready -q -h 127.0.0.1 -p 5432 || { echo "PostgreSQL is not answering on 127.0.0.1:5432 (.ci/run starts it)" >&2; exit 1; }
 	TRAINYARD_BIN=$(BIN)/trainyard $(GO) test -tags integration -count=1 -p 1 -timeout 60m ./...
+	$(GO) vet -tags bench ./integration/bench/
 
 .PHONY: test-unit
 test-unit: ## Unit tests only: no Postgres, no cluster.
@@ -51,6 +52,7 @@ test-unit: ## Unit tests only: no Postgres, no cluster.
 lint: $(PROTO_DEPS) ## go vet, buf lint, and buf breaking against main.
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./...
+	$(GO) vet -tags bench ./integration/bench/
 	$(GO) tool buf lint
 	@# Breaking changes (WIRE_JSON) against main's protos, with the same offline imports.
 	@if git cat-file -e main:proto/trainyard/v1/job.proto 2>/dev/null; then \
@@ -86,5 +88,6 @@ demo: build ## Run Trainyard on the local cluster and train a 1 chief + 2 worker
 	bash integration/demo.sh
 
 .PHONY: bench
-bench: ## Measure next to same-run baselines: JobCreate vs pgbench INSERTs, submit-to-pods vs raw client-go on the local cluster (about 4 min).
-	$(GO) test -tags bench -run '^$$' -bench . -benchtime 1x -timeout 20m ./integration/bench/
+bench: cluster-build build ## Measure next to same-run baselines: JobCreate vs pgbench INSERTs, submit-to-pods vs raw client-go on the local cluster (about 3 min).
+	@pg_isready -q -h 127.0.0.1 -p 5432 || { echo "PostgreSQL is not answering on 127.0.0.1:5432" >&2; exit 1; }
+	TRAINYARD_BIN=$(BIN)/trainyard $(GO) test -tags bench -run '^$$' -bench . -benchtime 1x -timeout 20m ./integration/bench/

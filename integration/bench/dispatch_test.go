@@ -1,0 +1,366 @@
+//go:build bench
+
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/trainyard/trainyard/integration/cluster"
+	"github.com/trainyard/trainyard/integration/harness"
+	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/kube"
+	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
+)
+
+// dispatchResult is one path of the dispatch table.
+type dispatchResult struct {
+	path      string
+	sets      int       // submitted
+	failed    int       // whose create or submit call failed
+	missing   int       // without all their pods when the drain ended
+	early     int       // Trainyard: all pods seen before the ack arrived (latency counted as 0)
+	lat       latencies // start → fifth pod delivered by the informer
+	call      latencies // raw: the 5 create calls; Trainyard: the CreateJob call
+	toFirst   latencies // start → first pod delivered
+	spread    latencies // first → fifth pod delivered
+	decided   latencies // Trainyard: ack → QUEUED→STARTING logged by the worker (after JobSave)
+	toPods    latencies // Trainyard: that log line → first pod delivered
+	acted     latencies // Trainyard, with --log-level debug: the worker's "actions applied" took= of passes that created
+	submitFor time.Duration
+	quietFor  time.Duration
+	cpu       []cpuUse
+	loads     []string // load average at the start of each block
+	podBytes  int      // protobuf size of one of its pods (managed fields stripped)
+	firstErr  error
+}
+
+// quietTimeout bounds each wait for a quiet cluster between blocks.
+const quietTimeout = 10 * time.Second
+
+// rawTenant's namespace holds the raw baseline's pods and the probe's, so
+// that the Services of Trainyard's jobs never select among them.
+const rawTenant = benchTenant + "-raw"
+
+// benchDispatch measures, on the cluster, raw client-go pod creation and
+// Trainyard's submit-to-pods path at the same rate, in alternating blocks
+// (raw, Trainyard, raw, ...) so that both meet the same outside load on
+// this shared machine. After each block the bench waits until its pods
+// have finished (and, for Trainyard, the worker owns no job): the next
+// block starts on a quiet control plane.
+func benchDispatch(b *testing.B, cfg config, rep *report) {
+	c := harness.Cluster(b)
+	rep.clusterKind = c.Kind
+	var namespaces []string
+	// Registered before the processes start so that it runs after they
+	// stop: nothing re-creates the namespaces then. A cluster this run
+	// started is stopped whole; a reused one keeps nothing of the bench.
+	b.Cleanup(func() {
+		if c.Kind != "reused" {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, ns := range namespaces {
+			if err := c.Client().CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+				b.Errorf("deleting namespace %s: %v", ns, err)
+			}
+		}
+	})
+	env := harness.Start(b, harness.Options{Cluster: true, Workers: 1, WorkerArgs: cfg.workerArgs})
+	for _, id := range []string{benchTenant, rawTenant} {
+		env.CreateTenant(b, id, harness.Subject("alice", pb.Role_ROLE_EDITOR))
+		namespaces = append(namespaces, env.Namespace(id))
+	}
+	rawNS := namespaces[1]
+
+	procs := trainyardProcesses(b, env.DatabaseURL, 2)
+	// The baseline and the probe create as the worker does: same identity
+	// (so the same API priority level and admission policies), same QPS.
+	var workerKubeconfig string
+	for _, p := range procs {
+		if p.name == "trainyard worker" {
+			workerKubeconfig = p.flag("kubeconfig")
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	admin := benchClient(b, c.RESTConfig())
+	for _, ns := range namespaces {
+		waitServiceAccount(b, admin, ns)
+	}
+	watch := startPodWatch(ctx, b, admin, namespaces...)
+	kc := benchClient(b, kubeconfigREST(b, workerKubeconfig))
+	spec := benchSpec()
+	probe := startProbe(ctx, b, benchClient(b, kubeconfigREST(b, workerKubeconfig)), rawNS, spec, watch)
+	procs = append(procs, clusterProcesses(c)...)
+	procs = append(procs, selfProcess())
+	metricsURL := "http://" + env.Workers[0].WaitFor(b, metricsLine, time.Minute)[1] + "/metrics"
+
+	raw := newPath("raw client-go (baseline)", "raw", func(name string, started func(time.Time), called func(time.Duration, error)) {
+		t0 := time.Now()
+		started(t0)
+		pods, err := renderSet(name, rawNS, spec)
+		if err == nil {
+			err = createAll(ctx, kc, pods)
+		}
+		called(time.Since(t0), err)
+	})
+	jobs := env.Jobs(b, env.Token("alice"))
+	specPB := benchSpecPB()
+	ty := newPath("Trainyard serve+worker", "tyj", func(name string, started func(time.Time), called func(time.Duration, error)) {
+		t := time.Now()
+		_, err := jobs.CreateJob(ctx, &pb.CreateJobRequest{Parent: harness.TenantName(benchTenant), JobId: name,
+			Job: &pb.Job{Spec: specPB}})
+		ack := time.Now()
+		started(ack)
+		called(ack.Sub(t), err)
+	})
+
+	perBlock := max(int(cfg.rate*cfg.dispatchFor.Seconds())/cfg.blocks, 1)
+	rep.blocks, rep.perBlock = cfg.blocks, perBlock
+	rep.workerMetrics = map[string]float64{}
+	for range cfg.blocks {
+		probe.setPhase("raw")
+		raw.runBlock(cfg, perBlock, watch, procs, func() { watch.settle(b, quietTimeout) })
+
+		probe.setPhase("trainyard")
+		before := scrape(b, metricsURL)
+		stopPG := samplePG(b, env.DatabaseURL)
+		ty.runBlock(cfg, perBlock, watch, procs, func() {
+			watch.settle(b, quietTimeout)
+			waitWorkerIdle(b, metricsURL, quietTimeout)
+		})
+		rep.trainyardPG.merge(stopPG())
+		for k, v := range diffMetrics(before, scrape(b, metricsURL)) {
+			rep.workerMetrics[k] += v
+		}
+		probe.setPhase("")
+	}
+	rep.rss = peakRSS(b, procs)
+	rep.probe = probe.stop(b)
+	rep.logs = []string{"trainyard serve: " + logSummary(env.Server.Logs()), "trainyard worker: " + logSummary(env.Workers[0].Logs())}
+
+	b.Run("raw-client-go", func(b *testing.B) { rep.raw = reportDispatch(b, raw.result(b, watch)) })
+	b.Run("trainyard", func(b *testing.B) {
+		r := ty.result(b, watch)
+		r.decided, r.toPods = splitAtDecision(env.Workers[0].Logs(), ty.startTimes(), watch)
+		r.acted = actionsApplied(env.Workers[0].Logs())
+		rep.trainyard = reportDispatch(b, r)
+	})
+}
+
+// waitWorkerIdle waits until the worker owns no job: every job of the
+// block has finished and been handed back.
+func waitWorkerIdle(b *testing.B, metricsURL string, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for scrape(b, metricsURL)["trainyard_worker_owned_jobs"] > 0 {
+		if time.Now().After(deadline) {
+			b.Logf("the worker still owns jobs %s after the block; going on", timeout)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+var (
+	logLevel = regexp.MustCompile(` level=(WARN|ERROR) `)
+	logMsg   = regexp.MustCompile(` msg=("(?:[^"\\]|\\.)*"|\S+)`)
+)
+
+// logSummary counts a process's warnings and errors, by message.
+func logSummary(logs string) string {
+	counts := map[string]int{}
+	for _, line := range splitLines(logs) {
+		lv := logLevel.FindStringSubmatch(line)
+		if lv == nil {
+			continue
+		}
+		msg := "?"
+		if m := logMsg.FindStringSubmatch(line); m != nil {
+			msg = m[1]
+		}
+		counts[lv[1]+" "+msg]++
+	}
+	if len(counts) == 0 {
+		return "no warnings or errors"
+	}
+	keys := slices.Sorted(maps.Keys(counts))
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s ×%d", k, counts[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+var metricsLine = regexp.MustCompile(`msg="worker metrics listening".* addr=(\S+)`)
+
+// benchClient is a client configured like the worker's: QPS 200, burst
+// 400, API warnings (Pod Security's "restricted" notice) dropped.
+func benchClient(b *testing.B, cfg *rest.Config) kubernetes.Interface {
+	cfg.QPS, cfg.Burst = 200, 400
+	cfg.WarningHandlerWithContext = rest.NoWarnings{}
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return kc
+}
+
+// kubeconfigREST loads a kubeconfig file.
+func kubeconfigREST(b *testing.B, path string) *rest.Config {
+	if path == "" {
+		b.Fatal("the worker runs without --kubeconfig")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		b.Fatalf("kubeconfig %s: %v", path, err)
+	}
+	return cfg
+}
+
+// waitServiceAccount waits until the worker's tenant reconciler has
+// provisioned the namespace (its job ServiceAccount is the last piece pods
+// need).
+func waitServiceAccount(b *testing.B, kc kubernetes.Interface, ns string) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := kc.CoreV1().ServiceAccounts(ns).Get(ctx, kube.DefaultJobServiceAccount, metav1.GetOptions{})
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the worker never provisioned namespace %s: %v", ns, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// renderSet renders the pods a worker would create for a job named name,
+// without the managed-by label (the worker's informers select on it).
+func renderSet(name, ns string, spec job.Spec) ([]*corev1.Pod, error) {
+	j := job.Job{Tenant: benchTenant, Name: name, UID: uuid.NewString(), Spec: spec}
+	var pods []*corev1.Pod
+	for _, r := range spec.Replicas {
+		for i := range r.Count {
+			pod, err := kube.RenderPod(j, ns, r.Type, i, 0, kube.PodOptions{})
+			if err != nil {
+				return nil, err
+			}
+			delete(pod.Labels, kube.LabelManagedBy)
+			pods = append(pods, pod)
+		}
+	}
+	return pods, nil
+}
+
+// createAll creates pods at once and returns when every call has.
+func createAll(ctx context.Context, kc kubernetes.Interface, pods []*corev1.Pod) error {
+	errs := make([]error, len(pods))
+	var wg sync.WaitGroup
+	for i, pod := range pods {
+		wg.Go(func() {
+			_, errs[i] = kc.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// reportDispatch puts r's latency percentiles on b and returns r.
+func reportDispatch(b *testing.B, r dispatchResult) dispatchResult {
+	b.ReportMetric(float64(r.lat.mean.Nanoseconds()), "ns/op")
+	r.lat.report(b, "")
+	b.ReportMetric(float64(r.missing+r.failed), "sets-lost")
+	return r
+}
+
+// stateChanged is the worker's log line written once JobSave moved a job
+// from QUEUED to STARTING, just before its creates.
+var stateChanged = regexp.MustCompile(`^time=(\S+) .*msg="job state changed" .*name=(\S+) from=QUEUED to=STARTING`)
+
+// splitAtDecision splits each job's time to its first pod at the worker's
+// log line: ack → decided (notify, claim, queue, load, admit, plan, save)
+// and decided → first pod delivered (a create and the informer's
+// delivery). Log times have millisecond resolution.
+func splitAtDecision(logs string, acks map[string]time.Time, watch *podWatch) (decided, toPods latencies) {
+	var dec, cre []time.Duration
+	for _, line := range splitLines(logs) {
+		m := stateChanged.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		ack, ok := acks[m[2]]
+		if !ok {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, m[1])
+		if err != nil {
+			continue
+		}
+		dec = append(dec, max(at.Sub(ack), 0))
+		if first, _, ok := watch.times(m[2], podsPerJob); ok {
+			cre = append(cre, max(first.Sub(at), 0))
+		}
+	}
+	return summarize(dec), summarize(cre)
+}
+
+// actionsApplied reads the worker's debug line "actions applied" (only
+// with TRAINYARD_BENCH_WORKER_ARGS=--log-level=debug): how long the
+// Kubernetes calls of each pass with 6 or more actions (a job's Service
+// and pods) took.
+func actionsApplied(logs string) latencies {
+	var out []time.Duration
+	for _, line := range splitLines(logs) {
+		m := actionsLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		if n, _ := strconv.Atoi(m[1]); n < podsPerJob+1 {
+			continue
+		}
+		if d, err := time.ParseDuration(m[2]); err == nil {
+			out = append(out, d)
+		}
+	}
+	return summarize(out)
+}
+
+var actionsLine = regexp.MustCompile(`msg="actions applied" .*actions=(\d+) took=(\S+)`)
+
+// clusterProcesses are the control plane's processes when their state is
+// known (a cluster this run started, or one `localcluster up` started).
+func clusterProcesses(c *cluster.Cluster) []*proc {
+	st := c.State()
+	if st == nil {
+		st, _ = cluster.ReadState(filepath.Dir(c.Kubeconfig))
+	}
+	if st == nil {
+		return nil
+	}
+	var out []*proc
+	for _, p := range st.Processes {
+		out = append(out, &proc{name: p.Name, pid: p.PID})
+	}
+	return out
+}

@@ -1,0 +1,81 @@
+//go:build bench
+
+// Package bench measures Trainyard next to baselines measured in the same
+// run, on the same Postgres and the same API server, and prints one
+// comparison table. `make bench` runs it:
+//
+//	go test -tags bench -run '^$' -bench . -benchtime 1x -timeout 20m ./integration/bench/
+//
+// The build tag keeps it out of `go test ./...`. It needs Postgres
+// (DATABASE_URL; the Makefile's default is 127.0.0.1:5432) and pgbench, and
+// starts the local cluster of integration/cluster, or binds to
+// TRAINYARD_CLUSTER_KUBECONFIG. Whatever it cannot start fails the run:
+// nothing skips. The harness runs the real `trainyard serve` and `trainyard
+// worker` (default flags) and drops the databases it created; a cluster the
+// bench started is stopped, a reused one loses the bench's namespaces.
+// Each sub-benchmark is one fixed-length measurement that ignores b.N,
+// hence -benchtime 1x; its line carries the figures (ns/op is the mean
+// latency), so `benchstat` can compare runs.
+//
+// # Store: BenchmarkTrainyard/store
+//
+// In one fresh database behind a `trainyard serve`, each path for
+// TRAINYARD_BENCH_STORE_FOR (default 5s) with 1 and TRAINYARD_BENCH_CLIENTS
+// (default 8) clients:
+//
+//	pgbench-insert   baseline: pgbench, prepared, one INSERT per
+//	                 transaction of a row like a job's (tenant, uuid key,
+//	                 name, and the spec and status JSON the store wrote for
+//	                 the bench's job) into a scratch table
+//	store-JobCreate  store.JobCreate of a 1 chief + 4 worker job (one
+//	                 transaction: job row, first event, NOTIFYs); with 8
+//	                 clients also with a tenant per client
+//	grpc-CreateJob   the same job through `trainyard serve` over gRPC with
+//	                 an OIDC token (interceptors, authorization, validation,
+//	                 then store.JobCreate)
+//
+// Per-op latency is one call's (pgbench: per transaction, from its --log);
+// throughput is calls over wall time. Meanwhile pg_stat_activity is
+// sampled every 50 ms: what the database's backends wait on.
+//
+// # Dispatch: BenchmarkTrainyard/dispatch
+//
+// Sets of 1 chief + 4 worker pods at TRAINYARD_BENCH_RATE per second
+// (default 10), open loop (a slow answer never delays the next submit),
+// TRAINYARD_BENCH_DISPATCH_FOR (default 30s) per path, split into
+// TRAINYARD_BENCH_BLOCKS (default 3) blocks that alternate raw → Trainyard →
+// raw ..., so that both paths meet the same outside load on a shared
+// machine. After each block the bench waits (at most 10 s each) until the
+// block's pods have finished and, after a Trainyard block, the worker owns
+// no job, so every block starts on a quiet control plane.
+//
+//	raw-client-go  baseline: per set, the 5 pods rendered with
+//	               kube.RenderPod and created at once with client-go, as
+//	               the worker's identity (its --kubeconfig: same API
+//	               priority level and admission policies) and QPS/burst
+//	               (200/400), in a second tenant's namespace, without the
+//	               managed-by label so the worker's informers never see
+//	               them
+//	trainyard      CreateJob over gRPC to `trainyard serve`; one `trainyard
+//	               worker` creates the Service and the 5 pods
+//
+// A set's latency runs from its start (raw: before rendering; Trainyard:
+// the acknowledged CreateJob answer) to the moment the bench's own pod
+// informer delivered its fifth pod; both paths are timed by that informer,
+// so its delivery delay is in both. The worker's log line "job state
+// changed ... from=QUEUED to=STARTING" (written after JobSave, before the
+// creates; millisecond resolution) splits Trainyard's time into deciding
+// and creating. A probe creates one pod every 250 ms in the raw namespace
+// through the whole run: its call and delivery times per path are the API
+// server's own responsiveness while that path ran. Also reported: CPU of
+// every process (utime+stime from /proc) and of the machine, peak RSS
+// (VmHWM) of the server and the worker, the worker's /metrics over the
+// Trainyard blocks, and pg_stat_activity samples of Trainyard's database.
+//
+// # Ratios
+//
+// Every ratio in the table is the measured path's figure divided by its
+// baseline's from the same run: above 1× is slower for a latency, below
+// 1× is less for a throughput. Issue 4's figures for Kubeflow's
+// training-operator (p50 18 s; raw 36 ms) are quoted, not measured here.
+package bench

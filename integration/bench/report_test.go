@@ -1,0 +1,295 @@
+//go:build bench
+
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"text/tabwriter"
+	"time"
+)
+
+// report collects every figure of the run for the final table.
+type report struct {
+	cfg       config
+	started   time.Time
+	loadStart string
+
+	storeDatabase                           string
+	store                                   []opResult
+	jobRowBytes, eventRowBytes, rawRowBytes int
+
+	clusterKind      string
+	blocks, perBlock int
+	raw, trainyard   dispatchResult
+	trainyardPG      pgWaits
+	probe            []probeResult
+	logs             []string // the processes' warnings and errors
+	workerMetrics    map[string]float64
+	rss              []rssUse
+}
+
+func newReport(cfg config) *report {
+	return &report{cfg: cfg, started: time.Now(), loadStart: loadavg()}
+}
+
+// Issue 4's figures for Kubeflow's training-operator v1.8 on the local
+// cluster (not measured by this bench).
+const kubeflowP50, kubeflowRawP50 = 18 * time.Second, 36 * time.Millisecond
+
+func (r *report) print(out io.Writer) {
+	fmt.Fprintf(out, "\n==== Trainyard bench: %s, %d CPUs; load average %s at start, %s at end\n",
+		r.started.UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), r.loadStart, loadavg())
+	if len(r.store) > 0 {
+		r.printStore(out)
+	}
+	if r.raw.sets > 0 || r.trainyard.sets > 0 {
+		r.printDispatch(out)
+	}
+}
+
+func (r *report) printStore(out io.Writer) {
+	fmt.Fprintf(out, "\nStore: create one 1 chief + 4 worker job vs a raw INSERT of a row like it (database %s on DATABASE_URL's server, dropped after; %s per row)\n",
+		r.storeDatabase, r.cfg.storeFor)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	base := map[int]opResult{}
+	width := 0
+	for _, o := range r.store {
+		if o.path == baselinePath {
+			base[o.clients] = o
+		}
+		width = max(width, len(o.path))
+	}
+	fmt.Fprintf(tw, "%-*s\tclients\tops/s\tmean ms\tp50 ms\tp99 ms\tmean vs baseline\tops/s vs baseline\tserve CPU ms/op\tload avg\t\n", width, "path")
+	for _, o := range r.store {
+		b := base[o.clients]
+		serveCPU := "-"
+		if o.serveCPU > 0 {
+			serveCPU = fmt.Sprintf("%.2f", ms(o.serveCPU))
+		}
+		fmt.Fprintf(tw, "%-*s\t%d\t%.0f\t%.3f\t%.3f\t%.3f\t%s\t%s\t%s\t%s\t\n", width, o.path, o.clients, o.perSec,
+			ms(o.lat.mean), ms(o.lat.p50), ms(o.lat.p99),
+			ratio(ms(o.lat.mean), ms(b.lat.mean)), ratio(o.perSec, b.perSec), serveCPU, o.load)
+	}
+	tw.Flush()
+	fmt.Fprintf(out, "Row sizes (avg pg_column_size): jobs %d B + its first job_events row %d B; pgbench's row %d B.\n",
+		r.jobRowBytes, r.eventRowBytes, r.rawRowBytes)
+	fmt.Fprintf(out, "Postgres backends of the database during each row (pg_stat_activity every 50 ms; average backends by state and wait event):\n")
+	for _, o := range r.store {
+		fmt.Fprintf(out, "  %-*s %2d clients: %s\n", width, o.path, o.clients, o.waits)
+	}
+}
+
+func (r *report) printDispatch(out io.Writer) {
+	fmt.Fprintf(out, "\nDispatch: sets of 1 chief + 4 worker pods at %.4g/s, %d blocks of %d sets per path, alternating raw → Trainyard (%s cluster).\n",
+		r.cfg.rate, r.blocks, r.perBlock, r.clusterKind)
+	if len(r.cfg.workerArgs) > 0 {
+		fmt.Fprintf(out, "Extra worker flags: %s\n", strings.Join(r.cfg.workerArgs, " "))
+	}
+	fmt.Fprintf(out, "Latency: from start (raw: before render; Trainyard: CreateJob acknowledged) to the 5th pod delivered by the bench's informer.\n")
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%-24s\tsets\tlost\tp50 ms\tp90 ms\tp99 ms\tmax ms\tmean ms\tp50 vs baseline\tp90 vs baseline\tp99 vs baseline\tcall p50 / p99 ms\tload avg (1 min)\t\n", "path")
+	for _, d := range []dispatchResult{r.raw, r.trainyard} {
+		if d.sets == 0 {
+			continue
+		}
+		fmt.Fprintf(tw, "%-24s\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\t%s\t%.1f / %.1f\t%s\t\n", d.path, d.sets, d.failed+d.missing,
+			ms(d.lat.p50), ms(d.lat.p90), ms(d.lat.p99), ms(d.lat.max), ms(d.lat.mean),
+			ratio(ms(d.lat.p50), ms(r.raw.lat.p50)), ratio(ms(d.lat.p90), ms(r.raw.lat.p90)), ratio(ms(d.lat.p99), ms(r.raw.lat.p99)),
+			ms(d.call.p50), ms(d.call.p99), loadRange(d.loads))
+	}
+	tw.Flush()
+	t := r.trainyard
+	fmt.Fprintf(out, "call = raw: the 5 creates; Trainyard: the CreateJob RPC. Submitting took %s (raw) and %s (Trainyard) in all; waiting for quiet after the blocks %s and %s.\n",
+		r.raw.submitFor.Round(time.Millisecond), t.submitFor.Round(time.Millisecond), r.raw.quietFor.Round(time.Millisecond), t.quietFor.Round(time.Millisecond))
+	fmt.Fprintf(out, "Where the time goes, p50 / p90 / p99 ms (Trainyard's worker log line has ms resolution):\n")
+	span := func(what string, l latencies, note string) {
+		if l.n > 0 {
+			fmt.Fprintf(out, "  %-32s %7.1f / %7.1f / %7.1f  %s\n", what, ms(l.p50), ms(l.p90), ms(l.p99), note)
+		}
+	}
+	span("raw: start → 1st pod", r.raw.toFirst, "")
+	span("raw: 1st → 5th pod", r.raw.spread, "")
+	span("Trainyard: ack → saved STARTING", t.decided, "NOTIFY, claim, queue, JobLoad, JobAdmit, plan, JobSave")
+	span("Trainyard: saved → 1st pod", t.toPods, "the creates (Service + 5 pods at once), informer delivery")
+	span("Trainyard: 1st → 5th pod", t.spread, "")
+	span("Trainyard: worker's creates", t.acted, "its debug log's \"actions applied\" took= (Service + 5 pods)")
+	for _, p := range r.probe {
+		if p.call.n == 0 {
+			continue
+		}
+		fmt.Fprintf(out, "  probe during %-9s create call %5.1f / %5.1f / %5.1f, to informer %5.1f / %5.1f / %5.1f  (%d single-pod creates, one per %s, in the raw namespace)\n",
+			p.phase+":", ms(p.call.p50), ms(p.call.p90), ms(p.call.p99), ms(p.arrive.p50), ms(p.arrive.p90), ms(p.arrive.p99), p.call.n, probeEvery)
+	}
+	if r.trainyardPG.samples > 0 {
+		fmt.Fprintf(out, "Postgres backends of Trainyard's database during its blocks (every 50 ms; average backends): %s\n", r.trainyardPG)
+	}
+	if t.early > 0 {
+		fmt.Fprintf(out, "%d Trainyard sets had all pods before their CreateJob answer arrived (counted as 0 ms).\n", t.early)
+	}
+	fmt.Fprintf(out, "Pod size (protobuf, managed fields stripped): raw %d B, Trainyard %d B (raw lacks the managed-by label).\n",
+		r.raw.podBytes, t.podBytes)
+	if t.lat.n > 0 {
+		fmt.Fprintf(out, "Issue 4 reference (not measured here): Kubeflow training-operator v1.8 p50 %s (raw %s): Trainyard's p50 here is %.1f ms, %s of this run's raw p50.\n",
+			kubeflowP50, kubeflowRawP50, ms(t.lat.p50), ratio(ms(t.lat.p50), ms(r.raw.lat.p50)))
+	}
+
+	r.printCPU(out)
+	if len(r.rss) > 0 {
+		var parts []string
+		for _, u := range r.rss {
+			parts = append(parts, fmt.Sprintf("%s %.1f MiB (now %.1f MiB)", u.name, float64(u.hwm)/1024, float64(u.rss)/1024))
+		}
+		fmt.Fprintf(out, "Peak RSS (VmHWM) over the dispatch run: %s.\n", strings.Join(parts, ", "))
+	}
+	r.printWorkerMetrics(out)
+	for _, l := range r.logs {
+		fmt.Fprintf(out, "Log of %s.\n", l)
+	}
+}
+
+func (r *report) printCPU(out io.Writer) {
+	names := []string{}
+	seen := map[string]bool{}
+	for _, d := range []dispatchResult{r.raw, r.trainyard} {
+		for _, c := range d.cpu {
+			if !seen[c.name] {
+				seen[c.name] = true
+				names = append(names, c.name)
+			}
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "CPU seconds used during each path's blocks (submits, drain, wait for quiet):\n")
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%-34s\traw\tTrainyard\t\n", "process")
+	get := func(d dispatchResult, name string) string {
+		for _, c := range d.cpu {
+			if c.name == name {
+				return strconv.FormatFloat(c.seconds, 'f', 1, 64)
+			}
+		}
+		return "-"
+	}
+	for _, n := range names {
+		fmt.Fprintf(tw, "%-34s\t%s\t%s\t\n", n, get(r.raw, n), get(r.trainyard, n))
+	}
+	tw.Flush()
+}
+
+// printWorkerMetrics shows what the worker's /metrics counted during the
+// Trainyard phase.
+func (r *report) printWorkerMetrics(out io.Writer) {
+	m := r.workerMetrics
+	if len(m) == 0 {
+		return
+	}
+	mean := func(name, labels string) string {
+		c, s := m[name+"_count"+labels], m[name+"_sum"+labels]
+		if c == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.0f, mean %.1f ms", c, 1000*s/c)
+	}
+	fmt.Fprintf(out, "Worker /metrics over the Trainyard blocks:\n")
+	fmt.Fprintf(out, "  jobs claimed %.0f; reconcile passes %s; queue wait %s; dispatch latency (worker's own: create time → objects created) %s\n",
+		m["trainyard_worker_jobs_claimed_total"], mean("trainyard_worker_reconcile_duration_seconds", ""),
+		mean("trainyard_workqueue_queue_duration_seconds", `{name="jobs"}`), mean("trainyard_worker_dispatch_latency_seconds", ""))
+	var calls, errs []string
+	for k, v := range m {
+		switch {
+		case v == 0:
+		case strings.HasPrefix(k, "trainyard_worker_kube_requests_total"):
+			calls = append(calls, fmt.Sprintf("%s %.0f", labelsOf(k), v))
+		case strings.HasPrefix(k, "trainyard_worker_reconcile_errors_total"),
+			strings.HasPrefix(k, "trainyard_worker_kube_api_errors_total"),
+			strings.HasPrefix(k, "trainyard_workqueue_retries_total"):
+			errs = append(errs, fmt.Sprintf("%s %.0f", strings.TrimPrefix(k, "trainyard_"), v))
+		}
+	}
+	slices.Sort(calls)
+	slices.Sort(errs)
+	fmt.Fprintf(out, "  Kubernetes calls: %s\n", strings.Join(calls, ", "))
+	if len(errs) > 0 {
+		fmt.Fprintf(out, "  errors and retries: %s\n", strings.Join(errs, ", "))
+	}
+}
+
+// loadRange is the lowest and highest 1-minute load average of loads.
+func loadRange(loads []string) string {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, l := range loads {
+		var v float64
+		if _, err := fmt.Sscan(l, &v); err == nil {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+	}
+	if lo > hi {
+		return "?"
+	}
+	return fmt.Sprintf("%.1f-%.1f", lo, hi)
+}
+
+// labelsOf is the {...} part of a series name.
+func labelsOf(series string) string {
+	if i := strings.IndexByte(series, '{'); i >= 0 {
+		return series[i:]
+	}
+	return series
+}
+
+// ratio is a / b as "2.31×", or "-" without a baseline.
+func ratio(a, b float64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f×", a/b)
+}
+
+// scrape reads every trainyard_ series of a Prometheus text endpoint.
+func scrape(b *testing.B, url string) map[string]float64 {
+	resp, err := http.Get(url)
+	if err != nil {
+		b.Fatalf("worker metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "trainyard_") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			out[line[:i]] = v
+		}
+	}
+	if err := sc.Err(); err != nil {
+		b.Fatalf("worker metrics: %v", err)
+	}
+	return out
+}
+
+// diffMetrics is after - before for every series.
+func diffMetrics(before, after map[string]float64) map[string]float64 {
+	out := make(map[string]float64, len(after))
+	for k, v := range after {
+		out[k] = v - before[k]
+	}
+	return out
+}

@@ -1,0 +1,185 @@
+//go:build bench
+
+package bench
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	listerscorev1 "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/trainyard/trainyard/internal/kube"
+)
+
+// podWatch is the bench's informer on the namespace's pods: it records
+// when each set (by the trainyard.dev/job label, which raw and Trainyard
+// pods both carry) had its last pod delivered.
+type podWatch struct {
+	listers []listerscorev1.PodLister
+
+	mu      sync.Mutex
+	sets    map[string]*podSet
+	bytes   map[string]int // protobuf size of the first pod per name prefix
+	changed chan struct{}  // closed and replaced on every event
+}
+
+type podSet struct {
+	pods  map[string]bool
+	first time.Time // when its first pod arrived
+	full  time.Time // when the podsPerJob-th distinct pod arrived
+}
+
+// startPodWatch runs an informer on the pods of each namespace until ctx
+// ends. Set names must be unique across the namespaces.
+func startPodWatch(ctx context.Context, b *testing.B, kc kubernetes.Interface, namespaces ...string) *podWatch {
+	w := &podWatch{sets: map[string]*podSet{}, bytes: map[string]int{}, changed: make(chan struct{})}
+	for _, ns := range namespaces {
+		factory := informers.NewSharedInformerFactoryWithOptions(kc, 0, informers.WithNamespace(ns),
+			informers.WithTransform(func(obj any) (any, error) {
+				if m, ok := obj.(metav1.Object); ok {
+					m.SetManagedFields(nil)
+				}
+				return obj, nil
+			}))
+		inf := factory.Core().V1().Pods()
+		if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    w.added,
+			UpdateFunc: func(_, _ any) { w.notify() },
+		}); err != nil {
+			b.Fatal(err)
+		}
+		w.listers = append(w.listers, inf.Lister())
+		factory.Start(ctx.Done())
+		b.Cleanup(factory.Shutdown) // after ctx ends: benchDispatch cancels it on return
+		if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
+			b.Fatalf("the bench's pod informer on %s did not sync", ns)
+		}
+	}
+	return w
+}
+
+func (w *podWatch) added(obj any) {
+	now := time.Now()
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	name := pod.Labels[kube.LabelJob]
+	if name == "" {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := w.sets[name]
+	if s == nil {
+		s = &podSet{pods: map[string]bool{}, first: now}
+		w.sets[name] = s
+	}
+	s.pods[pod.Name] = true
+	if len(s.pods) == podsPerJob && s.full.IsZero() {
+		s.full = now
+	}
+	if prefix, _, _ := strings.Cut(name, "-"); w.bytes[prefix] == 0 {
+		w.bytes[prefix] = pod.Size()
+	}
+	w.notifyLocked()
+}
+
+func (w *podWatch) notify() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.notifyLocked()
+}
+
+func (w *podWatch) notifyLocked() {
+	close(w.changed)
+	w.changed = make(chan struct{})
+}
+
+// fullAt is when set name had n distinct pods.
+func (w *podWatch) fullAt(name string, n int) (time.Time, bool) {
+	_, full, ok := w.times(name, n)
+	return full, ok
+}
+
+// times are when set name had its first pod and n distinct pods.
+func (w *podWatch) times(name string, n int) (first, full time.Time, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := w.sets[name]
+	if s == nil || len(s.pods) < n {
+		return time.Time{}, time.Time{}, false
+	}
+	return s.first, s.full, true
+}
+
+func (w *podWatch) podBytes(prefix string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.bytes[prefix]
+}
+
+// waitFull waits until every named set has n pods, or timeout.
+func (w *podWatch) waitFull(names []string, n int, timeout time.Duration) bool {
+	return w.waitFor(timeout, func() bool {
+		for _, name := range names {
+			if s := w.sets[name]; s == nil || len(s.pods) < n {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// settle waits until every pod in the namespaces has finished, so that
+// the next phase starts on a quiet control plane. The probe's pods, which
+// never stop coming, do not count.
+func (w *podWatch) settle(b *testing.B, timeout time.Duration) {
+	ok := w.waitFor(timeout, func() bool {
+		for _, l := range w.listers {
+			pods, err := l.List(labels.Everything())
+			if err != nil {
+				return false
+			}
+			for _, p := range pods {
+				if strings.HasPrefix(p.Name, probePrefix) {
+					continue
+				}
+				if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	if !ok {
+		b.Logf("pods still running %s after the phase; going on", timeout)
+	}
+}
+
+// waitFor evaluates cond (under w.mu) after every event until it holds.
+func (w *podWatch) waitFor(timeout time.Duration, cond func() bool) bool {
+	deadline := time.After(timeout)
+	for {
+		w.mu.Lock()
+		ok, changed := cond(), w.changed
+		w.mu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			return false
+		}
+	}
+}
