@@ -112,8 +112,14 @@ for _ in $(seq 1 600); do
       -o jsonpath='{range .items[*]}{.metadata.name}{"  "}{.spec.containers[0].env[?(@.name=="TF_CONFIG")].value}{"\n"}{end}' | sed 's/^/    /'
     echo
     say "EndpointSlice of the Service (what DNS would answer):"
-    kubectl -n ty-demo get endpointslices -l kubernetes.io/service-name=mnist \
-      -o jsonpath='{range .items[*].endpoints[*]}{.hostname}{" -> "}{.addresses[0]}{"\n"}{end}' | sed 's/^/    /'
+    # The EndpointSlice controller catches up with the pods on its own time.
+    for _ in $(seq 1 20); do
+      kubectl -n ty-demo get endpointslices -l kubernetes.io/service-name=mnist \
+        -o jsonpath='{range .items[*].endpoints[*]}{.hostname}{" -> "}{.addresses[0]}{"\n"}{end}' >"$work/endpoints"
+      [[ "$(grep -c . "$work/endpoints")" -ge 4 ]] && break
+      sleep 0.25
+    done
+    sed 's/^/    /' "$work/endpoints"
     echo
     shown=1
   fi
