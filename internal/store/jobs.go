@@ -459,7 +459,7 @@ func (s *Store) JobDelete(ctx context.Context, tenantID, name string) error {
 			UPDATE jobs SET deleted = true, update_time = $3, version = version + 1,
 			                worker_id = CASE WHEN active THEN worker_id END,
 			                lease_expires_at = CASE WHEN active THEN lease_expires_at END,
-			                active = true
+			                active = true, claim_after = '-infinity'
 			WHERE tenant_id = $1 AND uid = $2`, tenantID, w.Job.UID, now)
 		if err != nil {
 			return err

@@ -157,6 +157,29 @@ func (s *Store) JobRelease(ctx context.Context, workerID string, keys ...JobKey)
 	return translate(err, "job release")
 }
 
+// JobPark gives up workerID's ownership of a job that needs nothing before
+// after has passed (a finished job waiting for its TTL): it stays active
+// and becomes claimable again then, holding no lease and no worker slot
+// meanwhile. Fenced like JobSave. A delete of the job makes it claimable at
+// once (JobDelete).
+func (s *Store) JobPark(ctx context.Context, workerID, tenantID, uid string, version int64, after time.Duration) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `
+			UPDATE jobs SET worker_id = NULL, lease_expires_at = NULL, version = version + 1,
+			                claim_after = now() + $5 * interval '1 microsecond'
+			WHERE tenant_id = $1 AND uid = $2 AND worker_id = $3 AND lease_expires_at > now() AND version = $4`,
+			tenantID, uid, workerID, version, microseconds(max(after, 0)))
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return fenceCheck(ctx, tx, workerID, tenantID, uid, version)
+		}
+		return nil
+	})
+	return translate(err, "job park")
+}
+
 // JobReleaseAll gives up everything workerID owns (at shutdown).
 func (s *Store) JobReleaseAll(ctx context.Context, workerID string) error {
 	_, err := s.pool.Exec(ctx, `

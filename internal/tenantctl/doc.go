@@ -74,11 +74,12 @@
 //  1. JobListActiveByTenant; JobCancel each job that is not already
 //     stopping. A QUEUED job that was never admitted ends at once; others
 //     get cancel_requested and their job worker deletes their pods. While
-//     any job is active the tenant is looked at again every OffboardPoll
+//     any job is not final the tenant is looked at again every OffboardPoll
 //     and on each trainyard_jobs notification of the tenant.
 //  2. Delete the namespace (owned, by UID), then wait until a live GET says
 //     it is gone: the namespace controller removes pods, Secrets and the
-//     rest first.
+//     rest first — also the pods finished jobs kept for their TTL, which
+//     offboarding does not wait for.
 //  3. Delete the secrets' metadata rows, and set DELETED in a TenantUpdate
 //     that only moves OFFBOARDING to DELETED (a second worker finding it
 //     done writes nothing).

@@ -90,7 +90,8 @@ func (c *Controller) offboard(ctx context.Context, t tenant.Tenant) (result, err
 }
 
 // cancelJobs requests cancellation of every active job of the tenant that
-// is not yet stopping, and returns how many jobs are still active.
+// is not yet stopping, and returns how many jobs are still running or
+// stopping.
 func (c *Controller) cancelJobs(ctx context.Context, tenantID string) (int, error) {
 	keys, err := c.store.JobListActiveByTenant(ctx, tenantID)
 	if err != nil {
@@ -107,10 +108,15 @@ func (c *Controller) cancelJobs(ctx context.Context, tenantID string) (int, erro
 			return 0, withReason(reasonStore, err)
 		}
 		st := w.Job.Status
-		// A deleted job is final and being cleaned up; a stopping one needs
-		// nothing more from us.
-		if w.Deleted || st.State.Final() || st.CancelRequested {
+		if st.State.Final() {
+			// Finished (deleted or not): its workers only ever delete now,
+			// and what it keeps — pods waiting for their TTL, which may be
+			// hours away — goes with the namespace.
+			active--
 			continue
+		}
+		if st.CancelRequested {
+			continue // stopping; nothing more to ask
 		}
 		j, err := c.store.JobCancel(ctx, tenantID, w.Job.Name)
 		if errors.Is(err, store.ErrNotFound) {

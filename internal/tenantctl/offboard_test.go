@@ -127,6 +127,12 @@ func TestOffboardingDeletesOnlyTheTenantsNamespace(t *testing.T) {
 	queued, _, err := b.st.JobCreate(ctx, testJob(leaving.ID, "waiting"))
 	require.NoError(t, err)
 	neighbour := fakeWorker(t, b.st, testJob(staying.ID, "train"))
+	// A finished job still active for its TTL (its pods kept for an hour):
+	// offboarding does not wait for it.
+	finished := fakeWorker(t, b.st, testJob(leaving.ID, "done"))
+	_, err = b.st.JobSave(ctx, store.JobSaveParams{WorkerID: "fake-worker-" + leaving.ID, Tenant: leaving.ID, UID: finished.Job.UID,
+		Version: finished.Version, Status: job.Status{State: job.Succeeded, Reason: "JobSucceeded"}})
+	require.NoError(t, err)
 	before := snapshot(t, b, b.ns(staying.ID))
 
 	// Offboard, as DeleteTenant does.

@@ -235,7 +235,31 @@ func (w *Worker) apply(ctx context.Context, p *pass, plan job.PlanResult) (resul
 		w.disown(p.key)
 		return result{}, nil
 	}
+	if plan.Status.State.Final() && !p.wj.Deleted && len(plan.Actions) == 0 &&
+		plan.RequeueAfter > w.cfg.LeaseTTL && !w.expect.creating(p.key.UID) {
+		return w.park(ctx, p, plan.RequeueAfter)
+	}
 	return result{requeue: plan.Requeue, after: plan.RequeueAfter}, nil
+}
+
+// park lets a finished job whose kept objects wait for its TTL go until
+// then (store.JobPark): a TTL of a day must not hold a worker slot, and a
+// lease renewed every few seconds, for a day. Whichever worker claims the
+// job when it is due deletes what is left; a delete of the job meanwhile
+// makes it claimable at once.
+func (w *Worker) park(ctx context.Context, p *pass, after time.Duration) (result, error) {
+	err := w.store.JobPark(ctx, w.cfg.ID, p.key.Tenant, p.key.UID, p.wj.Version, after)
+	switch {
+	case errors.Is(err, store.ErrConflict):
+		// A delete landed since the load: decide again on it.
+		return result{requeue: true}, nil
+	case errors.Is(err, store.ErrLeaseLost), errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return result{}, errorf(errReasonStore, err)
+	}
+	w.log.Debug("finished job parked until its TTL", "job", p.key, "for", after)
+	w.disown(p.key)
+	return result{}, nil
 }
 
 // lateRecheck is when a job whose objects the informers did not show yet is

@@ -580,6 +580,48 @@ func TestDeletedJobIsPurged(t *testing.T) {
 	require.False(t, b.w.own.owns(key))
 }
 
+// A finished job whose kept pods wait for a long TTL holds no worker slot
+// meanwhile: it is parked in Postgres until the TTL, then claimed again and
+// cleaned up. A delete of a parked job is claimable at once.
+func TestTTLParksFinishedJob(t *testing.T) {
+	b := setup(t)
+	b.tenant(t, "acme", tenant.Quota{})
+	ttl := func(name string) store.JobKey {
+		s := spec(replica(job.Worker, 1, job.RestartNever))
+		s.RunPolicy.TTLSecondsAfterFinished = new(int32(3600))
+		key := b.submit(t, "acme", name, s)
+		b.own(t, key)
+		b.reconcile(t, key)
+		b.waitCache(t, key, 1)
+		b.setPhase(t, "ty-acme", name+"-worker-0", corev1.PodSucceeded, 0, "")
+		b.reconcile(t, key)
+		b.reconcile(t, key)
+		require.Equal(t, job.Succeeded, b.load(t, key).Job.Status.State)
+		require.False(t, b.w.own.owns(key), "parked: not owned while the TTL runs")
+		return key
+	}
+	key := ttl("tj")
+	b.w.claim(b.ctx)
+	require.False(t, b.w.own.owns(key), "not claimable before its TTL")
+
+	// Due: claimed again, and the TTL deletes the kept pod.
+	_, err := b.pool.Exec(b.ctx, `UPDATE jobs SET claim_after = now() WHERE uid = $1`, key.UID)
+	require.NoError(t, err)
+	b.clock.Advance(time.Hour)
+	b.own(t, key)
+	b.reconcile(t, key)
+	require.Len(t, b.actions("delete", "pods"), 1)
+	b.waitCache(t, key, 0)
+	b.reconcile(t, key)
+	require.False(t, b.w.own.owns(key))
+	require.True(t, b.load(t, key).Job.Status.CleanedUp)
+
+	// A delete does not wait for the TTL.
+	other := ttl("tk")
+	require.NoError(t, b.store.JobDelete(b.ctx, "acme", "tk"))
+	b.own(t, other)
+}
+
 func TestLostLeaseStopsWork(t *testing.T) {
 	b := setup(t)
 	b.tenant(t, "acme", tenant.Quota{})
