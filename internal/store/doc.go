@@ -63,7 +63,9 @@
 //	│                     │ JobClaim                         │ JobAdmitWait not
 //	│                     ▼                                  │ admitted: released,
 //	│           OWNED: active, worker_id=W, live lease ──────┘ claim_after = now()+poll
-//	│             JobLeaseRenew extends the lease;             (woken: '-infinity')
+//	│             JobLeaseRenew extends the lease;             (woken: '-infinity');
+//	│                                                          JobPark of a finished
+//	│                                                          job: claim_after = its TTL
 //	│             JobLoad → JobAdmitWait → JobSave (all fenced);
 //	│             JobPurge of a deleted job: the row is gone
 //	│                     │
@@ -71,6 +73,7 @@
 //	│                     │ unadmitted job
 //	│                     ▼
 //	└─ JobDelete ──  IDLE: inactive (final, nothing left to do)
+//	   (claim_after = '-infinity', also of a parked job)
 //
 // JobClaim is one statement over two index range scans, each stopped by
 // its LIMIT and FOR UPDATE SKIP LOCKED: owned jobs whose lease expired

@@ -34,8 +34,10 @@
 // under a live lease (store's claim/lease/fence protocol). A worker claims
 // up to --max-owned-jobs jobs, renews its leases every TTL/3 and releases
 // everything on a graceful stop. Jobs waiting for quota are not owned (see
-// Admission), so the owned jobs are the ones being admitted, running or
-// being cleaned up, and one tenant's queue can not fill the workers. Claims
+// Admission), nor are finished jobs whose kept pods wait for a TTL longer
+// than a lease (parked until it, store.JobPark), so the owned jobs are the
+// ones being admitted, running or being cleaned up, and neither one
+// tenant's queue nor a day's TTLs can fill the workers. Claims
 // go in submission order across tenants: the user's priority orders
 // admission within a tenant only, so no tenant jumps ahead of another by
 // setting it. Why per-job leases and not a Kubernetes Lease electing one
