@@ -1,11 +1,21 @@
 package job
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/bits"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// The container requests a tenant namespace's LimitRange sets when a
+// replica names neither a request nor a limit (internal/kube renders the
+// LimitRange from these), so that Demand counts what the ResourceQuota
+// will charge.
+const (
+	DefaultCPURequest    = "100m"
+	DefaultMemoryRequest = "256Mi"
 )
 
 // TensorBoardResources is what the TensorBoard pod requests (and, memory
@@ -19,9 +29,10 @@ var TensorBoardResources = Resources{CPU: "250m", Memory: "1Gi"}
 //
 // A request is what Kubernetes will account for the pod: the request when
 // set, else the limit (Kubernetes defaults a missing request to the limit),
-// else nothing. A request the tenant's LimitRange adds by default is not
-// known here and not counted. Call it on a spec that passed Validate; the
-// error reports a quantity that does not parse or a sum that overflows.
+// else the default request of the tenant's LimitRange (DefaultCPURequest,
+// DefaultMemoryRequest), which the ResourceQuota charges like any other.
+// Call it on a spec that passed Validate; the error reports a quantity that
+// does not parse or a sum that overflows.
 func (s Spec) Demand() (Demand, error) {
 	var d Demand
 	for i, r := range s.Replicas {
@@ -48,14 +59,14 @@ func (s Spec) Demand() (Demand, error) {
 // podDemand is the demand of one pod with these resources.
 func podDemand(r Resources) (Demand, error) {
 	d := Demand{GPU: int64(r.GPU), Pods: 1}
-	cpu, err := requestOrLimit(r.CPU, r.CPULimit)
+	cpu, err := requestOrLimit(r.CPU, r.CPULimit, DefaultCPURequest)
 	if err != nil {
 		return Demand{}, fmt.Errorf("cpu: %w", err)
 	}
 	if d.CPUMilli, err = toInt64(cpu, resource.Milli); err != nil {
 		return Demand{}, fmt.Errorf("cpu: %w", err)
 	}
-	mem, err := requestOrLimit(r.Memory, r.MemoryLimit)
+	mem, err := requestOrLimit(r.Memory, r.MemoryLimit, DefaultMemoryRequest)
 	if err != nil {
 		return Demand{}, fmt.Errorf("memory: %w", err)
 	}
@@ -65,16 +76,9 @@ func podDemand(r Resources) (Demand, error) {
 	return d, nil
 }
 
-// requestOrLimit parses the request, or the limit when no request is given.
-// Neither given is a zero quantity.
-func requestOrLimit(request, limit string) (resource.Quantity, error) {
-	s := request
-	if s == "" {
-		s = limit
-	}
-	if s == "" {
-		return resource.Quantity{}, nil
-	}
+// requestOrLimit parses the request, else the limit, else the default.
+func requestOrLimit(request, limit, def string) (resource.Quantity, error) {
+	s := cmp.Or(request, limit, def)
 	return resource.ParseQuantity(s)
 }
 

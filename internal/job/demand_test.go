@@ -16,9 +16,14 @@ func TestDemand(t *testing.T) {
 		err  bool
 	}{
 		{
-			name: "no requests: pods only",
+			name: "no requests: the LimitRange's default requests, which the quota charges",
 			spec: specOf(Worker, 3),
-			want: Demand{Pods: 3},
+			want: Demand{CPUMilli: 300, MemoryBytes: 3 * 256 << 20, Pods: 3},
+		},
+		{
+			name: "a limit without a request is the request",
+			spec: Spec{Replicas: []ReplicaSpec{{Type: Worker, Count: 2, Resources: Resources{CPULimit: "2", MemoryLimit: "1Gi"}}}},
+			want: Demand{CPUMilli: 4000, MemoryBytes: 2 << 30, Pods: 2},
 		},
 		{
 			name: "count times each replica's requests",
@@ -47,7 +52,7 @@ func TestDemand(t *testing.T) {
 		{
 			name: "unset count counts as 1",
 			spec: Spec{Replicas: []ReplicaSpec{{Type: Worker, Resources: Resources{GPU: 1}}}},
-			want: Demand{GPU: 1, Pods: 1},
+			want: Demand{GPU: 1, CPUMilli: 100, MemoryBytes: 256 << 20, Pods: 1},
 		},
 		{
 			name: "bad quantity",

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/tenant"
 )
 
@@ -78,7 +79,9 @@ type TenantOptions struct {
 	// "trainyard-job".
 	JobServiceAccount string
 	// DefaultRequests are the LimitRange's default container requests.
-	// Defaults (when nil) to cpu 100m, memory 256Mi; an empty list sets none.
+	// Defaults (when nil) to job.DefaultCPURequest and
+	// job.DefaultMemoryRequest, which job.Spec.Demand counts for replicas
+	// that name none; an empty list sets none.
 	DefaultRequests corev1.ResourceList
 	// DefaultLimits are the LimitRange's default container limits.
 	// Defaults to none. The quota constrains requests only, so limits are
@@ -122,8 +125,8 @@ func (o TenantOptions) WithDefaults() TenantOptions {
 	}
 	if o.DefaultRequests == nil {
 		o.DefaultRequests = corev1.ResourceList{
-			corev1.ResourceCPU:    resource.MustParse("100m"),
-			corev1.ResourceMemory: resource.MustParse("256Mi"),
+			corev1.ResourceCPU:    resource.MustParse(job.DefaultCPURequest),
+			corev1.ResourceMemory: resource.MustParse(job.DefaultMemoryRequest),
 		}
 	}
 	if o.EgressDenyCIDRs == nil {
