@@ -298,6 +298,26 @@ func TestDeployWorkerRoleRunsTheTenantReconciler(t *testing.T) {
 			"the API server must not read pod logs in %q", other)
 	}
 
+	// The worker deletes only what a tenant can stop having (its quota, its
+	// pod readers); the ServiceAccount, LimitRange and NetworkPolicy every
+	// tenant has are never deleted, so the role does not allow it.
+	workerUser := authorizationv1.SubjectAccessReviewSpec{
+		User:   "system:serviceaccount:" + deploytest.Namespace + ":" + deploytest.WorkerAccount,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + deploytest.Namespace, "system:authenticated"},
+	}
+	for _, r := range []authorizationv1.ResourceAttributes{
+		{Resource: "resourcequotas"}, {Group: "rbac.authorization.k8s.io", Resource: "roles"}, {Group: "rbac.authorization.k8s.io", Resource: "rolebindings"},
+	} {
+		r.Namespace, r.Verb = ns, "delete"
+		require.True(t, allowedFor(t, admin, workerUser, r), "the worker must be able to delete %s", r.Resource)
+	}
+	for _, r := range []authorizationv1.ResourceAttributes{
+		{Resource: "serviceaccounts"}, {Resource: "limitranges"}, {Group: "networking.k8s.io", Resource: "networkpolicies"},
+	} {
+		r.Namespace, r.Verb = ns, "delete"
+		require.False(t, allowedFor(t, admin, workerUser, r), "the worker must not delete %s", r.Resource)
+	}
+
 	// Repairs (update, delete + create) under the same identity.
 	require.NoError(t, admin.NetworkingV1().NetworkPolicies(ns).Delete(ctx, "trainyard-same-namespace", metav1.DeleteOptions{}))
 	n, err := admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
