@@ -205,7 +205,7 @@ func TestDeployMonitoringOverlay(t *testing.T) {
 		}
 	}
 	for title, metric := range map[string]string{
-		"Jobs by phase":           "trainyard_worker_jobs",
+		"Jobs by phase":           "trainyard_jobs)",
 		"Queue depth":             "trainyard_jobs_waiting_for_quota",
 		"Dispatch latency":        "trainyard_worker_dispatch_latency_seconds_bucket",
 		"API requests by code":    "grpc_server_handled_total",
