@@ -598,6 +598,7 @@ type fakeKube struct {
 	putErr   error
 	logsNS   string
 	logsBody string
+	logsErr  error
 }
 
 func (k *fakeKube) PutSecret(_ context.Context, _, ns, id string, _ map[string]string) error {
@@ -616,6 +617,9 @@ func (k *fakeKube) DeleteSecret(_ context.Context, ns, id string) (bool, error) 
 
 func (k *fakeKube) PodLogs(_ context.Context, ns, pod string, _ bool, _ int64) (io.ReadCloser, error) {
 	k.logsNS = ns
+	if k.logsErr != nil {
+		return nil, k.logsErr
+	}
 	if k.logsBody == "" {
 		return nil, fmt.Errorf("%w: %s", ErrPodGone, pod)
 	}
@@ -697,6 +701,25 @@ func TestGetJobLogsReadsTheTenantsNamespace(t *testing.T) {
 	stream = &fakeStream[httpbody.HttpBody]{ctx: ctx}
 	require.NoError(t, srv.GetJobLogs(&pb.GetJobLogsRequest{Name: "tenants/a/jobs/j", Replica: "worker-0"}, stream))
 	require.Equal(t, "Traceback\nboom\n", string(stream.got()[0].GetData()))
+}
+
+// A Kubernetes failure reading a log is UNAVAILABLE, and what the API
+// server said (its identity, its RBAC, the cluster's address) stays in the
+// server's log.
+func TestGetJobLogsHidesKubernetesErrors(t *testing.T) {
+	st := newFakeStore()
+	st.jobs = []job.Job{withTail(job.Job{Tenant: "a", Name: "j", UID: "u1"})}
+	k := &fakeKube{logsErr: apierrors.NewForbidden(schema.GroupResource{Resource: "pods/log"}, "j-worker-0",
+		errors.New(`User "system:serviceaccount:trainyard:trainyard-api" cannot get resource "pods/log" at https://10.0.0.1:6443`))}
+	srv := NewJobServer(Deps{Store: st, Kube: k})
+	ctx := auth.WithAccess(context.Background(), auth.Access{TenantID: "a", Tenant: tenant.Tenant{ID: "a", Namespace: "ty-a"}})
+	err := srv.GetJobLogs(&pb.GetJobLogsRequest{Name: "tenants/a/jobs/j", Replica: "worker-0"}, &fakeStream[httpbody.HttpBody]{ctx: ctx})
+	require.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
+	msg := status.Convert(err).Message()
+	require.Contains(t, msg, "j-worker-0")
+	for _, leak := range []string{"serviceaccount", "10.0.0.1", "forbidden"} {
+		require.NotContains(t, strings.ToLower(msg), leak)
+	}
 }
 
 func TestUpdateTenantWithoutMaskKeepsWhatIsNotSet(t *testing.T) {

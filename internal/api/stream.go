@@ -48,15 +48,30 @@ func (s *JobServer) GetJobLogs(req *pb.GetJobLogsRequest, stream grpc.ServerStre
 		switch {
 		case err == nil:
 			defer rc.Close()
-			return copyChunks(rc, send)
+			if err := copyChunks(rc, send); err != nil {
+				return s.logsError(ctx, tenantID, rep.Pod, "log stream ended", err)
+			}
+			return nil
 		case !errors.Is(err, ErrPodGone):
-			return status.Errorf(codes.Unavailable, "reading the log of %s: %v", rep.Pod, err)
+			return s.logsError(ctx, tenantID, rep.Pod, "reading the log failed", err)
 		}
 	}
 	if rep.LastTermination == nil || rep.LastTermination.LogTail == "" {
 		return status.Errorf(codes.NotFound, "no log is available for %s: its pod is gone and no tail was kept", job.ReplicaName(rep.Type, rep.Index))
 	}
 	return send([]byte(tailLines(rep.LastTermination.LogTail, int(req.GetTailLines()))))
+}
+
+// logsError is what the caller of GetJobLogs learns when Kubernetes fails
+// it: UNAVAILABLE, retry. The API server's error text can name its service
+// account, RBAC rules or the cluster's addresses: it goes to the log only.
+// A send that failed because the caller went away is passed on as it is.
+func (s *JobServer) logsError(ctx context.Context, tenantID, pod, what string, err error) error {
+	if _, ok := status.FromError(err); ok || ctx.Err() != nil {
+		return err
+	}
+	s.log.WarnContext(ctx, "pod log read failed", "tenant", tenantID, "pod", pod, "error", err)
+	return status.Errorf(codes.Unavailable, "%s for pod %s; retry", what, quote(pod))
 }
 
 // pickReplica finds the replica a logs request names; by default the chief,
@@ -101,7 +116,7 @@ func copyChunks(r io.Reader, send func([]byte) error) error {
 			return nil
 		}
 		if err != nil {
-			return status.Errorf(codes.Unavailable, "log stream ended: %v", err)
+			return err
 		}
 	}
 }
