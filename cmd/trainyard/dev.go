@@ -107,6 +107,8 @@ Takes every flag of "serve" and "worker".`,
 	common.register(cmd)
 	serve.register(cmd.Flags())
 	wf.register(cmd.Flags())
+	cmd.Flags().Lookup("dev-auth").Usage = "FILE of static tokens; without it and without --oidc-issuer, a fresh admin token is generated and printed"
+	cmd.Flags().Lookup("oidc-issuer").Usage = "OIDC issuer URL whose ID tokens are accepted (discovery and JWKS are fetched from it); without it, dev authentication"
 	cmd.Flags().BoolVar(&migrate, "migrate", true, "migrate the database (up) before starting")
 	documentEnv(cmd)
 	return cmd

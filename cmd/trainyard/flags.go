@@ -45,7 +45,7 @@ func documentEnv(cmd *cobra.Command) {
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		env := "$" + envName(f.Name)
 		if f.Name == "database-url" {
-			env = "$DATABASE_URL or " + env
+			env += ", else $DATABASE_URL"
 		}
 		f.Usage += " [" + env + "]"
 	})

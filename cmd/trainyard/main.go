@@ -53,7 +53,7 @@ type commonFlags struct {
 
 func (c *commonFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
-	fs.StringVar(&c.databaseURL, "database-url", "", "Postgres URL, e.g. postgres://user@host:5432/trainyard")
+	fs.StringVar(&c.databaseURL, "database-url", "", "Postgres URL, e.g. postgres://user@host:5432/trainyard (required)")
 	c.logs.register(fs)
 	c.kube.register(fs)
 }
@@ -141,7 +141,7 @@ func newMigrateCmd() *cobra.Command {
 			return fmt.Errorf("unknown migrate command %q: want up, down or version", args[0])
 		},
 	}
-	cmd.Flags().StringVar(&databaseURL, "database-url", "", "Postgres URL")
+	cmd.Flags().StringVar(&databaseURL, "database-url", "", "Postgres URL (required)")
 	documentEnv(cmd)
 	return cmd
 }

@@ -38,7 +38,7 @@ type serveFlags struct {
 func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.httpAddr, "http-addr", ":8080", "address for REST, /docs, /openapi.json, /healthz, /readyz and /metrics")
 	fs.StringVar(&f.grpcAddr, "grpc-addr", ":9090", "address for gRPC")
-	fs.StringVar(&f.oidcIssuer, "oidc-issuer", "", "OIDC issuer URL whose ID tokens are accepted (discovery and JWKS are fetched from it)")
+	fs.StringVar(&f.oidcIssuer, "oidc-issuer", "", "OIDC issuer URL whose ID tokens are accepted (discovery and JWKS are fetched from it); required unless --dev-auth is given")
 	fs.StringVar(&f.oidcAudience, "oidc-audience", "trainyard", "audience (client id) tokens must carry")
 	fs.StringVar(&f.oidcGroupsClaim, "oidc-groups-claim", "groups", "token claim holding the caller's groups (a dotted path reads nested claims)")
 	fs.StringVar(&f.adminGroup, "admin-group", "trainyard-admins", "OIDC group whose members are platform admins (manage tenants)")
