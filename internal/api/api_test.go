@@ -237,7 +237,14 @@ func TestCopyChunks(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"hello"}, got)
 	err = copyChunks(io.MultiReader(strings.NewReader("x"), errReader{}), func([]byte) error { return nil })
+	require.EqualError(t, err, "connection reset", "GetJobLogs turns it into UNAVAILABLE (logsError)")
+
+	srv := NewJobServer(Deps{})
+	err = srv.logsError(context.Background(), "a", "j-worker-0", "log stream ended", err)
 	require.Equal(t, codes.Unavailable, status.Code(err))
+	require.NotContains(t, status.Convert(err).Message(), "connection reset")
+	gone := status.Error(codes.Canceled, "client went away")
+	require.Equal(t, gone, srv.logsError(context.Background(), "a", "j-worker-0", "log stream ended", gone), "a failed send passes as it is")
 }
 
 type errReader struct{}
