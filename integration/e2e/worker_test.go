@@ -447,6 +447,34 @@ func TestTwoWorkersDispatchEachJobOnce(t *testing.T) {
 	}
 }
 
+// A worker that dies (kill -9) with a running job: the other worker, running
+// all along, takes the job over once the dead one's lease expires, within
+// seconds and with no restart of anything. Cancelling the job right after
+// the kill proves it: only an owner deletes the pods and ends it.
+func TestSurvivingWorkerTakesOverWithinSeconds(t *testing.T) {
+	const leaseTTL = 3 * time.Second
+	e := startWorkers(t, 0)
+	first := e.StartWorker(t, "--lease-ttl", leaseTTL.String())
+	e.waitNamespace(t)
+	name := e.submit(t, "orphaned", &pb.JobSpec{Replicas: []*pb.ReplicaSpec{
+		rep(pb.ReplicaType_REPLICA_TYPE_CHIEF, 1, runForever()),
+		rep(pb.ReplicaType_REPLICA_TYPE_WORKER, 2, runForever()),
+	}})
+	e.wait(t, name, 60*time.Second, pb.JobState_JOB_STATE_RUNNING)
+	// The survivor starts only now, so the dead worker is certainly the owner.
+	e.StartWorker(t, "--lease-ttl", leaseTTL.String())
+	time.Sleep(time.Second) // its informers sync; it claims nothing: no job is free
+	first.Kill()
+	killed := time.Now()
+	_, err := e.jobs.CancelJob(ctxT(t), &pb.CancelJobRequest{Name: name})
+	require.NoError(t, err)
+	e.wait(t, name, 30*time.Second, pb.JobState_JOB_STATE_CANCELLED)
+	took := time.Since(killed)
+	t.Logf("job cancelled by the surviving worker %s after the kill (lease TTL %s)", took.Round(time.Millisecond), leaseTTL)
+	require.Less(t, took, leaseTTL+7*time.Second, "the survivor must take over within seconds of the lease expiring")
+	e.waitGone(t, "orphaned", 30*time.Second)
+}
+
 // A job whose pods can never be scheduled (more GPUs than any node has)
 // says why: the Unschedulable condition carries the scheduler's message,
 // and a Warning event is recorded once.
