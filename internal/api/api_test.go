@@ -194,7 +194,8 @@ func TestSpecConversionRoundTrip(t *testing.T) {
 			},
 			PodLabels: map[string]string{"x": "y"}, PodAnnotations: map[string]string{"a": "b"},
 			Port: 2223, RestartPolicy: pb.RestartPolicy_RESTART_POLICY_EXIT_CODE, RetryableExitCodes: []int32{137},
-			SecretVolumes: []*pb.SecretVolume{{Secret: "creds", MountPath: "/creds"}},
+			SecretVolumes:            []*pb.SecretVolume{{Secret: "creds", MountPath: "/creds"}},
+			MountServiceAccountToken: true,
 		}},
 		RunPolicy: &pb.RunPolicy{
 			BackoffLimit: &backoff, ActiveDeadlineSeconds: &deadline, TtlSecondsAfterFinished: &ttl,

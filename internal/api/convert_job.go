@@ -118,6 +118,8 @@ func replicaFromPB(r *pb.ReplicaSpec) job.ReplicaSpec {
 		RestartPolicy:      restartFromPB[r.GetRestartPolicy()],
 		RetryableExitCodes: r.GetRetryableExitCodes(),
 		Privileged:         r.GetPrivileged(),
+
+		MountServiceAccountToken: r.GetMountServiceAccountToken(),
 	}
 	if r.GetRestartPolicy() == pb.RestartPolicy_RESTART_POLICY_UNSPECIFIED {
 		out.RestartPolicy = job.RestartNever
@@ -236,6 +238,8 @@ func replicaToPB(r job.ReplicaSpec) *pb.ReplicaSpec {
 		RestartPolicy:      invert(restartFromPB)[r.RestartPolicy],
 		RetryableExitCodes: r.RetryableExitCodes,
 		Privileged:         r.Privileged,
+
+		MountServiceAccountToken: r.MountServiceAccountToken,
 		Resources: &pb.Resources{
 			Cpu: r.Resources.CPU, Memory: r.Resources.Memory, Gpu: r.Resources.GPU,
 			CpuLimit: r.Resources.CPULimit, MemoryLimit: r.Resources.MemoryLimit,

@@ -98,6 +98,9 @@ type ReplicaSpec struct {
 	RetryableExitCodes []int32           `json:"retryableExitCodes,omitempty"`
 	SecretVolumes      []SecretVolume    `json:"secretVolumes,omitempty"`
 	Privileged         bool              `json:"privileged,omitempty"`
+	// MountServiceAccountToken mounts a token of the tenant's job
+	// ServiceAccount (which holds no rights) in the pods; off by default.
+	MountServiceAccountToken bool `json:"mountServiceAccountToken,omitempty"`
 }
 
 // EnvVar is a literal value or, when Secret is set, a key of a tenant secret.

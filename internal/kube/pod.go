@@ -90,6 +90,9 @@ func RenderPod(j job.Job, ns string, t job.ReplicaType, index, attempt int32, op
 	spec.NodeSelector = cloneMap(r.NodeSelector)
 	spec.Tolerations = tolerations(r.Tolerations)
 	spec.Affinity = affinity(r.Affinity)
+	if r.MountServiceAccountToken {
+		spec.AutomountServiceAccountToken = new(true)
+	}
 	return &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{

@@ -211,7 +211,7 @@ func TestRenderPodEveryReplica(t *testing.T) {
 			require.Equal(t, tc.name, pod.Spec.Hostname)
 			require.Equal(t, "mnist", pod.Spec.Subdomain)
 			require.Equal(t, DefaultJobServiceAccount, pod.Spec.ServiceAccountName)
-			require.Equal(t, new(false), pod.Spec.AutomountServiceAccountToken)
+			require.Equal(t, new(false), pod.Spec.AutomountServiceAccountToken, "no token unless asked")
 			require.Equal(t, corev1.RestartPolicyNever, pod.Spec.RestartPolicy)
 			requireValidNames(t, &pod.ObjectMeta)
 			require.Empty(t, validation.IsDNS1123Label(pod.Spec.Hostname))
@@ -277,6 +277,20 @@ func TestRenderPodPrivileged(t *testing.T) {
 	// the namespace's Pod Security level is what refuses this pod.
 	require.Equal(t, &corev1.SecurityContext{Privileged: new(true)}, pod.Spec.Containers[0].SecurityContext)
 	require.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, pod.Spec.SecurityContext.SeccompProfile.Type)
+}
+
+// A replica that asks for a token gets one of the tenant's job
+// ServiceAccount; the other replicas of the job still get none.
+func TestRenderPodServiceAccountTokenWhenAsked(t *testing.T) {
+	j := distributedJob()
+	j.Spec.Replicas[0].MountServiceAccountToken = true
+	asked, err := RenderPod(j, testNS, j.Spec.Replicas[0].Type, 0, 0, PodOptions{})
+	require.NoError(t, err)
+	require.Equal(t, new(true), asked.Spec.AutomountServiceAccountToken)
+	require.Equal(t, DefaultJobServiceAccount, asked.Spec.ServiceAccountName)
+	other, err := RenderPod(j, testNS, j.Spec.Replicas[1].Type, 0, 0, PodOptions{})
+	require.NoError(t, err)
+	require.Equal(t, new(false), other.Spec.AutomountServiceAccountToken)
 }
 
 func TestResourceRequirements(t *testing.T) {

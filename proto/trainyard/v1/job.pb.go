@@ -623,9 +623,13 @@ type ReplicaSpec struct {
 	// reported clearly rather than silently dropped.
 	Privileged bool `protobuf:"varint,17,opt,name=privileged,proto3" json:"privileged,omitempty"`
 	// Working directory of the container.
-	WorkingDir    string `protobuf:"bytes,18,opt,name=working_dir,json=workingDir,proto3" json:"working_dir,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	WorkingDir string `protobuf:"bytes,18,opt,name=working_dir,json=workingDir,proto3" json:"working_dir,omitempty"`
+	// Mount a token of the tenant's job ServiceAccount in the pods (off by
+	// default). That account holds no rights in the cluster; the token is an
+	// identity, e.g. for workload identity federation with a cloud provider.
+	MountServiceAccountToken bool `protobuf:"varint,19,opt,name=mount_service_account_token,json=mountServiceAccountToken,proto3" json:"mount_service_account_token,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
 }
 
 func (x *ReplicaSpec) Reset() {
@@ -782,6 +786,13 @@ func (x *ReplicaSpec) GetWorkingDir() string {
 		return x.WorkingDir
 	}
 	return ""
+}
+
+func (x *ReplicaSpec) GetMountServiceAccountToken() bool {
+	if x != nil {
+		return x.MountServiceAccountToken
+	}
+	return false
 }
 
 // An environment variable: a literal value or a key of a tenant secret.
@@ -2856,7 +2867,7 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"checkpoint\x18\x04 \x01(\v2\x1e.trainyard.v1.CheckpointVolumeR\n" +
 	"checkpoint\x12;\n" +
 	"\vtensorboard\x18\x05 \x01(\v2\x19.trainyard.v1.TensorBoardR\vtensorboard\x12\x1a\n" +
-	"\bpriority\x18\x06 \x01(\x05R\bpriority\"\xa8\b\n" +
+	"\bpriority\x18\x06 \x01(\x05R\bpriority\"\xe7\b\n" +
 	"\vReplicaSpec\x12-\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x19.trainyard.v1.ReplicaTypeR\x04type\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\x05R\x05count\x12\x14\n" +
@@ -2880,7 +2891,8 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"privileged\x18\x11 \x01(\bR\n" +
 	"privileged\x12\x1f\n" +
 	"\vworking_dir\x18\x12 \x01(\tR\n" +
-	"workingDir\x1a?\n" +
+	"workingDir\x12=\n" +
+	"\x1bmount_service_account_token\x18\x13 \x01(\bR\x18mountServiceAccountToken\x1a?\n" +
 	"\x11NodeSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a<\n" +
