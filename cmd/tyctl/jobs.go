@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
+	"github.com/trainyard/trainyard/internal/resname"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
 
@@ -79,7 +80,7 @@ func newJobsGetCmd(a *app) *cobra.Command {
 		Short: "Show a job: state, replicas, restarts and how replicas ended",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, err := a.childName("jobs", args[0])
+			name, err := a.childName(resname.Job, args[0])
 			if err != nil {
 				return err
 			}
@@ -163,7 +164,7 @@ func newJobsCancelCmd(a *app) *cobra.Command {
 		Short: "Cancel a job: a queued job at once, a running one once its pods stop",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, err := a.childName("jobs", args[0])
+			name, err := a.childName(resname.Job, args[0])
 			if err != nil {
 				return err
 			}
@@ -198,7 +199,7 @@ func newJobsDeleteCmd(a *app) *cobra.Command {
 		Short: "Delete a finished job and what it left in Kubernetes",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, err := a.childName("jobs", args[0])
+			name, err := a.childName(resname.Job, args[0])
 			if err != nil {
 				return err
 			}
@@ -223,7 +224,7 @@ func newJobsEventsCmd(a *app) *cobra.Command {
 		Short: "List a job's events, oldest first",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, err := a.childName("jobs", args[0])
+			name, err := a.childName(resname.Job, args[0])
 			if err != nil {
 				return err
 			}

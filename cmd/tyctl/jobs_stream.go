@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/trainyard/trainyard/internal/resname"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
 
@@ -30,7 +31,7 @@ the tail Trainyard kept is printed.`,
 		Example: `  tyctl jobs logs mnist-1 --replica worker-1 -f --tail 100`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, err := a.childName("jobs", args[0])
+			name, err := a.childName(resname.Job, args[0])
 			if err != nil {
 				return err
 			}
@@ -101,7 +102,7 @@ and in 'tyctl jobs events').`,
 			if filter != "" {
 				return errors.New("--filter applies to a tenant-wide watch, without NAME")
 			}
-			name, err := a.childName("jobs", args[0])
+			name, err := a.childName(resname.Job, args[0])
 			if err != nil {
 				return err
 			}

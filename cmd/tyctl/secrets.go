@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/trainyard/trainyard/internal/resname"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
 
@@ -39,7 +40,7 @@ your shell history.`,
   tyctl secrets put s3 --from-literal access-key-id=AKIA... --from-file secret-access-key=./s3.key`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, err := a.childName("secrets", args[0])
+			name, err := a.childName(resname.Secret, args[0])
 			if err != nil {
 				return err
 			}
@@ -133,7 +134,7 @@ func newSecretsDeleteCmd(a *app) *cobra.Command {
 		Short: "Delete a secret",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, err := a.childName("secrets", args[0])
+			name, err := a.childName(resname.Secret, args[0])
 			if err != nil {
 				return err
 			}

@@ -125,6 +125,16 @@ func TestParseNames(t *testing.T) {
 		br := badRequest(t, err)
 		require.Equal(t, "name", br.GetFieldViolations()[0].GetField())
 	}
+
+	// An id that cannot exist names nothing: NOT_FOUND, with the input
+	// escaped, and nothing reaches the store.
+	for _, bad := range []string{"tenants/acme/jobs/a\x00b", "tenants/acme/jobs/a\xffb", "tenants/acme/jobs/Bad_Name"} {
+		_, _, err := parseJob("name", bad)
+		require.Equal(t, codes.NotFound, status.Code(err), bad)
+		require.NotContains(t, status.Convert(err).Message(), "\x00")
+	}
+	_, _, err = parseSecret("name", "tenants/acme/secrets/a\x00b")
+	require.Equal(t, codes.NotFound, status.Code(err))
 }
 
 func badRequest(t *testing.T, err error) *errdetails.BadRequest {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/store"
 )
 
@@ -21,19 +23,18 @@ import (
 // else becomes INTERNAL with a neutral message and an id that is logged with
 // the real error, so SQL or stack text never reaches a caller.
 
-// FieldViolation is one problem with one request field.
-type FieldViolation struct {
-	Field       string
-	Description string
+func violation(field, description string) job.FieldViolation {
+	return job.FieldViolation{Field: field, Description: description}
 }
 
-func violation(field, description string) FieldViolation {
-	return FieldViolation{Field: field, Description: description}
-}
+// maxViolations bounds the details of one error: a request of a million
+// bad items (under the size limit, a list of exit codes can be that) gets
+// the first ones and a count, not a response larger than the request.
+const maxViolations = 100
 
 // invalid returns INVALID_ARGUMENT with a google.rpc.BadRequest detail
-// listing every violation.
-func invalid(vs ...FieldViolation) error {
+// listing every violation (the first maxViolations of them).
+func invalid(vs ...job.FieldViolation) error {
 	msg := "invalid request"
 	if len(vs) > 0 {
 		msg = vs[0].Field + ": " + vs[0].Description
@@ -43,7 +44,13 @@ func invalid(vs ...FieldViolation) error {
 	}
 	st := status.New(codes.InvalidArgument, msg)
 	br := &errdetails.BadRequest{}
-	for _, v := range vs {
+	for i, v := range vs {
+		if i == maxViolations {
+			br.FieldViolations = append(br.FieldViolations, &errdetails.BadRequest_FieldViolation{
+				Field: v.Field, Description: fmt.Sprintf("and %d more problems not listed", len(vs)-maxViolations),
+			})
+			break
+		}
 		br.FieldViolations = append(br.FieldViolations, &errdetails.BadRequest_FieldViolation{
 			Field: v.Field, Description: v.Description,
 		})

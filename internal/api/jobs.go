@@ -78,18 +78,14 @@ func (s *JobServer) CreateJob(ctx context.Context, req *pb.CreateJobRequest) (*p
 		j.Creator = p.Subject
 	}
 	j.Spec.Default()
-	var vs []FieldViolation
-	for _, v := range job.Validate(&j) {
-		vs = append(vs, violation(v.Field, v.Description))
-	}
-	if len(vs) > 0 {
+	if vs := job.Validate(&j); len(vs) > 0 {
 		return nil, invalid(vs...)
 	}
 	t, err := s.tenant(ctx, tenantID)
 	if err != nil {
 		return nil, err
 	}
-	vs, err = s.missingSecrets(ctx, tenantID, j.Spec)
+	vs, err := s.missingSecrets(ctx, tenantID, j.Spec)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +143,7 @@ func secretRefs(spec job.Spec) []secretRef {
 // one, that does not exist: a pod referring to it would be stuck in
 // CreateContainerConfigError. One query reads the tenant's secret names and
 // keys (never values), and only when the spec refers to any.
-func (s *JobServer) missingSecrets(ctx context.Context, tenantID string, spec job.Spec) ([]FieldViolation, error) {
+func (s *JobServer) missingSecrets(ctx context.Context, tenantID string, spec job.Spec) (job.Violations, error) {
 	refs := secretRefs(spec)
 	if len(refs) == 0 {
 		return nil, nil
@@ -159,7 +155,7 @@ func (s *JobServer) missingSecrets(ctx context.Context, tenantID string, spec jo
 	return checkSecretRefs(tenantID, refs, secs), nil
 }
 
-func checkSecretRefs(tenantID string, refs []secretRef, secs []tenant.Secret) []FieldViolation {
+func checkSecretRefs(tenantID string, refs []secretRef, secs []tenant.Secret) job.Violations {
 	keys := make(map[string]map[string]bool, len(secs))
 	for _, sec := range secs {
 		keys[sec.Name] = map[string]bool{}
@@ -167,14 +163,14 @@ func checkSecretRefs(tenantID string, refs []secretRef, secs []tenant.Secret) []
 			keys[sec.Name][k] = true
 		}
 	}
-	var vs []FieldViolation
+	var vs job.Violations
 	for _, r := range refs {
 		have, ok := keys[r.secret]
 		switch {
 		case !ok:
-			vs = append(vs, violation(r.field, fmt.Sprintf("secret %s does not exist in tenant %s", quote(r.secret), quote(tenantID))))
+			vs.Add(r.field, "secret %s does not exist in tenant %s", quote(r.secret), quote(tenantID))
 		case r.key != "" && !have[r.key]:
-			vs = append(vs, violation(r.keyAt, fmt.Sprintf("secret %s has no key %s (it has: %s)", quote(r.secret), quote(r.key), strings.Join(sortedSet(have), ", "))))
+			vs.Add(r.keyAt, "secret %s has no key %s (it has: %s)", quote(r.secret), quote(r.key), strings.Join(sortedSet(have), ", "))
 		}
 	}
 	return vs

@@ -1,46 +1,59 @@
 package api
 
 import (
-	"strings"
+	"errors"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/trainyard/trainyard/internal/resname"
 )
 
-// Resource names (AIP-122): tenants/{tenant}, tenants/{tenant}/jobs/{job},
-// tenants/{tenant}/secrets/{secret}. Parsing checks the shape only; the ids
-// themselves are checked where they are created.
+// Resource names are parsed by internal/resname, which the Authorizer and
+// tyctl share. A malformed name is INVALID_ARGUMENT naming the field; a
+// well-formed name whose job or secret id cannot exist (not a DNS-1123
+// label: a NUL byte, upper case, ...) is NOT_FOUND, as any id that names
+// nothing is, so that such bytes never reach the store.
 
-func tenantName(t string) string        { return "tenants/" + t }
-func jobName(tenant, job string) string { return "tenants/" + tenant + "/jobs/" + job }
+func tenantName(t string) string      { return resname.Tenant.Format(t) }
+func jobName(tenant, j string) string { return resname.Job.Format(tenant, j) }
 func secretName(tenant, s string) string {
-	return "tenants/" + tenant + "/secrets/" + s
+	return resname.Secret.Format(tenant, s)
 }
 
-// parseName splits name into the ids of a pattern like tenants/*/jobs/*.
-// field is the request field, for the error.
-func parseName(field, name string, collections ...string) ([]string, error) {
-	parts := strings.Split(name, "/")
-	if len(parts) != 2*len(collections) {
-		return nil, invalidName(field, name, collections)
+// parse parses name of pattern p from request field.
+func parse(p resname.Pattern, field, name string) ([]string, error) {
+	ids, err := p.Parse(name)
+	var e *resname.Error
+	switch {
+	case err == nil:
+		return ids, nil
+	case errors.As(err, &e) && errors.Is(err, resname.ErrNoSuchID):
+		return ids, status.Errorf(codes.NotFound, "%s in tenant %s", e.Description, quote(ids[0]))
+	case errors.As(err, &e):
+		return nil, invalid(violation(field, e.Description))
 	}
-	ids := make([]string, len(collections))
-	for i, c := range collections {
-		if parts[2*i] != c || parts[2*i+1] == "" {
-			return nil, invalidName(field, name, collections)
-		}
-		ids[i] = parts[2*i+1]
-	}
-	return ids, nil
+	return nil, err
 }
 
-func invalidName(field, name string, collections []string) error {
-	pattern := make([]string, 0, 2*len(collections))
-	for _, c := range collections {
-		pattern = append(pattern, c, "{"+strings.TrimSuffix(c, "s")+"}")
+// parseNew parses the name of a resource the request creates or replaces:
+// an id that cannot exist is the caller's to fix, so it is returned for the
+// handler to validate (and report as INVALID_ARGUMENT) rather than being
+// NOT_FOUND.
+func parseNew(p resname.Pattern, field, name string) ([]string, error) {
+	ids, err := p.Parse(name)
+	if errors.Is(err, resname.ErrNoSuchID) {
+		return ids, nil
 	}
-	return invalid(violation(field, "must look like "+strings.Join(pattern, "/")+", got "+quote(name)))
+	var e *resname.Error
+	if errors.As(err, &e) {
+		return nil, invalid(violation(field, e.Description))
+	}
+	return ids, err
 }
 
 func parseTenant(field, name string) (string, error) {
-	ids, err := parseName(field, name, "tenants")
+	ids, err := parse(resname.Tenant, field, name)
 	if err != nil {
 		return "", err
 	}
@@ -48,7 +61,7 @@ func parseTenant(field, name string) (string, error) {
 }
 
 func parseJob(field, name string) (tenant, job string, err error) {
-	ids, err := parseName(field, name, "tenants", "jobs")
+	ids, err := parse(resname.Job, field, name)
 	if err != nil {
 		return "", "", err
 	}
@@ -56,18 +69,12 @@ func parseJob(field, name string) (tenant, job string, err error) {
 }
 
 func parseSecret(field, name string) (tenant, secret string, err error) {
-	ids, err := parseName(field, name, "tenants", "secrets")
+	ids, err := parse(resname.Secret, field, name)
 	if err != nil {
 		return "", "", err
 	}
 	return ids[0], ids[1], nil
 }
 
-// quote shortens and quotes user input echoed in an error.
-func quote(s string) string {
-	const max = 80
-	if len(s) > max {
-		s = s[:max] + "…"
-	}
-	return `"` + s + `"`
-}
+// quote shortens, escapes and quotes user input echoed in an error.
+func quote(s string) string { return resname.Quote(s) }

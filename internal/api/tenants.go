@@ -14,6 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/trainyard/trainyard/internal/auth"
+	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/resname"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenant"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
@@ -171,26 +173,18 @@ func tenantUpdateFields(paths []string) (map[string]bool, error) {
 	return fields, nil
 }
 
-func tenantViolations(t *tenant.Tenant, prefix string) []FieldViolation {
-	var vs []FieldViolation
-	for _, v := range tenant.Validate(t) {
-		vs = append(vs, violation(prefix+v.Field, v.Description))
-	}
-	return vs
-}
-
 func (s *TenantServer) CreateTenant(ctx context.Context, req *pb.CreateTenantRequest) (*pb.Tenant, error) {
-	var vs []FieldViolation
+	var vs job.Violations
 	if err := tenant.ValidateTenantID(req.GetTenantId()); err != nil {
-		vs = append(vs, violation("tenantId", err.Error()))
+		vs.Add("tenantId", "%v", err)
 	}
 	if req.GetTenant() == nil {
-		vs = append(vs, violation("tenant", "is required"))
+		vs.Add("tenant", "is required")
 		return nil, invalid(vs...)
 	}
 	t := tenant.Tenant{ID: req.GetTenantId(), Namespace: s.nsPrefix + req.GetTenantId(), State: tenant.Active}
 	tenantFieldsFromPB(req.GetTenant(), &t, allTenantFields())
-	vs = append(vs, tenantViolations(&t, "tenant.")...)
+	vs.AddAt("tenant.", tenant.Validate(&t))
 	if len(vs) > 0 {
 		return nil, invalid(vs...)
 	}
@@ -264,13 +258,13 @@ func (s *TenantServer) UpdateTenant(ctx context.Context, req *pb.UpdateTenantReq
 	if len(req.GetUpdateMask().GetPaths()) == 0 {
 		fields = populatedTenantFields(req.GetTenant())
 	}
-	var vs []FieldViolation
 	t, err := s.store.TenantUpdate(ctx, id, func(t *tenant.Tenant) error {
 		if t.State != tenant.Active {
 			return status.Errorf(codes.FailedPrecondition, "tenant %q is %s", id, t.State)
 		}
 		tenantFieldsFromPB(req.GetTenant(), t, fields)
-		if vs = tenantViolations(t, "tenant."); len(vs) > 0 {
+		var vs job.Violations
+		if vs.AddAt("tenant.", tenant.Validate(t)); len(vs) > 0 {
 			return invalid(vs...)
 		}
 		return nil
@@ -313,17 +307,16 @@ func (s *TenantServer) PutSecret(ctx context.Context, req *pb.PutSecretRequest) 
 	if req.GetSecret() == nil {
 		return nil, invalid(violation("secret", "is required"))
 	}
-	tenantID, id, err := parseSecret("secret.name", req.GetSecret().GetName())
+	ids, err := parseNew(resname.Secret, "secret.name", req.GetSecret().GetName())
 	if err != nil {
 		return nil, err
 	}
-	var vs []FieldViolation
+	tenantID, id := ids[0], ids[1]
+	var vs job.Violations
 	if err := tenant.ValidateSecretID(id); err != nil {
-		vs = append(vs, violation("secret.name", err.Error()))
+		vs.Add("secret.name", "%v", err)
 	}
-	for _, v := range tenant.ValidateSecretData(req.GetSecret().GetData()) {
-		vs = append(vs, violation("secret."+v.Field, v.Description))
-	}
+	vs.AddAt("secret.", tenant.ValidateSecretData(req.GetSecret().GetData()))
 	if len(vs) > 0 {
 		return nil, invalid(vs...)
 	}

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/trainyard/trainyard/internal/resname"
 	"github.com/trainyard/trainyard/internal/tenant"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
@@ -87,12 +88,12 @@ type rule struct {
 	// knows it ("parent", "secret.name"); empty when the method names no
 	// tenant.
 	field   string
-	pattern namePattern
+	pattern resname.Pattern
 	name    func(req any) (string, bool)
 }
 
 // named builds a rule for a method whose request names a tenant resource.
-func named[T any](perm Permission, write bool, field string, pattern namePattern, get func(T) string) rule {
+func named[T any](perm Permission, write bool, field string, pattern resname.Pattern, get func(T) string) rule {
 	return rule{perm: perm, write: write, field: field, pattern: pattern, name: func(req any) (string, bool) {
 		r, ok := req.(T)
 		if !ok {
@@ -110,28 +111,28 @@ const (
 // rules is the whole access policy: every method of every Trainyard
 // service, and nothing else. A method missing here is denied.
 var rules = map[string]rule{
-	pb.JobService_CreateJob_FullMethodName:     named(PermTenantEditor, write, "parent", tenantPattern, (*pb.CreateJobRequest).GetParent),
-	pb.JobService_GetJob_FullMethodName:        named(PermTenantViewer, read, "name", jobPattern, (*pb.GetJobRequest).GetName),
-	pb.JobService_ListJobs_FullMethodName:      named(PermTenantViewer, read, "parent", tenantPattern, (*pb.ListJobsRequest).GetParent),
-	pb.JobService_CancelJob_FullMethodName:     named(PermTenantEditor, write, "name", jobPattern, (*pb.CancelJobRequest).GetName),
-	pb.JobService_DeleteJob_FullMethodName:     named(PermTenantEditor, write, "name", jobPattern, (*pb.DeleteJobRequest).GetName),
-	pb.JobService_ListJobEvents_FullMethodName: named(PermTenantViewer, read, "parent", jobPattern, (*pb.ListJobEventsRequest).GetParent),
-	pb.JobService_GetJobLogs_FullMethodName:    named(PermTenantViewer, read, "name", jobPattern, (*pb.GetJobLogsRequest).GetName),
-	pb.JobService_WatchJob_FullMethodName:      named(PermTenantViewer, read, "name", jobPattern, (*pb.WatchJobRequest).GetName),
-	pb.JobService_WatchJobs_FullMethodName:     named(PermTenantViewer, read, "parent", tenantPattern, (*pb.WatchJobsRequest).GetParent),
+	pb.JobService_CreateJob_FullMethodName:     named(PermTenantEditor, write, "parent", resname.Tenant, (*pb.CreateJobRequest).GetParent),
+	pb.JobService_GetJob_FullMethodName:        named(PermTenantViewer, read, "name", resname.Job, (*pb.GetJobRequest).GetName),
+	pb.JobService_ListJobs_FullMethodName:      named(PermTenantViewer, read, "parent", resname.Tenant, (*pb.ListJobsRequest).GetParent),
+	pb.JobService_CancelJob_FullMethodName:     named(PermTenantEditor, write, "name", resname.Job, (*pb.CancelJobRequest).GetName),
+	pb.JobService_DeleteJob_FullMethodName:     named(PermTenantEditor, write, "name", resname.Job, (*pb.DeleteJobRequest).GetName),
+	pb.JobService_ListJobEvents_FullMethodName: named(PermTenantViewer, read, "parent", resname.Job, (*pb.ListJobEventsRequest).GetParent),
+	pb.JobService_GetJobLogs_FullMethodName:    named(PermTenantViewer, read, "name", resname.Job, (*pb.GetJobLogsRequest).GetName),
+	pb.JobService_WatchJob_FullMethodName:      named(PermTenantViewer, read, "name", resname.Job, (*pb.WatchJobRequest).GetName),
+	pb.JobService_WatchJobs_FullMethodName:     named(PermTenantViewer, read, "parent", resname.Tenant, (*pb.WatchJobsRequest).GetParent),
 
 	pb.TenantService_CreateTenant_FullMethodName: {perm: PermPlatformAdmin},
-	pb.TenantService_GetTenant_FullMethodName:    named(PermTenantViewer, read, "name", tenantPattern, (*pb.GetTenantRequest).GetName),
+	pb.TenantService_GetTenant_FullMethodName:    named(PermTenantViewer, read, "name", resname.Tenant, (*pb.GetTenantRequest).GetName),
 	pb.TenantService_ListTenants_FullMethodName:  {perm: PermAuthenticated},
-	pb.TenantService_UpdateTenant_FullMethodName: named(PermPlatformAdmin, write, "tenant.name", tenantPattern,
+	pb.TenantService_UpdateTenant_FullMethodName: named(PermPlatformAdmin, write, "tenant.name", resname.Tenant,
 		func(r *pb.UpdateTenantRequest) string { return r.GetTenant().GetName() }),
 	// Not a write for the state check: offboarding is what DeleteTenant
 	// starts, and retrying it must keep working.
-	pb.TenantService_DeleteTenant_FullMethodName: named(PermPlatformAdmin, read, "name", tenantPattern, (*pb.DeleteTenantRequest).GetName),
-	pb.TenantService_PutSecret_FullMethodName: named(PermTenantAdmin, write, "secret.name", secretPattern,
+	pb.TenantService_DeleteTenant_FullMethodName: named(PermPlatformAdmin, read, "name", resname.Tenant, (*pb.DeleteTenantRequest).GetName),
+	pb.TenantService_PutSecret_FullMethodName: named(PermTenantAdmin, write, "secret.name", resname.Secret,
 		func(r *pb.PutSecretRequest) string { return r.GetSecret().GetName() }),
-	pb.TenantService_ListSecrets_FullMethodName:  named(PermTenantViewer, read, "parent", tenantPattern, (*pb.ListSecretsRequest).GetParent),
-	pb.TenantService_DeleteSecret_FullMethodName: named(PermTenantAdmin, write, "name", secretPattern, (*pb.DeleteSecretRequest).GetName),
+	pb.TenantService_ListSecrets_FullMethodName:  named(PermTenantViewer, read, "parent", resname.Tenant, (*pb.ListSecretsRequest).GetParent),
+	pb.TenantService_DeleteSecret_FullMethodName: named(PermTenantAdmin, write, "name", resname.Secret, (*pb.DeleteSecretRequest).GetName),
 }
 
 // RequiredPermission returns what fullMethod requires; false for a method
@@ -183,7 +184,7 @@ func (a *Authorizer) Authorize(ctx context.Context, p Principal, fullMethod stri
 	if !ok {
 		return Access{}, denyf(codes.Internal, fmt.Errorf("request %T does not match method %s", req, fullMethod), "internal error")
 	}
-	id, ok := tenantOf(name, r.pattern)
+	id, ok := r.pattern.TenantOf(name)
 	if !ok {
 		return Access{}, invalidName(r.field, r.pattern)
 	}
@@ -228,7 +229,7 @@ func notFound(id string) error {
 	return denyf(codes.NotFound, nil, "tenant %q not found", id)
 }
 
-func invalidName(field string, pattern namePattern) error {
+func invalidName(field string, pattern resname.Pattern) error {
 	desc := fmt.Sprintf("must be of the form %s with a DNS-1123 label as tenant id", pattern)
 	st := status.New(codes.InvalidArgument, fmt.Sprintf("invalid %s: %s", field, desc))
 	if d, err := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/trainyard/trainyard/internal/resname"
 	"github.com/trainyard/trainyard/internal/tenant"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
@@ -354,15 +355,15 @@ func TestTenantOf(t *testing.T) {
 		"tenants/ml-team-1":                  "ml-team-1",
 		"tenants/" + strings.Repeat("a", 63): strings.Repeat("a", 63),
 	} {
-		got, ok := tenantOf(name, tenantPattern)
+		got, ok := resname.Tenant.TenantOf(name)
 		require.True(t, ok, name)
 		require.Equal(t, want, got)
 	}
-	got, ok := tenantOf("tenants/t1/jobs/j", jobPattern)
+	got, ok := resname.Job.TenantOf("tenants/t1/jobs/j")
 	require.True(t, ok)
 	require.Equal(t, "t1", got)
 	for _, bad := range []string{"", "tenants", "tenants/", "tenants/a/", "tenants/a-", "tenants/a_b", "tenants/a.b", "Tenants/a", "tenants//a"} {
-		_, ok := tenantOf(bad, tenantPattern)
+		_, ok := resname.Tenant.TenantOf(bad)
 		require.False(t, ok, bad)
 	}
 }

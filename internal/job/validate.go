@@ -76,33 +76,23 @@ const ReservedEnvPrefix = "TRAINYARD_"
 // worker's informers select on it, so a pod label may not set it.
 const LabelManagedBy = "app.kubernetes.io/managed-by"
 
-// FieldViolation is one problem with a request, for a google.rpc.BadRequest.
-// Field is the path in the API's JSON names: "jobId", "labels",
-// "spec.replicas[1].resources.gpu". Problems with a map entry are reported at
-// the map ("labels", "spec.replicas[0].nodeSelector") with the key quoted in
-// the description, because AIP-193 paths have no syntax for map keys.
-type FieldViolation struct {
-	Field       string
-	Description string
-}
-
 // Validate checks a job (its id in Name, display name, labels and spec)
 // after Spec.Default, and returns every problem found, one violation each,
 // in a stable order; nil when the job is valid. Status and the output-only
 // fields are not looked at.
 func Validate(j *Job) []FieldViolation {
-	var v violations
+	var v Violations
 	if err := ValidJobID(j.Name); err != nil {
-		v.add("jobId", "%v", err)
+		v.Add("jobId", "%v", err)
 	} else if err := ReservedJobID(j.Name); err != nil {
-		v.add("jobId", "%v", err)
+		v.Add("jobId", "%v", err)
 	} else if err := ValidNames(j.Name, j.Spec); err != nil {
-		v.add("jobId", "%v", err)
+		v.Add("jobId", "%v", err)
 	}
 	if n := utf8.RuneCountInString(j.DisplayName); n > MaxDisplayNameLength {
-		v.add("displayName", "is %d characters; at most %d are allowed", n, MaxDisplayNameLength)
+		v.Add("displayName", "is %d characters; at most %d are allowed", n, MaxDisplayNameLength)
 	}
-	v.labels("labels", j.Labels, MaxLabels, nil)
+	v.Labels("labels", j.Labels, MaxLabels, nil)
 	v.spec(&j.Spec)
 	return v
 }
@@ -127,13 +117,7 @@ func SecretRefs(spec Spec) []string {
 	return slices.Compact(ids)
 }
 
-type violations []FieldViolation
-
-func (v *violations) add(field, format string, args ...any) {
-	*v = append(*v, FieldViolation{Field: field, Description: fmt.Sprintf(format, args...)})
-}
-
-func (v *violations) spec(s *Spec) {
+func (v *Violations) spec(s *Spec) {
 	v.replicas(s)
 	resourcesOK := true
 	for i := range s.Replicas {
@@ -147,46 +131,46 @@ func (v *violations) spec(s *Spec) {
 	case SuccessChiefOrWorker0:
 	case SuccessAllWorkers:
 		if !slices.ContainsFunc(s.Replicas, func(r ReplicaSpec) bool { return r.Type == Worker }) {
-			v.add("spec.successPolicy", "AllWorkers needs at least one WORKER replica")
+			v.Add("spec.successPolicy", "AllWorkers needs at least one WORKER replica")
 		}
 	default:
-		v.add("spec.successPolicy", "%q is not a success policy (ChiefOrWorker0 or AllWorkers)", s.SuccessPolicy)
+		v.Add("spec.successPolicy", "%q is not a success policy (ChiefOrWorker0 or AllWorkers)", s.SuccessPolicy)
 	}
 
 	if c := s.Checkpoint; c != nil {
 		if c.ClaimName == "" {
-			v.add("spec.checkpoint.claimName", "is required")
+			v.Add("spec.checkpoint.claimName", "is required")
 		} else if msgs := validation.IsDNS1123Subdomain(c.ClaimName); len(msgs) > 0 {
-			v.add("spec.checkpoint.claimName", "%q is not a valid claim name: %s", c.ClaimName, join(msgs))
+			v.Add("spec.checkpoint.claimName", "%q is not a valid claim name: %s", c.ClaimName, join(msgs))
 		}
 		v.mountPath("spec.checkpoint.mountPath", c.MountPath)
 	}
 	if tb := s.TensorBoard; tb != nil {
 		if s.Checkpoint == nil {
-			v.add("spec.tensorboard", "TensorBoard reads the checkpoint volume: set spec.checkpoint too")
+			v.Add("spec.tensorboard", "TensorBoard reads the checkpoint volume: set spec.checkpoint too")
 		}
 		v.image("spec.tensorboard.image", tb.Image)
 		if tb.LogDir != "" && (path.IsAbs(tb.LogDir) || path.Clean(tb.LogDir) != tb.LogDir || escapes(tb.LogDir)) {
-			v.add("spec.tensorboard.logDir", "%q must be a clean path relative to the checkpoint mount, without '..'", tb.LogDir)
+			v.Add("spec.tensorboard.logDir", "%q must be a clean path relative to the checkpoint mount, without '..'", tb.LogDir)
 		}
 	}
 	if s.Priority < MinPriority || s.Priority > MaxPriority {
-		v.add("spec.priority", "%d is out of range %d..%d", s.Priority, MinPriority, MaxPriority)
+		v.Add("spec.priority", "%d is out of range %d..%d", s.Priority, MinPriority, MaxPriority)
 	}
 
 	// Quantities that parse can still add up past int64; only worth asking
 	// when each one is fine on its own.
 	if resourcesOK {
 		if _, err := s.Demand(); err != nil {
-			v.add("spec.replicas", "resource requests are too large: %v", err)
+			v.Add("spec.replicas", "resource requests are too large: %v", err)
 		}
 	}
 }
 
 // replicas checks the replica list as a whole: types, counts and the mix.
-func (v *violations) replicas(s *Spec) {
+func (v *Violations) replicas(s *Spec) {
 	if len(s.Replicas) == 0 {
-		v.add("spec.replicas", "at least one replica (a CHIEF or a WORKER) is required")
+		v.Add("spec.replicas", "at least one replica (a CHIEF or a WORKER) is required")
 		return
 	}
 	first := map[ReplicaType]int{}
@@ -195,40 +179,40 @@ func (v *violations) replicas(s *Spec) {
 		p := fmt.Sprintf("spec.replicas[%d]", i)
 		switch {
 		case r.Type == "":
-			v.add(p+".type", "is required: CHIEF, WORKER, PS or EVALUATOR")
+			v.Add(p+".type", "is required: CHIEF, WORKER, PS or EVALUATOR")
 		case !r.Type.Valid():
-			v.add(p+".type", "%q is not a replica type (CHIEF, WORKER, PS or EVALUATOR)", r.Type)
+			v.Add(p+".type", "%q is not a replica type (CHIEF, WORKER, PS or EVALUATOR)", r.Type)
 		default:
 			if j, dup := first[r.Type]; dup {
-				v.add(p+".type", "%s is already given in spec.replicas[%d]; give each type once, with a count", upper(r.Type), j)
+				v.Add(p+".type", "%s is already given in spec.replicas[%d]; give each type once, with a count", upper(r.Type), j)
 			} else {
 				first[r.Type] = i
 			}
 		}
 		switch {
 		case r.Count < 1 || r.Count > MaxReplicaCount:
-			v.add(p+".count", "%d is out of range 1..%d", r.Count, MaxReplicaCount)
+			v.Add(p+".count", "%d is out of range 1..%d", r.Count, MaxReplicaCount)
 		case r.Type == Chief && r.Count > MaxChief:
-			v.add(p+".count", "a job has at most %d CHIEF replica, not %d", MaxChief, r.Count)
+			v.Add(p+".count", "a job has at most %d CHIEF replica, not %d", MaxChief, r.Count)
 		case r.Type == Evaluator && r.Count > MaxEvaluator:
-			v.add(p+".count", "a job has at most %d EVALUATOR replica, not %d", MaxEvaluator, r.Count)
+			v.Add(p+".count", "a job has at most %d EVALUATOR replica, not %d", MaxEvaluator, r.Count)
 		default:
 			total += int64(r.Count)
 		}
 	}
 	if total > MaxTotalReplicas {
-		v.add("spec.replicas", "%d replicas in total; at most %d are allowed", total, MaxTotalReplicas)
+		v.Add("spec.replicas", "%d replicas in total; at most %d are allowed", total, MaxTotalReplicas)
 	}
 	if _, chief := first[Chief]; !chief {
 		if _, worker := first[Worker]; !worker {
-			v.add("spec.replicas", "a job needs a CHIEF or at least one WORKER replica")
+			v.Add("spec.replicas", "a job needs a CHIEF or at least one WORKER replica")
 		}
 	}
 }
 
 // replica checks one replica's fields and reports whether its resources
 // were valid.
-func (v *violations) replica(p string, r *ReplicaSpec, ckpt *CheckpointVolume) (resourcesOK bool) {
+func (v *Violations) replica(p string, r *ReplicaSpec, ckpt *CheckpointVolume) (resourcesOK bool) {
 	v.image(p+".image", r.Image)
 	v.argv(p+".command", r.Command)
 	v.argv(p+".args", r.Args)
@@ -236,22 +220,22 @@ func (v *violations) replica(p string, r *ReplicaSpec, ckpt *CheckpointVolume) (
 	before := len(*v)
 	v.resources(p+".resources", &r.Resources)
 	resourcesOK = len(*v) == before
-	v.labels(p+".nodeSelector", r.NodeSelector, MaxNodeSelector, nil)
+	v.Labels(p+".nodeSelector", r.NodeSelector, MaxNodeSelector, nil)
 	v.tolerations(p+".tolerations", r.Tolerations)
 	if r.Affinity != nil {
 		v.affinity(p+".affinity", r.Affinity)
 	}
-	v.labels(p+".podLabels", r.PodLabels, MaxLabels, reservedPodLabel)
+	v.Labels(p+".podLabels", r.PodLabels, MaxLabels, reservedPodLabel)
 	v.annotations(p+".podAnnotations", r.PodAnnotations)
 	if r.Port < 1 || r.Port > 65535 {
-		v.add(p+".port", "%d is not a port number (1..65535)", r.Port)
+		v.Add(p+".port", "%d is not a port number (1..65535)", r.Port)
 	}
 	switch r.RestartPolicy {
 	case RestartNever, RestartOnFailure, RestartExitCode, RestartAlways:
 	case "":
-		v.add(p+".restartPolicy", "is required: Never, OnFailure, ExitCode or Always")
+		v.Add(p+".restartPolicy", "is required: Never, OnFailure, ExitCode or Always")
 	default:
-		v.add(p+".restartPolicy", "%q is not a restart policy (Never, OnFailure, ExitCode or Always)", r.RestartPolicy)
+		v.Add(p+".restartPolicy", "%q is not a restart policy (Never, OnFailure, ExitCode or Always)", r.RestartPolicy)
 	}
 	v.exitCodes(p+".retryableExitCodes", r.RetryableExitCodes, r.RestartPolicy)
 	v.secretVolumes(p+".secretVolumes", r.SecretVolumes, ckpt)
@@ -274,36 +258,36 @@ var imageRef = func() *regexp.Regexp {
 	return regexp.MustCompile(`^` + name + `(?::` + tag + `)?(?:@` + digest + `)?$`)
 }()
 
-func (v *violations) image(p, image string) {
+func (v *Violations) image(p, image string) {
 	switch {
 	case image == "":
-		v.add(p, "is required")
+		v.Add(p, "is required")
 	case len(image) > MaxImageLength:
-		v.add(p, "is %d bytes; at most %d are allowed", len(image), MaxImageLength)
+		v.Add(p, "is %d bytes; at most %d are allowed", len(image), MaxImageLength)
 	case strings.IndexFunc(image, unicode.IsSpace) >= 0:
-		v.add(p, "%q contains whitespace", image)
+		v.Add(p, "%q contains whitespace", image)
 	case !imageRef.MatchString(image):
-		v.add(p, "%q is not an image reference like registry.example.com/team/image:tag or image@sha256:<hex> (the repository path is lowercase)", image)
+		v.Add(p, "%q is not an image reference like registry.example.com/team/image:tag or image@sha256:<hex> (the repository path is lowercase)", image)
 	}
 }
 
 // argv checks command or args.
-func (v *violations) argv(p string, items []string) {
+func (v *Violations) argv(p string, items []string) {
 	if len(items) > MaxArgs {
-		v.add(p, "has %d items; at most %d are allowed", len(items), MaxArgs)
+		v.Add(p, "has %d items; at most %d are allowed", len(items), MaxArgs)
 	}
 	n := 0
 	for _, s := range items {
 		n += len(s)
 	}
 	if n > MaxArgsBytes {
-		v.add(p, "is %d bytes in total; at most %d are allowed", n, MaxArgsBytes)
+		v.Add(p, "is %d bytes in total; at most %d are allowed", n, MaxArgsBytes)
 	}
 }
 
-func (v *violations) env(p string, env []EnvVar) {
+func (v *Violations) env(p string, env []EnvVar) {
 	if len(env) > MaxEnv {
-		v.add(p, "has %d variables; at most %d are allowed", len(env), MaxEnv)
+		v.Add(p, "has %d variables; at most %d are allowed", len(env), MaxEnv)
 	}
 	seen := map[string]int{}
 	size := 0
@@ -312,14 +296,14 @@ func (v *violations) env(p string, env []EnvVar) {
 		size += len(e.Name) + len(e.Value)
 		switch {
 		case e.Name == "":
-			v.add(ep+".name", "is required")
+			v.Add(ep+".name", "is required")
 		case e.Name == TFConfigEnv || strings.HasPrefix(e.Name, ReservedEnvPrefix):
-			v.add(ep+".name", "%s is set by Trainyard (TF_CONFIG and TRAINYARD_* are reserved)", e.Name)
+			v.Add(ep+".name", "%s is set by Trainyard (TF_CONFIG and TRAINYARD_* are reserved)", e.Name)
 		default:
 			if msgs := validation.IsEnvVarName(e.Name); len(msgs) > 0 {
-				v.add(ep+".name", "%q: %s", e.Name, join(msgs))
+				v.Add(ep+".name", "%q: %s", e.Name, join(msgs))
 			} else if j, dup := seen[e.Name]; dup {
-				v.add(ep+".name", "%s is already set by %s[%d]", e.Name, p, j)
+				v.Add(ep+".name", "%s is already set by %s[%d]", e.Name, p, j)
 			} else {
 				seen[e.Name] = k
 			}
@@ -328,199 +312,199 @@ func (v *violations) env(p string, env []EnvVar) {
 			continue
 		}
 		if e.Value != "" {
-			v.add(ep, "set either value or secret, not both")
+			v.Add(ep, "set either value or secret, not both")
 		}
 		v.secretID(ep+".secret.secret", e.Secret.Secret)
 		if e.Secret.Key == "" {
-			v.add(ep+".secret.key", "is required")
+			v.Add(ep+".secret.key", "is required")
 		} else if msgs := validation.IsConfigMapKey(e.Secret.Key); len(msgs) > 0 {
-			v.add(ep+".secret.key", "%q is not a valid secret key: %s", e.Secret.Key, join(msgs))
+			v.Add(ep+".secret.key", "%q is not a valid secret key: %s", e.Secret.Key, join(msgs))
 		}
 	}
 	if size > MaxEnvBytes {
-		v.add(p, "names and values are %d bytes in total; at most %d are allowed", size, MaxEnvBytes)
+		v.Add(p, "names and values are %d bytes in total; at most %d are allowed", size, MaxEnvBytes)
 	}
 }
 
 // secretID checks a tenant secret id (a DNS-1123 label, as the tenant
 // package requires of secrets it stores).
-func (v *violations) secretID(p, id string) {
+func (v *Violations) secretID(p, id string) {
 	if id == "" {
-		v.add(p, "is required")
+		v.Add(p, "is required")
 	} else if msgs := validation.IsDNS1123Label(id); len(msgs) > 0 {
-		v.add(p, "%q is not a valid secret id: %s", id, join(msgs))
+		v.Add(p, "%q is not a valid secret id: %s", id, join(msgs))
 	}
 }
 
-func (v *violations) resources(p string, r *Resources) {
+func (v *Violations) resources(p string, r *Resources) {
 	cpu, cpuOK := v.quantity(p+".cpu", r.CPU)
 	cpuLimit, cpuLimitOK := v.quantity(p+".cpuLimit", r.CPULimit)
 	mem, memOK := v.quantity(p+".memory", r.Memory)
 	memLimit, memLimitOK := v.quantity(p+".memoryLimit", r.MemoryLimit)
 	if cpuOK && cpuLimitOK && cpuLimit.Cmp(cpu) < 0 {
-		v.add(p+".cpuLimit", "%s is less than the request cpu %s", r.CPULimit, r.CPU)
+		v.Add(p+".cpuLimit", "%s is less than the request cpu %s", r.CPULimit, r.CPU)
 	}
 	if memOK && memLimitOK && memLimit.Cmp(mem) < 0 {
-		v.add(p+".memoryLimit", "%s is less than the request memory %s", r.MemoryLimit, r.Memory)
+		v.Add(p+".memoryLimit", "%s is less than the request memory %s", r.MemoryLimit, r.Memory)
 	}
 	if r.GPU < 0 || r.GPU > MaxGPU {
-		v.add(p+".gpu", "%d is out of range 0..%d", r.GPU, MaxGPU)
+		v.Add(p+".gpu", "%d is out of range 0..%d", r.GPU, MaxGPU)
 	}
 }
 
 // quantity parses an optional positive quantity. ok is true only when s was
 // set and is valid.
-func (v *violations) quantity(p, s string) (q resource.Quantity, ok bool) {
+func (v *Violations) quantity(p, s string) (q resource.Quantity, ok bool) {
 	if s == "" {
 		return q, false
 	}
 	q, err := resource.ParseQuantity(s)
 	if err != nil {
-		v.add(p, "%q is not a Kubernetes quantity such as 500m, 2, 8Gi", s)
+		v.Add(p, "%q is not a Kubernetes quantity such as 500m, 2, 8Gi", s)
 		return q, false
 	}
 	if q.Sign() <= 0 {
-		v.add(p, "%s must be positive (leave it empty for none)", s)
+		v.Add(p, "%s must be positive (leave it empty for none)", s)
 		return q, false
 	}
 	return q, true
 }
 
-func (v *violations) tolerations(p string, ts []Toleration) {
+func (v *Violations) tolerations(p string, ts []Toleration) {
 	if len(ts) > MaxTolerations {
-		v.add(p, "has %d tolerations; at most %d are allowed", len(ts), MaxTolerations)
+		v.Add(p, "has %d tolerations; at most %d are allowed", len(ts), MaxTolerations)
 	}
 	for k, t := range ts {
 		tp := fmt.Sprintf("%s[%d]", p, k)
 		if t.Key != "" {
 			if msgs := content.IsLabelKey(t.Key); len(msgs) > 0 {
-				v.add(tp+".key", "%q is not a valid taint key: %s", t.Key, join(msgs))
+				v.Add(tp+".key", "%q is not a valid taint key: %s", t.Key, join(msgs))
 			}
 		}
 		switch t.Operator {
 		case TolerationEqual:
 			if t.Key == "" {
-				v.add(tp+".key", "is required with operator Equal (Exists with an empty key tolerates every taint)")
+				v.Add(tp+".key", "is required with operator Equal (Exists with an empty key tolerates every taint)")
 			}
 			if msgs := content.IsLabelValue(t.Value); len(msgs) > 0 {
-				v.add(tp+".value", "%q is not a valid taint value: %s", t.Value, join(msgs))
+				v.Add(tp+".value", "%q is not a valid taint value: %s", t.Value, join(msgs))
 			}
 		case TolerationExists:
 			if t.Value != "" {
-				v.add(tp+".value", "must be empty with operator Exists")
+				v.Add(tp+".value", "must be empty with operator Exists")
 			}
 		default:
-			v.add(tp+".operator", "%q is not Equal or Exists", t.Operator)
+			v.Add(tp+".operator", "%q is not Equal or Exists", t.Operator)
 		}
 		switch t.Effect {
 		case "", EffectNoSchedule, EffectPreferNoSchedule, EffectNoExecute:
 		default:
-			v.add(tp+".effect", "%q is not NoSchedule, PreferNoSchedule, NoExecute or empty (all effects)", t.Effect)
+			v.Add(tp+".effect", "%q is not NoSchedule, PreferNoSchedule, NoExecute or empty (all effects)", t.Effect)
 		}
 		if t.TolerationSeconds != nil {
 			if t.Effect != EffectNoExecute {
-				v.add(tp+".tolerationSeconds", "applies only to effect NoExecute")
+				v.Add(tp+".tolerationSeconds", "applies only to effect NoExecute")
 			} else if *t.TolerationSeconds < 0 {
-				v.add(tp+".tolerationSeconds", "%d is negative", *t.TolerationSeconds)
+				v.Add(tp+".tolerationSeconds", "%d is negative", *t.TolerationSeconds)
 			}
 		}
 	}
 }
 
-func (v *violations) affinity(p string, a *Affinity) {
+func (v *Violations) affinity(p string, a *Affinity) {
 	if len(a.Required) > MaxAffinityTerms {
-		v.add(p+".required", "has %d terms; at most %d are allowed", len(a.Required), MaxAffinityTerms)
+		v.Add(p+".required", "has %d terms; at most %d are allowed", len(a.Required), MaxAffinityTerms)
 	}
 	for k, t := range a.Required {
 		v.nodeSelectorTerm(fmt.Sprintf("%s.required[%d]", p, k), t)
 	}
 	if len(a.Preferred) > MaxAffinityTerms {
-		v.add(p+".preferred", "has %d terms; at most %d are allowed", len(a.Preferred), MaxAffinityTerms)
+		v.Add(p+".preferred", "has %d terms; at most %d are allowed", len(a.Preferred), MaxAffinityTerms)
 	}
 	for k, t := range a.Preferred {
 		tp := fmt.Sprintf("%s.preferred[%d]", p, k)
 		if t.Weight < 1 || t.Weight > 100 {
-			v.add(tp+".weight", "%d is out of range 1..100", t.Weight)
+			v.Add(tp+".weight", "%d is out of range 1..100", t.Weight)
 		}
 		v.nodeSelectorTerm(tp+".preference", t.Preference)
 	}
 }
 
-func (v *violations) nodeSelectorTerm(p string, t NodeSelectorTerm) {
+func (v *Violations) nodeSelectorTerm(p string, t NodeSelectorTerm) {
 	p += ".matchExpressions"
 	switch n := len(t.MatchExpressions); {
 	case n == 0:
-		v.add(p, "needs at least one requirement (an empty term matches no node)")
+		v.Add(p, "needs at least one requirement (an empty term matches no node)")
 	case n > MaxMatchExpressions:
-		v.add(p, "has %d requirements; at most %d are allowed", n, MaxMatchExpressions)
+		v.Add(p, "has %d requirements; at most %d are allowed", n, MaxMatchExpressions)
 	}
 	for k, e := range t.MatchExpressions {
 		ep := fmt.Sprintf("%s[%d]", p, k)
 		if e.Key == "" {
-			v.add(ep+".key", "is required")
+			v.Add(ep+".key", "is required")
 		} else if msgs := content.IsLabelKey(e.Key); len(msgs) > 0 {
-			v.add(ep+".key", "%q is not a valid label key: %s", e.Key, join(msgs))
+			v.Add(ep+".key", "%q is not a valid label key: %s", e.Key, join(msgs))
 		}
 		n := len(e.Values)
 		switch e.Operator {
 		case OpIn, OpNotIn:
 			switch {
 			case n == 0:
-				v.add(ep+".values", "%s needs at least one value", e.Operator)
+				v.Add(ep+".values", "%s needs at least one value", e.Operator)
 			case n > MaxAffinityValues:
-				v.add(ep+".values", "has %d values; at most %d are allowed", n, MaxAffinityValues)
+				v.Add(ep+".values", "has %d values; at most %d are allowed", n, MaxAffinityValues)
 			}
 			for i, val := range e.Values {
 				if msgs := content.IsLabelValue(val); len(msgs) > 0 {
-					v.add(fmt.Sprintf("%s.values[%d]", ep, i), "%q is not a valid label value: %s", val, join(msgs))
+					v.Add(fmt.Sprintf("%s.values[%d]", ep, i), "%q is not a valid label value: %s", val, join(msgs))
 				}
 			}
 		case OpExists, OpDoesNotExist:
 			if n != 0 {
-				v.add(ep+".values", "must be empty with %s", e.Operator)
+				v.Add(ep+".values", "must be empty with %s", e.Operator)
 			}
 		case OpGt, OpLt:
 			if n != 1 {
-				v.add(ep+".values", "%s needs exactly one value, an integer", e.Operator)
+				v.Add(ep+".values", "%s needs exactly one value, an integer", e.Operator)
 			} else if _, err := strconv.ParseInt(e.Values[0], 10, 64); err != nil {
-				v.add(ep+".values[0]", "%q is not an integer, as %s needs", e.Values[0], e.Operator)
+				v.Add(ep+".values[0]", "%q is not an integer, as %s needs", e.Values[0], e.Operator)
 			}
 		default:
-			v.add(ep+".operator", "%q is not In, NotIn, Exists, DoesNotExist, Gt or Lt", e.Operator)
+			v.Add(ep+".operator", "%q is not In, NotIn, Exists, DoesNotExist, Gt or Lt", e.Operator)
 		}
 	}
 }
 
-// labels checks a map of Kubernetes labels (or node selector entries): the
+// Labels checks a map of Kubernetes labels (or node selector entries): the
 // count, each key and value, and optionally keys reserved to Trainyard.
-func (v *violations) labels(p string, m map[string]string, maxEntries int, reserved func(string) bool) {
+func (v *Violations) Labels(p string, m map[string]string, maxEntries int, reserved func(string) bool) {
 	if len(m) > maxEntries {
-		v.add(p, "has %d entries; at most %d are allowed", len(m), maxEntries)
+		v.Add(p, "has %d entries; at most %d are allowed", len(m), maxEntries)
 	}
 	for _, k := range sortedKeys(m) {
 		if msgs := content.IsLabelKey(k); len(msgs) > 0 {
-			v.add(p, "key %q: %s", k, join(msgs))
+			v.Add(p, "key %q: %s", k, join(msgs))
 		} else if reserved != nil && reserved(k) {
-			v.add(p, "key %q is reserved for Trainyard", k)
+			v.Add(p, "key %q is reserved for Trainyard", k)
 		}
 		if msgs := content.IsLabelValue(m[k]); len(msgs) > 0 {
-			v.add(p, "value %q of key %q: %s", m[k], k, join(msgs))
+			v.Add(p, "value %q of key %q: %s", m[k], k, join(msgs))
 		}
 	}
 }
 
-func (v *violations) annotations(p string, m map[string]string) {
+func (v *Violations) annotations(p string, m map[string]string) {
 	size := 0
 	for _, k := range sortedKeys(m) {
 		size += len(k) + len(m[k])
 		if msgs := content.IsLabelKey(k); len(msgs) > 0 {
-			v.add(p, "key %q: %s", k, join(msgs))
+			v.Add(p, "key %q: %s", k, join(msgs))
 		} else if reservedKey(k) {
-			v.add(p, "key %q is reserved for Trainyard", k)
+			v.Add(p, "key %q is reserved for Trainyard", k)
 		}
 	}
 	if size > MaxPodAnnotationBytes {
-		v.add(p, "keys and values are %d bytes in total; at most %d are allowed", size, MaxPodAnnotationBytes)
+		v.Add(p, "keys and values are %d bytes in total; at most %d are allowed", size, MaxPodAnnotationBytes)
 	}
 }
 
@@ -538,25 +522,25 @@ func reservedKey(k string) bool {
 
 func reservedPodLabel(k string) bool { return k == LabelManagedBy || reservedKey(k) }
 
-func (v *violations) exitCodes(p string, codes []int32, policy RestartPolicy) {
+func (v *Violations) exitCodes(p string, codes []int32, policy RestartPolicy) {
 	if len(codes) > 0 && policy != RestartExitCode {
-		v.add(p, "applies only to restart policy ExitCode, not %s", policy)
+		v.Add(p, "applies only to restart policy ExitCode, not %s", policy)
 	}
 	seen := map[int32]bool{}
 	for k, c := range codes {
 		switch {
 		case c < 1 || c > 255:
-			v.add(fmt.Sprintf("%s[%d]", p, k), "%d is not a failure exit code (1..255)", c)
+			v.Add(fmt.Sprintf("%s[%d]", p, k), "%d is not a failure exit code (1..255)", c)
 		case seen[c]:
-			v.add(fmt.Sprintf("%s[%d]", p, k), "%d is listed twice", c)
+			v.Add(fmt.Sprintf("%s[%d]", p, k), "%d is listed twice", c)
 		}
 		seen[c] = true
 	}
 }
 
-func (v *violations) secretVolumes(p string, vols []SecretVolume, ckpt *CheckpointVolume) {
+func (v *Violations) secretVolumes(p string, vols []SecretVolume, ckpt *CheckpointVolume) {
 	if len(vols) > MaxSecretVolumes {
-		v.add(p, "has %d volumes; at most %d are allowed", len(vols), MaxSecretVolumes)
+		v.Add(p, "has %d volumes; at most %d are allowed", len(vols), MaxSecretVolumes)
 	}
 	seen := map[string]int{}
 	for k, sv := range vols {
@@ -566,46 +550,46 @@ func (v *violations) secretVolumes(p string, vols []SecretVolume, ckpt *Checkpoi
 			continue
 		}
 		if j, dup := seen[sv.MountPath]; dup {
-			v.add(vp+".mountPath", "%s is already used by %s[%d]", sv.MountPath, p, j)
+			v.Add(vp+".mountPath", "%s is already used by %s[%d]", sv.MountPath, p, j)
 			continue
 		}
 		seen[sv.MountPath] = k
 		if ckpt != nil && ckpt.MountPath != "" && overlaps(sv.MountPath, ckpt.MountPath) {
-			v.add(vp+".mountPath", "%s overlaps the checkpoint mount %s", sv.MountPath, ckpt.MountPath)
+			v.Add(vp+".mountPath", "%s overlaps the checkpoint mount %s", sv.MountPath, ckpt.MountPath)
 		}
 	}
 }
 
 // mountPath checks a container mount path and reports whether it is valid.
-func (v *violations) mountPath(p, mp string) bool {
+func (v *Violations) mountPath(p, mp string) bool {
 	switch {
 	case mp == "":
-		v.add(p, "is required")
+		v.Add(p, "is required")
 	case !path.IsAbs(mp) || path.Clean(mp) != mp:
-		v.add(p, "%q must be an absolute, clean path (no '..', '.', '//' or trailing '/')", mp)
+		v.Add(p, "%q must be an absolute, clean path (no '..', '.', '//' or trailing '/')", mp)
 	case mp == "/":
-		v.add(p, "cannot be /")
+		v.Add(p, "cannot be /")
 	default:
 		return true
 	}
 	return false
 }
 
-func (v *violations) runPolicy(rp *RunPolicy) {
+func (v *Violations) runPolicy(rp *RunPolicy) {
 	const p = "spec.runPolicy"
 	if rp.BackoffLimit < 0 || rp.BackoffLimit > MaxBackoffLimit {
-		v.add(p+".backoffLimit", "%d is out of range 0..%d", rp.BackoffLimit, MaxBackoffLimit)
+		v.Add(p+".backoffLimit", "%d is out of range 0..%d", rp.BackoffLimit, MaxBackoffLimit)
 	}
 	if s := rp.ActiveDeadlineSeconds; s != nil && (*s < 1 || *s > MaxActiveDeadlineSeconds) {
-		v.add(p+".activeDeadlineSeconds", "%d is out of range 1..%d (30 days); leave it unset for no deadline", *s, MaxActiveDeadlineSeconds)
+		v.Add(p+".activeDeadlineSeconds", "%d is out of range 1..%d (30 days); leave it unset for no deadline", *s, MaxActiveDeadlineSeconds)
 	}
 	if s := rp.TTLSecondsAfterFinished; s != nil && *s < 0 {
-		v.add(p+".ttlSecondsAfterFinished", "%d is negative", *s)
+		v.Add(p+".ttlSecondsAfterFinished", "%d is negative", *s)
 	}
 	switch rp.CleanPodPolicy {
 	case CleanNone, CleanRunning, CleanAll:
 	default:
-		v.add(p+".cleanPodPolicy", "%q is not a clean pod policy (None, Running or All)", rp.CleanPodPolicy)
+		v.Add(p+".cleanPodPolicy", "%q is not a clean pod policy (None, Running or All)", rp.CleanPodPolicy)
 	}
 }
 

@@ -370,7 +370,7 @@ func TestImageReferences(t *testing.T) {
 		"Registry.Example.com/team/trainer",
 	} {
 		t.Run(image, func(t *testing.T) {
-			var v violations
+			var v Violations
 			v.image("image", image)
 			require.Empty(t, v)
 		})
@@ -390,7 +390,7 @@ func TestImageReferences(t *testing.T) {
 		"img@md5!:0123456789abcdef0123456789abcdef",
 	} {
 		t.Run(image, func(t *testing.T) {
-			var v violations
+			var v Violations
 			v.image("image", image)
 			require.Len(t, v, 1)
 		})

@@ -9,7 +9,6 @@ import (
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/trainyard/trainyard/internal/job"
@@ -70,13 +69,13 @@ func dnsLabel(what, id string, maxLen int) error {
 func Validate(t *Tenant) []FieldViolation {
 	var v violations
 	if n := utf8.RuneCountInString(t.DisplayName); n > MaxDisplayNameLength {
-		v.add("displayName", "is %d characters; at most %d are allowed", n, MaxDisplayNameLength)
+		v.Add("displayName", "is %d characters; at most %d are allowed", n, MaxDisplayNameLength)
 	}
-	v.labels("labels", t.Labels)
+	v.Labels("labels", t.Labels, MaxLabels, nil)
 	v.quota(&t.Quota)
 	v.members(t.Members)
 	v.podReaderGroups(t.PodReaderGroups)
-	return v
+	return v.Violations
 }
 
 // ValidateSecretData checks the values of a secret put: at least one key,
@@ -87,49 +86,32 @@ func ValidateSecretData(data map[string]string) []FieldViolation {
 	var v violations
 	switch {
 	case len(data) == 0:
-		v.add("data", "at least one key is required")
+		v.Add("data", "at least one key is required")
 	case len(data) > MaxSecretKeys:
-		v.add("data", "has %d keys; at most %d are allowed", len(data), MaxSecretKeys)
+		v.Add("data", "has %d keys; at most %d are allowed", len(data), MaxSecretKeys)
 	}
 	size := 0
 	for _, k := range sortedKeys(data) {
 		size += len(k) + len(data[k])
 		if msgs := validation.IsConfigMapKey(k); len(msgs) > 0 {
-			v.add("data", "key %q: %s", k, strings.Join(msgs, "; "))
+			v.Add("data", "key %q: %s", k, strings.Join(msgs, "; "))
 		}
 	}
 	if size > MaxSecretBytes {
-		v.add("data", "keys and values are %d bytes in total; at most %d are allowed", size, MaxSecretBytes)
+		v.Add("data", "keys and values are %d bytes in total; at most %d are allowed", size, MaxSecretBytes)
 	}
-	return v
+	return v.Violations
 }
 
-type violations []FieldViolation
-
-func (v *violations) add(field, format string, args ...any) {
-	*v = append(*v, FieldViolation{Field: field, Description: fmt.Sprintf(format, args...)})
-}
-
-func (v *violations) labels(p string, m map[string]string) {
-	if len(m) > MaxLabels {
-		v.add(p, "has %d entries; at most %d are allowed", len(m), MaxLabels)
-	}
-	for _, k := range sortedKeys(m) {
-		if msgs := content.IsLabelKey(k); len(msgs) > 0 {
-			v.add(p, "key %q: %s", k, strings.Join(msgs, "; "))
-		}
-		if msgs := content.IsLabelValue(m[k]); len(msgs) > 0 {
-			v.add(p, "value %q of key %q: %s", m[k], k, strings.Join(msgs, "; "))
-		}
-	}
-}
+// violations is job.Violations with the tenant's own checks.
+type violations struct{ job.Violations }
 
 func (v *violations) quota(q *Quota) {
 	if q.GPU < 0 {
-		v.add("quota.gpu", "%d is negative (0 means no limit)", q.GPU)
+		v.Add("quota.gpu", "%d is negative (0 means no limit)", q.GPU)
 	}
 	if q.Pods < 0 {
-		v.add("quota.pods", "%d is negative (0 means no limit)", q.Pods)
+		v.Add("quota.pods", "%d is negative (0 means no limit)", q.Pods)
 	}
 	// Admission compares in millicores and bytes (int64): the quota must fit.
 	v.quantity("quota.cpu", q.CPU, resource.Milli)
@@ -143,38 +125,38 @@ func (v *violations) quantity(p, s string, scale resource.Scale) {
 	q, err := resource.ParseQuantity(s)
 	switch {
 	case err != nil:
-		v.add(p, "%q is not a Kubernetes quantity such as 64, 500m, 256Gi", s)
+		v.Add(p, "%q is not a Kubernetes quantity such as 64, 500m, 256Gi", s)
 	case q.Sign() < 0:
-		v.add(p, "%s is negative (0 or empty means no limit)", s)
+		v.Add(p, "%s is negative (0 or empty means no limit)", s)
 	case q.Cmp(*resource.NewScaledQuantity(math.MaxInt64, scale)) > 0:
-		v.add(p, "%s is too large", s)
+		v.Add(p, "%s is too large", s)
 	}
 }
 
 func (v *violations) members(ms []Member) {
 	if len(ms) > MaxMembers {
-		v.add("members", "has %d members; at most %d are allowed", len(ms), MaxMembers)
+		v.Add("members", "has %d members; at most %d are allowed", len(ms), MaxMembers)
 	}
 	seen := map[Member]int{}
 	for i, m := range ms {
 		p := fmt.Sprintf("members[%d]", i)
 		switch {
 		case m.Subject == "" && m.Group == "":
-			v.add(p, "set subject or group")
+			v.Add(p, "set subject or group")
 		case m.Subject != "" && m.Group != "":
-			v.add(p, "set subject or group, not both")
+			v.Add(p, "set subject or group, not both")
 		default:
 			v.principal(p+".subject", m.Subject)
 			v.principal(p+".group", m.Group)
 			key := Member{Subject: m.Subject, Group: m.Group}
 			if j, dup := seen[key]; dup {
-				v.add(p, "the same subject or group is already given in members[%d]", j)
+				v.Add(p, "the same subject or group is already given in members[%d]", j)
 			} else {
 				seen[key] = i
 			}
 		}
 		if m.Role < RoleViewer || m.Role > RoleAdmin {
-			v.add(p+".role", "is required: viewer, editor or admin")
+			v.Add(p+".role", "is required: viewer, editor or admin")
 		}
 	}
 }
@@ -184,21 +166,21 @@ func (v *violations) principal(p, s string) {
 	switch {
 	case s == "":
 	case len(s) > MaxPrincipalLength:
-		v.add(p, "is %d bytes; at most %d are allowed", len(s), MaxPrincipalLength)
+		v.Add(p, "is %d bytes; at most %d are allowed", len(s), MaxPrincipalLength)
 	case strings.TrimSpace(s) != s:
-		v.add(p, "%q has leading or trailing whitespace", s)
+		v.Add(p, "%q has leading or trailing whitespace", s)
 	}
 }
 
 func (v *violations) podReaderGroups(gs []string) {
 	if len(gs) > MaxPodReaderGroups {
-		v.add("podReaderGroups", "has %d groups; at most %d are allowed", len(gs), MaxPodReaderGroups)
+		v.Add("podReaderGroups", "has %d groups; at most %d are allowed", len(gs), MaxPodReaderGroups)
 	}
 	seen := map[string]int{}
 	for i, g := range gs {
 		p := fmt.Sprintf("podReaderGroups[%d]", i)
 		if g == "" {
-			v.add(p, "is empty")
+			v.Add(p, "is empty")
 			continue
 		}
 		v.principal(p, g)
@@ -206,10 +188,10 @@ func (v *violations) podReaderGroups(gs []string) {
 			// Kubernetes' own groups: system:authenticated would let every
 			// identity of the cluster read the tenant's pods and logs,
 			// system:masters and the like are not for tenants to name.
-			v.add(p, "%q is a Kubernetes system group; system:* groups are not allowed", g)
+			v.Add(p, "%q is a Kubernetes system group; system:* groups are not allowed", g)
 		}
 		if j, dup := seen[g]; dup {
-			v.add(p, "%q is already given in podReaderGroups[%d]", g, j)
+			v.Add(p, "%q is already given in podReaderGroups[%d]", g, j)
 		} else {
 			seen[g] = i
 		}
