@@ -15,7 +15,10 @@ K8S_VERSION="${K8S_VERSION:-v1.37.2}"
 ETCD_VERSION="${ETCD_VERSION:-v3.7.3}"
 KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 CACHE="${TRAINYARD_CACHE:-$HOME/.cache/trainyard}"
-BIN="${TRAINYARD_CLUSTER_BIN:-$CACHE/cluster/bin/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION}"
+# BUILD_REV names how the binaries are built; bump it when that changes so an
+# existing cache is rebuilt once (2: Kubernetes binaries carry their version).
+BUILD_REV=2
+BIN="${TRAINYARD_CLUSTER_BIN:-$CACHE/cluster/bin/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION-r$BUILD_REV}"
 mkdir -p "$BIN"
 
 log() { echo "cluster-build: $*" >&2; }
@@ -42,6 +45,30 @@ fi
 # Modules live outside the repository so their go.mod never mixes with ours.
 work="$CACHE/cluster/src"
 mkdir -p "$work"
+
+# version_ldflags stamps the version the way Kubernetes' own build does
+# (hack/lib/version.sh): the same -X flags for component-base (what the
+# servers report at /version) and client-go (what kubectl reports). Without
+# them every binary says v0.0.0-master+$Format:%H$, which kubectl, Kueue and
+# Helm's kubeVersion checks refuse. The module proxy serves no commit hash, so
+# gitCommit says so and gitTreeState is "archive", Kubernetes' own word for a
+# build from a source archive; buildDate is the release's time from the proxy,
+# which keeps the build reproducible.
+version_ldflags() {
+  local dir=$1 v=${K8S_VERSION#v} major minor date
+  major=${v%%.*}
+  minor=${v#*.}; minor=${minor%%.*}
+  # `|| return`: errexit does not reach inside the caller's $(...), and an
+  # empty buildDate must fail the build, not ship.
+  date="$(cd "$dir" && go list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' "k8s.io/kubernetes@$K8S_VERSION")" || return
+  [[ -n $date ]] || return 1
+  local kv
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    for kv in "gitVersion=$K8S_VERSION" "gitMajor=$major" "gitMinor=$minor" "gitCommit=unknown" "gitTreeState=archive" "buildDate=$date"; do
+      printf -- "-X '%s.%s' " "$pkg" "$kv"
+    done
+  done
+}
 
 build_kubernetes() {
   local want=(kube-apiserver kube-controller-manager kube-scheduler kubectl) missing=()
@@ -71,10 +98,12 @@ build_kubernetes() {
     printf 'package kubebuild\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver/app"\n\t_ "k8s.io/kubernetes/cmd/kube-controller-manager/app"\n\t_ "k8s.io/kubernetes/cmd/kube-scheduler/app"\n\t_ "k8s.io/kubectl/pkg/cmd"\n)\n' > "$dir/deps.go"
     (cd "$dir" && go mod tidy >&2)
   fi
+  local ldflags
+  ldflags="-s -w $(version_ldflags "$dir")"
   for b in "${missing[@]}"; do
     log "building $b (first time: several minutes)"
     local pkg="k8s.io/kubernetes/cmd/$b" start=$SECONDS
-    (cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$BIN/$b.tmp" "$pkg" && mv "$BIN/$b.tmp" "$BIN/$b")
+    (cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" -o "$BIN/$b.tmp" "$pkg" && mv "$BIN/$b.tmp" "$BIN/$b")
     log "built $b in $((SECONDS - start))s"
   done
 }
