@@ -99,7 +99,7 @@ func (s *JobServer) CreateJob(ctx context.Context, req *pb.CreateJobRequest) (*p
 	if err := neverFits(t, demand); err != nil {
 		return nil, err
 	}
-	created, _, err := s.store.JobCreate(ctx, store.JobCreateParams{Job: j, Demand: demand, RequestID: rid})
+	created, _, err := s.store.JobCreate(ctx, store.JobCreateParams{Job: j, Demand: job.DemandOf(demand), RequestID: rid})
 	if err != nil {
 		return nil, err
 	}
@@ -187,23 +187,14 @@ func sortedSet(m map[string]bool) []string {
 
 // neverFits refuses a job that asks for more than the tenant's whole quota:
 // it would wait in the queue forever.
-func neverFits(t tenant.Tenant, d job.Demand) error {
+func neverFits(t tenant.Tenant, d job.Vector) error {
 	limit, err := t.Quota.Limits()
 	if err != nil {
 		return err
 	}
 	var over []string
-	if limit.GPU > 0 && d.GPU > limit.GPU {
-		over = append(over, fmt.Sprintf("%d GPUs (quota %d)", d.GPU, limit.GPU))
-	}
-	if limit.CPUMilli > 0 && d.CPUMilli > limit.CPUMilli {
-		over = append(over, fmt.Sprintf("%dm CPU (quota %dm)", d.CPUMilli, limit.CPUMilli))
-	}
-	if limit.MemoryBytes > 0 && d.MemoryBytes > limit.MemoryBytes {
-		over = append(over, fmt.Sprintf("%d bytes of memory (quota %d)", d.MemoryBytes, limit.MemoryBytes))
-	}
-	if limit.Pods > 0 && d.Pods > limit.Pods {
-		over = append(over, fmt.Sprintf("%d pods (quota %d)", d.Pods, limit.Pods))
+	for _, r := range d.Over(limit) {
+		over = append(over, fmt.Sprintf("%s %s (quota %s)", r.Format(d[r]), r.Human(), r.Format(limit[r])))
 	}
 	if len(over) == 0 {
 		return nil

@@ -300,12 +300,3 @@ const (
 	EventNormal  = "Normal"
 	EventWarning = "Warning"
 )
-
-// Demand is what a job asks of its tenant's quota while it is admitted: the
-// sum of its replicas' requests (and its TensorBoard pod's).
-type Demand struct {
-	GPU         int64 `json:"gpu"`
-	CPUMilli    int64 `json:"cpuMilli"`
-	MemoryBytes int64 `json:"memoryBytes"`
-	Pods        int64 `json:"pods"`
-}

@@ -87,9 +87,8 @@ func RenderPod(j job.Job, ns string, t job.ReplicaType, index, attempt int32, op
 	// Trainyard restarts a replica by recreating its pod, so that every
 	// restart is seen, counted against backoffLimit and can be placed anew.
 	spec.RestartPolicy = corev1.RestartPolicyNever
-	spec.NodeSelector = cloneMap(r.NodeSelector)
-	spec.Tolerations = tolerations(r.Tolerations)
-	spec.Affinity = affinity(r.Affinity)
+	place := ReplicaPlacement(r)
+	spec.NodeSelector, spec.Tolerations, spec.Affinity = place.NodeSelector, place.Tolerations, place.Affinity
 	if r.MountServiceAccountToken {
 		spec.AutomountServiceAccountToken = new(true)
 	}
@@ -282,6 +281,20 @@ func checkpointMount(cp *job.CheckpointVolume) string {
 		return job.DefaultCheckpointMount
 	}
 	return cp.MountPath
+}
+
+// Placement is where a replica's pods may run, in the form the pods carry
+// it. The scheduler (internal/sched) checks nodes against exactly what
+// RenderPod writes into the pods.
+type Placement struct {
+	NodeSelector map[string]string
+	Affinity     *corev1.Affinity
+	Tolerations  []corev1.Toleration
+}
+
+// ReplicaPlacement is the placement of a replica's pods.
+func ReplicaPlacement(r job.ReplicaSpec) Placement {
+	return Placement{NodeSelector: cloneMap(r.NodeSelector), Affinity: affinity(r.Affinity), Tolerations: tolerations(r.Tolerations)}
 }
 
 func tolerations(ts []job.Toleration) []corev1.Toleration {

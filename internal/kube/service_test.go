@@ -91,9 +91,9 @@ func TestRenderTensorBoard(t *testing.T) {
 	j2.Spec.TensorBoard = nil
 	without, err := j2.Spec.Demand()
 	require.NoError(t, err)
-	require.Equal(t, withTB.CPUMilli-without.CPUMilli, c.Resources.Requests.Cpu().MilliValue())
-	require.Equal(t, withTB.MemoryBytes-without.MemoryBytes, c.Resources.Requests.Memory().Value())
-	require.Equal(t, int64(1), withTB.Pods-without.Pods)
+	require.Equal(t, withTB[job.CPU]-without[job.CPU], c.Resources.Requests.Cpu().MilliValue())
+	require.Equal(t, withTB[job.Memory]-without[job.Memory], c.Resources.Requests.Memory().Value())
+	require.Equal(t, int64(1), withTB[job.Pods]-without[job.Pods])
 
 	want := corev1.ServiceSpec{
 		Type:     corev1.ServiceTypeClusterIP,

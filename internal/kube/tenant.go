@@ -61,7 +61,7 @@ const (
 )
 
 // ResourceGPU is the extended resource GPUs are requested as.
-const ResourceGPU corev1.ResourceName = "nvidia.com/gpu"
+var ResourceGPU = corev1.ResourceName(job.GPU.Name())
 
 // TenantOptions shape the objects in every tenant namespace. The zero value
 // is usable: WithDefaults fills every empty field.
@@ -320,24 +320,20 @@ func renderPodReaders(t tenant.Tenant, ns string) (*rbacv1.Role, *rbacv1.RoleBin
 // pod count. Limits are not constrained: Trainyard admits jobs by requests
 // and sets no CPU limit unless asked, so a limits.* quota would refuse pods.
 func renderQuota(t tenant.Tenant, ns string) (*corev1.ResourceQuota, error) {
-	hard := corev1.ResourceList{}
-	if t.Quota.GPU > 0 {
-		hard[corev1.DefaultResourceRequestsPrefix+ResourceGPU] = *resource.NewQuantity(int64(t.Quota.GPU), resource.DecimalSI)
+	limits, err := t.Quota.Limits()
+	if err != nil {
+		return nil, fmt.Errorf("%w: tenant %s %v", ErrInvalidSpec, t.ID, err)
 	}
-	for name, s := range map[corev1.ResourceName]string{corev1.ResourceRequestsCPU: t.Quota.CPU, corev1.ResourceRequestsMemory: t.Quota.Memory} {
-		if s == "" {
+	hard := corev1.ResourceList{}
+	for _, r := range job.AllResources {
+		if limits[r] == 0 {
 			continue
 		}
-		q, err := resource.ParseQuantity(s)
-		if err != nil {
-			return nil, fmt.Errorf("%w: tenant %s quota %s %q: %v", ErrInvalidSpec, t.ID, name, s, err)
+		name := corev1.ResourceName(r.Name())
+		if r != job.Pods {
+			name = corev1.DefaultResourceRequestsPrefix + name
 		}
-		if !q.IsZero() {
-			hard[name] = q
-		}
-	}
-	if t.Quota.Pods > 0 {
-		hard[corev1.ResourcePods] = *resource.NewQuantity(int64(t.Quota.Pods), resource.DecimalSI)
+		hard[name] = r.Quantity(limits[r])
 	}
 	if len(hard) == 0 {
 		return nil, nil

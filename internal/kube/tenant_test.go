@@ -233,7 +233,7 @@ func TestRenderTenantQuota(t *testing.T) {
 	tn.Quota.Memory = "lots"
 	_, err := RenderTenant(tn, TenantOptions{})
 	require.ErrorIs(t, err, ErrInvalidSpec)
-	require.ErrorContains(t, err, "requests.memory")
+	require.ErrorContains(t, err, "quota.memory")
 }
 
 func TestRenderTenantWithoutReaders(t *testing.T) {

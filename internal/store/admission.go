@@ -276,7 +276,7 @@ func tenantLockLimits(ctx context.Context, tx pgx.Tx, tenantID string) (job.Dema
 	if err != nil {
 		return job.Demand{}, false, fmt.Errorf("tenant %q: %w", tenantID, err)
 	}
-	return limits, true, nil
+	return job.DemandOf(limits), true, nil
 }
 
 // JobWakeNext makes the tenant's next job in admission order claimable at

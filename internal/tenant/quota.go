@@ -8,23 +8,25 @@ import (
 	"github.com/trainyard/trainyard/internal/job"
 )
 
-// Limits returns the quota in the units admission compares jobs' demands
-// with. A zero field means no limit.
-func (q Quota) Limits() (job.Demand, error) {
-	d := job.Demand{GPU: int64(q.GPU), Pods: int64(q.Pods)}
-	if q.CPU != "" {
-		v, err := resource.ParseQuantity(q.CPU)
-		if err != nil {
-			return d, fmt.Errorf("quota.cpu: %w", err)
+// Limits returns the quota as a job.Vector, the units demands and usage
+// are compared in. A zero amount means no limit.
+func (q Quota) Limits() (job.Vector, error) {
+	var v job.Vector
+	v[job.GPU], v[job.Pods] = int64(q.GPU), int64(q.Pods)
+	for _, f := range []struct {
+		res  job.Resource
+		text string
+	}{{job.CPU, q.CPU}, {job.Memory, q.Memory}} {
+		if f.text == "" {
+			continue
 		}
-		d.CPUMilli = v.MilliValue()
-	}
-	if q.Memory != "" {
-		v, err := resource.ParseQuantity(q.Memory)
+		parsed, err := resource.ParseQuantity(f.text)
 		if err != nil {
-			return d, fmt.Errorf("quota.memory: %w", err)
+			return v, fmt.Errorf("quota.%s: %w", f.res.Name(), err)
 		}
-		d.MemoryBytes = v.Value()
+		if v[f.res], err = f.res.Amount(parsed); err != nil {
+			return v, fmt.Errorf("quota.%s: %w", f.res.Name(), err)
+		}
 	}
-	return d, nil
+	return v, nil
 }

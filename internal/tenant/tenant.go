@@ -51,6 +51,7 @@ type Tenant struct {
 	DisplayName     string            `json:"displayName,omitempty"`
 	Labels          map[string]string `json:"labels,omitempty"`
 	Quota           Quota             `json:"quota"`
+	Scheduling      Scheduling        `json:"scheduling"`
 	Members         []Member          `json:"members,omitempty"`
 	PodReaderGroups []string          `json:"podReaderGroups,omitempty"`
 	Namespace       string            `json:"namespace"`
@@ -66,6 +67,49 @@ type Quota struct {
 	CPU    string `json:"cpu,omitempty"`
 	Memory string `json:"memory,omitempty"`
 	Pods   int32  `json:"pods,omitempty"`
+}
+
+// Scheduling is how the scheduler treats the tenant's queue.
+type Scheduling struct {
+	Preemption PreemptionPolicy `json:"preemption,omitempty"`
+	Queueing   QueueingStrategy `json:"queueing,omitempty"`
+}
+
+// PreemptionPolicy says whether a pending job may preempt the tenant's own
+// running jobs.
+type PreemptionPolicy string
+
+const (
+	// PreemptNever: running jobs are never preempted (the default).
+	PreemptNever PreemptionPolicy = "NEVER"
+	// PreemptLowerPriority: a pending job that does not fit may preempt
+	// the tenant's running jobs of lower priority.
+	PreemptLowerPriority PreemptionPolicy = "LOWER_PRIORITY"
+)
+
+// QueueingStrategy says whether a job may start ahead of an earlier one
+// that does not fit.
+type QueueingStrategy string
+
+const (
+	// StrictFIFO: jobs start in queue order (priority, then submission);
+	// one that does not fit holds back every job behind it (the default).
+	StrictFIFO QueueingStrategy = "STRICT_FIFO"
+	// BestEffortFIFO: a job that fits may start ahead of an earlier one
+	// that does not, until the earlier one has waited the scheduler's
+	// starvation age; then it holds the line.
+	BestEffortFIFO QueueingStrategy = "BEST_EFFORT_FIFO"
+)
+
+// WithDefaults fills unset policies.
+func (s Scheduling) WithDefaults() Scheduling {
+	if s.Preemption == "" {
+		s.Preemption = PreemptNever
+	}
+	if s.Queueing == "" {
+		s.Queueing = StrictFIFO
+	}
+	return s
 }
 
 // Member gives Role to an OIDC subject or, when Group is set, to every member

@@ -247,7 +247,7 @@ func (b *bundle) submit(t *testing.T, tenantID, name string, spec job.Spec) stor
 	require.NoError(t, err)
 	j, _, err := b.store.JobCreate(b.ctx, store.JobCreateParams{
 		Job:    job.Job{Tenant: tenantID, Name: name, Spec: spec, Creator: "alice"},
-		Demand: demand,
+		Demand: job.DemandOf(demand),
 	})
 	require.NoError(t, err)
 	return store.JobKey{Tenant: tenantID, UID: j.UID}

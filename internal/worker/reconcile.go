@@ -86,7 +86,7 @@ func (w *Worker) reconcile(ctx context.Context, key store.JobKey) (result, error
 		if err != nil {
 			return result{}, errorf(errReasonStore, fmt.Errorf("tenant %s: %w", t.ID, err))
 		}
-		admitted, res, err := w.admit(ctx, p, limits)
+		admitted, res, err := w.admit(ctx, p, job.DemandOf(limits))
 		if !admitted || err != nil {
 			return res, err
 		}

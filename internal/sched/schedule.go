@@ -1,0 +1,479 @@
+package sched
+
+import (
+	"cmp"
+	"container/heap"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/tenant"
+)
+
+// Schedule decides one cycle: which pending jobs to admit, which running
+// jobs to preempt, and where every other pending job stands. It is pure:
+// no I/O, no clock but s.Now, and the same snapshot (in any order) gives
+// the same decision. It does not modify s. doc.go explains the rules.
+func Schedule(s Snapshot) Decision {
+	c := newCycle(&s)
+	c.reserveAdmitted()
+	c.admitInOrder()
+	c.estimate()
+	return c.out
+}
+
+// cycle is one Schedule call.
+type cycle struct {
+	now     time.Time
+	cfg     Config
+	cl      *cluster
+	tenants map[string]*tenantState
+	order   []*tenantState // by id
+	jobs    map[Key]*jobState
+	// failed are job shapes whose gang did not fit this cycle; free
+	// capacity only shrinks, so they will not fit later in it either.
+	failed map[uint64]bool
+	never  map[uint64]bool // shapes that no node set could ever hold
+	ever   map[uint64]bool // shapes that some node set could
+	// noPreempt: shapes for which preemption found nothing, by the
+	// highest priority that tried (a lower one has fewer candidates).
+	noPreempt map[uint64]int32
+	// hold is a job that has waited past the starvation age for capacity:
+	// later jobs may not take what it lacks.
+	hold *jobState
+	// waiting are the pending jobs not admitted, in cluster order.
+	waiting []*jobState
+	out     Decision
+}
+
+type tenantState struct {
+	Tenant
+	used      job.Vector // demand of admitted jobs
+	orderUsed job.Vector // used plus the demand of jobs ordered so far
+	queue     []*jobState
+	next      int
+	admitted  []*jobState
+	// blocker holds the tenant's line: no later job of it is admitted.
+	blocker *jobState
+	waiting int  // waiting jobs ordered so far
+	gone    bool // not in the snapshot's tenants: holds, admits nothing
+}
+
+type jobState struct {
+	*Job
+	t      *tenantState
+	demand job.Vector
+	shape  uint64
+	// reserved are placements made for an admitted job's pods that are
+	// not on nodes yet.
+	reserved []placed
+	// preempting is set for an admitted job being preempted, to the job
+	// it makes room for (nil when that job is not pending any more).
+	preempting *jobState
+	wait       *Waiting
+	short      []job.Resource // what it lacks, while it waits
+}
+
+func newCycle(s *Snapshot) *cycle {
+	c := &cycle{
+		now: s.Now, cfg: s.Config, cl: newCluster(sortedNodes(s.Nodes)),
+		tenants: map[string]*tenantState{}, jobs: map[Key]*jobState{},
+		failed: map[uint64]bool{}, never: map[uint64]bool{}, ever: map[uint64]bool{}, noPreempt: map[uint64]int32{},
+	}
+	for _, t := range s.Tenants {
+		t.Scheduling = t.Scheduling.WithDefaults()
+		c.tenants[t.ID] = &tenantState{Tenant: t}
+	}
+	for i := range s.Jobs {
+		j := &s.Jobs[i]
+		t := c.tenants[j.Key.Tenant]
+		if t == nil {
+			// An admitted job of a tenant that is going still holds nodes.
+			t = &tenantState{Tenant: Tenant{ID: j.Key.Tenant}, gone: true}
+			c.tenants[j.Key.Tenant] = t
+		}
+		if t.gone && !j.Admitted {
+			continue // its tenant is gone or not active: nothing to admit
+		}
+		js := &jobState{Job: j, t: t, demand: demandOf(j.Groups), shape: shapeOf(j.Groups)}
+		c.jobs[j.Key] = js
+		if j.Admitted {
+			t.admitted = append(t.admitted, js)
+			t.used = t.used.Add(js.demand)
+		} else {
+			t.queue = append(t.queue, js)
+		}
+	}
+	for _, t := range c.tenants {
+		c.order = append(c.order, t)
+		t.orderUsed = t.used
+		slices.SortFunc(t.queue, queueOrder)
+		slices.SortFunc(t.admitted, func(a, b *jobState) int {
+			return cmp.Or(cmp.Compare(b.Priority, a.Priority), a.StartTime.Compare(b.StartTime), cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.Key.UID, b.Key.UID))
+		})
+	}
+	slices.SortFunc(c.order, func(a, b *tenantState) int { return cmp.Compare(a.ID, b.ID) })
+	for _, t := range c.order {
+		for _, v := range t.admitted {
+			if v.PreemptingFor != (Key{}) {
+				if p := c.jobs[v.PreemptingFor]; p != nil && !p.Admitted {
+					v.preempting = p
+				}
+			}
+		}
+	}
+	return c
+}
+
+// queueOrder is a tenant's queue: priority, then submission.
+func queueOrder(a, b *jobState) int {
+	return cmp.Or(cmp.Compare(b.Priority, a.Priority), cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.Key.UID, b.Key.UID))
+}
+
+func sortedNodes(nodes []Node) []Node {
+	out := slices.Clone(nodes)
+	slices.SortFunc(out, func(a, b Node) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+func demandOf(groups []Group) job.Vector {
+	var d job.Vector
+	for _, g := range groups {
+		d = d.Add(g.Request.Times(int64(g.Count)))
+	}
+	return d
+}
+
+// shapeOf identifies what a pending job asks of nodes: equal shapes fit
+// or not alike.
+func shapeOf(groups []Group) uint64 {
+	h := fnv.New64a()
+	var b [8]byte
+	for _, g := range groups {
+		h.Write([]byte(g.PlacementKey))
+		binary.LittleEndian.PutUint64(b[:], uint64(g.Count-g.Placed))
+		h.Write(b[:])
+		for _, v := range g.Request {
+			binary.LittleEndian.PutUint64(b[:], uint64(v))
+			h.Write(b[:])
+		}
+	}
+	return h.Sum64()
+}
+
+// reserveAdmitted sets capacity aside for the admitted jobs' pods that are
+// not on nodes yet: they were promised room, and nothing admitted now may
+// take it. Pods that do not fit any more are left to the job's
+// unschedulable timeout (the worker requeues the job).
+func (c *cycle) reserveAdmitted() {
+	for _, t := range c.order {
+		for _, j := range t.admitted {
+			for i := range j.Groups {
+				g := &j.Groups[i]
+				if g.Count <= g.Placed {
+					continue
+				}
+				one := []Group{*g}
+				one[0].Placed = 0
+				one[0].Count = g.Count - g.Placed
+				if ps, ok := c.cl.gang(one, true); ok {
+					j.reserved = append(j.reserved, ps...)
+				}
+			}
+		}
+	}
+}
+
+// admitInOrder walks the pending jobs in cluster order and admits each
+// that its tenant's order, quota and the nodes allow.
+func (c *cycle) admitInOrder() {
+	for _, j := range c.clusterOrder() {
+		c.consider(j)
+	}
+}
+
+// clusterOrder merges the tenants' queues: jobs that preemptions made room
+// for first, then, one job at a time, the next job of the tenant with the
+// smallest dominant share (its demand over the cluster's capacity in the
+// dimension where that is largest), counting the jobs ordered so far.
+// A tenant that uses much waits behind one that uses little.
+func (c *cycle) clusterOrder() []*jobState {
+	var order []*jobState
+	nominated := map[*jobState]bool{}
+	nominate := func(k Key) {
+		if p := c.jobs[k]; p != nil && !p.Admitted {
+			nominated[p] = true
+		}
+	}
+	for _, t := range c.order {
+		for _, v := range t.admitted {
+			nominate(v.PreemptingFor)
+		}
+		for _, j := range t.queue {
+			// A requeued victim's preemptor, while it still waits, keeps
+			// the room made for it.
+			nominate(j.PreemptedBy)
+		}
+	}
+	for _, t := range c.order {
+		for _, j := range t.queue {
+			if nominated[j] {
+				order = append(order, j)
+			}
+		}
+	}
+	h := &shareHeap{capacity: c.cl.capacity}
+	for _, t := range c.order {
+		if len(t.queue) > 0 {
+			h.items = append(h.items, t)
+		}
+	}
+	heap.Init(h)
+	for h.Len() > 0 {
+		t := h.items[0]
+		j := t.queue[t.next]
+		t.next++
+		if !nominated[j] {
+			order = append(order, j)
+		}
+		t.orderUsed = t.orderUsed.Add(j.demand)
+		if t.next == len(t.queue) {
+			heap.Pop(h)
+		} else {
+			heap.Fix(h, 0)
+		}
+	}
+	return order
+}
+
+const msgNeverFits = "no set of schedulable nodes can hold all of its pods at once (node selectors, affinity, taints, node sizes)"
+
+// consider admits j or records why it waits.
+func (c *cycle) consider(j *jobState) {
+	t := j.t
+	switch {
+	case j.NotBefore.After(c.now):
+		c.wait(j, job.WaitUnschedulable, "its pods could not be placed; it tries again after a backoff", nil)
+		eta := j.NotBefore
+		j.wait.EstimatedStart, j.wait.EstimateBasis = &eta, job.ETABackoff
+		return
+	case t.blocker != nil:
+		reason, why := job.WaitOrder, "an earlier job"
+		if t.blocker.Priority > j.Priority {
+			reason, why = job.WaitPriority, "a job of higher priority"
+		}
+		c.wait(j, reason, fmt.Sprintf("%s of the tenant, %q, starts first", why, t.blocker.Name), nil)
+		j.wait.BlockedBy = t.blocker.Name
+		return
+	}
+	if over := j.demand.Over(t.Quota); len(over) > 0 {
+		// The quota was lowered after the job was accepted: it can not
+		// start until it is raised, and holds nobody up meanwhile.
+		c.wait(j, job.WaitQuota, "needs more than the tenant's whole quota: "+quotaParts(j.demand, job.Vector{}, t.Quota, over), over)
+		return
+	}
+	if c.never[j.shape] {
+		c.wait(j, job.WaitUnschedulable, msgNeverFits, nil)
+		return
+	}
+	if h := c.hold; h != nil && h.t != t && touches(j.demand, h.short) {
+		c.wait(j, job.WaitCapacity, "the resources it needs are held for a job that has waited longer", h.short)
+		c.block(j)
+		return
+	}
+	over := t.used.Add(j.demand).Over(t.Quota)
+	if len(over) == 0 {
+		if ps, ok := c.placeOnce(j); ok {
+			c.admit(j, ps)
+			return
+		}
+	}
+	if !c.everFits(j) {
+		c.wait(j, job.WaitUnschedulable, msgNeverFits, nil)
+		return
+	}
+	reason, short := job.WaitQuota, over
+	msg := ""
+	if len(over) > 0 {
+		msg = "waiting for quota: " + quotaParts(j.demand, t.used, t.Quota, over)
+	} else {
+		reason, short = job.WaitCapacity, c.shortOf(j)
+		msg = "waiting for capacity: " + capacityParts(j.demand, c.cl.free, short)
+	}
+	if t.Scheduling.Preemption == tenant.PreemptLowerPriority {
+		if victims, inFlight := c.preempt(j); len(victims)+len(inFlight) > 0 {
+			c.announce(j, reason, victims)
+			names := namesOf(append(slices.Clone(inFlight), victims...))
+			c.wait(j, reason, fmt.Sprintf("%s; preempting %s, which must stop first", msg, strings.Join(names, ", ")), short)
+			j.wait.BlockedBy = names[0]
+			c.block(j)
+			return
+		}
+	}
+	if j.PreemptedByName != "" {
+		msg = fmt.Sprintf("preempted by job %q; %s", j.PreemptedByName, msg)
+		reason = job.WaitPreempted
+	}
+	c.wait(j, reason, msg, short)
+	c.block(j)
+}
+
+// everFits reports, once per shape, whether j's pods could be placed at
+// all if nothing else ran.
+func (c *cycle) everFits(j *jobState) bool {
+	if c.never[j.shape] {
+		return false
+	}
+	if c.ever[j.shape] {
+		return true
+	}
+	ok := c.cl.everFits(j.Groups)
+	if ok {
+		c.ever[j.shape] = true
+	} else {
+		c.never[j.shape] = true
+	}
+	return ok
+}
+
+// placeOnce places j's gang, remembering a shape that did not fit.
+func (c *cycle) placeOnce(j *jobState) ([]placed, bool) {
+	if c.failed[j.shape] {
+		return nil, false
+	}
+	ps, ok := c.cl.gang(j.Groups, false)
+	if !ok {
+		c.failed[j.shape] = true
+	}
+	return ps, ok
+}
+
+func (c *cycle) admit(j *jobState, ps []placed) {
+	j.reserved = ps
+	j.t.used = j.t.used.Add(j.demand)
+	c.out.Admit = append(c.out.Admit, j.Key)
+	nodes := make([]string, len(ps))
+	for i, p := range ps {
+		nodes[i] = c.cl.nodes[p.node].node.Name
+	}
+	if c.out.Assigned == nil {
+		c.out.Assigned = map[Key][]string{}
+	}
+	c.out.Assigned[j.Key] = nodes
+}
+
+// block applies the queueing rules to a job that was not admitted: under
+// STRICT_FIFO it holds back the rest of its tenant's queue; under
+// BEST_EFFORT_FIFO it does once it has waited the starvation age. A job
+// that has waited that long for capacity also keeps later jobs of other
+// tenants off the resources it lacks.
+func (c *cycle) block(j *jobState) {
+	starving := c.cfg.StarvationAge > 0 && c.now.Sub(j.QueuedAt) >= c.cfg.StarvationAge
+	if j.t.blocker == nil && (j.t.Scheduling.Queueing == tenant.StrictFIFO || starving) {
+		j.t.blocker = j
+	}
+	if starving && c.hold == nil && j.wait.Reason == job.WaitCapacity {
+		c.hold = j
+	}
+}
+
+func (c *cycle) wait(j *jobState, reason job.WaitReason, msg string, short []job.Resource) {
+	j.t.waiting++
+	j.short = short
+	j.wait = &Waiting{Key: j.Key, QueueInfo: job.QueueInfo{
+		Reason: reason, Message: msg, TenantPosition: j.t.waiting, ClusterPosition: len(c.waiting) + 1,
+	}}
+	for _, r := range short {
+		j.wait.WaitingFor = append(j.wait.WaitingFor, r.Name())
+	}
+	c.waiting = append(c.waiting, j)
+}
+
+// shortOf names the resources the cluster lacks for j: those of which
+// there is not enough free in total, else (the sum fits, the pods do not)
+// every resource j asks for, since the free capacity is split across nodes.
+func (c *cycle) shortOf(j *jobState) []job.Resource {
+	if short := j.demand.Short(c.cl.free); len(short) > 0 {
+		return short
+	}
+	var asked []job.Resource
+	for _, r := range job.AllResources {
+		if j.demand[r] > 0 && r != job.Pods {
+			asked = append(asked, r)
+		}
+	}
+	return asked
+}
+
+// touches reports whether d asks for any of rs.
+func touches(d job.Vector, rs []job.Resource) bool {
+	for _, r := range rs {
+		if d[r] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func quotaParts(demand, used, quota job.Vector, over []job.Resource) string {
+	var parts []string
+	for _, r := range over {
+		parts = append(parts, fmt.Sprintf("needs %s %s, %s of %s in use", r.Format(demand[r]), r.Human(), r.Format(used[r]), r.Format(quota[r])))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func capacityParts(demand, free job.Vector, short []job.Resource) string {
+	var parts []string
+	for _, r := range short {
+		parts = append(parts, fmt.Sprintf("needs %s %s, %s free in the cluster", r.Format(demand[r]), r.Human(), r.Format(max(free[r], 0))))
+	}
+	if len(parts) == 0 {
+		return "its pods do not fit the free capacity of any set of nodes"
+	}
+	return strings.Join(parts, "; ")
+}
+
+func namesOf(js []*jobState) []string {
+	names := make([]string, len(js))
+	for i, j := range js {
+		names[i] = j.Name
+	}
+	return names
+}
+
+// shareHeap orders tenants by dominant share of the cluster, then id.
+type shareHeap struct {
+	items    []*tenantState
+	capacity job.Vector
+}
+
+func (h *shareHeap) share(t *tenantState) float64 {
+	s := 0.0
+	for r, c := range h.capacity {
+		if c > 0 {
+			s = max(s, float64(t.orderUsed[r])/float64(c))
+		}
+	}
+	return s
+}
+
+func (h *shareHeap) Len() int { return len(h.items) }
+func (h *shareHeap) Less(i, k int) bool {
+	a, b := h.share(h.items[i]), h.share(h.items[k])
+	if a != b {
+		return a < b
+	}
+	return h.items[i].ID < h.items[k].ID
+}
+func (h *shareHeap) Swap(i, k int) { h.items[i], h.items[k] = h.items[k], h.items[i] }
+func (h *shareHeap) Push(x any)   { h.items = append(h.items, x.(*tenantState)) }
+func (h *shareHeap) Pop() any {
+	x := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return x
+}

@@ -1,0 +1,181 @@
+package sched
+
+import (
+	"encoding/json"
+	"hash/fnv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/tenant"
+)
+
+// Snapshot is everything one scheduling decision looks at: every tenant,
+// every pending and admitted job, every node, at one instant.
+type Snapshot struct {
+	Now     time.Time
+	Config  Config
+	Tenants []Tenant
+	// Jobs are the unfinished jobs: pending (QUEUED, not admitted, not
+	// cancelled) and admitted (holding quota and capacity until they end).
+	Jobs  []Job
+	Nodes []Node
+}
+
+// Config holds the scheduler's tunables.
+type Config struct {
+	// StarvationAge is how long a pending job may be passed by others
+	// before it holds the line: under BEST_EFFORT_FIFO no later job of its
+	// tenant starts ahead of it, and, when it waits for capacity, no later
+	// job of any tenant may take the resources it lacks. Zero disables
+	// starvation protection.
+	StarvationAge time.Duration
+}
+
+// Tenant is a tenant as the scheduler sees it.
+type Tenant struct {
+	ID string
+	// Quota limits the demand of the tenant's admitted jobs; a zero amount
+	// is no limit.
+	Quota      job.Vector
+	Scheduling tenant.Scheduling
+	// RunTime is the typical run time of the tenant's recent jobs (their
+	// median), for start estimates; zero when there is no history.
+	RunTime time.Duration
+}
+
+// Key identifies a job.
+type Key struct {
+	Tenant string
+	UID    string
+}
+
+// Job is a pending or admitted job.
+type Job struct {
+	Key      Key
+	Name     string
+	Priority int32
+	// Seq is the submission order.
+	Seq int64
+	// QueuedAt is when the job last entered the queue: its submission, or
+	// its requeue after a preemption or unschedulable pods.
+	QueuedAt time.Time
+	// Groups are the job's pods, one group per replica type (and the
+	// TensorBoard pod).
+	Groups []Group
+	// MaxRunTime is the job's activeDeadlineSeconds (zero: none).
+	MaxRunTime time.Duration
+	// GracePeriod is how long its pods take to stop when preempted.
+	GracePeriod time.Duration
+
+	Admitted bool
+
+	// Pending jobs only.
+	//
+	// NotBefore: a job requeued because its pods stayed unschedulable is
+	// not admitted again before this time (its backoff).
+	NotBefore time.Time
+	// PreemptedBy is the job that preempted it, while it waits to run
+	// again, and PreemptedByName that job's name.
+	PreemptedBy     Key
+	PreemptedByName string
+
+	// Admitted jobs only.
+	//
+	// StartTime is when its pods were first created (zero: not yet).
+	StartTime time.Time
+	// PreemptingFor is set while the job is being preempted: the pending
+	// job it makes room for.
+	PreemptingFor Key
+	// OnNodes is what the job's pods that are on nodes use there, by
+	// node name (those amounts are part of the nodes' Used).
+	OnNodes map[string]job.Vector
+}
+
+// Group is a set of identical pods of a job.
+type Group struct {
+	Name  string
+	Count int32
+	// Request is what each pod requests.
+	Request   job.Vector
+	Placement Placement
+	// PlacementKey is Placement.Key(), computed once by NewGroup.
+	PlacementKey string
+	// Placed counts the pods of an admitted job's group that are on nodes
+	// or need no capacity any more (finished for good); the others get
+	// capacity reserved for them.
+	Placed int32
+}
+
+// NewGroup returns a group with its placement key computed.
+func NewGroup(name string, count int32, request job.Vector, p Placement) Group {
+	return Group{Name: name, Count: count, Request: request, Placement: p, PlacementKey: p.Key()}
+}
+
+// Placement is where a group's pods may run: the fields of the pods that
+// constrain nodes (internal/kube's Placement converts to it).
+type Placement struct {
+	NodeSelector map[string]string
+	Affinity     *corev1.Affinity
+	Tolerations  []corev1.Toleration
+}
+
+// Key is a stable identity of the placement: groups with equal keys may
+// run on the same nodes.
+func (p Placement) Key() string {
+	if len(p.NodeSelector) == 0 && p.Affinity == nil && len(p.Tolerations) == 0 {
+		return ""
+	}
+	// json.Marshal orders map keys, so equal placements give equal bytes.
+	b, _ := json.Marshal(p)
+	h := fnv.New128a()
+	h.Write(b)
+	return string(h.Sum(nil))
+}
+
+// Node is a node as the scheduler sees it.
+type Node struct {
+	Name   string
+	Labels map[string]string
+	Taints []corev1.Taint
+	// Unschedulable: cordoned, or not ready. Nothing new goes there.
+	Unschedulable bool
+	Allocatable   job.Vector
+	// Used is what the pods bound to the node use, Trainyard's and
+	// others', unless they finished.
+	Used job.Vector
+}
+
+// Decision is the outcome of one scheduling cycle.
+type Decision struct {
+	// Admit lists the jobs to admit, in the order they were admitted.
+	Admit []Key
+	// Assigned is, for each admitted job, the node the cycle found for
+	// each of its pods (group by group): the proof that the gang fits.
+	// kube-scheduler places the pods; it may choose other nodes.
+	Assigned map[Key][]string
+	// Preempt lists the running jobs to preempt, with why.
+	Preempt []Preemption
+	// Waiting has one entry per pending job that is not admitted, in
+	// cluster order.
+	Waiting []Waiting
+}
+
+// Preemption is a running job to stop and requeue so that a pending job
+// of higher priority, of the same tenant, fits.
+type Preemption struct {
+	Victim     Key
+	VictimName string
+	By         Key
+	ByName     string
+	ByPriority int32
+	// Reason is what the preemptor lacked: WaitQuota or WaitCapacity.
+	Reason job.WaitReason
+}
+
+// Waiting is where a pending job stands.
+type Waiting struct {
+	Key Key
+	job.QueueInfo
+}
