@@ -86,10 +86,7 @@ func (c *cycle) estimate() {
 		}
 		cursor, cursorBasis = at, basis
 	}
-	c.out.Waiting = make([]Waiting, len(c.waiting))
-	for i, j := range c.waiting {
-		c.out.Waiting[i] = *j.wait
-	}
+	c.out.Waiting = c.waits
 }
 
 // runTime is how long j is expected to run: its tenant's typical run time,

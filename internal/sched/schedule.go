@@ -45,8 +45,10 @@ type cycle struct {
 	// hold is a job that has waited past the starvation age for capacity:
 	// later jobs may not take what it lacks.
 	hold *jobState
-	// waiting are the pending jobs not admitted, in cluster order.
+	// waiting are the pending jobs not admitted, in cluster order, and
+	// waits their entries.
 	waiting []*jobState
+	waits   []Waiting
 	out     Decision
 }
 
@@ -58,13 +60,14 @@ type tenantState struct {
 	next      int
 	admitted  []*jobState
 	// blocker holds the tenant's line: no later job of it is admitted.
-	blocker *jobState
+	blocker    *jobState
+	blockedMsg map[job.WaitReason]string
 	waiting int  // waiting jobs ordered so far
 	gone    bool // not in the snapshot's tenants: holds, admits nothing
 }
 
 type jobState struct {
-	*Job
+	Job
 	t      *tenantState
 	demand job.Vector
 	shape  uint64
@@ -88,6 +91,8 @@ func newCycle(s *Snapshot) *cycle {
 		t.Scheduling = t.Scheduling.WithDefaults()
 		c.tenants[t.ID] = &tenantState{Tenant: t}
 	}
+	states := make([]jobState, len(s.Jobs))
+	pending := 0
 	for i := range s.Jobs {
 		j := &s.Jobs[i]
 		t := c.tenants[j.Key.Tenant]
@@ -99,15 +104,19 @@ func newCycle(s *Snapshot) *cycle {
 		if t.gone && !j.Admitted {
 			continue // its tenant is gone or not active: nothing to admit
 		}
-		js := &jobState{Job: j, t: t, demand: demandOf(j.Groups), shape: shapeOf(j.Groups)}
+		js := &states[i]
+		*js = jobState{Job: *j, t: t, demand: demandOf(j.Groups), shape: shapeOf(j.Groups)}
 		c.jobs[j.Key] = js
 		if j.Admitted {
 			t.admitted = append(t.admitted, js)
 			t.used = t.used.Add(js.demand)
 		} else {
 			t.queue = append(t.queue, js)
+			pending++
 		}
 	}
+	// Sized once: wait keeps pointers into it.
+	c.waits = make([]Waiting, 0, pending)
 	for _, t := range c.tenants {
 		c.order = append(c.order, t)
 		t.orderUsed = t.used
@@ -127,6 +136,24 @@ func newCycle(s *Snapshot) *cycle {
 		}
 	}
 	return c
+}
+
+// blockedMessage says why a job waits behind the tenant's blocker; it is
+// the same for every job behind it, so it is built once.
+func (t *tenantState) blockedMessage(reason job.WaitReason) string {
+	if t.blockedMsg == nil {
+		t.blockedMsg = map[job.WaitReason]string{}
+	}
+	msg, ok := t.blockedMsg[reason]
+	if !ok {
+		why := "an earlier job"
+		if reason == job.WaitPriority {
+			why = "a job of higher priority"
+		}
+		msg = fmt.Sprintf("%s of the tenant, %q, starts first", why, t.blocker.Name)
+		t.blockedMsg[reason] = msg
+	}
+	return msg
 }
 
 // queueOrder is a tenant's queue: priority, then submission.
@@ -262,11 +289,11 @@ func (c *cycle) consider(j *jobState) {
 		j.wait.EstimatedStart, j.wait.EstimateBasis = &eta, job.ETABackoff
 		return
 	case t.blocker != nil:
-		reason, why := job.WaitOrder, "an earlier job"
+		reason := job.WaitOrder
 		if t.blocker.Priority > j.Priority {
-			reason, why = job.WaitPriority, "a job of higher priority"
+			reason = job.WaitPriority
 		}
-		c.wait(j, reason, fmt.Sprintf("%s of the tenant, %q, starts first", why, t.blocker.Name), nil)
+		c.wait(j, reason, t.blockedMessage(reason), nil)
 		j.wait.BlockedBy = t.blocker.Name
 		return
 	}
@@ -384,9 +411,10 @@ func (c *cycle) block(j *jobState) {
 func (c *cycle) wait(j *jobState, reason job.WaitReason, msg string, short []job.Resource) {
 	j.t.waiting++
 	j.short = short
-	j.wait = &Waiting{Key: j.Key, QueueInfo: job.QueueInfo{
+	c.waits = append(c.waits, Waiting{Key: j.Key, QueueInfo: job.QueueInfo{
 		Reason: reason, Message: msg, TenantPosition: j.t.waiting, ClusterPosition: len(c.waiting) + 1,
-	}}
+	}})
+	j.wait = &c.waits[len(c.waits)-1]
 	for _, r := range short {
 		j.wait.WaitingFor = append(j.wait.WaitingFor, r.Name())
 	}

@@ -1,0 +1,132 @@
+package sched
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/tenant"
+)
+
+// largeSnapshot is a busy installation: nodes of 8 GPUs (a quarter of them
+// spot nodes with a taint), tenants with quotas and mixed policies, running
+// jobs filling about half of the cluster and pending jobs of typical
+// shapes (one GPU, a few workers of four or eight GPUs, CPU-only).
+func largeSnapshot(pending, running, tenants, nodes int) Snapshot {
+	r := rand.New(rand.NewPCG(uint64(pending), 7))
+	s := Snapshot{Now: t0.Add(time.Hour), Config: Config{StarvationAge: 30 * time.Minute}}
+	for i := range tenants {
+		t := Tenant{ID: fmt.Sprintf("tenant-%03d", i), RunTime: time.Duration(10+r.IntN(120)) * time.Minute}
+		t.Quota[job.GPU] = int64(8 * (1 + r.IntN(64)))
+		if i%3 == 0 {
+			t.Scheduling.Preemption = tenant.PreemptLowerPriority
+		}
+		if i%2 == 0 {
+			t.Scheduling.Queueing = tenant.BestEffortFIFO
+		}
+		s.Tenants = append(s.Tenants, t)
+	}
+	spot := []corev1.Toleration{{Key: "spot", Operator: corev1.TolerationOpExists}}
+	for i := range nodes {
+		n := Node{Name: fmt.Sprintf("node-%04d", i), Allocatable: job.Vector{job.CPU: 96000, job.Memory: 1024 * gi, job.GPU: 8, job.Pods: 110}}
+		if i%4 == 0 {
+			n.Taints = []corev1.Taint{taint("spot")}
+		}
+		s.Nodes = append(s.Nodes, n)
+	}
+	shapes := []struct {
+		count int32
+		gpu   int64
+		spot  bool
+	}{{1, 1, false}, {2, 4, false}, {4, 8, true}, {3, 0, false}, {8, 8, false}, {2, 2, true}}
+	newJob := func(seq int) *jobB {
+		t := s.Tenants[r.IntN(len(s.Tenants))]
+		sh := shapes[r.IntN(len(shapes))]
+		var p Placement
+		if sh.spot {
+			p.Tolerations = spot
+		}
+		b := makeJob(t.ID, fmt.Sprintf("job-%06d", seq), int64(seq)).Priority(int32(r.IntN(4) * 100))
+		b.j.QueuedAt = s.Now.Add(-time.Duration(r.IntN(3600)) * time.Second)
+		return b.Group(NewGroup("worker", sh.count, job.Vector{job.CPU: 4000, job.Memory: 16 * gi, job.GPU: sh.gpu, job.Pods: 1}, p))
+	}
+	// Running jobs, every pod on a node, filling the first half of the
+	// nodes; a job that does not fit there any more is left out.
+	next, admitted := 0, 0
+	for i := 0; admitted < running && next < nodes/2; i++ {
+		b := newJob(i).Running(s.Now.Add(-time.Duration(r.IntN(3600)) * time.Second)).Deadline(4 * time.Hour)
+		g := &b.j.Groups[0]
+		b.j.OnNodes = map[string]job.Vector{}
+		for g.Placed < g.Count && next < nodes/2 {
+			n := &s.Nodes[next]
+			if !g.Request.LessEq(n.Allocatable.Sub(n.Used)) {
+				next++
+				continue
+			}
+			n.Used = n.Used.Add(g.Request)
+			b.j.OnNodes[n.Name] = b.j.OnNodes[n.Name].Add(g.Request)
+			g.Placed++
+		}
+		if g.Placed < g.Count {
+			for name, v := range b.j.OnNodes {
+				for k := range s.Nodes {
+					if s.Nodes[k].Name == name {
+						s.Nodes[k].Used = s.Nodes[k].Used.Sub(v)
+					}
+				}
+			}
+			break
+		}
+		s.Jobs = append(s.Jobs, b.Obj())
+		admitted++
+	}
+	for i := range pending {
+		s.Jobs = append(s.Jobs, newJob(running+1+i).Obj())
+	}
+	return s
+}
+
+// BenchmarkSchedule is one cycle at the size the issue names: 10,000
+// pending jobs, 1,000 running, 100 tenants, 1,000 nodes.
+func BenchmarkSchedule(b *testing.B) {
+	s := largeSnapshot(10_000, 1_000, 100, 1_000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var d Decision
+	for b.Loop() {
+		d = Schedule(s)
+	}
+	b.ReportMetric(float64(len(d.Admit)), "admitted")
+	b.ReportMetric(float64(len(d.Waiting)), "waiting")
+}
+
+// BenchmarkScheduleSweep shows how a cycle's cost grows with the pending
+// jobs, the rest fixed: it should grow linearly.
+func BenchmarkScheduleSweep(b *testing.B) {
+	for _, pending := range []int{1_000, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("pending=%d", pending), func(b *testing.B) {
+			s := largeSnapshot(pending, 1_000, 100, 1_000)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				Schedule(s)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(pending), "ns/pending-job")
+		})
+	}
+}
+
+// TestScheduleSmoke runs the benchmark's snapshot once at a tenth of its
+// size and checks the decision, so that the benchmark does not rot.
+func TestScheduleSmoke(t *testing.T) {
+	s := largeSnapshot(1_000, 100, 10, 100)
+	d := Schedule(s)
+	checkInvariants(t, s, d)
+	if len(d.Admit) == 0 || len(d.Waiting) == 0 {
+		t.Fatalf("a half-full cluster with 1,000 pending jobs admits some and queues some: %d admitted, %d waiting", len(d.Admit), len(d.Waiting))
+	}
+}
