@@ -101,7 +101,9 @@ func snapshot(tenants []Tenant, nodes []Node, jobs ...Job) Snapshot {
 	return Snapshot{Now: t0.Add(time.Hour), Tenants: tenants, Nodes: nodes, Jobs: jobs, Config: Config{StarvationAge: 10 * time.Minute}}
 }
 
-func key(tenantID, name string) Key { return Key{Tenant: tenantID, UID: fmt.Sprintf("uid-%s-%s", tenantID, name)} }
+func key(tenantID, name string) Key {
+	return Key{Tenant: tenantID, UID: fmt.Sprintf("uid-%s-%s", tenantID, name)}
+}
 
 // waitingOf returns the Waiting entry of a job.
 func waitingOf(d Decision, k Key) (Waiting, bool) {

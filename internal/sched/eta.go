@@ -131,7 +131,7 @@ func (h *endHeap) Less(i, k int) bool {
 	return a.j.Key.UID < b.j.Key.UID
 }
 func (h *endHeap) Swap(i, k int) { h.items[i], h.items[k] = h.items[k], h.items[i] }
-func (h *endHeap) Push(x any)   { h.items = append(h.items, x.(end)) }
+func (h *endHeap) Push(x any)    { h.items = append(h.items, x.(end)) }
 func (h *endHeap) Pop() any {
 	x := h.items[len(h.items)-1]
 	h.items = h.items[:len(h.items)-1]

@@ -62,8 +62,8 @@ type tenantState struct {
 	// blocker holds the tenant's line: no later job of it is admitted.
 	blocker    *jobState
 	blockedMsg map[job.WaitReason]string
-	waiting int  // waiting jobs ordered so far
-	gone    bool // not in the snapshot's tenants: holds, admits nothing
+	waiting    int  // waiting jobs ordered so far
+	gone       bool // not in the snapshot's tenants: holds, admits nothing
 }
 
 type jobState struct {
@@ -499,7 +499,7 @@ func (h *shareHeap) Less(i, k int) bool {
 	return h.items[i].ID < h.items[k].ID
 }
 func (h *shareHeap) Swap(i, k int) { h.items[i], h.items[k] = h.items[k], h.items[i] }
-func (h *shareHeap) Push(x any)   { h.items = append(h.items, x.(*tenantState)) }
+func (h *shareHeap) Push(x any)    { h.items = append(h.items, x.(*tenantState)) }
 func (h *shareHeap) Pop() any {
 	x := h.items[len(h.items)-1]
 	h.items = h.items[:len(h.items)-1]
