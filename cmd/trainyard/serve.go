@@ -33,6 +33,8 @@ type serveFlags struct {
 	devAuth         string
 	maxRequestBytes int
 	maxStreams      int
+	handshake       time.Duration
+	maxConns        int
 }
 
 func (f *serveFlags) register(fs *pflag.FlagSet) {
@@ -44,6 +46,8 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.adminGroup, "admin-group", "trainyard-admins", "OIDC group whose members are platform admins (manage tenants)")
 	fs.StringVar(&f.devAuth, "dev-auth", "", "FILE of static tokens for local use; off by default, never in production")
 	fs.IntVar(&f.maxRequestBytes, "max-request-bytes", 4<<20, "largest request body (REST) or message (gRPC) accepted")
+	fs.DurationVar(&f.handshake, "handshake-timeout", 10*time.Second, "how long a new connection may take to send its HTTP/2 preface (gRPC) or request headers (HTTP) before it is closed")
+	fs.IntVar(&f.maxConns, "max-connections", 4096, "open connections each listener (gRPC, HTTP) accepts at once; more wait to be accepted")
 	fs.IntVar(&f.maxStreams, "max-streams-per-caller", 32, "watches and log streams one caller (OIDC subject) may have open at once on this server, REST and gRPC together; more are RESOURCE_EXHAUSTED (HTTP 429). Raise it for a service token that streams for many users")
 }
 
@@ -94,8 +98,11 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 	}
 	tenants := auth.TenantSourceFunc(func(ctx context.Context, id string) (tenant.Tenant, error) {
 		t, err := d.store.TenantGet(ctx, id)
-		if errors.Is(err, store.ErrNotFound) {
+		switch {
+		case errors.Is(err, store.ErrNotFound):
 			return t, auth.ErrTenantNotFound
+		case errors.Is(err, store.ErrUnavailable):
+			return t, fmt.Errorf("%w: %w", auth.ErrTenantSourceUnavailable, err)
 		}
 		return t, err
 	})
@@ -113,6 +120,8 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 		GRPCAddr:            f.grpcAddr,
 		MaxRequestBytes:     f.maxRequestBytes,
 		MaxStreamsPerCaller: f.maxStreams,
+		HandshakeTimeout:    f.handshake,
+		MaxConnections:      f.maxConns,
 		Jobs:                api.NewJobServer(apiDeps),
 		Tenants:             api.NewTenantServer(apiDeps),
 		AuthUnary:           ic.Unary(),

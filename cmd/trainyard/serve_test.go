@@ -25,6 +25,20 @@ func TestServeMaxStreamsFlag(t *testing.T) {
 	}
 }
 
+func TestServeConnectionFlags(t *testing.T) {
+	for _, cmd := range []string{"serve", "dev"} {
+		f := newServeCmd().Flags()
+		if cmd == "dev" {
+			f = newDevCmd().Flags()
+		}
+		for name, def := range map[string]string{"handshake-timeout": "10s", "max-connections": "4096"} {
+			fl := f.Lookup(name)
+			require.NotNil(t, fl, "%s --%s", cmd, name)
+			require.Equal(t, def, fl.DefValue)
+		}
+	}
+}
+
 func TestAPIKubeDeleteSecretSaysWhetherThereWasOne(t *testing.T) {
 	ctx := context.Background()
 	client := fake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ty-a", Name: "orphan"}})

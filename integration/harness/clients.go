@@ -129,6 +129,7 @@ func (e *Env) REST(token string) *REST { return &REST{base: e.HTTPURL, token: to
 // Response is a REST reply.
 type Response struct {
 	Status int
+	Header http.Header
 	Body   []byte
 }
 
@@ -189,7 +190,7 @@ func (c *REST) Do(t testing.TB, method, path string, body any) Response {
 	if err != nil {
 		t.Fatalf("%s %s: reading body: %v", method, path, err)
 	}
-	return Response{Status: resp.StatusCode, Body: data}
+	return Response{Status: resp.StatusCode, Header: resp.Header, Body: data}
 }
 
 func randomID(n int) string {

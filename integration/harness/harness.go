@@ -149,6 +149,9 @@ type Options struct {
 	// whole suite proves the manifests grant enough. Set it only for a test
 	// that needs what Trainyard itself must never have, and say why.
 	AdminKubeconfig bool
+	// DatabaseProxy puts a DBProxy between the processes and Postgres
+	// (Env.DBProxy), for tests of a database outage.
+	DatabaseProxy bool
 }
 
 // Env is one test's running Trainyard.
@@ -161,6 +164,8 @@ type Env struct {
 	GRPCAddr        string // 127.0.0.1:port
 	Server          *Process
 	Workers         []*Process
+	// DBProxy is set with Options.DatabaseProxy; DatabaseURL then points at it.
+	DBProxy *DBProxy
 	// ServeKubeconfig and WorkerKubeconfig are the identities the API
 	// server and the workers run as ("" without a cluster).
 	ServeKubeconfig  string
@@ -198,6 +203,9 @@ func Start(t testing.TB, opts Options) *Env {
 	defer cancel()
 	if _, err := run(ctx, e.bin, "migrate", "up", "--database-url", e.DatabaseURL); err != nil {
 		t.Fatal(err)
+	}
+	if opts.DatabaseProxy {
+		e.DBProxy, e.DatabaseURL = newDBProxy(t, e.DatabaseURL)
 	}
 	e.Issuer = oidctest.NewIssuer(t)
 	e.NamespacePrefix = "ty" + strings.ToLower(randomID(5)) + "-"

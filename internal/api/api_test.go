@@ -96,6 +96,8 @@ func TestPageTokens(t *testing.T) {
 	require.Equal(t, "tenant-9", after)
 	_, err = decodeStringToken("pageToken", s, q+1)
 	require.Equal(t, codes.InvalidArgument, status.Code(err))
+	_, err = decodeStringToken("pageToken", encodeStringToken("a\x00", q), q)
+	require.Equal(t, codes.InvalidArgument, status.Code(err), "a forged token carries no NUL to the store")
 }
 
 func TestPageSize(t *testing.T) {
@@ -183,6 +185,12 @@ func TestToStatusMasksInternalErrors(t *testing.T) {
 	require.Len(t, id, 12)
 	require.Contains(t, logs.String(), "error_id="+id)
 	require.Contains(t, logs.String(), "SQLSTATE 23505")
+
+	down := fmt.Errorf("%w: tenant \"a\": dial tcp 10.0.3.7:5432: connect: connection refused", store.ErrUnavailable)
+	st = status.Convert(toStatus(ctx, log, "/trainyard.v1.JobService/GetJob", down))
+	require.Equal(t, codes.Unavailable, st.Code(), "clients and retry policies retry an outage")
+	require.NotContains(t, st.Message(), "10.0.3.7")
+	require.Contains(t, logs.String(), "10.0.3.7")
 }
 
 func TestSpecConversionRoundTrip(t *testing.T) {

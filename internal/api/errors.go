@@ -18,10 +18,14 @@ import (
 )
 
 // Handlers return either a gRPC status (already user-facing) or an internal
-// error. ErrorInterceptor turns internal errors into statuses in one place:
-// store sentinels keep their (safe) text under the matching code; anything
-// else becomes INTERNAL with a neutral message and an id that is logged with
-// the real error, so SQL or stack text never reaches a caller.
+// error. ErrorInterceptors turn internal errors into statuses in one place:
+// store sentinels keep their (safe) text under the matching code, except
+// ErrUnavailable (a database that cannot be reached or cannot serve now),
+// which is UNAVAILABLE with a neutral message, so that clients and gRPC
+// retry policies retry; a serialization failure is ErrConflict, ABORTED
+// (retry the request). Anything else becomes INTERNAL with a neutral
+// message and an id that is logged with the real error, so SQL or stack
+// text never reaches a caller.
 
 func violation(field, description string) job.FieldViolation {
 	return job.FieldViolation{Field: field, Description: description}
@@ -69,6 +73,12 @@ func toStatus(ctx context.Context, log *slog.Logger, method string, err error) e
 	if _, ok := status.FromError(err); ok {
 		return err
 	}
+	if errors.Is(err, store.ErrUnavailable) {
+		// The store's text names the database's address: log it only.
+		id := errorID()
+		log.WarnContext(ctx, "database unavailable", "method", method, "error_id", id, "error", err)
+		return status.Errorf(codes.Unavailable, "the database is unavailable; retry shortly (id %s)", id)
+	}
 	code := codes.Internal
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -98,15 +108,29 @@ func errorID() string {
 	return hex.EncodeToString(b)
 }
 
-// ErrorInterceptors returns the unary and stream interceptors that apply
-// toStatus to every handler's error.
+// ErrorInterceptors returns the unary and stream interceptors that run
+// right before the handlers: they check every request at the text boundary
+// (checkText) and apply toStatus to every handler's error.
 func ErrorInterceptors(log *slog.Logger) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
 	unary := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if err := checkText(req); err != nil {
+			return nil, err
+		}
 		resp, err := h(ctx, req)
 		return resp, toStatus(ctx, log, info.FullMethod, err)
 	}
 	stream := func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-		return toStatus(ss.Context(), log, info.FullMethod, h(srv, ss))
+		return toStatus(ss.Context(), log, info.FullMethod, h(srv, textCheckedStream{ss}))
 	}
 	return unary, stream
+}
+
+// textCheckedStream applies checkText to every message received.
+type textCheckedStream struct{ grpc.ServerStream }
+
+func (s textCheckedStream) RecvMsg(m any) error {
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	return checkText(m)
 }

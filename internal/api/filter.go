@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/resname"
 )
 
 // jobFilter is a parsed ListJobs/WatchJobs filter: a small, documented
@@ -133,7 +134,9 @@ func encodeStringToken(after string, query uint64) string {
 func decodeStringToken(field, tok string, query uint64) (string, error) {
 	b, err := base64.RawURLEncoding.DecodeString(tok)
 	var pt pageToken
-	if err != nil || json.Unmarshal(b, &pt) != nil || pt.After == "" {
+	// After is a tenant id that goes into a query: a forged token must not
+	// carry bytes Postgres refuses.
+	if err != nil || json.Unmarshal(b, &pt) != nil || !resname.IsID(pt.After) {
 		return "", invalid(violation(field, "is not a token returned by this method"))
 	}
 	if pt.Query != query {

@@ -34,6 +34,11 @@ func (f TenantSourceFunc) TenantGet(ctx context.Context, id string) (tenant.Tena
 // unknown tenant id.
 var ErrTenantNotFound = errors.New("tenant not found")
 
+// ErrTenantSourceUnavailable is what a TenantSource returns (or wraps) when
+// it cannot answer right now (its database is down): the caller gets
+// UNAVAILABLE and retries, rather than INTERNAL.
+var ErrTenantSourceUnavailable = errors.New("tenant lookup unavailable")
+
 // Permission is what a method requires of its caller.
 type Permission int
 
@@ -164,6 +169,7 @@ func NewAuthorizer(ts TenantSource) *Authorizer {
 //   - NotFound: the tenant does not exist, or the caller has no role in it.
 //     The two are indistinguishable so tenants cannot be discovered.
 //   - FailedPrecondition: a write in a tenant that is not ACTIVE.
+//   - Unavailable: the tenant lookup cannot be made right now.
 //   - Internal (or the context's code): the tenant lookup failed.
 func (a *Authorizer) Authorize(ctx context.Context, p Principal, fullMethod string, req any) (Access, error) {
 	r, ok := rules[fullMethod]
@@ -192,6 +198,8 @@ func (a *Authorizer) Authorize(ctx context.Context, p Principal, fullMethod stri
 	switch {
 	case errors.Is(err, ErrTenantNotFound):
 		return Access{}, notFound(id)
+	case errors.Is(err, ErrTenantSourceUnavailable):
+		return Access{}, denyf(codes.Unavailable, err, "authorization is temporarily unavailable; retry shortly")
 	case err != nil:
 		if ctx.Err() != nil {
 			st := status.FromContextError(ctx.Err())

@@ -322,6 +322,14 @@ func TestAuthorizerLookupFailures(t *testing.T) {
 	require.Equal(t, "internal error", st.Message(), "store errors never reach the caller")
 	require.ErrorIs(t, err, boom, "but the log can have them")
 
+	down := TenantSourceFunc(func(context.Context, string) (tenant.Tenant, error) {
+		return tenant.Tenant{}, fmt.Errorf("%w: %w", ErrTenantSourceUnavailable, boom)
+	})
+	_, err = NewAuthorizer(down).Authorize(context.Background(), vera, get, req)
+	st = status.Convert(err)
+	require.Equal(t, codes.Unavailable, st.Code(), "a database outage is retried, not internal")
+	require.NotContains(t, st.Message(), "10.0.0.5")
+
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err = NewAuthorizer(failing).Authorize(ctx, vera, get, req)

@@ -41,6 +41,8 @@ const (
 	MaxAffinityValues     = 64 // per requirement
 	MaxPodAnnotationBytes = 64 << 10
 	MaxSecretVolumes      = 16
+	// MaxRetryableExitCodes: there are 255 failure exit codes.
+	MaxRetryableExitCodes = 255
 	MaxBackoffLimit       = 100
 	// MaxActiveDeadlineSeconds is 30 days.
 	MaxActiveDeadlineSeconds = 30 * 24 * 60 * 60
@@ -525,6 +527,10 @@ func reservedPodLabel(k string) bool { return k == LabelManagedBy || reservedKey
 func (v *Violations) exitCodes(p string, codes []int32, policy RestartPolicy) {
 	if len(codes) > 0 && policy != RestartExitCode {
 		v.Add(p, "applies only to restart policy ExitCode, not %s", policy)
+	}
+	if len(codes) > MaxRetryableExitCodes {
+		v.Add(p, "has %d items; at most %d are allowed", len(codes), MaxRetryableExitCodes)
+		return
 	}
 	seen := map[int32]bool{}
 	for k, c := range codes {

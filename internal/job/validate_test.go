@@ -255,6 +255,7 @@ func TestValidate(t *testing.T) {
 		"exit code 0":                        {func(j *Job) { valWorker(j).RetryableExitCodes[0] = 0 }, []string{p1 + ".retryableExitCodes[0]"}},
 		"exit code 256":                      {func(j *Job) { valWorker(j).RetryableExitCodes[1] = 256 }, []string{p1 + ".retryableExitCodes[1]"}},
 		"exit code twice":                    {func(j *Job) { valWorker(j).RetryableExitCodes[1] = 137 }, []string{p1 + ".retryableExitCodes[1]"}},
+		"a million exit codes":               {func(j *Job) { valWorker(j).RetryableExitCodes = make([]int32, 1e6) }, []string{p1 + ".retryableExitCodes"}},
 
 		// Secret volumes.
 		"secret volumes too many": {func(j *Job) {

@@ -5,12 +5,19 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
@@ -19,14 +26,28 @@ import (
 // newGateway maps REST onto the gRPC services. JSON uses lowerCamelCase
 // names; unknown fields in a request body are an error rather than silently
 // dropped, so a misspelt field never goes unnoticed.
+//
+// Beyond the gateway's defaults:
+//   - X-HTTP-Method-Override and the form-POST fallback are off: no client
+//     of ours needs them, and they let a POST act as another method.
+//   - A method a path does not serve is 405 with an Allow header (the
+//     gateway's own answer is 501, "not implemented").
+//   - Path parameters and query values must be UTF-8: one that is not is
+//     400 naming the parameter, instead of failing to marshal (INTERNAL).
+//   - 503 and 429 carry Retry-After.
 func newGateway(ctx context.Context, conn *grpc.ClientConn) (http.Handler, error) {
 	jsonpb := &runtime.JSONPb{
 		MarshalOptions:   protojson.MarshalOptions{UseProtoNames: false},
 		UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
 	}
+	rs := routesOf(pb.File_trainyard_v1_job_proto, pb.File_trainyard_v1_tenant_proto)
 	mux := runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.HTTPBodyMarshaler{Marshaler: jsonpb}),
-		runtime.WithErrorHandler(runtime.DefaultHTTPErrorHandler),
+		runtime.WithErrorHandler(errorHandler),
+		runtime.WithRoutingErrorHandler(rs.routingErrorHandler),
+		runtime.WithDisableHTTPMethodOverride(),
+		runtime.WithDisablePathLengthFallback(),
+		runtime.WithMiddlewares(requireUTF8),
 	)
 	if err := pb.RegisterJobServiceHandler(ctx, mux, conn); err != nil {
 		return nil, err
@@ -36,6 +57,79 @@ func newGateway(ctx context.Context, conn *grpc.ClientConn) (http.Handler, error
 	}
 	return mux, nil
 }
+
+// retryAfter is what a client is told to wait before retrying a 503 (the
+// database or the identity provider is unreachable) or a 429 (too many
+// open streams): short, since both pass in seconds when they pass at all.
+const retryAfter = "2"
+
+func errorHandler(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.ResourceExhausted:
+		w.Header().Set("Retry-After", retryAfter)
+	}
+	runtime.DefaultHTTPErrorHandler(ctx, mux, m, w, r, err)
+}
+
+func (rs routes) routingErrorHandler(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, code int) {
+	if code != http.StatusMethodNotAllowed {
+		runtime.DefaultRoutingErrorHandler(ctx, mux, m, w, r, code)
+		return
+	}
+	path := r.URL.EscapedPath()
+	allow := strings.Join(rs.allowed(path), ", ")
+	w.Header().Set("Allow", allow)
+	err := status.Errorf(codes.Unimplemented, "method %s is not allowed on %s; allowed: %s", r.Method, path, allow)
+	runtime.DefaultHTTPErrorHandler(ctx, mux, m, w, r, &runtime.HTTPStatusError{HTTPStatus: http.StatusMethodNotAllowed, Err: err})
+}
+
+// requireUTF8 refuses path parameters and query parameters that are not
+// UTF-8 (a %ff in a job id): protobuf strings must be, and the gateway
+// would otherwise fail to marshal the request, an INTERNAL error with the
+// library's words.
+func requireUTF8(next runtime.HandlerFunc) runtime.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, pathParams map[string]string) {
+		var vs []*errdetails.BadRequest_FieldViolation
+		for _, k := range slices.Sorted(maps.Keys(pathParams)) {
+			if !utf8.ValidString(pathParams[k]) {
+				vs = append(vs, &errdetails.BadRequest_FieldViolation{Field: k, Description: "path parameter is not valid UTF-8"})
+			}
+		}
+		q := r.URL.Query()
+		for _, k := range slices.Sorted(maps.Keys(q)) {
+			field := k
+			if !utf8.ValidString(k) {
+				field = strconv.Quote(k)
+			}
+			for _, v := range q[k] {
+				if !utf8.ValidString(k) || !utf8.ValidString(v) {
+					vs = append(vs, &errdetails.BadRequest_FieldViolation{Field: field, Description: "query parameter is not valid UTF-8"})
+					break
+				}
+			}
+		}
+		if len(vs) == 0 {
+			next(w, r, pathParams)
+			return
+		}
+		st := status.New(codes.InvalidArgument, vs[0].Field+": "+vs[0].Description)
+		if d, err := st.WithDetails(&errdetails.BadRequest{FieldViolations: vs}); err == nil {
+			st = d
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		b, _ := protojson.Marshal(st.Proto())
+		_, _ = w.Write(b)
+	}
+}
+
+// gatewayMessageLimit is the largest message the gateway sends its gRPC
+// server. A REST body of at most maxBody bytes can grow when it becomes
+// protobuf: "-1," (3 bytes of JSON) is a 10-byte varint. Under this limit
+// every body the size check let through reaches validation, which answers
+// 400 naming the field, rather than the gateway's client refusing it as
+// RESOURCE_EXHAUSTED (429, an invitation to retry).
+func gatewayMessageLimit(maxBody int) int { return 4*maxBody + 1<<20 }
 
 // readTimeout bounds reading a whole request, body included.
 const readTimeout = 30 * time.Second

@@ -29,7 +29,14 @@
 // without the per-connection cap, because all REST traffic shares its one
 // connection and would otherwise queue behind MaxConcurrentStreams.
 //
-// HTTP: ReadHeaderTimeout 10 s, ReadTimeout 30 s for the whole request
+// Connections: each listener holds at most MaxConnections at once (more
+// wait to be accepted), and a connection must say what it wants within
+// HandshakeTimeout (10 s): the HTTP/2 preface on gRPC, the request headers
+// on HTTP. Authentication is per call, so a connection that never
+// authenticates is one that sends nothing: it is closed after the
+// handshake timeout, or, once it made calls, after keepalive finds it gone.
+//
+// HTTP: ReadHeaderTimeout HandshakeTimeout, ReadTimeout 30 s for the whole request
 // (headers and body), IdleTimeout 2 min between requests of a keep-alive
 // connection; no WriteTimeout, which would cut log streams. REST bodies are
 // read in full, up to MaxRequestBytes, before the gateway sees them and so
@@ -52,6 +59,7 @@ import (
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/net/netutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -92,6 +100,15 @@ type Config struct {
 	// MaxConcurrentStreams caps the calls in flight on one gRPC connection
 	// (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS). Defaults to 256.
 	MaxConcurrentStreams uint32
+	// HandshakeTimeout bounds how long a new connection may take to say
+	// what it wants: the HTTP/2 preface and settings on gRPC, the request
+	// headers on HTTP. A connection that sends nothing is closed after it.
+	// Defaults to 10s (grpc-go's own default is 120s).
+	HandshakeTimeout time.Duration
+	// MaxConnections caps the open connections of each listener (gRPC and
+	// HTTP). Beyond it new connections wait in the kernel's accept queue
+	// until one closes. Defaults to 4096.
+	MaxConnections int
 	// Ready are what the server needs to do its work (Postgres, OIDC);
 	// /readyz and the gRPC health service follow them.
 	Ready []ReadyCheck
@@ -124,6 +141,12 @@ func (c *Config) withDefaults() error {
 	}
 	if c.MaxConcurrentStreams == 0 {
 		c.MaxConcurrentStreams = 256
+	}
+	if c.HandshakeTimeout <= 0 {
+		c.HandshakeTimeout = 10 * time.Second
+	}
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = 4096
 	}
 	switch {
 	case c.Jobs == nil || c.Tenants == nil:
@@ -200,10 +223,14 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.grpc = newGRPC(
 		grpc.MaxConcurrentStreams(cfg.MaxConcurrentStreams),
-		grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Minute, Timeout: 20 * time.Second}),
+		grpc.ConnectionTimeout(cfg.HandshakeTimeout),
+		// MaxConnectionIdle: a connection that has made no call for this
+		// long is sent GOAWAY (clients reconnect when they next need to),
+		// so idle connections do not count against MaxConnections forever.
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Minute, Timeout: 20 * time.Second, MaxConnectionIdle: 15 * time.Minute}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}),
 	)
-	s.gwGRPC = newGRPC()
+	s.gwGRPC = newGRPC(grpc.MaxRecvMsgSize(gatewayMessageLimit(cfg.MaxRequestBytes)))
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
@@ -217,6 +244,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.grpcLn.Close()
 		return nil, fmt.Errorf("listen HTTP on %s: %w", cfg.HTTPAddr, err)
 	}
+	s.grpcLn = netutil.LimitListener(s.grpcLn, cfg.MaxConnections)
+	s.httpLn = netutil.LimitListener(s.httpLn, cfg.MaxConnections)
 	if s.gwLn, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 		s.grpcLn.Close()
 		s.httpLn.Close()
@@ -224,7 +253,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.gwConn, err = grpc.NewClient("passthrough:///"+s.gwLn.Addr().String(),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(cfg.MaxRequestBytes), grpc.MaxCallRecvMsgSize(64<<20)),
+		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(gatewayMessageLimit(cfg.MaxRequestBytes)), grpc.MaxCallRecvMsgSize(64<<20)),
 	)
 	if err != nil {
 		s.closeListeners()
@@ -243,7 +272,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	mux.Handle("/v1/", limitBody(cfg.MaxRequestBytes, gw))
 	s.http = &http.Server{
 		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: cfg.HandshakeTimeout,
 		ReadTimeout:       readTimeout,
 		IdleTimeout:       2 * time.Minute,
 	}

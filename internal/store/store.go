@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,6 +27,12 @@ var (
 	// ErrLeaseLost: the caller no longer owns the job (lease expired, taken
 	// over or released). Stop acting on it.
 	ErrLeaseLost = errors.New("lease lost")
+	// ErrUnavailable: Postgres could not be reached or could not serve the
+	// query right now (connection refused or lost, shutting down, too many
+	// connections, a statement timeout). Nothing was changed that the
+	// caller can see; retry later. The text after the sentinel is for logs:
+	// it may name addresses.
+	ErrUnavailable = errors.New("database unavailable")
 )
 
 // Page sizes (AIP-158).
@@ -85,7 +94,7 @@ func translate(err error, what string) error {
 	}
 	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrAlreadyExists) ||
 		errors.Is(err, ErrFailedPrecondition) || errors.Is(err, ErrConflict) ||
-		errors.Is(err, ErrLeaseLost) {
+		errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrUnavailable) {
 		return err
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -107,10 +116,46 @@ func translate(err error, what string) error {
 		case "40001", "40P01": // serialization_failure, deadlock_detected
 			return fmt.Errorf("%w: %s: concurrent update, retry", ErrConflict, what)
 		}
+		if unavailableState(pgErr.Code) {
+			return fmt.Errorf("%w: %s: postgres error %s: %s", ErrUnavailable, what, pgErr.Code, pgErr.Message)
+		}
 		// The message is for logs; pgx types stay inside this package.
 		return fmt.Errorf("store: %s: postgres error %s: %s", what, pgErr.Code, pgErr.Message)
 	}
+	if connectionLost(err) {
+		return fmt.Errorf("%w: %s: %v", ErrUnavailable, what, err)
+	}
 	return fmt.Errorf("store: %s: %v", what, err)
+}
+
+// unavailableState reports whether a SQLSTATE says the server cannot serve
+// the query now, though it may in a moment: connection exceptions (class
+// 08), insufficient resources (53: too many connections, out of memory or
+// disk), operator intervention (57P01-57P03: shutdown, crash, starting up;
+// 57014: a statement timeout or cancel), and a read-only transaction (25006:
+// a primary that became a standby in a failover).
+func unavailableState(code string) bool {
+	switch {
+	case strings.HasPrefix(code, "08"), strings.HasPrefix(code, "53"):
+		return true
+	}
+	switch code {
+	case "57P01", "57P02", "57P03", "57014", "25006":
+		return true
+	}
+	return false
+}
+
+// connectionLost reports whether err is the connection failing rather than
+// the query: it could not be made, it broke, or it timed out. A scan into a
+// wrong type and other programming errors are none of these and stay
+// internal.
+func connectionLost(err error) bool {
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	return errors.As(err, &connectErr) || errors.As(err, &netErr) ||
+		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		pgconn.Timeout(err) || pgconn.SafeToRetry(err)
 }
 
 func parentOf(constraint string) string {

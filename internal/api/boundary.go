@@ -1,0 +1,111 @@
+package api
+
+import (
+	"fmt"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/trainyard/trainyard/internal/job"
+	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
+)
+
+// The text boundary. Postgres refuses a NUL byte in text and jsonb (SQLSTATE
+// 22021, 22P05), and a request that carried one used to fail deep in a
+// query as INTERNAL. Rather than remember the rule in every validator, every
+// request message is walked once, before its handler runs, and every string
+// in it — fields, list items, map keys and values, at any depth — that holds
+// a NUL byte is INVALID_ARGUMENT naming its field. A field added to the API
+// later is covered without anyone thinking of it.
+//
+// Two kinds of strings are left to others: resource names (fields called
+// name or parent), which internal/resname parses (a bad id there is
+// NOT_FOUND, never stored), and secret values, which go only to Kubernetes,
+// where a Secret holds bytes and a NUL is a legitimate one.
+//
+// Invalid UTF-8 cannot arrive here: protobuf refuses it when the message is
+// decoded (gRPC), and the gateway refuses it in paths and queries
+// (internal/server) and bodies (protojson).
+
+// textViolations lists the strings of m that hold a NUL byte, at their
+// request-relative JSON paths (job.spec.replicas[0].command[1]); at most
+// maxViolations+1 of them, enough for invalid to say there are more.
+func textViolations(m proto.Message) job.Violations {
+	w := textWalker{}
+	w.message(m.ProtoReflect(), "")
+	return w.vs
+}
+
+type textWalker struct{ vs job.Violations }
+
+func (w *textWalker) full() bool { return len(w.vs) > maxViolations }
+
+func (w *textWalker) message(m protoreflect.Message, prefix string) {
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		p := prefix + fd.JSONName()
+		switch {
+		case fd.IsMap():
+			w.mapEntries(fd, v.Map(), p)
+		case fd.IsList():
+			l := v.List()
+			for i := 0; i < l.Len() && !w.full(); i++ {
+				w.value(fd, l.Get(i), fmt.Sprintf("%s[%d]", p, i), "")
+			}
+		default:
+			w.value(fd, v, p, "")
+		}
+		return !w.full()
+	})
+}
+
+func (w *textWalker) mapEntries(fd protoreflect.FieldDescriptor, m protoreflect.Map, p string) {
+	m.Range(func(k protoreflect.MapKey, v protoreflect.Value) bool {
+		key := k.String()
+		if hasNUL(key) {
+			w.vs.Add(p, "key %s contains a NUL byte, which cannot be stored", quote(key))
+		}
+		if fd.FullName() != secretData {
+			w.value(fd.MapValue(), v, p, "the value of key "+quote(key)+" ")
+		}
+		return !w.full()
+	})
+}
+
+// secretData holds secret values: bytes for Kubernetes, never stored by us.
+var secretData = (&pb.Secret{}).ProtoReflect().Descriptor().Fields().ByName("data").FullName()
+
+func (w *textWalker) value(fd protoreflect.FieldDescriptor, v protoreflect.Value, p, what string) {
+	switch fd.Kind() {
+	case protoreflect.StringKind:
+		if isResourceName(fd) {
+			return
+		}
+		if hasNUL(v.String()) {
+			w.vs.Add(p, "%scontains a NUL byte, which cannot be stored", what)
+		}
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		w.message(v.Message(), p+".")
+	}
+}
+
+// isResourceName reports whether fd holds a resource name (AIP-122 names
+// them name or parent): resname parses those.
+func isResourceName(fd protoreflect.FieldDescriptor) bool {
+	return fd.Name() == "name" || fd.Name() == "parent"
+}
+
+func hasNUL(s string) bool { return strings.IndexByte(s, 0) >= 0 }
+
+// checkText is the boundary check of one request: nil, or
+// INVALID_ARGUMENT listing the strings that cannot be stored.
+func checkText(req any) error {
+	m, ok := req.(proto.Message)
+	if !ok {
+		return nil
+	}
+	if vs := textViolations(m); len(vs) > 0 {
+		return invalid(vs...)
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package server
+
+import (
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+
+	"google.golang.org/genproto/googleapis/api/annotations"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// routes are the REST routes of the services, read from their
+// google.api.http annotations: the same source the gateway is generated
+// from, so that the Allow header of a 405 lists exactly the methods the
+// gateway serves on a path.
+type routes []route
+
+type route struct {
+	method string
+	path   *regexp.Regexp
+}
+
+// routesOf reads the HTTP rules of every method of the services in files.
+func routesOf(files ...protoreflect.FileDescriptor) routes {
+	var rs routes
+	for _, f := range files {
+		for i := 0; i < f.Services().Len(); i++ {
+			ms := f.Services().Get(i).Methods()
+			for j := 0; j < ms.Len(); j++ {
+				rule, _ := proto.GetExtension(ms.Get(j).Options(), annotations.E_Http).(*annotations.HttpRule)
+				for _, r := range append([]*annotations.HttpRule{rule}, rule.GetAdditionalBindings()...) {
+					if method, tmpl := verbAndTemplate(r); tmpl != "" {
+						rs = append(rs, route{method: method, path: templateRegexp(tmpl)})
+					}
+				}
+			}
+		}
+	}
+	return rs
+}
+
+func verbAndTemplate(r *annotations.HttpRule) (string, string) {
+	switch {
+	case r.GetGet() != "":
+		return http.MethodGet, r.GetGet()
+	case r.GetPost() != "":
+		return http.MethodPost, r.GetPost()
+	case r.GetPut() != "":
+		return http.MethodPut, r.GetPut()
+	case r.GetPatch() != "":
+		return http.MethodPatch, r.GetPatch()
+	case r.GetDelete() != "":
+		return http.MethodDelete, r.GetDelete()
+	}
+	return "", ""
+}
+
+var templateVariable = regexp.MustCompile(`\{[^}=]+(=([^}]*))?\}`)
+
+// templateRegexp turns a path template (/v1/{name=tenants/*/jobs/*}:cancel)
+// into a regexp over the escaped request path: a variable is its pattern
+// ({x} is *), * one segment, ** any number.
+func templateRegexp(tmpl string) *regexp.Regexp {
+	expanded := templateVariable.ReplaceAllStringFunc(tmpl, func(v string) string {
+		if _, pat, ok := strings.Cut(strings.Trim(v, "{}"), "="); ok {
+			return pat
+		}
+		return "*"
+	})
+	var b strings.Builder
+	for i, seg := range strings.Split(expanded, "/") {
+		if i > 0 {
+			b.WriteByte('/')
+		}
+		for j, part := range strings.SplitAfter(seg, "**") {
+			if j > 0 {
+				b.WriteString(".*")
+			}
+			for k, lit := range strings.Split(strings.TrimSuffix(part, "**"), "*") {
+				if k > 0 {
+					b.WriteString(`[^/]+`)
+				}
+				b.WriteString(regexp.QuoteMeta(lit))
+			}
+		}
+	}
+	return regexp.MustCompile(`^` + b.String() + `$`)
+}
+
+// allowed lists the methods served on path, in a stable order; empty for a
+// path no route matches.
+func (rs routes) allowed(path string) []string {
+	var out []string
+	for _, r := range rs {
+		if r.path.MatchString(path) && !slices.Contains(out, r.method) {
+			out = append(out, r.method)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
