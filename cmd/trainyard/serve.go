@@ -35,6 +35,7 @@ type serveFlags struct {
 	maxStreams      int
 	handshake       time.Duration
 	maxConns        int
+	streamLifetime  time.Duration
 }
 
 func (f *serveFlags) register(fs *pflag.FlagSet) {
@@ -48,6 +49,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxRequestBytes, "max-request-bytes", 4<<20, "largest request body (REST) or message (gRPC) accepted")
 	fs.DurationVar(&f.handshake, "handshake-timeout", 10*time.Second, "how long a new connection may take to send its HTTP/2 preface (gRPC) or request headers (HTTP) before it is closed")
 	fs.IntVar(&f.maxConns, "max-connections", 4096, "open connections each listener (gRPC, HTTP) accepts at once; more wait to be accepted")
+	fs.DurationVar(&f.streamLifetime, "max-stream-lifetime", 30*time.Minute, "watches and log streams end after this long with UNAVAILABLE; clients reopen them after the last event id received (tyctl does)")
 	fs.IntVar(&f.maxStreams, "max-streams-per-caller", 32, "watches and log streams one caller (OIDC subject) may have open at once on this server, REST and gRPC together; more are RESOURCE_EXHAUSTED (HTTP 429). Raise it for a service token that streams for many users")
 }
 
@@ -106,7 +108,13 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 		}
 		return t, err
 	})
-	ic := auth.NewInterceptor(authn, auth.NewAuthorizer(tenants), auth.WithLogger(log))
+	// Open streams are re-authorized when their tenant changes (members,
+	// state) and end when the caller's token does.
+	streams := auth.StreamPolicy{MaxLifetime: f.streamLifetime}
+	if d.listener != nil {
+		streams.TenantChanges = store.NewWakeups(d.listener, store.ChannelTenants).Subscribe
+	}
+	ic := auth.NewInterceptor(authn, auth.NewAuthorizer(tenants), auth.WithLogger(log), auth.WithStreamPolicy(streams))
 	apiDeps := api.Deps{Store: d.store, Logger: log, NamespacePrefix: d.nsPrefix}
 	if d.listener != nil {
 		apiDeps.Events = d.listener

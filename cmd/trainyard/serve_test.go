@@ -31,7 +31,7 @@ func TestServeConnectionFlags(t *testing.T) {
 		if cmd == "dev" {
 			f = newDevCmd().Flags()
 		}
-		for name, def := range map[string]string{"handshake-timeout": "10s", "max-connections": "4096"} {
+		for name, def := range map[string]string{"handshake-timeout": "10s", "max-connections": "4096", "max-stream-lifetime": "30m0s"} {
 			fl := f.Lookup(name)
 			require.NotNil(t, fl, "%s --%s", cmd, name)
 			require.Equal(t, def, fl.DefValue)

@@ -447,41 +447,6 @@ func (f *fakeNotifications) open() int {
 	return len(f.subs)
 }
 
-func TestTenantWakeupsWakeOnlyTheirTenant(t *testing.T) {
-	src := &fakeNotifications{}
-	w := newTenantWakeups(src)
-	a1, stopA1 := w.Subscribe("a")
-	a2, stopA2 := w.Subscribe("a")
-	b, stopB := w.Subscribe("b")
-	require.Equal(t, 1, src.open(), "one subscription for every watcher")
-
-	for range 10 {
-		src.notify("b")
-	}
-	require.Eventually(t, func() bool { return len(b) == 1 }, time.Second, time.Millisecond)
-	require.Len(t, b, 1, "wake-ups coalesce")
-	require.Empty(t, a1)
-	require.Empty(t, a2)
-
-	src.notify("a")
-	require.Eventually(t, func() bool { return len(a1) == 1 && len(a2) == 1 }, time.Second, time.Millisecond)
-
-	stopA1()
-	stopA1()
-	stopA2()
-	require.Equal(t, 0, w.subscribers("a"))
-	require.Equal(t, 1, src.open())
-	stopB()
-	require.Equal(t, 0, src.open(), "the last watcher gone, the subscription goes")
-
-	c, stopC := w.Subscribe("c")
-	defer stopC()
-	require.Equal(t, 1, src.open())
-	require.Equal(t, 2, src.n)
-	src.notify("c")
-	require.Eventually(t, func() bool { return len(c) == 1 }, time.Second, time.Millisecond)
-}
-
 // A watcher is woken by its own tenant's events, not by another's.
 func TestWatchJobWakesOnItsTenantOnly(t *testing.T) {
 	st := newFakeStore()

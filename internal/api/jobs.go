@@ -312,7 +312,7 @@ type deps struct {
 	now       func() time.Time
 	pollEvery time.Duration
 	nsPrefix  string
-	wakeups   *tenantWakeups
+	wakeups   *store.Wakeups
 }
 
 // Deps configures the API servers.
@@ -351,6 +351,6 @@ func (d Deps) withDefaults() deps {
 	if out.nsPrefix == "" {
 		out.nsPrefix = "ty-"
 	}
-	out.wakeups = newTenantWakeups(d.Events)
+	out.wakeups = store.NewWakeups(d.Events, store.ChannelEvents)
 	return out
 }

@@ -111,7 +111,7 @@ func ParseDevTokens(data []byte, adminGroup string) (*DevTokens, error) {
 			return nil, fmt.Errorf("tokens[%d]: duplicate token", i)
 		}
 		seen[h] = true
-		p := Principal{Subject: e.Subject, Email: e.Email, Groups: e.Groups}
+		p := Principal{Subject: e.Subject, Email: e.Email, Groups: e.Groups, Issuer: DevIssuer}
 		p.PlatformAdmin = e.PlatformAdmin || p.InGroup(adminGroup)
 		d.entries = append(d.entries, devToken{hash: h, principal: p})
 	}

@@ -48,6 +48,8 @@ func TestDevTokens(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
+			require.Equal(t, DevIssuer, p.Issuer)
+			p.Issuer = ""
 			require.Equal(t, c.want, p)
 		})
 	}
@@ -109,5 +111,5 @@ func TestDevTokensJSON(t *testing.T) {
 	require.NoError(t, err)
 	p, err := d.Authenticate(context.Background(), "json-local-token")
 	require.NoError(t, err)
-	require.Equal(t, Principal{Subject: "j", Groups: []string{"g"}}, p)
+	require.Equal(t, Principal{Subject: "j", Groups: []string{"g"}, Issuer: DevIssuer}, p)
 }

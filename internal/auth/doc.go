@@ -78,6 +78,13 @@
 // Streams: the caller is authenticated when the stream opens; the request
 // is authorized when the handler receives it, which server-streaming
 // handlers do first, and the stream refuses to send anything before that.
+// An open stream keeps no access it has lost (stream.go): it is authorized
+// again whenever its tenant's record changes (members, state: the
+// trainyard_tenants notification) and every minute, and ends with the
+// status a new call would get (NOT_FOUND for a removed member); it ends
+// with UNAUTHENTICATED when the caller's token expires, and with
+// UNAVAILABLE after StreamPolicy.MaxLifetime, to be reopened after the
+// last event id received.
 //
 // # Dev mode
 //

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // DefaultExempt are the method prefixes that skip authentication and
@@ -33,10 +34,11 @@ const (
 // authorization happens: handlers find the result with PrincipalFrom and
 // AccessFrom and cannot be reached without it.
 type Interceptor struct {
-	authn  Authenticator
-	authz  *Authorizer
-	log    *slog.Logger
-	exempt []string
+	authn   Authenticator
+	authz   *Authorizer
+	log     *slog.Logger
+	exempt  []string
+	streams StreamPolicy
 }
 
 // InterceptorOption configures NewInterceptor.
@@ -59,7 +61,7 @@ func NewInterceptor(authn Authenticator, authz *Authorizer, opts ...InterceptorO
 	if authn == nil || authz == nil {
 		panic("auth: NewInterceptor needs an Authenticator and an Authorizer")
 	}
-	i := &Interceptor{authn: authn, authz: authz, log: slog.Default(), exempt: DefaultExempt}
+	i := &Interceptor{authn: authn, authz: authz, log: slog.Default(), exempt: DefaultExempt, streams: StreamPolicy{}.withDefaults()}
 	for _, o := range opts {
 		o(i)
 	}
@@ -88,7 +90,9 @@ func (i *Interceptor) Unary() grpc.UnaryServerInterceptor {
 // Stream returns the stream server interceptor. The caller is
 // authenticated when the stream opens; the request is authorized when the
 // handler receives it (a server-streaming handler's first act), and the
-// handler can send nothing before that.
+// handler can send nothing before that. From then on the stream is guarded
+// (stream.go): re-authorized when its tenant changes and periodically,
+// ended when the token expires or its lifetime is over.
 func (i *Interceptor) Stream() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		if i.isExempt(info.FullMethod) {
@@ -103,7 +107,19 @@ func (i *Interceptor) Stream() grpc.StreamServerInterceptor {
 			_, err := i.authorize(ctx, p, info.FullMethod, nil)
 			return err
 		}
-		return handler(srv, &authorizingStream{ServerStream: ss, i: i, p: p, method: info.FullMethod, base: ctx, ctx: ctx})
+		ctx, end := context.WithCancelCause(ctx)
+		defer end(nil)
+		as := &authorizingStream{ServerStream: ss, i: i, p: p, method: info.FullMethod, base: ctx, ctx: ctx}
+		as.onFirst = func(req any, acc Access) {
+			if m, ok := req.(proto.Message); ok {
+				go i.guard(ctx, end, p, info.FullMethod, proto.Clone(m), acc.TenantID)
+			}
+		}
+		err = handler(srv, as)
+		if ended, ok := endedStatus(ctx); ok {
+			return ended
+		}
+		return err
 	}
 }
 
@@ -199,6 +215,9 @@ type authorizingStream struct {
 	method string
 	base   context.Context // carries the principal
 
+	// onFirst is called once, with the first message authorized.
+	onFirst func(req any, acc Access)
+
 	mu     sync.Mutex
 	ctx    context.Context // base plus Access once authorized
 	tenant string
@@ -225,7 +244,11 @@ func (s *authorizingStream) RecvMsg(m any) error {
 		// Handlers may have scoped themselves to the first message's tenant.
 		return status.Error(codes.InvalidArgument, "all messages of a stream must name the same tenant")
 	}
+	first := !s.authed
 	s.ctx, s.tenant, s.authed = WithAccess(s.base, acc), acc.TenantID, true
+	if first && s.onFirst != nil {
+		s.onFirst(m, acc)
+	}
 	return nil
 }
 

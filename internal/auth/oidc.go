@@ -273,7 +273,7 @@ func (o *OIDC) Authenticate(ctx context.Context, rawToken string) (Principal, er
 	if err != nil {
 		return Principal{}, unauthenticated("bad groups claim", err)
 	}
-	p := Principal{Subject: tok.Subject, Email: emailClaim(claims), Groups: groups}
+	p := Principal{Subject: tok.Subject, Email: emailClaim(claims), Groups: groups, Issuer: tok.Issuer, Expiry: tok.Expiry}
 	p.PlatformAdmin = p.InGroup(o.cfg.AdminGroup)
 	return p, nil
 }

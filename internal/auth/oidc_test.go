@@ -99,6 +99,9 @@ func TestOIDCAuthenticate(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
+			require.Equal(t, c.authn.cfg.Issuer, p.Issuer, "the audit log records who vouched")
+			require.WithinDuration(t, time.Now().Add(time.Hour), p.Expiry, time.Minute, "streams end when the token does")
+			p.Issuer, p.Expiry = "", time.Time{}
 			require.Equal(t, c.want, p)
 		})
 	}

@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/trainyard/trainyard/internal/tenant"
 )
@@ -21,7 +22,16 @@ type Principal struct {
 	// PlatformAdmin is set when Groups holds the configured admin group.
 	// Platform admins manage tenants and act as admin in every tenant.
 	PlatformAdmin bool
+	// Issuer is who vouched for the caller: the OIDC issuer URL, or
+	// DevIssuer for --dev-auth tokens. The audit log records it.
+	Issuer string
+	// Expiry is when the credential stops being valid (the token's "exp");
+	// zero when it does not expire. An open stream ends then.
+	Expiry time.Time
 }
+
+// DevIssuer is the Issuer of principals authenticated by dev tokens.
+const DevIssuer = "trainyard-dev-auth"
 
 // InGroup reports whether the principal is a member of group g.
 func (p Principal) InGroup(g string) bool { return g != "" && slices.Contains(p.Groups, g) }

@@ -1,0 +1,155 @@
+//go:build integration
+
+package e2e
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
+
+	"github.com/trainyard/trainyard/integration/harness"
+	"github.com/trainyard/trainyard/internal/auth/oidctest"
+	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
+)
+
+// Open streams honour revoked access (issue 9, defect 1): they are
+// re-authorized when the tenant changes and when the token expires, and
+// end as a new call would; they also end after a maximum lifetime, and
+// resume after the last event id.
+
+func queuedJob() *pb.Job {
+	return &pb.Job{Spec: &pb.JobSpec{Replicas: []*pb.ReplicaSpec{{
+		Type: pb.ReplicaType_REPLICA_TYPE_WORKER, Count: 1, Image: "tensorflow/tensorflow:2.16.1",
+	}}}}
+}
+
+// recvUntil receives until a message names job, and returns the last event id.
+func recvUntil(t *testing.T, stream grpc.ServerStreamingClient[pb.WatchJobResponse], job string) int64 {
+	t.Helper()
+	for {
+		m, err := stream.Recv()
+		require.NoError(t, err)
+		if strings.HasSuffix(m.GetJob().GetName(), "/jobs/"+job) && m.GetEvent() != nil {
+			return m.GetEvent().GetId()
+		}
+	}
+}
+
+// endOf receives until the stream ends and returns its status. Messages
+// that arrive first must not name job.
+func endOf(t *testing.T, stream grpc.ServerStreamingClient[pb.WatchJobResponse], job string) *status.Status {
+	t.Helper()
+	for {
+		m, err := stream.Recv()
+		if err != nil {
+			return status.Convert(err)
+		}
+		require.NotContains(t, m.GetJob().GetName(), "/jobs/"+job, "a revoked caller saw a job made after the revocation")
+	}
+}
+
+func TestRevokedMemberLosesOpenStreams(t *testing.T) {
+	env := harness.Start(t, harness.Options{})
+	env.CreateTenant(t, "acme", harness.Subject("alice", pb.Role_ROLE_EDITOR), harness.Subject("vera", pb.Role_ROLE_VIEWER))
+	alice := env.Jobs(t, env.Token("alice"))
+	veraToken := env.Token("vera")
+	vera := env.Jobs(t, veraToken)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	_, err := alice.CreateJob(ctx, &pb.CreateJobRequest{Parent: "tenants/acme", JobId: "before", Job: queuedJob()})
+	require.NoError(t, err)
+	watchAll, err := vera.WatchJobs(ctx, &pb.WatchJobsRequest{Parent: "tenants/acme", AfterEventId: 0})
+	require.NoError(t, err)
+	_, err = watchAll.Header() // established
+	require.NoError(t, err)
+	watchOne, err := vera.WatchJob(ctx, &pb.WatchJobRequest{Name: "tenants/acme/jobs/before"})
+	require.NoError(t, err)
+	_, err = watchOne.Recv() // the job's current state
+	require.NoError(t, err)
+	events, err := vera.ListJobEvents(ctx, &pb.ListJobEventsRequest{Parent: "tenants/acme/jobs/before"})
+	require.NoError(t, err)
+	after := events.GetEvents()[len(events.GetEvents())-1].GetId()
+
+	_, err = alice.CreateJob(ctx, &pb.CreateJobRequest{Parent: "tenants/acme", JobId: "seen", Job: queuedJob()})
+	require.NoError(t, err)
+	recvUntil(t, watchAll, "seen")
+	// The gateway answers a watch with its first message: resume after
+	// "before", so that it is "seen".
+	rest := restStream(t, ctx, env, veraToken, "/v1/tenants/acme/jobs:watch?afterEventId="+strconv.FormatInt(after, 10))
+	defer rest.Body.Close()
+	require.Equal(t, http.StatusOK, rest.StatusCode)
+	readUntil(t, rest.Body, "tenants/acme/jobs/seen")
+
+	// Vera is removed from the tenant.
+	_, err = env.Tenants(t, env.AdminToken()).UpdateTenant(ctx, &pb.UpdateTenantRequest{
+		Tenant:     &pb.Tenant{Name: "tenants/acme", Members: []*pb.Member{harness.Subject("alice", pb.Role_ROLE_EDITOR)}},
+		UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"members"}},
+	})
+	require.NoError(t, err)
+	began := time.Now()
+	_, err = alice.CreateJob(ctx, &pb.CreateJobRequest{Parent: "tenants/acme", JobId: "secret-plan", Job: queuedJob()})
+	require.NoError(t, err)
+
+	st := endOf(t, watchAll, "secret-plan")
+	require.Equal(t, codes.NotFound, st.Code(), st.Message())
+	require.Less(t, time.Since(began), 10*time.Second, "ended on the change, not by a timer")
+	st = endOf(t, watchOne, "secret-plan")
+	require.Equal(t, codes.NotFound, st.Code(), st.Message())
+	// REST: the stream ends with the error as its last chunk.
+	tail, err := io.ReadAll(rest.Body)
+	require.NoError(t, err)
+	require.NotContains(t, string(tail), "secret-plan")
+	require.Contains(t, string(tail), `"code":5`, string(tail))
+
+	// A new call gets the same answer.
+	_, err = vera.ListJobs(ctx, &pb.ListJobsRequest{Parent: "tenants/acme"})
+	require.Equal(t, codes.NotFound, status.Code(err))
+}
+
+func TestStreamEndsWhenTheTokenExpires(t *testing.T) {
+	env := harness.Start(t, harness.Options{})
+	env.CreateTenant(t, "acme", harness.Subject("vera", pb.Role_ROLE_VIEWER))
+	token := env.Issuer.Token(oidctest.Claims{Subject: "vera", Expiry: time.Now().Add(4 * time.Second)})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stream, err := env.Jobs(t, token).WatchJobs(ctx, &pb.WatchJobsRequest{Parent: "tenants/acme"})
+	require.NoError(t, err)
+	_, err = stream.Header()
+	require.NoError(t, err)
+	st := endOf(t, stream, "none")
+	require.Equal(t, codes.Unauthenticated, st.Code(), st.Message())
+}
+
+// After --max-stream-lifetime a watch ends with UNAVAILABLE; reopened
+// after the last event id received, it misses nothing.
+func TestStreamLifetimeAndResume(t *testing.T) {
+	env := harness.Start(t, harness.Options{ServeArgs: []string{"--max-stream-lifetime", "3s"}})
+	env.CreateTenant(t, "acme", harness.Subject("alice", pb.Role_ROLE_EDITOR))
+	jobs := env.Jobs(t, env.Token("alice"))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stream, err := jobs.WatchJobs(ctx, &pb.WatchJobsRequest{Parent: "tenants/acme"})
+	require.NoError(t, err)
+	_, err = jobs.CreateJob(ctx, &pb.CreateJobRequest{Parent: "tenants/acme", JobId: "first", Job: queuedJob()})
+	require.NoError(t, err)
+	last := recvUntil(t, stream, "first")
+	st := endOf(t, stream, "none")
+	require.Equal(t, codes.Unavailable, st.Code(), st.Message())
+
+	_, err = jobs.CreateJob(ctx, &pb.CreateJobRequest{Parent: "tenants/acme", JobId: "meanwhile", Job: queuedJob()})
+	require.NoError(t, err)
+	resumed, err := jobs.WatchJobs(ctx, &pb.WatchJobsRequest{Parent: "tenants/acme", AfterEventId: last})
+	require.NoError(t, err)
+	require.Greater(t, recvUntil(t, resumed, "meanwhile"), last)
+}
