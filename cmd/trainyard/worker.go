@@ -36,12 +36,16 @@ type workerFlags struct {
 	leaseTTL      time.Duration
 	maxOwnedJobs  int
 	claimInterval time.Duration
-	quotaPoll     time.Duration
-	logTailLines  int64
-	logTailBytes  int64
-	metricsAddr   string
-	psaEnforce    string
-	psaWarn       string
+	// Requeues (worker.Config) and the pods' grace period bound.
+	unschedulableTimeout time.Duration
+	requeueBackoff       time.Duration
+	requeueBackoffMax    time.Duration
+	maxGracePeriod       time.Duration
+	logTailLines         int64
+	logTailBytes         int64
+	metricsAddr          string
+	psaEnforce           string
+	psaWarn              string
 	// Tenant NetworkPolicy egress exceptions and the API server's identity
 	// (kube.TenantOptions).
 	egressDenyCIDRs   []string
@@ -52,9 +56,12 @@ func (f *workerFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.id, "worker-id", "", "this worker's id in the jobs it owns; must be unique among running workers (default <hostname>-<pid>-<random>)")
 	fs.IntVar(&f.concurrency, "concurrency", worker.DefaultConcurrency, "jobs reconciled at once")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", worker.DefaultLeaseTTL, "lease on each owned job, renewed every third of it; a dead worker's jobs are taken over after it")
-	fs.IntVar(&f.maxOwnedJobs, "max-owned-jobs", worker.DefaultMaxOwnedJobs, "most jobs this worker owns at once (being admitted, running or being cleaned up; jobs waiting for quota are not held)")
+	fs.IntVar(&f.maxOwnedJobs, "max-owned-jobs", worker.DefaultMaxOwnedJobs, "most jobs this worker owns at once (starting, running or being cleaned up; jobs waiting for admission are not held)")
 	fs.DurationVar(&f.claimInterval, "claim-interval", worker.DefaultClaimInterval, "polling interval for new jobs (jittered), the fallback under Postgres notifications")
-	fs.DurationVar(&f.quotaPoll, "quota-poll-interval", worker.DefaultQuotaPollInterval, "how often a job waiting for its tenant's quota tries again")
+	fs.DurationVar(&f.unschedulableTimeout, "unschedulable-timeout", worker.DefaultUnschedulableTimeout, "an admitted job whose pods stay unschedulable this long has them removed and goes back to the queue (not counted against its backoffLimit)")
+	fs.DurationVar(&f.requeueBackoff, "requeue-backoff", worker.DefaultRequeueBackoff, "how long a job requeued for unschedulable pods waits before it may be admitted again, doubling with each requeue")
+	fs.DurationVar(&f.requeueBackoffMax, "requeue-backoff-max", worker.DefaultRequeueBackoffMax, "the most a requeued job waits before it may be admitted again")
+	fs.DurationVar(&f.maxGracePeriod, "max-termination-grace-period", 5*time.Minute, "the most a job's pods get between SIGTERM and SIGKILL (a job asks for its own, default 30s, in spec.terminationGracePeriodSeconds)")
 	fs.Int64Var(&f.logTailLines, "log-tail-lines", worker.DefaultLogTailLines, "lines of a failed replica's log kept in Postgres")
 	fs.Int64Var(&f.logTailBytes, "log-tail-bytes", worker.DefaultLogTailBytes, "most bytes of a failed replica's log kept in Postgres")
 	fs.StringVar(&f.psaEnforce, "psa-enforce", "baseline", "Pod Security Standard enforced in tenant namespaces: privileged, baseline or restricted")
@@ -72,8 +79,12 @@ func (f *workerFlags) validate() error {
 		return fmt.Errorf("--lease-ttl must be at least 1s, not %s", f.leaseTTL)
 	case f.maxOwnedJobs < 1:
 		return fmt.Errorf("--max-owned-jobs must be at least 1, not %d", f.maxOwnedJobs)
-	case f.claimInterval <= 0 || f.quotaPoll <= 0:
-		return errors.New("--claim-interval and --quota-poll-interval must be positive")
+	case f.claimInterval <= 0:
+		return errors.New("--claim-interval must be positive")
+	case f.unschedulableTimeout <= 0 || f.requeueBackoff <= 0 || f.requeueBackoffMax < f.requeueBackoff:
+		return errors.New("--unschedulable-timeout and --requeue-backoff must be positive, --requeue-backoff-max at least --requeue-backoff")
+	case f.maxGracePeriod < 0 || f.maxGracePeriod%time.Second != 0:
+		return fmt.Errorf("--max-termination-grace-period must be whole seconds, 0 or more, not %s", f.maxGracePeriod)
 	case f.logTailLines < 1 || f.logTailBytes < 1:
 		return errors.New("--log-tail-lines and --log-tail-bytes must be positive")
 	case !psaLevels[f.psaEnforce] || !psaLevels[f.psaWarn]:
@@ -169,20 +180,23 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	w, err := worker.New(worker.Config{
-		ID:                id,
-		Store:             st,
-		Kube:              kc,
-		Listener:          listener,
-		Concurrency:       wf.concurrency,
-		LeaseTTL:          wf.leaseTTL,
-		MaxOwnedJobs:      wf.maxOwnedJobs,
-		ClaimInterval:     wf.claimInterval,
-		QuotaPollInterval: wf.quotaPoll,
-		LogTailLines:      wf.logTailLines,
-		LogTailBytes:      wf.logTailBytes,
-		NamespacePrefix:   common.kube.namespacePrefix,
-		Registry:          reg,
-		Logger:            log,
+		ID:                   id,
+		Store:                st,
+		Kube:                 kc,
+		Listener:             listener,
+		Concurrency:          wf.concurrency,
+		LeaseTTL:             wf.leaseTTL,
+		MaxOwnedJobs:         wf.maxOwnedJobs,
+		ClaimInterval:        wf.claimInterval,
+		UnschedulableTimeout: wf.unschedulableTimeout,
+		RequeueBackoff:       wf.requeueBackoff,
+		RequeueBackoffMax:    wf.requeueBackoffMax,
+		PodOptions:           kube.PodOptions{MaxGracePeriod: wf.maxGracePeriod},
+		LogTailLines:         wf.logTailLines,
+		LogTailBytes:         wf.logTailBytes,
+		NamespacePrefix:      common.kube.namespacePrefix,
+		Registry:             reg,
+		Logger:               log,
 	})
 	if err != nil {
 		return err

@@ -75,6 +75,9 @@ func specFromPB(s *pb.JobSpec) job.Spec {
 		SuccessPolicy: successFromPB[s.GetSuccessPolicy()],
 		Priority:      s.GetPriority(),
 	}
+	if s.TerminationGracePeriodSeconds != nil {
+		out.TerminationGracePeriodSeconds = new(s.GetTerminationGracePeriodSeconds())
+	}
 	for _, r := range s.GetReplicas() {
 		out.Replicas = append(out.Replicas, replicaFromPB(r))
 	}
@@ -202,8 +205,9 @@ func jobSummaryToPB(j job.Job) *pb.Job {
 
 func specToPB(s job.Spec) *pb.JobSpec {
 	out := &pb.JobSpec{
-		SuccessPolicy: invert(successFromPB)[s.SuccessPolicy],
-		Priority:      s.Priority,
+		SuccessPolicy:                 invert(successFromPB)[s.SuccessPolicy],
+		Priority:                      s.Priority,
+		TerminationGracePeriodSeconds: s.TerminationGracePeriodSeconds,
 		RunPolicy: &pb.RunPolicy{
 			BackoffLimit:            &s.RunPolicy.BackoffLimit,
 			ActiveDeadlineSeconds:   s.RunPolicy.ActiveDeadlineSeconds,
@@ -294,6 +298,7 @@ func statusToPB(s job.Status) *pb.JobStatus {
 		CompletionTime:  tsp(s.CompletionTime),
 		Restarts:        s.Restarts,
 		CancelRequested: s.CancelRequested,
+		Requeues:        s.Requeues,
 	}
 	for _, c := range s.Conditions {
 		out.Conditions = append(out.Conditions, &pb.Condition{

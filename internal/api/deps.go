@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"time"
 
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/store"
@@ -24,6 +25,7 @@ type Store interface {
 	JobList(ctx context.Context, tenant string, p store.JobListParams) ([]job.Job, int64, error)
 	JobCancel(ctx context.Context, tenant, name string) (job.Job, error)
 	JobDelete(ctx context.Context, tenant, name string) error
+	QueueGet(ctx context.Context, tenant string) (map[string]job.QueueInfo, time.Time, error)
 
 	EventList(ctx context.Context, tenant, job string, afterID int64, limit int) ([]job.Event, error)
 	EventListByJob(ctx context.Context, tenant, uid string, afterID int64, limit int) ([]job.Event, error)

@@ -99,7 +99,7 @@ func (s *JobServer) CreateJob(ctx context.Context, req *pb.CreateJobRequest) (*p
 	if err := neverFits(t, demand); err != nil {
 		return nil, err
 	}
-	created, _, err := s.store.JobCreate(ctx, store.JobCreateParams{Job: j, Demand: job.DemandOf(demand), RequestID: rid})
+	created, _, err := s.store.JobCreate(ctx, store.JobCreateParams{Job: j, RequestID: rid})
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +217,8 @@ func (s *JobServer) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.Job,
 	if err != nil {
 		return nil, err
 	}
-	return jobToPB(j), nil
+	out := jobToPB(j)
+	return out, s.withQueue(ctx, tenantID, out)
 }
 
 func (s *JobServer) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (*pb.ListJobsResponse, error) {
@@ -249,7 +250,7 @@ func (s *JobServer) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (*pb.
 	for _, j := range jobs {
 		resp.Jobs = append(resp.Jobs, jobSummaryToPB(j))
 	}
-	return resp, nil
+	return resp, s.withQueue(ctx, tenantID, resp.Jobs...)
 }
 
 func (s *JobServer) CancelJob(ctx context.Context, req *pb.CancelJobRequest) (*pb.Job, error) {

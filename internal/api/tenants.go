@@ -58,6 +58,11 @@ func tenantToPB(t tenant.Tenant) *pb.Tenant {
 	if q := t.Quota; q != (tenant.Quota{}) {
 		out.Quota = &pb.Quota{Gpu: q.GPU, Cpu: q.CPU, Memory: q.Memory, Pods: q.Pods}
 	}
+	sc := t.Scheduling.WithDefaults()
+	out.Scheduling = &pb.Scheduling{
+		PreemptionPolicy: invert(preemptionFromPB)[sc.Preemption],
+		QueueingStrategy: invert(queueingFromPB)[sc.Queueing],
+	}
 	roleToPB := invert(roleFromPB)
 	for _, m := range t.Members {
 		pm := &pb.Member{Role: roleToPB[m.Role]}
@@ -96,6 +101,16 @@ func tenantFieldsFromPB(in *pb.Tenant, t *tenant.Tenant, fields map[string]bool)
 	if fields["quota.pods"] {
 		t.Quota.Pods = q.GetPods()
 	}
+	sc := in.GetScheduling()
+	if fields["scheduling"] {
+		t.Scheduling = tenant.Scheduling{}
+	}
+	if fields["scheduling"] || fields["scheduling.preemption_policy"] {
+		t.Scheduling.Preemption = preemptionFromPB[sc.GetPreemptionPolicy()]
+	}
+	if fields["scheduling"] || fields["scheduling.queueing_strategy"] {
+		t.Scheduling.Queueing = queueingFromPB[sc.GetQueueingStrategy()]
+	}
 	if fields["members"] {
 		t.Members = nil
 		for _, m := range in.GetMembers() {
@@ -107,7 +122,25 @@ func tenantFieldsFromPB(in *pb.Tenant, t *tenant.Tenant, fields map[string]bool)
 	}
 }
 
-var updatableTenantFields = []string{"display_name", "labels", "quota", "members", "pod_reader_groups"}
+var updatableTenantFields = []string{"display_name", "labels", "quota", "members", "pod_reader_groups", "scheduling"}
+
+// preemptionFromPB and queueingFromPB map the scheduling enums; UNSPECIFIED
+// is the default (tenant.Scheduling.WithDefaults).
+var (
+	preemptionFromPB = map[pb.PreemptionPolicy]tenant.PreemptionPolicy{
+		pb.PreemptionPolicy_PREEMPTION_POLICY_UNSPECIFIED:    "",
+		pb.PreemptionPolicy_PREEMPTION_POLICY_NEVER:          tenant.PreemptNever,
+		pb.PreemptionPolicy_PREEMPTION_POLICY_LOWER_PRIORITY: tenant.PreemptLowerPriority,
+	}
+	queueingFromPB = map[pb.QueueingStrategy]tenant.QueueingStrategy{
+		pb.QueueingStrategy_QUEUEING_STRATEGY_UNSPECIFIED:      "",
+		pb.QueueingStrategy_QUEUEING_STRATEGY_STRICT_FIFO:      tenant.StrictFIFO,
+		pb.QueueingStrategy_QUEUEING_STRATEGY_BEST_EFFORT_FIFO: tenant.BestEffortFIFO,
+	}
+)
+
+// schedulingFields, like quotaFields, may be updated one by one.
+var schedulingFields = []string{"scheduling.preemption_policy", "scheduling.queueing_strategy"}
 
 // quotaFields may be updated one by one (quota.gpu, ...): the REST gateway
 // builds the mask of a PATCH without updateMask from the body, and descends
@@ -145,6 +178,9 @@ func populatedTenantFields(in *pb.Tenant) map[string]bool {
 	if len(in.GetPodReaderGroups()) > 0 {
 		m["pod_reader_groups"] = true
 	}
+	if in.GetScheduling() != nil {
+		m["scheduling"] = true
+	}
 	return m
 }
 
@@ -162,12 +198,12 @@ func tenantUpdateFields(paths []string) (map[string]bool, error) {
 		switch {
 		case p == "*":
 			return allTenantFields(), nil
-		case slices.Contains(updatableTenantFields, p), slices.Contains(quotaFields, p):
+		case slices.Contains(updatableTenantFields, p), slices.Contains(quotaFields, p), slices.Contains(schedulingFields, p):
 			fields[p] = true
 		case slices.Contains(outputOnlyTenantFields, p):
 		default:
-			return nil, invalid(violation("updateMask", fmt.Sprintf("%s cannot be updated; updatable: %s, %s or *",
-				quote(p), strings.Join(updatableTenantFields, ", "), strings.Join(quotaFields, ", "))))
+			return nil, invalid(violation("updateMask", fmt.Sprintf("%s cannot be updated; updatable: %s, %s, %s or *",
+				quote(p), strings.Join(updatableTenantFields, ", "), strings.Join(quotaFields, ", "), strings.Join(schedulingFields, ", "))))
 		}
 	}
 	return fields, nil

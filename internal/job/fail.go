@@ -23,31 +23,45 @@ func Fail(s Status, reason, message string, now time.Time) (Status, []EventDraft
 	return p.status, p.out.Events
 }
 
-// WaitForQuota records on a QUEUED job why it is not admitted: the
-// condition Admitted=false with reason QuotaExceeded and message. Its
-// LastTransitionTime moves only when the condition is added or flips; a
-// Normal event is emitted then, not when only the message changes (the
-// usage it quotes moves all the time).
-func WaitForQuota(s Status, message string, now time.Time) (Status, []EventDraft) {
+// Wait records on a QUEUED job why the scheduler does not admit it yet:
+// the condition Admitted=false, with a reason per WaitReason and message.
+// Its LastTransitionTime moves when the condition is added, flips or its
+// reason changes; a Waiting event ("<REASON>: message") is emitted then, not
+// when only the message changes (the figures it quotes move all the time).
+func Wait(s Status, reason WaitReason, message string, now time.Time) (Status, []EventDraft) {
 	p := &planner{in: PlanInput{Now: now}, status: copyStatus(s)}
+	condReason := waitConditionReasons[reason]
 	for i := range p.status.Conditions {
 		c := &p.status.Conditions[i]
 		if c.Type != CondAdmitted {
 			continue
 		}
-		flipped := c.Status
-		if flipped {
+		changed := c.Status || c.Reason != condReason
+		if changed {
 			c.LastTransitionTime = now
 		}
-		c.Status, c.Reason, c.Message = false, ReasonQuotaExceeded, message
-		if flipped {
-			p.event(EventNormal, ReasonQuotaExceeded, message)
+		c.Status, c.Reason, c.Message = false, condReason, message
+		if changed {
+			p.event(EventNormal, ReasonWaiting, string(reason)+": "+message)
 		}
 		return p.status, p.out.Events
 	}
 	p.status.Conditions = append(p.status.Conditions, Condition{
-		Type: CondAdmitted, Status: false, Reason: ReasonQuotaExceeded, Message: message, LastTransitionTime: now,
+		Type: CondAdmitted, Status: false, Reason: condReason, Message: message, LastTransitionTime: now,
 	})
-	p.event(EventNormal, ReasonQuotaExceeded, message)
+	p.event(EventNormal, ReasonWaiting, string(reason)+": "+message)
 	return p.status, p.out.Events
+}
+
+// ReasonWaiting is the reason of the event that says why a job waits.
+const ReasonWaiting = "Waiting"
+
+// waitConditionReasons are the Admitted=false condition's reasons.
+var waitConditionReasons = map[WaitReason]string{
+	WaitQuota:         ReasonQuotaExceeded,
+	WaitCapacity:      "InsufficientCapacity",
+	WaitPriority:      "HigherPriorityFirst",
+	WaitOrder:         "EarlierJobFirst",
+	WaitPreempted:     ReasonPreempted,
+	WaitUnschedulable: ReasonUnschedulable,
 }

@@ -41,23 +41,23 @@ func TestFail(t *testing.T) {
 	}
 }
 
-func TestWaitForQuota(t *testing.T) {
+func TestWait(t *testing.T) {
 	queued := job.Status{State: job.Queued, Conditions: []job.Condition{
 		{Type: job.CondQueued, Status: true, Reason: "Submitted", LastTransitionTime: started},
 	}}
-	first, events := job.WaitForQuota(queued, "needs 4 GPUs, 6 of 8 in use", t0)
+	first, events := job.Wait(queued, job.WaitQuota, "needs 4 GPUs, 6 of 8 in use", t0)
 	wantCond := job.Condition{Type: job.CondAdmitted, Status: false, Reason: job.ReasonQuotaExceeded,
 		Message: "needs 4 GPUs, 6 of 8 in use", LastTransitionTime: t0}
 	if diff := cmp.Diff(append(queued.Conditions[:1:1], wantCond), first.Conditions); diff != "" {
 		t.Errorf("conditions (-want +got):\n%s", diff)
 	}
-	if len(events) != 1 || events[0].Reason != job.ReasonQuotaExceeded {
-		t.Errorf("want one QuotaExceeded event, got %v", events)
+	if len(events) != 1 || events[0].Reason != job.ReasonWaiting || events[0].Message != "QUOTA: needs 4 GPUs, 6 of 8 in use" {
+		t.Errorf("want one Waiting event, got %v", events)
 	}
 
 	// Same wait, new usage: the message follows, no event, same transition time.
 	later := t0.Add(time.Minute)
-	second, events := job.WaitForQuota(first, "needs 4 GPUs, 5 of 8 in use", later)
+	second, events := job.Wait(first, job.WaitQuota, "needs 4 GPUs, 5 of 8 in use", later)
 	if len(events) != 0 {
 		t.Errorf("message change emitted events: %v", events)
 	}
@@ -65,8 +65,13 @@ func TestWaitForQuota(t *testing.T) {
 		t.Errorf("condition after a message change: %+v", c)
 	}
 	// Same message: nothing changes at all.
-	third, events := job.WaitForQuota(second, "needs 4 GPUs, 5 of 8 in use", later.Add(time.Minute))
+	third, events := job.Wait(second, job.WaitQuota, "needs 4 GPUs, 5 of 8 in use", later.Add(time.Minute))
 	if diff := cmp.Diff(second, third); diff != "" || len(events) != 0 {
 		t.Errorf("unchanged wait changed the status (-want +got):\n%s, events %v", diff, events)
+	}
+	// Another reason: a new transition and an event.
+	fourth, events := job.Wait(third, job.WaitCapacity, "needs 4 GPUs, 2 free in the cluster", later.Add(2*time.Minute))
+	if c := fourth.Conditions[1]; c.Reason != "InsufficientCapacity" || !c.LastTransitionTime.Equal(later.Add(2*time.Minute)) || len(events) != 1 {
+		t.Errorf("reason change: %+v, events %v", c, events)
 	}
 }

@@ -19,6 +19,12 @@ const (
 	ReasonCancelled            = "Cancelled"
 	ReasonUnschedulable        = "Unschedulable"
 	ReasonScheduled            = "Scheduled"
+	// ReasonPreempting: the scheduler preempts the job (event on the victim).
+	ReasonPreempting = "Preempting"
+	// ReasonPreempted: the job was stopped and requeued for another.
+	ReasonPreempted = "Preempted"
+	// ReasonRequeued: the job went back to the queue.
+	ReasonRequeued = "Requeued"
 	// ReasonPodMissing is the termination reason of a replica whose running
 	// pod disappeared without Trainyard seeing how it ended.
 	ReasonPodMissing = "PodMissing"
@@ -50,7 +56,9 @@ func Plan(in PlanInput) PlanResult {
 	case state.Final():
 		p.cleanup()
 	case (state == Queued || state == "") && !in.Admitted && !p.status.CancelRequested:
-		// Waiting for quota: the worker writes why; nothing to do here.
+		// Waiting for the scheduler, which writes why; nothing to do here.
+	case !p.status.CancelRequested && p.requeuing():
+		p.planRequeue()
 	default:
 		p.planActive()
 	}
@@ -140,6 +148,9 @@ func (p *planner) planActive() {
 	p.trackWaiting()
 	if at, ok := p.deadline(); ok {
 		p.out.RequeueAfter = at.Sub(p.in.Now)
+	}
+	if at, ok := p.unschedulableDeadline(); ok && (p.out.RequeueAfter == 0 || at.Sub(p.in.Now) < p.out.RequeueAfter) {
+		p.out.RequeueAfter = max(at.Sub(p.in.Now), time.Millisecond)
 	}
 }
 
@@ -423,6 +434,7 @@ func (p *planner) advance() {
 		p.status.StartTime = &now
 		p.setCondition(CondQueued, false, ReasonAdmitted, "")
 		p.setCondition(CondAdmitted, true, ReasonAdmitted, "")
+		p.setCondition(CondPreempted, false, ReasonAdmitted, "")
 		p.setState(Starting, ReasonAdmitted, fmt.Sprintf("Admitted; starting %d replicas", len(p.reps)), EventNormal)
 	case prev != Running && p.allRunning():
 		p.setState(Running, ReasonRunning, "All replicas are running", EventNormal)

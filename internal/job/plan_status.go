@@ -91,6 +91,7 @@ func (p *planner) trackUnschedulable() {
 
 // finish ends the job in a final state.
 func (p *planner) finish(s State, reason, msg, eventType string) {
+	p.status.Requeuing = nil
 	if p.status.CompletionTime == nil {
 		now := p.in.Now
 		p.status.CompletionTime = &now

@@ -13,6 +13,20 @@ type PlanInput struct {
 	Deleted  bool
 	Observed Observed
 	Now      time.Time
+	// Preempt is set once the scheduler preempts the running job: Plan
+	// stops its pods and sends it back to the queue (plan_requeue.go).
+	Preempt *Preemption
+	// UnschedulableTimeout: an admitted job whose pods stay unschedulable
+	// this long goes back to the queue (zero: never).
+	UnschedulableTimeout time.Duration
+}
+
+// Preemption is the scheduler's request to stop a job and requeue it.
+type Preemption struct {
+	// By is the uid of the job of the same tenant it makes room for.
+	By string
+	// Message says why: which job, of which priority.
+	Message string
 }
 
 // Observed is what the worker's informers show for one job.
@@ -107,4 +121,8 @@ type PlanResult struct {
 	// Forget is true when the job needs no more reconciling: it is final and
 	// cleaned up as far as its policies ask (or deleted and gone).
 	Forget bool
+	// Requeued is set in the pass that sends the job back to the
+	// scheduler's queue (Status is QUEUED, its pods are gone): the worker
+	// saves it unadmitted and lets it go.
+	Requeued *Requeuing
 }

@@ -45,11 +45,13 @@ const (
 
 // Defaults applied by Spec.Default.
 const (
-	DefaultPort             = 2222
-	DefaultBackoffLimit     = 3
-	DefaultCheckpointMount  = "/checkpoints"
-	DefaultTensorBoardImage = "tensorflow/tensorflow:2.16.1"
-	TensorBoardPort         = 6006
+	DefaultPort = 2222
+	// DefaultTerminationGracePeriodSeconds is Kubernetes' own default.
+	DefaultTerminationGracePeriodSeconds = 30
+	DefaultBackoffLimit                  = 3
+	DefaultCheckpointMount               = "/checkpoints"
+	DefaultTensorBoardImage              = "tensorflow/tensorflow:2.16.1"
+	TensorBoardPort                      = 6006
 )
 
 // Job is a training job as Trainyard keeps it. Spec is what the user asked
@@ -76,6 +78,19 @@ type Spec struct {
 	Checkpoint    *CheckpointVolume `json:"checkpoint,omitempty"`
 	TensorBoard   *TensorBoard      `json:"tensorboard,omitempty"`
 	Priority      int32             `json:"priority,omitempty"`
+	// TerminationGracePeriodSeconds is how long replicas have between
+	// SIGTERM and SIGKILL when their pods are deleted (preemption, cancel,
+	// cleanup): time to write a last checkpoint. Unset means
+	// DefaultTerminationGracePeriodSeconds (GracePeriod).
+	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
+}
+
+// GracePeriod is the spec's termination grace period, defaulted.
+func (s Spec) GracePeriod() time.Duration {
+	if g := s.TerminationGracePeriodSeconds; g != nil {
+		return time.Duration(*g) * time.Second
+	}
+	return DefaultTerminationGracePeriodSeconds * time.Second
 }
 
 // ReplicaSpec is one replica type and the pods that run it.
@@ -217,6 +232,21 @@ type Status struct {
 	CancelRequested bool            `json:"cancelRequested,omitempty"`
 	// CleanedUp is set once the Kubernetes objects of a finished job are gone.
 	CleanedUp bool `json:"cleanedUp,omitempty"`
+	// Requeues counts how often the job went back to the queue (preempted,
+	// or its pods stayed unschedulable); they are not restarts.
+	Requeues int32 `json:"requeues,omitempty"`
+	// Requeuing is set while the job's pods are being stopped to send it
+	// back to the queue.
+	Requeuing *Requeuing `json:"requeuing,omitempty"`
+}
+
+// Requeuing is why a job goes back to the queue.
+type Requeuing struct {
+	// Reason is ReasonPreempted or ReasonUnschedulable.
+	Reason  string `json:"reason"`
+	Message string `json:"message,omitempty"`
+	// PreemptedBy is the uid of the job that preempted it.
+	PreemptedBy string `json:"preemptedBy,omitempty"`
 }
 
 // Condition types.
@@ -229,6 +259,8 @@ const (
 	CondFailed        = "Failed"
 	CondCancelled     = "Cancelled"
 	CondUnschedulable = "Unschedulable"
+	// CondPreempted is true while a preempted job waits to run again.
+	CondPreempted = "Preempted"
 )
 
 // Condition is a named boolean fact about a job, with why and since when.

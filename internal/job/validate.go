@@ -46,8 +46,11 @@ const (
 	MaxBackoffLimit       = 100
 	// MaxActiveDeadlineSeconds is 30 days.
 	MaxActiveDeadlineSeconds = 30 * 24 * 60 * 60
-	MinPriority              = -1000
-	MaxPriority              = 1000
+	// MaxTerminationGracePeriodSeconds is an hour; operators bound it
+	// lower with a flag.
+	MaxTerminationGracePeriodSeconds = 3600
+	MinPriority                      = -1000
+	MaxPriority                      = 1000
 )
 
 // Toleration operators and taint effects Kubernetes knows.
@@ -155,6 +158,9 @@ func (v *Violations) spec(s *Spec) {
 		if tb.LogDir != "" && (path.IsAbs(tb.LogDir) || path.Clean(tb.LogDir) != tb.LogDir || escapes(tb.LogDir)) {
 			v.Add("spec.tensorboard.logDir", "%q must be a clean path relative to the checkpoint mount, without '..'", tb.LogDir)
 		}
+	}
+	if g := s.TerminationGracePeriodSeconds; g != nil && (*g < 0 || *g > MaxTerminationGracePeriodSeconds) {
+		v.Add("spec.terminationGracePeriodSeconds", "%d is out of range 0..%d", *g, MaxTerminationGracePeriodSeconds)
 	}
 	if s.Priority < MinPriority || s.Priority > MaxPriority {
 		v.Add("spec.priority", "%d is out of range %d..%d", s.Priority, MinPriority, MaxPriority)

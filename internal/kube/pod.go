@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -34,6 +35,9 @@ type PodOptions struct {
 	// ServiceAccount the pods run as (without a token). Defaults to
 	// "trainyard-job", the account RenderTenant creates.
 	ServiceAccount string
+	// MaxGracePeriod caps the job's termination grace period (the
+	// operator's bound; zero: the job's own, which validation bounds).
+	MaxGracePeriod time.Duration
 }
 
 func (o PodOptions) withDefaults() PodOptions {
@@ -87,6 +91,7 @@ func RenderPod(j job.Job, ns string, t job.ReplicaType, index, attempt int32, op
 	// Trainyard restarts a replica by recreating its pod, so that every
 	// restart is seen, counted against backoffLimit and can be placed anew.
 	spec.RestartPolicy = corev1.RestartPolicyNever
+	spec.TerminationGracePeriodSeconds = new(int64(gracePeriod(j.Spec, opts).Seconds()))
 	place := ReplicaPlacement(r)
 	spec.NodeSelector, spec.Tolerations, spec.Affinity = place.NodeSelector, place.Tolerations, place.Affinity
 	if r.MountServiceAccountToken {
@@ -281,6 +286,16 @@ func checkpointMount(cp *job.CheckpointVolume) string {
 		return job.DefaultCheckpointMount
 	}
 	return cp.MountPath
+}
+
+// gracePeriod is the job's termination grace period within the operator's
+// bound: how long replicas have to checkpoint on SIGTERM.
+func gracePeriod(s job.Spec, opts PodOptions) time.Duration {
+	g := s.GracePeriod()
+	if opts.MaxGracePeriod > 0 {
+		g = min(g, opts.MaxGracePeriod)
+	}
+	return g
 }
 
 // Placement is where a replica's pods may run, in the form the pods carry

@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"time"
+
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -111,12 +113,13 @@ func TestRenderPodGolden(t *testing.T) {
 			Annotations: map[string]string{"sim.trainyard.dev/exit-code": "0"},
 		},
 		Spec: corev1.PodSpec{
-			Hostname:                     "mnist-worker-1",
-			Subdomain:                    "mnist",
-			RestartPolicy:                corev1.RestartPolicyNever,
-			ServiceAccountName:           "trainyard-job",
-			AutomountServiceAccountToken: new(false),
-			EnableServiceLinks:           new(false),
+			Hostname:                      "mnist-worker-1",
+			Subdomain:                     "mnist",
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: new(int64(30)),
+			ServiceAccountName:            "trainyard-job",
+			AutomountServiceAccountToken:  new(false),
+			EnableServiceLinks:            new(false),
 			SecurityContext: &corev1.PodSecurityContext{
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
@@ -390,5 +393,26 @@ func requireValidNames(t *testing.T, m *metav1.ObjectMeta) {
 	for k, v := range m.Labels {
 		require.Empty(t, validation.IsQualifiedName(k), "label key %q", k)
 		require.Empty(t, validation.IsValidLabelValue(v), "label %q value %q", k, v)
+	}
+}
+
+func TestRenderPodGracePeriod(t *testing.T) {
+	j := job.Job{Name: "g", Spec: job.Spec{Replicas: []job.ReplicaSpec{{Type: job.Worker, Count: 1, Image: "tf"}}}}
+	for name, tc := range map[string]struct {
+		spec *int64
+		max  time.Duration
+		want int64
+	}{
+		"unset: Kubernetes' default":        {nil, 0, 30},
+		"the job's own":                     {new(int64(120)), 0, 120},
+		"bounded by the operator's maximum": {new(int64(600)), 5 * time.Minute, 300},
+		"zero: killed at once":              {new(int64(0)), 5 * time.Minute, 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			j.Spec.TerminationGracePeriodSeconds = tc.spec
+			pod, err := RenderPod(j, "ns", job.Worker, 0, 0, PodOptions{MaxGracePeriod: tc.max})
+			require.NoError(t, err)
+			require.Equal(t, tc.want, *pod.Spec.TerminationGracePeriodSeconds)
+		})
 	}
 }

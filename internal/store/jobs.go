@@ -20,8 +20,6 @@ type JobCreateParams struct {
 	// UID is generated (UUIDv7) when empty. Status, times and the rest are
 	// set by the store.
 	Job job.Job
-	// Demand is what the job takes from its tenant's quota once admitted.
-	Demand job.Demand
 	// RequestID (AIP-155), optional: a create with a request id seen before
 	// in this tenant returns the first job instead of creating one.
 	RequestID string
@@ -45,7 +43,7 @@ type JobListParams struct {
 const jobCols = `j.tenant_id, j.uid, j.seq, j.name, j.display_name, j.labels, j.creator, j.spec, j.status,
 	j.state, j.cancel_requested, j.create_time, j.update_time,
 	j.version, j.admitted, j.deleted, j.active, coalesce(j.worker_id, ''),
-	j.demand_gpu, j.demand_cpu_milli, j.demand_memory_bytes, j.demand_pods`
+	coalesce(j.preempt_for::text, ''), j.preempt_message, j.wait_reason`
 
 func scanJob(row pgx.Row) (WorkerJob, int64, error) {
 	var (
@@ -58,7 +56,7 @@ func scanJob(row pgx.Row) (WorkerJob, int64, error) {
 	err := row.Scan(&j.Tenant, &j.UID, &seq, &j.Name, &j.DisplayName, &j.Labels, &j.Creator, &j.Spec, &j.Status,
 		&state, &cancelReq, &j.CreateTime, &j.UpdateTime,
 		&w.Version, &w.Admitted, &w.Deleted, &w.Active, &w.WorkerID,
-		&w.Demand.GPU, &w.Demand.CPUMilli, &w.Demand.MemoryBytes, &w.Demand.Pods)
+		&w.PreemptFor, &w.PreemptMessage, &w.WaitReason)
 	if err != nil {
 		return WorkerJob{}, 0, err
 	}
@@ -76,14 +74,15 @@ func jobWhat(tenantID, name string) string {
 }
 
 // JobCreate creates a QUEUED job with its first event, its idempotency key
-// and a NOTIFY to the workers, all in one transaction. created is false when
+// and a NOTIFY to the scheduler, all in one transaction. The job is not
+// claimable by workers until the scheduler admits it. created is false when
 // RequestID was seen before: the first job is returned as it is now, or
 // ErrNotFound when it has been deleted since (see JobGetByRequestID). A
 // duplicate name is ErrAlreadyExists; a missing tenant ErrNotFound; a tenant
 // that is not ACTIVE ErrFailedPrecondition.
 //
 // The tenant row is read FOR SHARE before anything else: that conflicts with
-// the FOR NO KEY UPDATE of TenantUpdate (and JobAdmit), so a job can not be
+// the FOR NO KEY UPDATE of TenantUpdate, so a job can not be
 // inserted for a tenant that an offboarding committed meanwhile, and an
 // offboarding waits for creates in flight and then sees their jobs. It is
 // taken before the tenant's events lock, in the same order as every other
@@ -104,7 +103,7 @@ func (s *Store) JobCreate(ctx context.Context, p JobCreateParams) (job.Job, bool
 		State: job.Queued,
 		Conditions: []job.Condition{{
 			Type: job.CondQueued, Status: true, Reason: "Submitted",
-			Message: "waiting for a worker and the tenant's quota", LastTransitionTime: now,
+			Message: "waiting for the scheduler to admit it", LastTransitionTime: now,
 		}},
 	}
 	message := "job submitted"
@@ -147,22 +146,21 @@ func (s *Store) JobCreate(ctx context.Context, p JobCreateParams) (job.Job, bool
 		batch.Queue(`
 			WITH j AS (
 				INSERT INTO jobs (tenant_id, uid, name, display_name, labels, creator, spec, status, state,
-				                  priority, demand_gpu, demand_cpu_milli, demand_memory_bytes, demand_pods,
-				                  create_time, update_time)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'QUEUED', $9, $10, $11, $12, $13, $14, $14)
+				                  priority, create_time, update_time, queued_at, claim_after)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'QUEUED', $9, $10, $10, $10, 'infinity')
 				RETURNING *
 			), e AS (
 				INSERT INTO job_events (tenant_id, job_uid, job_name, type, reason, message, state, create_time)
-				SELECT tenant_id, uid, name, 'Normal', 'Queued', $15, 'QUEUED', create_time FROM j
+				SELECT tenant_id, uid, name, 'Normal', 'Queued', $11, 'QUEUED', create_time FROM j
 			)
 			SELECT `+jobCols+` FROM j`,
 			j.Tenant, j.UID, j.Name, j.DisplayName, nonNilMap(j.Labels), j.Creator, j.Spec, status,
-			j.Spec.Priority, p.Demand.GPU, p.Demand.CPUMilli, p.Demand.MemoryBytes, p.Demand.Pods, now, message,
+			j.Spec.Priority, now, message,
 		).QueryRow(func(row pgx.Row) (err error) {
 			out, _, err = scanJob(row)
 			return err
 		})
-		batch.Queue(`SELECT pg_notify($1, $2)`, ChannelJobs, j.Tenant+"/"+j.UID)
+		batch.Queue(`SELECT pg_notify($1, $2)`, ChannelSchedule, j.Tenant)
 		batch.Queue(`SELECT pg_notify($1, $2)`, ChannelEvents, j.Tenant)
 		err := tx.SendBatch(ctx, &batch).Close()
 		created = err == nil
@@ -348,7 +346,10 @@ func jobListQuery(tenantID string, p JobListParams, limit int) (string, []any) {
 
 // jobColsAliased names the computed column of jobCols so that a UNION ALL
 // has unique column names.
-var jobColsAliased = strings.Replace(jobCols, "coalesce(j.worker_id, '')", "coalesce(j.worker_id, '') AS worker_id", 1)
+var jobColsAliased = strings.NewReplacer(
+	"coalesce(j.worker_id, '')", "coalesce(j.worker_id, '') AS worker_id",
+	"coalesce(j.preempt_for::text, '')", "coalesce(j.preempt_for::text, '') AS preempt_for",
+).Replace(jobCols)
 
 func uniqueStates(states []job.State) []job.State {
 	seen := map[job.State]bool{}
@@ -364,18 +365,14 @@ func uniqueStates(states []job.State) []job.State {
 
 // JobCancel cancels a job. A final job is returned unchanged. A job that is
 // QUEUED and not admitted has no Kubernetes objects yet: it becomes
-// CANCELLED at once and needs no worker (its owner, if any, gets ErrConflict
-// on its next versioned write and re-reads). Any other job gets
-// cancel_requested, and its worker stops it.
+// CANCELLED at once and needs no worker (the scheduler admits only QUEUED
+// jobs without cancel_requested, under the same row lock, so it can not
+// admit it any more). Any other job gets cancel_requested, and its worker
+// stops it.
 func (s *Store) JobCancel(ctx context.Context, tenantID, name string) (job.Job, error) {
 	what := jobWhat(tenantID, name)
 	var out WorkerJob
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		// The tenant row first, as admission locks it: tenant, then job.
-		limits, _, err := tenantLockLimits(ctx, tx, tenantID)
-		if err != nil {
-			return err
-		}
 		w, _, err := scanJob(tx.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs j
 			WHERE j.tenant_id = $1 AND j.name = $2 AND NOT j.deleted FOR UPDATE`, tenantID, name))
 		if err != nil {
@@ -407,9 +404,8 @@ func (s *Store) JobCancel(ctx context.Context, tenantID, name string) (job.Job, 
 				tenantID, w.Job.UID, st, now).Scan(&out.Version)
 			out.Active = false
 			if err == nil {
-				// It may have been the head of the tenant's queue: the next
-				// job in line must not wait for its poll.
-				err = wakeNext(ctx, tx, tenantID, limits)
+				// It may have held the tenant's queue: the scheduler decides again.
+				err = notify(ctx, tx, ChannelSchedule, tenantID)
 			}
 		} else {
 			ev = job.Event{Type: job.EventNormal, Reason: "CancelRequested",

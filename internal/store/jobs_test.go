@@ -22,7 +22,7 @@ func TestJobCreate(t *testing.T) {
 	in := job.Job{Tenant: "a", Name: "mnist", DisplayName: "MNIST", Creator: "alice",
 		Labels: map[string]string{"team": "vision"}, Spec: testSpec()}
 	in.Spec.Priority = 7
-	got, created, err := b.store.JobCreate(b.ctx, JobCreateParams{Job: in, Demand: job.Demand{GPU: 2, Pods: 2}})
+	got, created, err := b.store.JobCreate(b.ctx, JobCreateParams{Job: in})
 	require.NoError(t, err)
 	require.True(t, created)
 
@@ -44,9 +44,10 @@ func TestJobCreate(t *testing.T) {
 
 	w, err := b.store.JobLoad(b.ctx, "a", got.UID)
 	require.NoError(t, err)
-	require.Equal(t, job.Demand{GPU: 2, Pods: 2}, w.Demand)
 	require.True(t, w.Active)
 	require.False(t, w.Admitted)
+	require.EqualValues(t, 0, b.count(t, `SELECT count(*) FROM jobs WHERE uid = $1 AND claim_after <= now()`, got.UID),
+		"not claimable before the scheduler admits it")
 	require.Empty(t, w.WorkerID)
 	require.EqualValues(t, 7, b.count(t, `SELECT priority FROM jobs WHERE uid = $1`, got.UID))
 

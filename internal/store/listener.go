@@ -20,6 +20,10 @@ const (
 	ChannelEvents = "trainyard_events"
 	// ChannelTenants: a tenant or its secrets changed. Payload: the tenant id.
 	ChannelTenants = "trainyard_tenants"
+	// ChannelSchedule: something the scheduler decides on changed (a job
+	// submitted, cancelled, finished or requeued; a quota or policy).
+	// Payload: the tenant id.
+	ChannelSchedule = "trainyard_schedule"
 )
 
 // ListenerConfig configures a Listener.

@@ -55,11 +55,11 @@ func waitFor[T any](t *testing.T, c <-chan T, what string) T {
 func TestListenerCommittedOnly(t *testing.T) {
 	b := setup(t)
 	b.tenantCreate(t, "a")
-	_, subs, _ := listenerStart(t, b, ChannelJobs, ChannelEvents, "test_channel")
+	_, subs, _ := listenerStart(t, b, ChannelSchedule, ChannelEvents, "test_channel")
 
-	// A job create notifies workers and watchers.
+	// A job create notifies the scheduler and watchers.
 	j := b.jobCreate(t, "a", "j", 0)
-	require.Equal(t, "a/"+j.UID, waitFor(t, subs[ChannelJobs], "job notification"))
+	require.Equal(t, "a", waitFor(t, subs[ChannelSchedule], "schedule notification"))
 	require.Equal(t, "a", waitFor(t, subs[ChannelEvents], "event notification"))
 
 	// A failed create (duplicate name) notifies nobody; nor does a rollback.
@@ -79,8 +79,8 @@ func TestListenerCommittedOnly(t *testing.T) {
 	// ones been sent, they would come first.
 	require.Equal(t, "committed", waitFor(t, subs["test_channel"], "committed notification"))
 	select {
-	case p := <-subs[ChannelJobs]:
-		require.FailNow(t, "unexpected job notification", p)
+	case p := <-subs[ChannelSchedule]:
+		require.FailNow(t, "unexpected schedule notification", p)
 	default:
 	}
 

@@ -196,12 +196,14 @@ func testSpec() job.Spec {
 	}
 }
 
-// jobCreate creates a job named name in tenantID with a GPU demand.
+// jobCreate creates a job named name in tenantID whose replica asks for
+// gpu GPUs.
 func (b *testBundle) jobCreate(t testing.TB, tenantID, name string, gpu int64) job.Job {
 	t.Helper()
+	spec := testSpec()
+	spec.Replicas[0].Resources.GPU = int32(gpu)
 	j, created, err := b.store.JobCreate(b.ctx, JobCreateParams{
-		Job:    job.Job{Tenant: tenantID, Name: name, Spec: testSpec(), Creator: "alice"},
-		Demand: job.Demand{GPU: gpu, CPUMilli: 1000, MemoryBytes: 1 << 30, Pods: 2},
+		Job: job.Job{Tenant: tenantID, Name: name, Spec: spec, Creator: "alice"},
 	})
 	require.NoError(t, err)
 	require.True(t, created)
@@ -221,19 +223,34 @@ func (b *testBundle) own(t testing.TB, worker string, key JobKey) WorkerJob {
 	return w
 }
 
+// lease takes the scheduler lease as the tests' scheduler.
+func (b *testBundle) lease(t testing.TB) SchedulerLease {
+	t.Helper()
+	lease, ok, err := b.store.SchedulerLeaseAcquire(b.ctx, "test-scheduler", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok, "the scheduler lease is held by someone else")
+	return lease
+}
+
+// admit admits jobs as the scheduler does: under its lease, in one commit.
+func (b *testBundle) admit(t testing.TB, keys ...JobKey) {
+	t.Helper()
+	lease := b.lease(t)
+	res, err := b.store.SchedulerCommit(b.ctx, SchedulerCommitParams{Lease: lease, Admit: keys})
+	require.NoError(t, err)
+	require.Len(t, res.Admitted, len(keys))
+}
+
 // jobInState creates a job and, through its worker, moves it to state.
 func (b *testBundle) jobInState(t testing.TB, tenantID, name string, state job.State, admitted bool) WorkerJob {
 	t.Helper()
 	j := b.jobCreate(t, tenantID, name, 1)
 	key := JobKey{Tenant: tenantID, UID: j.UID}
+	if admitted {
+		b.admit(t, key)
+	}
 	w := b.own(t, "setup-worker", key)
 	version := w.Version
-	if admitted {
-		res, err := b.store.JobAdmit(b.ctx, "setup-worker", tenantID, j.UID, version, job.Demand{})
-		require.NoError(t, err)
-		require.True(t, res.Admitted)
-		version = res.Version
-	}
 	if state != job.Queued {
 		st := w.Job.Status
 		st.State = state

@@ -28,9 +28,10 @@ func (k JobKey) String() string { return k.Tenant + "/" + k.UID }
 // WorkerJob is a job with the bookkeeping a worker needs.
 type WorkerJob struct {
 	Job job.Job
-	// Version is the fence for JobSave and JobAdmit.
+	// Version is the fence for JobSave.
 	Version int64
-	// Admitted: counted against the tenant's quota.
+	// Admitted by the scheduler: the job may run; it counts against its
+	// tenant's quota until it ends or is requeued.
 	Admitted bool
 	// Deleted by the user: remove what is left in Kubernetes, then JobPurge.
 	Deleted bool
@@ -38,7 +39,12 @@ type WorkerJob struct {
 	Active bool
 	// WorkerID owns the job ("" when nobody does).
 	WorkerID string
-	Demand   job.Demand
+	// PreemptFor is set when the scheduler preempts the job: the uid of
+	// the job of its tenant it makes room for, and PreemptMessage why.
+	PreemptFor     string
+	PreemptMessage string
+	// WaitReason is the wait reason last recorded for a QUEUED job.
+	WaitReason job.WaitReason
 }
 
 // JobSaveParams is a worker's write of a job's status.
@@ -46,8 +52,8 @@ type JobSaveParams struct {
 	WorkerID string
 	Tenant   string
 	UID      string
-	// Version is the version the worker read (JobLoad, JobAdmit or the
-	// previous JobSave).
+	// Version is the version the worker read (JobLoad or the previous
+	// JobSave).
 	Version int64
 	// Status is stored as given; Status.State sets the state column, and a
 	// final state sets the finish time. Status.CancelRequested is ignored.
@@ -55,11 +61,22 @@ type JobSaveParams struct {
 	// Events are appended in order. Empty Type means Normal, empty State the
 	// new Status.State, zero CreateTime now.
 	Events []job.Event
-	// Admitted, when set, changes the admission flag (e.g. false to give the
-	// quota back).
-	Admitted *bool
+	// Requeue, when set, sends the job back to the scheduler's queue (its
+	// Status must be QUEUED): it is no longer admitted, nobody owns it, and
+	// workers can not claim it until it is admitted again.
+	Requeue *Requeue
 	// Done: the job needs no more work. It becomes inactive and unowned.
 	Done bool
+}
+
+// Requeue is how a job goes back to the queue.
+type Requeue struct {
+	// After: the scheduler does not admit it again before this long (a
+	// backoff after unschedulable pods; 0 for none).
+	After time.Duration
+	// PreemptedBy is the uid of the job that preempted it ("" when it was
+	// not preempted).
+	PreemptedBy string
 }
 
 func microseconds(d time.Duration) int64 { return d.Microseconds() }
@@ -71,8 +88,8 @@ func microseconds(d time.Duration) int64 { return d.Microseconds() }
 //     stalled), oldest expiry first, on jobs_lease_expiry_idx;
 //   - due: unowned jobs whose claim_after has come, on jobs_claim_idx in
 //     (claim_after, seq) order. Claimable jobs carry '-infinity', so they
-//     go in submission order whatever their tenant or priority; jobs
-//     released to try their admission again later follow once due.
+//     go in submission order; parked jobs (finished, waiting for a TTL)
+//     follow once due; jobs waiting for admission carry 'infinity'.
 //
 // Neither scan visits jobs that are owned under a live lease or released
 // into the future, so a claim costs the same with ten thousand jobs running
@@ -103,10 +120,8 @@ const sqlJobClaim = `
 
 // JobClaim gives workerID up to limit jobs that need a worker and have no
 // live owner, leased for ttl: jobs whose owner's lease expired first, then
-// claimable jobs in submission order. A job released by JobAdmitWait is not
-// claimable before its time, unless its tenant's next job in line is woken.
-// The user's priority does not order claims across tenants (it orders
-// admission within a tenant). Concurrent claimers skip each other's rows
+// claimable jobs in submission order. Jobs the scheduler has not admitted
+// are never claimable; admission makes them so, in admission order. Concurrent claimers skip each other's rows
 // and never get the same job.
 func (s *Store) JobClaim(ctx context.Context, workerID string, limit int, ttl time.Duration) ([]JobKey, error) {
 	if limit <= 0 {
@@ -242,14 +257,13 @@ func (f fence) verdict(err error, workerID string, version int64, uid string) er
 }
 
 // JobSave writes a worker's view of a job: status, state, events, and
-// optionally admission and "done". It succeeds only while workerID holds a
+// optionally a requeue or "done". It succeeds only while workerID holds a
 // live lease (else ErrLeaseLost) and the job is still at p.Version (else
 // ErrConflict); it returns the new version. It never touches
 // cancel_requested.
 //
-// A save of a final status gives the job's share of the quota back: in the
-// same transaction the tenant's next job in admission order, if it waits
-// released, becomes claimable at once (see JobWakeNext).
+// A save that ends the job, or requeues it, frees quota and capacity: the
+// scheduler is told (NOTIFY on commit).
 func (s *Store) JobSave(ctx context.Context, p JobSaveParams) (int64, error) {
 	what := fmt.Sprintf("job %s in tenant %q", p.UID, p.Tenant)
 	if _, err := uuid.Parse(p.UID); err != nil {
@@ -257,6 +271,9 @@ func (s *Store) JobSave(ctx context.Context, p JobSaveParams) (int64, error) {
 	}
 	if p.Status.State == "" {
 		return 0, fmt.Errorf("%w: %s: status has no state", ErrFailedPrecondition, what)
+	}
+	if p.Requeue != nil && (p.Status.State != job.Queued || p.Done) {
+		return 0, fmt.Errorf("%w: %s: a requeued job is QUEUED and not done", ErrFailedPrecondition, what)
 	}
 	status := p.Status
 	status.CancelRequested = false // the column is the truth
@@ -268,33 +285,41 @@ func (s *Store) JobSave(ctx context.Context, p JobSaveParams) (int64, error) {
 			finish = status.CompletionTime
 		}
 	}
+	var (
+		requeue     = p.Requeue != nil
+		after       int64
+		preemptedBy *string
+	)
+	if requeue {
+		after = microseconds(max(p.Requeue.After, 0))
+		if p.Requeue.PreemptedBy != "" {
+			preemptedBy = &p.Requeue.PreemptedBy
+		}
+	}
 	var version int64
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var (
-			limits job.Demand
-			locked bool
-		)
-		if status.State.Final() {
-			// Tenant before job, the order of JobAdmitWait: the wake-up
-			// below and an admission that releases a job serialize here,
-			// so that neither misses the other.
-			var err error
-			if limits, locked, err = tenantLockLimits(ctx, tx, p.Tenant); err != nil {
-				return err
-			}
-		}
 		var j job.Job
 		err := tx.QueryRow(ctx, `
 			UPDATE jobs SET status = $5, state = $6, update_time = $7, version = version + 1,
 			                finish_time = CASE WHEN $8::timestamptz IS NULL THEN NULL
 			                                   ELSE coalesce(finish_time, $8) END,
-			                admitted = coalesce($9, admitted),
-			                active = active AND NOT $10,
-			                worker_id = CASE WHEN $10 THEN NULL ELSE worker_id END,
-			                lease_expires_at = CASE WHEN $10 THEN NULL ELSE lease_expires_at END
+			                start_time = $11,
+			                active = active AND NOT $9,
+			                worker_id = CASE WHEN $9 OR $10 THEN NULL ELSE worker_id END,
+			                lease_expires_at = CASE WHEN $9 OR $10 THEN NULL ELSE lease_expires_at END,
+			                admitted = admitted AND NOT $10,
+			                claim_after = CASE WHEN $10 THEN 'infinity' ELSE claim_after END,
+			                queued_at = CASE WHEN $10 THEN $7 ELSE queued_at END,
+			                not_before = CASE WHEN $10 AND $12::bigint > 0 THEN now() + $12::bigint * interval '1 microsecond'
+			                                  WHEN $10 THEN NULL ELSE not_before END,
+			                preempt_for = CASE WHEN $10 THEN NULL ELSE preempt_for END,
+			                preempt_message = CASE WHEN $10 THEN '' ELSE preempt_message END,
+			                preempted_by = CASE WHEN $10 THEN $13::uuid ELSE preempted_by END,
+			                wait_reason = CASE WHEN $10 THEN '' ELSE wait_reason END
 			WHERE tenant_id = $1 AND uid = $2 AND worker_id = $3 AND lease_expires_at > now() AND version = $4
 			RETURNING version, name`,
-			p.Tenant, p.UID, p.WorkerID, p.Version, status, string(status.State), now, finish, p.Admitted, p.Done,
+			p.Tenant, p.UID, p.WorkerID, p.Version, status, string(status.State), now, finish, p.Done,
+			requeue, status.StartTime, after, preemptedBy,
 		).Scan(&version, &j.Name)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fenceCheck(ctx, tx, p.WorkerID, p.Tenant, p.UID, p.Version)
@@ -306,8 +331,8 @@ func (s *Store) JobSave(ctx context.Context, p JobSaveParams) (int64, error) {
 		if err := eventsInsert(ctx, tx, j, p.Events, now); err != nil {
 			return err
 		}
-		if locked {
-			return wakeNext(ctx, tx, p.Tenant, limits)
+		if status.State.Final() || requeue {
+			return notify(ctx, tx, ChannelSchedule, p.Tenant)
 		}
 		return nil
 	})
@@ -320,21 +345,16 @@ func (s *Store) JobSave(ctx context.Context, p JobSaveParams) (int64, error) {
 // JobPurge removes a deleted job's row, its events and idempotency keys,
 // once its worker has removed what was left in Kubernetes. Only the job's
 // owner may purge it (else ErrLeaseLost); a job that is not deleted is
-// ErrFailedPrecondition. Like the end of a job, it wakes the tenant's next
-// job in line.
+// ErrFailedPrecondition.
 func (s *Store) JobPurge(ctx context.Context, workerID, tenantID, uid string) error {
 	what := fmt.Sprintf("job %s in tenant %q", uid, tenantID)
 	if _, err := uuid.Parse(uid); err != nil {
 		return fmt.Errorf("%w: %s", ErrNotFound, what)
 	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		limits, locked, err := tenantLockLimits(ctx, tx, tenantID)
-		if err != nil {
-			return err
-		}
 		var f fence
 		var deleted bool
-		err = tx.QueryRow(ctx, `SELECT coalesce(worker_id, ''), coalesce(lease_expires_at > now(), false),
+		err := tx.QueryRow(ctx, `SELECT coalesce(worker_id, ''), coalesce(lease_expires_at > now(), false),
 			version, deleted FROM jobs WHERE tenant_id = $1 AND uid = $2 FOR UPDATE`, tenantID, uid).
 			Scan(&f.workerID, &f.live, &f.version, &deleted)
 		if err := f.verdict(err, workerID, f.version, uid); err != nil {
@@ -343,13 +363,8 @@ func (s *Store) JobPurge(ctx context.Context, workerID, tenantID, uid string) er
 		if !deleted {
 			return fmt.Errorf("%w: %s is not deleted", ErrFailedPrecondition, what)
 		}
-		if _, err = tx.Exec(ctx, `DELETE FROM jobs WHERE tenant_id = $1 AND uid = $2`, tenantID, uid); err != nil {
-			return err
-		}
-		if locked {
-			return wakeNext(ctx, tx, tenantID, limits)
-		}
-		return nil
+		_, err = tx.Exec(ctx, `DELETE FROM jobs WHERE tenant_id = $1 AND uid = $2`, tenantID, uid)
+		return err
 	})
 	return translate(err, what)
 }
@@ -397,12 +412,12 @@ func (s *Store) JobListByKeys(ctx context.Context, keys []JobKey) ([]JobBrief, e
 }
 
 // JobCounts counts the unfinished jobs of every tenant by state, and how
-// many of the QUEUED ones wait for their tenant's quota (released by
-// admission until woken). It is the queue seen from Postgres, for metrics.
+// many of the QUEUED ones wait to be admitted. It is the queue seen from
+// Postgres, for metrics.
 func (s *Store) JobCounts(ctx context.Context) (byState map[job.State]int64, waitingForQuota int64, err error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT state, count(*),
-		       count(*) FILTER (WHERE NOT admitted AND worker_id IS NULL AND claim_after > now())
+		       count(*) FILTER (WHERE NOT admitted AND NOT cancel_requested)
 		FROM jobs
 		WHERE active AND NOT deleted AND state IN ('QUEUED', 'STARTING', 'RUNNING', 'RESTARTING')
 		GROUP BY state`)

@@ -19,9 +19,11 @@ func TestJobClaimConcurrentWorkers(t *testing.T) {
 	b.tenantCreate(t, "a")
 	b.tenantCreate(t, "b")
 	const n = 60
+	var keys []JobKey
 	for i := range n {
-		b.jobCreate(t, []string{"a", "b"}[i%2], fmt.Sprintf("job-%02d", i), 0)
+		keys = append(keys, keyOf(b.jobCreate(t, []string{"a", "b"}[i%2], fmt.Sprintf("job-%02d", i), 0)))
 	}
+	b.admit(t, keys...)
 
 	// Rounds in which both workers claim at the same moment, until the
 	// queue is empty.
@@ -83,6 +85,9 @@ func TestJobClaimSubmissionOrder(t *testing.T) {
 		Spec: func() job.Spec { s := testSpec(); s.Priority = 10; return s }()}})
 	require.NoError(t, err)
 	low2 := b.jobCreate(t, "a", "low-2", 0)
+	high, err := b.store.JobGet(b.ctx, "a", "high")
+	require.NoError(t, err)
+	b.admit(t, keyOf(low2), keyOf(high), keyOf(low1))
 	finished := b.jobInState(t, "a", "done", job.Succeeded, true)
 	_, err = b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "setup-worker", Tenant: "a", UID: finished.Job.UID,
 		Version: finished.Version, Status: finished.Job.Status, Done: true})
@@ -100,7 +105,7 @@ func TestJobClaimSubmissionOrder(t *testing.T) {
 		names = append(names, w.Job.Name)
 	}
 	require.Equal(t, []string{"low-1", "high", "low-2"}, names,
-		"submission order: priority orders admission within a tenant, not claims; inactive jobs never")
+		"admitted jobs in submission order (priority orders admission, not claims); inactive jobs never")
 
 	// Renewal returns what the worker owns; release hands jobs back.
 	owned, err := b.store.JobLeaseRenew(b.ctx, "w", time.Hour)
@@ -124,6 +129,7 @@ func TestJobLeaseExpiryTakeover(t *testing.T) {
 	b := setup(t)
 	b.tenantCreate(t, "a")
 	j := b.jobCreate(t, "a", "j", 0)
+	b.admit(t, keyOf(j))
 
 	keys, err := b.store.JobClaim(b.ctx, "w1", 10, 2*time.Second)
 	require.NoError(t, err)
@@ -393,19 +399,6 @@ func TestJobListActiveByTenantOffboarding(t *testing.T) {
 	require.Empty(t, keys)
 }
 
-// jobCreatePrio creates a job with a GPU demand and a priority.
-func (b *testBundle) jobCreatePrio(t testing.TB, tenantID, name string, gpu int64, priority int32) job.Job {
-	t.Helper()
-	spec := testSpec()
-	spec.Priority = priority
-	j, _, err := b.store.JobCreate(b.ctx, JobCreateParams{
-		Job:    job.Job{Tenant: tenantID, Name: name, Spec: spec, Creator: "alice"},
-		Demand: job.Demand{GPU: gpu, CPUMilli: 1000, MemoryBytes: 1 << 30, Pods: 2},
-	})
-	require.NoError(t, err)
-	return j
-}
-
 // claimAll claims everything claimable for worker and returns the names,
 // in claim order.
 func (b *testBundle) claimAll(t testing.TB, worker string) []string {
@@ -423,65 +416,28 @@ func (b *testBundle) claimAll(t testing.TB, worker string) []string {
 	}
 }
 
-// waitFn is an AdmitParams.Wait that records the message and waits for d.
-func waitFn(d time.Duration, got *AdmitResult) func(AdmitResult) (*job.Status, []job.Event, time.Duration) {
-	return func(r AdmitResult) (*job.Status, []job.Event, time.Duration) {
-		*got = r
-		st := job.Status{State: job.Queued, Message: "waiting; behind " + r.Behind}
-		return &st, []job.Event{{Reason: "QuotaExceeded", Message: st.Message}}, d
-	}
-}
-
-// A job that is not admitted is released with a not-before time: no lease,
-// no worker slot. The claim neither takes it before its time nor walks it.
-// An expired lease (a dead worker) is taken over before due jobs.
-func TestJobAdmitWaitReleasesAndClaimHonoursClaimAfter(t *testing.T) {
+// Jobs waiting for admission are not claimable; admission makes them so,
+// in submission order. An expired lease (a dead worker) is taken over
+// before admitted jobs.
+func TestClaimTakesAdmittedJobsOnly(t *testing.T) {
 	b := setup(t)
-	_, err := b.store.TenantCreate(b.ctx, tenant.Tenant{ID: "a", Namespace: "ty-a", Quota: tenant.Quota{GPU: 1}})
-	require.NoError(t, err)
+	b.tenantCreate(t, "a")
 	b.tenantCreate(t, "b")
-	runs := b.own(t, "w1", keyOf(b.jobCreate(t, "a", "runs", 1)))
-	res, err := b.store.JobAdmit(b.ctx, "w1", "a", runs.Job.UID, runs.Version, job.Demand{GPU: 1})
-	require.NoError(t, err)
-	require.True(t, res.Admitted)
-	waits := b.own(t, "w1", keyOf(b.jobCreate(t, "a", "waits", 1)))
+	waits := b.jobCreate(t, "a", "waits", 1)
+	first := b.jobCreate(t, "b", "first", 1)
+	second := b.jobCreate(t, "a", "second", 1)
+	require.Empty(t, b.claimAll(t, "w1"), "nothing is admitted")
 
-	var seen AdmitResult
-	res, err = b.store.JobAdmitWait(b.ctx, AdmitParams{WorkerID: "w1", Tenant: "a", UID: waits.Job.UID,
-		Version: waits.Version, Quota: job.Demand{GPU: 1}, Wait: waitFn(time.Hour, &seen)})
-	require.NoError(t, err)
-	require.False(t, res.Admitted)
-	require.True(t, res.Released)
-	require.Equal(t, job.Demand{GPU: 1, CPUMilli: 1000, MemoryBytes: 1 << 30, Pods: 2}, seen.Used)
-	require.Empty(t, seen.Behind)
-	after, err := b.store.JobLoad(b.ctx, "a", waits.Job.UID)
-	require.NoError(t, err)
-	require.Empty(t, after.WorkerID, "released: no lease while it waits")
-	require.True(t, after.Active)
-	require.Equal(t, res.Version, after.Version)
-	require.Equal(t, "waiting; behind ", after.Job.Status.Message, "the status Wait returned is stored")
-	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM job_events WHERE job_uid = $1 AND reason = 'QuotaExceeded'`, waits.Job.UID))
-	_, err = b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "w1", Tenant: "a", UID: waits.Job.UID, Version: after.Version,
-		Status: after.Job.Status})
-	require.ErrorIs(t, err, ErrLeaseLost, "the releasing worker no longer owns it")
+	b.admit(t, keyOf(second), keyOf(first))
+	require.Equal(t, []string{"first", "second"}, b.claimAll(t, "w1"), "admitted jobs, in submission order")
 
-	// Not claimable before its time; other jobs are.
-	other := b.jobCreate(t, "b", "other", 1)
-	require.Equal(t, []string{"other"}, b.claimAll(t, "w2"))
-
-	// A dead worker's job comes first, before due jobs.
-	_, err = b.pool.Exec(b.ctx, `UPDATE jobs SET lease_expires_at = now() - interval '1 second' WHERE uid = $1`, other.UID)
+	// A dead worker's job comes first.
+	_, err := b.pool.Exec(b.ctx, `UPDATE jobs SET lease_expires_at = now() - interval '1 second' WHERE uid = $1`, second.UID)
 	require.NoError(t, err)
-	b.jobCreate(t, "b", "fresh", 1)
-	keys, err := b.store.JobClaim(b.ctx, "w3", 2, time.Hour)
+	b.admit(t, keyOf(waits))
+	keys, err := b.store.JobClaim(b.ctx, "w2", 2, time.Hour)
 	require.NoError(t, err)
-	require.Len(t, keys, 2)
-	require.Equal(t, keyOf(other), keys[0], "the expired lease is taken over first")
-
-	// Once due, it is claimable again.
-	_, err = b.pool.Exec(b.ctx, `UPDATE jobs SET claim_after = now() - interval '1 second' WHERE uid = $1`, waits.Job.UID)
-	require.NoError(t, err)
-	require.Equal(t, []string{"waits"}, b.claimAll(t, "w4"))
+	require.Equal(t, []JobKey{keyOf(second), keyOf(waits)}, keys, "the expired lease is taken over first")
 }
 
 func TestJobListByKeys(t *testing.T) {

@@ -217,7 +217,6 @@ func testJob(id, name string) store.JobCreateParams {
 		Job: job.Job{Tenant: id, Name: name, Spec: job.Spec{Replicas: []job.ReplicaSpec{
 			{Type: job.Worker, Count: 1, Image: "tensorflow/tensorflow:2.16.1", Port: job.DefaultPort, RestartPolicy: job.RestartNever},
 		}}},
-		Demand: job.Demand{Pods: 1},
 	}
 }
 

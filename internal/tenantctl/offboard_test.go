@@ -21,22 +21,25 @@ import (
 	"github.com/trainyard/trainyard/internal/tenant"
 )
 
-// fakeWorker claims and admits a job as a job worker would, so that it is
-// "running" and only its worker can end it.
+// fakeWorker has a job admitted (as the scheduler would) and claims it as
+// a job worker would, so that it is "running" and only its worker can end
+// it.
 func fakeWorker(t *testing.T, st *store.Store, p store.JobCreateParams) store.WorkerJob {
 	t.Helper()
 	ctx := ctxT(t)
 	j, _, err := st.JobCreate(ctx, p)
 	require.NoError(t, err)
+	key := store.JobKey{Tenant: j.Tenant, UID: j.UID}
+	lease, ok, err := st.SchedulerLeaseAcquire(ctx, "test-scheduler", time.Hour)
+	require.NoError(t, err)
+	require.True(t, ok)
+	res, err := st.SchedulerCommit(ctx, store.SchedulerCommitParams{Lease: lease, Admit: []store.JobKey{key}})
+	require.NoError(t, err)
+	require.Len(t, res.Admitted, 1)
 	keys, err := st.JobClaim(ctx, "fake-worker-"+j.Tenant, 100, time.Hour)
 	require.NoError(t, err)
-	require.Contains(t, keys, store.JobKey{Tenant: j.Tenant, UID: j.UID})
+	require.Contains(t, keys, key)
 	w, err := st.JobLoad(ctx, j.Tenant, j.UID)
-	require.NoError(t, err)
-	res, err := st.JobAdmit(ctx, "fake-worker-"+j.Tenant, j.Tenant, j.UID, w.Version, job.Demand{})
-	require.NoError(t, err)
-	require.True(t, res.Admitted)
-	w, err = st.JobLoad(ctx, j.Tenant, j.UID)
 	require.NoError(t, err)
 	return w
 }

@@ -252,7 +252,6 @@ func TestJobOfOffboardingTenantIsCancelled(t *testing.T) {
 	b.reconcile(t, key)
 	wj := b.load(t, key)
 	require.Equal(t, job.Cancelled, wj.Job.Status.State)
-	require.False(t, wj.Admitted)
 	require.False(t, wj.Active)
 	require.Empty(t, b.writes(), "nothing was created")
 }

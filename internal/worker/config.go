@@ -37,7 +37,7 @@ type Config struct {
 	// once it passed. Defaults to 10s.
 	LeaseTTL time.Duration
 	// MaxOwnedJobs bounds the jobs this worker owns at once (running or
-	// being cleaned up; a job waiting for quota is released, not owned).
+	// being cleaned up; a job waiting for admission is not owned).
 	// Defaults to 1000.
 	MaxOwnedJobs int
 	// ClaimInterval is the polling fallback for claims (jittered ±20%);
@@ -45,17 +45,16 @@ type Config struct {
 	ClaimInterval time.Duration
 	// ClaimBatch is the most jobs one claim query takes. Defaults to 100.
 	ClaimBatch int
-	// QuotaPollInterval is how often the job next in line for its tenant's
-	// quota tries again (jittered), besides being woken at once when a job
-	// of its tenant ends or is admitted, or the tenant changes. Defaults to
-	// 3s.
-	QuotaPollInterval time.Duration
-	// MaxWaitPoll bounds how rarely a job queued behind others of its
-	// tenant (or larger than its whole quota) tries again on its own: it
-	// polls as often as it has waited, from QuotaPollInterval up to this.
-	// Such jobs are woken when their turn comes; the poll is a safety net.
-	// Defaults to 1m.
-	MaxWaitPoll time.Duration
+	// UnschedulableTimeout: an admitted job whose pods stay unschedulable
+	// this long (the room the scheduler saw was taken meanwhile) has its
+	// pods removed and goes back to the queue, without counting against
+	// its backoffLimit. Defaults to 5m.
+	UnschedulableTimeout time.Duration
+	// RequeueBackoff is how long such a job waits before it may be
+	// admitted again, doubling with each requeue up to RequeueBackoffMax.
+	// Default to 30s and 10m.
+	RequeueBackoff    time.Duration
+	RequeueBackoffMax time.Duration
 	// SweepInterval is how often the orphan sweep looks for Trainyard
 	// objects whose job is gone or finished and cleaned up (jittered; also
 	// once when the caches have synced). Defaults to 1m.
@@ -91,18 +90,19 @@ type Config struct {
 
 // Defaults.
 const (
-	DefaultConcurrency       = 16
-	DefaultLeaseTTL          = 10 * time.Second
-	DefaultMaxOwnedJobs      = 1000
-	DefaultClaimInterval     = time.Second
-	DefaultClaimBatch        = 100
-	DefaultQuotaPollInterval = 3 * time.Second
-	DefaultMaxWaitPoll       = time.Minute
-	DefaultSweepInterval     = time.Minute
-	DefaultResync            = 5 * time.Minute
-	DefaultLogTailLines      = 50
-	DefaultLogTailBytes      = 8 << 10
-	DefaultCreateParallelism = 16
+	DefaultConcurrency          = 16
+	DefaultLeaseTTL             = 10 * time.Second
+	DefaultMaxOwnedJobs         = 1000
+	DefaultClaimInterval        = time.Second
+	DefaultClaimBatch           = 100
+	DefaultUnschedulableTimeout = 5 * time.Minute
+	DefaultRequeueBackoff       = 30 * time.Second
+	DefaultRequeueBackoffMax    = 10 * time.Minute
+	DefaultSweepInterval        = time.Minute
+	DefaultResync               = 5 * time.Minute
+	DefaultLogTailLines         = 50
+	DefaultLogTailBytes         = 8 << 10
+	DefaultCreateParallelism    = 16
 )
 
 // WithDefaults returns c with every zero field set to its default.
@@ -123,8 +123,9 @@ func (c Config) WithDefaults() Config {
 	setInt(&c.CreateParallelism, DefaultCreateParallelism)
 	set(&c.LeaseTTL, DefaultLeaseTTL)
 	set(&c.ClaimInterval, DefaultClaimInterval)
-	set(&c.QuotaPollInterval, DefaultQuotaPollInterval)
-	set(&c.MaxWaitPoll, DefaultMaxWaitPoll)
+	set(&c.UnschedulableTimeout, DefaultUnschedulableTimeout)
+	set(&c.RequeueBackoff, DefaultRequeueBackoff)
+	set(&c.RequeueBackoffMax, DefaultRequeueBackoffMax)
 	set(&c.SweepInterval, DefaultSweepInterval)
 	set(&c.Resync, DefaultResync)
 	if c.LogTailLines <= 0 {

@@ -171,7 +171,7 @@ func (b *bundle) buildWorker(t *testing.T, id string, opts ...func(*Config)) *Wo
 	t.Helper()
 	cfg := Config{
 		ID: id, Store: b.store, Kube: b.kube,
-		LeaseTTL: time.Minute, QuotaPollInterval: 3 * time.Second,
+		LeaseTTL: time.Minute,
 		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Now:    b.clock.Now,
 	}
@@ -238,19 +238,42 @@ func (b *bundle) tenant(t *testing.T, id string, quota tenant.Quota) tenant.Tena
 	return tn
 }
 
-// submit creates a job as the API does (defaults applied, demand computed).
+// submit creates a job as the API does (defaults applied) and admits it
+// as the scheduler would.
 func (b *bundle) submit(t *testing.T, tenantID, name string, spec job.Spec) store.JobKey {
+	t.Helper()
+	key := b.submitPending(t, tenantID, name, spec)
+	b.admit(t, key)
+	return key
+}
+
+// submitPending creates a job that waits for the scheduler.
+func (b *bundle) submitPending(t *testing.T, tenantID, name string, spec job.Spec) store.JobKey {
 	t.Helper()
 	spec.Default()
 	require.Empty(t, job.Validate(&job.Job{Tenant: tenantID, Name: name, Spec: spec}))
-	demand, err := spec.Demand()
-	require.NoError(t, err)
 	j, _, err := b.store.JobCreate(b.ctx, store.JobCreateParams{
-		Job:    job.Job{Tenant: tenantID, Name: name, Spec: spec, Creator: "alice"},
-		Demand: job.DemandOf(demand),
+		Job: job.Job{Tenant: tenantID, Name: name, Spec: spec, Creator: "alice"},
 	})
 	require.NoError(t, err)
 	return store.JobKey{Tenant: tenantID, UID: j.UID}
+}
+
+// schedulerLease takes the scheduler lease as the tests' scheduler.
+func (b *bundle) schedulerLease(t *testing.T) store.SchedulerLease {
+	t.Helper()
+	lease, ok, err := b.store.SchedulerLeaseAcquire(b.ctx, "test-scheduler", time.Hour)
+	require.NoError(t, err)
+	require.True(t, ok)
+	return lease
+}
+
+// admit admits jobs the way the scheduler commits its decisions.
+func (b *bundle) admit(t *testing.T, keys ...store.JobKey) {
+	t.Helper()
+	res, err := b.store.SchedulerCommit(b.ctx, store.SchedulerCommitParams{Lease: b.schedulerLease(t), Admit: keys})
+	require.NoError(t, err)
+	require.Len(t, res.Admitted, len(keys))
 }
 
 // own claims every waiting job for b.w and requires key among them.

@@ -18,7 +18,7 @@ type metrics struct {
 	jobs             jobsByState
 	queued           *queueInPostgres
 	transitions      *prometheus.CounterVec
-	deferred         *prometheus.CounterVec
+	requeues         *prometheus.CounterVec
 	orphans          *prometheus.CounterVec
 	dispatchLatency  prometheus.Histogram
 	reconcileSeconds prometheus.Histogram
@@ -44,7 +44,7 @@ func newMetrics(reg prometheus.Registerer, w *Worker) *metrics {
 	m := &metrics{
 		ownedJobs: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "trainyard_worker_owned_jobs",
-			Help: "Jobs this worker holds a lease on (running, being admitted or being cleaned up; jobs waiting for quota are released, not held).",
+			Help: "Jobs this worker holds a lease on (starting, running or being cleaned up; jobs waiting for admission are not held).",
 		}, func() float64 { return float64(w.own.count()) }),
 		jobs: jobsByState{own: w.own, desc: prometheus.NewDesc("trainyard_worker_jobs",
 			"Jobs this worker owns, by state as last reconciled. Sum over workers for the cluster-wide picture of unfinished jobs.",
@@ -53,9 +53,9 @@ func newMetrics(reg prometheus.Registerer, w *Worker) *metrics {
 			Name: "trainyard_worker_job_transitions_total",
 			Help: "Jobs that entered a state, as written by this worker.",
 		}, []string{"state"}),
-		deferred: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "trainyard_worker_admissions_deferred_total",
-			Help: "Admission attempts that left a job QUEUED (and released it until it is woken or polls again), by reason: quota (it does not fit) or order (an earlier job of its tenant goes first).",
+		requeues: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "trainyard_worker_requeues_total",
+			Help: "Jobs this worker sent back to the scheduler's queue, by reason: Preempted, or Unschedulable (pods unplaced past the timeout).",
 		}, []string{"reason"}),
 		orphans: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "trainyard_worker_orphans_deleted_total",
@@ -94,7 +94,7 @@ func newMetrics(reg prometheus.Registerer, w *Worker) *metrics {
 		queue:  newQueueMetrics(reg),
 		queued: newQueueInPostgres(w.cfg.Store),
 	}
-	reg.MustRegister(m.ownedJobs, m.jobs, m.queued, m.transitions, m.deferred, m.orphans, m.dispatchLatency,
+	reg.MustRegister(m.ownedJobs, m.jobs, m.queued, m.transitions, m.requeues, m.orphans, m.dispatchLatency,
 		m.reconcileSeconds, m.reconcileErrors, m.kubeRequests, m.kubeErrors, m.claimed, m.leasesLost)
 	return m
 }

@@ -82,22 +82,32 @@ func (w *Worker) reconcile(ctx context.Context, key store.JobKey) (result, error
 		p.wj.Job.Status.CancelRequested = true
 	}
 	if (st.State == job.Queued || st.State == "") && !wj.Admitted && !wj.Deleted && !p.wj.Job.Status.CancelRequested {
-		limits, err := t.Quota.Limits()
-		if err != nil {
-			return result{}, errorf(errReasonStore, fmt.Errorf("tenant %s: %w", t.ID, err))
+		// Waiting for the scheduler: nothing for a worker to do. Such a job
+		// is not claimable; let it go should one get here anyway.
+		w.disown(key)
+		if err := w.store.JobRelease(ctx, w.cfg.ID, key); err != nil {
+			return result{}, errorf(errReasonStore, err)
 		}
-		admitted, res, err := w.admit(ctx, p, job.DemandOf(limits))
-		if !admitted || err != nil {
-			return res, err
-		}
+		return result{}, nil
 	}
 
 	var obs job.Observed
 	obs, p.objs = w.observe(p.ns, key.UID)
-	plan := job.Plan(job.PlanInput{
+	return w.apply(ctx, p, job.Plan(w.planInput(p, obs)))
+}
+
+// planInput is what Plan decides on for the pass: the job, what was
+// observed, the scheduler's preemption if any, and the unschedulable
+// timeout.
+func (w *Worker) planInput(p *pass, obs job.Observed) job.PlanInput {
+	in := job.PlanInput{
 		Job: p.wj.Job, Admitted: p.wj.Admitted, Deleted: p.wj.Deleted, Observed: obs, Now: p.now,
-	})
-	return w.apply(ctx, p, plan)
+		UnschedulableTimeout: w.cfg.UnschedulableTimeout,
+	}
+	if p.wj.PreemptFor != "" {
+		in.Preempt = &job.Preemption{By: p.wj.PreemptFor, Message: p.wj.PreemptMessage}
+	}
+	return in
 }
 
 // observe reads the job's pods and Services from the informer caches: the
@@ -170,6 +180,9 @@ func (w *Worker) observeLive(ctx context.Context, ns, uid string) (job.Observed,
 // Kubernetes actions, then done or purge.
 func (w *Worker) apply(ctx context.Context, p *pass, plan job.PlanResult) (result, error) {
 	w.log.Debug("plan", "job", p.key, "actions", plan.Actions, "forget", plan.Forget, "deleted", p.wj.Deleted)
+	if plan.Requeued != nil {
+		return w.requeue(ctx, p, plan)
+	}
 	if plan.Forget {
 		var (
 			res  result
@@ -288,9 +301,7 @@ func (w *Worker) finishing(ctx context.Context, p *pass, plan job.PlanResult) (j
 	if err != nil {
 		return plan, false, result{}, errorf(errReasonKube, err)
 	}
-	live := job.Plan(job.PlanInput{
-		Job: p.wj.Job, Admitted: p.wj.Admitted, Deleted: p.wj.Deleted, Observed: obs, Now: p.now,
-	})
+	live := job.Plan(w.planInput(p, obs))
 	// Plan only ever sets CleanedUp; what is let go must say exactly
 	// whether anything is left, because the orphan sweep deletes what is
 	// left of a job that says nothing is.

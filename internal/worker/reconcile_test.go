@@ -5,7 +5,6 @@ package worker
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -308,188 +307,125 @@ func TestSavesOnlyOnChange(t *testing.T) {
 	require.Greater(t, b.load(t, key).Version, after.Version, "a replica state changed: written")
 }
 
-// A job that does not fit its tenant's quota says why and is released: it
-// holds no lease (no slot of MaxOwnedJobs) while it waits, is not claimed
-// again before its time, and is woken at once when a job of its tenant
-// ends.
-func TestQuotaWaitReleasesAndWakes(t *testing.T) {
-	b := setup(t)
-	b.tenant(t, "acme", tenant.Quota{GPU: 8})
-	big := replica(job.Worker, 1, job.RestartNever)
-	big.Resources.GPU = 6
-	small := replica(job.Worker, 1, job.RestartNever)
-	small.Resources.GPU = 4
-	a := b.submit(t, "acme", "a", spec(big))
-	c := b.submit(t, "acme", "c", spec(small))
-	b.own(t, a)
-	require.True(t, b.w.own.owns(c))
-
-	b.reconcile(t, a)
-	res := b.reconcile(t, c)
-	require.Equal(t, result{}, res, "released: nothing to requeue here")
-	require.False(t, b.w.own.owns(c), "a waiting job holds no lease")
-	wj := b.load(t, c)
-	require.Equal(t, job.Queued, wj.Job.Status.State)
-	require.False(t, wj.Admitted)
-	require.Empty(t, wj.WorkerID)
-	require.True(t, wj.Active)
-	cond := condition(wj.Job.Status, job.CondAdmitted)
-	require.NotNil(t, cond)
-	require.False(t, cond.Status)
-	require.Equal(t, job.ReasonQuotaExceeded, cond.Reason)
-	require.Equal(t, "waiting for quota: needs 4 GPUs, 6 of 8 in use", cond.Message)
-	require.Empty(t, b.actions("create", "pods")[1:], "only a's pod exists")
-	require.EqualValues(t, 1, testutil.ToFloat64(b.w.metrics.deferred.WithLabelValues("quota")))
-	nEvents := len(b.events(t, c))
-
-	// Not claimable before its poll is due.
-	b.w.claim(b.ctx)
-	require.False(t, b.w.own.owns(c))
-
-	// When it is due and still does not fit, it writes no new status or event.
-	_, err := b.pool.Exec(b.ctx, `UPDATE jobs SET claim_after = now() WHERE uid = $1`, c.UID)
-	require.NoError(t, err)
-	b.own(t, c)
-	b.reconcile(t, c)
-	require.False(t, b.w.own.owns(c))
-	again := b.load(t, c)
-	require.True(t, equalStatus(wj.Job.Status, again.Job.Status))
-	require.Len(t, b.events(t, c), nEvents)
-
-	// a ends: c is woken at once (by the store, in the same transaction),
-	// claimed, admitted and dispatched.
-	b.waitCache(t, a, 1)
-	b.setPhase(t, "ty-acme", "a-worker-0", corev1.PodSucceeded, 0, "")
-	b.reconcile(t, a) // records the end
-	b.reconcile(t, a) // succeeds
-	require.Equal(t, job.Succeeded, b.load(t, a).Job.Status.State)
-	b.w.claim(b.ctx)
-	require.True(t, b.w.own.owns(c), "a's end made c claimable")
-	b.reconcile(t, c)
-	wj = b.load(t, c)
-	require.True(t, wj.Admitted)
-	require.Equal(t, job.Starting, wj.Job.Status.State)
-	require.True(t, condition(wj.Job.Status, job.CondAdmitted).Status)
-}
-
-// Jobs waiting for quota do not take worker slots: a tenant that queues far
-// more than a worker's MaxOwnedJobs does not keep another tenant's job
-// from being claimed and dispatched.
-func TestWaitingJobsDoNotFillWorkers(t *testing.T) {
-	b := setup(t, func(c *Config) { c.MaxOwnedJobs = 2; c.ClaimBatch = 2 })
-	b.tenant(t, "greedy", tenant.Quota{GPU: 1})
-	b.tenant(t, "other", tenant.Quota{})
-	gpu := replica(job.Worker, 1, job.RestartNever)
-	gpu.Resources.GPU = 1
-	for i := range 6 {
-		b.submit(t, "greedy", fmt.Sprintf("g%d", i), spec(gpu))
-	}
-	o := b.submit(t, "other", "o", spec(replica(job.Worker, 1, job.RestartNever)))
-
-	// Claim and reconcile until nothing is left to claim, as the worker's
-	// loops would.
-	for range 10 {
-		b.w.claim(b.ctx)
-		require.LessOrEqual(t, b.w.own.count(), 2)
-		for _, k := range b.w.own.keys() {
-			b.reconcile(t, k)
-		}
-	}
-	wj := b.load(t, o)
-	require.True(t, wj.Admitted, "the other tenant's job was claimed and admitted")
-	require.Equal(t, job.Starting, wj.Job.Status.State)
-	var waiting int
-	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM jobs
-		WHERE tenant_id = 'greedy' AND NOT admitted AND worker_id IS NULL AND claim_after > now()`).Scan(&waiting))
-	require.Equal(t, 5, waiting, "greedy's waiting jobs are released, not held")
-}
-
-// Within a tenant, admission follows (priority DESC, submission): a job
-// that would fit waits behind an earlier one that does not, and says so.
-func TestAdmissionStrictOrderWithinTenant(t *testing.T) {
-	b := setup(t)
-	b.tenant(t, "acme", tenant.Quota{GPU: 4})
-	gpus := func(n int32, prio int32) job.Spec {
-		r := replica(job.Worker, 1, job.RestartNever)
-		r.Resources.GPU = n
-		s := spec(r)
-		s.Priority = prio
-		return s
-	}
-	run := b.submit(t, "acme", "run", gpus(2, 0))
-	b.own(t, run)
-	b.reconcile(t, run)
-	big := b.submit(t, "acme", "big", gpus(3, 5))
-	small := b.submit(t, "acme", "small", gpus(1, 0))
-	b.w.claim(b.ctx)
-	b.reconcile(t, small)
-	b.reconcile(t, big)
-	for _, k := range []store.JobKey{big, small} {
-		require.False(t, b.load(t, k).Admitted)
-	}
-	require.Equal(t, "waiting for quota: needs 3 GPUs, 2 of 4 in use",
-		condition(b.load(t, big).Job.Status, job.CondAdmitted).Message)
-	require.Equal(t, `waiting for quota: behind job "big", which is ahead in the tenant's queue`,
-		condition(b.load(t, small).Job.Status, job.CondAdmitted).Message, "1 GPU is free, but big comes first")
-	require.EqualValues(t, 1, testutil.ToFloat64(b.w.metrics.deferred.WithLabelValues("order")))
-
-	// run ends: big is woken and admitted, which wakes small: 3+1 fits.
-	b.waitCache(t, run, 1)
-	b.setPhase(t, "ty-acme", "run-worker-0", corev1.PodSucceeded, 0, "")
-	b.reconcile(t, run)
-	b.reconcile(t, run)
-	b.w.claim(b.ctx)
-	require.True(t, b.w.own.owns(big))
-	require.False(t, b.w.own.owns(small), "only the next in line is woken")
-	b.reconcile(t, big)
-	require.True(t, b.load(t, big).Admitted)
-	b.w.claim(b.ctx)
-	require.True(t, b.w.own.owns(small), "big's admission woke small")
-	b.reconcile(t, small)
-	require.True(t, b.load(t, small).Admitted)
-}
-
-func TestRetryAfter(t *testing.T) {
-	w := &Worker{cfg: Config{QuotaPollInterval: 3 * time.Second, MaxWaitPoll: time.Minute}}
-	now := time.Now()
-	waitingFor := func(d time.Duration) job.Status {
-		return job.Status{Conditions: []job.Condition{{Type: job.CondAdmitted, LastTransitionTime: now.Add(-d)}}}
-	}
-	within := func(d, want time.Duration) {
-		t.Helper()
-		require.InDelta(t, float64(want), float64(d), float64(want)/5+1)
-	}
-	limits := job.Demand{GPU: 4}
-	// Next in line: the quota poll, however long it waited.
-	within(w.retryAfter(waitingFor(time.Hour), store.AdmitResult{}, job.Demand{GPU: 2}, limits, now), 3*time.Second)
-	// Behind another, or too big for the whole quota: as long as it waited, 3 s to 1 min.
-	within(w.retryAfter(job.Status{}, store.AdmitResult{Behind: "x"}, job.Demand{GPU: 2}, limits, now), 3*time.Second)
-	within(w.retryAfter(waitingFor(20*time.Second), store.AdmitResult{Behind: "x"}, job.Demand{GPU: 2}, limits, now), 20*time.Second)
-	within(w.retryAfter(waitingFor(time.Hour), store.AdmitResult{Behind: "x"}, job.Demand{GPU: 2}, limits, now), time.Minute)
-	within(w.retryAfter(waitingFor(time.Hour), store.AdmitResult{}, job.Demand{GPU: 8}, limits, now), time.Minute)
-}
-
+// A job waiting for the scheduler is nobody's: no worker claims it, and a
+// cancel before its admission ends it at once, so nothing is ever created.
 func TestCancelBeforeAdmissionCreatesNothing(t *testing.T) {
 	b := setup(t)
 	b.tenant(t, "acme", tenant.Quota{})
-	key := b.submit(t, "acme", "tj", spec(replica(job.Worker, 1, job.RestartNever)))
-	b.own(t, key)
+	key := b.submitPending(t, "acme", "tj", spec(replica(job.Worker, 1, job.RestartNever)))
+	b.w.claim(b.ctx)
+	require.False(t, b.w.own.owns(key), "not claimable before admission")
 
-	// The worker read the job; the user cancels before it admits.
-	stale := b.load(t, key)
 	_, err := b.store.JobCancel(b.ctx, "acme", "tj")
 	require.NoError(t, err)
-	p := &pass{key: key, wj: stale, loaded: job.Queued, ns: "ty-acme", now: b.clock.Now()}
-	admitted, res, err := b.w.admit(b.ctx, p, job.Demand{})
+	// The scheduler's decision, taken before the cancel, commits after it.
+	res, err := b.store.SchedulerCommit(b.ctx, store.SchedulerCommitParams{Lease: b.schedulerLease(t), Admit: []store.JobKey{key}})
 	require.NoError(t, err)
-	require.False(t, admitted)
-	require.True(t, res.requeue, "re-read at once")
-
-	// The re-read sees a cancelled job that needs no worker.
-	b.reconcile(t, key)
+	require.Empty(t, res.Admitted)
+	b.w.claim(b.ctx)
 	require.False(t, b.w.own.owns(key))
 	require.Empty(t, b.writes(), "nothing was created")
 	require.Equal(t, job.Cancelled, b.load(t, key).Job.Status.State)
+}
+
+// A preempted job's pods are deleted (gracefully: the pods carry the job's
+// grace period), and once they are gone the job is QUEUED again,
+// unadmitted and unowned, its restarts untouched.
+func TestPreemptionRequeues(t *testing.T) {
+	b := setup(t)
+	b.tenant(t, "acme", tenant.Quota{})
+	sp := spec(replica(job.Worker, 2, job.RestartOnFailure))
+	sp.TerminationGracePeriodSeconds = new(int64(45))
+	key := b.submit(t, "acme", "tj", sp)
+	urgent := b.submitPending(t, "acme", "urgent", spec(replica(job.Worker, 1, job.RestartNever)))
+	b.own(t, key)
+	b.reconcile(t, key)
+	b.waitCache(t, key, 2)
+	for _, a := range b.actions("create", "pods") {
+		require.EqualValues(t, 45, *a.(k8stesting.CreateAction).GetObject().(*corev1.Pod).Spec.TerminationGracePeriodSeconds)
+	}
+	_, err := b.pool.Exec(b.ctx, `UPDATE jobs SET status = jsonb_set(status, '{restarts}', '2') WHERE uid = $1`, key.UID)
+	require.NoError(t, err)
+
+	res, err := b.store.SchedulerCommit(b.ctx, store.SchedulerCommitParams{Lease: b.schedulerLease(t),
+		Preempt: []store.PreemptWrite{{Victim: key, For: urgent.UID, Message: `preempted by job "urgent" (priority 900)`}}})
+	require.NoError(t, err)
+	require.Len(t, res.Preempted, 1)
+
+	b.reconcile(t, key)
+	require.Len(t, b.actions("delete", "pods"), 2, "every pod is deleted")
+	for _, a := range b.actions("delete", "pods") {
+		require.Nil(t, a.(k8stesting.DeleteAction).GetDeleteOptions().GracePeriodSeconds, "the pod's own grace period applies")
+	}
+	b.waitCache(t, key, 0)
+	b.reconcile(t, key)
+
+	wj := b.load(t, key)
+	require.Equal(t, job.Queued, wj.Job.Status.State)
+	require.False(t, wj.Admitted)
+	require.Empty(t, wj.WorkerID)
+	require.Empty(t, wj.PreemptFor)
+	require.False(t, b.w.own.owns(key))
+	require.EqualValues(t, 2, wj.Job.Status.Restarts, "a preemption is not a restart")
+	require.EqualValues(t, 1, wj.Job.Status.Requeues)
+	evs := b.events(t, key)
+	last := evs[len(evs)-1]
+	require.Equal(t, job.ReasonPreempted, last.Reason)
+	require.Contains(t, last.Message, `"urgent"`)
+
+	// Admitted again, it is claimed and its pods are created anew.
+	b.admit(t, key)
+	b.own(t, key)
+	b.reconcile(t, key)
+	require.Len(t, b.actions("create", "pods"), 4)
+	require.Equal(t, job.Starting, b.load(t, key).Job.Status.State)
+}
+
+// Pods that stay unschedulable past the timeout are removed and the job
+// goes back to the queue with a backoff, its restarts untouched.
+func TestUnschedulableTimeoutRequeues(t *testing.T) {
+	b := setup(t, func(c *Config) {
+		c.UnschedulableTimeout, c.RequeueBackoff, c.RequeueBackoffMax = time.Minute, 30*time.Second, time.Hour
+	})
+	b.tenant(t, "acme", tenant.Quota{})
+	key := b.submit(t, "acme", "tj", spec(replica(job.Worker, 1, job.RestartNever)))
+	b.own(t, key)
+	b.reconcile(t, key)
+	b.waitCache(t, key, 1)
+	pod, err := b.kube.CoreV1().Pods("ty-acme").Get(b.ctx, "tj-worker-0", metav1.GetOptions{})
+	require.NoError(t, err)
+	pod.Status.Phase = corev1.PodPending
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonUnschedulable, Message: "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."}}
+	_, err = b.kube.CoreV1().Pods("ty-acme").UpdateStatus(b.ctx, pod, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	b.waitPod(t, "ty-acme", "tj-worker-0", func(p *corev1.Pod) bool { return len(p.Status.Conditions) > 0 })
+
+	res := b.reconcile(t, key)
+	require.Equal(t, time.Minute, res.after, "looked at again when the timeout passes")
+	b.clock.Advance(time.Minute)
+	b.reconcile(t, key)
+	require.Len(t, b.actions("delete", "pods"), 1)
+	b.waitCache(t, key, 0)
+	b.reconcile(t, key)
+
+	wj := b.load(t, key)
+	require.Equal(t, job.Queued, wj.Job.Status.State)
+	require.Equal(t, job.ReasonUnschedulable, wj.Job.Status.Reason)
+	require.False(t, wj.Admitted)
+	require.Zero(t, wj.Job.Status.Restarts)
+	var notBefore time.Time
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT not_before FROM jobs WHERE uid = $1`, key.UID).Scan(&notBefore))
+	require.WithinDuration(t, time.Now().Add(30*time.Second), notBefore, 10*time.Second, "the first requeue backs off RequeueBackoff")
+}
+
+func TestRequeueBackoff(t *testing.T) {
+	c := Config{RequeueBackoff: 30 * time.Second, RequeueBackoffMax: 5 * time.Minute}
+	require.Equal(t, 30*time.Second, c.requeueBackoff(1))
+	require.Equal(t, time.Minute, c.requeueBackoff(2))
+	require.Equal(t, 4*time.Minute, c.requeueBackoff(4))
+	require.Equal(t, 5*time.Minute, c.requeueBackoff(5))
+	require.Equal(t, 5*time.Minute, c.requeueBackoff(50))
 }
 
 func TestCancelRunningDeletesEverything(t *testing.T) {
@@ -693,62 +629,6 @@ func TestInformerEventsQueueOwnedJobs(t *testing.T) {
 	require.True(t, podChanged(running, touched))
 }
 
-func TestQuotaMessage(t *testing.T) {
-	for _, tc := range []struct {
-		demand, used, limits job.Demand
-		want                 string
-	}{
-		{job.Demand{GPU: 4}, job.Demand{GPU: 6}, job.Demand{GPU: 8}, "waiting for quota: needs 4 GPUs, 6 of 8 in use"},
-		{job.Demand{CPUMilli: 1500, MemoryBytes: 4 << 30}, job.Demand{CPUMilli: 31000, MemoryBytes: 1 << 30}, job.Demand{CPUMilli: 32000, MemoryBytes: 4 << 30},
-			"waiting for quota: needs 1500m CPU, 31 of 32 in use; needs 4Gi memory, 1Gi of 4Gi in use"},
-		{job.Demand{Pods: 3}, job.Demand{Pods: 9}, job.Demand{Pods: 10, GPU: 1}, "waiting for quota: needs 3 pods, 9 of 10 in use"},
-		{job.Demand{GPU: 1}, job.Demand{}, job.Demand{GPU: 8}, "waiting for quota"},
-	} {
-		require.Equal(t, tc.want, quotaMessage(tc.demand, tc.used, tc.limits))
-	}
-	require.Equal(t, `waiting for quota: needs 4 GPUs, 6 of 8 in use; behind job "a", which is ahead in the tenant's queue`,
-		waitMessage(job.Demand{GPU: 4}, store.AdmitResult{Used: job.Demand{GPU: 6}, Behind: "a"}, job.Demand{GPU: 8}))
-	require.Equal(t, `waiting for quota: behind job "a", which is ahead in the tenant's queue`,
-		waitMessage(job.Demand{GPU: 1}, store.AdmitResult{Behind: "a"}, job.Demand{GPU: 8}))
-}
-
-func condition(st job.Status, typ string) *job.Condition {
-	for i := range st.Conditions {
-		if st.Conditions[i].Type == typ {
-			return &st.Conditions[i]
-		}
-	}
-	return nil
-}
-
-// drain empties the worker's queue.
-func drain(b *bundle) { queued(b) }
-
-// queued takes every key from the worker's queue, without reconciling.
-func queued(b *bundle) []store.JobKey {
-	var out []store.JobKey
-	for b.w.queue.Len() > 0 {
-		k, _ := b.w.queue.Get()
-		b.w.queue.Done(k)
-		b.w.queue.Forget(k)
-		out = append(out, k)
-	}
-	return out
-}
-
-// testCount counts a histogram's observations, or a vector's series.
-func testCount(t *testing.T, c prometheus.Collector) int {
-	t.Helper()
-	if h, ok := c.(prometheus.Histogram); ok {
-		var m dto.Metric
-		require.NoError(t, h.Write(&m))
-		return int(m.GetHistogram().GetSampleCount())
-	}
-	return testutil.CollectAndCount(c)
-}
-
-// A container the kubelet reports stuck (an image that cannot be pulled)
-// shows in the job's status through the informer's pod.
 func TestStuckContainerIsReported(t *testing.T) {
 	b := setup(t)
 	b.tenant(t, "acme", tenant.Quota{})
@@ -774,4 +654,39 @@ func TestStuckContainerIsReported(t *testing.T) {
 	require.Equal(t, `tj-worker-0: ImagePullBackOff: Back-off pulling image "tf:2"`, cond.Message)
 	evs := b.events(t, key)
 	require.Equal(t, "ImagePullBackOff", evs[len(evs)-1].Reason)
+}
+
+// testCount is how many samples a histogram has, or series a collector.
+func testCount(t *testing.T, c prometheus.Collector) int {
+	t.Helper()
+	if h, ok := c.(prometheus.Histogram); ok {
+		var m dto.Metric
+		require.NoError(t, h.Write(&m))
+		return int(m.GetHistogram().GetSampleCount())
+	}
+	return testutil.CollectAndCount(c)
+}
+
+// drain empties the worker's queue.
+func drain(b *bundle) { queued(b) }
+
+// queued takes every key from the worker's queue, without reconciling.
+func queued(b *bundle) []store.JobKey {
+	var out []store.JobKey
+	for b.w.queue.Len() > 0 {
+		k, _ := b.w.queue.Get()
+		b.w.queue.Done(k)
+		b.w.queue.Forget(k)
+		out = append(out, k)
+	}
+	return out
+}
+
+func condition(st job.Status, typ string) *job.Condition {
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == typ {
+			return &st.Conditions[i]
+		}
+	}
+	return nil
 }

@@ -236,10 +236,6 @@ func (w *Worker) listen(ctx context.Context, l *store.Listener) {
 	go func() {
 		for id := range tenants {
 			w.tenants.invalidate(id)
-			if err := w.store.JobWakeNext(ctx, id); err != nil && ctx.Err() == nil {
-				w.log.Warn("waking the tenant's next job failed; it tries again on its own", "tenant", id, "error", err)
-			}
-			w.wakeClaimer()
 		}
 	}()
 }

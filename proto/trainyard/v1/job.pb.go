@@ -324,6 +324,138 @@ func (JobState) EnumDescriptor() ([]byte, []int) {
 	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{4}
 }
 
+// Why a queued job is not admitted yet.
+type WaitReason int32
+
+const (
+	WaitReason_WAIT_REASON_UNSPECIFIED WaitReason = 0
+	// The tenant's quota has no room for it now.
+	WaitReason_WAIT_REASON_QUOTA WaitReason = 1
+	// The cluster's nodes can not hold all of its pods now.
+	WaitReason_WAIT_REASON_CAPACITY WaitReason = 2
+	// A job of higher priority in the tenant's queue goes first.
+	WaitReason_WAIT_REASON_PRIORITY WaitReason = 3
+	// An earlier job of the same priority in the tenant's queue goes first.
+	WaitReason_WAIT_REASON_ORDER WaitReason = 4
+	// It was preempted and waits to run again.
+	WaitReason_WAIT_REASON_PREEMPTED WaitReason = 5
+	// Its pods could not be placed (it backs off), or no node can ever hold them.
+	WaitReason_WAIT_REASON_UNSCHEDULABLE WaitReason = 6
+)
+
+// Enum value maps for WaitReason.
+var (
+	WaitReason_name = map[int32]string{
+		0: "WAIT_REASON_UNSPECIFIED",
+		1: "WAIT_REASON_QUOTA",
+		2: "WAIT_REASON_CAPACITY",
+		3: "WAIT_REASON_PRIORITY",
+		4: "WAIT_REASON_ORDER",
+		5: "WAIT_REASON_PREEMPTED",
+		6: "WAIT_REASON_UNSCHEDULABLE",
+	}
+	WaitReason_value = map[string]int32{
+		"WAIT_REASON_UNSPECIFIED":   0,
+		"WAIT_REASON_QUOTA":         1,
+		"WAIT_REASON_CAPACITY":      2,
+		"WAIT_REASON_PRIORITY":      3,
+		"WAIT_REASON_ORDER":         4,
+		"WAIT_REASON_PREEMPTED":     5,
+		"WAIT_REASON_UNSCHEDULABLE": 6,
+	}
+)
+
+func (x WaitReason) Enum() *WaitReason {
+	p := new(WaitReason)
+	*p = x
+	return p
+}
+
+func (x WaitReason) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (WaitReason) Descriptor() protoreflect.EnumDescriptor {
+	return file_trainyard_v1_job_proto_enumTypes[5].Descriptor()
+}
+
+func (WaitReason) Type() protoreflect.EnumType {
+	return &file_trainyard_v1_job_proto_enumTypes[5]
+}
+
+func (x WaitReason) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use WaitReason.Descriptor instead.
+func (WaitReason) EnumDescriptor() ([]byte, []int) {
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{5}
+}
+
+// What an estimated start time rests on.
+type EstimateBasis int32
+
+const (
+	EstimateBasis_ESTIMATE_BASIS_UNSPECIFIED EstimateBasis = 0
+	// The run times of the tenant's recent jobs (their median).
+	EstimateBasis_ESTIMATE_BASIS_RUN_TIMES EstimateBasis = 1
+	// Running jobs' active deadlines: an upper bound.
+	EstimateBasis_ESTIMATE_BASIS_DEADLINES EstimateBasis = 2
+	// The end of its requeue backoff.
+	EstimateBasis_ESTIMATE_BASIS_BACKOFF EstimateBasis = 3
+	// Jobs being preempted for it are stopping.
+	EstimateBasis_ESTIMATE_BASIS_PREEMPTION EstimateBasis = 4
+	// What it needs is free now; it waits for its turn.
+	EstimateBasis_ESTIMATE_BASIS_AVAILABLE EstimateBasis = 5
+)
+
+// Enum value maps for EstimateBasis.
+var (
+	EstimateBasis_name = map[int32]string{
+		0: "ESTIMATE_BASIS_UNSPECIFIED",
+		1: "ESTIMATE_BASIS_RUN_TIMES",
+		2: "ESTIMATE_BASIS_DEADLINES",
+		3: "ESTIMATE_BASIS_BACKOFF",
+		4: "ESTIMATE_BASIS_PREEMPTION",
+		5: "ESTIMATE_BASIS_AVAILABLE",
+	}
+	EstimateBasis_value = map[string]int32{
+		"ESTIMATE_BASIS_UNSPECIFIED": 0,
+		"ESTIMATE_BASIS_RUN_TIMES":   1,
+		"ESTIMATE_BASIS_DEADLINES":   2,
+		"ESTIMATE_BASIS_BACKOFF":     3,
+		"ESTIMATE_BASIS_PREEMPTION":  4,
+		"ESTIMATE_BASIS_AVAILABLE":   5,
+	}
+)
+
+func (x EstimateBasis) Enum() *EstimateBasis {
+	p := new(EstimateBasis)
+	*p = x
+	return p
+}
+
+func (x EstimateBasis) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (EstimateBasis) Descriptor() protoreflect.EnumDescriptor {
+	return file_trainyard_v1_job_proto_enumTypes[6].Descriptor()
+}
+
+func (EstimateBasis) Type() protoreflect.EnumType {
+	return &file_trainyard_v1_job_proto_enumTypes[6]
+}
+
+func (x EstimateBasis) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use EstimateBasis.Descriptor instead.
+func (EstimateBasis) EnumDescriptor() ([]byte, []int) {
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{6}
+}
+
 // The state of one replica.
 type ReplicaState int32
 
@@ -364,11 +496,11 @@ func (x ReplicaState) String() string {
 }
 
 func (ReplicaState) Descriptor() protoreflect.EnumDescriptor {
-	return file_trainyard_v1_job_proto_enumTypes[5].Descriptor()
+	return file_trainyard_v1_job_proto_enumTypes[7].Descriptor()
 }
 
 func (ReplicaState) Type() protoreflect.EnumType {
-	return &file_trainyard_v1_job_proto_enumTypes[5]
+	return &file_trainyard_v1_job_proto_enumTypes[7]
 }
 
 func (x ReplicaState) Number() protoreflect.EnumNumber {
@@ -377,7 +509,7 @@ func (x ReplicaState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ReplicaState.Descriptor instead.
 func (ReplicaState) EnumDescriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{5}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{7}
 }
 
 // A distributed TensorFlow training job.
@@ -512,10 +644,16 @@ type JobSpec struct {
 	Checkpoint *CheckpointVolume `protobuf:"bytes,4,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
 	// An optional TensorBoard pod reading the checkpoint directory.
 	Tensorboard *TensorBoard `protobuf:"bytes,5,opt,name=tensorboard,proto3" json:"tensorboard,omitempty"`
-	// Higher runs first among a tenant's queued jobs. Range -1000..1000, default 0.
-	Priority      int32 `protobuf:"varint,6,opt,name=priority,proto3" json:"priority,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Higher runs first among a tenant's queued jobs, and, when the tenant's
+	// preemption policy is LOWER_PRIORITY, may preempt its running jobs of
+	// lower priority. Range -1000..1000, default 0.
+	Priority int32 `protobuf:"varint,6,opt,name=priority,proto3" json:"priority,omitempty"`
+	// Seconds replicas get between SIGTERM and SIGKILL when their pods are
+	// deleted (preemption, cancel, cleanup): time to write a last
+	// checkpoint. Range 0..3600, default 30; the operator may bound it lower.
+	TerminationGracePeriodSeconds *int64 `protobuf:"varint,7,opt,name=termination_grace_period_seconds,json=terminationGracePeriodSeconds,proto3,oneof" json:"termination_grace_period_seconds,omitempty"`
+	unknownFields                 protoimpl.UnknownFields
+	sizeCache                     protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -586,6 +724,13 @@ func (x *JobSpec) GetTensorboard() *TensorBoard {
 func (x *JobSpec) GetPriority() int32 {
 	if x != nil {
 		return x.Priority
+	}
+	return 0
+}
+
+func (x *JobSpec) GetTerminationGracePeriodSeconds() int64 {
+	if x != nil && x.TerminationGracePeriodSeconds != nil {
+		return *x.TerminationGracePeriodSeconds
 	}
 	return 0
 }
@@ -1587,8 +1732,14 @@ type JobStatus struct {
 	Restarts int32 `protobuf:"varint,9,opt,name=restarts,proto3" json:"restarts,omitempty"`
 	// A cancel was requested and the worker is stopping the job.
 	CancelRequested bool `protobuf:"varint,10,opt,name=cancel_requested,json=cancelRequested,proto3" json:"cancel_requested,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Where a QUEUED job stands in the scheduler's queue; unset when the job
+	// does not wait.
+	Queue *QueueStatus `protobuf:"bytes,11,opt,name=queue,proto3" json:"queue,omitempty"`
+	// How often the job went back to the queue (preempted, or its pods stayed
+	// unschedulable). Requeues are not restarts.
+	Requeues      int32 `protobuf:"varint,12,opt,name=requeues,proto3" json:"requeues,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobStatus) Reset() {
@@ -1691,6 +1842,135 @@ func (x *JobStatus) GetCancelRequested() bool {
 	return false
 }
 
+func (x *JobStatus) GetQueue() *QueueStatus {
+	if x != nil {
+		return x.Queue
+	}
+	return nil
+}
+
+func (x *JobStatus) GetRequeues() int32 {
+	if x != nil {
+		return x.Requeues
+	}
+	return 0
+}
+
+// Where a queued job stands, as the scheduler's last cycle saw it.
+type QueueStatus struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Reason  WaitReason             `protobuf:"varint,1,opt,name=reason,proto3,enum=trainyard.v1.WaitReason" json:"reason,omitempty"`
+	Message string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// Place among the tenant's waiting jobs, from 1.
+	TenantPosition int32 `protobuf:"varint,3,opt,name=tenant_position,json=tenantPosition,proto3" json:"tenant_position,omitempty"`
+	// Place among every tenant's waiting jobs, from 1.
+	ClusterPosition int32 `protobuf:"varint,4,opt,name=cluster_position,json=clusterPosition,proto3" json:"cluster_position,omitempty"`
+	// The job of the same tenant it waits for, if any.
+	BlockedBy string `protobuf:"bytes,5,opt,name=blocked_by,json=blockedBy,proto3" json:"blocked_by,omitempty"`
+	// The resources it lacks, by Kubernetes name (nvidia.com/gpu, cpu, memory, pods).
+	WaitingFor []string `protobuf:"bytes,6,rep,name=waiting_for,json=waitingFor,proto3" json:"waiting_for,omitempty"`
+	// When it may start; unset when nothing supports an estimate.
+	EstimatedStartTime *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=estimated_start_time,json=estimatedStartTime,proto3" json:"estimated_start_time,omitempty"`
+	EstimateBasis      EstimateBasis          `protobuf:"varint,8,opt,name=estimate_basis,json=estimateBasis,proto3,enum=trainyard.v1.EstimateBasis" json:"estimate_basis,omitempty"`
+	// When the scheduler saw the queue so.
+	UpdateTime    *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueueStatus) Reset() {
+	*x = QueueStatus{}
+	mi := &file_trainyard_v1_job_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueueStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueueStatus) ProtoMessage() {}
+
+func (x *QueueStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_job_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueueStatus.ProtoReflect.Descriptor instead.
+func (*QueueStatus) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *QueueStatus) GetReason() WaitReason {
+	if x != nil {
+		return x.Reason
+	}
+	return WaitReason_WAIT_REASON_UNSPECIFIED
+}
+
+func (x *QueueStatus) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *QueueStatus) GetTenantPosition() int32 {
+	if x != nil {
+		return x.TenantPosition
+	}
+	return 0
+}
+
+func (x *QueueStatus) GetClusterPosition() int32 {
+	if x != nil {
+		return x.ClusterPosition
+	}
+	return 0
+}
+
+func (x *QueueStatus) GetBlockedBy() string {
+	if x != nil {
+		return x.BlockedBy
+	}
+	return ""
+}
+
+func (x *QueueStatus) GetWaitingFor() []string {
+	if x != nil {
+		return x.WaitingFor
+	}
+	return nil
+}
+
+func (x *QueueStatus) GetEstimatedStartTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EstimatedStartTime
+	}
+	return nil
+}
+
+func (x *QueueStatus) GetEstimateBasis() EstimateBasis {
+	if x != nil {
+		return x.EstimateBasis
+	}
+	return EstimateBasis_ESTIMATE_BASIS_UNSPECIFIED
+}
+
+func (x *QueueStatus) GetUpdateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdateTime
+	}
+	return nil
+}
+
 // A condition of a job (Queued, Admitted, Running, Restarting, Succeeded,
 // Failed, Cancelled, Unschedulable, ...).
 type Condition struct {
@@ -1706,7 +1986,7 @@ type Condition struct {
 
 func (x *Condition) Reset() {
 	*x = Condition{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[16]
+	mi := &file_trainyard_v1_job_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1718,7 +1998,7 @@ func (x *Condition) String() string {
 func (*Condition) ProtoMessage() {}
 
 func (x *Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[16]
+	mi := &file_trainyard_v1_job_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1731,7 +2011,7 @@ func (x *Condition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Condition.ProtoReflect.Descriptor instead.
 func (*Condition) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{16}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Condition) GetType() string {
@@ -1783,7 +2063,7 @@ type ReplicaCounts struct {
 
 func (x *ReplicaCounts) Reset() {
 	*x = ReplicaCounts{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[17]
+	mi := &file_trainyard_v1_job_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1795,7 +2075,7 @@ func (x *ReplicaCounts) String() string {
 func (*ReplicaCounts) ProtoMessage() {}
 
 func (x *ReplicaCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[17]
+	mi := &file_trainyard_v1_job_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1808,7 +2088,7 @@ func (x *ReplicaCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaCounts.ProtoReflect.Descriptor instead.
 func (*ReplicaCounts) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{17}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReplicaCounts) GetType() ReplicaType {
@@ -1865,7 +2145,7 @@ type ReplicaStatus struct {
 
 func (x *ReplicaStatus) Reset() {
 	*x = ReplicaStatus{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[18]
+	mi := &file_trainyard_v1_job_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1877,7 +2157,7 @@ func (x *ReplicaStatus) String() string {
 func (*ReplicaStatus) ProtoMessage() {}
 
 func (x *ReplicaStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[18]
+	mi := &file_trainyard_v1_job_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1890,7 +2170,7 @@ func (x *ReplicaStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaStatus.ProtoReflect.Descriptor instead.
 func (*ReplicaStatus) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{18}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReplicaStatus) GetType() ReplicaType {
@@ -1960,7 +2240,7 @@ type Termination struct {
 
 func (x *Termination) Reset() {
 	*x = Termination{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[19]
+	mi := &file_trainyard_v1_job_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1972,7 +2252,7 @@ func (x *Termination) String() string {
 func (*Termination) ProtoMessage() {}
 
 func (x *Termination) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[19]
+	mi := &file_trainyard_v1_job_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1985,7 +2265,7 @@ func (x *Termination) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Termination.ProtoReflect.Descriptor instead.
 func (*Termination) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{19}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Termination) GetExitCode() int32 {
@@ -2040,7 +2320,7 @@ type CreateJobRequest struct {
 
 func (x *CreateJobRequest) Reset() {
 	*x = CreateJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[20]
+	mi := &file_trainyard_v1_job_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2052,7 +2332,7 @@ func (x *CreateJobRequest) String() string {
 func (*CreateJobRequest) ProtoMessage() {}
 
 func (x *CreateJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[20]
+	mi := &file_trainyard_v1_job_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2065,7 +2345,7 @@ func (x *CreateJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJobRequest.ProtoReflect.Descriptor instead.
 func (*CreateJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{20}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CreateJobRequest) GetParent() string {
@@ -2105,7 +2385,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[21]
+	mi := &file_trainyard_v1_job_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2117,7 +2397,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[21]
+	mi := &file_trainyard_v1_job_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2130,7 +2410,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{21}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetJobRequest) GetName() string {
@@ -2155,7 +2435,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[22]
+	mi := &file_trainyard_v1_job_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2167,7 +2447,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[22]
+	mi := &file_trainyard_v1_job_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2180,7 +2460,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{22}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListJobsRequest) GetParent() string {
@@ -2222,7 +2502,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[23]
+	mi := &file_trainyard_v1_job_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2234,7 +2514,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[23]
+	mi := &file_trainyard_v1_job_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2247,7 +2527,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{23}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -2273,7 +2553,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[24]
+	mi := &file_trainyard_v1_job_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2285,7 +2565,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[24]
+	mi := &file_trainyard_v1_job_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2298,7 +2578,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{24}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CancelJobRequest) GetName() string {
@@ -2317,7 +2597,7 @@ type DeleteJobRequest struct {
 
 func (x *DeleteJobRequest) Reset() {
 	*x = DeleteJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[25]
+	mi := &file_trainyard_v1_job_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2329,7 +2609,7 @@ func (x *DeleteJobRequest) String() string {
 func (*DeleteJobRequest) ProtoMessage() {}
 
 func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[25]
+	mi := &file_trainyard_v1_job_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2342,7 +2622,7 @@ func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobRequest.ProtoReflect.Descriptor instead.
 func (*DeleteJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{25}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DeleteJobRequest) GetName() string {
@@ -2360,7 +2640,7 @@ type DeleteJobResponse struct {
 
 func (x *DeleteJobResponse) Reset() {
 	*x = DeleteJobResponse{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[26]
+	mi := &file_trainyard_v1_job_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2372,7 +2652,7 @@ func (x *DeleteJobResponse) String() string {
 func (*DeleteJobResponse) ProtoMessage() {}
 
 func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[26]
+	mi := &file_trainyard_v1_job_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2385,7 +2665,7 @@ func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobResponse.ProtoReflect.Descriptor instead.
 func (*DeleteJobResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{26}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{27}
 }
 
 // Something that happened to a job.
@@ -2408,7 +2688,7 @@ type JobEvent struct {
 
 func (x *JobEvent) Reset() {
 	*x = JobEvent{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[27]
+	mi := &file_trainyard_v1_job_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2420,7 +2700,7 @@ func (x *JobEvent) String() string {
 func (*JobEvent) ProtoMessage() {}
 
 func (x *JobEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[27]
+	mi := &file_trainyard_v1_job_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2433,7 +2713,7 @@ func (x *JobEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEvent.ProtoReflect.Descriptor instead.
 func (*JobEvent) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{27}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *JobEvent) GetId() int64 {
@@ -2497,7 +2777,7 @@ type ListJobEventsRequest struct {
 
 func (x *ListJobEventsRequest) Reset() {
 	*x = ListJobEventsRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[28]
+	mi := &file_trainyard_v1_job_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2509,7 +2789,7 @@ func (x *ListJobEventsRequest) String() string {
 func (*ListJobEventsRequest) ProtoMessage() {}
 
 func (x *ListJobEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[28]
+	mi := &file_trainyard_v1_job_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2522,7 +2802,7 @@ func (x *ListJobEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobEventsRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{28}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListJobEventsRequest) GetParent() string {
@@ -2556,7 +2836,7 @@ type ListJobEventsResponse struct {
 
 func (x *ListJobEventsResponse) Reset() {
 	*x = ListJobEventsResponse{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[29]
+	mi := &file_trainyard_v1_job_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2568,7 +2848,7 @@ func (x *ListJobEventsResponse) String() string {
 func (*ListJobEventsResponse) ProtoMessage() {}
 
 func (x *ListJobEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[29]
+	mi := &file_trainyard_v1_job_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2581,7 +2861,7 @@ func (x *ListJobEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobEventsResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{29}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListJobEventsResponse) GetEvents() []*JobEvent {
@@ -2613,7 +2893,7 @@ type GetJobLogsRequest struct {
 
 func (x *GetJobLogsRequest) Reset() {
 	*x = GetJobLogsRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[30]
+	mi := &file_trainyard_v1_job_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2625,7 +2905,7 @@ func (x *GetJobLogsRequest) String() string {
 func (*GetJobLogsRequest) ProtoMessage() {}
 
 func (x *GetJobLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[30]
+	mi := &file_trainyard_v1_job_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2638,7 +2918,7 @@ func (x *GetJobLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobLogsRequest.ProtoReflect.Descriptor instead.
 func (*GetJobLogsRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{30}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetJobLogsRequest) GetName() string {
@@ -2680,7 +2960,7 @@ type WatchJobRequest struct {
 
 func (x *WatchJobRequest) Reset() {
 	*x = WatchJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[31]
+	mi := &file_trainyard_v1_job_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2692,7 +2972,7 @@ func (x *WatchJobRequest) String() string {
 func (*WatchJobRequest) ProtoMessage() {}
 
 func (x *WatchJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[31]
+	mi := &file_trainyard_v1_job_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2705,7 +2985,7 @@ func (x *WatchJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchJobRequest.ProtoReflect.Descriptor instead.
 func (*WatchJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{31}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *WatchJobRequest) GetName() string {
@@ -2735,7 +3015,7 @@ type WatchJobsRequest struct {
 
 func (x *WatchJobsRequest) Reset() {
 	*x = WatchJobsRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[32]
+	mi := &file_trainyard_v1_job_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2747,7 +3027,7 @@ func (x *WatchJobsRequest) String() string {
 func (*WatchJobsRequest) ProtoMessage() {}
 
 func (x *WatchJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[32]
+	mi := &file_trainyard_v1_job_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2760,7 +3040,7 @@ func (x *WatchJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchJobsRequest.ProtoReflect.Descriptor instead.
 func (*WatchJobsRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{32}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *WatchJobsRequest) GetParent() string {
@@ -2796,7 +3076,7 @@ type WatchJobResponse struct {
 
 func (x *WatchJobResponse) Reset() {
 	*x = WatchJobResponse{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[33]
+	mi := &file_trainyard_v1_job_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2808,7 +3088,7 @@ func (x *WatchJobResponse) String() string {
 func (*WatchJobResponse) ProtoMessage() {}
 
 func (x *WatchJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[33]
+	mi := &file_trainyard_v1_job_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2821,7 +3101,7 @@ func (x *WatchJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchJobResponse.ProtoReflect.Descriptor instead.
 func (*WatchJobResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{33}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *WatchJobResponse) GetEvent() *JobEvent {
@@ -2857,7 +3137,7 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\acreator\x18\t \x01(\tB\x05\x92A\x02@\x01R\acreator\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd5\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc8\x03\n" +
 	"\aJobSpec\x125\n" +
 	"\breplicas\x18\x01 \x03(\v2\x19.trainyard.v1.ReplicaSpecR\breplicas\x126\n" +
 	"\n" +
@@ -2867,7 +3147,9 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"checkpoint\x18\x04 \x01(\v2\x1e.trainyard.v1.CheckpointVolumeR\n" +
 	"checkpoint\x12;\n" +
 	"\vtensorboard\x18\x05 \x01(\v2\x19.trainyard.v1.TensorBoardR\vtensorboard\x12\x1a\n" +
-	"\bpriority\x18\x06 \x01(\x05R\bpriority\"\xe7\b\n" +
+	"\bpriority\x18\x06 \x01(\x05R\bpriority\x12L\n" +
+	" termination_grace_period_seconds\x18\a \x01(\x03H\x00R\x1dterminationGracePeriodSeconds\x88\x01\x01B#\n" +
+	"!_termination_grace_period_seconds\"\xe7\b\n" +
 	"\vReplicaSpec\x12-\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x19.trainyard.v1.ReplicaTypeR\x04type\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\x05R\x05count\x12\x14\n" +
@@ -2957,7 +3239,7 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\vTensorBoard\x12\x18\n" +
 	"\aenabled\x18\x01 \x01(\bR\aenabled\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x17\n" +
-	"\alog_dir\x18\x03 \x01(\tR\x06logDir\"\xe8\x03\n" +
+	"\alog_dir\x18\x03 \x01(\tR\x06logDir\"\xb5\x04\n" +
 	"\tJobStatus\x12,\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x16.trainyard.v1.JobStateR\x05state\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
@@ -2972,7 +3254,22 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\breplicas\x18\b \x03(\v2\x1b.trainyard.v1.ReplicaStatusR\breplicas\x12\x1a\n" +
 	"\brestarts\x18\t \x01(\x05R\brestarts\x12)\n" +
 	"\x10cancel_requested\x18\n" +
-	" \x01(\bR\x0fcancelRequested\"\xb7\x01\n" +
+	" \x01(\bR\x0fcancelRequested\x12/\n" +
+	"\x05queue\x18\v \x01(\v2\x19.trainyard.v1.QueueStatusR\x05queue\x12\x1a\n" +
+	"\brequeues\x18\f \x01(\x05R\brequeues\"\xbc\x03\n" +
+	"\vQueueStatus\x120\n" +
+	"\x06reason\x18\x01 \x01(\x0e2\x18.trainyard.v1.WaitReasonR\x06reason\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12'\n" +
+	"\x0ftenant_position\x18\x03 \x01(\x05R\x0etenantPosition\x12)\n" +
+	"\x10cluster_position\x18\x04 \x01(\x05R\x0fclusterPosition\x12\x1d\n" +
+	"\n" +
+	"blocked_by\x18\x05 \x01(\tR\tblockedBy\x12\x1f\n" +
+	"\vwaiting_for\x18\x06 \x03(\tR\n" +
+	"waitingFor\x12L\n" +
+	"\x14estimated_start_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x12estimatedStartTime\x12B\n" +
+	"\x0eestimate_basis\x18\b \x01(\x0e2\x1b.trainyard.v1.EstimateBasisR\restimateBasis\x12;\n" +
+	"\vupdate_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"updateTime\"\xb7\x01\n" +
 	"\tCondition\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\bR\x06status\x12\x16\n" +
@@ -3084,7 +3381,23 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\x14JOB_STATE_RESTARTING\x10\x04\x12\x17\n" +
 	"\x13JOB_STATE_SUCCEEDED\x10\x05\x12\x14\n" +
 	"\x10JOB_STATE_FAILED\x10\x06\x12\x17\n" +
-	"\x13JOB_STATE_CANCELLED\x10\a*\x9a\x01\n" +
+	"\x13JOB_STATE_CANCELLED\x10\a*\xc5\x01\n" +
+	"\n" +
+	"WaitReason\x12\x1b\n" +
+	"\x17WAIT_REASON_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11WAIT_REASON_QUOTA\x10\x01\x12\x18\n" +
+	"\x14WAIT_REASON_CAPACITY\x10\x02\x12\x18\n" +
+	"\x14WAIT_REASON_PRIORITY\x10\x03\x12\x15\n" +
+	"\x11WAIT_REASON_ORDER\x10\x04\x12\x19\n" +
+	"\x15WAIT_REASON_PREEMPTED\x10\x05\x12\x1d\n" +
+	"\x19WAIT_REASON_UNSCHEDULABLE\x10\x06*\xc4\x01\n" +
+	"\rEstimateBasis\x12\x1e\n" +
+	"\x1aESTIMATE_BASIS_UNSPECIFIED\x10\x00\x12\x1c\n" +
+	"\x18ESTIMATE_BASIS_RUN_TIMES\x10\x01\x12\x1c\n" +
+	"\x18ESTIMATE_BASIS_DEADLINES\x10\x02\x12\x1a\n" +
+	"\x16ESTIMATE_BASIS_BACKOFF\x10\x03\x12\x1d\n" +
+	"\x19ESTIMATE_BASIS_PREEMPTION\x10\x04\x12\x1c\n" +
+	"\x18ESTIMATE_BASIS_AVAILABLE\x10\x05*\x9a\x01\n" +
 	"\fReplicaState\x12\x1d\n" +
 	"\x19REPLICA_STATE_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15REPLICA_STATE_PENDING\x10\x01\x12\x19\n" +
@@ -3122,125 +3435,133 @@ func file_trainyard_v1_job_proto_rawDescGZIP() []byte {
 	return file_trainyard_v1_job_proto_rawDescData
 }
 
-var file_trainyard_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_trainyard_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_trainyard_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
+var file_trainyard_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_trainyard_v1_job_proto_goTypes = []any{
 	(ReplicaType)(0),                // 0: trainyard.v1.ReplicaType
 	(RestartPolicy)(0),              // 1: trainyard.v1.RestartPolicy
 	(CleanPodPolicy)(0),             // 2: trainyard.v1.CleanPodPolicy
 	(SuccessPolicy)(0),              // 3: trainyard.v1.SuccessPolicy
 	(JobState)(0),                   // 4: trainyard.v1.JobState
-	(ReplicaState)(0),               // 5: trainyard.v1.ReplicaState
-	(*Job)(nil),                     // 6: trainyard.v1.Job
-	(*JobSpec)(nil),                 // 7: trainyard.v1.JobSpec
-	(*ReplicaSpec)(nil),             // 8: trainyard.v1.ReplicaSpec
-	(*EnvVar)(nil),                  // 9: trainyard.v1.EnvVar
-	(*SecretKeyRef)(nil),            // 10: trainyard.v1.SecretKeyRef
-	(*SecretVolume)(nil),            // 11: trainyard.v1.SecretVolume
-	(*Resources)(nil),               // 12: trainyard.v1.Resources
-	(*Toleration)(nil),              // 13: trainyard.v1.Toleration
-	(*Affinity)(nil),                // 14: trainyard.v1.Affinity
-	(*NodeSelectorTerm)(nil),        // 15: trainyard.v1.NodeSelectorTerm
-	(*NodeSelectorRequirement)(nil), // 16: trainyard.v1.NodeSelectorRequirement
-	(*PreferredTerm)(nil),           // 17: trainyard.v1.PreferredTerm
-	(*RunPolicy)(nil),               // 18: trainyard.v1.RunPolicy
-	(*CheckpointVolume)(nil),        // 19: trainyard.v1.CheckpointVolume
-	(*TensorBoard)(nil),             // 20: trainyard.v1.TensorBoard
-	(*JobStatus)(nil),               // 21: trainyard.v1.JobStatus
-	(*Condition)(nil),               // 22: trainyard.v1.Condition
-	(*ReplicaCounts)(nil),           // 23: trainyard.v1.ReplicaCounts
-	(*ReplicaStatus)(nil),           // 24: trainyard.v1.ReplicaStatus
-	(*Termination)(nil),             // 25: trainyard.v1.Termination
-	(*CreateJobRequest)(nil),        // 26: trainyard.v1.CreateJobRequest
-	(*GetJobRequest)(nil),           // 27: trainyard.v1.GetJobRequest
-	(*ListJobsRequest)(nil),         // 28: trainyard.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),        // 29: trainyard.v1.ListJobsResponse
-	(*CancelJobRequest)(nil),        // 30: trainyard.v1.CancelJobRequest
-	(*DeleteJobRequest)(nil),        // 31: trainyard.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),       // 32: trainyard.v1.DeleteJobResponse
-	(*JobEvent)(nil),                // 33: trainyard.v1.JobEvent
-	(*ListJobEventsRequest)(nil),    // 34: trainyard.v1.ListJobEventsRequest
-	(*ListJobEventsResponse)(nil),   // 35: trainyard.v1.ListJobEventsResponse
-	(*GetJobLogsRequest)(nil),       // 36: trainyard.v1.GetJobLogsRequest
-	(*WatchJobRequest)(nil),         // 37: trainyard.v1.WatchJobRequest
-	(*WatchJobsRequest)(nil),        // 38: trainyard.v1.WatchJobsRequest
-	(*WatchJobResponse)(nil),        // 39: trainyard.v1.WatchJobResponse
-	nil,                             // 40: trainyard.v1.Job.LabelsEntry
-	nil,                             // 41: trainyard.v1.ReplicaSpec.NodeSelectorEntry
-	nil,                             // 42: trainyard.v1.ReplicaSpec.PodLabelsEntry
-	nil,                             // 43: trainyard.v1.ReplicaSpec.PodAnnotationsEntry
-	(*timestamppb.Timestamp)(nil),   // 44: google.protobuf.Timestamp
-	(*httpbody.HttpBody)(nil),       // 45: google.api.HttpBody
+	(WaitReason)(0),                 // 5: trainyard.v1.WaitReason
+	(EstimateBasis)(0),              // 6: trainyard.v1.EstimateBasis
+	(ReplicaState)(0),               // 7: trainyard.v1.ReplicaState
+	(*Job)(nil),                     // 8: trainyard.v1.Job
+	(*JobSpec)(nil),                 // 9: trainyard.v1.JobSpec
+	(*ReplicaSpec)(nil),             // 10: trainyard.v1.ReplicaSpec
+	(*EnvVar)(nil),                  // 11: trainyard.v1.EnvVar
+	(*SecretKeyRef)(nil),            // 12: trainyard.v1.SecretKeyRef
+	(*SecretVolume)(nil),            // 13: trainyard.v1.SecretVolume
+	(*Resources)(nil),               // 14: trainyard.v1.Resources
+	(*Toleration)(nil),              // 15: trainyard.v1.Toleration
+	(*Affinity)(nil),                // 16: trainyard.v1.Affinity
+	(*NodeSelectorTerm)(nil),        // 17: trainyard.v1.NodeSelectorTerm
+	(*NodeSelectorRequirement)(nil), // 18: trainyard.v1.NodeSelectorRequirement
+	(*PreferredTerm)(nil),           // 19: trainyard.v1.PreferredTerm
+	(*RunPolicy)(nil),               // 20: trainyard.v1.RunPolicy
+	(*CheckpointVolume)(nil),        // 21: trainyard.v1.CheckpointVolume
+	(*TensorBoard)(nil),             // 22: trainyard.v1.TensorBoard
+	(*JobStatus)(nil),               // 23: trainyard.v1.JobStatus
+	(*QueueStatus)(nil),             // 24: trainyard.v1.QueueStatus
+	(*Condition)(nil),               // 25: trainyard.v1.Condition
+	(*ReplicaCounts)(nil),           // 26: trainyard.v1.ReplicaCounts
+	(*ReplicaStatus)(nil),           // 27: trainyard.v1.ReplicaStatus
+	(*Termination)(nil),             // 28: trainyard.v1.Termination
+	(*CreateJobRequest)(nil),        // 29: trainyard.v1.CreateJobRequest
+	(*GetJobRequest)(nil),           // 30: trainyard.v1.GetJobRequest
+	(*ListJobsRequest)(nil),         // 31: trainyard.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),        // 32: trainyard.v1.ListJobsResponse
+	(*CancelJobRequest)(nil),        // 33: trainyard.v1.CancelJobRequest
+	(*DeleteJobRequest)(nil),        // 34: trainyard.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),       // 35: trainyard.v1.DeleteJobResponse
+	(*JobEvent)(nil),                // 36: trainyard.v1.JobEvent
+	(*ListJobEventsRequest)(nil),    // 37: trainyard.v1.ListJobEventsRequest
+	(*ListJobEventsResponse)(nil),   // 38: trainyard.v1.ListJobEventsResponse
+	(*GetJobLogsRequest)(nil),       // 39: trainyard.v1.GetJobLogsRequest
+	(*WatchJobRequest)(nil),         // 40: trainyard.v1.WatchJobRequest
+	(*WatchJobsRequest)(nil),        // 41: trainyard.v1.WatchJobsRequest
+	(*WatchJobResponse)(nil),        // 42: trainyard.v1.WatchJobResponse
+	nil,                             // 43: trainyard.v1.Job.LabelsEntry
+	nil,                             // 44: trainyard.v1.ReplicaSpec.NodeSelectorEntry
+	nil,                             // 45: trainyard.v1.ReplicaSpec.PodLabelsEntry
+	nil,                             // 46: trainyard.v1.ReplicaSpec.PodAnnotationsEntry
+	(*timestamppb.Timestamp)(nil),   // 47: google.protobuf.Timestamp
+	(*httpbody.HttpBody)(nil),       // 48: google.api.HttpBody
 }
 var file_trainyard_v1_job_proto_depIdxs = []int32{
-	40, // 0: trainyard.v1.Job.labels:type_name -> trainyard.v1.Job.LabelsEntry
-	7,  // 1: trainyard.v1.Job.spec:type_name -> trainyard.v1.JobSpec
-	21, // 2: trainyard.v1.Job.status:type_name -> trainyard.v1.JobStatus
-	44, // 3: trainyard.v1.Job.create_time:type_name -> google.protobuf.Timestamp
-	44, // 4: trainyard.v1.Job.update_time:type_name -> google.protobuf.Timestamp
-	8,  // 5: trainyard.v1.JobSpec.replicas:type_name -> trainyard.v1.ReplicaSpec
-	18, // 6: trainyard.v1.JobSpec.run_policy:type_name -> trainyard.v1.RunPolicy
+	43, // 0: trainyard.v1.Job.labels:type_name -> trainyard.v1.Job.LabelsEntry
+	9,  // 1: trainyard.v1.Job.spec:type_name -> trainyard.v1.JobSpec
+	23, // 2: trainyard.v1.Job.status:type_name -> trainyard.v1.JobStatus
+	47, // 3: trainyard.v1.Job.create_time:type_name -> google.protobuf.Timestamp
+	47, // 4: trainyard.v1.Job.update_time:type_name -> google.protobuf.Timestamp
+	10, // 5: trainyard.v1.JobSpec.replicas:type_name -> trainyard.v1.ReplicaSpec
+	20, // 6: trainyard.v1.JobSpec.run_policy:type_name -> trainyard.v1.RunPolicy
 	3,  // 7: trainyard.v1.JobSpec.success_policy:type_name -> trainyard.v1.SuccessPolicy
-	19, // 8: trainyard.v1.JobSpec.checkpoint:type_name -> trainyard.v1.CheckpointVolume
-	20, // 9: trainyard.v1.JobSpec.tensorboard:type_name -> trainyard.v1.TensorBoard
+	21, // 8: trainyard.v1.JobSpec.checkpoint:type_name -> trainyard.v1.CheckpointVolume
+	22, // 9: trainyard.v1.JobSpec.tensorboard:type_name -> trainyard.v1.TensorBoard
 	0,  // 10: trainyard.v1.ReplicaSpec.type:type_name -> trainyard.v1.ReplicaType
-	9,  // 11: trainyard.v1.ReplicaSpec.env:type_name -> trainyard.v1.EnvVar
-	12, // 12: trainyard.v1.ReplicaSpec.resources:type_name -> trainyard.v1.Resources
-	41, // 13: trainyard.v1.ReplicaSpec.node_selector:type_name -> trainyard.v1.ReplicaSpec.NodeSelectorEntry
-	13, // 14: trainyard.v1.ReplicaSpec.tolerations:type_name -> trainyard.v1.Toleration
-	14, // 15: trainyard.v1.ReplicaSpec.affinity:type_name -> trainyard.v1.Affinity
-	42, // 16: trainyard.v1.ReplicaSpec.pod_labels:type_name -> trainyard.v1.ReplicaSpec.PodLabelsEntry
-	43, // 17: trainyard.v1.ReplicaSpec.pod_annotations:type_name -> trainyard.v1.ReplicaSpec.PodAnnotationsEntry
+	11, // 11: trainyard.v1.ReplicaSpec.env:type_name -> trainyard.v1.EnvVar
+	14, // 12: trainyard.v1.ReplicaSpec.resources:type_name -> trainyard.v1.Resources
+	44, // 13: trainyard.v1.ReplicaSpec.node_selector:type_name -> trainyard.v1.ReplicaSpec.NodeSelectorEntry
+	15, // 14: trainyard.v1.ReplicaSpec.tolerations:type_name -> trainyard.v1.Toleration
+	16, // 15: trainyard.v1.ReplicaSpec.affinity:type_name -> trainyard.v1.Affinity
+	45, // 16: trainyard.v1.ReplicaSpec.pod_labels:type_name -> trainyard.v1.ReplicaSpec.PodLabelsEntry
+	46, // 17: trainyard.v1.ReplicaSpec.pod_annotations:type_name -> trainyard.v1.ReplicaSpec.PodAnnotationsEntry
 	1,  // 18: trainyard.v1.ReplicaSpec.restart_policy:type_name -> trainyard.v1.RestartPolicy
-	11, // 19: trainyard.v1.ReplicaSpec.secret_volumes:type_name -> trainyard.v1.SecretVolume
-	10, // 20: trainyard.v1.EnvVar.secret:type_name -> trainyard.v1.SecretKeyRef
-	15, // 21: trainyard.v1.Affinity.required:type_name -> trainyard.v1.NodeSelectorTerm
-	17, // 22: trainyard.v1.Affinity.preferred:type_name -> trainyard.v1.PreferredTerm
-	16, // 23: trainyard.v1.NodeSelectorTerm.match_expressions:type_name -> trainyard.v1.NodeSelectorRequirement
-	15, // 24: trainyard.v1.PreferredTerm.preference:type_name -> trainyard.v1.NodeSelectorTerm
+	13, // 19: trainyard.v1.ReplicaSpec.secret_volumes:type_name -> trainyard.v1.SecretVolume
+	12, // 20: trainyard.v1.EnvVar.secret:type_name -> trainyard.v1.SecretKeyRef
+	17, // 21: trainyard.v1.Affinity.required:type_name -> trainyard.v1.NodeSelectorTerm
+	19, // 22: trainyard.v1.Affinity.preferred:type_name -> trainyard.v1.PreferredTerm
+	18, // 23: trainyard.v1.NodeSelectorTerm.match_expressions:type_name -> trainyard.v1.NodeSelectorRequirement
+	17, // 24: trainyard.v1.PreferredTerm.preference:type_name -> trainyard.v1.NodeSelectorTerm
 	2,  // 25: trainyard.v1.RunPolicy.clean_pod_policy:type_name -> trainyard.v1.CleanPodPolicy
 	4,  // 26: trainyard.v1.JobStatus.state:type_name -> trainyard.v1.JobState
-	22, // 27: trainyard.v1.JobStatus.conditions:type_name -> trainyard.v1.Condition
-	44, // 28: trainyard.v1.JobStatus.start_time:type_name -> google.protobuf.Timestamp
-	44, // 29: trainyard.v1.JobStatus.completion_time:type_name -> google.protobuf.Timestamp
-	23, // 30: trainyard.v1.JobStatus.replica_counts:type_name -> trainyard.v1.ReplicaCounts
-	24, // 31: trainyard.v1.JobStatus.replicas:type_name -> trainyard.v1.ReplicaStatus
-	44, // 32: trainyard.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
-	0,  // 33: trainyard.v1.ReplicaCounts.type:type_name -> trainyard.v1.ReplicaType
-	0,  // 34: trainyard.v1.ReplicaStatus.type:type_name -> trainyard.v1.ReplicaType
-	5,  // 35: trainyard.v1.ReplicaStatus.state:type_name -> trainyard.v1.ReplicaState
-	25, // 36: trainyard.v1.ReplicaStatus.last_termination:type_name -> trainyard.v1.Termination
-	44, // 37: trainyard.v1.Termination.finish_time:type_name -> google.protobuf.Timestamp
-	6,  // 38: trainyard.v1.CreateJobRequest.job:type_name -> trainyard.v1.Job
-	6,  // 39: trainyard.v1.ListJobsResponse.jobs:type_name -> trainyard.v1.Job
-	4,  // 40: trainyard.v1.JobEvent.state:type_name -> trainyard.v1.JobState
-	44, // 41: trainyard.v1.JobEvent.create_time:type_name -> google.protobuf.Timestamp
-	33, // 42: trainyard.v1.ListJobEventsResponse.events:type_name -> trainyard.v1.JobEvent
-	33, // 43: trainyard.v1.WatchJobResponse.event:type_name -> trainyard.v1.JobEvent
-	6,  // 44: trainyard.v1.WatchJobResponse.job:type_name -> trainyard.v1.Job
-	26, // 45: trainyard.v1.JobService.CreateJob:input_type -> trainyard.v1.CreateJobRequest
-	27, // 46: trainyard.v1.JobService.GetJob:input_type -> trainyard.v1.GetJobRequest
-	28, // 47: trainyard.v1.JobService.ListJobs:input_type -> trainyard.v1.ListJobsRequest
-	30, // 48: trainyard.v1.JobService.CancelJob:input_type -> trainyard.v1.CancelJobRequest
-	31, // 49: trainyard.v1.JobService.DeleteJob:input_type -> trainyard.v1.DeleteJobRequest
-	34, // 50: trainyard.v1.JobService.ListJobEvents:input_type -> trainyard.v1.ListJobEventsRequest
-	36, // 51: trainyard.v1.JobService.GetJobLogs:input_type -> trainyard.v1.GetJobLogsRequest
-	37, // 52: trainyard.v1.JobService.WatchJob:input_type -> trainyard.v1.WatchJobRequest
-	38, // 53: trainyard.v1.JobService.WatchJobs:input_type -> trainyard.v1.WatchJobsRequest
-	6,  // 54: trainyard.v1.JobService.CreateJob:output_type -> trainyard.v1.Job
-	6,  // 55: trainyard.v1.JobService.GetJob:output_type -> trainyard.v1.Job
-	29, // 56: trainyard.v1.JobService.ListJobs:output_type -> trainyard.v1.ListJobsResponse
-	6,  // 57: trainyard.v1.JobService.CancelJob:output_type -> trainyard.v1.Job
-	32, // 58: trainyard.v1.JobService.DeleteJob:output_type -> trainyard.v1.DeleteJobResponse
-	35, // 59: trainyard.v1.JobService.ListJobEvents:output_type -> trainyard.v1.ListJobEventsResponse
-	45, // 60: trainyard.v1.JobService.GetJobLogs:output_type -> google.api.HttpBody
-	39, // 61: trainyard.v1.JobService.WatchJob:output_type -> trainyard.v1.WatchJobResponse
-	39, // 62: trainyard.v1.JobService.WatchJobs:output_type -> trainyard.v1.WatchJobResponse
-	54, // [54:63] is the sub-list for method output_type
-	45, // [45:54] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	25, // 27: trainyard.v1.JobStatus.conditions:type_name -> trainyard.v1.Condition
+	47, // 28: trainyard.v1.JobStatus.start_time:type_name -> google.protobuf.Timestamp
+	47, // 29: trainyard.v1.JobStatus.completion_time:type_name -> google.protobuf.Timestamp
+	26, // 30: trainyard.v1.JobStatus.replica_counts:type_name -> trainyard.v1.ReplicaCounts
+	27, // 31: trainyard.v1.JobStatus.replicas:type_name -> trainyard.v1.ReplicaStatus
+	24, // 32: trainyard.v1.JobStatus.queue:type_name -> trainyard.v1.QueueStatus
+	5,  // 33: trainyard.v1.QueueStatus.reason:type_name -> trainyard.v1.WaitReason
+	47, // 34: trainyard.v1.QueueStatus.estimated_start_time:type_name -> google.protobuf.Timestamp
+	6,  // 35: trainyard.v1.QueueStatus.estimate_basis:type_name -> trainyard.v1.EstimateBasis
+	47, // 36: trainyard.v1.QueueStatus.update_time:type_name -> google.protobuf.Timestamp
+	47, // 37: trainyard.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
+	0,  // 38: trainyard.v1.ReplicaCounts.type:type_name -> trainyard.v1.ReplicaType
+	0,  // 39: trainyard.v1.ReplicaStatus.type:type_name -> trainyard.v1.ReplicaType
+	7,  // 40: trainyard.v1.ReplicaStatus.state:type_name -> trainyard.v1.ReplicaState
+	28, // 41: trainyard.v1.ReplicaStatus.last_termination:type_name -> trainyard.v1.Termination
+	47, // 42: trainyard.v1.Termination.finish_time:type_name -> google.protobuf.Timestamp
+	8,  // 43: trainyard.v1.CreateJobRequest.job:type_name -> trainyard.v1.Job
+	8,  // 44: trainyard.v1.ListJobsResponse.jobs:type_name -> trainyard.v1.Job
+	4,  // 45: trainyard.v1.JobEvent.state:type_name -> trainyard.v1.JobState
+	47, // 46: trainyard.v1.JobEvent.create_time:type_name -> google.protobuf.Timestamp
+	36, // 47: trainyard.v1.ListJobEventsResponse.events:type_name -> trainyard.v1.JobEvent
+	36, // 48: trainyard.v1.WatchJobResponse.event:type_name -> trainyard.v1.JobEvent
+	8,  // 49: trainyard.v1.WatchJobResponse.job:type_name -> trainyard.v1.Job
+	29, // 50: trainyard.v1.JobService.CreateJob:input_type -> trainyard.v1.CreateJobRequest
+	30, // 51: trainyard.v1.JobService.GetJob:input_type -> trainyard.v1.GetJobRequest
+	31, // 52: trainyard.v1.JobService.ListJobs:input_type -> trainyard.v1.ListJobsRequest
+	33, // 53: trainyard.v1.JobService.CancelJob:input_type -> trainyard.v1.CancelJobRequest
+	34, // 54: trainyard.v1.JobService.DeleteJob:input_type -> trainyard.v1.DeleteJobRequest
+	37, // 55: trainyard.v1.JobService.ListJobEvents:input_type -> trainyard.v1.ListJobEventsRequest
+	39, // 56: trainyard.v1.JobService.GetJobLogs:input_type -> trainyard.v1.GetJobLogsRequest
+	40, // 57: trainyard.v1.JobService.WatchJob:input_type -> trainyard.v1.WatchJobRequest
+	41, // 58: trainyard.v1.JobService.WatchJobs:input_type -> trainyard.v1.WatchJobsRequest
+	8,  // 59: trainyard.v1.JobService.CreateJob:output_type -> trainyard.v1.Job
+	8,  // 60: trainyard.v1.JobService.GetJob:output_type -> trainyard.v1.Job
+	32, // 61: trainyard.v1.JobService.ListJobs:output_type -> trainyard.v1.ListJobsResponse
+	8,  // 62: trainyard.v1.JobService.CancelJob:output_type -> trainyard.v1.Job
+	35, // 63: trainyard.v1.JobService.DeleteJob:output_type -> trainyard.v1.DeleteJobResponse
+	38, // 64: trainyard.v1.JobService.ListJobEvents:output_type -> trainyard.v1.ListJobEventsResponse
+	48, // 65: trainyard.v1.JobService.GetJobLogs:output_type -> google.api.HttpBody
+	42, // 66: trainyard.v1.JobService.WatchJob:output_type -> trainyard.v1.WatchJobResponse
+	42, // 67: trainyard.v1.JobService.WatchJobs:output_type -> trainyard.v1.WatchJobResponse
+	59, // [59:68] is the sub-list for method output_type
+	50, // [50:59] is the sub-list for method input_type
+	50, // [50:50] is the sub-list for extension type_name
+	50, // [50:50] is the sub-list for extension extendee
+	0,  // [0:50] is the sub-list for field type_name
 }
 
 func init() { file_trainyard_v1_job_proto_init() }
@@ -3248,6 +3569,7 @@ func file_trainyard_v1_job_proto_init() {
 	if File_trainyard_v1_job_proto != nil {
 		return
 	}
+	file_trainyard_v1_job_proto_msgTypes[1].OneofWrappers = []any{}
 	file_trainyard_v1_job_proto_msgTypes[3].OneofWrappers = []any{
 		(*EnvVar_Value)(nil),
 		(*EnvVar_Secret)(nil),
@@ -3258,8 +3580,8 @@ func file_trainyard_v1_job_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_trainyard_v1_job_proto_rawDesc), len(file_trainyard_v1_job_proto_rawDesc)),
-			NumEnums:      6,
-			NumMessages:   38,
+			NumEnums:      8,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

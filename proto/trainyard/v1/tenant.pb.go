@@ -25,6 +25,114 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Whether a pending job may preempt the tenant's own running jobs.
+type PreemptionPolicy int32
+
+const (
+	PreemptionPolicy_PREEMPTION_POLICY_UNSPECIFIED PreemptionPolicy = 0
+	// Running jobs are never preempted.
+	PreemptionPolicy_PREEMPTION_POLICY_NEVER PreemptionPolicy = 1
+	// A pending job that does not fit may preempt the tenant's running jobs
+	// of lower priority: the lowest priority, most recently started first,
+	// as few as will do. They stop gracefully and return to the queue.
+	PreemptionPolicy_PREEMPTION_POLICY_LOWER_PRIORITY PreemptionPolicy = 2
+)
+
+// Enum value maps for PreemptionPolicy.
+var (
+	PreemptionPolicy_name = map[int32]string{
+		0: "PREEMPTION_POLICY_UNSPECIFIED",
+		1: "PREEMPTION_POLICY_NEVER",
+		2: "PREEMPTION_POLICY_LOWER_PRIORITY",
+	}
+	PreemptionPolicy_value = map[string]int32{
+		"PREEMPTION_POLICY_UNSPECIFIED":    0,
+		"PREEMPTION_POLICY_NEVER":          1,
+		"PREEMPTION_POLICY_LOWER_PRIORITY": 2,
+	}
+)
+
+func (x PreemptionPolicy) Enum() *PreemptionPolicy {
+	p := new(PreemptionPolicy)
+	*p = x
+	return p
+}
+
+func (x PreemptionPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (PreemptionPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_trainyard_v1_tenant_proto_enumTypes[0].Descriptor()
+}
+
+func (PreemptionPolicy) Type() protoreflect.EnumType {
+	return &file_trainyard_v1_tenant_proto_enumTypes[0]
+}
+
+func (x PreemptionPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use PreemptionPolicy.Descriptor instead.
+func (PreemptionPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{0}
+}
+
+// Whether a job may start ahead of an earlier one that does not fit.
+type QueueingStrategy int32
+
+const (
+	QueueingStrategy_QUEUEING_STRATEGY_UNSPECIFIED QueueingStrategy = 0
+	// Jobs start in queue order (priority, then submission); one that does
+	// not fit holds back the jobs behind it.
+	QueueingStrategy_QUEUEING_STRATEGY_STRICT_FIFO QueueingStrategy = 1
+	// A job that fits may start ahead of an earlier one that does not, until
+	// the earlier one has waited the scheduler's starvation age.
+	QueueingStrategy_QUEUEING_STRATEGY_BEST_EFFORT_FIFO QueueingStrategy = 2
+)
+
+// Enum value maps for QueueingStrategy.
+var (
+	QueueingStrategy_name = map[int32]string{
+		0: "QUEUEING_STRATEGY_UNSPECIFIED",
+		1: "QUEUEING_STRATEGY_STRICT_FIFO",
+		2: "QUEUEING_STRATEGY_BEST_EFFORT_FIFO",
+	}
+	QueueingStrategy_value = map[string]int32{
+		"QUEUEING_STRATEGY_UNSPECIFIED":      0,
+		"QUEUEING_STRATEGY_STRICT_FIFO":      1,
+		"QUEUEING_STRATEGY_BEST_EFFORT_FIFO": 2,
+	}
+)
+
+func (x QueueingStrategy) Enum() *QueueingStrategy {
+	p := new(QueueingStrategy)
+	*p = x
+	return p
+}
+
+func (x QueueingStrategy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (QueueingStrategy) Descriptor() protoreflect.EnumDescriptor {
+	return file_trainyard_v1_tenant_proto_enumTypes[1].Descriptor()
+}
+
+func (QueueingStrategy) Type() protoreflect.EnumType {
+	return &file_trainyard_v1_tenant_proto_enumTypes[1]
+}
+
+func (x QueueingStrategy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use QueueingStrategy.Descriptor instead.
+func (QueueingStrategy) EnumDescriptor() ([]byte, []int) {
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{1}
+}
+
 // The lifecycle of a tenant.
 type TenantState int32
 
@@ -63,11 +171,11 @@ func (x TenantState) String() string {
 }
 
 func (TenantState) Descriptor() protoreflect.EnumDescriptor {
-	return file_trainyard_v1_tenant_proto_enumTypes[0].Descriptor()
+	return file_trainyard_v1_tenant_proto_enumTypes[2].Descriptor()
 }
 
 func (TenantState) Type() protoreflect.EnumType {
-	return &file_trainyard_v1_tenant_proto_enumTypes[0]
+	return &file_trainyard_v1_tenant_proto_enumTypes[2]
 }
 
 func (x TenantState) Number() protoreflect.EnumNumber {
@@ -76,7 +184,7 @@ func (x TenantState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TenantState.Descriptor instead.
 func (TenantState) EnumDescriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{0}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{2}
 }
 
 // A tenant role. Each includes the ones before it.
@@ -119,11 +227,11 @@ func (x Role) String() string {
 }
 
 func (Role) Descriptor() protoreflect.EnumDescriptor {
-	return file_trainyard_v1_tenant_proto_enumTypes[1].Descriptor()
+	return file_trainyard_v1_tenant_proto_enumTypes[3].Descriptor()
 }
 
 func (Role) Type() protoreflect.EnumType {
-	return &file_trainyard_v1_tenant_proto_enumTypes[1]
+	return &file_trainyard_v1_tenant_proto_enumTypes[3]
 }
 
 func (x Role) Number() protoreflect.EnumNumber {
@@ -132,7 +240,7 @@ func (x Role) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Role.Descriptor instead.
 func (Role) EnumDescriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{1}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{3}
 }
 
 // A team with its own Kubernetes namespace, quota, members and secrets.
@@ -156,7 +264,9 @@ type Tenant struct {
 	// Output only.
 	CreateTime *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
 	// Output only.
-	UpdateTime    *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	UpdateTime *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	// How the scheduler treats the tenant's queue.
+	Scheduling    *Scheduling `protobuf:"bytes,11,opt,name=scheduling,proto3" json:"scheduling,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -261,6 +371,68 @@ func (x *Tenant) GetUpdateTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Tenant) GetScheduling() *Scheduling {
+	if x != nil {
+		return x.Scheduling
+	}
+	return nil
+}
+
+// How the scheduler treats a tenant's queue.
+type Scheduling struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Defaults to NEVER.
+	PreemptionPolicy PreemptionPolicy `protobuf:"varint,1,opt,name=preemption_policy,json=preemptionPolicy,proto3,enum=trainyard.v1.PreemptionPolicy" json:"preemption_policy,omitempty"`
+	// Defaults to STRICT_FIFO.
+	QueueingStrategy QueueingStrategy `protobuf:"varint,2,opt,name=queueing_strategy,json=queueingStrategy,proto3,enum=trainyard.v1.QueueingStrategy" json:"queueing_strategy,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *Scheduling) Reset() {
+	*x = Scheduling{}
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Scheduling) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Scheduling) ProtoMessage() {}
+
+func (x *Scheduling) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Scheduling.ProtoReflect.Descriptor instead.
+func (*Scheduling) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Scheduling) GetPreemptionPolicy() PreemptionPolicy {
+	if x != nil {
+		return x.PreemptionPolicy
+	}
+	return PreemptionPolicy_PREEMPTION_POLICY_UNSPECIFIED
+}
+
+func (x *Scheduling) GetQueueingStrategy() QueueingStrategy {
+	if x != nil {
+		return x.QueueingStrategy
+	}
+	return QueueingStrategy_QUEUEING_STRATEGY_UNSPECIFIED
+}
+
 // Limits on what a tenant's running jobs use together. Zero or empty: no limit.
 type Quota struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -276,7 +448,7 @@ type Quota struct {
 
 func (x *Quota) Reset() {
 	*x = Quota{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[1]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -288,7 +460,7 @@ func (x *Quota) String() string {
 func (*Quota) ProtoMessage() {}
 
 func (x *Quota) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[1]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -301,7 +473,7 @@ func (x *Quota) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Quota.ProtoReflect.Descriptor instead.
 func (*Quota) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{1}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Quota) GetGpu() int32 {
@@ -347,7 +519,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[2]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -359,7 +531,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[2]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -372,7 +544,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{2}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Member) GetPrincipal() isMember_Principal {
@@ -442,7 +614,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[3]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -454,7 +626,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[3]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -467,7 +639,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{3}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Secret) GetName() string {
@@ -516,7 +688,7 @@ type CreateTenantRequest struct {
 
 func (x *CreateTenantRequest) Reset() {
 	*x = CreateTenantRequest{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[4]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -528,7 +700,7 @@ func (x *CreateTenantRequest) String() string {
 func (*CreateTenantRequest) ProtoMessage() {}
 
 func (x *CreateTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[4]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -541,7 +713,7 @@ func (x *CreateTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTenantRequest.ProtoReflect.Descriptor instead.
 func (*CreateTenantRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{4}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CreateTenantRequest) GetTenant() *Tenant {
@@ -567,7 +739,7 @@ type GetTenantRequest struct {
 
 func (x *GetTenantRequest) Reset() {
 	*x = GetTenantRequest{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[5]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -579,7 +751,7 @@ func (x *GetTenantRequest) String() string {
 func (*GetTenantRequest) ProtoMessage() {}
 
 func (x *GetTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[5]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -592,7 +764,7 @@ func (x *GetTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTenantRequest.ProtoReflect.Descriptor instead.
 func (*GetTenantRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{5}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GetTenantRequest) GetName() string {
@@ -612,7 +784,7 @@ type ListTenantsRequest struct {
 
 func (x *ListTenantsRequest) Reset() {
 	*x = ListTenantsRequest{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[6]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -624,7 +796,7 @@ func (x *ListTenantsRequest) String() string {
 func (*ListTenantsRequest) ProtoMessage() {}
 
 func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[6]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -637,7 +809,7 @@ func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsRequest.ProtoReflect.Descriptor instead.
 func (*ListTenantsRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{6}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListTenantsRequest) GetPageSize() int32 {
@@ -664,7 +836,7 @@ type ListTenantsResponse struct {
 
 func (x *ListTenantsResponse) Reset() {
 	*x = ListTenantsResponse{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[7]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -676,7 +848,7 @@ func (x *ListTenantsResponse) String() string {
 func (*ListTenantsResponse) ProtoMessage() {}
 
 func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[7]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -689,7 +861,7 @@ func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsResponse.ProtoReflect.Descriptor instead.
 func (*ListTenantsResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{7}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListTenantsResponse) GetTenants() []*Tenant {
@@ -723,7 +895,7 @@ type UpdateTenantRequest struct {
 
 func (x *UpdateTenantRequest) Reset() {
 	*x = UpdateTenantRequest{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[8]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -735,7 +907,7 @@ func (x *UpdateTenantRequest) String() string {
 func (*UpdateTenantRequest) ProtoMessage() {}
 
 func (x *UpdateTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[8]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -748,7 +920,7 @@ func (x *UpdateTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTenantRequest.ProtoReflect.Descriptor instead.
 func (*UpdateTenantRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{8}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *UpdateTenantRequest) GetTenant() *Tenant {
@@ -774,7 +946,7 @@ type DeleteTenantRequest struct {
 
 func (x *DeleteTenantRequest) Reset() {
 	*x = DeleteTenantRequest{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[9]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -786,7 +958,7 @@ func (x *DeleteTenantRequest) String() string {
 func (*DeleteTenantRequest) ProtoMessage() {}
 
 func (x *DeleteTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[9]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -799,7 +971,7 @@ func (x *DeleteTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTenantRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTenantRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{9}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DeleteTenantRequest) GetName() string {
@@ -818,7 +990,7 @@ type PutSecretRequest struct {
 
 func (x *PutSecretRequest) Reset() {
 	*x = PutSecretRequest{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[10]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -830,7 +1002,7 @@ func (x *PutSecretRequest) String() string {
 func (*PutSecretRequest) ProtoMessage() {}
 
 func (x *PutSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[10]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -843,7 +1015,7 @@ func (x *PutSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutSecretRequest.ProtoReflect.Descriptor instead.
 func (*PutSecretRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{10}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PutSecretRequest) GetSecret() *Secret {
@@ -862,7 +1034,7 @@ type ListSecretsRequest struct {
 
 func (x *ListSecretsRequest) Reset() {
 	*x = ListSecretsRequest{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[11]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -874,7 +1046,7 @@ func (x *ListSecretsRequest) String() string {
 func (*ListSecretsRequest) ProtoMessage() {}
 
 func (x *ListSecretsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[11]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -887,7 +1059,7 @@ func (x *ListSecretsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSecretsRequest.ProtoReflect.Descriptor instead.
 func (*ListSecretsRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{11}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListSecretsRequest) GetParent() string {
@@ -906,7 +1078,7 @@ type ListSecretsResponse struct {
 
 func (x *ListSecretsResponse) Reset() {
 	*x = ListSecretsResponse{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[12]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -918,7 +1090,7 @@ func (x *ListSecretsResponse) String() string {
 func (*ListSecretsResponse) ProtoMessage() {}
 
 func (x *ListSecretsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[12]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -931,7 +1103,7 @@ func (x *ListSecretsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSecretsResponse.ProtoReflect.Descriptor instead.
 func (*ListSecretsResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{12}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListSecretsResponse) GetSecrets() []*Secret {
@@ -950,7 +1122,7 @@ type DeleteSecretRequest struct {
 
 func (x *DeleteSecretRequest) Reset() {
 	*x = DeleteSecretRequest{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[13]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -962,7 +1134,7 @@ func (x *DeleteSecretRequest) String() string {
 func (*DeleteSecretRequest) ProtoMessage() {}
 
 func (x *DeleteSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[13]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -975,7 +1147,7 @@ func (x *DeleteSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSecretRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSecretRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{13}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DeleteSecretRequest) GetName() string {
@@ -993,7 +1165,7 @@ type DeleteSecretResponse struct {
 
 func (x *DeleteSecretResponse) Reset() {
 	*x = DeleteSecretResponse{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[14]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1005,7 +1177,7 @@ func (x *DeleteSecretResponse) String() string {
 func (*DeleteSecretResponse) ProtoMessage() {}
 
 func (x *DeleteSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[14]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1018,14 +1190,14 @@ func (x *DeleteSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSecretResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSecretResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{14}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{15}
 }
 
 var File_trainyard_v1_tenant_proto protoreflect.FileDescriptor
 
 const file_trainyard_v1_tenant_proto_rawDesc = "" +
 	"\n" +
-	"\x19trainyard/v1/tenant.proto\x12\ftrainyard.v1\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xa7\x04\n" +
+	"\x19trainyard/v1/tenant.proto\x12\ftrainyard.v1\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xe1\x04\n" +
 	"\x06Tenant\x12\x19\n" +
 	"\x04name\x18\x01 \x01(\tB\x05\x92A\x02@\x01R\x04name\x12!\n" +
 	"\fdisplay_name\x18\x02 \x01(\tR\vdisplayName\x128\n" +
@@ -1039,10 +1211,17 @@ const file_trainyard_v1_tenant_proto_rawDesc = "" +
 	"createTime\x12B\n" +
 	"\vupdate_time\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampB\x05\x92A\x02@\x01R\n" +
-	"updateTime\x1a9\n" +
+	"updateTime\x128\n" +
+	"\n" +
+	"scheduling\x18\v \x01(\v2\x18.trainyard.v1.SchedulingR\n" +
+	"scheduling\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"W\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa6\x01\n" +
+	"\n" +
+	"Scheduling\x12K\n" +
+	"\x11preemption_policy\x18\x01 \x01(\x0e2\x1e.trainyard.v1.PreemptionPolicyR\x10preemptionPolicy\x12K\n" +
+	"\x11queueing_strategy\x18\x02 \x01(\x0e2\x1e.trainyard.v1.QueueingStrategyR\x10queueingStrategy\"W\n" +
 	"\x05Quota\x12\x10\n" +
 	"\x03gpu\x18\x01 \x01(\x05R\x03gpu\x12\x10\n" +
 	"\x03cpu\x18\x02 \x01(\tR\x03cpu\x12\x16\n" +
@@ -1090,7 +1269,15 @@ const file_trainyard_v1_tenant_proto_rawDesc = "" +
 	"\asecrets\x18\x01 \x03(\v2\x14.trainyard.v1.SecretR\asecrets\")\n" +
 	"\x13DeleteSecretRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x16\n" +
-	"\x14DeleteSecretResponse*|\n" +
+	"\x14DeleteSecretResponse*x\n" +
+	"\x10PreemptionPolicy\x12!\n" +
+	"\x1dPREEMPTION_POLICY_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17PREEMPTION_POLICY_NEVER\x10\x01\x12$\n" +
+	" PREEMPTION_POLICY_LOWER_PRIORITY\x10\x02*\x80\x01\n" +
+	"\x10QueueingStrategy\x12!\n" +
+	"\x1dQUEUEING_STRATEGY_UNSPECIFIED\x10\x00\x12!\n" +
+	"\x1dQUEUEING_STRATEGY_STRICT_FIFO\x10\x01\x12&\n" +
+	"\"QUEUEING_STRATEGY_BEST_EFFORT_FIFO\x10\x02*|\n" +
 	"\vTenantState\x12\x1c\n" +
 	"\x18TENANT_STATE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13TENANT_STATE_ACTIVE\x10\x01\x12\x1c\n" +
@@ -1124,69 +1311,75 @@ func file_trainyard_v1_tenant_proto_rawDescGZIP() []byte {
 	return file_trainyard_v1_tenant_proto_rawDescData
 }
 
-var file_trainyard_v1_tenant_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_trainyard_v1_tenant_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_trainyard_v1_tenant_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_trainyard_v1_tenant_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_trainyard_v1_tenant_proto_goTypes = []any{
-	(TenantState)(0),              // 0: trainyard.v1.TenantState
-	(Role)(0),                     // 1: trainyard.v1.Role
-	(*Tenant)(nil),                // 2: trainyard.v1.Tenant
-	(*Quota)(nil),                 // 3: trainyard.v1.Quota
-	(*Member)(nil),                // 4: trainyard.v1.Member
-	(*Secret)(nil),                // 5: trainyard.v1.Secret
-	(*CreateTenantRequest)(nil),   // 6: trainyard.v1.CreateTenantRequest
-	(*GetTenantRequest)(nil),      // 7: trainyard.v1.GetTenantRequest
-	(*ListTenantsRequest)(nil),    // 8: trainyard.v1.ListTenantsRequest
-	(*ListTenantsResponse)(nil),   // 9: trainyard.v1.ListTenantsResponse
-	(*UpdateTenantRequest)(nil),   // 10: trainyard.v1.UpdateTenantRequest
-	(*DeleteTenantRequest)(nil),   // 11: trainyard.v1.DeleteTenantRequest
-	(*PutSecretRequest)(nil),      // 12: trainyard.v1.PutSecretRequest
-	(*ListSecretsRequest)(nil),    // 13: trainyard.v1.ListSecretsRequest
-	(*ListSecretsResponse)(nil),   // 14: trainyard.v1.ListSecretsResponse
-	(*DeleteSecretRequest)(nil),   // 15: trainyard.v1.DeleteSecretRequest
-	(*DeleteSecretResponse)(nil),  // 16: trainyard.v1.DeleteSecretResponse
-	nil,                           // 17: trainyard.v1.Tenant.LabelsEntry
-	nil,                           // 18: trainyard.v1.Secret.DataEntry
-	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
-	(*fieldmaskpb.FieldMask)(nil), // 20: google.protobuf.FieldMask
+	(PreemptionPolicy)(0),         // 0: trainyard.v1.PreemptionPolicy
+	(QueueingStrategy)(0),         // 1: trainyard.v1.QueueingStrategy
+	(TenantState)(0),              // 2: trainyard.v1.TenantState
+	(Role)(0),                     // 3: trainyard.v1.Role
+	(*Tenant)(nil),                // 4: trainyard.v1.Tenant
+	(*Scheduling)(nil),            // 5: trainyard.v1.Scheduling
+	(*Quota)(nil),                 // 6: trainyard.v1.Quota
+	(*Member)(nil),                // 7: trainyard.v1.Member
+	(*Secret)(nil),                // 8: trainyard.v1.Secret
+	(*CreateTenantRequest)(nil),   // 9: trainyard.v1.CreateTenantRequest
+	(*GetTenantRequest)(nil),      // 10: trainyard.v1.GetTenantRequest
+	(*ListTenantsRequest)(nil),    // 11: trainyard.v1.ListTenantsRequest
+	(*ListTenantsResponse)(nil),   // 12: trainyard.v1.ListTenantsResponse
+	(*UpdateTenantRequest)(nil),   // 13: trainyard.v1.UpdateTenantRequest
+	(*DeleteTenantRequest)(nil),   // 14: trainyard.v1.DeleteTenantRequest
+	(*PutSecretRequest)(nil),      // 15: trainyard.v1.PutSecretRequest
+	(*ListSecretsRequest)(nil),    // 16: trainyard.v1.ListSecretsRequest
+	(*ListSecretsResponse)(nil),   // 17: trainyard.v1.ListSecretsResponse
+	(*DeleteSecretRequest)(nil),   // 18: trainyard.v1.DeleteSecretRequest
+	(*DeleteSecretResponse)(nil),  // 19: trainyard.v1.DeleteSecretResponse
+	nil,                           // 20: trainyard.v1.Tenant.LabelsEntry
+	nil,                           // 21: trainyard.v1.Secret.DataEntry
+	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
+	(*fieldmaskpb.FieldMask)(nil), // 23: google.protobuf.FieldMask
 }
 var file_trainyard_v1_tenant_proto_depIdxs = []int32{
-	17, // 0: trainyard.v1.Tenant.labels:type_name -> trainyard.v1.Tenant.LabelsEntry
-	3,  // 1: trainyard.v1.Tenant.quota:type_name -> trainyard.v1.Quota
-	4,  // 2: trainyard.v1.Tenant.members:type_name -> trainyard.v1.Member
-	0,  // 3: trainyard.v1.Tenant.state:type_name -> trainyard.v1.TenantState
-	19, // 4: trainyard.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
-	19, // 5: trainyard.v1.Tenant.update_time:type_name -> google.protobuf.Timestamp
-	1,  // 6: trainyard.v1.Member.role:type_name -> trainyard.v1.Role
-	18, // 7: trainyard.v1.Secret.data:type_name -> trainyard.v1.Secret.DataEntry
-	19, // 8: trainyard.v1.Secret.create_time:type_name -> google.protobuf.Timestamp
-	19, // 9: trainyard.v1.Secret.update_time:type_name -> google.protobuf.Timestamp
-	2,  // 10: trainyard.v1.CreateTenantRequest.tenant:type_name -> trainyard.v1.Tenant
-	2,  // 11: trainyard.v1.ListTenantsResponse.tenants:type_name -> trainyard.v1.Tenant
-	2,  // 12: trainyard.v1.UpdateTenantRequest.tenant:type_name -> trainyard.v1.Tenant
-	20, // 13: trainyard.v1.UpdateTenantRequest.update_mask:type_name -> google.protobuf.FieldMask
-	5,  // 14: trainyard.v1.PutSecretRequest.secret:type_name -> trainyard.v1.Secret
-	5,  // 15: trainyard.v1.ListSecretsResponse.secrets:type_name -> trainyard.v1.Secret
-	6,  // 16: trainyard.v1.TenantService.CreateTenant:input_type -> trainyard.v1.CreateTenantRequest
-	7,  // 17: trainyard.v1.TenantService.GetTenant:input_type -> trainyard.v1.GetTenantRequest
-	8,  // 18: trainyard.v1.TenantService.ListTenants:input_type -> trainyard.v1.ListTenantsRequest
-	10, // 19: trainyard.v1.TenantService.UpdateTenant:input_type -> trainyard.v1.UpdateTenantRequest
-	11, // 20: trainyard.v1.TenantService.DeleteTenant:input_type -> trainyard.v1.DeleteTenantRequest
-	12, // 21: trainyard.v1.TenantService.PutSecret:input_type -> trainyard.v1.PutSecretRequest
-	13, // 22: trainyard.v1.TenantService.ListSecrets:input_type -> trainyard.v1.ListSecretsRequest
-	15, // 23: trainyard.v1.TenantService.DeleteSecret:input_type -> trainyard.v1.DeleteSecretRequest
-	2,  // 24: trainyard.v1.TenantService.CreateTenant:output_type -> trainyard.v1.Tenant
-	2,  // 25: trainyard.v1.TenantService.GetTenant:output_type -> trainyard.v1.Tenant
-	9,  // 26: trainyard.v1.TenantService.ListTenants:output_type -> trainyard.v1.ListTenantsResponse
-	2,  // 27: trainyard.v1.TenantService.UpdateTenant:output_type -> trainyard.v1.Tenant
-	2,  // 28: trainyard.v1.TenantService.DeleteTenant:output_type -> trainyard.v1.Tenant
-	5,  // 29: trainyard.v1.TenantService.PutSecret:output_type -> trainyard.v1.Secret
-	14, // 30: trainyard.v1.TenantService.ListSecrets:output_type -> trainyard.v1.ListSecretsResponse
-	16, // 31: trainyard.v1.TenantService.DeleteSecret:output_type -> trainyard.v1.DeleteSecretResponse
-	24, // [24:32] is the sub-list for method output_type
-	16, // [16:24] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	20, // 0: trainyard.v1.Tenant.labels:type_name -> trainyard.v1.Tenant.LabelsEntry
+	6,  // 1: trainyard.v1.Tenant.quota:type_name -> trainyard.v1.Quota
+	7,  // 2: trainyard.v1.Tenant.members:type_name -> trainyard.v1.Member
+	2,  // 3: trainyard.v1.Tenant.state:type_name -> trainyard.v1.TenantState
+	22, // 4: trainyard.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
+	22, // 5: trainyard.v1.Tenant.update_time:type_name -> google.protobuf.Timestamp
+	5,  // 6: trainyard.v1.Tenant.scheduling:type_name -> trainyard.v1.Scheduling
+	0,  // 7: trainyard.v1.Scheduling.preemption_policy:type_name -> trainyard.v1.PreemptionPolicy
+	1,  // 8: trainyard.v1.Scheduling.queueing_strategy:type_name -> trainyard.v1.QueueingStrategy
+	3,  // 9: trainyard.v1.Member.role:type_name -> trainyard.v1.Role
+	21, // 10: trainyard.v1.Secret.data:type_name -> trainyard.v1.Secret.DataEntry
+	22, // 11: trainyard.v1.Secret.create_time:type_name -> google.protobuf.Timestamp
+	22, // 12: trainyard.v1.Secret.update_time:type_name -> google.protobuf.Timestamp
+	4,  // 13: trainyard.v1.CreateTenantRequest.tenant:type_name -> trainyard.v1.Tenant
+	4,  // 14: trainyard.v1.ListTenantsResponse.tenants:type_name -> trainyard.v1.Tenant
+	4,  // 15: trainyard.v1.UpdateTenantRequest.tenant:type_name -> trainyard.v1.Tenant
+	23, // 16: trainyard.v1.UpdateTenantRequest.update_mask:type_name -> google.protobuf.FieldMask
+	8,  // 17: trainyard.v1.PutSecretRequest.secret:type_name -> trainyard.v1.Secret
+	8,  // 18: trainyard.v1.ListSecretsResponse.secrets:type_name -> trainyard.v1.Secret
+	9,  // 19: trainyard.v1.TenantService.CreateTenant:input_type -> trainyard.v1.CreateTenantRequest
+	10, // 20: trainyard.v1.TenantService.GetTenant:input_type -> trainyard.v1.GetTenantRequest
+	11, // 21: trainyard.v1.TenantService.ListTenants:input_type -> trainyard.v1.ListTenantsRequest
+	13, // 22: trainyard.v1.TenantService.UpdateTenant:input_type -> trainyard.v1.UpdateTenantRequest
+	14, // 23: trainyard.v1.TenantService.DeleteTenant:input_type -> trainyard.v1.DeleteTenantRequest
+	15, // 24: trainyard.v1.TenantService.PutSecret:input_type -> trainyard.v1.PutSecretRequest
+	16, // 25: trainyard.v1.TenantService.ListSecrets:input_type -> trainyard.v1.ListSecretsRequest
+	18, // 26: trainyard.v1.TenantService.DeleteSecret:input_type -> trainyard.v1.DeleteSecretRequest
+	4,  // 27: trainyard.v1.TenantService.CreateTenant:output_type -> trainyard.v1.Tenant
+	4,  // 28: trainyard.v1.TenantService.GetTenant:output_type -> trainyard.v1.Tenant
+	12, // 29: trainyard.v1.TenantService.ListTenants:output_type -> trainyard.v1.ListTenantsResponse
+	4,  // 30: trainyard.v1.TenantService.UpdateTenant:output_type -> trainyard.v1.Tenant
+	4,  // 31: trainyard.v1.TenantService.DeleteTenant:output_type -> trainyard.v1.Tenant
+	8,  // 32: trainyard.v1.TenantService.PutSecret:output_type -> trainyard.v1.Secret
+	17, // 33: trainyard.v1.TenantService.ListSecrets:output_type -> trainyard.v1.ListSecretsResponse
+	19, // 34: trainyard.v1.TenantService.DeleteSecret:output_type -> trainyard.v1.DeleteSecretResponse
+	27, // [27:35] is the sub-list for method output_type
+	19, // [19:27] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_trainyard_v1_tenant_proto_init() }
@@ -1194,7 +1387,7 @@ func file_trainyard_v1_tenant_proto_init() {
 	if File_trainyard_v1_tenant_proto != nil {
 		return
 	}
-	file_trainyard_v1_tenant_proto_msgTypes[2].OneofWrappers = []any{
+	file_trainyard_v1_tenant_proto_msgTypes[3].OneofWrappers = []any{
 		(*Member_Subject)(nil),
 		(*Member_Group)(nil),
 	}
@@ -1203,8 +1396,8 @@ func file_trainyard_v1_tenant_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_trainyard_v1_tenant_proto_rawDesc), len(file_trainyard_v1_tenant_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   17,
+			NumEnums:      4,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,199 @@
+//go:build integration
+
+package store
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/trainyard/trainyard/internal/job"
+)
+
+func TestSchedulerLease(t *testing.T) {
+	b := setup(t)
+	l1, ok, err := b.store.SchedulerLeaseAcquire(b.ctx, "s1", 2*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	_, ok, err = b.store.SchedulerLeaseAcquire(b.ctx, "s2", time.Minute)
+	require.NoError(t, err)
+	require.False(t, ok, "held by s1")
+
+	again, ok, err := b.store.SchedulerLeaseAcquire(b.ctx, "s1", 2*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, l1.Epoch, again.Epoch, "a renewal keeps the epoch")
+
+	// s1 stops renewing; s2 takes over with a new epoch, and s1's writes fail.
+	var l2 SchedulerLease
+	require.Eventually(t, func() bool {
+		l2, ok, err = b.store.SchedulerLeaseAcquire(b.ctx, "s2", time.Minute)
+		require.NoError(t, err)
+		return ok
+	}, 10*time.Second, 50*time.Millisecond)
+	require.Greater(t, l2.Epoch, l1.Epoch)
+	_, err = b.store.SchedulerCommit(b.ctx, SchedulerCommitParams{Lease: l1})
+	require.ErrorIs(t, err, ErrLeaseLost)
+	require.ErrorIs(t, b.store.QueuePublish(b.ctx, l1, map[string]map[string]job.QueueInfo{"a": {}}), ErrLeaseLost)
+	_, err = b.store.SchedulerCommit(b.ctx, SchedulerCommitParams{Lease: l2})
+	require.NoError(t, err)
+
+	// A release lets another take over at once.
+	require.NoError(t, b.store.SchedulerLeaseRelease(b.ctx, l2))
+	l3, ok, err := b.store.SchedulerLeaseAcquire(b.ctx, "s1", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Greater(t, l3.Epoch, l2.Epoch)
+}
+
+func TestSchedulerCommit(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	pending := b.jobCreate(t, "a", "pending", 1)
+	cancelled := b.jobCreate(t, "a", "cancelled", 1)
+	running := b.jobInState(t, "a", "running", job.Running, true)
+	urgent := b.jobCreate(t, "a", "urgent", 1)
+
+	snap, err := b.store.SchedulerJobs(b.ctx)
+	require.NoError(t, err)
+	require.Len(t, snap, 4)
+	specs, err := b.store.JobSpecs(b.ctx, []JobKey{keyOf(pending)})
+	require.NoError(t, err)
+	require.Equal(t, int32(1), specs[keyOf(pending)].Replicas[0].Resources.GPU)
+
+	// A cancel commits between the snapshot and the commit.
+	_, err = b.store.JobCancel(b.ctx, "a", "cancelled")
+	require.NoError(t, err)
+
+	lease := b.lease(t)
+	res, err := b.store.SchedulerCommit(b.ctx, SchedulerCommitParams{
+		Lease: lease,
+		Admit: []JobKey{keyOf(pending), keyOf(cancelled)},
+		Preempt: []PreemptWrite{{Victim: keyOf(running.Job), For: urgent.UID,
+			Message: `preempted by job "urgent" (priority 900)`}},
+		Waits: []WaitWrite{{Key: keyOf(urgent), Reason: job.WaitCapacity, Message: "needs 8 GPUs, 0 free"}},
+	})
+	require.NoError(t, err)
+	require.Len(t, res.Admitted, 1, "the cancelled job is not admitted")
+	require.Equal(t, keyOf(pending), res.Admitted[0].Key)
+	require.Equal(t, []JobKey{keyOf(running.Job)}, res.Preempted)
+
+	w, err := b.store.JobLoad(b.ctx, "a", pending.UID)
+	require.NoError(t, err)
+	require.True(t, w.Admitted)
+	require.Equal(t, []string{"pending"}, b.claimAll(t, "w"), "admitted jobs are claimable")
+
+	v, err := b.store.JobLoad(b.ctx, "a", running.Job.UID)
+	require.NoError(t, err)
+	require.Equal(t, urgent.UID, v.PreemptFor)
+	require.Equal(t, `preempted by job "urgent" (priority 900)`, v.PreemptMessage)
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM job_events WHERE job_uid = $1 AND reason = 'Preempting'`, running.Job.UID))
+
+	u, err := b.store.JobLoad(b.ctx, "a", urgent.UID)
+	require.NoError(t, err)
+	require.Equal(t, job.WaitCapacity, u.WaitReason)
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM job_events WHERE job_uid = $1 AND reason = 'Waiting'`, urgent.UID))
+
+	// The same reason again: the message moves, no event.
+	_, err = b.store.SchedulerCommit(b.ctx, SchedulerCommitParams{Lease: lease,
+		Waits: []WaitWrite{{Key: keyOf(urgent), Reason: job.WaitCapacity, Message: "needs 8 GPUs, 2 free"}}})
+	require.NoError(t, err)
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM job_events WHERE job_uid = $1 AND reason = 'Waiting'`, urgent.UID))
+
+	// A job already stopping is not preempted twice.
+	res, err = b.store.SchedulerCommit(b.ctx, SchedulerCommitParams{Lease: lease,
+		Preempt: []PreemptWrite{{Victim: keyOf(running.Job), For: pending.UID, Message: "again"}}})
+	require.NoError(t, err)
+	require.Empty(t, res.Preempted)
+}
+
+// A worker's requeue makes the job pending again: unadmitted, unowned, not
+// claimable, its preemption cleared and who preempted it recorded.
+func TestJobSaveRequeue(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	running := b.jobInState(t, "a", "running", job.Running, true)
+	urgent := b.jobCreate(t, "a", "urgent", 1)
+	st := running.Job.Status
+	st.State = job.Queued
+	_, err := b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "setup-worker", Tenant: "a", UID: running.Job.UID,
+		Version: running.Version, Status: st, Requeue: &Requeue{PreemptedBy: urgent.UID},
+		Events: []job.Event{{Type: job.EventWarning, Reason: job.ReasonPreempted}}})
+	require.NoError(t, err)
+	w, err := b.store.JobLoad(b.ctx, "a", running.Job.UID)
+	require.NoError(t, err)
+	require.False(t, w.Admitted)
+	require.Empty(t, w.WorkerID)
+	require.True(t, w.Active)
+	require.Empty(t, b.claimAll(t, "w"))
+	snap, err := b.store.SchedulerJobs(b.ctx)
+	require.NoError(t, err)
+	for _, j := range snap {
+		if j.Key.UID == running.Job.UID {
+			require.Equal(t, urgent.UID, j.PreemptedBy)
+			require.False(t, j.Admitted)
+			require.True(t, j.NotBefore.IsZero())
+		}
+	}
+
+	// An unschedulable requeue backs off.
+	b.admit(t, keyOf(running.Job))
+	w = b.own(t, "w2", keyOf(running.Job))
+	_, err = b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "w2", Tenant: "a", UID: running.Job.UID,
+		Version: w.Version, Status: st, Requeue: &Requeue{After: time.Hour}})
+	require.NoError(t, err)
+	snap, err = b.store.SchedulerJobs(b.ctx)
+	require.NoError(t, err)
+	for _, j := range snap {
+		if j.Key.UID == running.Job.UID {
+			require.WithinDuration(t, time.Now().Add(time.Hour), j.NotBefore, time.Minute)
+			require.Empty(t, j.PreemptedBy)
+		}
+	}
+	_, err = b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "w2", Tenant: "a", UID: running.Job.UID,
+		Version: w.Version + 1, Status: job.Status{State: job.Running}, Requeue: &Requeue{}})
+	require.ErrorIs(t, err, ErrFailedPrecondition, "a requeued job is QUEUED")
+}
+
+func TestQueuePublish(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	b.tenantCreate(t, "b")
+	lease := b.lease(t)
+	eta := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	info := job.QueueInfo{Reason: job.WaitCapacity, TenantPosition: 1, ClusterPosition: 2, WaitingFor: []string{"nvidia.com/gpu"},
+		EstimatedStart: &eta, EstimateBasis: job.ETARunTimes}
+	require.NoError(t, b.store.QueuePublish(b.ctx, lease, map[string]map[string]job.QueueInfo{
+		"a": {"uid-1": info}, "gone": {"uid-2": info},
+	}))
+	got, at, err := b.store.QueueGet(b.ctx, "a")
+	require.NoError(t, err)
+	require.False(t, at.IsZero())
+	require.Equal(t, map[string]job.QueueInfo{"uid-1": info}, got)
+	got, _, err = b.store.QueueGet(b.ctx, "b")
+	require.NoError(t, err)
+	require.Empty(t, got, "another tenant's queue is its own")
+
+	require.NoError(t, b.store.QueuePublish(b.ctx, lease, map[string]map[string]job.QueueInfo{"a": {}}))
+	got, at, err = b.store.QueueGet(b.ctx, "a")
+	require.NoError(t, err)
+	require.Empty(t, got)
+	require.True(t, at.IsZero())
+}
+
+func TestTenantRunTimes(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	b.tenantCreate(t, "b")
+	for i, minutes := range []int{10, 20, 60} {
+		j := b.jobCreate(t, "a", "j"+string(rune('0'+i)), 0)
+		_, err := b.pool.Exec(b.ctx, `UPDATE jobs SET state = 'SUCCEEDED', active = false,
+			start_time = now() - $2 * interval '1 minute', finish_time = now() WHERE uid = $1`, j.UID, minutes)
+		require.NoError(t, err)
+	}
+	got, err := b.store.TenantRunTimes(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[string]RunTime{"a": {Median: 20 * time.Minute, Jobs: 3}}, got)
+}
