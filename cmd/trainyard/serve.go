@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"time"
 
 	"github.com/spf13/pflag"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/trainyard/trainyard/internal/api"
@@ -120,7 +117,7 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 		apiDeps.Events = d.listener
 	}
 	if d.kube != nil {
-		apiDeps.Kube = apiKube{kube.APIClient{Client: d.kube}}
+		apiDeps.Kube = kube.APIClient{Client: d.kube}
 	}
 	errUnary, errStream := api.ErrorInterceptors(log)
 	srv, err := server.New(ctx, server.Config{
@@ -146,31 +143,6 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 		return err
 	}
 	return srv.Run(ctx)
-}
-
-// apiKube is kube.APIClient as the api package wants it: its own
-// ErrPodGone (api does not import kube), and DeleteSecret saying whether
-// there was a Secret, so that a Secret orphaned by a PutSecret whose
-// Postgres write failed can still be deleted and a missing one is NOT_FOUND.
-type apiKube struct{ kube.APIClient }
-
-func (k apiKube) PodLogs(ctx context.Context, namespace, pod string, follow bool, tailLines int64) (io.ReadCloser, error) {
-	rc, err := k.APIClient.PodLogs(ctx, namespace, pod, follow, tailLines)
-	if errors.Is(err, kube.ErrPodGone) {
-		return nil, fmt.Errorf("%w: %s/%s", api.ErrPodGone, namespace, pod)
-	}
-	return rc, err
-}
-
-func (k apiKube) DeleteSecret(ctx context.Context, namespace, secretID string) (bool, error) {
-	// Delete, not Get then delete: the API server may not read Secrets
-	// (deploy/base/rbac-api.yaml). That the Secret is Trainyard's is the
-	// cluster's admission policy to check; its refusal is a Forbidden.
-	err := k.Client.CoreV1().Secrets(namespace).Delete(ctx, secretID, metav1.DeleteOptions{})
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	return err == nil, err
 }
 
 // openStore connects to Postgres, waiting up to a minute for it to answer

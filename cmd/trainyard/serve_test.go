@@ -1,15 +1,9 @@
 package main
 
 import (
-	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
-
-	"github.com/trainyard/trainyard/internal/kube"
 )
 
 func TestServeMaxStreamsFlag(t *testing.T) {
@@ -37,20 +31,4 @@ func TestServeConnectionFlags(t *testing.T) {
 			require.Equal(t, def, fl.DefValue)
 		}
 	}
-}
-
-func TestAPIKubeDeleteSecretSaysWhetherThereWasOne(t *testing.T) {
-	ctx := context.Background()
-	client := fake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ty-a", Name: "orphan"}})
-	k := apiKube{kube.APIClient{Client: client}}
-
-	found, err := k.DeleteSecret(ctx, "ty-a", "orphan")
-	require.NoError(t, err)
-	require.True(t, found)
-	_, err = client.CoreV1().Secrets("ty-a").Get(ctx, "orphan", metav1.GetOptions{})
-	require.Error(t, err, "deleted")
-
-	found, err = k.DeleteSecret(ctx, "ty-a", "orphan")
-	require.NoError(t, err)
-	require.False(t, found)
 }

@@ -624,7 +624,10 @@ func TestDeployAPIRoleWritesOnlyTrainyardSecrets(t *testing.T) {
 			}
 			return err
 		})
-		requireDenied(t, "delete "+target[0]+"/"+target[1], func() error { return api.DeleteSecret(ctx, target[0], target[1]) })
+		requireDenied(t, "delete "+target[0]+"/"+target[1], func() error {
+			_, err := api.DeleteSecret(ctx, target[0], target[1])
+			return err
+		})
 		requireUntouched(target[0], target[1])
 	}
 
@@ -639,10 +642,14 @@ func TestDeployAPIRoleWritesOnlyTrainyardSecrets(t *testing.T) {
 	requireDenied(t, "create a Secret in kube-system", create("kube-system", kube.RenderSecret(tenantID, "kube-system", prefix+"new", map[string]string{"k": "v"})))
 
 	// Its own Secret it deletes; a second delete finds nothing, which is fine.
-	require.NoError(t, api.DeleteSecret(ctx, ns, "wandb"))
+	found, err := api.DeleteSecret(ctx, ns, "wandb")
+	require.NoError(t, err)
+	require.True(t, found)
 	_, err = admin.CoreV1().Secrets(ns).Get(ctx, "wandb", metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "deleted, got %v", err)
-	require.NoError(t, api.DeleteSecret(ctx, ns, "wandb"))
+	found, err = api.DeleteSecret(ctx, ns, "wandb")
+	require.NoError(t, err)
+	require.False(t, found)
 }
 
 func selfAllowed(t *testing.T, c kubernetes.Interface, a authorizationv1.ResourceAttributes) bool {

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"io"
 	"time"
 
@@ -39,26 +38,20 @@ type Store interface {
 }
 
 // Kube is the API server's narrow access to Kubernetes: tenant secret values
-// (which never pass through Postgres) and pod logs.
+// (which never pass through Postgres) and pod logs. kube.APIClient
+// implements it and classifies its own errors: the handlers act on kube's
+// sentinels (kube.ErrPodGone, kube.ErrNamespaceNotReady,
+// kube.ErrSecretNotOurs, kube.ErrConcurrentChange, *kube.InvalidError) and
+// never on apimachinery's error types.
 type Kube interface {
-	// PutSecret creates or replaces the Secret. Errors from the Kubernetes
-	// API keep their type (apimachinery's StatusError), so that the handler
-	// can tell invalid from forbidden from conflicting writes.
+	// PutSecret creates or replaces the Secret.
 	PutSecret(ctx context.Context, tenantID, namespace, secretID string, data map[string]string) error
 	// DeleteSecret deletes the Secret if it is Trainyard's; found is false
-	// when there was none (a Secret Trainyard does not manage counts as none
-	// and is left alone).
+	// when there was none.
 	DeleteSecret(ctx context.Context, namespace, secretID string) (found bool, err error)
-	// PodLogs streams a pod's log; ErrPodGone when the pod no longer exists.
+	// PodLogs streams a pod's log; kube.ErrPodGone when the pod no longer exists.
 	PodLogs(ctx context.Context, namespace, pod string, follow bool, tailLines int64) (io.ReadCloser, error)
 }
 
-// ErrPodGone is what Kube.PodLogs returns for a pod that does not exist. The
-// wiring (cmd/trainyard) translates its Kubernetes client's own error to it,
-// so this package does not depend on internal/kube.
-var ErrPodGone = errors.New("pod not found")
-
 // Notifications wakes watchers; *store.Listener implements it.
-type Notifications interface {
-	Subscribe(channel string) (<-chan string, func())
-}
+type Notifications = store.Subscriber

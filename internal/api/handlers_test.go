@@ -18,12 +18,10 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/trainyard/trainyard/internal/auth"
 	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenant"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
@@ -586,7 +584,7 @@ func (k *fakeKube) PodLogs(_ context.Context, ns, pod string, _ bool, _ int64) (
 		return nil, k.logsErr
 	}
 	if k.logsBody == "" {
-		return nil, fmt.Errorf("%w: %s", ErrPodGone, pod)
+		return nil, fmt.Errorf("%w: %s", kube.ErrPodGone, pod)
 	}
 	return io.NopCloser(strings.NewReader(k.logsBody)), nil
 }
@@ -611,21 +609,19 @@ func TestDeleteSecretRemovesOrphans(t *testing.T) {
 }
 
 func TestSecretWriteErrors(t *testing.T) {
-	gr := schema.GroupResource{Resource: "secrets"}
 	for name, tc := range map[string]struct {
 		err   error
 		code  codes.Code
 		field string
 	}{
 		"invalid": {
-			err:  apierrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, "s", field.ErrorList{field.Invalid(field.NewPath("data").Key("a b"), "a b", "a valid config key must consist of alphanumeric characters")}),
+			err:  &kube.InvalidError{Causes: []string{`data[a b]: a valid config key must consist of alphanumeric characters`}},
 			code: codes.InvalidArgument, field: "secret.data",
 		},
-		"conflict":       {err: apierrors.NewConflict(gr, "s", errors.New("changed")), code: codes.Aborted},
-		"already exists": {err: apierrors.NewAlreadyExists(gr, "s"), code: codes.Aborted},
-		"forbidden":      {err: fmt.Errorf("wrapped: %w", apierrors.NewForbidden(gr, "s", errors.New(`User "system:serviceaccount:trainyard:trainyard-api" cannot update`))), code: codes.FailedPrecondition},
-		"no namespace":   {err: apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "ty-a"), code: codes.Unavailable},
-		"other":          {err: errors.New("connection refused"), code: codes.Unknown},
+		"conflict":     {err: fmt.Errorf("%w: secret ty-a/s", kube.ErrConcurrentChange), code: codes.Aborted},
+		"forbidden":    {err: fmt.Errorf("%w: %s", kube.ErrSecretNotOurs, `User "system:serviceaccount:trainyard:trainyard-api" cannot update`), code: codes.FailedPrecondition},
+		"no namespace": {err: fmt.Errorf("%w: ty-a", kube.ErrNamespaceNotReady), code: codes.Unavailable},
+		"other":        {err: errors.New("connection refused"), code: codes.Unknown},
 	} {
 		t.Run(name, func(t *testing.T) {
 			st := newFakeStore()
@@ -674,8 +670,7 @@ func TestGetJobLogsReadsTheTenantsNamespace(t *testing.T) {
 func TestGetJobLogsHidesKubernetesErrors(t *testing.T) {
 	st := newFakeStore()
 	st.jobs = []job.Job{withTail(job.Job{Tenant: "a", Name: "j", UID: "u1"})}
-	k := &fakeKube{logsErr: apierrors.NewForbidden(schema.GroupResource{Resource: "pods/log"}, "j-worker-0",
-		errors.New(`User "system:serviceaccount:trainyard:trainyard-api" cannot get resource "pods/log" at https://10.0.0.1:6443`))}
+	k := &fakeKube{logsErr: errors.New(`pods "j-worker-0" is forbidden: User "system:serviceaccount:trainyard:trainyard-api" cannot get resource "pods/log" at https://10.0.0.1:6443`)}
 	srv := NewJobServer(Deps{Store: st, Kube: k})
 	ctx := auth.WithAccess(context.Background(), auth.Access{TenantID: "a", Tenant: tenant.Tenant{ID: "a", Namespace: "ty-a"}})
 	err := srv.GetJobLogs(&pb.GetJobLogsRequest{Name: "tenants/a/jobs/j", Replica: "worker-0"}, &fakeStream[httpbody.HttpBody]{ctx: ctx})

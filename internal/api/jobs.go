@@ -333,8 +333,8 @@ type Deps struct {
 	Now func() time.Time
 	// WatchPoll is how often watchers poll without a notification. Defaults to 2s.
 	WatchPoll time.Duration
-	// NamespacePrefix is put before a tenant id to make its namespace.
-	// Defaults to "ty-".
+	// NamespacePrefix is put before a tenant id to make its namespace
+	// (tenant.NamespaceName). Defaults to tenant.DefaultNamespacePrefix.
 	NamespacePrefix string
 }
 
@@ -350,7 +350,7 @@ func (d Deps) withDefaults() deps {
 		out.pollEvery = 2 * time.Second
 	}
 	if out.nsPrefix == "" {
-		out.nsPrefix = "ty-"
+		out.nsPrefix = tenant.DefaultNamespacePrefix
 	}
 	out.wakeups = store.NewWakeups(d.Events, store.ChannelEvents)
 	return out

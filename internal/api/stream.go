@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/kube"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
 
@@ -52,7 +53,7 @@ func (s *JobServer) GetJobLogs(req *pb.GetJobLogsRequest, stream grpc.ServerStre
 				return s.logsError(ctx, tenantID, rep.Pod, "log stream ended", err)
 			}
 			return nil
-		case !errors.Is(err, ErrPodGone):
+		case !errors.Is(err, kube.ErrPodGone):
 			return s.logsError(ctx, tenantID, rep.Pod, "reading the log failed", err)
 		}
 	}

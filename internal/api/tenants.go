@@ -10,11 +10,10 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/trainyard/trainyard/internal/auth"
 	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/resname"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenant"
@@ -218,7 +217,7 @@ func (s *TenantServer) CreateTenant(ctx context.Context, req *pb.CreateTenantReq
 		vs.Add("tenant", "is required")
 		return nil, invalid(vs...)
 	}
-	t := tenant.Tenant{ID: req.GetTenantId(), Namespace: s.nsPrefix + req.GetTenantId(), State: tenant.Active}
+	t := tenant.Tenant{ID: req.GetTenantId(), Namespace: tenant.NamespaceName(s.nsPrefix, req.GetTenantId()), State: tenant.Active}
 	tenantFieldsFromPB(req.GetTenant(), &t, allTenantFields())
 	vs.AddAt("tenant.", tenant.Validate(&t))
 	if len(vs) > 0 {
@@ -435,22 +434,24 @@ func (s *TenantServer) DeleteSecret(ctx context.Context, req *pb.DeleteSecretReq
 	return &pb.DeleteSecretResponse{}, nil
 }
 
-// secretWriteError maps a Kubernetes error from writing or deleting a tenant
-// Secret to what the caller can act on. The API server's own message can
-// name its service account and RBAC rules: that goes to the log only.
+// secretWriteError maps the Kubernetes client's (classified) error from
+// writing or deleting a tenant Secret to what the caller can act on. The
+// API server's own message can name its service account and RBAC rules:
+// that goes to the log only.
 func (s *TenantServer) secretWriteError(ctx context.Context, tenantID, namespace, id string, err error) error {
+	var inv *kube.InvalidError
 	switch {
-	case namespaceNotReady(err):
+	case errors.Is(err, kube.ErrNamespaceNotReady):
 		return status.Errorf(codes.Unavailable, "the namespace of tenant %s is not ready yet (a worker creates it); retry in a few seconds", quote(tenantID))
-	case apierrors.IsInvalid(err):
+	case errors.As(err, &inv):
 		desc := "Kubernetes refused the secret as invalid"
-		if msgs := statusCauses(err); len(msgs) > 0 {
-			desc += ": " + strings.Join(msgs, "; ")
+		if len(inv.Causes) > 0 {
+			desc += ": " + strings.Join(inv.Causes, "; ")
 		}
 		return invalid(violation("secret.data", desc))
-	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
+	case errors.Is(err, kube.ErrConcurrentChange):
 		return status.Errorf(codes.Aborted, "secret %s was changed concurrently; retry", quote(id))
-	case apierrors.IsForbidden(err):
+	case errors.Is(err, kube.ErrSecretNotOurs):
 		s.log.WarnContext(ctx, "Kubernetes forbade a tenant secret write", "tenant", tenantID, "namespace", namespace, "secret", id, "error", err)
 		return status.Errorf(codes.FailedPrecondition,
 			"Kubernetes refused to write secret %s in namespace %s: a Secret of that name exists that Trainyard does not manage for this tenant, "+
@@ -458,32 +459,6 @@ func (s *TenantServer) secretWriteError(ctx context.Context, tenantID, namespace
 			quote(id), quote(namespace))
 	}
 	return fmt.Errorf("writing secret %s of tenant %s to Kubernetes: %w", id, tenantID, err)
-}
-
-// statusCauses are the field messages of a Kubernetes Invalid error. For a
-// Secret they name keys, never values.
-func statusCauses(err error) []string {
-	var se apierrors.APIStatus
-	if !errors.As(err, &se) || se.Status().Details == nil {
-		return nil
-	}
-	var out []string
-	for _, c := range se.Status().Details.Causes {
-		msg := c.Message
-		if c.Field != "" {
-			msg = c.Field + ": " + msg
-		}
-		out = append(out, msg)
-	}
-	return out
-}
-
-// namespaceNotReady reports whether a write into a tenant namespace failed
-// because the namespace does not exist yet (a tenant just created, before a
-// worker made it) or is being deleted (by hand; a worker re-creates it).
-// Both pass: the caller may retry.
-func namespaceNotReady(err error) bool {
-	return apierrors.IsNotFound(err) || apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
 }
 
 // snake turns a JSON field name (podReaderGroups) into its proto name.

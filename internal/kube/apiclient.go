@@ -12,8 +12,35 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// ErrPodGone is returned by APIClient.PodLogs when the pod does not exist.
-var ErrPodGone = errors.New("pod not found")
+// APIClient's errors are classified here, at the one boundary between the
+// API server and Kubernetes, so that its callers (the API handlers) act on
+// these sentinels and never on apimachinery's error types. Each wraps the
+// API server's own error, whose text (it can name the server's identity,
+// its RBAC rules and the cluster's addresses) is for logs only.
+var (
+	// ErrPodGone: the pod does not exist (PodLogs).
+	ErrPodGone = errors.New("pod not found")
+	// ErrNamespaceNotReady: the tenant's namespace does not exist yet (a
+	// worker creates it moments after the tenant) or is being deleted (a
+	// worker re-creates it). Retry shortly.
+	ErrNamespaceNotReady = errors.New("the tenant's namespace is not ready")
+	// ErrSecretNotOurs: the cluster refused to write or delete the Secret:
+	// one of that name exists that Trainyard does not manage for this
+	// tenant (deploy/'s admission policy), or the server lacks the right.
+	ErrSecretNotOurs = errors.New("the cluster refused the write: the Secret exists and is not managed by Trainyard for this tenant, or the server may not write it")
+	// ErrConcurrentChange: the object was changed concurrently. Retry.
+	ErrConcurrentChange = errors.New("the object was changed concurrently")
+)
+
+// InvalidError is the cluster refusing an object as invalid. Causes are its
+// field messages; for a Secret they name keys, never values.
+type InvalidError struct {
+	Causes []string
+	err    error
+}
+
+func (e *InvalidError) Error() string { return "invalid: " + e.err.Error() }
+func (e *InvalidError) Unwrap() error { return e.err }
 
 // APIClient is what the API server itself does in Kubernetes: write and
 // delete tenant Secrets (their values never pass through Postgres) and read
@@ -37,36 +64,76 @@ func (c APIClient) PutSecret(ctx context.Context, tenantID, namespace, secretID 
 	want := RenderSecret(tenantID, namespace, secretID, data)
 	secrets := c.Client.CoreV1().Secrets(namespace)
 	_, err := secrets.Create(ctx, want, metav1.CreateOptions{})
-	if !apierrors.IsAlreadyExists(err) {
-		return err
+	if apierrors.IsAlreadyExists(err) {
+		_, err = secrets.Update(ctx, want, metav1.UpdateOptions{})
 	}
-	_, err = secrets.Update(ctx, want, metav1.UpdateOptions{})
-	if apierrors.IsForbidden(err) {
-		return fmt.Errorf("%w: secret %s/%s: %w", ErrSecretNotOurs, namespace, secretID, err)
-	}
-	return err
+	return classifySecretError(namespace, secretID, err)
 }
 
-// ErrSecretNotOurs is returned by PutSecret and DeleteSecret when the
-// cluster refuses to let the API server replace or delete a Secret,
-// typically one of that name that Trainyard did not make.
-var ErrSecretNotOurs = errors.New("the cluster refused the write: the Secret exists and is not managed by Trainyard for this tenant")
+// DeleteSecret deletes the tenant secret's Kubernetes Secret; found is
+// false when there was none. Delete, not get then delete: the API server
+// may not read Secrets.
+func (c APIClient) DeleteSecret(ctx context.Context, namespace, secretID string) (found bool, err error) {
+	err = c.Client.CoreV1().Secrets(namespace).Delete(ctx, secretID, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) && !isNamespaceMissing(err) {
+		return false, nil
+	}
+	return err == nil, classifySecretError(namespace, secretID, err)
+}
 
-// DeleteSecret deletes the tenant secret's Kubernetes Secret; a missing one is fine.
-func (c APIClient) DeleteSecret(ctx context.Context, namespace, secretID string) error {
-	err := c.Client.CoreV1().Secrets(namespace).Delete(ctx, secretID, metav1.DeleteOptions{})
-	if apierrors.IsNotFound(err) {
+// classifySecretError turns the API server's answer to a Secret write into
+// APIClient's errors; unclassified ones are returned wrapped as they are.
+func classifySecretError(namespace, secretID string, err error) error {
+	if err == nil {
 		return nil
 	}
-	if apierrors.IsForbidden(err) {
-		return fmt.Errorf("%w: secret %s/%s: %w", ErrSecretNotOurs, namespace, secretID, err)
+	what := fmt.Sprintf("secret %s/%s", namespace, secretID)
+	switch {
+	case isNamespaceMissing(err) || isNamespaceTerminating(err):
+		return fmt.Errorf("%w: %s: %w", ErrNamespaceNotReady, what, err)
+	case apierrors.IsInvalid(err):
+		return &InvalidError{Causes: statusCauses(err), err: fmt.Errorf("%s: %w", what, err)}
+	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
+		return fmt.Errorf("%w: %s: %w", ErrConcurrentChange, what, err)
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("%w: %s: %w", ErrSecretNotOurs, what, err)
 	}
-	return err
+	return fmt.Errorf("%s: %w", what, err)
 }
 
-// PodLogs streams the replica container's log. The API server may read
-// logs only in tenant namespaces: the worker binds it there
-// (RenderTenant's APIPodLogs).
+// isNamespaceMissing reports whether a write into a namespace failed
+// because the namespace does not exist. A create into a missing namespace
+// is a NotFound about namespaces; a delete of a missing Secret is a
+// NotFound about secrets, which is not this.
+func isNamespaceMissing(err error) bool {
+	var st apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &st) {
+		return false
+	}
+	d := st.Status().Details
+	return d != nil && d.Kind == "namespaces"
+}
+
+// statusCauses are the field messages of a Kubernetes Invalid error.
+func statusCauses(err error) []string {
+	var se apierrors.APIStatus
+	if !errors.As(err, &se) || se.Status().Details == nil {
+		return nil
+	}
+	var out []string
+	for _, c := range se.Status().Details.Causes {
+		msg := c.Message
+		if c.Field != "" {
+			msg = c.Field + ": " + msg
+		}
+		out = append(out, msg)
+	}
+	return out
+}
+
+// PodLogs streams the replica container's log; ErrPodGone when the pod
+// does not exist. The API server may read logs only in tenant namespaces:
+// the worker binds it there (RenderTenant's APIPodLogs).
 func (c APIClient) PodLogs(ctx context.Context, namespace, pod string, follow bool, tailLines int64) (io.ReadCloser, error) {
 	opts := &corev1.PodLogOptions{Container: ContainerName, Follow: follow}
 	if tailLines > 0 {
@@ -74,7 +141,7 @@ func (c APIClient) PodLogs(ctx context.Context, namespace, pod string, follow bo
 	}
 	rc, err := c.Client.CoreV1().Pods(namespace).GetLogs(pod, opts).Stream(ctx)
 	if apierrors.IsNotFound(err) {
-		return nil, ErrPodGone
+		return nil, fmt.Errorf("%w: %s/%s", ErrPodGone, namespace, pod)
 	}
 	return rc, err
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
@@ -48,8 +49,12 @@ func TestPutSecretNeverReads(t *testing.T) {
 	require.Equal(t, map[string][]byte{"k": []byte("two"), "l": []byte("three")}, s.Data)
 
 	c.ClearActions()
-	require.NoError(t, api.DeleteSecret(ctx, "ty-vision", "wandb"))
-	require.NoError(t, api.DeleteSecret(ctx, "ty-vision", "wandb"), "a missing Secret is fine")
+	found, err := api.DeleteSecret(ctx, "ty-vision", "wandb")
+	require.NoError(t, err)
+	require.True(t, found)
+	found, err = api.DeleteSecret(ctx, "ty-vision", "wandb")
+	require.NoError(t, err, "a missing Secret is fine")
+	require.False(t, found, "and says so: the API answers NOT_FOUND when there was no metadata either")
 	require.Equal(t, []string{"delete secrets", "delete secrets"}, verbs(c))
 }
 
@@ -70,8 +75,49 @@ func TestPutSecretRefusedByTheCluster(t *testing.T) {
 	require.True(t, apierrors.IsForbidden(err))
 	require.ErrorContains(t, err, "ty-vision/db")
 
-	err = api.DeleteSecret(ctx, "ty-vision", "db")
+	_, err = api.DeleteSecret(ctx, "ty-vision", "db")
 	require.ErrorIs(t, err, ErrSecretNotOurs)
 	require.True(t, apierrors.IsForbidden(err))
 	require.NotContains(t, verbs(c), "get secrets")
+}
+
+// The API server's answers to a Secret write become APIClient's errors, so
+// that callers need not know apimachinery's.
+func TestSecretErrorsAreClassified(t *testing.T) {
+	gr := schema.GroupResource{Resource: "secrets"}
+	terminating := apierrors.NewForbidden(gr, "s", errors.New("namespace ty-a is being terminated"))
+	terminating.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause}}
+	for name, tc := range map[string]struct {
+		err  error
+		want error
+	}{
+		"no namespace":   {apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "ty-a"), ErrNamespaceNotReady},
+		"terminating":    {terminating, ErrNamespaceNotReady},
+		"conflict":       {apierrors.NewConflict(gr, "s", errors.New("changed")), ErrConcurrentChange},
+		"forbidden":      {apierrors.NewForbidden(gr, "s", errors.New(`User "system:serviceaccount:trainyard:trainyard-api" cannot update`)), ErrSecretNotOurs},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := fake.NewClientset()
+			c.PrependReactor("create", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, tc.err })
+			err := APIClient{Client: c}.PutSecret(context.Background(), "a", "ty-a", "s", map[string]string{"k": "v"})
+			require.ErrorIs(t, err, tc.want)
+		})
+	}
+
+	invalid := apierrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, "s", field.ErrorList{
+		field.Invalid(field.NewPath("data").Key("a b"), "a b", "a valid config key must consist of alphanumeric characters")})
+	c := fake.NewClientset()
+	c.PrependReactor("create", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, invalid })
+	err := APIClient{Client: c}.PutSecret(context.Background(), "a", "ty-a", "s", map[string]string{"a b": "v"})
+	var inv *InvalidError
+	require.ErrorAs(t, err, &inv)
+	require.Len(t, inv.Causes, 1)
+	require.Contains(t, inv.Causes[0], "a valid config key")
+
+	c = fake.NewClientset()
+	c.PrependReactor("get", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "p")
+	})
+	_, err = APIClient{Client: c}.PodLogs(context.Background(), "ty-a", "p", false, 0)
+	require.ErrorIs(t, err, ErrPodGone)
 }

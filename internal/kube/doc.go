@@ -1,8 +1,14 @@
 // Package kube renders the Kubernetes objects Trainyard creates, and reads
-// back the little it needs from the ones it observes. It is pure: no client,
-// no API calls. The worker applies what this package renders and feeds what
-// its informers see through ObservePod and JobKeyOf; IsTerminal, Reason and
-// Message classify the API server's answers.
+// back the little it needs from the ones it observes. Rendering is pure: no
+// client, no API calls. The worker applies what this package renders and
+// feeds what its informers see through ObservePod and JobKeyOf; IsTerminal,
+// Reason and Message classify the API server's answers.
+//
+// The one exception is APIClient, the API server's own narrow use of
+// Kubernetes (tenant Secret values, pod logs). It classifies its errors
+// itself (ErrPodGone, ErrNamespaceNotReady, ErrSecretNotOurs,
+// ErrConcurrentChange, *InvalidError), so that the API handlers never look
+// at apimachinery's error types.
 //
 // # Object model
 //

@@ -21,7 +21,7 @@ import (
 
 // Names of the objects in a tenant namespace.
 const (
-	DefaultNamespacePrefix   = "ty-"
+	DefaultNamespacePrefix   = tenant.DefaultNamespacePrefix
 	DefaultJobServiceAccount = "trainyard-job"
 	PodReadersName           = "trainyard-pod-readers"
 	QuotaName                = "trainyard-quota"
@@ -187,8 +187,8 @@ func parseServiceAccount(s string) (namespace, name string, err error) {
 	return namespace, name, nil
 }
 
-// NamespaceName is the namespace of tenant tenantID.
-func NamespaceName(prefix, tenantID string) string { return prefix + tenantID }
+// NamespaceName is the namespace of tenant tenantID (tenant.NamespaceName).
+func NamespaceName(prefix, tenantID string) string { return tenant.NamespaceName(prefix, tenantID) }
 
 // TenantObjects are the objects the worker keeps ensured in a tenant
 // namespace. Nil fields are objects the tenant must not have: the worker

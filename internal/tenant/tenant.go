@@ -45,6 +45,15 @@ const (
 	Deleted     State = "DELETED"
 )
 
+// DefaultNamespacePrefix is put before a tenant id to name its namespace
+// unless the operator chose another prefix.
+const DefaultNamespacePrefix = "ty-"
+
+// NamespaceName is the one place a tenant's namespace name is made: the
+// prefix and the tenant id. The API stores it in the tenant's record when
+// the tenant is created; everything else reads it from there, or asks here.
+func NamespaceName(prefix, tenantID string) string { return prefix + tenantID }
+
 // Tenant is a team with its own namespace, quota, members and secrets.
 type Tenant struct {
 	ID              string            `json:"id"`

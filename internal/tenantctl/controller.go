@@ -251,7 +251,7 @@ func (c *Controller) enqueueOwner(obj any) {
 }
 
 func (c *Controller) namespaceOf(tenantID string) string {
-	return kube.NamespaceName(c.cfg.NamespacePrefix, tenantID)
+	return tenant.NamespaceName(c.cfg.NamespacePrefix, tenantID)
 }
 
 func (c *Controller) processNext(ctx context.Context) bool {
