@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/trainyard/trainyard/internal/kube"
+	"github.com/trainyard/trainyard/internal/scheduler"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenantctl"
 	"github.com/trainyard/trainyard/internal/worker"
@@ -41,11 +42,15 @@ type workerFlags struct {
 	requeueBackoff       time.Duration
 	requeueBackoffMax    time.Duration
 	maxGracePeriod       time.Duration
-	logTailLines         int64
-	logTailBytes         int64
-	metricsAddr          string
-	psaEnforce           string
-	psaWarn              string
+	// The scheduler (internal/scheduler).
+	schedulerLeaseTTL time.Duration
+	schedulePeriod    time.Duration
+	starvationAge     time.Duration
+	logTailLines      int64
+	logTailBytes      int64
+	metricsAddr       string
+	psaEnforce        string
+	psaWarn           string
 	// Tenant NetworkPolicy egress exceptions and the API server's identity
 	// (kube.TenantOptions).
 	egressDenyCIDRs   []string
@@ -61,6 +66,9 @@ func (f *workerFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.unschedulableTimeout, "unschedulable-timeout", worker.DefaultUnschedulableTimeout, "an admitted job whose pods stay unschedulable this long has them removed and goes back to the queue (not counted against its backoffLimit)")
 	fs.DurationVar(&f.requeueBackoff, "requeue-backoff", worker.DefaultRequeueBackoff, "how long a job requeued for unschedulable pods waits before it may be admitted again, doubling with each requeue")
 	fs.DurationVar(&f.requeueBackoffMax, "requeue-backoff-max", worker.DefaultRequeueBackoffMax, "the most a requeued job waits before it may be admitted again")
+	fs.DurationVar(&f.schedulerLeaseTTL, "scheduler-lease-ttl", scheduler.DefaultLeaseTTL, "the scheduler lease: one worker holds it and schedules; a dead holder is replaced after it")
+	fs.DurationVar(&f.schedulePeriod, "schedule-period", scheduler.DefaultPeriod, "a scheduling cycle runs at least this often (and whenever a job is submitted or ends, a quota changes, or a node or pod changes)")
+	fs.DurationVar(&f.starvationAge, "starvation-age", scheduler.DefaultStarvationAge, "a job that has waited this long holds the line: no later job of its tenant starts ahead of it (BEST_EFFORT_FIFO), and no later job of any tenant takes the resources it lacks")
 	fs.DurationVar(&f.maxGracePeriod, "max-termination-grace-period", 5*time.Minute, "the most a job's pods get between SIGTERM and SIGKILL (a job asks for its own, default 30s, in spec.terminationGracePeriodSeconds)")
 	fs.Int64Var(&f.logTailLines, "log-tail-lines", worker.DefaultLogTailLines, "lines of a failed replica's log kept in Postgres")
 	fs.Int64Var(&f.logTailBytes, "log-tail-bytes", worker.DefaultLogTailBytes, "most bytes of a failed replica's log kept in Postgres")
@@ -83,6 +91,8 @@ func (f *workerFlags) validate() error {
 		return errors.New("--claim-interval must be positive")
 	case f.unschedulableTimeout <= 0 || f.requeueBackoff <= 0 || f.requeueBackoffMax < f.requeueBackoff:
 		return errors.New("--unschedulable-timeout and --requeue-backoff must be positive, --requeue-backoff-max at least --requeue-backoff")
+	case f.schedulerLeaseTTL < time.Second || f.schedulePeriod <= 0 || f.starvationAge <= 0:
+		return errors.New("--scheduler-lease-ttl must be at least 1s, --schedule-period and --starvation-age positive")
 	case f.maxGracePeriod < 0 || f.maxGracePeriod%time.Second != 0:
 		return fmt.Errorf("--max-termination-grace-period must be whole seconds, 0 or more, not %s", f.maxGracePeriod)
 	case f.logTailLines < 1 || f.logTailBytes < 1:
@@ -201,6 +211,16 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 	if err != nil {
 		return err
 	}
+	// Every worker runs a scheduler; the one holding the scheduler lease
+	// schedules (internal/scheduler).
+	sch, err := scheduler.New(scheduler.Config{
+		ID: id, Store: st, Kube: kc, Listener: listener,
+		LeaseTTL: wf.schedulerLeaseTTL, Period: wf.schedulePeriod, StarvationAge: wf.starvationAge,
+		Registry: reg, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
 	// The tenant reconciler (internal/tenantctl) keeps tenant namespaces
 	// provisioned; it runs in the worker process with the same client.
 	tenants, err := tenantctl.New(tenantctl.Config{
@@ -218,13 +238,19 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 		}
 		defer stop()
 	}
-	// Either loop ending ends both.
+	// Any loop ending ends them all.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
-		wg                   sync.WaitGroup
-		workerErr, tenantErr error
+		wg                                 sync.WaitGroup
+		workerErr, tenantErr, schedulerErr error
 	)
+	wg.Go(func() {
+		defer cancel()
+		if schedulerErr = sch.Run(ctx); schedulerErr != nil {
+			log.Error("scheduler stopped", "error", schedulerErr)
+		}
+	})
 	wg.Go(func() {
 		defer cancel()
 		workerErr = w.Run(ctx)
@@ -236,7 +262,7 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 		}
 	})
 	wg.Wait()
-	return errors.Join(workerErr, tenantErr)
+	return errors.Join(workerErr, tenantErr, schedulerErr)
 }
 
 // serveWorkerMetrics serves /metrics, /healthz (the process answers) and

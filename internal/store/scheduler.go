@@ -319,7 +319,7 @@ func (s *Store) SchedulerCommit(ctx context.Context, p SchedulerCommitParams) (S
 			err := tx.QueryRow(ctx, `
 				UPDATE jobs SET preempt_for = $3, preempt_message = $4, version = version + 1, update_time = $5
 				WHERE tenant_id = $1 AND uid = $2 AND admitted AND preempt_for IS NULL AND NOT deleted
-				  AND state IN ('STARTING', 'RUNNING', 'RESTARTING')
+				  AND state IN ('QUEUED', 'STARTING', 'RUNNING', 'RESTARTING')
 				RETURNING name, state`, pw.Victim.Tenant, pw.Victim.UID, pw.For, pw.Message, now).
 				Scan(&j.Name, &j.Status.State)
 			if errors.Is(err, pgx.ErrNoRows) {

@@ -1,0 +1,58 @@
+// Package scheduler runs Trainyard's scheduling loop: the I/O around the
+// pure decision in internal/sched.
+//
+//	NOTIFY trainyard_schedule ─┐  node/pod informers ─┐  period, backoff ends ─┐
+//	(submitted, finished,      │  (every node and pod, │                       │
+//	 cancelled, requeued,      ▼   slimmed)            ▼                       ▼
+//	 quota or policy changed)  ─────────────── wake (folded: MinInterval) ──────┘
+//	                                                   │
+//	        only while holding the scheduler lease in Postgres (epoch-fenced)
+//	                                                   ▼
+//	   snapshot: SchedulerTenants, SchedulerJobs (unfinished only), the shapes
+//	             of jobs not seen before (JobSpecs, then cached by job), run
+//	             times (TenantRunTimes, each RunTimeRefresh), nodes and the
+//	             pods on them from the informers
+//	   decide:   sched.Schedule(snapshot)                     ← pure
+//	   commit:   SchedulerCommit: admissions, preemptions and changed wait
+//	             reasons, one transaction, fenced by the lease's epoch
+//	   publish:  QueuePublish: the tenants whose queue view changed, at most
+//	             every PublishInterval
+//
+// # One leader
+//
+// Every `trainyard worker` (and `trainyard dev`) runs a Scheduler; exactly
+// one holds the lease (store.SchedulerLeaseAcquire) and schedules. It
+// renews the lease every third of LeaseTTL and steps down as soon as a
+// renewal does not confirm it. Whoever takes the lease next gets a new
+// epoch, and every write of a cycle first locks the lease row and checks
+// the epoch, holding the lock to commit: a leader that stalled past its
+// lease (a GC pause, SIGSTOP) commits nothing, and no job is ever admitted
+// by two leaders. A leader killed mid-cycle loses only that cycle's
+// uncommitted decisions; the next leader decides again from Postgres, the
+// source of truth, within LeaseTTL. A graceful stop releases the lease
+// for an immediate takeover.
+//
+// Admission is a flag in the job's row that makes it claimable; workers
+// dispatch admitted jobs (internal/worker) and carry out preemptions
+// (job.Plan requeues a preempted job once its pods are gone). The
+// scheduler itself writes nothing to Kubernetes: its only rights there
+// are to list and watch nodes and pods (deploy/base/rbac-worker.yaml).
+//
+// # What a snapshot costs
+//
+// Two index-backed reads of scalar columns (jobs_unfinished_idx: the
+// unfinished jobs only, whatever the history), specs only for jobs the
+// process has not seen, and the informers' caches. The pod informer keeps
+// a pod's node, phase, requests and Trainyard labels, nothing else.
+//
+// # Metrics
+//
+//	trainyard_scheduler_leader                         1 on the lease holder
+//	trainyard_scheduler_pending_jobs{tenant,reason}    gauge, leader only
+//	trainyard_scheduler_pending_demand{tenant,reason,resource}
+//	trainyard_scheduler_admission_latency_seconds      histogram: queued → admitted
+//	trainyard_scheduler_admissions_total
+//	trainyard_scheduler_preemptions_total{reason}      QUOTA | CAPACITY
+//	trainyard_scheduler_cycle_duration_seconds{phase}  snapshot | decide | commit | total
+//	trainyard_scheduler_cycle_errors_total
+package scheduler

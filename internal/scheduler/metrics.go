@@ -1,0 +1,113 @@
+package scheduler
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/sched"
+	"github.com/trainyard/trainyard/internal/store"
+)
+
+// metrics are the scheduler's, all trainyard_scheduler_. The queue gauges
+// are set by the leader only (and cleared when it steps down): take max
+// over processes.
+type metrics struct {
+	leader           prometheus.Gauge
+	pending          *prometheus.GaugeVec
+	pendingDemand    *prometheus.GaugeVec
+	admissionLatency prometheus.Histogram
+	admissions       prometheus.Counter
+	preemptions      *prometheus.CounterVec
+	cycleSeconds     *prometheus.HistogramVec
+	cycleErrors      prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "trainyard_scheduler_leader",
+			Help: "1 while this process holds the scheduler lease.",
+		}),
+		pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "trainyard_scheduler_pending_jobs",
+			Help: "Jobs waiting to be admitted, by tenant and reason (QUOTA, CAPACITY, PRIORITY, ORDER, PREEMPTED, UNSCHEDULABLE), as of the last cycle.",
+		}, []string{"tenant", "reason"}),
+		pendingDemand: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "trainyard_scheduler_pending_demand",
+			Help: "What the waiting jobs ask for, by tenant, reason and resource (cpu in cores, memory in bytes, nvidia.com/gpu, pods).",
+		}, []string{"tenant", "reason", "resource"}),
+		admissionLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "trainyard_scheduler_admission_latency_seconds",
+			Help:    "From a job entering the queue (submission or requeue) to its admission.",
+			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600},
+		}),
+		admissions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "trainyard_scheduler_admissions_total",
+			Help: "Jobs admitted.",
+		}),
+		preemptions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "trainyard_scheduler_preemptions_total",
+			Help: "Running jobs preempted, by what the preempting job lacked: QUOTA or CAPACITY.",
+		}, []string{"reason"}),
+		cycleSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "trainyard_scheduler_cycle_duration_seconds",
+			Help:    "Time of a scheduling cycle, by phase: snapshot (Postgres and informers), decide (sched.Schedule), commit (decisions and queue view), total.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"phase"}),
+		cycleErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "trainyard_scheduler_cycle_errors_total",
+			Help: "Scheduling cycles that failed (retried on the next trigger or period).",
+		}),
+	}
+	reg.MustRegister(m.leader, m.pending, m.pendingDemand, m.admissionLatency, m.admissions, m.preemptions, m.cycleSeconds, m.cycleErrors)
+	return m
+}
+
+func (m *metrics) observeCycle(start, read, decided, end time.Time) {
+	m.cycleSeconds.WithLabelValues("snapshot").Observe(read.Sub(start).Seconds())
+	m.cycleSeconds.WithLabelValues("decide").Observe(decided.Sub(read).Seconds())
+	m.cycleSeconds.WithLabelValues("commit").Observe(end.Sub(decided).Seconds())
+	m.cycleSeconds.WithLabelValues("total").Observe(end.Sub(start).Seconds())
+}
+
+// observeDecision counts what the commit did and sets the queue gauges.
+func (m *metrics) observeDecision(v view, d sched.Decision, res store.SchedulerCommitResult, now time.Time) {
+	for _, a := range res.Admitted {
+		m.admissions.Inc()
+		m.admissionLatency.Observe(max(now.Sub(a.QueuedAt), 0).Seconds())
+	}
+	done := map[store.JobKey]bool{}
+	for _, k := range res.Preempted {
+		done[k] = true
+	}
+	for _, p := range d.Preempt {
+		if done[store.JobKey(p.Victim)] {
+			m.preemptions.WithLabelValues(string(p.Reason)).Inc()
+		}
+	}
+	m.resetQueue()
+	demand := map[sched.Key]job.Vector{}
+	for _, j := range v.snap.Jobs {
+		for _, g := range j.Groups {
+			demand[j.Key] = demand[j.Key].Add(g.Request.Times(int64(g.Count)))
+		}
+	}
+	for _, w := range d.Waiting {
+		reason := string(w.Reason)
+		m.pending.WithLabelValues(w.Key.Tenant, reason).Inc()
+		for _, r := range job.AllResources {
+			amount := float64(demand[w.Key][r])
+			if r == job.CPU {
+				amount /= 1000
+			}
+			m.pendingDemand.WithLabelValues(w.Key.Tenant, reason, r.Name()).Add(amount)
+		}
+	}
+}
+
+func (m *metrics) resetQueue() {
+	m.pending.Reset()
+	m.pendingDemand.Reset()
+}

@@ -1,0 +1,411 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	listerscorev1 "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/sched"
+	"github.com/trainyard/trainyard/internal/store"
+)
+
+// Config configures a Scheduler.
+type Config struct {
+	// ID names this process as the lease's holder; unique among the
+	// processes that run a scheduler. Required.
+	ID    string
+	Store *store.Store
+	Kube  kubernetes.Interface
+	// Listener wakes the scheduler on ChannelSchedule. Optional: without
+	// it, cycles run on the period and on node and pod changes only.
+	Listener *store.Listener
+	// LeaseTTL is the scheduler lease, renewed every third of it; a dead
+	// leader is replaced after it. Defaults to 10s.
+	LeaseTTL time.Duration
+	// Period runs a cycle at least this often. Defaults to 5s.
+	Period time.Duration
+	// MinInterval spaces cycles: triggers within it are folded into one
+	// cycle. Defaults to 100ms.
+	MinInterval time.Duration
+	// PublishInterval bounds how often the queue view is rewritten.
+	// Defaults to 1s.
+	PublishInterval time.Duration
+	// StarvationAge is sched.Config.StarvationAge. Defaults to 30m.
+	StarvationAge time.Duration
+	// RunTimeRefresh is how often the tenants' typical run times are read
+	// again. Defaults to 1m.
+	RunTimeRefresh time.Duration
+
+	// Registry receives the metrics; defaults to a private registry.
+	Registry prometheus.Registerer
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Now is the clock of decisions. Defaults to time.Now.
+	Now func() time.Time
+}
+
+// Defaults.
+const (
+	DefaultLeaseTTL        = 10 * time.Second
+	DefaultPeriod          = 5 * time.Second
+	DefaultMinInterval     = 100 * time.Millisecond
+	DefaultPublishInterval = time.Second
+	DefaultStarvationAge   = 30 * time.Minute
+	DefaultRunTimeRefresh  = time.Minute
+)
+
+// WithDefaults returns c with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	set := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	set(&c.LeaseTTL, DefaultLeaseTTL)
+	set(&c.Period, DefaultPeriod)
+	set(&c.MinInterval, DefaultMinInterval)
+	set(&c.PublishInterval, DefaultPublishInterval)
+	set(&c.StarvationAge, DefaultStarvationAge)
+	set(&c.RunTimeRefresh, DefaultRunTimeRefresh)
+	if c.Registry == nil {
+		c.Registry = prometheus.NewRegistry()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.ID == "":
+		return errors.New("scheduler: Config.ID is required")
+	case c.Store == nil || c.Kube == nil:
+		return errors.New("scheduler: Config.Store and Config.Kube are required")
+	}
+	return nil
+}
+
+// Scheduler is the scheduling loop. Build it with New, then Run.
+type Scheduler struct {
+	cfg     Config
+	log     *slog.Logger
+	store   *store.Store
+	metrics *metrics
+
+	factory    informers.SharedInformerFactory
+	nodeLister listerscorev1.NodeLister
+	podLister  listerscorev1.PodLister
+	synced     []cache.InformerSynced
+	trigger    chan struct{}
+
+	// Owned by the loop goroutine.
+	shapes           map[store.JobKey]shape
+	runTimesByTenant map[string]store.RunTime
+	runTimesAt       time.Time
+	published        map[string]map[string]job.QueueInfo
+	publishedAt      time.Time
+}
+
+// New builds a Scheduler and its informers (not started).
+func New(cfg Config) (*Scheduler, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	s := &Scheduler{
+		cfg: cfg, log: cfg.Logger.With("scheduler", cfg.ID), store: cfg.Store,
+		trigger: make(chan struct{}, 1), shapes: map[store.JobKey]shape{},
+	}
+	s.metrics = newMetrics(cfg.Registry)
+	// Every node and every pod (capacity others use counts too), each
+	// trimmed to what scheduling reads.
+	s.factory = informers.NewSharedInformerFactoryWithOptions(cfg.Kube, 0)
+	nodes := s.factory.Core().V1().Nodes()
+	pods := s.factory.Core().V1().Pods()
+	if err := nodes.Informer().SetTransform(slimNode); err != nil {
+		return nil, err
+	}
+	if err := pods.Informer().SetTransform(slimPod); err != nil {
+		return nil, err
+	}
+	s.nodeLister, s.podLister = nodes.Lister(), pods.Lister()
+	s.synced = []cache.InformerSynced{nodes.Informer().HasSynced, pods.Informer().HasSynced}
+	wake := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { s.wake() },
+		UpdateFunc: func(old, cur any) { s.wake() },
+		DeleteFunc: func(any) { s.wake() },
+	}
+	for _, inf := range []cache.SharedIndexInformer{nodes.Informer(), pods.Informer()} {
+		if _, err := inf.AddEventHandler(wake); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// wake asks for a cycle; wakes fold together.
+func (s *Scheduler) wake() {
+	select {
+	case s.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// Run runs the loop until ctx ends: it competes for the scheduler lease
+// and, while it holds it, runs cycles. It returns nil when ctx ends.
+func (s *Scheduler) Run(ctx context.Context) error {
+	if l := s.cfg.Listener; l != nil {
+		ch, stop := l.Subscribe(store.ChannelSchedule)
+		context.AfterFunc(ctx, stop)
+		go func() {
+			for range ch {
+				s.wake()
+			}
+		}()
+		l.OnReconnect(s.wake)
+	}
+	s.factory.Start(ctx.Done())
+	defer s.factory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return errors.New("scheduler: informer caches did not sync")
+	}
+	s.log.Info("scheduler informers synced; competing for the lease", "lease_ttl", s.cfg.LeaseTTL)
+	retry := time.NewTicker(s.cfg.LeaseTTL / 3)
+	defer retry.Stop()
+	for {
+		lease, ok, err := s.store.SchedulerLeaseAcquire(ctx, s.cfg.ID, s.cfg.LeaseTTL)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			s.log.Warn("acquiring the scheduler lease failed; trying again", "error", err)
+		case ok:
+			s.lead(ctx, lease)
+			if ctx.Err() != nil {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-retry.C:
+		}
+	}
+}
+
+// lead runs cycles while the lease holds: renewing it every third of its
+// TTL, and stopping at once when a renewal fails to confirm it (another
+// process may take it when it expires). Every commit is fenced by the
+// lease's epoch besides, so a leader that stalled past its lease writes
+// nothing.
+func (s *Scheduler) lead(ctx context.Context, lease store.SchedulerLease) {
+	s.log.Info("scheduler lease acquired; scheduling", "epoch", lease.Epoch)
+	s.metrics.leader.Set(1)
+	defer func() {
+		s.metrics.leader.Set(0)
+		s.metrics.resetQueue()
+		s.published, s.publishedAt = nil, time.Time{}
+	}()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	lost := make(chan struct{})
+	go func() {
+		defer close(lost)
+		renew := time.NewTicker(s.cfg.LeaseTTL / 3)
+		defer renew.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-renew.C:
+			}
+			l, ok, err := s.store.SchedulerLeaseAcquire(ctx, s.cfg.ID, s.cfg.LeaseTTL)
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil || !ok || l.Epoch != lease.Epoch {
+				s.log.Warn("scheduler lease not renewed; stepping down", "error", err)
+				cancel()
+				return
+			}
+		}
+	}()
+	defer func() {
+		cancel()
+		<-lost
+		release, done := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer done()
+		if err := s.store.SchedulerLeaseRelease(release, lease); err != nil {
+			s.log.Warn("releasing the scheduler lease failed; it expires on its own", "error", err)
+		}
+	}()
+
+	period := time.NewTimer(0)
+	defer period.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.trigger:
+		case <-period.C:
+		}
+		next, err := s.cycle(ctx, lease)
+		if errors.Is(err, store.ErrLeaseLost) {
+			s.log.Warn("scheduler lease lost; stepping down", "epoch", lease.Epoch)
+			return
+		}
+		if err != nil && ctx.Err() == nil {
+			s.metrics.cycleErrors.Inc()
+			s.log.Warn("scheduling cycle failed; trying again", "error", err)
+		}
+		wait := s.cfg.Period
+		if !next.IsZero() {
+			wait = min(wait, max(time.Until(next), 0))
+		}
+		period.Reset(wait)
+		// Fold the triggers of the next MinInterval into one cycle.
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(s.cfg.MinInterval):
+		}
+	}
+}
+
+// cycle reads a snapshot, decides, commits and publishes. It returns when
+// the next cycle is due at the latest (a backoff ending), zero for the
+// period.
+func (s *Scheduler) cycle(ctx context.Context, lease store.SchedulerLease) (time.Time, error) {
+	start := time.Now()
+	now := s.cfg.Now()
+	v, err := s.snapshot(ctx, now)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("snapshot: %w", err)
+	}
+	read := time.Now()
+	d := sched.Schedule(v.snap)
+	decided := time.Now()
+	res, err := s.commit(ctx, lease, v, d)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("commit: %w", err)
+	}
+	if err := s.publish(ctx, lease, v, d, now); err != nil {
+		return time.Time{}, fmt.Errorf("publish: %w", err)
+	}
+	s.metrics.observeCycle(start, read, decided, time.Now())
+	s.metrics.observeDecision(v, d, res, now)
+	if len(res.Admitted) > 0 || len(res.Preempted) > 0 {
+		s.log.Debug("scheduling cycle", "admitted", len(res.Admitted), "preempted", len(res.Preempted),
+			"waiting", len(d.Waiting), "took", time.Since(start))
+	}
+	var next time.Time
+	for _, j := range v.snap.Jobs {
+		if !j.Admitted && j.NotBefore.After(now) && (next.IsZero() || j.NotBefore.Before(next)) {
+			next = j.NotBefore
+		}
+	}
+	return next, nil
+}
+
+// commit writes the decision: admissions, preemptions, and the wait
+// reasons that changed.
+func (s *Scheduler) commit(ctx context.Context, lease store.SchedulerLease, v view, d sched.Decision) (store.SchedulerCommitResult, error) {
+	p := store.SchedulerCommitParams{Lease: lease}
+	for _, k := range d.Admit {
+		p.Admit = append(p.Admit, store.JobKey(k))
+	}
+	for _, pr := range d.Preempt {
+		p.Preempt = append(p.Preempt, store.PreemptWrite{
+			Victim: store.JobKey(pr.Victim), For: pr.By.UID,
+			Message: fmt.Sprintf("preempted by job %q (priority %d), which needs the %s it uses", pr.ByName, pr.ByPriority, lacks(pr.Reason)),
+		})
+	}
+	for _, w := range d.Waiting {
+		if v.jobs[w.Key].WaitReason != w.Reason {
+			p.Waits = append(p.Waits, store.WaitWrite{Key: store.JobKey(w.Key), Reason: w.Reason, Message: w.Message})
+		}
+	}
+	if len(p.Admit)+len(p.Preempt)+len(p.Waits) == 0 {
+		return store.SchedulerCommitResult{}, nil
+	}
+	return s.store.SchedulerCommit(ctx, p)
+}
+
+func lacks(r job.WaitReason) string {
+	if r == job.WaitQuota {
+		return "tenant quota"
+	}
+	return "cluster capacity"
+}
+
+// publish rewrites the queue view of the tenants whose waiting jobs moved,
+// at most every PublishInterval; the first publish of a leadership covers
+// every active tenant, so that views a former leader left behind are
+// replaced.
+func (s *Scheduler) publish(ctx context.Context, lease store.SchedulerLease, v view, d sched.Decision, now time.Time) error {
+	if !s.publishedAt.IsZero() && now.Sub(s.publishedAt) < s.cfg.PublishInterval {
+		return nil
+	}
+	cur := map[string]map[string]job.QueueInfo{}
+	for _, w := range d.Waiting {
+		if cur[w.Key.Tenant] == nil {
+			cur[w.Key.Tenant] = map[string]job.QueueInfo{}
+		}
+		cur[w.Key.Tenant][w.Key.UID] = w.QueueInfo
+	}
+	changed := map[string]map[string]job.QueueInfo{}
+	for _, t := range v.tenants {
+		if s.published == nil || !equalQueues(s.published[t], cur[t]) {
+			changed[t] = cur[t]
+		}
+	}
+	for t := range s.published {
+		if _, ok := cur[t]; !ok {
+			changed[t] = nil
+		}
+	}
+	if err := s.store.QueuePublish(ctx, lease, changed); err != nil {
+		return err
+	}
+	s.published, s.publishedAt = cur, now
+	return nil
+}
+
+func equalQueues(a, b map[string]job.QueueInfo) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for uid, x := range a {
+		y, ok := b[uid]
+		if !ok || !equalInfo(x, y) {
+			return false
+		}
+	}
+	return true
+}
+
+func equalInfo(a, b job.QueueInfo) bool {
+	ea, eb := a.EstimatedStart, b.EstimatedStart
+	if (ea == nil) != (eb == nil) || (ea != nil && !ea.Equal(*eb)) {
+		return false
+	}
+	return slices.Equal(a.WaitingFor, b.WaitingFor) && a.Reason == b.Reason && a.Message == b.Message && a.TenantPosition == b.TenantPosition &&
+		a.ClusterPosition == b.ClusterPosition && a.BlockedBy == b.BlockedBy && a.EstimateBasis == b.EstimateBasis
+}

@@ -1,0 +1,240 @@
+//go:build integration
+
+package scheduler
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/store"
+	"github.com/trainyard/trainyard/internal/tenant"
+)
+
+// bundle is a fresh database and a fake cluster of two 8-GPU nodes.
+type bundle struct {
+	ctx   context.Context
+	store *store.Store
+	kube  *fake.Clientset
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	admin := os.Getenv("DATABASE_URL")
+	if admin == "" {
+		admin = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	name := "trainyard_scheduler_" + hex.EncodeToString(b)
+	exec := func(sql string) error {
+		conn, err := pgx.Connect(ctx, admin)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, sql)
+		return err
+	}
+	// Scheduler tests need Postgres: fail, never skip.
+	require.NoError(t, exec("CREATE DATABASE "+name), "scheduler tests need Postgres at DATABASE_URL")
+	t.Cleanup(func() { _ = exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)") })
+	u, err := url.Parse(admin)
+	require.NoError(t, err)
+	u.Path = "/" + name
+	require.NoError(t, store.Migrate(ctx, u.String(), "up"))
+	st, err := store.Open(ctx, u.String())
+	require.NoError(t, err)
+	t.Cleanup(st.Close)
+	kc := fake.NewClientset(gpuNode("n1", 8), gpuNode("n2", 8))
+	return &bundle{ctx: ctx, store: st, kube: kc}
+}
+
+func gpuNode(name string, gpus int64) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status: corev1.NodeStatus{
+			Allocatable: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"),
+				"nvidia.com/gpu": *resource.NewQuantity(gpus, resource.DecimalSI), corev1.ResourcePods: resource.MustParse("110"),
+			},
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+		},
+	}
+}
+
+// start runs a scheduler until the test ends (or stop is called).
+func (b *bundle) start(t *testing.T, id string) (s *Scheduler, reg *prometheus.Registry, stop func()) {
+	t.Helper()
+	reg = prometheus.NewRegistry()
+	s, err := New(Config{ID: id, Store: b.store, Kube: b.kube, LeaseTTL: 2 * time.Second, Period: 200 * time.Millisecond,
+		PublishInterval: 10 * time.Millisecond, Registry: reg,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(b.ctx)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	stop = func() {
+		cancel()
+		require.NoError(t, <-done)
+	}
+	t.Cleanup(func() {
+		if ctx.Err() == nil {
+			stop()
+		}
+	})
+	return s, reg, stop
+}
+
+func (b *bundle) submit(t *testing.T, tenantID, name string, workers int32, gpus int32, priority int32) store.JobKey {
+	t.Helper()
+	spec := job.Spec{Priority: priority, Replicas: []job.ReplicaSpec{{Type: job.Worker, Count: workers, Image: "tf",
+		Resources: job.Resources{GPU: gpus}}}}
+	spec.Default()
+	j, _, err := b.store.JobCreate(b.ctx, store.JobCreateParams{Job: job.Job{Tenant: tenantID, Name: name, Spec: spec}})
+	require.NoError(t, err)
+	return store.JobKey{Tenant: tenantID, UID: j.UID}
+}
+
+func (b *bundle) admitted(t *testing.T, k store.JobKey) bool {
+	t.Helper()
+	w, err := b.store.JobLoad(b.ctx, k.Tenant, k.UID)
+	require.NoError(t, err)
+	return w.Admitted
+}
+
+// Two 12-GPU jobs of 3×4 GPUs on 16 GPUs: the scheduler admits one; the
+// other waits for capacity, first in line, with a Waiting event and its
+// place in the published queue.
+func TestSchedulerAdmitsWhatFits(t *testing.T) {
+	b := setup(t)
+	_, err := b.store.TenantCreate(b.ctx, tenant.Tenant{ID: "a", Namespace: "ty-a"})
+	require.NoError(t, err)
+	first := b.submit(t, "a", "first", 3, 4, 0)
+	second := b.submit(t, "a", "second", 3, 4, 0)
+	_, reg, _ := b.start(t, "s1")
+
+	require.Eventually(t, func() bool { return b.admitted(t, first) }, 10*time.Second, 20*time.Millisecond)
+	var q map[string]job.QueueInfo
+	require.Eventually(t, func() bool {
+		q, _, err = b.store.QueueGet(b.ctx, "a")
+		require.NoError(t, err)
+		return len(q) == 1
+	}, 10*time.Second, 20*time.Millisecond)
+	require.False(t, b.admitted(t, second))
+	w := q[second.UID]
+	require.Equal(t, job.WaitCapacity, w.Reason)
+	require.Equal(t, 1, w.TenantPosition)
+	require.Equal(t, 1, w.ClusterPosition)
+	require.Equal(t, []string{"nvidia.com/gpu"}, w.WaitingFor)
+	events, err := b.store.EventList(b.ctx, "a", "second", 0, 10)
+	require.NoError(t, err)
+	require.Equal(t, job.ReasonWaiting, events[len(events)-1].Reason)
+	require.Equal(t, 1.0, metric(t, reg, "trainyard_scheduler_leader"))
+
+	// The first job ends: the second is admitted.
+	_, err = b.store.JobCancel(b.ctx, "a", "first")
+	require.NoError(t, err)
+	// (A cancelled admitted job still holds its room until its worker ends
+	// it; end it as the worker would.)
+	endJob(t, b, first)
+	require.Eventually(t, func() bool { return b.admitted(t, second) }, 10*time.Second, 20*time.Millisecond)
+}
+
+// endJob finishes a job as its worker would.
+func endJob(t *testing.T, b *bundle, k store.JobKey) {
+	t.Helper()
+	keys, err := b.store.JobClaim(b.ctx, "test-worker", 100, time.Hour)
+	require.NoError(t, err)
+	require.Contains(t, keys, k)
+	w, err := b.store.JobLoad(b.ctx, k.Tenant, k.UID)
+	require.NoError(t, err)
+	st := w.Job.Status
+	st.State = job.Cancelled
+	_, err = b.store.JobSave(b.ctx, store.JobSaveParams{WorkerID: "test-worker", Tenant: k.Tenant, UID: k.UID,
+		Version: w.Version, Status: st, Done: true})
+	require.NoError(t, err)
+}
+
+// One of two schedulers leads; when it stops, the other takes over within
+// the lease TTL, and no job is admitted twice (admission is a flag set
+// under the lease's fence; a second admission of a job is a no-op).
+func TestSchedulerLeaderFailover(t *testing.T) {
+	b := setup(t)
+	_, err := b.store.TenantCreate(b.ctx, tenant.Tenant{ID: "a", Namespace: "ty-a",
+		Scheduling: tenant.Scheduling{Queueing: tenant.BestEffortFIFO}})
+	require.NoError(t, err)
+	_, reg1, stop1 := b.start(t, "s1")
+	require.Eventually(t, func() bool {
+		return metric(t, reg1, "trainyard_scheduler_leader") == 1
+	}, 10*time.Second, 20*time.Millisecond)
+	_, reg2, _ := b.start(t, "s2")
+	k1 := b.submit(t, "a", "one", 1, 1, 0)
+	require.Eventually(t, func() bool { return b.admitted(t, k1) }, 10*time.Second, 20*time.Millisecond)
+	require.Equal(t, 0.0, metric(t, reg2, "trainyard_scheduler_leader"))
+
+	stop1()
+	k2 := b.submit(t, "a", "two", 1, 1, 0)
+	require.Eventually(t, func() bool { return b.admitted(t, k2) }, 10*time.Second, 20*time.Millisecond)
+	require.Equal(t, 1.0, metric(t, reg2, "trainyard_scheduler_leader"))
+	events, err := b.store.EventListTenant(b.ctx, "a", 0, 100)
+	require.NoError(t, err)
+	for _, e := range events {
+		require.NotEqual(t, "Admitted", e.Reason, "admission writes no event itself; the worker's dispatch does")
+	}
+}
+
+// A pending job of priority 900 preempts the tenant's priority-0 job that
+// holds the GPUs it needs.
+func TestSchedulerPreempts(t *testing.T) {
+	b := setup(t)
+	_, err := b.store.TenantCreate(b.ctx, tenant.Tenant{ID: "a", Namespace: "ty-a",
+		Scheduling: tenant.Scheduling{Preemption: tenant.PreemptLowerPriority}})
+	require.NoError(t, err)
+	low := b.submit(t, "a", "low", 2, 8, 0)
+	_, reg, _ := b.start(t, "s1")
+	require.Eventually(t, func() bool { return b.admitted(t, low) }, 10*time.Second, 20*time.Millisecond)
+	urgent := b.submit(t, "a", "urgent", 1, 8, 900)
+	require.Eventually(t, func() bool {
+		w, err := b.store.JobLoad(b.ctx, low.Tenant, low.UID)
+		require.NoError(t, err)
+		return w.PreemptFor == urgent.UID
+	}, 10*time.Second, 20*time.Millisecond)
+	w, err := b.store.JobLoad(b.ctx, low.Tenant, low.UID)
+	require.NoError(t, err)
+	require.Contains(t, w.PreemptMessage, `"urgent" (priority 900)`)
+	require.False(t, b.admitted(t, urgent), "it waits until the victim has stopped")
+	require.Equal(t, 1.0, metric(t, reg, "trainyard_scheduler_preemptions_total"))
+}
+
+// metric sums the series of a registered gauge or counter (0 when absent).
+func metric(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	v := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				v += m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			}
+		}
+	}
+	return v
+}

@@ -1,0 +1,227 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/kube"
+	"github.com/trainyard/trainyard/internal/sched"
+	"github.com/trainyard/trainyard/internal/store"
+)
+
+// shape is what the scheduler keeps of a job's spec while the job lives:
+// its pod groups (placement included), deadline and grace period. Specs
+// never change, so a job's spec is read once.
+type shape struct {
+	groups      []sched.Group
+	maxRunTime  time.Duration
+	gracePeriod time.Duration
+}
+
+func shapeOf(spec job.Spec) (shape, error) {
+	s := shape{gracePeriod: spec.GracePeriod()}
+	if d := spec.RunPolicy.ActiveDeadlineSeconds; d != nil {
+		s.maxRunTime = time.Duration(*d) * time.Second
+	}
+	for _, r := range spec.Replicas {
+		req, err := r.Resources.PodRequests()
+		if err != nil {
+			return shape{}, fmt.Errorf("%s resources: %w", r.Type, err)
+		}
+		s.groups = append(s.groups, sched.NewGroup(string(r.Type), max(r.Count, 1), req, sched.Placement(kube.ReplicaPlacement(r))))
+	}
+	if spec.TensorBoard != nil {
+		req, err := job.TensorBoardResources.PodRequests()
+		if err != nil {
+			return shape{}, err
+		}
+		s.groups = append(s.groups, sched.NewGroup(kube.ComponentTensorBoard, 1, req, sched.Placement{}))
+	}
+	return s, nil
+}
+
+// view is one cycle's inputs beside the Snapshot: what the commit compares
+// against.
+type view struct {
+	snap sched.Snapshot
+	jobs map[sched.Key]store.SchedJob
+	// tenants are the active tenants' ids.
+	tenants []string
+}
+
+// snapshot reads Postgres and the informers into one Snapshot.
+func (s *Scheduler) snapshot(ctx context.Context, now time.Time) (view, error) {
+	v := view{jobs: map[sched.Key]store.SchedJob{}}
+	v.snap.Now = now
+	v.snap.Config = sched.Config{StarvationAge: s.cfg.StarvationAge}
+
+	tenants, err := s.store.SchedulerTenants(ctx)
+	if err != nil {
+		return view{}, err
+	}
+	runTimes, err := s.runTimes(ctx, now)
+	if err != nil {
+		return view{}, err
+	}
+	for _, t := range tenants {
+		quota, err := t.Quota.Limits()
+		if err != nil {
+			s.log.Warn("a tenant's quota does not parse; it is scheduled without a quota", "tenant", t.ID, "error", err)
+		}
+		v.snap.Tenants = append(v.snap.Tenants, sched.Tenant{ID: t.ID, Quota: quota, Scheduling: t.Scheduling, RunTime: runTimes[t.ID].Median})
+		v.tenants = append(v.tenants, t.ID)
+	}
+
+	rows, err := s.store.SchedulerJobs(ctx)
+	if err != nil {
+		return view{}, err
+	}
+	if err := s.loadShapes(ctx, rows); err != nil {
+		return view{}, err
+	}
+	usage := s.podUsage()
+	names := map[store.JobKey]string{}
+	for _, r := range rows {
+		names[r.Key] = r.Name
+	}
+	for _, r := range rows {
+		sh, ok := s.shapes[r.Key]
+		if !ok {
+			continue // its spec could not be read: logged by loadShapes
+		}
+		k := sched.Key(r.Key)
+		j := sched.Job{
+			Key: k, Name: r.Name, Priority: r.Priority, Seq: r.Seq, QueuedAt: r.QueuedAt,
+			MaxRunTime: sh.maxRunTime, GracePeriod: sh.gracePeriod, Admitted: r.Admitted,
+			NotBefore: r.NotBefore, StartTime: r.StartTime,
+		}
+		j.Groups = append([]sched.Group(nil), sh.groups...)
+		if r.PreemptedBy != "" {
+			by := store.JobKey{Tenant: r.Key.Tenant, UID: r.PreemptedBy}
+			j.PreemptedBy, j.PreemptedByName = sched.Key(by), names[by]
+		}
+		if r.Admitted {
+			if r.PreemptFor != "" {
+				j.PreemptingFor = sched.Key{Tenant: r.Key.Tenant, UID: r.PreemptFor}
+			}
+			u := usage.jobs[r.Key.UID]
+			j.OnNodes = u.onNodes
+			for i := range j.Groups {
+				j.Groups[i].Placed = min(u.placed[j.Groups[i].Name], j.Groups[i].Count)
+			}
+		}
+		v.snap.Jobs = append(v.snap.Jobs, j)
+		v.jobs[k] = r
+	}
+	v.snap.Nodes = usage.nodes
+	return v, nil
+}
+
+// loadShapes reads the specs of jobs not seen before and forgets the jobs
+// that are gone.
+func (s *Scheduler) loadShapes(ctx context.Context, rows []store.SchedJob) error {
+	live := make(map[store.JobKey]bool, len(rows))
+	var missing []store.JobKey
+	for _, r := range rows {
+		live[r.Key] = true
+		if _, ok := s.shapes[r.Key]; !ok {
+			missing = append(missing, r.Key)
+		}
+	}
+	for k := range s.shapes {
+		if !live[k] {
+			delete(s.shapes, k)
+		}
+	}
+	for len(missing) > 0 {
+		batch := missing[:min(len(missing), 1000)]
+		missing = missing[len(batch):]
+		specs, err := s.store.JobSpecs(ctx, batch)
+		if err != nil {
+			return err
+		}
+		for k, spec := range specs {
+			sh, err := shapeOf(spec)
+			if err != nil {
+				s.log.Error("a job's spec does not give a shape; it is not scheduled", "job", k, "error", err)
+				continue
+			}
+			s.shapes[k] = sh
+		}
+	}
+	return nil
+}
+
+// runTimes returns the tenants' typical run times, read at most every
+// RunTimeRefresh.
+func (s *Scheduler) runTimes(ctx context.Context, now time.Time) (map[string]store.RunTime, error) {
+	if s.runTimesAt.IsZero() || now.Sub(s.runTimesAt) >= s.cfg.RunTimeRefresh {
+		rt, err := s.store.TenantRunTimes(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.runTimesByTenant, s.runTimesAt = rt, now
+	}
+	return s.runTimesByTenant, nil
+}
+
+// usage is what the pods on nodes use: per node, and per Trainyard job
+// (by uid) where its pods are and how many of each group are placed.
+type usage struct {
+	nodes []sched.Node
+	jobs  map[string]jobUsage
+}
+
+type jobUsage struct {
+	onNodes map[string]job.Vector
+	placed  map[string]int32 // by group: replica type, or "tensorboard"
+}
+
+// podUsage reads the informers: every node, and every pod bound to one
+// that has not finished. A Trainyard pod counts towards its job's usage
+// and its group's placed pods; so does one that succeeded (it needs no
+// room any more).
+func (s *Scheduler) podUsage() usage {
+	nodes, _ := s.nodeLister.List(labels.Everything())
+	u := usage{jobs: map[string]jobUsage{}}
+	index := make(map[string]int, len(nodes))
+	for _, n := range nodes {
+		index[n.Name] = len(u.nodes)
+		u.nodes = append(u.nodes, sched.Node{
+			Name: n.Name, Labels: n.Labels, Taints: n.Spec.Taints, Unschedulable: !ready(n),
+			Allocatable: vectorOf(n.Status.Allocatable),
+		})
+	}
+	pods, _ := s.podLister.List(labels.Everything())
+	for _, pod := range pods {
+		uid := pod.Labels[kube.LabelJobUID]
+		if pod.Spec.NodeName == "" || (finished(pod) && !(uid != "" && pod.Status.Phase == corev1.PodSucceeded)) {
+			continue
+		}
+		req := podRequests(pod)
+		if uid != "" {
+			ju := u.jobs[uid]
+			if ju.onNodes == nil {
+				ju = jobUsage{onNodes: map[string]job.Vector{}, placed: map[string]int32{}}
+			}
+			group := pod.Labels[kube.LabelReplicaType]
+			if pod.Labels[kube.LabelComponent] == kube.ComponentTensorBoard {
+				group = kube.ComponentTensorBoard
+			}
+			ju.placed[group]++
+			if !finished(pod) {
+				ju.onNodes[pod.Spec.NodeName] = ju.onNodes[pod.Spec.NodeName].Add(req)
+			}
+			u.jobs[uid] = ju
+		}
+		if i, ok := index[pod.Spec.NodeName]; ok && !finished(pod) {
+			u.nodes[i].Used = u.nodes[i].Used.Add(req)
+		}
+	}
+	return u
+}
