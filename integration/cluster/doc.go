@@ -324,11 +324,9 @@
 //
 // Cluster.ServiceAccountKubeconfig writes a kubeconfig with a TokenRequest
 // token (24 h) for a ServiceAccount, to run a process (Trainyard's worker)
-// with exactly the rights RBAC gives it. NewDatabase(t) returns the URL of a
-// fresh database created on DATABASE_URL's server and dropped (WITH FORCE)
-// when the test ends, or, with DATABASE_URL unset, on a Postgres container
-// started through testcontainers (one per test binary, reaped by
-// testcontainers); with neither it fails the test.
+// with exactly the rights RBAC gives it. Databases for tests come from
+// internal/pgtest (a fresh database per test or per package, a fresh
+// schema per test, DATABASE_URL's server or a testcontainers Postgres).
 //
 // # Timings on this machine (2 cores, 24 GiB, shared)
 //

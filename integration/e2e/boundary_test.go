@@ -57,9 +57,9 @@ func TestNULBytesAreRefusedAtTheBoundary(t *testing.T) {
 	// Anywhere else: 400 naming the field.
 	worker := `{"type":"REPLICA_TYPE_WORKER","image":"tensorflow/tensorflow:2.16.1"`
 	for body, field := range map[string]string{
-		`{"displayName":"a\u0000b","spec":{"replicas":[` + worker + `}]}}`:                                       "job.displayName",
-		`{"spec":{"replicas":[` + worker + `,"command":["python","a\u0000"]}]}}`:                                  "job.spec.replicas[0].command[1]",
-		`{"spec":{"replicas":[` + worker + `,"env":[{"name":"A","value":"\u0000"}]}]}}`:                          "job.spec.replicas[0].env[0].value",
+		`{"displayName":"a\u0000b","spec":{"replicas":[` + worker + `}]}}`:                                  "job.displayName",
+		`{"spec":{"replicas":[` + worker + `,"command":["python","a\u0000"]}]}}`:                            "job.spec.replicas[0].command[1]",
+		`{"spec":{"replicas":[` + worker + `,"env":[{"name":"A","value":"\u0000"}]}]}}`:                     "job.spec.replicas[0].env[0].value",
 		`{"spec":{"replicas":[` + worker + `,"podAnnotations":{"sim.trainyard.dev/run-for":"1\u0000s"}}]}}`: "job.spec.replicas[0].podAnnotations",
 	} {
 		r := alice.Do(t, "POST", "/v1/tenants/acme/jobs", body)

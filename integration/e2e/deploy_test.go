@@ -25,10 +25,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/trainyard/trainyard/integration/cluster"
 	"github.com/trainyard/trainyard/integration/deploytest"
 	"github.com/trainyard/trainyard/integration/harness"
 	"github.com/trainyard/trainyard/internal/kube"
+	"github.com/trainyard/trainyard/internal/pgtest"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenant"
 	"github.com/trainyard/trainyard/internal/tenantctl"
@@ -239,7 +239,7 @@ func TestDeployWorkerRoleRunsTheTenantReconciler(t *testing.T) {
 	_, err = worker.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{})
 	require.True(t, apierrors.IsForbidden(err), "listing secrets must be forbidden, got %v", err)
 
-	dbURL := cluster.NewDatabase(t)
+	dbURL := pgtest.NewDatabase(t)
 	require.NoError(t, store.Migrate(ctx, dbURL, "up"))
 	st, err := store.Open(ctx, dbURL)
 	require.NoError(t, err)

@@ -37,6 +37,7 @@ import (
 	"github.com/trainyard/trainyard/integration/cluster"
 	"github.com/trainyard/trainyard/integration/deploytest"
 	"github.com/trainyard/trainyard/internal/auth/oidctest"
+	"github.com/trainyard/trainyard/internal/pgtest"
 )
 
 // AdminGroup is the OIDC group the harness makes platform admins.
@@ -198,7 +199,7 @@ func Start(t testing.TB, opts Options) *Env {
 			e.WorkerKubeconfig = opts.WorkerKubeconfig
 		}
 	}
-	e.DatabaseURL = cluster.NewDatabase(t)
+	e.DatabaseURL = pgtest.NewDatabase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := run(ctx, e.bin, "migrate", "up", "--database-url", e.DatabaseURL); err != nil {

@@ -91,10 +91,10 @@ func TestSecretErrorsAreClassified(t *testing.T) {
 		err  error
 		want error
 	}{
-		"no namespace":   {apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "ty-a"), ErrNamespaceNotReady},
-		"terminating":    {terminating, ErrNamespaceNotReady},
-		"conflict":       {apierrors.NewConflict(gr, "s", errors.New("changed")), ErrConcurrentChange},
-		"forbidden":      {apierrors.NewForbidden(gr, "s", errors.New(`User "system:serviceaccount:trainyard:trainyard-api" cannot update`)), ErrSecretNotOurs},
+		"no namespace": {apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "ty-a"), ErrNamespaceNotReady},
+		"terminating":  {terminating, ErrNamespaceNotReady},
+		"conflict":     {apierrors.NewConflict(gr, "s", errors.New("changed")), ErrConcurrentChange},
+		"forbidden":    {apierrors.NewForbidden(gr, "s", errors.New(`User "system:serviceaccount:trainyard:trainyard-api" cannot update`)), ErrSecretNotOurs},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := fake.NewClientset()

@@ -4,119 +4,33 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"fmt"
-	"io/fs"
-	"net/url"
 	"os"
-	"sort"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/pgtest"
 	"github.com/trainyard/trainyard/internal/tenant"
-	"github.com/trainyard/trainyard/migrations"
 )
 
-// The package gets its own database, created and migrated (with Migrate)
-// in TestMain and dropped at the end. Each test then gets its own schema in
-// it, holding a fresh copy of the tables, so that cross-tenant queries (the
-// claim) only ever see the test's own rows.
-
-const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-
-var (
-	adminURL   string // the server's maintenance database, from DATABASE_URL
-	packageURL string // this package's database
-	schemaSeq  atomic.Int64
-)
+// The package gets its own database (pgtest.Run), migrated with Migrate;
+// each test then gets its own schema in it (pgtest.Schema) holding a fresh
+// copy of the tables, so that cross-tenant queries (the claim) only ever
+// see the test's own rows.
 
 func TestMain(m *testing.M) {
-	os.Exit(testMain(m))
-}
-
-func testMain(m *testing.M) int {
-	adminURL = os.Getenv("DATABASE_URL")
-	if adminURL == "" {
-		adminURL = defaultDatabaseURL
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	name := "trainyard_store_" + randomHex(6)
-	if err := databaseCreate(ctx, name); err != nil {
-		// Store tests need Postgres: fail, never skip.
-		fmt.Fprintf(os.Stderr, "store tests need Postgres at DATABASE_URL (%s): %v\n", redact(adminURL), err)
-		return 1
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := databaseDrop(ctx, name); err != nil {
-			fmt.Fprintf(os.Stderr, "drop test database %s: %v\n", name, err)
-		}
-	}()
-	packageURL = databaseURLFor(adminURL, name)
-	if err := Migrate(ctx, packageURL, "up"); err != nil {
-		fmt.Fprintf(os.Stderr, "migrate test database: %v\n", err)
-		return 1
-	}
-	return m.Run()
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-func redact(u string) string {
-	if p, err := url.Parse(u); err == nil {
-		return p.Redacted()
-	}
-	return "(unparseable)"
-}
-
-// databaseURLFor returns base with its database replaced by name.
-func databaseURLFor(base, name string) string {
-	u, err := url.Parse(base)
-	if err != nil {
-		panic(err)
-	}
-	u.Path = "/" + name
-	return u.String()
-}
-
-func adminExec(ctx context.Context, sql string) error {
-	conn, err := pgx.Connect(ctx, adminURL)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, sql)
-	return err
-}
-
-func databaseCreate(ctx context.Context, name string) error {
-	return adminExec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
-}
-
-func databaseDrop(ctx context.Context, name string) error {
-	return adminExec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	os.Exit(pgtest.Run(m, "store", func(ctx context.Context, url string) error { return Migrate(ctx, url, "up") }))
 }
 
 // testBundle is what most tests need.
 type testBundle struct {
-	ctx    context.Context
-	store  *Store
-	pool   *pgxpool.Pool
-	schema string
+	ctx   context.Context
+	store *Store
+	pool  *pgxpool.Pool
 	// url connects to the test's schema (for a Listener).
 	url string
 }
@@ -127,52 +41,8 @@ func setup(t testing.TB) *testBundle {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-
-	schema := fmt.Sprintf("t%d_%s", schemaSeq.Add(1), randomHex(3))
-	conn, err := pgx.Connect(ctx, packageURL)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, "CREATE SCHEMA "+schema+"; SET search_path TO "+schema)
-	require.NoError(t, err)
-	for _, sql := range upMigrations(t) {
-		_, err = conn.Exec(ctx, sql)
-		require.NoError(t, err)
-	}
-
-	u, err := url.Parse(packageURL)
-	require.NoError(t, err)
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	cfg, err := pgxpool.ParseConfig(u.String())
-	require.NoError(t, err)
-	cfg.MaxConns = 8
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		pool.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, packageURL)
-		if err == nil {
-			_, _ = conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
-			conn.Close(ctx)
-		}
-	})
-	return &testBundle{ctx: ctx, store: New(pool), pool: pool, schema: schema, url: u.String()}
-}
-
-func upMigrations(t testing.TB) []string {
-	names, err := fs.Glob(migrations.FS, "*.up.sql")
-	require.NoError(t, err)
-	sort.Strings(names)
-	var out []string
-	for _, n := range names {
-		b, err := fs.ReadFile(migrations.FS, n)
-		require.NoError(t, err)
-		out = append(out, string(b))
-	}
-	return out
+	pool, url := pgtest.Schema(t)
+	return &testBundle{ctx: ctx, store: New(pool), pool: pool, url: url}
 }
 
 // tenantCreate creates an ACTIVE tenant with id (and namespace ty-<id>).
@@ -273,8 +143,7 @@ func (b *testBundle) count(t testing.TB, sql string, args ...any) int {
 
 func keyOf(j job.Job) JobKey { return JobKey{Tenant: j.Tenant, UID: j.UID} }
 
-func TestDatabaseURLFor(t *testing.T) {
-	got := databaseURLFor("postgres://u@h:5432/postgres?sslmode=disable", "x")
-	require.Equal(t, "postgres://u@h:5432/x?sslmode=disable", got)
+func TestMigrateURL(t *testing.T) {
+	got := pgtest.URLFor("postgres://u@h:5432/postgres?sslmode=disable", "x")
 	require.True(t, strings.HasPrefix(migrateURL(got), "pgx5://u@h:5432/x"))
 }

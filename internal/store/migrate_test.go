@@ -14,16 +14,14 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/trainyard/trainyard/internal/pgtest"
 	"github.com/trainyard/trainyard/migrations"
 )
 
 func TestMigrateUpDownUp(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	name := "trainyard_store_migrate_" + randomHex(4)
-	require.NoError(t, databaseCreate(ctx, name))
-	t.Cleanup(func() { _ = databaseDrop(context.Background(), name) })
-	dbURL := databaseURLFor(adminURL, name)
+	dbURL := pgtest.NewDatabase(t)
 
 	tables := func() int {
 		conn, err := pgx.Connect(ctx, dbURL)

@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
+
+	"github.com/trainyard/trainyard/internal/pgtest"
 )
 
 // A database that refuses connections is ErrUnavailable, which the API
@@ -46,7 +48,7 @@ func TestUnavailableWhenTheConnectionIsTerminated(t *testing.T) {
 	defer conn.Release()
 	var pid int
 	require.NoError(t, conn.QueryRow(b.ctx, `SELECT pg_backend_pid()`).Scan(&pid))
-	require.NoError(t, adminExec(b.ctx, "SELECT pg_terminate_backend("+strconv.Itoa(pid)+")"))
+	require.NoError(t, pgtest.Exec(b.ctx, pgtest.PackageURL(), "SELECT pg_terminate_backend("+strconv.Itoa(pid)+")"))
 	_, err = conn.Exec(b.ctx, `SELECT 1`)
 	require.Error(t, err)
 	require.ErrorIs(t, translate(err, "x"), ErrUnavailable, "%v", err)

@@ -18,9 +18,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/trainyard/trainyard/integration/cluster"
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/kube"
+	"github.com/trainyard/trainyard/internal/pgtest"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenant"
 )
@@ -49,7 +49,7 @@ func setup(t *testing.T, o setupOpts) *bundle {
 	t.Helper()
 	ctx := context.Background()
 	b := &bundle{admin: tc.Client(), prefix: "tc" + randomID(5) + "-", passes: map[string]int{}}
-	b.dbURL = cluster.NewDatabase(t)
+	b.dbURL = pgtest.NewDatabase(t)
 	require.NoError(t, store.Migrate(ctx, b.dbURL, "up"))
 	st, err := store.Open(ctx, b.dbURL)
 	require.NoError(t, err)
