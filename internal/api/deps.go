@@ -3,8 +3,10 @@ package api
 import (
 	"context"
 	"io"
+	"log/slog"
 	"time"
 
+	"github.com/trainyard/trainyard/internal/auth"
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenant"
@@ -55,3 +57,63 @@ type Kube interface {
 
 // Notifications wakes watchers; *store.Listener implements it.
 type Notifications = store.Subscriber
+
+// tenant returns the tenant the authorizer already loaded for this request,
+// or reads it when there is none (a handler called without the interceptor).
+func (d *deps) tenant(ctx context.Context, id string) (tenant.Tenant, error) {
+	if a, ok := auth.AccessFrom(ctx); ok && a.TenantID == id && a.Tenant.ID == id {
+		return a.Tenant, nil
+	}
+	return d.store.TenantGet(ctx, id)
+}
+
+// deps are what the handlers share.
+type deps struct {
+	store     Store
+	kube      Kube
+	log       *slog.Logger
+	now       func() time.Time
+	pollEvery time.Duration
+	nsPrefix  string
+	wakeups   *store.Wakeups
+}
+
+// Deps configures the API servers.
+type Deps struct {
+	// Store is Postgres. Required.
+	Store Store
+	// Kube writes tenant secrets and reads pod logs. Optional: without it,
+	// secret writes are UNAVAILABLE and logs come only from what was kept.
+	Kube Kube
+	// Events wakes watchers when events of their tenant are written (the
+	// payload on store.ChannelEvents is the tenant id). Optional: watchers
+	// then poll.
+	Events Notifications
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Now defaults to time.Now.
+	Now func() time.Time
+	// WatchPoll is how often watchers poll without a notification. Defaults to 2s.
+	WatchPoll time.Duration
+	// NamespacePrefix is put before a tenant id to make its namespace
+	// (tenant.NamespaceName). Defaults to tenant.DefaultNamespacePrefix.
+	NamespacePrefix string
+}
+
+func (d Deps) withDefaults() deps {
+	out := deps{store: d.Store, kube: d.Kube, log: d.Logger, now: d.Now, pollEvery: d.WatchPoll, nsPrefix: d.NamespacePrefix}
+	if out.log == nil {
+		out.log = slog.Default()
+	}
+	if out.now == nil {
+		out.now = time.Now
+	}
+	if out.pollEvery <= 0 {
+		out.pollEvery = 2 * time.Second
+	}
+	if out.nsPrefix == "" {
+		out.nsPrefix = tenant.DefaultNamespacePrefix
+	}
+	out.wakeups = store.NewWakeups(d.Events, store.ChannelEvents)
+	return out
+}

@@ -3,11 +3,9 @@ package api
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"regexp"
 	"sort"
 	"strings"
-	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -104,15 +102,6 @@ func (s *JobServer) CreateJob(ctx context.Context, req *pb.CreateJobRequest) (*p
 		return nil, err
 	}
 	return jobToPB(created), nil
-}
-
-// tenant returns the tenant the authorizer already loaded for this request,
-// or reads it when there is none (a handler called without the interceptor).
-func (d *deps) tenant(ctx context.Context, id string) (tenant.Tenant, error) {
-	if a, ok := auth.AccessFrom(ctx); ok && a.TenantID == id && a.Tenant.ID == id {
-		return a.Tenant, nil
-	}
-	return d.store.TenantGet(ctx, id)
 }
 
 // secretRef is one place a job spec uses a tenant secret.
@@ -303,55 +292,4 @@ func (s *JobServer) ListJobEvents(ctx context.Context, req *pb.ListJobEventsRequ
 		resp.NextPageToken = encodePageToken(events[len(events)-1].ID, q)
 	}
 	return resp, nil
-}
-
-// deps are what the handlers share.
-type deps struct {
-	store     Store
-	kube      Kube
-	log       *slog.Logger
-	now       func() time.Time
-	pollEvery time.Duration
-	nsPrefix  string
-	wakeups   *store.Wakeups
-}
-
-// Deps configures the API servers.
-type Deps struct {
-	// Store is Postgres. Required.
-	Store Store
-	// Kube writes tenant secrets and reads pod logs. Optional: without it,
-	// secret writes are UNAVAILABLE and logs come only from what was kept.
-	Kube Kube
-	// Events wakes watchers when events of their tenant are written (the
-	// payload on store.ChannelEvents is the tenant id). Optional: watchers
-	// then poll.
-	Events Notifications
-	// Logger defaults to slog.Default().
-	Logger *slog.Logger
-	// Now defaults to time.Now.
-	Now func() time.Time
-	// WatchPoll is how often watchers poll without a notification. Defaults to 2s.
-	WatchPoll time.Duration
-	// NamespacePrefix is put before a tenant id to make its namespace
-	// (tenant.NamespaceName). Defaults to tenant.DefaultNamespacePrefix.
-	NamespacePrefix string
-}
-
-func (d Deps) withDefaults() deps {
-	out := deps{store: d.Store, kube: d.Kube, log: d.Logger, now: d.Now, pollEvery: d.WatchPoll, nsPrefix: d.NamespacePrefix}
-	if out.log == nil {
-		out.log = slog.Default()
-	}
-	if out.now == nil {
-		out.now = time.Now
-	}
-	if out.pollEvery <= 0 {
-		out.pollEvery = 2 * time.Second
-	}
-	if out.nsPrefix == "" {
-		out.nsPrefix = tenant.DefaultNamespacePrefix
-	}
-	out.wakeups = store.NewWakeups(d.Events, store.ChannelEvents)
-	return out
 }

@@ -1,0 +1,55 @@
+// Package api implements Trainyard's gRPC services: JobService and
+// TenantService. The REST gateway (internal/server) calls
+// the same handlers over loopback gRPC, so REST and gRPC cannot drift apart.
+//
+// # A call
+//
+//	interceptors (internal/server): recovery → metrics → logging →
+//	auth (authenticate, then the one Authorizer; streams stay guarded) →
+//	streams per caller → ErrorInterceptors (this package):
+//	    the text boundary: no NUL byte in any string (boundary.go)
+//	    handler: parse names (resname) → validate (job.Violations) → store
+//	    errors → statuses (errors.go)
+//
+// Handlers are thin. They never decide access (the auth interceptor did,
+// and left its decision in the context: auth.AccessFrom); they scope every
+// store call by the tenant of the resource name; they validate with the
+// domain packages (job.Validate, tenant.Validate), collect every problem
+// of a request in one job.Violations, and answer INVALID_ARGUMENT with a
+// google.rpc.BadRequest naming each field. Store sentinels become statuses
+// in one place (toStatus): NOT_FOUND, ALREADY_EXISTS, FAILED_PRECONDITION,
+// ABORTED (a conflict or serialization failure: retry), UNAVAILABLE (the
+// database cannot be reached: retry); anything else is INTERNAL with an id
+// that is logged beside the real error, so no SQL or stack text leaves.
+//
+// # Names
+//
+// Resource names (tenants/{tenant}, …/jobs/{job}, …/secrets/{secret}) are
+// parsed by internal/resname, the parser the Authorizer and tyctl use. A
+// malformed name is INVALID_ARGUMENT naming the field; a well-formed one
+// whose id cannot exist is NOT_FOUND, like any id that names nothing.
+//
+// # Kubernetes
+//
+// The API server touches Kubernetes only to write tenant Secret values
+// (which never pass through Postgres) and to read pod logs, through Kube
+// (kube.APIClient), which classifies its own errors; nothing here imports
+// apimachinery's errors. Everything else reaches the cluster through
+// Postgres and the worker.
+//
+// # Streams
+//
+// WatchJob and WatchJobs follow a tenant's events, woken by the
+// trainyard_events notification (store.Wakeups) and polling as a fallback;
+// they resume after an event id. GetJobLogs streams from the pod while it
+// exists and from the tail the worker kept once it is gone. Access to an
+// open stream is re-checked by the auth interceptor, not here.
+//
+// # Files
+//
+// One file per resource and concern: jobs.go, watch.go, logs.go,
+// tenants.go, secrets.go hold the handlers; convert_job.go and
+// convert_tenant.go the proto conversions and update masks; filter.go and
+// pages.go list filters and page tokens; names.go, boundary.go, errors.go
+// and deps.go what every handler shares.
+package api

@@ -1,0 +1,86 @@
+package api
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
+
+	"github.com/trainyard/trainyard/internal/tenant"
+	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
+)
+
+func TestTenantUpdateFields(t *testing.T) {
+	for name, tc := range map[string]struct {
+		paths []string
+		want  []string
+		bad   string
+	}{
+		"empty: resolved later": {paths: nil, want: nil},
+		"star: all":             {paths: []string{"*"}, want: updatableTenantFields},
+		"json names":            {paths: []string{"displayName", "podReaderGroups"}, want: []string{"display_name", "pod_reader_groups"}},
+		"quota sub-fields":      {paths: []string{"quota.gpu", "quota.memory"}, want: []string{"quota.gpu", "quota.memory"}},
+		"gateway body mask":     {paths: []string{"display_name", "quota.cpu", "quota.gpu", "quota.pods"}, want: []string{"display_name", "quota.cpu", "quota.gpu", "quota.pods"}},
+		"output only ignored":   {paths: []string{"name", "namespace", "state", "createTime", "update_time", "labels"}, want: []string{"labels"}},
+		"unknown":               {paths: []string{"owner"}, bad: `"owner" cannot be updated`},
+		"unknown quota field":   {paths: []string{"quota.tpu"}, bad: `"quota.tpu" cannot be updated`},
+		"no label sub-path":     {paths: []string{"labels.team"}, bad: "cannot be updated"},
+		"members sub-path bad":  {paths: []string{"members.role"}, bad: "cannot be updated"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := tenantUpdateFields(tc.paths)
+			if tc.bad != "" {
+				require.Equal(t, codes.InvalidArgument, status.Code(err))
+				require.Contains(t, status.Convert(err).Message(), tc.bad)
+				return
+			}
+			require.NoError(t, err)
+			want := map[string]bool{}
+			for _, f := range tc.want {
+				want[f] = true
+			}
+			require.Equal(t, want, got)
+		})
+	}
+}
+
+func TestUpdateTenantMergesQuotaFields(t *testing.T) {
+	st := newFakeStore()
+	st.tenants["a"] = tenant.Tenant{ID: "a", State: tenant.Active, DisplayName: "A",
+		Quota:   tenant.Quota{GPU: 4, CPU: "64", Memory: "256Gi", Pods: 20},
+		Members: []tenant.Member{{Group: "ml", Role: tenant.RoleEditor}}}
+	srv := NewTenantServer(Deps{Store: fakeTenantStore{st}})
+	update := func(mask []string, in *pb.Tenant) (*pb.Tenant, error) {
+		in.Name = "tenants/a"
+		req := &pb.UpdateTenantRequest{Tenant: in}
+		if mask != nil {
+			req.UpdateMask = &fieldmaskpb.FieldMask{Paths: mask}
+		}
+		return srv.UpdateTenant(context.Background(), req)
+	}
+
+	// What the gateway makes of PATCH {"quota":{"gpu":8}}.
+	got, err := update([]string{"quota.gpu"}, &pb.Tenant{Quota: &pb.Quota{Gpu: 8}})
+	require.NoError(t, err)
+	require.True(t, proto.Equal(&pb.Quota{Gpu: 8, Cpu: "64", Memory: "256Gi", Pods: 20}, got.GetQuota()), "%v", got.GetQuota())
+	require.Equal(t, "A", got.GetDisplayName())
+	require.Len(t, got.GetMembers(), 1)
+
+	got, err = update([]string{"quota"}, &pb.Tenant{Quota: &pb.Quota{Gpu: 2}})
+	require.NoError(t, err)
+	require.True(t, proto.Equal(&pb.Quota{Gpu: 2}, got.GetQuota()), "the whole quota is replaced: %v", got.GetQuota())
+
+	_, err = update([]string{"quota.gpu"}, &pb.Tenant{Quota: &pb.Quota{Gpu: -1}})
+	require.Equal(t, codes.InvalidArgument, status.Code(err))
+	require.Equal(t, "tenant.quota.gpu", badRequest(t, err).GetFieldViolations()[0].GetField())
+}
+
+func TestUpdateTenantWithoutMaskKeepsWhatIsNotSet(t *testing.T) {
+	require.Empty(t, populatedTenantFields(&pb.Tenant{}), "an empty body changes nothing")
+	got := populatedTenantFields(&pb.Tenant{DisplayName: "x", Quota: &pb.Quota{}, PodReaderGroups: []string{"g"}})
+	require.Equal(t, map[string]bool{"display_name": true, "quota": true, "pod_reader_groups": true}, got)
+}

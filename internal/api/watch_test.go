@@ -1,0 +1,114 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/trainyard/trainyard/internal/job"
+	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
+)
+
+func TestListJobsAndWatchLeaveLogTailsOut(t *testing.T) {
+	j := withTail(job.Job{Tenant: "a", Name: "j", UID: "u1"})
+	require.Equal(t, "Traceback\nboom\n", jobToPB(j).GetStatus().GetReplicas()[0].GetLastTermination().GetLogTail())
+	sum := jobSummaryToPB(j)
+	require.Empty(t, sum.GetStatus().GetReplicas()[0].GetLastTermination().GetLogTail())
+	require.EqualValues(t, 1, sum.GetStatus().GetReplicas()[0].GetLastTermination().GetExitCode(), "the rest stays")
+	require.NotEmpty(t, j.Status.Replicas[0].LastTermination.LogTail, "the job itself is untouched")
+
+	st := newFakeStore()
+	st.jobs = []job.Job{j}
+	resp, err := NewJobServer(Deps{Store: st}).ListJobs(context.Background(), &pb.ListJobsRequest{Parent: "tenants/a"})
+	require.NoError(t, err)
+	require.Empty(t, resp.GetJobs()[0].GetStatus().GetReplicas()[0].GetLastTermination().GetLogTail())
+	got, err := NewJobServer(Deps{Store: st}).GetJob(context.Background(), &pb.GetJobRequest{Name: "tenants/a/jobs/j"})
+	require.NoError(t, err)
+	require.NotEmpty(t, got.GetStatus().GetReplicas()[0].GetLastTermination().GetLogTail(), "GetJob keeps it")
+}
+
+// WatchJobs reads the jobs of a batch of events in one query, matches
+// events to jobs by uid (a name is reused after a delete), and sends the
+// events of deleted and purged jobs instead of dropping them.
+func TestWatchJobsBatchesByUID(t *testing.T) {
+	st := newFakeStore()
+	old := job.Job{Tenant: "a", Name: "train", UID: "u-old", Labels: map[string]string{"team": "nlp"}, Status: job.Status{State: job.Failed}}
+	cur := job.Job{Tenant: "a", Name: "train", UID: "u-new", Labels: map[string]string{"team": "nlp"}, Status: job.Status{State: job.Running}}
+	other := job.Job{Tenant: "a", Name: "eval", UID: "u-other", Labels: map[string]string{"team": "cv"}, Status: job.Status{State: job.Running}}
+	st.jobs = []job.Job{withTail(old), cur, other}
+	st.deleted["u-old"] = true
+	ev := func(id int64, name, uid, reason string) job.Event {
+		return job.Event{ID: id, Tenant: "a", Job: name, JobUID: uid, Reason: reason}
+	}
+	st.events = []job.Event{
+		ev(1, "train", "u-old", "Failed"),
+		ev(2, "train", "u-old", "Deleted"),
+		ev(3, "train", "u-new", "Queued"),
+		ev(4, "eval", "u-other", "Queued"),
+		ev(5, "gone", "u-purged", "Deleted"),
+		{ID: 6, Tenant: "b", Job: "x", JobUID: "u-b", Reason: "Queued"},
+	}
+	srv := NewJobServer(Deps{Store: st, WatchPoll: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	stream := &fakeStream[pb.WatchJobResponse]{ctx: ctx}
+	done := make(chan error, 1)
+	go func() {
+		done <- srv.WatchJobs(&pb.WatchJobsRequest{Parent: "tenants/a", Filter: "labels.team = nlp"}, stream)
+	}()
+	require.Eventually(t, func() bool { return len(stream.got()) == 4 }, 5*time.Second, 5*time.Millisecond)
+	cancel()
+	require.Equal(t, codes.Canceled, status.Code(<-done))
+
+	var got []string
+	for _, m := range stream.got() {
+		got = append(got, fmt.Sprintf("%d %s %s %s", m.GetEvent().GetId(), m.GetEvent().GetReason(), m.GetJob().GetName(), m.GetJob().GetUid()))
+		for _, r := range m.GetJob().GetStatus().GetReplicas() {
+			require.Empty(t, r.GetLastTermination().GetLogTail())
+		}
+	}
+	require.Equal(t, []string{
+		"1 Failed tenants/a/jobs/train u-old",
+		"2 Deleted tenants/a/jobs/train u-old",
+		"3 Queued tenants/a/jobs/train u-new",
+		"5 Deleted tenants/a/jobs/gone u-purged",
+	}, got)
+	require.Equal(t, 1, st.count("JobGetMany"), "one query for the jobs of the batch")
+	require.Zero(t, st.count("JobGet"))
+}
+
+// A watcher is woken by its own tenant's events, not by another's.
+func TestWatchJobWakesOnItsTenantOnly(t *testing.T) {
+	st := newFakeStore()
+	st.jobs = []job.Job{{Tenant: "a", Name: "j", UID: "u1", Status: job.Status{State: job.Running}}}
+	src := &fakeNotifications{}
+	srv := NewJobServer(Deps{Store: st, Events: src, WatchPoll: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stream := &fakeStream[pb.WatchJobResponse]{ctx: ctx}
+	done := make(chan error, 1)
+	go func() { done <- srv.WatchJob(&pb.WatchJobRequest{Name: "tenants/a/jobs/j"}, stream) }()
+	require.Eventually(t, func() bool { return len(stream.got()) == 1 && src.open() == 1 }, 5*time.Second, time.Millisecond)
+	polls := st.count("EventListByJob")
+
+	for range 20 {
+		src.notify("b")
+	}
+	time.Sleep(50 * time.Millisecond) // nothing must happen; there is no signal to wait for
+	require.Equal(t, polls, st.count("EventListByJob"), "another tenant's events do not wake the watch")
+
+	st.mu.Lock()
+	st.events = append(st.events, job.Event{ID: 7, Tenant: "a", Job: "j", JobUID: "u1", Reason: "Succeeded", State: job.Succeeded})
+	st.jobs[0].Status.State = job.Succeeded
+	st.mu.Unlock()
+	src.notify("a")
+	require.NoError(t, <-done, "the job is final: the watch ends")
+	got := stream.got()
+	require.Len(t, got, 2)
+	require.EqualValues(t, 7, got[1].GetEvent().GetId())
+	require.Equal(t, pb.JobState_JOB_STATE_SUCCEEDED, got[1].GetJob().GetStatus().GetState())
+}
