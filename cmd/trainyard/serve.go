@@ -33,6 +33,7 @@ type serveFlags struct {
 	handshake       time.Duration
 	maxConns        int
 	streamLifetime  time.Duration
+	auditRetention  time.Duration
 }
 
 func (f *serveFlags) register(fs *pflag.FlagSet) {
@@ -46,6 +47,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxRequestBytes, "max-request-bytes", 4<<20, "largest request body (REST) or message (gRPC) accepted")
 	fs.DurationVar(&f.handshake, "handshake-timeout", 10*time.Second, "how long a new connection may take to send its HTTP/2 preface (gRPC) or request headers (HTTP) before it is closed")
 	fs.IntVar(&f.maxConns, "max-connections", 4096, "open connections each listener (gRPC, HTTP) accepts at once; more wait to be accepted")
+	fs.DurationVar(&f.auditRetention, "audit-retention", 365*24*time.Hour, "audit records older than this are deleted (hourly); 0 keeps them forever")
 	fs.DurationVar(&f.streamLifetime, "max-stream-lifetime", 30*time.Minute, "watches and log streams end after this long with UNAVAILABLE; clients reopen them after the last event id received (tyctl does)")
 	fs.IntVar(&f.maxStreams, "max-streams-per-caller", 32, "watches and log streams one caller (OIDC subject) may have open at once on this server, REST and gRPC together; more are RESOURCE_EXHAUSTED (HTTP 429). Raise it for a service token that streams for many users")
 }
@@ -129,6 +131,7 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 		MaxConnections:      f.maxConns,
 		Jobs:                api.NewJobServer(apiDeps),
 		Tenants:             api.NewTenantServer(apiDeps),
+		Audit:               api.NewAuditServer(apiDeps),
 		AuthUnary:           ic.Unary(),
 		AuthStream:          ic.Stream(),
 		ErrorsUnary:         errUnary,
@@ -142,7 +145,32 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 	if err != nil {
 		return err
 	}
+	if f.auditRetention > 0 {
+		go expireAuditRecords(ctx, log, d.store, f.auditRetention)
+	}
 	return srv.Run(ctx)
+}
+
+// expireAuditRecords deletes audit records older than retention, at start
+// and then hourly. Every API server does it; deleting what another one
+// deleted already is nothing.
+func expireAuditRecords(ctx context.Context, log *slog.Logger, st *store.Store, retention time.Duration) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		n, err := st.AuditDeleteBefore(ctx, time.Now().Add(-retention))
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Warn("expiring audit records failed; retrying in an hour", "error", err)
+		case n > 0:
+			log.Info("expired audit records", "deleted", n, "retention", retention)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // openStore connects to Postgres, waiting up to a minute for it to answer

@@ -1,6 +1,7 @@
 // Command tyctl is the Trainyard CLI for data scientists: submit distributed
-// TensorFlow training jobs, follow them, read their logs, and manage tenants
-// and secrets. It speaks gRPC (trainyard.v1) to the server.
+// TensorFlow training jobs, follow them, read their logs, manage tenants
+// and secrets, and read the audit log. It speaks gRPC (trainyard.v1) to the
+// server.
 //
 // # Commands
 //
@@ -18,6 +19,7 @@
 //	    [--member group:NAME=ROLE | subject:NAME=ROLE] [--pod-reader-group G]
 //	tyctl secrets put NAME [--from-literal k=v] [--from-file [k=]path]
 //	tyctl secrets list | delete NAME
+//	tyctl audit [--all] [--subject S] [--action A] [--since D] [--until D] [--limit N] [--wide]
 //	tyctl version
 //
 // NAME is a job id (mnist-1) in the tenant of --tenant, or a full resource

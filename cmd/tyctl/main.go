@@ -84,7 +84,7 @@ Every flag below also reads an environment variable (a flag given wins):
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w\nsee '%s --help'", err, c.CommandPath())
 	})
-	root.AddCommand(newJobsCmd(a), newTenantsCmd(a), newSecretsCmd(a), newVersionCmd(a))
+	root.AddCommand(newJobsCmd(a), newTenantsCmd(a), newSecretsCmd(a), newAuditCmd(a), newVersionCmd(a))
 	return root
 }
 

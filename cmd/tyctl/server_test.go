@@ -174,6 +174,7 @@ type fixture struct {
 	rec     *recorder
 	jobs    *fakeJobs
 	tenants *fakeTenants
+	audit   *fakeAudit
 }
 
 func startFake(t *testing.T) *fixture {
@@ -181,10 +182,12 @@ func startFake(t *testing.T) *fixture {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	rec := &recorder{}
-	f := &fixture{addr: lis.Addr().String(), rec: rec, jobs: &fakeJobs{recorder: rec, pageSize: 50}, tenants: &fakeTenants{recorder: rec}}
+	f := &fixture{addr: lis.Addr().String(), rec: rec, jobs: &fakeJobs{recorder: rec, pageSize: 50}, tenants: &fakeTenants{recorder: rec},
+		audit: &fakeAudit{recorder: rec}}
 	s := grpc.NewServer()
 	pb.RegisterJobServiceServer(s, f.jobs)
 	pb.RegisterTenantServiceServer(s, f.tenants)
+	pb.RegisterAuditServiceServer(s, f.audit)
 	go func() { _ = s.Serve(lis) }()
 	t.Cleanup(s.Stop)
 	return f

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/trainyard/trainyard/internal/audit"
 	"github.com/trainyard/trainyard/internal/auth"
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/store"
@@ -37,6 +38,9 @@ type Store interface {
 	SecretGet(ctx context.Context, tenant, name string) (tenant.Secret, error)
 	SecretList(ctx context.Context, tenant string) ([]tenant.Secret, error)
 	SecretDelete(ctx context.Context, tenant, name string) error
+
+	AuditWrite(ctx context.Context, tenant string, action audit.Action, resource string, details map[string]any) error
+	AuditList(ctx context.Context, p store.AuditListParams) ([]audit.Record, int64, error)
 }
 
 // Kube is the API server's narrow access to Kubernetes: tenant secret values

@@ -1,5 +1,5 @@
-// Package api implements Trainyard's gRPC services: JobService and
-// TenantService. The REST gateway (internal/server) calls
+// Package api implements Trainyard's gRPC services: JobService,
+// TenantService and AuditService. The REST gateway (internal/server) calls
 // the same handlers over loopback gRPC, so REST and gRPC cannot drift apart.
 //
 // # A call
@@ -8,6 +8,7 @@
 //	auth (authenticate, then the one Authorizer; streams stay guarded) →
 //	streams per caller → ErrorInterceptors (this package):
 //	    the text boundary: no NUL byte in any string (boundary.go)
+//	    the actor: who, from where, which request, for the audit log
 //	    handler: parse names (resname) → validate (job.Violations) → store
 //	    errors → statuses (errors.go)
 //
@@ -48,7 +49,7 @@
 // # Files
 //
 // One file per resource and concern: jobs.go, watch.go, logs.go,
-// tenants.go, secrets.go hold the handlers; convert_job.go and
+// tenants.go, secrets.go, audit.go hold the handlers; convert_job.go and
 // convert_tenant.go the proto conversions and update masks; filter.go and
 // pages.go list filters and page tokens; names.go, boundary.go, errors.go
 // and deps.go what every handler shares.

@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/trainyard/trainyard/internal/audit"
+	"github.com/trainyard/trainyard/internal/auth"
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/store"
 )
@@ -110,13 +112,15 @@ func errorID() string {
 
 // ErrorInterceptors returns the unary and stream interceptors that run
 // right before the handlers: they check every request at the text boundary
-// (checkText) and apply toStatus to every handler's error.
+// (checkText), put the caller's audit.Actor in the context, so that the
+// changes the handler makes are recorded (streams change nothing), and
+// apply toStatus to every handler's error.
 func ErrorInterceptors(log *slog.Logger) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
 	unary := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		if err := checkText(req); err != nil {
 			return nil, err
 		}
-		resp, err := h(ctx, req)
+		resp, err := h(withActor(ctx), req)
 		return resp, toStatus(ctx, log, info.FullMethod, err)
 	}
 	stream := func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
@@ -133,4 +137,15 @@ func (s textCheckedStream) RecvMsg(m any) error {
 		return err
 	}
 	return checkText(m)
+}
+
+// withActor adds the audit.Actor of an authenticated call: the principal,
+// and where the call came from (audit.Request, set by the server).
+func withActor(ctx context.Context) context.Context {
+	p, ok := auth.PrincipalFrom(ctx)
+	if !ok {
+		return ctx
+	}
+	r, _ := audit.RequestFrom(ctx)
+	return audit.WithActor(ctx, audit.Actor{Subject: p.Subject, Groups: p.Groups, Issuer: p.Issuer, Request: r})
 }

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/trainyard/trainyard/internal/audit"
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/store"
@@ -324,4 +325,9 @@ func (k *fakeKube) PodLogs(_ context.Context, ns, pod string, _ bool, _ int64) (
 		return nil, fmt.Errorf("%w: %s", kube.ErrPodGone, pod)
 	}
 	return io.NopCloser(strings.NewReader(k.logsBody)), nil
+}
+
+func (f *fakeStore) AuditWrite(_ context.Context, tenantID string, action audit.Action, resource string, _ map[string]any) error {
+	f.called("AuditWrite " + string(action) + " " + resource)
+	return nil
 }

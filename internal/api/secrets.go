@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/trainyard/trainyard/internal/audit"
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/resname"
@@ -108,6 +109,11 @@ func (s *TenantServer) DeleteSecret(ctx context.Context, req *pb.DeleteSecretReq
 	if !haveMeta {
 		if !haveValues {
 			return nil, status.Errorf(codes.NotFound, "secret %s not found in tenant %s", quote(id), quote(tenantID))
+		}
+		// Only Kubernetes had it (a PutSecret whose Postgres write
+		// failed): still a deletion the caller made.
+		if err := s.store.AuditWrite(ctx, tenantID, audit.SecretDelete, secretName(tenantID, id), nil); err != nil {
+			return nil, err
 		}
 		return &pb.DeleteSecretResponse{}, nil
 	}

@@ -28,6 +28,7 @@ func TestDeleteSecretRemovesOrphans(t *testing.T) {
 	}
 	require.NoError(t, del("both"))
 	require.NoError(t, del("orphan"), "a Kubernetes Secret without metadata is deleted")
+	require.Equal(t, 1, st.count("AuditWrite secret.delete tenants/a/secrets/orphan"), "and the deletion recorded")
 	require.NoError(t, del("meta-only"), "metadata without a Kubernetes Secret is deleted")
 	require.Equal(t, codes.NotFound, status.Code(del("neither")))
 	require.Empty(t, k.secrets)

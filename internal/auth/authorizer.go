@@ -95,6 +95,9 @@ type rule struct {
 	field   string
 	pattern resname.Pattern
 	name    func(req any) (string, bool)
+	// platformWithoutName: a request naming no resource (an empty name
+	// field) asks about every tenant, which only platform admins may.
+	platformWithoutName bool
 }
 
 // named builds a rule for a method whose request names a tenant resource.
@@ -138,6 +141,17 @@ var rules = map[string]rule{
 		func(r *pb.PutSecretRequest) string { return r.GetSecret().GetName() }),
 	pb.TenantService_ListSecrets_FullMethodName:  named(PermTenantViewer, read, "parent", resname.Tenant, (*pb.ListSecretsRequest).GetParent),
 	pb.TenantService_DeleteSecret_FullMethodName: named(PermTenantAdmin, write, "name", resname.Secret, (*pb.DeleteSecretRequest).GetName),
+
+	// The audit log: a tenant's to its admins, every tenant's (no parent)
+	// to platform admins. Reading it is allowed in any tenant state.
+	pb.AuditService_ListAuditRecords_FullMethodName: orPlatform(named(PermTenantAdmin, read, "parent", resname.Tenant, (*pb.ListAuditRecordsRequest).GetParent)),
+}
+
+// orPlatform lets a request without a name ask about every tenant, as a
+// platform admin.
+func orPlatform(r rule) rule {
+	r.platformWithoutName = true
+	return r
 }
 
 // RequiredPermission returns what fullMethod requires; false for a method
@@ -189,6 +203,12 @@ func (a *Authorizer) Authorize(ctx context.Context, p Principal, fullMethod stri
 	name, ok := r.name(req)
 	if !ok {
 		return Access{}, denyf(codes.Internal, fmt.Errorf("request %T does not match method %s", req, fullMethod), "internal error")
+	}
+	if name == "" && r.platformWithoutName {
+		if !p.PlatformAdmin {
+			return Access{}, denyf(codes.PermissionDenied, nil, "permission denied: every tenant at once requires platform admin; name a tenant in %s", r.field)
+		}
+		return Access{}, nil
 	}
 	id, ok := r.pattern.TenantOf(name)
 	if !ok {

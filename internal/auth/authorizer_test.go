@@ -95,6 +95,8 @@ func requestFor(method, t string) any {
 		return &pb.ListSecretsRequest{Parent: tn}
 	case pb.TenantService_DeleteSecret_FullMethodName:
 		return &pb.DeleteSecretRequest{Name: tn + "/secrets/s1"}
+	case pb.AuditService_ListAuditRecords_FullMethodName:
+		return &pb.ListAuditRecordsRequest{Parent: tn}
 	}
 	panic("no request for " + method)
 }
@@ -140,6 +142,8 @@ var matrix = []struct {
 	{pb.TenantService_ListSecrets_FullMethodName, "NF OK OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF OK OK OK OK"},
 	{pb.TenantService_PutSecret_FullMethodName, "NF PD PD OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD PD FP FP"},
 	{pb.TenantService_DeleteSecret_FullMethodName, "NF PD PD OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD PD FP FP"},
+	// The audit log: a tenant's admins read it, whatever its state.
+	{pb.AuditService_ListAuditRecords_FullMethodName, "NF PD PD OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD PD OK OK"},
 }
 
 func parseRow(t *testing.T, row string) []codes.Code {
@@ -200,7 +204,7 @@ func TestAuthorizerMatrix(t *testing.T) {
 // matrix; the table has nothing else.
 func TestEveryMethodHasARule(t *testing.T) {
 	var all []string
-	for _, sd := range []grpc.ServiceDesc{pb.JobService_ServiceDesc, pb.TenantService_ServiceDesc} {
+	for _, sd := range []grpc.ServiceDesc{pb.JobService_ServiceDesc, pb.TenantService_ServiceDesc, pb.AuditService_ServiceDesc} {
 		for _, m := range sd.Methods {
 			all = append(all, "/"+sd.ServiceName+"/"+m.MethodName)
 		}
@@ -298,6 +302,21 @@ func TestAuthorizerMalformedNames(t *testing.T) {
 			require.True(t, ok)
 			require.Equal(t, c.field, br.GetFieldViolations()[0].GetField())
 		})
+	}
+}
+
+// Every tenant's audit records (no parent) are the platform admins'.
+func TestAuditRecordsOfEveryTenant(t *testing.T) {
+	a := NewAuthorizer(testTenants)
+	m := pb.AuditService_ListAuditRecords_FullMethodName
+	for _, pr := range principals {
+		acc, err := a.Authorize(context.Background(), pr.p, m, &pb.ListAuditRecordsRequest{})
+		if pr.p.PlatformAdmin {
+			require.NoError(t, err)
+			require.Empty(t, acc.TenantID)
+			continue
+		}
+		require.Equal(t, codes.PermissionDenied, status.Code(err), pr.col)
 	}
 }
 

@@ -49,14 +49,16 @@
 //
 // # Authorization
 //
-// A table (rules in authorizer.go) gives every method of JobService and
-// TenantService the permission it needs; a method not in the table is
+// A table (rules in authorizer.go) gives every method of JobService,
+// TenantService and AuditService the permission it needs; a method not in the table is
 // PERMISSION_DENIED, and a test fails when a proto method has no row.
 //
 //	job reads (Get, List, Events, Logs, Watch*), GetTenant,
 //	ListSecrets                                    viewer
 //	CreateJob, CancelJob, DeleteJob                editor
 //	PutSecret, DeleteSecret                        tenant admin
+//	ListAuditRecords of tenants/{tenant}           tenant admin
+//	ListAuditRecords without parent (all tenants)  platform admin
 //	ListTenants                                    any caller (the handler filters with Principal.RoleIn)
 //	CreateTenant, UpdateTenant, DeleteTenant       platform admin
 //

@@ -40,9 +40,11 @@ func newGateway(ctx context.Context, conn *grpc.ClientConn) (http.Handler, error
 		MarshalOptions:   protojson.MarshalOptions{UseProtoNames: false},
 		UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
 	}
-	rs := routesOf(pb.File_trainyard_v1_job_proto, pb.File_trainyard_v1_tenant_proto)
+	rs := routesOf(pb.File_trainyard_v1_job_proto, pb.File_trainyard_v1_tenant_proto, pb.File_trainyard_v1_audit_proto)
 	mux := runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.HTTPBodyMarshaler{Marshaler: jsonpb}),
+		runtime.WithIncomingHeaderMatcher(incomingHeader),
+		runtime.WithOutgoingHeaderMatcher(outgoingHeader),
 		runtime.WithErrorHandler(errorHandler),
 		runtime.WithRoutingErrorHandler(rs.routingErrorHandler),
 		runtime.WithDisableHTTPMethodOverride(),
@@ -55,7 +57,28 @@ func newGateway(ctx context.Context, conn *grpc.ClientConn) (http.Handler, error
 	if err := pb.RegisterTenantServiceHandler(ctx, mux, conn); err != nil {
 		return nil, err
 	}
+	if err := pb.RegisterAuditServiceHandler(ctx, mux, conn); err != nil {
+		return nil, err
+	}
 	return mux, nil
+}
+
+// incomingHeader forwards X-Request-Id to gRPC, besides the gateway's
+// defaults (Authorization, Grpc-Metadata-*).
+func incomingHeader(key string) (string, bool) {
+	if strings.EqualFold(key, requestIDHeader) {
+		return requestIDHeader, true
+	}
+	return runtime.DefaultHeaderMatcher(key)
+}
+
+// outgoingHeader answers the request id as X-Request-Id; other gRPC
+// headers as the gateway does by default (Grpc-Metadata-*).
+func outgoingHeader(key string) (string, bool) {
+	if key == requestIDHeader {
+		return "X-Request-Id", true
+	}
+	return runtime.MetadataHeaderPrefix + key, true
 }
 
 // retryAfter is what a client is told to wait before retrying a 503 (the

@@ -5,11 +5,12 @@
 // Every RPC, whether it arrives over gRPC or through the gateway, passes the
 // same interceptor chain, outermost first:
 //
-//	recovery → metrics → logging → authentication + authorization → streams per caller → error mapping → handler
+//	recovery → request id and client address → metrics → logging →
+//	authentication + authorization → streams per caller → error mapping → handler
 //
-// so a panic is INTERNAL, metrics and logs see the final status code, no
-// handler runs unauthenticated, and internal errors are masked before they
-// leave. The gateway is a gRPC client of the same services over loopback, so
+// so a panic is INTERNAL, every log line of a call carries its request id,
+// metrics and logs see the final status code, no handler runs
+// unauthenticated, and internal errors are masked before they leave. The gateway is a gRPC client of the same services over loopback, so
 // REST and gRPC cannot drift apart.
 //
 // # Limits
@@ -69,6 +70,7 @@ import (
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
+	"github.com/trainyard/trainyard/internal/audit"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 	webopenapi "github.com/trainyard/trainyard/web-openapi"
 )
@@ -86,6 +88,7 @@ type Config struct {
 	// Jobs and Tenants are the service implementations. Required.
 	Jobs    pb.JobServiceServer
 	Tenants pb.TenantServiceServer
+	Audit   pb.AuditServiceServer
 	// Auth are the authentication+authorization interceptors. Required: a
 	// server without them would serve every tenant to anyone.
 	AuthUnary  grpc.UnaryServerInterceptor
@@ -149,8 +152,8 @@ func (c *Config) withDefaults() error {
 		c.MaxConnections = 4096
 	}
 	switch {
-	case c.Jobs == nil || c.Tenants == nil:
-		return errors.New("server: Jobs and Tenants are required")
+	case c.Jobs == nil || c.Tenants == nil || c.Audit == nil:
+		return errors.New("server: Jobs, Tenants and Audit are required")
 	case c.AuthUnary == nil || c.AuthStream == nil:
 		return errors.New("server: auth interceptors are required")
 	case c.ErrorsUnary == nil || c.ErrorsStream == nil:
@@ -195,13 +198,15 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	})
 	// Only the call's outcome is logged: never payloads, which carry secret
 	// values and tokens.
-	logOpts := []logging.Option{logging.WithLogOnEvents(logging.FinishCall)}
+	logOpts := []logging.Option{logging.WithLogOnEvents(logging.FinishCall), logging.WithFieldsFromContext(requestFields)}
 	streams := newStreamLimiter(cfg.MaxStreamsPerCaller)
-	newGRPC := func(extra ...grpc.ServerOption) *grpc.Server {
+	newGRPC := func(viaGateway bool, extra ...grpc.ServerOption) *grpc.Server {
+		reqUnary, reqStream := requestInterceptors(viaGateway)
 		opts := append([]grpc.ServerOption{
 			grpc.MaxRecvMsgSize(cfg.MaxRequestBytes),
 			grpc.ChainUnaryInterceptor(
 				recovery.UnaryServerInterceptor(recoverOpt),
+				reqUnary,
 				metrics.UnaryServerInterceptor(),
 				logging.UnaryServerInterceptor(slogAdapter(log), logOpts...),
 				cfg.AuthUnary,
@@ -209,6 +214,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			),
 			grpc.ChainStreamInterceptor(
 				recovery.StreamServerInterceptor(recoverOpt),
+				reqStream,
 				metrics.StreamServerInterceptor(),
 				logging.StreamServerInterceptor(slogAdapter(log), logOpts...),
 				cfg.AuthStream,
@@ -219,9 +225,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		g := grpc.NewServer(opts...)
 		pb.RegisterJobServiceServer(g, cfg.Jobs)
 		pb.RegisterTenantServiceServer(g, cfg.Tenants)
+		pb.RegisterAuditServiceServer(g, cfg.Audit)
 		return g
 	}
-	s.grpc = newGRPC(
+	s.grpc = newGRPC(false,
 		grpc.MaxConcurrentStreams(cfg.MaxConcurrentStreams),
 		grpc.ConnectionTimeout(cfg.HandshakeTimeout),
 		// MaxConnectionIdle: a connection that has made no call for this
@@ -230,7 +237,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Minute, Timeout: 20 * time.Second, MaxConnectionIdle: 15 * time.Minute}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}),
 	)
-	s.gwGRPC = newGRPC(grpc.MaxRecvMsgSize(gatewayMessageLimit(cfg.MaxRequestBytes)))
+	s.gwGRPC = newGRPC(true, grpc.MaxRecvMsgSize(gatewayMessageLimit(cfg.MaxRequestBytes)))
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
@@ -365,12 +372,21 @@ func (s *Server) watchReadiness(ctx context.Context) {
 		s.health.SetServingStatus("", st)
 		s.health.SetServingStatus(pb.JobService_ServiceDesc.ServiceName, st)
 		s.health.SetServingStatus(pb.TenantService_ServiceDesc.ServiceName, st)
+		s.health.SetServingStatus(pb.AuditService_ServiceDesc.ServiceName, st)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 	}
+}
+
+// requestFields are the log fields of a call's audit.Request.
+func requestFields(ctx context.Context) logging.Fields {
+	if r, ok := audit.RequestFrom(ctx); ok {
+		return logging.Fields{"request_id", r.ID, "client", r.Address}
+	}
+	return nil
 }
 
 func slogAdapter(l *slog.Logger) logging.Logger {

@@ -15,8 +15,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/trainyard/trainyard/internal/audit"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
 
@@ -27,8 +29,10 @@ type stubJobs struct {
 	err error
 }
 
-func (s *stubJobs) GetJob(context.Context, *pb.GetJobRequest) (*pb.Job, error) {
-	return &pb.Job{}, s.err
+// GetJob answers with the call's audit.Request in the job's creator field.
+func (s *stubJobs) GetJob(ctx context.Context, _ *pb.GetJobRequest) (*pb.Job, error) {
+	r, _ := audit.RequestFrom(ctx)
+	return &pb.Job{Creator: r.ID + " " + r.Address}, s.err
 }
 
 func (s *stubJobs) CreateJob(context.Context, *pb.CreateJobRequest) (*pb.Job, error) {
@@ -49,7 +53,7 @@ func startServer(t *testing.T, jobs *stubJobs, opts ...func(*Config)) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := Config{
 		HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0",
-		Jobs: jobs, Tenants: pb.UnimplementedTenantServiceServer{},
+		Jobs: jobs, Tenants: pb.UnimplementedTenantServiceServer{}, Audit: pb.UnimplementedAuditServiceServer{},
 		AuthUnary: passUnary, AuthStream: passStream, ErrorsUnary: passUnary, ErrorsStream: passStream,
 	}
 	for _, o := range opts {
@@ -183,4 +187,31 @@ func TestHandshakeTimeoutAndConnectionCap(t *testing.T) {
 	defer cancel()
 	_, err = healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true))
 	require.NoError(t, err, "the slot is free again")
+}
+
+// Every call has a request id, the client's when it sent one, answered in
+// X-Request-Id; and the client's address, the HTTP client's over REST.
+func TestRequestIDAndClientAddress(t *testing.T) {
+	s := startServer(t, &stubJobs{})
+	resp, body := do(t, s, "GET", "/v1/tenants/t/jobs/j", nil, "X-Request-Id", "abc-123", "X-Forwarded-For", "203.0.113.9")
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	require.Equal(t, "abc-123", resp.Header.Get("X-Request-Id"))
+	var j struct{ Creator string }
+	require.NoError(t, json.Unmarshal([]byte(body), &j))
+	require.Equal(t, "abc-123 127.0.0.1", j.Creator, "the address the gateway saw, not the one the client claims")
+
+	resp, body = do(t, s, "GET", "/v1/tenants/t/jobs/j", nil, "X-Request-Id", "not a valid id!")
+	id := resp.Header.Get("X-Request-Id")
+	require.Len(t, id, 16, "one of ours instead")
+	require.Contains(t, body, id)
+
+	conn, err := grpc.NewClient(s.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	var header metadata.MD
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "x-request-id", "grpc-1", "x-forwarded-for", "203.0.113.9")
+	got, err := pb.NewJobServiceClient(conn).GetJob(ctx, &pb.GetJobRequest{}, grpc.Header(&header))
+	require.NoError(t, err)
+	require.Equal(t, []string{"grpc-1"}, header.Get("x-request-id"))
+	require.True(t, strings.HasPrefix(got.GetCreator(), "grpc-1 127.0.0.1:"), "a gRPC client's own address: %s", got.GetCreator())
 }

@@ -17,6 +17,8 @@
 //	job_events         bigserial id; (tenant, job uid) → jobs, cascade on purge
 //	idempotency_keys   (tenant, request_id) → job uid
 //	secrets            (tenant, name) → key names; values never reach Postgres
+//	audit_records      bigserial id; tenant, who (subject, groups, issuer, address,
+//	                   request id), action, resource, details (JSONB); never updated
 //
 // Every table that holds tenant data has tenant_id, and every query of an
 // API method filters on it: a tenant can not read, cancel, delete or list
@@ -156,6 +158,18 @@
 // whatever is sent while it reconnects, and a full subscriber buffer drops
 // (coalesces) payloads. Readers re-read Postgres when woken, re-poll in
 // their OnReconnect hook, and poll on a jittered timer anyway.
+//
+// # The audit log
+//
+// A mutation made by an API caller — the context carries an audit.Actor,
+// which the API's interceptor puts there — inserts its audit record in its
+// own transaction (auditInsert, or auditQueue inside a batch): the change
+// and its record commit or roll back together, and a mutation that changes
+// nothing (a create replayed by request id, a cancel of a finished job, an
+// update to the same values) records nothing. Workers and the scheduler
+// carry no Actor: their changes are not the audit log's. A trigger refuses
+// UPDATE of audit_records; AuditDeleteBefore removes whole old rows in
+// batches, for retention. AuditList pages by id, newest first.
 //
 // # Pagination
 //

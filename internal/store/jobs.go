@@ -10,7 +10,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/trainyard/trainyard/internal/audit"
 	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/resname"
 	"github.com/trainyard/trainyard/internal/tenant"
 )
 
@@ -160,6 +162,8 @@ func (s *Store) JobCreate(ctx context.Context, p JobCreateParams) (job.Job, bool
 			out, _, err = scanJob(row)
 			return err
 		})
+		auditQueue(ctx, &batch, j.Tenant, audit.JobCreate, resname.Job.Format(j.Tenant, j.Name),
+			map[string]any{"uid": j.UID, "requestId": p.RequestID})
 		batch.Queue(`SELECT pg_notify($1, $2)`, ChannelSchedule, j.Tenant)
 		batch.Queue(`SELECT pg_notify($1, $2)`, ChannelEvents, j.Tenant)
 		err := tx.SendBatch(ctx, &batch).Close()
@@ -429,6 +433,10 @@ func (s *Store) JobCancel(ctx context.Context, tenantID, name string) (job.Job, 
 		if err := eventsInsert(ctx, tx, w.Job, []job.Event{ev}, now); err != nil {
 			return err
 		}
+		if err := auditInsert(ctx, tx, tenantID, audit.JobCancel, resname.Job.Format(tenantID, name),
+			map[string]any{"uid": w.Job.UID, "state": string(w.Job.Status.State)}); err != nil {
+			return err
+		}
 		return notify(ctx, tx, ChannelJobs, tenantID+"/"+w.Job.UID)
 	})
 	if err != nil {
@@ -463,6 +471,10 @@ func (s *Store) JobDelete(ctx context.Context, tenantID, name string) error {
 		ev := job.Event{Type: job.EventNormal, Reason: "Deleted", Message: "job deleted",
 			State: w.Job.Status.State, CreateTime: now}
 		if err := eventsInsert(ctx, tx, w.Job, []job.Event{ev}, now); err != nil {
+			return err
+		}
+		if err := auditInsert(ctx, tx, tenantID, audit.JobDelete, resname.Job.Format(tenantID, name),
+			map[string]any{"uid": w.Job.UID, "state": string(w.Job.Status.State)}); err != nil {
 			return err
 		}
 		return notify(ctx, tx, ChannelJobs, tenantID+"/"+w.Job.UID)

@@ -6,6 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/trainyard/trainyard/internal/audit"
+	"github.com/trainyard/trainyard/internal/resname"
 	"github.com/trainyard/trainyard/internal/tenant"
 )
 
@@ -40,6 +42,11 @@ func (s *Store) SecretPut(ctx context.Context, sec tenant.Secret) (tenant.Secret
 		if out, err = pgx.CollectExactlyOneRow(rows, scanSecret); err != nil {
 			return err
 		}
+		// Key names only: values never reach Postgres.
+		if err := auditInsert(ctx, tx, sec.Tenant, audit.SecretPut, resname.Secret.Format(sec.Tenant, sec.Name),
+			map[string]any{"keys": nonNilSlice(sec.Keys)}); err != nil {
+			return err
+		}
 		return notify(ctx, tx, ChannelTenants, sec.Tenant)
 	})
 	return out, translate(err, what)
@@ -70,6 +77,9 @@ func (s *Store) SecretDelete(ctx context.Context, tenantID, name string) error {
 		}
 		if tag.RowsAffected() == 0 {
 			return pgx.ErrNoRows
+		}
+		if err := auditInsert(ctx, tx, tenantID, audit.SecretDelete, resname.Secret.Format(tenantID, name), nil); err != nil {
+			return err
 		}
 		return notify(ctx, tx, ChannelTenants, tenantID)
 	})

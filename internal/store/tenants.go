@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/trainyard/trainyard/internal/audit"
+	"github.com/trainyard/trainyard/internal/resname"
 	"github.com/trainyard/trainyard/internal/tenant"
 )
 
@@ -88,6 +92,9 @@ func (s *Store) TenantCreate(ctx context.Context, t tenant.Tenant) (tenant.Tenan
 		if err := membersWrite(ctx, tx, t.ID, t.Members); err != nil {
 			return err
 		}
+		if err := auditInsert(ctx, tx, t.ID, audit.TenantCreate, resname.Tenant.Format(t.ID), audit.TenantCreated(t)); err != nil {
+			return err
+		}
 		return notify(ctx, tx, ChannelTenants, t.ID)
 	})
 	if err != nil {
@@ -152,6 +159,9 @@ func (s *Store) TenantUpdate(ctx context.Context, id string, fn func(*tenant.Ten
 		if err != nil {
 			return err
 		}
+		before := t
+		before.Labels, before.Members = maps.Clone(t.Labels), slices.Clone(t.Members)
+		before.PodReaderGroups = slices.Clone(t.PodReaderGroups)
 		if err := fn(&t); err != nil {
 			return errFromCallback{err}
 		}
@@ -172,6 +182,11 @@ func (s *Store) TenantUpdate(ctx context.Context, id string, fn func(*tenant.Ten
 		}
 		if err := membersWrite(ctx, tx, id, t.Members); err != nil {
 			return err
+		}
+		if action, details, changed := audit.TenantChanged(before, t); changed {
+			if err := auditInsert(ctx, tx, id, action, resname.Tenant.Format(id), details); err != nil {
+				return err
+			}
 		}
 		// A quota or policy change can let jobs in (or require none).
 		if err := notify(ctx, tx, ChannelSchedule, id); err != nil {

@@ -1,0 +1,96 @@
+// Package audit is the audit log's domain: what a record says and who the
+// actor of a request is. It does no I/O.
+//
+// Every change a caller makes through the API is recorded in Postgres in
+// the transaction that makes it, so that a change is never without its
+// record nor a record without its change:
+//
+//	server interceptor:  Request{Address, ID}   where from, which request
+//	api interceptor:     Actor = Principal + Request, into the context
+//	store mutation:      the change, and auditInsert(ctx, tx, action, ...)
+//	                     in one transaction; no Actor (a worker), no record
+//
+// A record names the tenant, the action, the resource and what changed
+// (Details): fields before and after for a tenant update, key names for a
+// secret (never values), the uid and request id for a job. Records are
+// read through AuditService, never changed: the API has no method for it,
+// and a trigger refuses UPDATE in the database. Retention deletes whole
+// records older than the server's --audit-retention.
+package audit
+
+import (
+	"context"
+	"time"
+)
+
+// Action is what a record says was done.
+type Action string
+
+// The actions recorded.
+const (
+	TenantCreate   Action = "tenant.create"
+	TenantUpdate   Action = "tenant.update"
+	TenantOffboard Action = "tenant.offboard"
+	SecretPut      Action = "secret.put"
+	SecretDelete   Action = "secret.delete"
+	JobCreate      Action = "job.create"
+	JobCancel      Action = "job.cancel"
+	JobDelete      Action = "job.delete"
+)
+
+// Actions lists every action, for validating filters.
+var Actions = []Action{TenantCreate, TenantUpdate, TenantOffboard, SecretPut, SecretDelete, JobCreate, JobCancel, JobDelete}
+
+// Request is where a call came from: the client's address (for REST, the
+// gateway's client, not the gateway) and the request's id.
+type Request struct {
+	Address string
+	ID      string
+}
+
+// Actor is who made a change, in which request.
+type Actor struct {
+	Subject string
+	Groups  []string
+	// Issuer vouched for Subject: the OIDC issuer, or the dev tokens.
+	Issuer string
+	Request
+}
+
+// Record is one change.
+type Record struct {
+	ID       int64
+	Time     time.Time
+	Tenant   string // tenant id
+	Actor    Actor
+	Action   Action
+	Resource string // resource name
+	// Details say what changed; JSON-encodable, no secret values.
+	Details map[string]any
+}
+
+type requestKey struct{}
+type actorKey struct{}
+
+// WithRequest returns ctx carrying r.
+func WithRequest(ctx context.Context, r Request) context.Context {
+	return context.WithValue(ctx, requestKey{}, r)
+}
+
+// RequestFrom returns the Request in ctx.
+func RequestFrom(ctx context.Context) (Request, bool) {
+	r, ok := ctx.Value(requestKey{}).(Request)
+	return r, ok
+}
+
+// WithActor returns ctx carrying a: changes made with it are recorded.
+func WithActor(ctx context.Context, a Actor) context.Context {
+	return context.WithValue(ctx, actorKey{}, a)
+}
+
+// ActorFrom returns the Actor in ctx; none means the change is the
+// system's own (a worker's) and is not recorded.
+func ActorFrom(ctx context.Context) (Actor, bool) {
+	a, ok := ctx.Value(actorKey{}).(Actor)
+	return a, ok
+}

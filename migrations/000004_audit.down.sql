@@ -1,0 +1,2 @@
+DROP TABLE audit_records;
+DROP FUNCTION audit_records_immutable();
