@@ -363,6 +363,8 @@ func TestDeployWorkerRoleRunsTheTenantReconciler(t *testing.T) {
 		{Namespace: ns, Verb: "get", Resource: "services"}, {Namespace: ns, Verb: "get", Resource: "pods"},
 		{Namespace: ns, Verb: "list", Resource: "pods"}, {Namespace: ns, Verb: "list", Resource: "services"},
 		{Verb: "list", Resource: "services"}, {Verb: "watch", Resource: "services"},
+		// The scheduler's view of the cluster.
+		{Verb: "list", Resource: "nodes"}, {Verb: "watch", Resource: "nodes"},
 	} {
 		require.True(t, selfAllowed(t, worker, a), "the worker must be allowed to %s %s/%s in %q", a.Verb, a.Resource, a.Subresource, a.Namespace)
 	}
@@ -374,6 +376,9 @@ func TestDeployWorkerRoleRunsTheTenantReconciler(t *testing.T) {
 		{Verb: "create", Resource: "clusterrolebindings", Group: "rbac.authorization.k8s.io"},
 		{Namespace: ns, Verb: "patch", Resource: "pods"},
 		{Verb: "create", Resource: "events"}, {Namespace: ns, Verb: "create", Resource: "leases", Group: "coordination.k8s.io"},
+		// The scheduler reads nodes; it never writes them (nor binds pods).
+		{Verb: "get", Resource: "nodes"}, {Verb: "update", Resource: "nodes"}, {Verb: "patch", Resource: "nodes"},
+		{Verb: "update", Resource: "nodes", Subresource: "status"}, {Namespace: ns, Verb: "create", Resource: "pods", Subresource: "binding"},
 	} {
 		require.False(t, selfAllowed(t, worker, a), "the worker must not be allowed to %s %s/%s in %q", a.Verb, a.Resource, a.Subresource, a.Namespace)
 	}

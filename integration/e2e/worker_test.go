@@ -649,8 +649,8 @@ func TestKilledWorkerBetweenRestartSaveAndRecreate(t *testing.T) {
 }
 
 // A tenant that queues more jobs over its quota than a worker may own does
-// not stop another tenant's job: jobs waiting for quota are released, not
-// held, so they take no worker slot.
+// not stop another tenant's job: jobs waiting for admission are nobody's,
+// so they take no worker slot.
 func TestQuotaWaitingJobsDoNotBlockOtherTenants(t *testing.T) {
 	e := startWorkers(t, 0)
 	e.StartWorker(t, "--max-owned-jobs", "3")
@@ -679,7 +679,7 @@ func TestQuotaWaitingJobsDoNotBlockOtherTenants(t *testing.T) {
 	for _, name := range waiting {
 		harness.WaitJob(t, e.jobs, name, 60*time.Second, func(j *pb.Job) bool {
 			for _, c := range j.GetStatus().GetConditions() {
-				if c.GetType() == "Admitted" && !c.GetStatus() && strings.HasPrefix(c.GetMessage(), "waiting for quota") {
+				if c.GetType() == "Admitted" && !c.GetStatus() {
 					return true
 				}
 			}
@@ -725,13 +725,8 @@ func TestAdmissionStrictOrderWithinTenant(t *testing.T) {
 	big := job("big", 2, 0, "2s")
 	small := job("small", 1, 0, "1s")
 	harness.WaitJob(t, e.jobs, small, 30*time.Second, func(j *pb.Job) bool {
-		for _, c := range j.GetStatus().GetConditions() {
-			if c.GetType() == "Admitted" && !c.GetStatus() &&
-				c.GetMessage() == `waiting for quota: behind job "big", which is ahead in the tenant's queue` {
-				return true
-			}
-		}
-		return false
+		q := j.GetStatus().GetQueue()
+		return q.GetReason() == pb.WaitReason_WAIT_REASON_ORDER && q.GetBlockedBy() == "big" && q.GetTenantPosition() == 2
 	})
 	// urgent (priority 10) is ahead of both: it takes the free GPU at once.
 	urgent := job("urgent", 1, 10, "2s")
