@@ -48,6 +48,7 @@ type workerFlags struct {
 	starvationAge     time.Duration
 	logTailLines      int64
 	logTailBytes      int64
+	finishedTTL       time.Duration
 	metricsAddr       string
 	psaEnforce        string
 	psaWarn           string
@@ -72,6 +73,7 @@ func (f *workerFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.maxGracePeriod, "max-termination-grace-period", 5*time.Minute, "the most a job's pods get between SIGTERM and SIGKILL (a job asks for its own, default 30s, in spec.terminationGracePeriodSeconds)")
 	fs.Int64Var(&f.logTailLines, "log-tail-lines", worker.DefaultLogTailLines, "lines of a failed replica's log kept in Postgres")
 	fs.Int64Var(&f.logTailBytes, "log-tail-bytes", worker.DefaultLogTailBytes, "most bytes of a failed replica's log kept in Postgres")
+	fs.DurationVar(&f.finishedTTL, "default-ttl-after-finished", worker.DefaultFinishedTTLFlag, "how long a finished job's pods and Service are kept when the job sets no runPolicy.ttlSecondsAfterFinished (its record, events and kept log tails stay); 0 keeps them until the job is deleted")
 	fs.StringVar(&f.psaEnforce, "psa-enforce", "baseline", "Pod Security Standard enforced in tenant namespaces: privileged, baseline or restricted")
 	fs.StringVar(&f.psaWarn, "psa-warn", "restricted", "Pod Security Standard warned about (and audited) in tenant namespaces")
 	fs.StringSliceVar(&f.egressDenyCIDRs, "egress-deny-cidrs", slices.Clone(kube.DefaultEgressDenyCIDRs), "CIDRs tenant pods may not connect to (exceptions of their NetworkPolicy's egress to anywhere), comma-separated; empty denies nothing")
@@ -97,6 +99,8 @@ func (f *workerFlags) validate() error {
 		return fmt.Errorf("--max-termination-grace-period must be whole seconds, 0 or more, not %s", f.maxGracePeriod)
 	case f.logTailLines < 1 || f.logTailBytes < 1:
 		return errors.New("--log-tail-lines and --log-tail-bytes must be positive")
+	case f.finishedTTL < 0 || f.finishedTTL%time.Second != 0:
+		return fmt.Errorf("--default-ttl-after-finished must be whole seconds, 0 or more, not %s", f.finishedTTL)
 	case !psaLevels[f.psaEnforce] || !psaLevels[f.psaWarn]:
 		return fmt.Errorf("--psa-enforce and --psa-warn must be privileged, baseline or restricted, not %q and %q", f.psaEnforce, f.psaWarn)
 	}
@@ -204,6 +208,7 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 		PodOptions:           kube.PodOptions{MaxGracePeriod: wf.maxGracePeriod},
 		LogTailLines:         wf.logTailLines,
 		LogTailBytes:         wf.logTailBytes,
+		FinishedTTL:          wf.finishedTTL,
 		NamespacePrefix:      common.kube.namespacePrefix,
 		Registry:             reg,
 		Logger:               log,

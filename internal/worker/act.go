@@ -380,13 +380,7 @@ func (w *Worker) adopt(ctx context.Context, p *pass, kind, ns, name string) (cac
 	obj := w.cached(kind, ns, name)
 	cached = obj != nil
 	if obj == nil {
-		switch kind {
-		case "pod":
-			obj, err = w.kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		case "service":
-			obj, err = w.kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
-		}
-		w.count("get", kind+"s", err)
+		obj, err = w.getLive(ctx, kind, ns, name)
 		if apierrors.IsNotFound(err) {
 			return false, fmt.Errorf("%s %s/%s already existed, and is gone now; creating it again", kind, ns, name)
 		}
@@ -403,6 +397,24 @@ func (w *Worker) adopt(ctx context.Context, p *pass, kind, ns, name string) (cac
 			kind, ns, name, l[kube.LabelJobUID])
 	}
 	return cached, nil
+}
+
+// getLive reads a pod or Service from the API server, by name.
+func (w *Worker) getLive(ctx context.Context, kind, ns, name string) (metav1.Object, error) {
+	var (
+		obj metav1.Object
+		err error
+	)
+	switch kind {
+	case "pod":
+		obj, err = w.kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	case "service":
+		obj, err = w.kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+	default:
+		return nil, fmt.Errorf("worker: no live read of %q", kind)
+	}
+	w.count("get", kind+"s", err)
+	return obj, err
 }
 
 // cached is the pod or Service of that name the informer cache holds, or

@@ -34,6 +34,15 @@ func blindWorker(b *bundle) *fake.Clientset {
 	return live
 }
 
+// lapse makes every expectation of b.w run out, as when the informer
+// events of its writes never came.
+func lapse(b *bundle) {
+	later := time.Now().Add(time.Hour)
+	b.w.expect.mu.Lock()
+	b.w.expect.now = func() time.Time { return later }
+	b.w.expect.mu.Unlock()
+}
+
 func liveCount(t *testing.T, b *bundle, c *fake.Clientset) (pods, svcs int) {
 	t.Helper()
 	p, err := c.CoreV1().Pods("ty-acme").List(b.ctx, metav1.ListOptions{})
@@ -45,8 +54,9 @@ func liveCount(t *testing.T, b *bundle, c *fake.Clientset) (pods, svcs int) {
 
 // A job cancelled while its objects exist only for the API server (created,
 // not yet shown by the informers) is not let go: first not while its
-// creates are awaited, then not before a live List shows nothing is left.
-// The objects the caches never showed are deleted.
+// creates are awaited, then, once those expectations lapsed, not before a
+// live GET of each lapsed create finds it gone. The objects the caches
+// never showed are deleted; no LIST is made.
 func TestCancelDuringDispatchLeavesNothing(t *testing.T) {
 	b := setup(t)
 	b.tenant(t, "acme", tenant.Quota{})
@@ -67,13 +77,13 @@ func TestCancelDuringDispatchLeavesNothing(t *testing.T) {
 	require.True(t, wj.Active, "not let go")
 	require.True(t, b.w.own.owns(key))
 
-	// The informer events never come; the expectations expire.
-	b.w.expect = newExpectations(time.Minute)
+	// The informer events never come; the expectations lapse.
+	lapse(b)
 	res = b.reconcile(t, key)
 	require.Positive(t, res.after)
 	wj = b.load(t, key)
 	require.Equal(t, job.Cancelled, wj.Job.Status.State)
-	require.True(t, wj.Active, "still not let go: the live List found objects")
+	require.True(t, wj.Active, "still not let go: the live GETs found objects")
 	require.False(t, wj.Job.Status.CleanedUp)
 	pods, svcs = liveCount(t, b, live)
 	require.Zero(t, pods, "the pods the caches never showed are deleted")
@@ -90,11 +100,18 @@ func TestCancelDuringDispatchLeavesNothing(t *testing.T) {
 	require.False(t, wj.Active)
 	require.True(t, wj.Job.Status.CleanedUp)
 	require.False(t, b.w.own.owns(key))
+	for _, res := range []string{"pods", "services"} {
+		require.Zero(t, testutil.ToFloat64(b.w.metrics.kubeRequests.WithLabelValues("list", res)),
+			"no LIST of %s: the lapsed creates are read by name", res)
+		require.Equal(t, float64(map[string]int{"pods": 3, "services": 1}[res]*2),
+			testutil.ToFloat64(b.w.metrics.kubeRequests.WithLabelValues("get", res)), "one GET per lapsed create and pass")
+	}
+	require.Empty(t, b.w.expect.lapsedCreates(key.UID), "found gone: forgotten")
 }
 
-// A deleted job is purged only once a live List shows nothing of it; a
-// finished job whose policy keeps its pods keeps the ones the caches did
-// not show either.
+// A deleted job is purged only once live GETs of its lapsed creates show
+// nothing of it; a finished job whose policy keeps its pods keeps the ones
+// the caches did not show either, and says so (CleanedUp false).
 func TestFinishingChecksTheAPIServer(t *testing.T) {
 	b := setup(t)
 	b.tenant(t, "acme", tenant.Quota{})
@@ -104,7 +121,7 @@ func TestFinishingChecksTheAPIServer(t *testing.T) {
 	key := b.submit(t, "acme", "tj", s)
 	b.own(t, key)
 	b.reconcile(t, key)
-	b.w.expect = newExpectations(time.Minute)
+	lapse(b)
 
 	// The deadline-like end: the job fails; CleanNone keeps the pod.
 	wj := b.load(t, key)
@@ -116,7 +133,7 @@ func TestFinishingChecksTheAPIServer(t *testing.T) {
 	b.reconcile(t, key)
 	wj = b.load(t, key)
 	require.False(t, wj.Active, "let go: the policy keeps its pod")
-	require.False(t, wj.Job.Status.CleanedUp, "and it says so, from the live List")
+	require.False(t, wj.Job.Status.CleanedUp, "and it says so, from the live GET")
 	pods, _ := liveCount(t, b, live)
 	require.Equal(t, 1, pods)
 

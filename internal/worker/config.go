@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/store"
 )
@@ -73,6 +75,12 @@ type Config struct {
 	// pass (the pods of a job are created at once), and its concurrent log
 	// reads. Defaults to 16.
 	CreateParallelism int
+	// FinishedTTL is how long a finished job's pods and Service are kept
+	// when its run policy sets no ttlSecondsAfterFinished; then they are
+	// deleted, and the job's record, events and kept log tails stay. A
+	// job's own TTL always wins. 0, the default here, keeps them until the
+	// job is deleted; `trainyard worker` defaults to DefaultFinishedTTLFlag.
+	FinishedTTL time.Duration
 	// NamespacePrefix names a tenant's namespace when its record names
 	// none. Defaults to kube.DefaultNamespacePrefix.
 	NamespacePrefix string
@@ -103,6 +111,9 @@ const (
 	DefaultLogTailLines         = 50
 	DefaultLogTailBytes         = 8 << 10
 	DefaultCreateParallelism    = 16
+	// DefaultFinishedTTLFlag is `trainyard worker --default-ttl-after-finished`:
+	// a day to look at a finished job's pods with kubectl, then they go.
+	DefaultFinishedTTLFlag = 24 * time.Hour
 )
 
 // WithDefaults returns c with every zero field set to its default.
@@ -159,6 +170,17 @@ func (c Config) validate() error {
 		return errors.New("worker: Kube is required")
 	case c.LeaseTTL < time.Second:
 		return fmt.Errorf("worker: lease TTL %s is too short (at least 1s: renewals run every TTL/3)", c.LeaseTTL)
+	case c.FinishedTTL < 0 || c.FinishedTTL > math.MaxInt32*time.Second:
+		return fmt.Errorf("worker: default TTL after finished %s is out of range 0..%ds", c.FinishedTTL, math.MaxInt32)
 	}
 	return nil
+}
+
+// runPolicy is the job's run policy with the operator's default TTL where
+// the job sets none.
+func (c Config) runPolicy(rp job.RunPolicy) job.RunPolicy {
+	if rp.TTLSecondsAfterFinished == nil && c.FinishedTTL > 0 {
+		rp.TTLSecondsAfterFinished = new(int32(c.FinishedTTL / time.Second))
+	}
+	return rp
 }

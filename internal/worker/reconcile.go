@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/trainyard/trainyard/internal/job"
@@ -67,6 +69,7 @@ func (w *Worker) reconcile(ctx context.Context, key store.JobKey) (result, error
 		return result{}, nil
 	}
 	w.own.setState(key, wj.Job.Status.State)
+	wj.Job.Spec.RunPolicy = w.cfg.runPolicy(wj.Job.Spec.RunPolicy)
 	t, found, err := w.tenants.lookup(ctx, key.Tenant)
 	if err != nil {
 		return result{}, errorf(errReasonStore, err)
@@ -151,29 +154,56 @@ func observed(pods, svcs []any) (job.Observed, objects) {
 	return obs, objs
 }
 
-// observeLive reads the job's pods and Services from the API server.
-func (w *Worker) observeLive(ctx context.Context, ns, uid string) (job.Observed, objects, error) {
-	opts := metav1.ListOptions{LabelSelector: kube.JobSelector(uid).String()}
-	podList, err := w.kube.CoreV1().Pods(ns).List(ctx, opts)
-	w.count("list", "pods", err)
-	if err != nil {
-		return job.Observed{}, objects{}, err
+// observeLapsed is observe plus the job's lapsed creates (expectations.go)
+// that a live GET by name finds: objects this worker created whose
+// informer events never came. A lapsed create found gone, or found to be
+// another object than the job's, is done with. found says whether any
+// object was added to what the cache shows.
+func (w *Worker) observeLapsed(ctx context.Context, p *pass, lapsed []string) (obs job.Observed, objs objects, found bool, err error) {
+	pods, _ := w.pods.GetIndexer().ByIndex(indexJobUID, jobIndexKey(p.ns, p.key.UID))
+	svcs, _ := w.services.GetIndexer().ByIndex(indexJobUID, jobIndexKey(p.ns, p.key.UID))
+	seen := map[string]bool{}
+	for _, o := range append(slices.Clone(pods), svcs...) {
+		if m, ok := o.(metav1.Object); ok {
+			seen[kindOf(o)+"/"+m.GetName()] = true
+		}
 	}
-	svcList, err := w.kube.CoreV1().Services(ns).List(ctx, opts)
-	w.count("list", "services", err)
-	if err != nil {
-		return job.Observed{}, objects{}, err
+	for _, key := range lapsed {
+		kind, ns, name, ok := parseCreateKey(key)
+		if !ok || ns != p.ns {
+			w.expect.observed(key)
+			continue
+		}
+		obj, err := w.getLive(ctx, kind, ns, name)
+		switch {
+		case apierrors.IsNotFound(err):
+			w.expect.observed(key)
+			continue
+		case err != nil:
+			return job.Observed{}, objects{}, false, err
+		case obj.GetLabels()[kube.LabelJobUID] != p.key.UID:
+			w.expect.observed(key) // the name holds another object now
+			continue
+		case seen[kind+"/"+name]:
+			continue // the cache shows it now; its event clears the lapse
+		}
+		found = true
+		if kind == "pod" {
+			pods = append(pods, obj)
+		} else {
+			svcs = append(svcs, obj)
+		}
 	}
-	pods := make([]any, len(podList.Items))
-	for i := range podList.Items {
-		pods[i] = &podList.Items[i]
+	obs, objs = observed(pods, svcs)
+	return obs, objs, found, nil
+}
+
+// kindOf is "pod" or "service", as in createKey.
+func kindOf(o any) string {
+	if _, ok := o.(*corev1.Service); ok {
+		return "service"
 	}
-	svcs := make([]any, len(svcList.Items))
-	for i := range svcList.Items {
-		svcs[i] = &svcList.Items[i]
-	}
-	obs, objs := observed(pods, svcs)
-	return obs, objs, nil
+	return "pod"
 }
 
 // apply carries out a plan: log tails, then the fenced save, then the
@@ -280,16 +310,20 @@ func (w *Worker) park(ctx context.Context, p *pass, after time.Duration) (result
 const lateRecheck = time.Second
 
 // finishing checks, before a job is let go (JobSave Done, or JobPurge),
-// that nothing of it is left in Kubernetes that the caches do not show
-// yet. Once a job is let go its informer events are dropped (it is not
-// owned), so an object created moments ago — a cancel or deadline during
-// dispatch, a failure after the Service was created in the same pass —
-// would be left behind for ever. So the job is not let go while creates of
-// it are still awaited by the caches, and otherwise one live List of its
-// pods and Services (by its uid label, in its namespace) is planned on
-// instead of the cache: if that plan deletes anything, or keeps waiting,
-// the pass applies it and the job stays owned. done is true when the job
-// can be let go, with the plan to save.
+// that nothing of it is left in Kubernetes that the caches do not show.
+// Once a job is let go its informer events are dropped (it is not owned),
+// so an object created moments ago — a cancel or deadline during dispatch,
+// a failure after the Service was created in the same pass — would be left
+// behind for ever. The caches are good enough for everything this worker
+// did not create just now, so it reads no list (a label-selected LIST
+// costs the API server work in proportion to every pod of the namespace,
+// for every job that ends): the job is not let go while creates of it are
+// still awaited by the caches (expectations), and a create whose
+// expectation lapsed without an informer event is read back by name (a
+// GET, rare) and planned on with the cache. If that plan deletes anything,
+// or keeps waiting, the pass applies it and the job stays owned. What
+// another worker created late (past its lease) is the orphan sweep's. done
+// is true when the job can be let go, with the plan to save.
 func (w *Worker) finishing(ctx context.Context, p *pass, plan job.PlanResult) (job.PlanResult, bool, result, error) {
 	if w.expect.creating(p.key.UID) {
 		w.log.Debug("job ended while creates are in flight; waiting for the informers", "job", p.key)
@@ -297,23 +331,27 @@ func (w *Worker) finishing(ctx context.Context, p *pass, plan job.PlanResult) (j
 		res, err := w.holdOn(ctx, p, plan)
 		return plan, false, res, err
 	}
-	obs, objs, err := w.observeLive(ctx, p.ns, p.key.UID)
-	if err != nil {
-		return plan, false, result{}, errorf(errReasonKube, err)
+	if lapsed := w.expect.lapsedCreates(p.key.UID); len(lapsed) > 0 {
+		obs, objs, found, err := w.observeLapsed(ctx, p, lapsed)
+		if err != nil {
+			return plan, false, result{}, errorf(errReasonKube, err)
+		}
+		if found {
+			w.log.Info("the job ended with objects the informers never showed; deleting them before letting it go",
+				"job", p.key, "pods", len(obs.Pods), "service", obs.Service)
+			p.objs = objs
+			plan = job.Plan(w.planInput(p, obs))
+		}
 	}
-	live := job.Plan(w.planInput(p, obs))
 	// Plan only ever sets CleanedUp; what is let go must say exactly
 	// whether anything is left, because the orphan sweep deletes what is
 	// left of a job that says nothing is.
-	live.Status.CleanedUp = len(obs.Pods) == 0 && !obs.Service && !obs.TensorBoardPod && !obs.TensorBoardSvc
-	if live.Forget && len(live.Actions) == 0 {
-		return live, true, result{}, nil
+	plan.Status.CleanedUp = len(p.objs.pods) == 0 && p.objs.svc == nil && p.objs.tbPod == nil && p.objs.tbSvc == nil
+	if plan.Forget && len(plan.Actions) == 0 {
+		return plan, true, result{}, nil
 	}
-	w.log.Info("the job ended with objects the informers did not show yet; deleting them before letting it go",
-		"job", p.key, "pods", len(obs.Pods), "service", obs.Service)
-	p.objs = objs
-	res, err := w.holdOn(ctx, p, live)
-	return live, false, res, err
+	res, err := w.holdOn(ctx, p, plan)
+	return plan, false, res, err
 }
 
 // holdOn applies a plan without letting the job go, and looks at the job

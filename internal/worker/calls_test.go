@@ -1,0 +1,156 @@
+//go:build integration
+
+package worker
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/kube"
+	"github.com/trainyard/trainyard/internal/store"
+	"github.com/trainyard/trainyard/internal/tenant"
+)
+
+// The Kubernetes calls a job costs the worker, by verb, over its whole
+// life, pinned: a job's cost must not grow with the finished pods and jobs
+// its namespace holds (issue 13), so there is no LIST in it (a
+// label-selected LIST makes the API server walk every pod of the
+// namespace) and no GET. The job is 1 chief + 4 workers, like the bench's.
+func TestKubeCallsPerJob(t *testing.T) {
+	oneDay := 24 * time.Hour
+	for _, tc := range []struct {
+		name        string
+		finishedTTL time.Duration // the worker's default
+		jobTTL      *int32
+		cancel      bool
+		kept        bool // the job is let go with its objects
+		want        map[string]int
+	}{
+		{name: "succeeds, pods and Service kept", kept: true,
+			want: map[string]int{"create pods": 5, "create services": 1}},
+		{name: "succeeds, removed after the worker's default TTL", finishedTTL: oneDay,
+			want: map[string]int{"create pods": 5, "create services": 1, "delete pods": 5, "delete services": 1}},
+		{name: "succeeds, removed at once by the job's own TTL", finishedTTL: oneDay, jobTTL: new(int32(0)),
+			want: map[string]int{"create pods": 5, "create services": 1, "delete pods": 5, "delete services": 1}},
+		{name: "cancelled while running", cancel: true,
+			want: map[string]int{"create pods": 5, "create services": 1, "delete pods": 5, "delete services": 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := setup(t, func(c *Config) { c.FinishedTTL = tc.finishedTTL })
+			b.tenant(t, "acme", tenant.Quota{})
+			s := spec(replica(job.Chief, 1, job.RestartNever), replica(job.Worker, 4, job.RestartNever))
+			s.RunPolicy.TTLSecondsAfterFinished = tc.jobTTL
+			key := b.submit(t, "acme", "tj", s)
+			b.own(t, key)
+			// From here on every call on the clientset is the worker's:
+			// the informers have listed already, and the test writes pod
+			// statuses through the tracker, which records no call.
+			from := len(b.kube.Actions())
+
+			b.reconcile(t, key)
+			b.waitCache(t, key, 5)
+			pods := []string{"tj-chief-0", "tj-worker-0", "tj-worker-1", "tj-worker-2", "tj-worker-3"}
+			for _, name := range pods {
+				b.kubelet(t, name, corev1.PodRunning)
+			}
+			b.reconcile(t, key)
+			if tc.cancel {
+				_, err := b.store.JobCancel(b.ctx, "acme", "tj")
+				require.NoError(t, err)
+			} else {
+				for _, name := range pods {
+					b.kubelet(t, name, corev1.PodSucceeded)
+				}
+			}
+			b.reconcileUntilLetGo(t, key)
+			if tc.finishedTTL > 0 && tc.jobTTL == nil {
+				require.Equal(t, job.Succeeded, b.load(t, key).Job.Status.State)
+				require.False(t, b.load(t, key).Job.Status.CleanedUp, "kept for the default TTL")
+				require.True(t, b.load(t, key).Active, "parked until the TTL, not let go")
+				_, err := b.pool.Exec(b.ctx, `UPDATE jobs SET claim_after = now() WHERE uid = $1`, key.UID)
+				require.NoError(t, err)
+				b.clock.Advance(tc.finishedTTL)
+				b.own(t, key)
+				b.reconcileUntilLetGo(t, key)
+			}
+			wj := b.load(t, key)
+			require.False(t, wj.Active, "let go")
+			require.Equal(t, tc.kept, !wj.Job.Status.CleanedUp, "CleanedUp says whether objects are kept")
+
+			got := map[string]int{}
+			for _, a := range b.kube.Actions()[from:] {
+				r := a.GetResource().Resource
+				if a.GetSubresource() != "" {
+					r += "/" + a.GetSubresource()
+				}
+				got[a.GetVerb()+" "+r]++
+			}
+			require.Equal(t, tc.want, got, "the worker's Kubernetes calls for one job")
+			for verb, n := range map[string]int{"list": 0, "get": 0} {
+				for _, res := range []string{"pods", "services"} {
+					require.Equal(t, float64(n), testutil.ToFloat64(b.w.metrics.kubeRequests.WithLabelValues(verb, res)),
+						"trainyard_worker_kube_requests_total{verb=%q,resource=%q}", verb, res)
+				}
+			}
+		})
+	}
+}
+
+// kubelet writes a pod's phase as the kubelet would, through the fake's
+// tracker (no recorded call), and waits for the informer to show it.
+func (b *bundle) kubelet(t *testing.T, name string, phase corev1.PodPhase) {
+	t.Helper()
+	obj, err := b.kube.Tracker().Get(corev1.SchemeGroupVersion.WithResource("pods"), "ty-acme", name)
+	require.NoError(t, err)
+	pod := obj.(*corev1.Pod).DeepCopy()
+	pod.Status.Phase = phase
+	if phase == corev1.PodSucceeded {
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: kube.ContainerName, State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", FinishedAt: metav1.NewTime(b.clock.Now())},
+		}}}
+	}
+	require.NoError(t, b.kube.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), pod, "ty-acme"))
+	b.waitPod(t, "ty-acme", name, func(p *corev1.Pod) bool { return p.Status.Phase == phase })
+}
+
+// reconcileUntilLetGo runs passes, waiting for the caches to show each
+// pass's deletions, until the worker lets the job go (done, or parked).
+func (b *bundle) reconcileUntilLetGo(t *testing.T, key store.JobKey) {
+	t.Helper()
+	for range 10 {
+		b.reconcile(t, key)
+		if !b.w.own.owns(key) {
+			return
+		}
+		b.waitGone(t, key)
+	}
+	t.Fatalf("job %s still owned after 10 passes", key)
+}
+
+// waitGone waits until the caches show no object of the job that the API
+// server (the fake's tracker) no longer has.
+func (b *bundle) waitGone(t *testing.T, key store.JobKey) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		for res, inf := range map[string]cache.SharedIndexInformer{"pods": b.w.pods, "services": b.w.services} {
+			objs, err := inf.GetIndexer().ByIndex(indexJobUID, jobIndexKey("ty-acme", key.UID))
+			if err != nil {
+				return false
+			}
+			for _, o := range objs {
+				m := o.(metav1.Object)
+				if _, err := b.kube.Tracker().Get(corev1.SchemeGroupVersion.WithResource(res), m.GetNamespace(), m.GetName()); err != nil {
+					return false
+				}
+			}
+		}
+		return true
+	}, 10*time.Second, 5*time.Millisecond, "the caches never caught up with the deletions of %s", key)
+}
