@@ -52,17 +52,38 @@ func TestJobsTable(t *testing.T) {
 	cancelling := runningJob("bert")
 	cancelling.Status.CancelRequested = true
 	queued := &pb.Job{Name: "tenants/ml/jobs/q", Spec: &pb.JobSpec{Replicas: []*pb.ReplicaSpec{{Type: pb.ReplicaType_REPLICA_TYPE_WORKER}}}, Status: &pb.JobStatus{State: pb.JobState_JOB_STATE_QUEUED}}
+	waits := &pb.Job{Name: "tenants/ml/jobs/big", Spec: &pb.JobSpec{Replicas: []*pb.ReplicaSpec{{Type: pb.ReplicaType_REPLICA_TYPE_WORKER, Count: 3}}},
+		Status: &pb.JobStatus{State: pb.JobState_JOB_STATE_QUEUED, Queue: &pb.QueueStatus{
+			Reason: pb.WaitReason_WAIT_REASON_CAPACITY, TenantPosition: 1, ClusterPosition: 4, WaitingFor: []string{"nvidia.com/gpu"},
+			EstimatedStartTime: timestamppb.New(testNow.Add(12 * time.Minute)), EstimateBasis: pb.EstimateBasis_ESTIMATE_BASIS_RUN_TIMES,
+		}}}
+	behind := &pb.Job{Name: "tenants/ml/jobs/small", Spec: &pb.JobSpec{Replicas: []*pb.ReplicaSpec{{Type: pb.ReplicaType_REPLICA_TYPE_WORKER}}},
+		Status: &pb.JobStatus{State: pb.JobState_JOB_STATE_QUEUED, Queue: &pb.QueueStatus{
+			Reason: pb.WaitReason_WAIT_REASON_ORDER, TenantPosition: 2, ClusterPosition: 5, BlockedBy: "big",
+		}}}
 
 	var out bytes.Buffer
-	writeJobsTable(&out, []*pb.Job{runningJob("mnist-1"), failed, cancelling, queued}, testNow)
+	writeJobsTable(&out, []*pb.Job{runningJob("mnist-1"), failed, cancelling, queued, waits, behind}, testNow)
 	require.Equal(t, strings.Join([]string{
-		"NAME      STATE        REPLICAS                RESTARTS   AGE   REASON",
-		"mnist-1   RUNNING      chief 1/1, worker 4/4   0          5m    -",
-		"resnet    FAILED       worker 1/2, ps 0/1      3          26h   BackoffLimitExceeded",
-		"bert      CANCELLING   chief 1/1, worker 4/4   0          5m    -",
-		"q         QUEUED       worker 0/1              0          -     -",
+		"NAME      STATE        REPLICAS                RESTARTS   POSITION   WAITING FOR               ETA      AGE   REASON",
+		"mnist-1   RUNNING      chief 1/1, worker 4/4   0          -          -                         -        5m    -",
+		"resnet    FAILED       worker 1/2, ps 0/1      3          -          -                         -        26h   BackoffLimitExceeded",
+		"bert      CANCELLING   chief 1/1, worker 4/4   0          -          -                         -        5m    -",
+		"q         QUEUED       worker 0/1              0          -          -                         -        -     -",
+		"big       QUEUED       worker 0/3              0          1/4        CAPACITY nvidia.com/gpu   in 12m   -     -",
+		"small     QUEUED       worker 0/1              0          2/5        ORDER big                 ?        -     -",
 		"",
 	}, "\n"), out.String())
+
+	out.Reset()
+	writeJobDetail(&out, waits, testNow)
+	for _, want := range []string{
+		"Waiting for:       CAPACITY nvidia.com/gpu: \n",
+		"Position:          1 in the tenant's queue, 4 in the cluster's\n",
+		"Estimated start:   in 12m (from the run times of the tenant's recent jobs)\n",
+	} {
+		require.Contains(t, out.String(), want)
+	}
 }
 
 func TestJobDetail(t *testing.T) {

@@ -299,10 +299,10 @@ func TestListPagesAndTable(t *testing.T) {
 
 	r := f.tyctl(t, env, "jobs", "list", "--filter", "state = RUNNING", "--limit", "2", "--all-pages")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, "NAME   STATE     REPLICAS                RESTARTS   AGE   REASON\n"+
-		"c      RUNNING   chief 1/1, worker 4/4   0          5m    -\n"+
-		"b      RUNNING   chief 1/1, worker 4/4   0          5m    -\n"+
-		"a      RUNNING   chief 1/1, worker 4/4   0          5m    -\n", r.stdout)
+	require.Equal(t, "NAME   STATE     REPLICAS                RESTARTS   POSITION   WAITING FOR   ETA   AGE   REASON\n"+
+		"c      RUNNING   chief 1/1, worker 4/4   0          -          -             -     5m    -\n"+
+		"b      RUNNING   chief 1/1, worker 4/4   0          -          -             -     5m    -\n"+
+		"a      RUNNING   chief 1/1, worker 4/4   0          -          -             -     5m    -\n", r.stdout)
 	calls := f.rec.methodCalls("ListJobs")
 	require.Len(t, calls, 2)
 	first, second := calls[0].req.(*pb.ListJobsRequest), calls[1].req.(*pb.ListJobsRequest)
@@ -429,7 +429,8 @@ func TestLogsStreamToStdout(t *testing.T) {
 func TestTenantsCreate(t *testing.T) {
 	f := startFake(t)
 	r := f.tyctl(t, nil, "--token", testToken, "tenants", "create", "ml-team", "--quota-gpu", "16", "--quota-memory", "512Gi",
-		"--member", "group:ml-team=editor", "--member", "subject:alice=admin", "--pod-reader-group", "ml-team", "--label", "org=research")
+		"--member", "group:ml-team=editor", "--member", "subject:alice=admin", "--pod-reader-group", "ml-team", "--label", "org=research",
+		"--preemption", "lower-priority", "--queueing", "best-effort-fifo")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "tenant ml-team created (namespace ty-ml-team)\n", r.stdout)
 	want := &pb.CreateTenantRequest{TenantId: "ml-team", Tenant: &pb.Tenant{
@@ -440,6 +441,8 @@ func TestTenantsCreate(t *testing.T) {
 			{Principal: &pb.Member_Subject{Subject: "alice"}, Role: pb.Role_ROLE_ADMIN},
 		},
 		PodReaderGroups: []string{"ml-team"},
+		Scheduling: &pb.Scheduling{PreemptionPolicy: pb.PreemptionPolicy_PREEMPTION_POLICY_LOWER_PRIORITY,
+			QueueingStrategy: pb.QueueingStrategy_QUEUEING_STRATEGY_BEST_EFFORT_FIFO},
 	}}
 	got := f.rec.methodCalls("CreateTenant")[0].req
 	require.True(t, proto.Equal(want, got), "got %v", got)

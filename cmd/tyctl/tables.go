@@ -22,12 +22,59 @@ func newTabWriter(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w,
 
 func writeJobsTable(w io.Writer, jobs []*pb.Job, now time.Time) {
 	tw := newTabWriter(w)
-	fmt.Fprintln(tw, "NAME\tSTATE\tREPLICAS\tRESTARTS\tAGE\tREASON")
+	fmt.Fprintln(tw, "NAME\tSTATE\tREPLICAS\tRESTARTS\tPOSITION\tWAITING FOR\tETA\tAGE\tREASON")
 	for _, j := range jobs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", lastSegment(j.GetName()), jobState(j), replicaSummary(j),
-			j.GetStatus().GetRestarts(), age(now, j.GetCreateTime()), dash(j.GetStatus().GetReason()))
+		q := j.GetStatus().GetQueue()
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", lastSegment(j.GetName()), jobState(j), replicaSummary(j),
+			j.GetStatus().GetRestarts(), queuePosition(q), waitingFor(q), eta(now, q), age(now, j.GetCreateTime()), dash(j.GetStatus().GetReason()))
 	}
 	_ = tw.Flush()
+}
+
+// queuePosition is "<in the tenant's queue>/<in the cluster's>", or "-".
+func queuePosition(q *pb.QueueStatus) string {
+	if q == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%d/%d", q.GetTenantPosition(), q.GetClusterPosition())
+}
+
+// waitingFor is the wait reason and what it names: "CAPACITY nvidia.com/gpu",
+// "ORDER big".
+func waitingFor(q *pb.QueueStatus) string {
+	if q == nil {
+		return "-"
+	}
+	what := strings.Join(q.GetWaitingFor(), ",")
+	if b := q.GetBlockedBy(); b != "" {
+		what = b
+	}
+	return strings.TrimSpace(shortEnum(q.GetReason()) + " " + what)
+}
+
+// eta is when a waiting job may start, relative ("in 12m", "now"), "?"
+// when nothing supports an estimate, "-" for a job that does not wait.
+func eta(now time.Time, q *pb.QueueStatus) string {
+	if q == nil {
+		return "-"
+	}
+	t := q.GetEstimatedStartTime()
+	if t == nil {
+		return "?"
+	}
+	d := t.AsTime().Sub(now)
+	if d <= time.Second {
+		return "now"
+	}
+	return "in " + humanDuration(d)
+}
+
+var etaBasis = map[pb.EstimateBasis]string{
+	pb.EstimateBasis_ESTIMATE_BASIS_RUN_TIMES:  "from the run times of the tenant's recent jobs",
+	pb.EstimateBasis_ESTIMATE_BASIS_DEADLINES:  "from running jobs' deadlines (at the latest)",
+	pb.EstimateBasis_ESTIMATE_BASIS_BACKOFF:    "when its requeue backoff ends",
+	pb.EstimateBasis_ESTIMATE_BASIS_PREEMPTION: "once the jobs preempted for it have stopped",
+	pb.EstimateBasis_ESTIMATE_BASIS_AVAILABLE:  "what it needs is free; it waits for its turn",
 }
 
 // jobState is the state's short name; CANCELLING while a requested cancel
@@ -80,6 +127,21 @@ func writeJobDetail(w io.Writer, j *pb.Job, now time.Time) {
 	row("Message", st.GetMessage())
 	row("Replicas", replicaSummary(j))
 	row("Restarts", fmt.Sprintf("%d (backoff limit %d)", st.GetRestarts(), j.GetSpec().GetRunPolicy().GetBackoffLimit()))
+	if n := st.GetRequeues(); n > 0 {
+		row("Requeues", strconv.Itoa(int(n)))
+	}
+	row("Priority", strconv.Itoa(int(j.GetSpec().GetPriority())))
+	if q := st.GetQueue(); q != nil {
+		row("Waiting for", waitingFor(q)+": "+q.GetMessage())
+		row("Position", fmt.Sprintf("%d in the tenant's queue, %d in the cluster's", q.GetTenantPosition(), q.GetClusterPosition()))
+		e := eta(now, q)
+		if b, ok := etaBasis[q.GetEstimateBasis()]; ok && e != "?" {
+			e += " (" + b + ")"
+		} else if e == "?" {
+			e = "unknown (no recent run times or deadlines to go by)"
+		}
+		row("Estimated start", e)
+	}
 	created := when(now, j.GetCreateTime())
 	if c := j.GetCreator(); c != "" && created != "" {
 		created += " by " + c
@@ -135,6 +197,10 @@ func writeWatchLine(w io.Writer, m *pb.WatchJobResponse) {
 		line = fmt.Sprintf("%s  %-20s  %-10s  current state  %s", clock(j.GetUpdateTime()), lastSegment(j.GetName()),
 			jobState(j), oneLine(j.GetStatus().GetMessage()))
 	}
+	if q := m.GetJob().GetStatus().GetQueue(); q != nil {
+		line = fmt.Sprintf("%s  [position %s, waiting for %s, ETA %s]", strings.TrimRight(line, " "), queuePosition(q), waitingFor(q),
+			eta(time.Now(), q))
+	}
 	fmt.Fprintln(w, strings.TrimRight(line, " "))
 }
 
@@ -160,6 +226,9 @@ func writeTenantDetail(w io.Writer, t *pb.Tenant, now time.Time) {
 	row("Namespace", t.GetNamespace())
 	row("Labels", formatMap(t.GetLabels()))
 	row("Quota", formatQuota(t.GetQuota()))
+	if sc := t.GetScheduling(); sc != nil {
+		row("Scheduling", fmt.Sprintf("preemption %s, queueing %s", shortEnum(sc.GetPreemptionPolicy()), shortEnum(sc.GetQueueingStrategy())))
+	}
 	row("Pod readers", strings.Join(t.GetPodReaderGroups(), ", "))
 	row("Created", when(now, t.GetCreateTime()))
 	for i, m := range t.GetMembers() {

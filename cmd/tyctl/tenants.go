@@ -80,6 +80,7 @@ func newTenantsCreateCmd(a *app) *cobra.Command {
 		podReaderGroups     []string
 		quotaCPU, quotaMem  string
 		quotaGPU, quotaPods int32
+		preemption, queue   string
 	)
 	cmd := &cobra.Command{
 		Use:   "create ID",
@@ -88,7 +89,8 @@ func newTenantsCreateCmd(a *app) *cobra.Command {
 its Kubernetes namespace. Members are OIDC groups or subjects with a role:
 viewer (read), editor (also submit and cancel jobs), admin (also secrets).`,
 		Example: `  tyctl tenants create ml-team --quota-gpu 16 --quota-memory 512Gi \
-      --member group:ml-team=editor --member subject:alice=admin --pod-reader-group ml-team`,
+      --member group:ml-team=editor --member subject:alice=admin --pod-reader-group ml-team \
+      --preemption lower-priority --queueing best-effort-fifo`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := strings.TrimPrefix(args[0], "tenants/")
@@ -101,6 +103,23 @@ viewer (read), editor (also submit and cancel jobs), admin (also secrets).`,
 			}
 			if quotaGPU != 0 || quotaPods != 0 || quotaCPU != "" || quotaMem != "" {
 				t.Quota = &pb.Quota{Gpu: quotaGPU, Cpu: quotaCPU, Memory: quotaMem, Pods: quotaPods}
+			}
+			if preemption != "" || queue != "" {
+				t.Scheduling = &pb.Scheduling{}
+				if preemption != "" {
+					v, err := parseEnum(pb.PreemptionPolicy(0).Descriptor(), preemption)
+					if err != nil {
+						return fmt.Errorf("--preemption: %w", err)
+					}
+					t.Scheduling.PreemptionPolicy = pb.PreemptionPolicy(v.Number())
+				}
+				if queue != "" {
+					v, err := parseEnum(pb.QueueingStrategy(0).Descriptor(), queue)
+					if err != nil {
+						return fmt.Errorf("--queueing: %w", err)
+					}
+					t.Scheduling.QueueingStrategy = pb.QueueingStrategy(v.Number())
+				}
 			}
 			for _, m := range members {
 				pm, err := parseMember(m)
@@ -133,6 +152,8 @@ viewer (read), editor (also submit and cancel jobs), admin (also secrets).`,
 	fs.Int32Var(&quotaPods, "quota-pods", 0, "pods the tenant's running jobs may have together; 0 for no limit")
 	fs.StringArrayVar(&members, "member", nil, "group:NAME=ROLE or subject:NAME=ROLE, ROLE viewer|editor|admin (repeatable)")
 	fs.StringArrayVar(&podReaderGroups, "pod-reader-group", nil, "OIDC group given read access to pods and logs in the namespace (repeatable)")
+	fs.StringVar(&preemption, "preemption", "", "never (default) or lower-priority: a pending job may preempt the tenant's running jobs of lower priority")
+	fs.StringVar(&queue, "queueing", "", "strict-fifo (default) or best-effort-fifo: a job that fits may start ahead of an earlier one that does not")
 	return cmd
 }
 

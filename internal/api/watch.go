@@ -44,7 +44,11 @@ func (s *JobServer) WatchJob(req *pb.WatchJobRequest, stream grpc.ServerStreamin
 		return err
 	}
 	if req.GetAfterEventId() == 0 {
-		if err := stream.Send(&pb.WatchJobResponse{Job: jobSummaryToPB(j)}); err != nil {
+		cur := jobSummaryToPB(j)
+		if err := s.withQueue(ctx, tenantID, cur); err != nil {
+			return err
+		}
+		if err := stream.Send(&pb.WatchJobResponse{Job: cur}); err != nil {
 			return err
 		}
 	}
@@ -64,8 +68,12 @@ func (s *JobServer) WatchJob(req *pb.WatchJobRequest, stream grpc.ServerStreamin
 			if len(jobs) == 1 {
 				j = jobs[0] // else purged meanwhile: keep the last known
 			}
+			cur := jobSummaryToPB(j)
+			if err := s.withQueue(ctx, tenantID, cur); err != nil {
+				return false, err
+			}
 			for _, e := range events {
-				if err := stream.Send(&pb.WatchJobResponse{Event: eventToPB(e), Job: jobSummaryToPB(j)}); err != nil {
+				if err := stream.Send(&pb.WatchJobResponse{Event: eventToPB(e), Job: cur}); err != nil {
 					return false, err
 				}
 				cursor = e.ID
@@ -121,16 +129,24 @@ func (s *JobServer) WatchJobs(req *pb.WatchJobsRequest, stream grpc.ServerStream
 			if err != nil {
 				return false, err
 			}
+			var msgs []*pb.WatchJobResponse
+			var withJob []*pb.Job
 			for _, e := range events {
-				cursor = e.ID
-				msg, ok := watchMessage(tenantID, e, jobs, f)
-				if !ok {
-					continue
+				if msg, ok := watchMessage(tenantID, e, jobs, f); ok {
+					msgs = append(msgs, msg)
+					withJob = append(withJob, msg.GetJob())
 				}
+			}
+			// One read of the tenant's queue view for the whole batch.
+			if err := s.withQueue(ctx, tenantID, withJob...); err != nil {
+				return false, err
+			}
+			for _, msg := range msgs {
 				if err := stream.Send(msg); err != nil {
 					return false, err
 				}
 			}
+			cursor = events[len(events)-1].ID
 			if len(events) < maxPageSize {
 				return false, nil
 			}
