@@ -4,15 +4,11 @@ package scheduler
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"log/slog"
-	"net/url"
 	"os"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/pgtest"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenant"
 )
@@ -32,38 +29,15 @@ type bundle struct {
 	kube  *fake.Clientset
 }
 
+func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, "scheduler", nil)) }
+
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	admin := os.Getenv("DATABASE_URL")
-	if admin == "" {
-		admin = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-	}
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	name := "trainyard_scheduler_" + hex.EncodeToString(b)
-	exec := func(sql string) error {
-		conn, err := pgx.Connect(ctx, admin)
-		if err != nil {
-			return err
-		}
-		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, sql)
-		return err
-	}
-	// Scheduler tests need Postgres: fail, never skip.
-	require.NoError(t, exec("CREATE DATABASE "+name), "scheduler tests need Postgres at DATABASE_URL")
-	t.Cleanup(func() { _ = exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)") })
-	u, err := url.Parse(admin)
-	require.NoError(t, err)
-	u.Path = "/" + name
-	require.NoError(t, store.Migrate(ctx, u.String(), "up"))
-	st, err := store.Open(ctx, u.String())
-	require.NoError(t, err)
-	t.Cleanup(st.Close)
+	pool, _ := pgtest.Schema(t)
 	kc := fake.NewClientset(gpuNode("n1", 8), gpuNode("n2", 8))
-	return &bundle{ctx: ctx, store: st, kube: kc}
+	return &bundle{ctx: ctx, store: store.New(pool), kube: kc}
 }
 
 func gpuNode(name string, gpus int64) *corev1.Node {
