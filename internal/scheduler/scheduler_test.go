@@ -120,7 +120,7 @@ func TestSchedulerAdmitsWhatFits(t *testing.T) {
 	events, err := b.store.EventList(b.ctx, "a", "second", 0, 10)
 	require.NoError(t, err)
 	require.Equal(t, job.ReasonWaiting, events[len(events)-1].Reason)
-	require.Equal(t, 1.0, metric(t, reg, "trainyard_scheduler_leader"))
+	require.Eventually(t, func() bool { return metric(t, reg, "trainyard_scheduler_leader") == 1 }, 5*time.Second, 10*time.Millisecond)
 
 	// The first job ends: the second is admitted.
 	_, err = b.store.JobCancel(b.ctx, "a", "first")
@@ -194,7 +194,8 @@ func TestSchedulerPreempts(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, w.PreemptMessage, `"urgent" (priority 900)`)
 	require.False(t, b.admitted(t, urgent), "it waits until the victim has stopped")
-	require.Equal(t, 1.0, metric(t, reg, "trainyard_scheduler_preemptions_total"))
+	require.Eventually(t, func() bool { return metric(t, reg, "trainyard_scheduler_preemptions_total") == 1 },
+		5*time.Second, 10*time.Millisecond, "counted once the commit is done")
 }
 
 // metric sums the series of a registered gauge or counter (0 when absent).
