@@ -7,24 +7,29 @@
 //
 // # Tables
 //
-//	tenants            id, quota/labels (JSONB), namespace, state
+//	tenants            id, quota/labels/scheduling (JSONB), namespace, state
 //	tenant_members     (tenant, kind subject|group, principal) → role; for "which tenants may I see"
 //	jobs               (tenant, uid) primary key; spec and status JSONB beside the
 //	                   columns that are queried: name, state, labels (GIN), seq,
 //	                   priority, creator, cancel_requested, deleted, admitted,
-//	                   demand_*, active, worker_id, lease_expires_at, claim_after,
-//	                   version, times
+//	                   active, worker_id, lease_expires_at, claim_after, version,
+//	                   times; the scheduler's queued_at, start_time, not_before,
+//	                   preempt_for, preempt_message, preempted_by, wait_reason
 //	job_events         bigserial id; (tenant, job uid) → jobs, cascade on purge
 //	idempotency_keys   (tenant, request_id) → job uid
 //	secrets            (tenant, name) → key names; values never reach Postgres
 //	audit_records      bigserial id; tenant, who (subject, groups, issuer, address,
 //	                   request id), action, resource, details (JSONB); never updated
+//	scheduler_lease    one row: holder, epoch, expires_at
+//	tenant_queues      tenant → where its waiting jobs stand (JSONB by job uid)
 //
 // Every table that holds tenant data has tenant_id, and every query of an
 // API method filters on it: a tenant can not read, cancel, delete or list
 // another tenant's rows even by guessing names or uids. The exceptions are
 // the worker's queue queries (JobClaim, JobLeaseRenew, JobReleaseAll,
-// JobListByKeys, TenantListAll), which are cross-tenant by nature.
+// JobListByKeys, TenantListAll) and the scheduler's (SchedulerJobs,
+// SchedulerTenants, JobSpecs, TenantRunTimes, SchedulerCommit,
+// QueuePublish), which are cross-tenant by nature.
 //
 // # Jobs: API side
 //
@@ -44,8 +49,9 @@
 // EventListByJob), which also reach deleted jobs until they are purged.
 //
 // Cancel and delete lock the row. A QUEUED job that is not admitted has no
-// Kubernetes objects yet (a worker creates objects only after JobAdmitWait,
-// which is version-fenced), so cancel ends it at once and makes it inactive; any
+// Kubernetes objects yet (it is not claimable; the scheduler's commit
+// admits only QUEUED, uncancelled jobs, under the same row lock), so cancel
+// ends it at once and makes it inactive; any
 // other unfinished job gets cancel_requested and its worker stops it. Only
 // final jobs can be deleted: the row is marked deleted (the name is free at
 // once) and active, so that a worker removes what is left in Kubernetes and
@@ -56,20 +62,21 @@
 // A worker claims jobs, renews their leases, and writes them fenced. A job
 // row, as the queue sees it:
 //
-//	                  JobCreate
-//	                      │   claim_after = '-infinity'
+//	          JobCreate: QUEUED, claim_after = 'infinity'
+//	                      │   (the scheduler's, not a worker's)
+//	                      │ SchedulerCommit admits: claim_after = '-infinity'
 //	                      ▼
 //	┌──────────►  WAITING: active, no live lease  ◄──────────┐
 //	│             claimable once claim_after ≤ now()         │ lease expired,
 //	│                     │                                  │ JobRelease;
-//	│                     │ JobClaim                         │ JobAdmitWait not
-//	│                     ▼                                  │ admitted: released,
-//	│           OWNED: active, worker_id=W, live lease ──────┘ claim_after = now()+poll
-//	│             JobLeaseRenew extends the lease;             (woken: '-infinity');
-//	│                                                          JobPark of a finished
-//	│                                                          job: claim_after = its TTL
-//	│             JobLoad → JobAdmitWait → JobSave (all fenced);
-//	│             JobPurge of a deleted job: the row is gone
+//	│                     │ JobClaim                         │ JobPark of a finished
+//	│                     ▼                                  │ job: claim_after = its TTL
+//	│           OWNED: active, worker_id=W, live lease ──────┘
+//	│             JobLeaseRenew extends the lease;
+//	│             JobLoad → JobSave (fenced);        JobSave{Requeue} (preempted,
+//	│             JobPurge of a deleted job:  ─────► unschedulable): QUEUED, unadmitted,
+//	│             the row is gone                    unowned, claim_after = 'infinity'
+//	│                                                (back to the scheduler)
 //	│                     │
 //	│                     │ JobSave{Done}; cancel of a QUEUED,
 //	│                     │ unadmitted job
@@ -80,12 +87,11 @@
 // JobClaim is one statement over two index range scans, each stopped by
 // its LIMIT and FOR UPDATE SKIP LOCKED: owned jobs whose lease expired
 // (jobs_lease_expiry_idx, oldest expiry first), then unowned jobs whose
-// claim_after has come (jobs_claim_idx on (claim_after, seq)). Claimable
-// jobs carry '-infinity', so they are taken in submission order whatever
-// their tenant: the user's priority orders admission within a tenant, not
-// claims across tenants. Neither index holds owned jobs under a live lease
-// or jobs released into the future, so a claim costs the same with ten
-// thousand jobs running or waiting as with none. Concurrent claimers skip
+// claim_after has come (jobs_claim_idx on (claim_after, seq)). Admitted
+// jobs carry '-infinity', so they are taken in submission order; jobs
+// waiting for admission carry 'infinity' and are never reached. Neither
+// index holds owned jobs under a live lease, so a claim costs the same with
+// ten thousand jobs running or waiting as with none. Concurrent claimers skip
 // each other's locked rows and never get the same job.
 //
 // Leases are on the database clock (now()), so workers need not agree on
@@ -93,45 +99,45 @@
 // and the job can be claimed by anyone, its former owner included.
 //
 // Every write of a job bumps its version (lease renewal excepted).
-// JobSave, JobAdmitWait and JobPurge succeed only while the caller owns the
+// JobSave, JobPark and JobPurge succeed only while the caller owns the
 // job under a live lease (else ErrLeaseLost: stop acting on it) and, for
-// JobSave and JobAdmitWait, while the job is still at the version the
+// JobSave and JobPark, while the job is still at the version the
 // caller read (else ErrConflict: re-read and decide again). So a worker
 // that paused past its lease can not overwrite its successor, and a user's
 // cancel or delete that lands between a worker's read and write is never
 // lost: the write fails and the worker sees the request on its re-read.
 //
-// # Admission
+// # Scheduling
 //
-// JobAdmitWait serializes a tenant's admissions by locking the tenant row
-// (FOR NO KEY UPDATE; it does not conflict with foreign keys' key-share
-// locks, but JobCreate's FOR SHARE waits for it, briefly).
-// A tenant's jobs are admitted in admission order, priority DESC then
-// submission (jobs_admission_idx: the tenant's active, QUEUED, unadmitted
-// jobs), strictly: a job is admitted when the demand of the tenant's
-// admitted, unfinished, undeleted jobs, plus that of every job before it in
-// that order not admitted yet, plus its own fits every non-zero limit. The
-// earlier jobs' room is kept, so a big job is never starved by small ones
-// admitted past it; the result names the job a blocked one waits behind.
-// The scan of the earlier jobs is a streaming window sum that stops where
-// the quota overflows. A job larger than the whole quota (the quota was
-// lowered after it was accepted) reserves nothing and blocks nobody.
+// The scheduler (internal/scheduler) admits jobs; exactly one process does
+// at a time, the holder of the single scheduler_lease row:
 //
-// A job that is not admitted is released in the same transaction (the
-// caller's Wait gives the status to record and the retry time): no lease,
-// no worker slot, until claim_after. Jobs are woken, one at a time, by the
-// events that can let the next job in line in, each in its own
-// transaction under the same tenant lock, so that no wake-up is lost
-// between an admission check and a release: the end of a job (JobSave of a
-// final status, Done, JobPurge) and an admission wake the tenant's next
-// job in line (claim_after = '-infinity', and a NOTIFY "<tenant>/<uid>" on
-// ChannelJobs); JobWakeNext does it for a quota change. Only the next one:
-// nothing behind it can be admitted before it, and its own admission wakes
-// the one after it.
+//	SchedulerLeaseAcquire   UPDATE ... WHERE holder = me OR expired: taking it
+//	                        (or taking it again after it expired) bumps epoch
+//	SchedulerCommit,        first SELECT ... FOR UPDATE of the lease row: it must
+//	QueuePublish            still be (holder, epoch) and live, else ErrLeaseLost;
+//	                        the lock is held to commit, so nobody takes the lease
+//	                        over while a cycle writes
 //
-// Lock order is tenant row, then job row, everywhere a job's write takes
-// the tenant lock (JobAdmitWait, a final JobSave, JobPurge), so these never
-// deadlock each other.
+// A cycle reads SchedulerTenants and SchedulerJobs (scalar columns of the
+// unfinished jobs only, jobs_unfinished_idx; specs through JobSpecs once
+// per job) and writes everything it decided in one SchedulerCommit:
+// admissions (admitted, claim_after '-infinity'; only jobs still QUEUED,
+// unadmitted and uncancelled: a cancel that committed since the snapshot
+// wins), preemptions (preempt_for and preempt_message on running jobs not
+// already stopping, a Preempting event, a NOTIFY to the owner), and wait
+// reasons that changed (the Admitted condition and a Waiting event, so
+// that events are written only when the reason changes). Rows are locked
+// before any tenant's events lock, as every other writer does. Admission
+// is a flag: a second leader's, or a replayed, admission of a job is a
+// no-op, and no job is dispatched twice.
+//
+// tenant_queues holds, per tenant, where its waiting jobs stood at the last
+// published cycle (positions, reason, blocker, estimated start): one row
+// the API reads for the caller's tenant only, rewritten when it changed.
+//
+// The scheduler is woken by ChannelSchedule: a job created, cancelled
+// while queued, finished or requeued (JobSave), a tenant changed.
 //
 // # Events
 //
@@ -152,7 +158,8 @@
 // trigger fires per row, and under load floods the listeners (river removed
 // theirs for this reason). Channels: ChannelJobs ("<tenant>/<uid>" — a job
 // needs a worker's attention), ChannelEvents (tenant id — new events for
-// watchers), ChannelTenants (tenant id — tenant or secrets changed).
+// watchers), ChannelTenants (tenant id — tenant or secrets changed),
+// ChannelSchedule (tenant id — the scheduler has something to decide).
 //
 // A notification is a wake-up hint, never the only signal: a Listener loses
 // whatever is sent while it reconnects, and a full subscriber buffer drops

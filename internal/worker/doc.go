@@ -1,9 +1,9 @@
-// Package worker runs Trainyard's jobs on Kubernetes: it takes queued jobs
-// from Postgres, admits them against their tenant's quota, creates their
-// headless Service and replica pods, follows the pods, and writes status
-// and events back until each job has ended and been cleaned up. The
-// decisions are job.Plan's (pure, table-tested); this package is the shell
-// of I/O around it.
+// Package worker runs Trainyard's jobs on Kubernetes: it takes the jobs the
+// scheduler admitted (internal/scheduler) from Postgres, creates their
+// headless Service and replica pods, follows the pods, carries out
+// preemptions, and writes status and events back until each job has ended
+// and been cleaned up. The decisions are job.Plan's (pure, table-tested);
+// this package is the shell of I/O around it.
 //
 // # Shape
 //
@@ -20,7 +20,7 @@
 //	   │                 └──────────────────┬───────────────────────┘   deadline and TTL timers
 //	   │                                    │ --concurrency goroutines
 //	   │                                    ▼
-//	   │   reconcile(key): JobLoad ─► [QUEUED, not admitted: JobAdmitWait] ─► observe (listers)
+//	   │   reconcile(key): JobLoad ─► observe (listers)
 //	   │                   ─► job.Plan ─► log tails ─► JobSave (fenced) ─► Kubernetes actions
 //	   │                   ─► [letting go: expectations] ─► JobSave Done / JobPark / JobPurge
 //	   └──────────────────────────────────── status, events, done, purge
@@ -33,15 +33,14 @@
 // Each job has at most one owner: the worker whose id is in the job row
 // under a live lease (store's claim/lease/fence protocol). A worker claims
 // up to --max-owned-jobs jobs, renews its leases every TTL/3 and releases
-// everything on a graceful stop. Jobs waiting for quota are not owned (see
-// Admission), nor are finished jobs whose kept pods wait for a TTL longer
-// than a lease (parked until it, store.JobPark), so the owned jobs are the
-// ones being admitted, running or being cleaned up, and neither one
-// tenant's queue nor a day's TTLs can fill the workers. Claims
-// go in submission order across tenants: the user's priority orders
-// admission within a tenant only, so no tenant jumps ahead of another by
-// setting it. Why per-job leases and not a Kubernetes Lease electing one
-// leader:
+// everything on a graceful stop. Jobs waiting for admission are not
+// claimable (see Admission), nor are finished jobs whose kept pods wait for
+// a TTL longer than a lease (parked until it, store.JobPark), so the owned
+// jobs are the ones starting, running or being cleaned up, and neither one
+// tenant's queue nor a day's TTLs can fill the workers. Admitted jobs are
+// claimed in submission order. Why per-job leases and not a Kubernetes
+// Lease electing one leader (the scheduler does have one leader, but it
+// only decides; it dispatches nothing):
 //
 //   - Scale-out: any number of workers share the jobs; adding one adds
 //     capacity (claims skip each other's rows, FOR UPDATE SKIP LOCKED). A
@@ -51,7 +50,7 @@
 //   - No single point of delay: a dead worker costs only its own jobs one
 //     lease TTL (10 s by default) before others claim them; a restarted
 //     worker (new id) does not wait for anything.
-//   - Fencing on every write: JobSave, JobAdmitWait and JobPurge succeed only
+//   - Fencing on every write: JobSave, JobPark and JobPurge succeed only
 //     for the owner under a live lease and at the version it read, so a
 //     worker that paused past its lease cannot overwrite its successor,
 //     and a cancel that lands between a read and a write is never lost. A
@@ -84,21 +83,23 @@
 //
 // # Admission
 //
-// A QUEUED job is admitted by store.JobAdmitWait, in its tenant's
-// admission order (priority DESC, then submission; strict: the demand of
-// every earlier job not yet admitted is reserved, so a big job is not
-// starved by small ones admitted past it). A job that is not admitted
-// records why — Admitted=false, QuotaExceeded, "waiting for quota: needs 4
-// GPUs, 6 of 8 in use", or "...: behind job \"big\", which is ahead in the
-// tenant's queue" (saved only when it changed) — and is released in the
-// same transaction with a not-before time. It holds no lease while it
-// waits. The job next in line polls every --quota-poll-interval; the
-// others, as often as they have waited, up to a minute (MaxWaitPoll). They
-// rarely need to: in the transaction where a job of the tenant ends, or is
-// admitted, the store makes the next job in line claimable at once and
-// sends a NOTIFY; a tenant change (quota raised) makes the worker ask for
-// the same (JobWakeNext). A queue therefore drains one claim per job, and
-// a thousand queued jobs cost a few statements a second, not a thousand.
+// The scheduler admits jobs: one leader decides over every tenant, job and
+// node at once (internal/sched, internal/scheduler) and sets the admitted
+// flag, which makes a job claimable; until then a QUEUED job is nobody's,
+// and the scheduler records why it waits. A worker never admits, and
+// never dispatches a job that is not admitted: a cancel before admission
+// ends the job in Postgres at once.
+//
+// Preemption is carried out here. The scheduler marks a running job
+// (store: preempt_for, and a NOTIFY to its owner); job.Plan then deletes
+// its pods — gracefully: each pod carries the job's termination grace
+// period, bounded by --max-termination-grace-period, time to write a last
+// checkpoint on SIGTERM — and once they are gone sends the job back to the
+// queue (requeue.go: one fenced save makes it QUEUED, unadmitted and
+// unowned, restarts untouched). The same happens to a job whose pods stay
+// unschedulable past --unschedulable-timeout (someone else took the room
+// the scheduler saw), with a backoff before it may be admitted again
+// (--requeue-backoff, doubling up to --requeue-backoff-max).
 //
 // # The reconcile pass
 //
@@ -106,9 +107,7 @@
 //	tenant (cached 30 s; NOTIFY trainyard_tenants drops the entry)
 //	tenant not ACTIVE                the job is cancelled, never dispatched (a job can commit
 //	                                 after offboarding's last cancel sweep)
-//	QUEUED and not admitted:
-//	    JobAdmitWait(version, quota) fenced: a cancel since the load is ErrConflict → re-read
-//	    not admitted                 the reason is recorded and the job released (Admission)
+//	QUEUED and not admitted          not the worker's (the scheduler's): released
 //	observe                          pods and Services from the informer indexes, by
 //	                                 "<namespace>/<job uid>": only the tenant's namespace
 //	job.Plan
@@ -196,9 +195,9 @@
 //
 // # Speed
 //
-// The path from an acknowledged submit to created pods is: NOTIFY → claim
-// (one statement) → queue → JobLoad → JobAdmitWait → JobSave → every create
-// of the job at once. Three Postgres round trips and one round of parallel
+// The path from an acknowledged submit to created pods is: NOTIFY → a
+// scheduling cycle (the scheduler's) → NOTIFY → claim (one statement) →
+// queue → JobLoad → JobSave → every create of the job at once. Three Postgres round trips and one round of parallel
 // API calls; no per-job resync (informers have resync period 0; a full
 // requeue of owned jobs every 5 min is the only periodic work), the client
 // QPS and burst are flags (200/400 by default), --concurrency reconciles
@@ -223,9 +222,9 @@
 //	trainyard_worker_owned_jobs                     gauge
 //	trainyard_worker_jobs{state}                    gauge, owned jobs by last state
 //	trainyard_jobs{state}                           gauge, unfinished jobs of all tenants, from Postgres (take max over workers)
-//	trainyard_jobs_waiting_for_quota                gauge, from Postgres (take max over workers)
+//	trainyard_jobs_waiting_for_quota                gauge, QUEUED jobs not admitted yet, from Postgres (take max over workers)
 //	trainyard_worker_job_transitions_total{state}   counter
-//	trainyard_worker_admissions_deferred_total{reason} counter: quota | order
+//	trainyard_worker_requeues_total{reason}         counter: Preempted | Unschedulable
 //	trainyard_worker_orphans_deleted_total{resource}   counter: pods | services
 //	trainyard_worker_jobs_claimed_total             counter
 //	trainyard_worker_leases_lost_total              counter
