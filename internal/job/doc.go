@@ -1,5 +1,6 @@
 // Package job is Trainyard's domain: the training job (spec, defaults,
-// validation, names, TF_CONFIG, quota demand) and the decisions that run it.
+// validation, names, TF_CONFIG, resource demand and the resource dimensions,
+// queue reasons) and the decisions that run it.
 // It does no I/O and imports nothing else of Trainyard's.
 //
 // # Plan: the reconcile loop's decisions
@@ -43,11 +44,14 @@
 //	STARTING, RUNNING, RESTARTING ── failure not restarted, backoff limit,
 //	                                  deadline ────────────────────────────► FAILED
 //	any state not final ──────────── cancel, or delete of the job ─────────► CANCELLED
+//	STARTING, RUNNING, RESTARTING ── preempted, or pods unschedulable past
+//	                                  the timeout; once its pods are gone ─► QUEUED (plan_requeue.go)
 //
-// QUEUED waits for quota: Plan changes nothing until PlanInput.Admitted.
-// Admission only gates QUEUED; a job past it is never sent back. On
-// admission the job becomes STARTING, its StartTime (from which
-// activeDeadlineSeconds counts) is set, and the Service, every replica pod
+// QUEUED waits for the scheduler (internal/sched): Plan changes nothing
+// until PlanInput.Admitted. A job past admission goes back only by a
+// requeue, which is not a failure: restarts are untouched. On admission the
+// job becomes STARTING, its StartTime (from which activeDeadlineSeconds
+// counts) is set, and the Service, every replica pod
 // (chief, workers, PS, evaluator, by index) and the TensorBoard are created.
 // STARTING and RESTARTING end when every replica that has not succeeded has
 // its current pod Running; a pod in phase Unknown or pending again does not
