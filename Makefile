@@ -39,10 +39,33 @@ verify: generate ## Fail when generated files are stale or go.mod is untidy.
 	@test -z "$$(git status --porcelain -- proto web-openapi)" || { git status --porcelain -- proto web-openapi; echo "untracked generated files: run 'make generate' and commit" >&2; exit 1; }
 
 .PHONY: test
-test: cluster-build build ## Every test: unit, Postgres and end to end on the local cluster (what CI runs).
+test: cluster-build build fuzz-smoke ## Every test: unit, Postgres and end to end on the local cluster, and each fuzz target briefly (what CI runs).
 	@pg_isready -q -h 127.0.0.1 -p 5432 || { echo "PostgreSQL is not answering on 127.0.0.1:5432 (.ci/run starts it)" >&2; exit 1; }
 	TRAINYARD_BIN=$(BIN)/trainyard $(GO) test -tags integration -count=1 -p 1 -timeout 60m ./...
 	$(GO) vet -tags bench ./integration/bench/
+
+# Go native fuzz targets, package:Target. Their seeds are the unit tests'
+# cases; a crasher the fuzzer finds is written to the package's
+# testdata/fuzz/<Target>/ and from then on runs in every go test.
+FUZZ_TARGETS := \
+	./internal/job:FuzzSpec \
+	./internal/api:FuzzJobJSON \
+	./internal/api:FuzzParseJobFilter \
+	./internal/api:FuzzPageToken \
+	./internal/resname:FuzzParse \
+	./internal/tenant:FuzzValidate
+FUZZTIME ?= 1m
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for $(FUZZTIME) each (FUZZTIME=10m make fuzz).
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t#*:} ($${t%%:*}) for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 10s "$${t%%:*}"; \
+	done
+
+.PHONY: fuzz-smoke
+fuzz-smoke: ## Run every fuzz target for a few seconds (part of make test).
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s
 
 .PHONY: test-unit
 test-unit: ## Unit tests only: no Postgres, no cluster.
