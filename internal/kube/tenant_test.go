@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/tenant"
 )
 
@@ -257,4 +258,31 @@ func TestRenderSecret(t *testing.T) {
 		Data:       map[string][]byte{"api-key": []byte("s3cr3t")},
 	}
 	require.Equal(t, want, s)
+}
+
+// Every resource dimension a tenant's quota limits becomes a hard limit of
+// its ResourceQuota, so that what the scheduler admits and what the API
+// server enforces agree dimension for dimension (job.AllResources is the
+// one list of dimensions).
+func TestRenderTenantQuotaCoversEveryDimension(t *testing.T) {
+	tn := visionTenant()
+	tn.Quota = tenant.Quota{GPU: 8, CPU: "64", Memory: "256Gi", Pods: 100}
+	limits, err := tn.Quota.Limits()
+	require.NoError(t, err)
+	objs, err := RenderTenant(tn, TenantOptions{})
+	require.NoError(t, err)
+	hard := objs.ResourceQuota.Spec.Hard
+	require.Len(t, hard, len(job.AllResources))
+	for _, r := range job.AllResources {
+		require.NotZero(t, limits[r], "the test quota limits %s", r.Name())
+		name := corev1.ResourceName("requests." + r.Name())
+		if r == job.Pods {
+			name = corev1.ResourcePods
+		}
+		got, ok := hard[name]
+		require.True(t, ok, "no hard limit for %s (%s)", r.Name(), name)
+		amount, err := r.Amount(got)
+		require.NoError(t, err)
+		require.Equal(t, limits[r], amount, "%s", name)
+	}
 }

@@ -3,6 +3,7 @@
 package store
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -196,4 +197,21 @@ func TestTenantRunTimes(t *testing.T) {
 	got, err := b.store.TenantRunTimes(b.ctx)
 	require.NoError(t, err)
 	require.Equal(t, map[string]RunTime{"a": {Median: 20 * time.Minute, Jobs: 3}}, got)
+}
+
+// Resources are compared in one place, the scheduler (job.Vector, listed
+// once in internal/job): the schema keeps no per-resource column, index or
+// predicate that would have to agree with that list.
+func TestNoResourceColumnsOrPredicates(t *testing.T) {
+	b := setup(t)
+	require.Zero(t, b.count(t, `SELECT count(*) FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = 'jobs'
+		  AND (column_name LIKE 'demand%' OR column_name LIKE '%gpu%' OR column_name LIKE '%cpu%' OR column_name LIKE '%memory%')`))
+	require.Zero(t, b.count(t, `SELECT count(*) FROM pg_indexes
+		WHERE schemaname = current_schema() AND (indexdef ILIKE '%demand%' OR indexdef ILIKE '%gpu%')`))
+	for _, src := range []string{sqlJobClaim, sqlSchedulerJobs} {
+		for _, word := range []string{"demand", "gpu", "cpu", "memory"} {
+			require.NotContains(t, strings.ToLower(src), word)
+		}
+	}
 }
