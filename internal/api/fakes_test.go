@@ -239,47 +239,6 @@ func (s *fakeStream[T]) got() []*T {
 	return append([]*T(nil), s.sent...)
 }
 
-// The Notifications a *store.Listener would be: payloads are tenant ids.
-type fakeNotifications struct {
-	mu   sync.Mutex
-	subs map[chan string]bool
-	n    int // Subscribe calls
-}
-
-func (f *fakeNotifications) Subscribe(channel string) (<-chan string, func()) {
-	ch := make(chan string, 64)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.subs == nil {
-		f.subs = map[chan string]bool{}
-	}
-	f.subs[ch] = true
-	f.n++
-	var once sync.Once
-	return ch, func() {
-		once.Do(func() {
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			delete(f.subs, ch)
-			close(ch)
-		})
-	}
-}
-
-func (f *fakeNotifications) notify(payload string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for ch := range f.subs {
-		ch <- payload
-	}
-}
-
-func (f *fakeNotifications) open() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.subs)
-}
-
 type fakeTenantStore struct {
 	*fakeStore
 }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/store/storetest"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
 
@@ -85,18 +86,18 @@ func TestWatchJobsBatchesByUID(t *testing.T) {
 func TestWatchJobWakesOnItsTenantOnly(t *testing.T) {
 	st := newFakeStore()
 	st.jobs = []job.Job{{Tenant: "a", Name: "j", UID: "u1", Status: job.Status{State: job.Running}}}
-	src := &fakeNotifications{}
+	src := &storetest.Notifications{}
 	srv := NewJobServer(Deps{Store: st, Events: src, WatchPoll: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stream := &fakeStream[pb.WatchJobResponse]{ctx: ctx}
 	done := make(chan error, 1)
 	go func() { done <- srv.WatchJob(&pb.WatchJobRequest{Name: "tenants/a/jobs/j"}, stream) }()
-	require.Eventually(t, func() bool { return len(stream.got()) == 1 && src.open() == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(stream.got()) == 1 && src.Open() == 1 }, 5*time.Second, time.Millisecond)
 	polls := st.count("EventListByJob")
 
 	for range 20 {
-		src.notify("b")
+		src.Notify("b")
 	}
 	time.Sleep(50 * time.Millisecond) // nothing must happen; there is no signal to wait for
 	require.Equal(t, polls, st.count("EventListByJob"), "another tenant's events do not wake the watch")
@@ -105,7 +106,7 @@ func TestWatchJobWakesOnItsTenantOnly(t *testing.T) {
 	st.events = append(st.events, job.Event{ID: 7, Tenant: "a", Job: "j", JobUID: "u1", Reason: "Succeeded", State: job.Succeeded})
 	st.jobs[0].Status.State = job.Succeeded
 	st.mu.Unlock()
-	src.notify("a")
+	src.Notify("a")
 	require.NoError(t, <-done, "the job is final: the watch ends")
 	got := stream.got()
 	require.Len(t, got, 2)

@@ -91,7 +91,13 @@ func startServer(t *testing.T, authn Authenticator, logs *logBuffer) *grpc.Clien
 	pb.RegisterTenantServiceServer(srv, tenantsServer{})
 	healthpb.RegisterHealthServer(srv, health.NewServer())
 	reflection.Register(srv)
+	return serveInMemory(t, srv)
+}
 
+// serveInMemory serves srv over an in-memory listener and returns a client
+// connection to it; both stop when the test ends.
+func serveInMemory(t *testing.T, srv *grpc.Server) *grpc.ClientConn {
+	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)

@@ -3,7 +3,6 @@ package auth
 import (
 	"context"
 	"fmt"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -11,9 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/trainyard/trainyard/internal/tenant"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
@@ -78,15 +75,7 @@ func newStreamWorld(t *testing.T, authn Authenticator, pol StreamPolicy) *stream
 	ic := NewInterceptor(authn, NewAuthorizer(w.tenants), WithLogger(discardLogger()), WithStreamPolicy(pol))
 	srv := grpc.NewServer(grpc.ChainStreamInterceptor(ic.Stream()))
 	pb.RegisterJobServiceServer(srv, holdingJobs{})
-	lis := bufconn.Listen(1 << 20)
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
-	w.jobs = pb.NewJobServiceClient(conn)
+	w.jobs = pb.NewJobServiceClient(serveInMemory(t, srv))
 	return w
 }
 

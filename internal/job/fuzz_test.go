@@ -93,6 +93,16 @@ func checkTFConfigs(t *testing.T, j Job) {
 	}
 }
 
+// parsedTFConfig is TF_CONFIG as TensorFlow reads it.
+type parsedTFConfig struct {
+	Cluster map[string][]string `json:"cluster"`
+	Task    struct {
+		Type  string `json:"type"`
+		Index int32  `json:"index"`
+	} `json:"task"`
+	Environment string `json:"environment"`
+}
+
 // tensorFlowAccepts checks a TF_CONFIG against the rules TensorFlow
 // applies to it (tf.distribute's multi_worker_util._validate_cluster_spec
 // and tf.train.ClusterSpec): only the task types chief, worker, ps and
@@ -101,14 +111,7 @@ func checkTFConfigs(t *testing.T, j Job) {
 // twice. And ours: environment "cloud", tasks ordered by index
 // (<job>-<type>-<i>).
 func tensorFlowAccepts(cfg, jobName string) error {
-	var c struct {
-		Cluster map[string][]string `json:"cluster"`
-		Task    struct {
-			Type  string `json:"type"`
-			Index int    `json:"index"`
-		} `json:"task"`
-		Environment string `json:"environment"`
-	}
+	var c parsedTFConfig
 	dec := json.NewDecoder(strings.NewReader(cfg))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
@@ -153,7 +156,7 @@ func tensorFlowAccepts(cfg, jobName string) error {
 	if !ok && c.Task.Type != "evaluator" {
 		return fmt.Errorf("task type %q not found in the cluster", c.Task.Type)
 	}
-	if ok && (c.Task.Index < 0 || c.Task.Index >= len(tasks)) {
+	if ok && (c.Task.Index < 0 || int(c.Task.Index) >= len(tasks)) {
 		return fmt.Errorf("task index %d exceeds the %d %s tasks", c.Task.Index, len(tasks), c.Task.Type)
 	}
 	if c.Environment != "cloud" {

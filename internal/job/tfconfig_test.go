@@ -146,14 +146,7 @@ func TestTFConfigEveryMix(t *testing.T) {
 						continue
 					}
 					require.True(t, ok)
-					var parsed struct {
-						Cluster map[string][]string `json:"cluster"`
-						Task    struct {
-							Type  string `json:"type"`
-							Index int32  `json:"index"`
-						} `json:"task"`
-						Environment string `json:"environment"`
-					}
+					var parsed parsedTFConfig
 					require.NoError(t, json.Unmarshal([]byte(got), &parsed))
 					require.Empty(t, cmp.Diff(wantCluster, parsed.Cluster))
 					require.Equal(t, string(r.Type), parsed.Task.Type)
