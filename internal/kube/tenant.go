@@ -187,9 +187,6 @@ func parseServiceAccount(s string) (namespace, name string, err error) {
 	return namespace, name, nil
 }
 
-// NamespaceName is the namespace of tenant tenantID (tenant.NamespaceName).
-func NamespaceName(prefix, tenantID string) string { return tenant.NamespaceName(prefix, tenantID) }
-
 // TenantObjects are the objects the worker keeps ensured in a tenant
 // namespace. Nil fields are objects the tenant must not have: the worker
 // deletes them if they exist (a tenant whose quota or reader groups were
@@ -211,7 +208,7 @@ type TenantObjects struct {
 
 // RenderTenant renders the namespace of t and what lives in it (except
 // Secrets: see RenderSecret). The namespace is t.Namespace, or
-// NamespaceName(opts.NamespacePrefix, t.ID) when that is empty. The error
+// tenant.NamespaceName(opts.NamespacePrefix, t.ID) when that is empty. The error
 // (wrapping ErrInvalidSpec) is a quota quantity that does not parse, or
 // options that TenantOptions.Validate refuses.
 func RenderTenant(t tenant.Tenant, opts TenantOptions) (TenantObjects, error) {
@@ -221,7 +218,7 @@ func RenderTenant(t tenant.Tenant, opts TenantOptions) (TenantObjects, error) {
 	}
 	ns := t.Namespace
 	if ns == "" {
-		ns = NamespaceName(opts.NamespacePrefix, t.ID)
+		ns = tenant.NamespaceName(opts.NamespacePrefix, t.ID)
 	}
 	quota, err := renderQuota(t, ns)
 	if err != nil {

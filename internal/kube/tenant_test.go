@@ -199,8 +199,7 @@ func TestRenderTenantOptions(t *testing.T) {
 	tn.Namespace = ""
 	objs, err = RenderTenant(tn, TenantOptions{NamespacePrefix: "trainyard-"})
 	require.NoError(t, err)
-	require.Equal(t, "trainyard-vision", objs.Namespace.Name)
-	require.Equal(t, "trainyard-vision", NamespaceName("trainyard-", "vision"))
+	require.Equal(t, "trainyard-vision", objs.Namespace.Name, "tenant.NamespaceName")
 }
 
 func TestRenderTenantQuota(t *testing.T) {

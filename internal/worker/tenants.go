@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenant"
 )
@@ -68,5 +67,5 @@ func namespaceOf(t tenant.Tenant, prefix string) string {
 	if t.Namespace != "" {
 		return t.Namespace
 	}
-	return kube.NamespaceName(prefix, t.ID)
+	return tenant.NamespaceName(prefix, t.ID)
 }
