@@ -205,14 +205,18 @@ func TestDeployMonitoringOverlay(t *testing.T) {
 		}
 	}
 	for title, metric := range map[string]string{
-		"Jobs by phase":           "trainyard_jobs)",
-		"Queue depth":             "trainyard_jobs_waiting_for_quota",
-		"Dispatch latency":        "trainyard_worker_dispatch_latency_seconds_bucket",
-		"API requests by code":    "grpc_server_handled_total",
-		"API errors by code":      "grpc_server_handled_total",
-		"Reconcile errors":        "trainyard_worker_reconcile_errors_total",
-		"Tenant reconcile errors": "trainyard_tenant_reconcile_errors_total",
-		"Tenants by state":        "trainyard_tenants",
+		"Jobs by phase":                     "trainyard_jobs)",
+		"Queue depth":                       "trainyard_jobs_waiting_for_quota",
+		"Dispatch latency":                  "trainyard_worker_dispatch_latency_seconds_bucket",
+		"API requests by code":              "grpc_server_handled_total",
+		"API errors by code":                "grpc_server_handled_total",
+		"Reconcile errors":                  "trainyard_worker_reconcile_errors_total",
+		"Tenant reconcile errors":           "trainyard_tenant_reconcile_errors_total",
+		"Tenants by state":                  "trainyard_tenants",
+		"Waiting jobs by reason":            "trainyard_scheduler_pending_jobs",
+		"Waiting GPUs by tenant":            "trainyard_scheduler_pending_demand",
+		"Admission latency":                 "trainyard_scheduler_admission_latency_seconds_bucket",
+		"Scheduler: cycles and preemptions": "trainyard_scheduler_preemptions_total",
 	} {
 		require.Contains(t, exprs[title], metric, "panel %q", title)
 	}
