@@ -193,6 +193,15 @@ func jobToPB(j job.Job) *pb.Job {
 // GetJobLogs return. A page of a thousand jobs, or a watch that sends the
 // job with every event, would otherwise carry megabytes of logs nobody
 // asked for.
+// withTFConfig sets each replica's TF_CONFIG, as the worker renders it
+// (job.TFConfig) for the job's pods in namespace. GetJob only: it grows
+// with the square of the job's size.
+func withTFConfig(out *pb.Job, j job.Job, namespace string) {
+	for _, r := range out.GetStatus().GetReplicas() {
+		r.TfConfig, _ = job.TFConfig(j.Name, namespace, j.Spec, replicaTypeFromPB[r.GetType()], r.GetIndex())
+	}
+}
+
 func jobSummaryToPB(j job.Job) *pb.Job {
 	out := jobToPB(j)
 	for _, r := range out.GetStatus().GetReplicas() {

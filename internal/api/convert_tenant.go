@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/tenant"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
@@ -20,6 +21,15 @@ var tenantStateToPB = map[tenant.State]pb.TenantState{
 	tenant.Active:      pb.TenantState_TENANT_STATE_ACTIVE,
 	tenant.Offboarding: pb.TenantState_TENANT_STATE_OFFBOARDING,
 	tenant.Deleted:     pb.TenantState_TENANT_STATE_DELETED,
+}
+
+// quotaOfVector writes amounts (a tenant's usage) in a Quota's units:
+// GPUs and pods as counts, CPU and memory as Kubernetes quantities.
+func quotaOfVector(v job.Vector) *pb.Quota {
+	return &pb.Quota{
+		Gpu: int32(v[job.GPU]), Pods: int32(v[job.Pods]),
+		Cpu: job.CPU.Format(v[job.CPU]), Memory: job.Memory.Format(v[job.Memory]),
+	}
 }
 
 func tenantToPB(t tenant.Tenant) *pb.Tenant {

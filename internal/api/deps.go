@@ -19,6 +19,7 @@ type Store interface {
 	TenantGet(ctx context.Context, id string) (tenant.Tenant, error)
 	TenantList(ctx context.Context, p store.TenantListParams) ([]tenant.Tenant, error)
 	TenantUpdate(ctx context.Context, id string, fn func(*tenant.Tenant) error) (tenant.Tenant, error)
+	TenantUsage(ctx context.Context, id string) (job.Vector, error)
 
 	JobCreate(ctx context.Context, p store.JobCreateParams) (job.Job, bool, error)
 	JobGet(ctx context.Context, tenant, name string) (job.Job, error)

@@ -57,6 +57,11 @@ func (f *fakeStore) count(name string) int {
 	return f.calls[name]
 }
 
+func (f *fakeStore) TenantUsage(context.Context, string) (job.Vector, error) {
+	f.called("TenantUsage")
+	return job.Vector{}, nil
+}
+
 func (f *fakeStore) TenantGet(_ context.Context, id string) (tenant.Tenant, error) {
 	f.called("TenantGet")
 	t, ok := f.tenants[id]

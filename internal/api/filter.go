@@ -14,16 +14,19 @@ import (
 //	state = QUEUED OR state = RUNNING    (ORs of state only)
 //	labels.team = "nlp"                  (quotes optional)
 //	labels.team:*                        (has the label)
+//	creator = "alice"                    (the OIDC subject that created it)
 type jobFilter struct {
 	States      []job.State
 	LabelEquals map[string]string
 	LabelExists []string
+	Creator     string
 }
 
 var (
 	stateTerm  = regexp.MustCompile(`^state\s*=\s*([A-Za-z_]+)$`)
 	labelEq    = regexp.MustCompile(`^labels\.([A-Za-z0-9./_-]+)\s*=\s*("([^"]*)"|[A-Za-z0-9._-]*)$`)
 	labelHas   = regexp.MustCompile(`^labels\.([A-Za-z0-9./_-]+)\s*:\s*\*$`)
+	creatorEq  = regexp.MustCompile(`^creator\s*=\s*"([^"]+)"$`)
 	andSplit   = regexp.MustCompile(`\s+AND\s+`)
 	orSplit    = regexp.MustCompile(`\s+OR\s+`)
 	maxFilter  = 2048
@@ -62,13 +65,20 @@ func parseJobFilter(field, s string) (jobFilter, error) {
 			f.LabelExists = append(f.LabelExists, m[1])
 			continue
 		}
+		if m := creatorEq.FindStringSubmatch(c); m != nil {
+			if f.Creator != "" && f.Creator != m[1] {
+				return f, invalid(violation(field, "may test creator once"))
+			}
+			f.Creator = m[1]
+			continue
+		}
 		if sawState {
 			return f, invalid(violation(field, "may test state once (use OR inside it: state = A OR state = B)"))
 		}
 		for _, t := range orSplit.Split(c, -1) {
 			m := stateTerm.FindStringSubmatch(strings.TrimSpace(t))
 			if m == nil {
-				return f, invalid(violation(field, "cannot parse "+quote(t)+`; use state = RUNNING, labels.key = "value" or labels.key:*, joined by AND`))
+				return f, invalid(violation(field, "cannot parse "+quote(t)+`; use state = RUNNING, labels.key = "value", labels.key:* or creator = "subject", joined by AND`))
 			}
 			st := job.State(strings.TrimPrefix(strings.ToUpper(m[1]), "JOB_STATE_"))
 			if _, ok := stateToPB[st]; !ok {
@@ -101,5 +111,5 @@ func (f jobFilter) matches(j job.Job) bool {
 			return false
 		}
 	}
-	return true
+	return f.Creator == "" || f.Creator == j.Creator
 }

@@ -28,6 +28,7 @@ var filterCases = map[string]struct {
 	"quoted label":    {in: `labels.team = "vision"`, want: jobFilter{LabelEquals: map[string]string{"team": "vision"}}},
 	"label with path": {in: `labels.example.com/owner = "a-b"`, want: jobFilter{LabelEquals: map[string]string{"example.com/owner": "a-b"}}},
 	"has label":       {in: "labels.team:*", want: jobFilter{LabelExists: []string{"team"}}},
+	"creator":         {in: `creator = "alice@example.com" AND state = RUNNING`, want: jobFilter{Creator: "alice@example.com", States: []job.State{job.Running}}},
 	"everything": {
 		in:   `state = SUCCEEDED AND labels.team = "nlp" AND labels.sweep:*`,
 		want: jobFilter{States: []job.State{job.Succeeded}, LabelEquals: map[string]string{"team": "nlp"}, LabelExists: []string{"sweep"}},
@@ -62,6 +63,8 @@ func TestJobFilterMatches(t *testing.T) {
 	require.True(t, jobFilter{LabelEquals: map[string]string{"team": "nlp"}, LabelExists: []string{"team"}}.matches(j))
 	require.False(t, jobFilter{LabelEquals: map[string]string{"team": "cv"}}.matches(j))
 	require.False(t, jobFilter{LabelExists: []string{"sweep"}}.matches(j))
+	require.False(t, jobFilter{Creator: "bob"}.matches(j))
+	require.True(t, jobFilter{Creator: "bob"}.matches(job.Job{Creator: "bob"}))
 }
 
 // FuzzParseJobFilter: the parser never panics on what passes the text

@@ -207,6 +207,7 @@ func (s *JobServer) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.Job,
 		return nil, err
 	}
 	out := jobToPB(j)
+	withTFConfig(out, j, tenant.NamespaceName(s.nsPrefix, tenantID))
 	return out, s.withQueue(ctx, tenantID, out)
 }
 
@@ -229,7 +230,7 @@ func (s *JobServer) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (*pb.
 		return nil, err
 	}
 	jobs, next, err := s.store.JobList(ctx, tenantID, store.JobListParams{
-		States: f.States, LabelEquals: f.LabelEquals, LabelExists: f.LabelExists,
+		States: f.States, LabelEquals: f.LabelEquals, LabelExists: f.LabelExists, Creator: f.Creator,
 		PageSize: size, Before: cursor,
 	})
 	if err != nil {

@@ -55,7 +55,13 @@ func (s *TenantServer) GetTenant(ctx context.Context, req *pb.GetTenantRequest) 
 	if err != nil {
 		return nil, err
 	}
-	return tenantToPB(t), nil
+	usage, err := s.store.TenantUsage(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := tenantToPB(t)
+	out.Usage = quotaOfVector(usage)
+	return out, nil
 }
 
 func (s *TenantServer) ListTenants(ctx context.Context, req *pb.ListTenantsRequest) (*pb.ListTenantsResponse, error) {

@@ -35,6 +35,8 @@ type JobListParams struct {
 	LabelEquals map[string]string
 	// LabelExists keeps jobs that have all of these label keys.
 	LabelExists []string
+	// Creator keeps the jobs this OIDC subject created (all when empty).
+	Creator string
 	// PageSize defaults to DefaultPageSize and is capped at MaxPageSize.
 	PageSize int
 	// Before is the cursor returned with the previous page (0: newest first).
@@ -331,6 +333,10 @@ func jobListQuery(tenantID string, p JobListParams, limit int) (string, []any) {
 	if len(p.LabelExists) > 0 {
 		args = append(args, p.LabelExists)
 		where += fmt.Sprintf(` AND j.labels ?& $%d::text[]`, len(args))
+	}
+	if p.Creator != "" {
+		args = append(args, p.Creator)
+		where += fmt.Sprintf(` AND j.creator = $%d`, len(args))
 	}
 	states := uniqueStates(p.States)
 	if len(states) == 0 {

@@ -215,7 +215,7 @@ func TestJobListFilters(t *testing.T) {
 	b.tenantCreate(t, "b")
 	mk := func(name string, labels map[string]string) {
 		_, _, err := b.store.JobCreate(b.ctx, JobCreateParams{
-			Job: job.Job{Tenant: "a", Name: name, Labels: labels, Spec: testSpec()}})
+			Job: job.Job{Tenant: "a", Name: name, Labels: labels, Spec: testSpec(), Creator: "alice"}})
 		require.NoError(t, err)
 	}
 	mk("q1", map[string]string{"team": "vision", "exp": "1"})
@@ -255,6 +255,8 @@ func TestJobListFilters(t *testing.T) {
 	require.Equal(t, []string{"q3", "q1"}, names(JobListParams{States: []job.State{job.Queued, job.Running},
 		LabelEquals: map[string]string{"team": "vision"}, PageSize: 1}))
 	require.Empty(t, names(JobListParams{States: []job.State{job.Cancelled}}))
+	require.Equal(t, []string{"q3", "q1"}, names(JobListParams{Creator: "alice", LabelEquals: map[string]string{"team": "vision"}}))
+	require.Empty(t, names(JobListParams{Creator: "mallory"}))
 }
 
 func TestTenantScoping(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/trainyard/trainyard/internal/audit"
+	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/resname"
 	"github.com/trainyard/trainyard/internal/tenant"
 )
@@ -142,6 +143,31 @@ func (s *Store) TenantListAll(ctx context.Context) ([]tenant.Tenant, error) {
 	}
 	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (tenant.Tenant, error) { return scanTenant(r) })
 	return list, translate(err, "tenants")
+}
+
+// TenantUsage is what a tenant's admitted jobs that have not finished
+// request together: the jobs the scheduler counts against the tenant's
+// quota (sqlSchedulerJobs' admitted rows), summed by job.Spec.Demand.
+func (s *Store) TenantUsage(ctx context.Context, id string) (job.Vector, error) {
+	rows, err := s.pool.Query(ctx, `SELECT spec FROM jobs
+		WHERE tenant_id = $1 AND active AND NOT deleted AND admitted
+		  AND state IN ('QUEUED', 'STARTING', 'RUNNING', 'RESTARTING')`, id)
+	if err != nil {
+		return job.Vector{}, translate(err, "jobs")
+	}
+	specs, err := pgx.CollectRows(rows, pgx.RowTo[job.Spec])
+	if err != nil {
+		return job.Vector{}, translate(err, "jobs")
+	}
+	var sum job.Vector
+	for _, spec := range specs {
+		d, err := spec.Demand()
+		if err != nil {
+			return job.Vector{}, fmt.Errorf("tenant %q usage: %w", id, err)
+		}
+		sum = sum.Add(d)
+	}
+	return sum, nil
 }
 
 // TenantUpdate reads the tenant under a row lock, lets fn change it and

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/tenant"
 )
 
@@ -116,4 +117,29 @@ func TestTenantUpdate(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, tenant.Offboarding, got.State)
 	require.EqualValues(t, 4, got.Quota.GPU, "a failed update changed nothing")
+}
+
+// TestTenantUsage: a tenant's usage is the demand of its admitted jobs
+// that have not finished; queued jobs not admitted yet, finished jobs and
+// other tenants' jobs do not count.
+func TestTenantUsage(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	b.tenantCreate(t, "b")
+	b.jobInState(t, "a", "running", job.Running, true) // 2 workers of 1 GPU, 1 CPU, 1Gi
+	b.jobInState(t, "a", "admitted", job.Queued, true)
+	b.jobInState(t, "a", "waiting", job.Queued, false)
+	b.jobInState(t, "a", "done", job.Succeeded, true)
+	b.jobInState(t, "b", "other", job.Running, true)
+
+	got, err := b.store.TenantUsage(b.ctx, "a")
+	require.NoError(t, err)
+	var want job.Vector
+	want[job.GPU], want[job.Pods] = 4, 4
+	want[job.CPU], want[job.Memory] = 4000, 4<<30
+	require.Equal(t, want, got)
+
+	got, err = b.store.TenantUsage(b.ctx, "nobody")
+	require.NoError(t, err)
+	require.True(t, got.IsZero())
 }

@@ -2139,8 +2139,12 @@ type ReplicaStatus struct {
 	Restarts int32 `protobuf:"varint,6,opt,name=restarts,proto3" json:"restarts,omitempty"`
 	// The last time a container of this replica ended, if it did.
 	LastTermination *Termination `protobuf:"bytes,7,opt,name=last_termination,json=lastTermination,proto3" json:"last_termination,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The TF_CONFIG environment variable of the replica's pod; empty for a
+	// job of one replica, which gets none. Omitted in lists and watches
+	// (it grows with the job's size); GetJob returns it. Output only.
+	TfConfig      string `protobuf:"bytes,8,opt,name=tf_config,json=tfConfig,proto3" json:"tf_config,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReplicaStatus) Reset() {
@@ -2220,6 +2224,13 @@ func (x *ReplicaStatus) GetLastTermination() *Termination {
 		return x.LastTermination
 	}
 	return nil
+}
+
+func (x *ReplicaStatus) GetTfConfig() string {
+	if x != nil {
+		return x.TfConfig
+	}
+	return ""
 }
 
 // How a replica's container ended.
@@ -2427,7 +2438,8 @@ type ListJobsRequest struct {
 	PageSize  int32  `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	PageToken string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	// Conditions joined by AND: state = RUNNING, labels.team = "nlp",
-	// labels.team:* (has the label).
+	// labels.team:* (has the label), creator = "alice" (the OIDC subject
+	// that created the job).
 	Filter        string `protobuf:"bytes,4,opt,name=filter,proto3" json:"filter,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3281,7 +3293,7 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\apending\x18\x02 \x01(\x05R\apending\x12\x16\n" +
 	"\x06active\x18\x03 \x01(\x05R\x06active\x12\x1c\n" +
 	"\tsucceeded\x18\x04 \x01(\x05R\tsucceeded\x12\x16\n" +
-	"\x06failed\x18\x05 \x01(\x05R\x06failed\"\x8e\x02\n" +
+	"\x06failed\x18\x05 \x01(\x05R\x06failed\"\xb2\x02\n" +
 	"\rReplicaStatus\x12-\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x19.trainyard.v1.ReplicaTypeR\x04type\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x05R\x05index\x12\x10\n" +
@@ -3289,7 +3301,8 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\x04node\x18\x04 \x01(\tR\x04node\x120\n" +
 	"\x05state\x18\x05 \x01(\x0e2\x1a.trainyard.v1.ReplicaStateR\x05state\x12\x1a\n" +
 	"\brestarts\x18\x06 \x01(\x05R\brestarts\x12D\n" +
-	"\x10last_termination\x18\a \x01(\v2\x19.trainyard.v1.TerminationR\x0flastTermination\"\xb4\x01\n" +
+	"\x10last_termination\x18\a \x01(\v2\x19.trainyard.v1.TerminationR\x0flastTermination\x12\"\n" +
+	"\ttf_config\x18\b \x01(\tB\x05\x92A\x02@\x01R\btfConfig\"\xb4\x01\n" +
 	"\vTermination\x12\x1b\n" +
 	"\texit_code\x18\x01 \x01(\x05R\bexitCode\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +

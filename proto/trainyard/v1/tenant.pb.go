@@ -266,7 +266,11 @@ type Tenant struct {
 	// Output only.
 	UpdateTime *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
 	// How the scheduler treats the tenant's queue.
-	Scheduling    *Scheduling `protobuf:"bytes,11,opt,name=scheduling,proto3" json:"scheduling,omitempty"`
+	Scheduling *Scheduling `protobuf:"bytes,11,opt,name=scheduling,proto3" json:"scheduling,omitempty"`
+	// What the tenant's admitted jobs that have not finished request now,
+	// in the quota's units and as the quota counts it. Set by GetTenant;
+	// omitted in lists. Output only.
+	Usage         *Quota `protobuf:"bytes,12,opt,name=usage,proto3" json:"usage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -374,6 +378,13 @@ func (x *Tenant) GetUpdateTime() *timestamppb.Timestamp {
 func (x *Tenant) GetScheduling() *Scheduling {
 	if x != nil {
 		return x.Scheduling
+	}
+	return nil
+}
+
+func (x *Tenant) GetUsage() *Quota {
+	if x != nil {
+		return x.Usage
 	}
 	return nil
 }
@@ -1197,7 +1208,7 @@ var File_trainyard_v1_tenant_proto protoreflect.FileDescriptor
 
 const file_trainyard_v1_tenant_proto_rawDesc = "" +
 	"\n" +
-	"\x19trainyard/v1/tenant.proto\x12\ftrainyard.v1\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xe1\x04\n" +
+	"\x19trainyard/v1/tenant.proto\x12\ftrainyard.v1\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\x93\x05\n" +
 	"\x06Tenant\x12\x19\n" +
 	"\x04name\x18\x01 \x01(\tB\x05\x92A\x02@\x01R\x04name\x12!\n" +
 	"\fdisplay_name\x18\x02 \x01(\tR\vdisplayName\x128\n" +
@@ -1214,7 +1225,8 @@ const file_trainyard_v1_tenant_proto_rawDesc = "" +
 	"updateTime\x128\n" +
 	"\n" +
 	"scheduling\x18\v \x01(\v2\x18.trainyard.v1.SchedulingR\n" +
-	"scheduling\x1a9\n" +
+	"scheduling\x120\n" +
+	"\x05usage\x18\f \x01(\v2\x13.trainyard.v1.QuotaB\x05\x92A\x02@\x01R\x05usage\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa6\x01\n" +
@@ -1347,39 +1359,40 @@ var file_trainyard_v1_tenant_proto_depIdxs = []int32{
 	22, // 4: trainyard.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
 	22, // 5: trainyard.v1.Tenant.update_time:type_name -> google.protobuf.Timestamp
 	5,  // 6: trainyard.v1.Tenant.scheduling:type_name -> trainyard.v1.Scheduling
-	0,  // 7: trainyard.v1.Scheduling.preemption_policy:type_name -> trainyard.v1.PreemptionPolicy
-	1,  // 8: trainyard.v1.Scheduling.queueing_strategy:type_name -> trainyard.v1.QueueingStrategy
-	3,  // 9: trainyard.v1.Member.role:type_name -> trainyard.v1.Role
-	21, // 10: trainyard.v1.Secret.data:type_name -> trainyard.v1.Secret.DataEntry
-	22, // 11: trainyard.v1.Secret.create_time:type_name -> google.protobuf.Timestamp
-	22, // 12: trainyard.v1.Secret.update_time:type_name -> google.protobuf.Timestamp
-	4,  // 13: trainyard.v1.CreateTenantRequest.tenant:type_name -> trainyard.v1.Tenant
-	4,  // 14: trainyard.v1.ListTenantsResponse.tenants:type_name -> trainyard.v1.Tenant
-	4,  // 15: trainyard.v1.UpdateTenantRequest.tenant:type_name -> trainyard.v1.Tenant
-	23, // 16: trainyard.v1.UpdateTenantRequest.update_mask:type_name -> google.protobuf.FieldMask
-	8,  // 17: trainyard.v1.PutSecretRequest.secret:type_name -> trainyard.v1.Secret
-	8,  // 18: trainyard.v1.ListSecretsResponse.secrets:type_name -> trainyard.v1.Secret
-	9,  // 19: trainyard.v1.TenantService.CreateTenant:input_type -> trainyard.v1.CreateTenantRequest
-	10, // 20: trainyard.v1.TenantService.GetTenant:input_type -> trainyard.v1.GetTenantRequest
-	11, // 21: trainyard.v1.TenantService.ListTenants:input_type -> trainyard.v1.ListTenantsRequest
-	13, // 22: trainyard.v1.TenantService.UpdateTenant:input_type -> trainyard.v1.UpdateTenantRequest
-	14, // 23: trainyard.v1.TenantService.DeleteTenant:input_type -> trainyard.v1.DeleteTenantRequest
-	15, // 24: trainyard.v1.TenantService.PutSecret:input_type -> trainyard.v1.PutSecretRequest
-	16, // 25: trainyard.v1.TenantService.ListSecrets:input_type -> trainyard.v1.ListSecretsRequest
-	18, // 26: trainyard.v1.TenantService.DeleteSecret:input_type -> trainyard.v1.DeleteSecretRequest
-	4,  // 27: trainyard.v1.TenantService.CreateTenant:output_type -> trainyard.v1.Tenant
-	4,  // 28: trainyard.v1.TenantService.GetTenant:output_type -> trainyard.v1.Tenant
-	12, // 29: trainyard.v1.TenantService.ListTenants:output_type -> trainyard.v1.ListTenantsResponse
-	4,  // 30: trainyard.v1.TenantService.UpdateTenant:output_type -> trainyard.v1.Tenant
-	4,  // 31: trainyard.v1.TenantService.DeleteTenant:output_type -> trainyard.v1.Tenant
-	8,  // 32: trainyard.v1.TenantService.PutSecret:output_type -> trainyard.v1.Secret
-	17, // 33: trainyard.v1.TenantService.ListSecrets:output_type -> trainyard.v1.ListSecretsResponse
-	19, // 34: trainyard.v1.TenantService.DeleteSecret:output_type -> trainyard.v1.DeleteSecretResponse
-	27, // [27:35] is the sub-list for method output_type
-	19, // [19:27] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	6,  // 7: trainyard.v1.Tenant.usage:type_name -> trainyard.v1.Quota
+	0,  // 8: trainyard.v1.Scheduling.preemption_policy:type_name -> trainyard.v1.PreemptionPolicy
+	1,  // 9: trainyard.v1.Scheduling.queueing_strategy:type_name -> trainyard.v1.QueueingStrategy
+	3,  // 10: trainyard.v1.Member.role:type_name -> trainyard.v1.Role
+	21, // 11: trainyard.v1.Secret.data:type_name -> trainyard.v1.Secret.DataEntry
+	22, // 12: trainyard.v1.Secret.create_time:type_name -> google.protobuf.Timestamp
+	22, // 13: trainyard.v1.Secret.update_time:type_name -> google.protobuf.Timestamp
+	4,  // 14: trainyard.v1.CreateTenantRequest.tenant:type_name -> trainyard.v1.Tenant
+	4,  // 15: trainyard.v1.ListTenantsResponse.tenants:type_name -> trainyard.v1.Tenant
+	4,  // 16: trainyard.v1.UpdateTenantRequest.tenant:type_name -> trainyard.v1.Tenant
+	23, // 17: trainyard.v1.UpdateTenantRequest.update_mask:type_name -> google.protobuf.FieldMask
+	8,  // 18: trainyard.v1.PutSecretRequest.secret:type_name -> trainyard.v1.Secret
+	8,  // 19: trainyard.v1.ListSecretsResponse.secrets:type_name -> trainyard.v1.Secret
+	9,  // 20: trainyard.v1.TenantService.CreateTenant:input_type -> trainyard.v1.CreateTenantRequest
+	10, // 21: trainyard.v1.TenantService.GetTenant:input_type -> trainyard.v1.GetTenantRequest
+	11, // 22: trainyard.v1.TenantService.ListTenants:input_type -> trainyard.v1.ListTenantsRequest
+	13, // 23: trainyard.v1.TenantService.UpdateTenant:input_type -> trainyard.v1.UpdateTenantRequest
+	14, // 24: trainyard.v1.TenantService.DeleteTenant:input_type -> trainyard.v1.DeleteTenantRequest
+	15, // 25: trainyard.v1.TenantService.PutSecret:input_type -> trainyard.v1.PutSecretRequest
+	16, // 26: trainyard.v1.TenantService.ListSecrets:input_type -> trainyard.v1.ListSecretsRequest
+	18, // 27: trainyard.v1.TenantService.DeleteSecret:input_type -> trainyard.v1.DeleteSecretRequest
+	4,  // 28: trainyard.v1.TenantService.CreateTenant:output_type -> trainyard.v1.Tenant
+	4,  // 29: trainyard.v1.TenantService.GetTenant:output_type -> trainyard.v1.Tenant
+	12, // 30: trainyard.v1.TenantService.ListTenants:output_type -> trainyard.v1.ListTenantsResponse
+	4,  // 31: trainyard.v1.TenantService.UpdateTenant:output_type -> trainyard.v1.Tenant
+	4,  // 32: trainyard.v1.TenantService.DeleteTenant:output_type -> trainyard.v1.Tenant
+	8,  // 33: trainyard.v1.TenantService.PutSecret:output_type -> trainyard.v1.Secret
+	17, // 34: trainyard.v1.TenantService.ListSecrets:output_type -> trainyard.v1.ListSecretsResponse
+	19, // 35: trainyard.v1.TenantService.DeleteSecret:output_type -> trainyard.v1.DeleteSecretResponse
+	28, // [28:36] is the sub-list for method output_type
+	20, // [20:28] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_trainyard_v1_tenant_proto_init() }
