@@ -3,6 +3,7 @@ package job
 // Default fills in what the user left unset, as the API documents it:
 //
 //   - replica count 1, port DefaultPort (2222), restart policy Never;
+//   - a TCP probe without a port probes the replica's port;
 //   - toleration operator Equal (Kubernetes' own default, made explicit);
 //   - clean pod policy Running, success policy ChiefOrWorker0;
 //   - checkpoint mount path DefaultCheckpointMount (/checkpoints);
@@ -27,6 +28,7 @@ func (s *Spec) Default() {
 		if r.RestartPolicy == "" {
 			r.RestartPolicy = RestartNever
 		}
+		r.defaultProbes()
 		for j := range r.Tolerations {
 			if r.Tolerations[j].Operator == "" {
 				r.Tolerations[j].Operator = TolerationEqual

@@ -158,7 +158,7 @@
 // # Conditions and events
 //
 // Conditions (Queued, Admitted, Running, Restarting, Succeeded, Failed,
-// Cancelled, Unschedulable, ContainersWaiting) change LastTransitionTime
+// Cancelled, Unschedulable, ContainersWaiting, AllReplicasReady) change LastTransitionTime
 // only when their status flips; a condition that never held is not added
 // as false.
 // Unschedulable holds the scheduler's message for the first pending pod it
@@ -167,4 +167,8 @@
 // whose container the kubelet reports stuck (ImagePullBackOff,
 // CreateContainerConfigError, ...; ObservedPod.Waiting), with the kubelet's
 // reason.
+// AllReplicasReady holds while every unfinished replica with a readiness
+// probe has its pod running and ready (plan_ready.go); RUNNING never waits
+// for it. Health probes and how a liveness failure becomes a counted
+// restart: probes.go.
 package job

@@ -146,6 +146,7 @@ func (p *planner) planActive() {
 	p.summarize()
 	p.trackUnschedulable()
 	p.trackWaiting()
+	p.trackReadiness()
 	if at, ok := p.deadline(); ok {
 		p.out.RequeueAfter = at.Sub(p.in.Now)
 	}

@@ -98,6 +98,8 @@ func (p *planner) finish(s State, reason, msg, eventType string) {
 	}
 	cond := map[State]string{Succeeded: CondSucceeded, Failed: CondFailed, Cancelled: CondCancelled}[s]
 	p.setCondition(cond, true, reason, msg)
+	// Its replicas are stopping or gone: none serves any more.
+	p.setCondition(CondAllReplicasReady, false, reason, "")
 	p.setState(s, reason, msg, eventType)
 }
 

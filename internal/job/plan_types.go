@@ -56,6 +56,9 @@ type ObservedPod struct {
 	Index   int32
 	Attempt int32 // label trainyard.dev/attempt: the replica's restart count when it was created
 	Phase   PodPhase
+	// Ready is the main container's readiness (its readiness probe passes,
+	// or it has none and runs).
+	Ready bool
 	// Deleting is true once the pod has a deletion timestamp.
 	Deleting bool
 	Node     string

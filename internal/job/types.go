@@ -116,6 +116,10 @@ type ReplicaSpec struct {
 	// MountServiceAccountToken mounts a token of the tenant's job
 	// ServiceAccount (which holds no rights) in the pods; off by default.
 	MountServiceAccountToken bool `json:"mountServiceAccountToken,omitempty"`
+	// Health probes of the container (probes.go).
+	LivenessProbe  *Probe `json:"livenessProbe,omitempty"`
+	ReadinessProbe *Probe `json:"readinessProbe,omitempty"`
+	StartupProbe   *Probe `json:"startupProbe,omitempty"`
 }
 
 // EnvVar is a literal value or, when Secret is set, a key of a tenant secret.

@@ -247,6 +247,7 @@ func (v *Violations) replica(p string, r *ReplicaSpec, ckpt *CheckpointVolume) (
 	}
 	v.exitCodes(p+".retryableExitCodes", r.RetryableExitCodes, r.RestartPolicy)
 	v.secretVolumes(p+".secretVolumes", r.SecretVolumes, ckpt)
+	v.probes(p, r)
 	// Privileged is deliberately not refused here: the namespace's Pod
 	// Security admission refuses it, and that refusal is what users see.
 	return resourcesOK

@@ -32,6 +32,7 @@ func ObservePod(pod *corev1.Pod) (job.ObservedPod, bool) {
 		Index:         index,
 		Attempt:       attempt,
 		Phase:         podPhase(pod.Status.Phase),
+		Ready:         ready(pod),
 		Deleting:      pod.DeletionTimestamp != nil,
 		Node:          pod.Spec.NodeName,
 		Unschedulable: unschedulable(pod),

@@ -84,6 +84,9 @@ func RenderPod(j job.Job, ns string, t job.ReplicaType, index, attempt int32, op
 		VolumeMounts:             mounts,
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext:          containerSecurity(r.Privileged),
+		LivenessProbe:            probe(r.LivenessProbe),
+		ReadinessProbe:           probe(r.ReadinessProbe),
+		StartupProbe:             probe(r.StartupProbe),
 	}
 	spec := podSpec(opts, c, volumes)
 	spec.Hostname = name
