@@ -105,6 +105,9 @@ func ParseDevTokens(data []byte, adminGroup string) (*DevTokens, error) {
 			return nil, fmt.Errorf("tokens[%d]: token must not contain whitespace", i)
 		case e.Subject == "":
 			return nil, fmt.Errorf("tokens[%d]: subject is required", i)
+		case strings.ContainsRune(e.Subject+strings.Join(e.Groups, ""), 0):
+			// Subjects and groups reach Postgres, which stores no NUL byte.
+			return nil, fmt.Errorf("tokens[%d]: subject or a group contains a NUL byte", i)
 		}
 		h := sha256.Sum256([]byte(e.Token))
 		if seen[h] {

@@ -81,6 +81,8 @@ func TestDevTokensInvalid(t *testing.T) {
 		"duplicate token": `tokens: [{token: long-enough-token, subject: a}, {token: long-enough-token, subject: b}]`,
 		"unknown field":   `tokens: [{token: long-enough-token, subject: a, group: [admins]}]`,
 		"top-level typo":  `token: [{token: long-enough-token, subject: a}]`,
+		"NUL in subject":  `tokens: [{token: long-enough-token, subject: "a\0b"}]`,
+		"NUL in a group":  `tokens: [{token: long-enough-token, subject: a, groups: ["g\0"]}]`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := ParseDevTokens([]byte(content), "")

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -272,6 +273,12 @@ func (o *OIDC) Authenticate(ctx context.Context, rawToken string) (Principal, er
 	groups, err := groupsClaim(claims, o.cfg.GroupsClaim)
 	if err != nil {
 		return Principal{}, unauthenticated("bad groups claim", err)
+	}
+	// Subjects and groups reach Postgres (memberships, the audit log),
+	// which cannot store a NUL byte: such a token is refused here rather
+	// than failing every query of its holder.
+	if strings.ContainsRune(tok.Subject, 0) || slices.ContainsFunc(groups, func(g string) bool { return strings.ContainsRune(g, 0) }) {
+		return Principal{}, unauthenticated("sub or groups claim contains a NUL byte", nil)
 	}
 	p := Principal{Subject: tok.Subject, Email: emailClaim(claims), Groups: groups, Issuer: tok.Issuer, Expiry: tok.Expiry}
 	p.PlatformAdmin = p.InGroup(o.cfg.AdminGroup)

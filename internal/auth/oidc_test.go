@@ -72,6 +72,8 @@ func TestOIDCAuthenticate(t *testing.T) {
 		{"alg none", o, iss.AlgNoneToken(alice), Principal{}, "unexpected signature algorithm \"none\""},
 		{"hmac with the public key", o, iss.HMACToken(alice), Principal{}, "unexpected signature algorithm \"HS256\""},
 		{"no subject", o, iss.Token(oidctest.Claims{}), Principal{}, "no sub claim"},
+		{"NUL in subject", o, iss.Token(oidctest.Claims{Subject: "a\x00b"}), Principal{}, "NUL byte"},
+		{"NUL in a group", o, iss.TokenFor("bob", "ml\x00"), Principal{}, "NUL byte"},
 		{"empty", o, "", Principal{}, "empty token"},
 		{"oversized", o, strings.Repeat("a", maxTokenBytes+1), Principal{}, "exceeds"},
 		{"token of another issuer", o, oidctest.NewIssuer(t).Token(alice), Principal{}, "no key of the issuer verifies the signature"},
