@@ -475,31 +475,23 @@ func TestSurvivingWorkerTakesOverWithinSeconds(t *testing.T) {
 	e.waitGone(t, "orphaned", 30*time.Second)
 }
 
-// A job whose pods can never be scheduled (more GPUs than any node has)
-// says why: the Unschedulable condition carries the scheduler's message,
-// and a Warning event is recorded once.
+// A job whose pods no node could ever hold (more GPUs than any node has)
+// is never admitted, and says why: its queue status is UNSCHEDULABLE, a
+// Waiting event records it once, and no pod is made.
 func TestWorkerReportsUnschedulableJob(t *testing.T) {
 	e := startWorkers(t, 1)
 	r := rep(pb.ReplicaType_REPLICA_TYPE_WORKER, 1, nil)
 	r.Resources = &pb.Resources{Gpu: 64}
 	name := e.submit(t, "huge", &pb.JobSpec{Replicas: []*pb.ReplicaSpec{r}})
 	j := harness.WaitJob(t, e.jobs, name, 60*time.Second, func(j *pb.Job) bool {
-		for _, c := range j.GetStatus().GetConditions() {
-			if c.GetType() == "Unschedulable" && c.GetStatus() {
-				return true
-			}
-		}
-		return false
+		return j.GetStatus().GetQueue().GetReason() == pb.WaitReason_WAIT_REASON_UNSCHEDULABLE
 	})
-	require.Equal(t, pb.JobState_JOB_STATE_STARTING, j.GetStatus().GetState())
-	for _, c := range j.GetStatus().GetConditions() {
-		if c.GetType() == "Unschedulable" {
-			require.Equal(t, "Unschedulable", c.GetReason())
-			require.Contains(t, c.GetMessage(), "huge-worker-0: ")
-			require.Contains(t, c.GetMessage(), "nvidia.com/gpu", "the scheduler's reason")
-		}
-	}
-	require.True(t, hasPrefix(jobEvents(t, e, "huge"), "Unschedulable: huge-worker-0: "))
+	require.Equal(t, pb.JobState_JOB_STATE_QUEUED, j.GetStatus().GetState())
+	require.Contains(t, j.GetStatus().GetQueue().GetMessage(), "no set of schedulable nodes can hold all of its pods")
+	require.Nil(t, j.GetStatus().GetQueue().GetEstimatedStartTime(), "nothing it waits for will come")
+	// The event is written in the transaction that records the reason, before the queue view shows it.
+	require.True(t, hasPrefix(jobEvents(t, e, "huge"), "Waiting: UNSCHEDULABLE: "), "%v", jobEvents(t, e, "huge"))
+	require.Empty(t, e.pods(t, "huge"))
 }
 
 // The API server refusing a pod for good — here Pod Security Admission
@@ -740,5 +732,7 @@ func TestAdmissionStrictOrderWithinTenant(t *testing.T) {
 	f, u, b, sm := done[0], done[1], done[2], done[3]
 	require.True(t, start(u).Before(end(f)), "urgent, submitted last, started while first still ran")
 	require.False(t, start(b).Before(end(f)), "big started once first freed its GPUs")
-	require.False(t, start(sm).Before(start(b)), "small, submitted after big, was not admitted before it")
+	// big and small are admitted in the same scheduling cycle once first
+	// ends (both fit then); before that, small waited behind big.
+	require.False(t, start(sm).Before(end(f)), "small, submitted after big, was not admitted while big waited")
 }

@@ -137,6 +137,7 @@ var quotaFields = []string{"quota.gpu", "quota.cpu", "quota.memory", "quota.pods
 
 // outputOnlyTenantFields are ignored in an update mask (AIP-203): a client
 // that PATCHes back the tenant it read must not fail on them.
+// (usage and its sub-fields, usage.gpu and the like, too).
 var outputOnlyTenantFields = []string{"name", "namespace", "state", "create_time", "update_time"}
 
 func allTenantFields() map[string]bool {
@@ -188,7 +189,7 @@ func tenantUpdateFields(paths []string) (map[string]bool, error) {
 			return allTenantFields(), nil
 		case slices.Contains(updatableTenantFields, p), slices.Contains(quotaFields, p), slices.Contains(schedulingFields, p):
 			fields[p] = true
-		case slices.Contains(outputOnlyTenantFields, p):
+		case slices.Contains(outputOnlyTenantFields, p), p == "usage" || strings.HasPrefix(p, "usage."):
 		default:
 			return nil, invalid(violation("updateMask", fmt.Sprintf("%s cannot be updated; updatable: %s, %s, %s or *",
 				quote(p), strings.Join(updatableTenantFields, ", "), strings.Join(quotaFields, ", "), strings.Join(schedulingFields, ", "))))

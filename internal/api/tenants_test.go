@@ -26,6 +26,8 @@ func TestTenantUpdateFields(t *testing.T) {
 		"quota sub-fields":      {paths: []string{"quota.gpu", "quota.memory"}, want: []string{"quota.gpu", "quota.memory"}},
 		"gateway body mask":     {paths: []string{"display_name", "quota.cpu", "quota.gpu", "quota.pods"}, want: []string{"display_name", "quota.cpu", "quota.gpu", "quota.pods"}},
 		"output only ignored":   {paths: []string{"name", "namespace", "state", "createTime", "update_time", "labels"}, want: []string{"labels"}},
+		"usage is output only":  {paths: []string{"usage", "usage.cpu", "usage.gpu", "quota.gpu"}, want: []string{"quota.gpu"}},
+		"scheduling sub-fields": {paths: []string{"scheduling.preemptionPolicy"}, want: []string{"scheduling.preemption_policy"}},
 		"unknown":               {paths: []string{"owner"}, bad: `"owner" cannot be updated`},
 		"unknown quota field":   {paths: []string{"quota.tpu"}, bad: `"quota.tpu" cannot be updated`},
 		"no label sub-path":     {paths: []string{"labels.team"}, bad: "cannot be updated"},
