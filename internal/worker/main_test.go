@@ -4,21 +4,14 @@ package worker
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"fmt"
-	"io/fs"
 	"log/slog"
-	"net/url"
 	"os"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -31,68 +24,15 @@ import (
 
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/kube"
+	"github.com/trainyard/trainyard/internal/pgtest"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenant"
-	"github.com/trainyard/trainyard/migrations"
 )
 
-// The package gets its own database, created and migrated in TestMain and
-// dropped at the end; each test gets its own schema in it (a fresh copy of
-// the tables), so that claims only ever see the test's own jobs.
-
-const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-
-var (
-	adminURL   string
-	packageURL string
-	schemaSeq  atomic.Int64
-)
-
-func TestMain(m *testing.M) { os.Exit(testMain(m)) }
-
-func testMain(m *testing.M) int {
-	adminURL = os.Getenv("DATABASE_URL")
-	if adminURL == "" {
-		adminURL = defaultDatabaseURL
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	name := "trainyard_worker_" + randomHex(6)
-	if err := adminExec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		// Worker tests need Postgres: fail, never skip.
-		fmt.Fprintf(os.Stderr, "worker tests need Postgres at DATABASE_URL: %v\n", err)
-		return 1
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = adminExec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
-	}()
-	u, err := url.Parse(adminURL)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "DATABASE_URL: %v\n", err)
-		return 1
-	}
-	u.Path = "/" + name
-	packageURL = u.String()
-	return m.Run()
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-func adminExec(ctx context.Context, sql string) error {
-	conn, err := pgx.Connect(ctx, adminURL)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, sql)
-	return err
-}
+// The package gets its own database (pgtest.Run), and each test its own
+// schema in it (pgtest.Schema: a fresh copy of the tables), so that claims
+// only ever see the test's own jobs.
+func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, "worker", nil)) }
 
 // clock is a settable time source for plans.
 type clock struct {
@@ -119,6 +59,7 @@ type bundle struct {
 	ctx   context.Context
 	store *store.Store
 	pool  *pgxpool.Pool
+	url   string // the pool's: the test's schema (search_path)
 	kube  *fake.Clientset
 	w     *Worker
 	clock *clock
@@ -128,8 +69,8 @@ func setup(t *testing.T, opts ...func(*Config)) *bundle {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	pool := schemaPool(t, ctx)
-	b := &bundle{ctx: ctx, pool: pool, store: store.New(pool), kube: fake.NewClientset(),
+	pool, url := pgtest.Schema(t)
+	b := &bundle{ctx: ctx, pool: pool, url: url, store: store.New(pool), kube: fake.NewClientset(),
 		clock: &clock{t: time.Now().UTC().Truncate(time.Second)}}
 	withUIDs(b.kube)
 	b.w = b.newWorker(t, "w1", opts...)
@@ -172,8 +113,8 @@ func (b *bundle) buildWorker(t *testing.T, id string, opts ...func(*Config)) *Wo
 	cfg := Config{
 		ID: id, Store: b.store, Kube: b.kube,
 		LeaseTTL: time.Minute,
-		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Now:    b.clock.Now,
+		Logger:   slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Now:      b.clock.Now,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -188,46 +129,6 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(string(p[:len(p)-1]))
 	return len(p), nil
-}
-
-// schemaPool creates a schema with every up migration and a pool on it.
-func schemaPool(t *testing.T, ctx context.Context) *pgxpool.Pool {
-	t.Helper()
-	schema := fmt.Sprintf("t%d_%s", schemaSeq.Add(1), randomHex(3))
-	conn, err := pgx.Connect(ctx, packageURL)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, "CREATE SCHEMA "+schema+"; SET search_path TO "+schema)
-	require.NoError(t, err)
-	names, err := fs.Glob(migrations.FS, "*.up.sql")
-	require.NoError(t, err)
-	sort.Strings(names)
-	for _, n := range names {
-		sql, err := fs.ReadFile(migrations.FS, n)
-		require.NoError(t, err)
-		_, err = conn.Exec(ctx, string(sql))
-		require.NoError(t, err, n)
-	}
-	u, err := url.Parse(packageURL)
-	require.NoError(t, err)
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	cfg, err := pgxpool.ParseConfig(u.String())
-	require.NoError(t, err)
-	cfg.MaxConns = 8
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		pool.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if conn, err := pgx.Connect(ctx, packageURL); err == nil {
-			_, _ = conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
-			conn.Close(ctx)
-		}
-	})
-	return pool
 }
 
 // tenant creates a tenant with namespace ty-<id>.

@@ -4,7 +4,6 @@ package worker
 
 import (
 	"context"
-	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -70,12 +69,7 @@ func TestRenewalKeepsAndDropsJobs(t *testing.T) {
 // through the NOTIFY path alone. A graceful stop releases its jobs.
 func TestRunDispatchesOnNotification(t *testing.T) {
 	b := setup(t)
-	u, err := url.Parse(packageURL)
-	require.NoError(t, err)
-	q := u.Query()
-	q.Set("search_path", searchPath(t, b))
-	u.RawQuery = q.Encode()
-	l, err := store.NewListener(u.String(), store.ListenerConfig{})
+	l, err := store.NewListener(b.url, store.ListenerConfig{})
 	require.NoError(t, err)
 	lctx, stopListener := context.WithCancel(b.ctx)
 	defer stopListener()
@@ -119,12 +113,4 @@ func TestRunDispatchesOnNotification(t *testing.T) {
 	wj := b.load(t, key)
 	require.Empty(t, wj.WorkerID, "released at shutdown")
 	require.True(t, wj.Active)
-}
-
-// searchPath reads the schema the bundle's pool uses.
-func searchPath(t *testing.T, b *bundle) string {
-	t.Helper()
-	var sp string
-	require.NoError(t, b.pool.QueryRow(b.ctx, `SHOW search_path`).Scan(&sp))
-	return sp
 }
