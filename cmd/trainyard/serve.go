@@ -12,6 +12,7 @@ import (
 
 	"github.com/trainyard/trainyard/internal/api"
 	"github.com/trainyard/trainyard/internal/auth"
+	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/server"
 	"github.com/trainyard/trainyard/internal/store"
@@ -34,6 +35,7 @@ type serveFlags struct {
 	maxConns        int
 	streamLifetime  time.Duration
 	auditRetention  time.Duration
+	tfjobPriority   map[string]int
 }
 
 func (f *serveFlags) register(fs *pflag.FlagSet) {
@@ -49,6 +51,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxConns, "max-connections", 4096, "open connections each listener (gRPC, HTTP) accepts at once; more wait to be accepted")
 	fs.DurationVar(&f.auditRetention, "audit-retention", 365*24*time.Hour, "audit records older than this are deleted (hourly); 0 keeps them forever")
 	fs.DurationVar(&f.streamLifetime, "max-stream-lifetime", 30*time.Minute, "watches and log streams end after this long with UNAVAILABLE; clients reopen them after the last event id received (tyctl does)")
+	fs.StringToIntVar(&f.tfjobPriority, "tfjob-priority-class", nil, "NAME=PRIORITY,...: the Trainyard priority (-1000..1000) of a Kubernetes PriorityClass that imported TFJobs name (schedulingPolicy.priorityClass, priorityClassName); a TFJob naming another is refused")
 	fs.IntVar(&f.maxStreams, "max-streams-per-caller", 32, "watches and log streams one caller (OIDC subject) may have open at once on this server, REST and gRPC together; more are RESOURCE_EXHAUSTED (HTTP 429). Raise it for a service token that streams for many users")
 }
 
@@ -114,7 +117,11 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 		streams.TenantChanges = store.NewWakeups(d.listener, store.ChannelTenants).Subscribe
 	}
 	ic := auth.NewInterceptor(authn, auth.NewAuthorizer(tenants), auth.WithLogger(log), auth.WithStreamPolicy(streams))
-	apiDeps := api.Deps{Store: d.store, Logger: log, NamespacePrefix: d.nsPrefix}
+	priorities, err := tfjobPriorities(f.tfjobPriority)
+	if err != nil {
+		return err
+	}
+	apiDeps := api.Deps{Store: d.store, Logger: log, NamespacePrefix: d.nsPrefix, TFJobPriorityClasses: priorities}
 	if d.listener != nil {
 		apiDeps.Events = d.listener
 	}
@@ -194,4 +201,17 @@ func openStore(ctx context.Context, log *slog.Logger, url string) (*store.Store,
 		case <-time.After(2 * time.Second):
 		}
 	}
+}
+
+// tfjobPriorities checks --tfjob-priority-class against the range of a
+// job's priority.
+func tfjobPriorities(m map[string]int) (map[string]int32, error) {
+	out := make(map[string]int32, len(m))
+	for name, p := range m {
+		if p < job.MinPriority || p > job.MaxPriority {
+			return nil, fmt.Errorf("--tfjob-priority-class %s=%d: a priority is %d..%d", name, p, job.MinPriority, job.MaxPriority)
+		}
+		out[name] = int32(p)
+	}
+	return out, nil
 }

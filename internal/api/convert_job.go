@@ -123,6 +123,9 @@ func replicaFromPB(r *pb.ReplicaSpec) job.ReplicaSpec {
 		Privileged:         r.GetPrivileged(),
 
 		MountServiceAccountToken: r.GetMountServiceAccountToken(),
+		LivenessProbe:            probeFromPB(r.GetLivenessProbe()),
+		ReadinessProbe:           probeFromPB(r.GetReadinessProbe()),
+		StartupProbe:             probeFromPB(r.GetStartupProbe()),
 	}
 	if r.GetRestartPolicy() == pb.RestartPolicy_RESTART_POLICY_UNSPECIFIED {
 		out.RestartPolicy = job.RestartNever
@@ -253,6 +256,9 @@ func replicaToPB(r job.ReplicaSpec) *pb.ReplicaSpec {
 		Privileged:         r.Privileged,
 
 		MountServiceAccountToken: r.MountServiceAccountToken,
+		LivenessProbe:            probeToPB(r.LivenessProbe),
+		ReadinessProbe:           probeToPB(r.ReadinessProbe),
+		StartupProbe:             probeToPB(r.StartupProbe),
 		Resources: &pb.Resources{
 			Cpu: r.Resources.CPU, Memory: r.Resources.Memory, Gpu: r.Resources.GPU,
 			CpuLimit: r.Resources.CPULimit, MemoryLimit: r.Resources.MemoryLimit,

@@ -81,6 +81,8 @@ type deps struct {
 	pollEvery time.Duration
 	nsPrefix  string
 	wakeups   *store.Wakeups
+	// tfjobPriorities map PriorityClass names to priorities (ImportTFJob).
+	tfjobPriorities map[string]int32
 }
 
 // Deps configures the API servers.
@@ -103,10 +105,15 @@ type Deps struct {
 	// NamespacePrefix is put before a tenant id to make its namespace
 	// (tenant.NamespaceName). Defaults to tenant.DefaultNamespacePrefix.
 	NamespacePrefix string
+	// TFJobPriorityClasses map the Kubernetes PriorityClass names of
+	// imported TFJobs to Trainyard priorities. Defaults to none: a TFJob
+	// naming one cannot be honoured.
+	TFJobPriorityClasses map[string]int32
 }
 
 func (d Deps) withDefaults() deps {
-	out := deps{store: d.Store, kube: d.Kube, log: d.Logger, now: d.Now, pollEvery: d.WatchPoll, nsPrefix: d.NamespacePrefix}
+	out := deps{store: d.Store, kube: d.Kube, log: d.Logger, now: d.Now, pollEvery: d.WatchPoll, nsPrefix: d.NamespacePrefix,
+		tfjobPriorities: d.TFJobPriorityClasses}
 	if out.log == nil {
 		out.log = slog.Default()
 	}

@@ -46,17 +46,8 @@ func (s *JobServer) CreateJob(ctx context.Context, req *pb.CreateJobRequest) (*p
 		return nil, err
 	}
 	rid := req.GetRequestId()
-	if rid != "" && !requestIDPattern.MatchString(rid) {
-		return nil, invalid(violation("requestId", "must be 1-100 characters of letters, digits, '-' and '_'"))
-	}
-	if rid != "" {
-		first, ok, err := s.store.JobGetByRequestID(ctx, tenantID, rid)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			return jobToPB(first), nil
-		}
+	if first, err := s.requestedBefore(ctx, tenantID, rid); first != nil || err != nil {
+		return first, err
 	}
 	if req.GetJob() == nil {
 		return nil, invalid(violation("job", "is required"))
@@ -75,26 +66,7 @@ func (s *JobServer) CreateJob(ctx context.Context, req *pb.CreateJobRequest) (*p
 	if p, ok := auth.PrincipalFrom(ctx); ok {
 		j.Creator = p.Subject
 	}
-	j.Spec.Default()
-	if vs := job.Validate(&j); len(vs) > 0 {
-		return nil, invalid(vs...)
-	}
-	t, err := s.tenant(ctx, tenantID)
-	if err != nil {
-		return nil, err
-	}
-	vs, err := s.missingSecrets(ctx, tenantID, j.Spec)
-	if err != nil {
-		return nil, err
-	}
-	if len(vs) > 0 {
-		return nil, invalid(vs...)
-	}
-	demand, err := j.Spec.Demand()
-	if err != nil {
-		return nil, invalid(violation("spec", err.Error()))
-	}
-	if err := neverFits(t, demand); err != nil {
+	if err := s.checkNewJob(ctx, tenantID, &j); err != nil {
 		return nil, err
 	}
 	created, _, err := s.store.JobCreate(ctx, store.JobCreateParams{Job: j, RequestID: rid})
@@ -102,6 +74,48 @@ func (s *JobServer) CreateJob(ctx context.Context, req *pb.CreateJobRequest) (*p
 		return nil, err
 	}
 	return jobToPB(created), nil
+}
+
+// requestedBefore is the job an earlier request with request id rid
+// created, as it is now; nil when there was none (or rid is empty).
+func (s *JobServer) requestedBefore(ctx context.Context, tenantID, rid string) (*pb.Job, error) {
+	if rid == "" {
+		return nil, nil
+	}
+	if !requestIDPattern.MatchString(rid) {
+		return nil, invalid(violation("requestId", "must be 1-100 characters of letters, digits, '-' and '_'"))
+	}
+	first, ok, err := s.store.JobGetByRequestID(ctx, tenantID, rid)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return jobToPB(first), nil
+}
+
+// checkNewJob defaults and validates a job to be created in the tenant:
+// the spec, the tenant secrets it names, and that it can ever fit the
+// tenant's quota.
+func (s *JobServer) checkNewJob(ctx context.Context, tenantID string, j *job.Job) error {
+	j.Spec.Default()
+	if vs := job.Validate(j); len(vs) > 0 {
+		return invalid(vs...)
+	}
+	t, err := s.tenant(ctx, tenantID)
+	if err != nil {
+		return err
+	}
+	vs, err := s.missingSecrets(ctx, tenantID, j.Spec)
+	if err != nil {
+		return err
+	}
+	if len(vs) > 0 {
+		return invalid(vs...)
+	}
+	demand, err := j.Spec.Demand()
+	if err != nil {
+		return invalid(violation("spec", err.Error()))
+	}
+	return neverFits(t, demand)
 }
 
 // secretRef is one place a job spec uses a tenant secret.

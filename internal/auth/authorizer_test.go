@@ -63,6 +63,8 @@ func requestFor(method, t string) any {
 	switch method {
 	case pb.JobService_CreateJob_FullMethodName:
 		return &pb.CreateJobRequest{Parent: tn, Job: &pb.Job{}}
+	case pb.JobService_ImportTFJob_FullMethodName:
+		return &pb.ImportTFJobRequest{Parent: tn}
 	case pb.JobService_GetJob_FullMethodName:
 		return &pb.GetJobRequest{Name: tn + "/jobs/j1"}
 	case pb.JobService_ListJobs_FullMethodName:
@@ -128,6 +130,7 @@ var matrix = []struct {
 	{pb.JobService_WatchJobs_FullMethodName, "NF OK OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF OK OK OK OK"},
 	// Job writes: editor.
 	{pb.JobService_CreateJob_FullMethodName, "NF PD OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD FP FP FP"},
+	{pb.JobService_ImportTFJob_FullMethodName, "NF PD OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD FP FP FP"},
 	{pb.JobService_CancelJob_FullMethodName, "NF PD OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD FP FP FP"},
 	{pb.JobService_DeleteJob_FullMethodName, "NF PD OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD FP FP FP"},
 	// Tenant reads: viewer; ListTenants: anyone (the handler filters).

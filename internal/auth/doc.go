@@ -55,7 +55,7 @@
 //
 //	job reads (Get, List, Events, Logs, Watch*), GetTenant,
 //	ListSecrets                                    viewer
-//	CreateJob, CancelJob, DeleteJob                editor
+//	CreateJob, ImportTFJob, CancelJob, DeleteJob   editor
 //	PutSecret, DeleteSecret                        tenant admin
 //	ListAuditRecords of tenants/{tenant}           tenant admin
 //	ListAuditRecords without parent (all tenants)  platform admin

@@ -41,7 +41,7 @@ func newGateway(ctx context.Context, conn *grpc.ClientConn) (http.Handler, error
 		UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
 	}
 	rs := routesOf(pb.File_trainyard_v1_job_proto, pb.File_trainyard_v1_tenant_proto, pb.File_trainyard_v1_audit_proto)
-	mux := runtime.NewServeMux(
+	opts := []runtime.ServeMuxOption{
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.HTTPBodyMarshaler{Marshaler: jsonpb}),
 		runtime.WithIncomingHeaderMatcher(incomingHeader),
 		runtime.WithOutgoingHeaderMatcher(outgoingHeader),
@@ -50,7 +50,11 @@ func newGateway(ctx context.Context, conn *grpc.ClientConn) (http.Handler, error
 		runtime.WithDisableHTTPMethodOverride(),
 		runtime.WithDisablePathLengthFallback(),
 		runtime.WithMiddlewares(requireUTF8),
-	)
+	}
+	for _, ct := range yamlContentTypes {
+		opts = append(opts, runtime.WithMarshalerOption(ct, yamlBody{jsonpb}))
+	}
+	mux := runtime.NewServeMux(opts...)
 	if err := pb.RegisterJobServiceHandler(ctx, mux, conn); err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	httpbody "google.golang.org/genproto/googleapis/api/httpbody"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -773,8 +774,20 @@ type ReplicaSpec struct {
 	// default). That account holds no rights in the cluster; the token is an
 	// identity, e.g. for workload identity federation with a cloud provider.
 	MountServiceAccountToken bool `protobuf:"varint,19,opt,name=mount_service_account_token,json=mountServiceAccountToken,proto3" json:"mount_service_account_token,omitempty"`
-	unknownFields            protoimpl.UnknownFields
-	sizeCache                protoimpl.SizeCache
+	// Restarts the replica when it fails: its pod ends and the replica's
+	// restart policy decides (ON_FAILURE and EXIT_CODE restart it; the
+	// restart counts against run_policy.backoff_limit). With NEVER a hung
+	// replica fails the job instead of running until its deadline.
+	LivenessProbe *Probe `protobuf:"bytes,20,opt,name=liveness_probe,json=livenessProbe,proto3" json:"liveness_probe,omitempty"`
+	// Says when the replica serves; the job's AllReplicasReady condition
+	// holds while every replica with one is ready. A TCP probe on the
+	// TensorFlow port ({"tcpSocket": {}}) is a good default. RUNNING does not
+	// wait for it.
+	ReadinessProbe *Probe `protobuf:"bytes,21,opt,name=readiness_probe,json=readinessProbe,proto3" json:"readiness_probe,omitempty"`
+	// Holds the other probes off until it succeeds, for slow starts.
+	StartupProbe  *Probe `protobuf:"bytes,22,opt,name=startup_probe,json=startupProbe,proto3" json:"startup_probe,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReplicaSpec) Reset() {
@@ -940,6 +953,386 @@ func (x *ReplicaSpec) GetMountServiceAccountToken() bool {
 	return false
 }
 
+func (x *ReplicaSpec) GetLivenessProbe() *Probe {
+	if x != nil {
+		return x.LivenessProbe
+	}
+	return nil
+}
+
+func (x *ReplicaSpec) GetReadinessProbe() *Probe {
+	if x != nil {
+		return x.ReadinessProbe
+	}
+	return nil
+}
+
+func (x *ReplicaSpec) GetStartupProbe() *Probe {
+	if x != nil {
+		return x.StartupProbe
+	}
+	return nil
+}
+
+// A Kubernetes container probe: one of exec, tcp_socket or http_get.
+// Numbers left at 0 take Kubernetes' defaults (period 10 s, timeout 1 s,
+// success threshold 1, failure threshold 3); each is at most 3600 (seconds)
+// or 100 (thresholds).
+type Probe struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Handler:
+	//
+	//	*Probe_Exec
+	//	*Probe_TcpSocket
+	//	*Probe_HttpGet
+	Handler             isProbe_Handler `protobuf_oneof:"handler"`
+	InitialDelaySeconds int32           `protobuf:"varint,4,opt,name=initial_delay_seconds,json=initialDelaySeconds,proto3" json:"initial_delay_seconds,omitempty"`
+	PeriodSeconds       int32           `protobuf:"varint,5,opt,name=period_seconds,json=periodSeconds,proto3" json:"period_seconds,omitempty"`
+	TimeoutSeconds      int32           `protobuf:"varint,6,opt,name=timeout_seconds,json=timeoutSeconds,proto3" json:"timeout_seconds,omitempty"`
+	// Must be 1 (or 0) for liveness and startup probes.
+	SuccessThreshold int32 `protobuf:"varint,7,opt,name=success_threshold,json=successThreshold,proto3" json:"success_threshold,omitempty"`
+	FailureThreshold int32 `protobuf:"varint,8,opt,name=failure_threshold,json=failureThreshold,proto3" json:"failure_threshold,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *Probe) Reset() {
+	*x = Probe{}
+	mi := &file_trainyard_v1_job_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Probe) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Probe) ProtoMessage() {}
+
+func (x *Probe) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_job_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Probe.ProtoReflect.Descriptor instead.
+func (*Probe) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Probe) GetHandler() isProbe_Handler {
+	if x != nil {
+		return x.Handler
+	}
+	return nil
+}
+
+func (x *Probe) GetExec() *ExecAction {
+	if x != nil {
+		if x, ok := x.Handler.(*Probe_Exec); ok {
+			return x.Exec
+		}
+	}
+	return nil
+}
+
+func (x *Probe) GetTcpSocket() *TCPSocketAction {
+	if x != nil {
+		if x, ok := x.Handler.(*Probe_TcpSocket); ok {
+			return x.TcpSocket
+		}
+	}
+	return nil
+}
+
+func (x *Probe) GetHttpGet() *HTTPGetAction {
+	if x != nil {
+		if x, ok := x.Handler.(*Probe_HttpGet); ok {
+			return x.HttpGet
+		}
+	}
+	return nil
+}
+
+func (x *Probe) GetInitialDelaySeconds() int32 {
+	if x != nil {
+		return x.InitialDelaySeconds
+	}
+	return 0
+}
+
+func (x *Probe) GetPeriodSeconds() int32 {
+	if x != nil {
+		return x.PeriodSeconds
+	}
+	return 0
+}
+
+func (x *Probe) GetTimeoutSeconds() int32 {
+	if x != nil {
+		return x.TimeoutSeconds
+	}
+	return 0
+}
+
+func (x *Probe) GetSuccessThreshold() int32 {
+	if x != nil {
+		return x.SuccessThreshold
+	}
+	return 0
+}
+
+func (x *Probe) GetFailureThreshold() int32 {
+	if x != nil {
+		return x.FailureThreshold
+	}
+	return 0
+}
+
+type isProbe_Handler interface {
+	isProbe_Handler()
+}
+
+type Probe_Exec struct {
+	Exec *ExecAction `protobuf:"bytes,1,opt,name=exec,proto3,oneof"`
+}
+
+type Probe_TcpSocket struct {
+	TcpSocket *TCPSocketAction `protobuf:"bytes,2,opt,name=tcp_socket,json=tcpSocket,proto3,oneof"`
+}
+
+type Probe_HttpGet struct {
+	HttpGet *HTTPGetAction `protobuf:"bytes,3,opt,name=http_get,json=httpGet,proto3,oneof"`
+}
+
+func (*Probe_Exec) isProbe_Handler() {}
+
+func (*Probe_TcpSocket) isProbe_Handler() {}
+
+func (*Probe_HttpGet) isProbe_Handler() {}
+
+// Runs a command in the container; exit status 0 is success.
+type ExecAction struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Command       []string               `protobuf:"bytes,1,rep,name=command,proto3" json:"command,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecAction) Reset() {
+	*x = ExecAction{}
+	mi := &file_trainyard_v1_job_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecAction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecAction) ProtoMessage() {}
+
+func (x *ExecAction) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_job_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecAction.ProtoReflect.Descriptor instead.
+func (*ExecAction) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ExecAction) GetCommand() []string {
+	if x != nil {
+		return x.Command
+	}
+	return nil
+}
+
+// Succeeds when the port accepts a TCP connection.
+type TCPSocketAction struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The replica's TensorFlow port when 0.
+	Port          int32 `protobuf:"varint,1,opt,name=port,proto3" json:"port,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TCPSocketAction) Reset() {
+	*x = TCPSocketAction{}
+	mi := &file_trainyard_v1_job_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TCPSocketAction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TCPSocketAction) ProtoMessage() {}
+
+func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_job_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TCPSocketAction.ProtoReflect.Descriptor instead.
+func (*TCPSocketAction) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *TCPSocketAction) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+// Succeeds on a 2xx or 3xx answer to an HTTP GET.
+type HTTPGetAction struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Starts with /; / when empty.
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// Required.
+	Port int32 `protobuf:"varint,2,opt,name=port,proto3" json:"port,omitempty"`
+	// HTTP (default) or HTTPS.
+	Scheme        string        `protobuf:"bytes,3,opt,name=scheme,proto3" json:"scheme,omitempty"`
+	Headers       []*HTTPHeader `protobuf:"bytes,4,rep,name=headers,proto3" json:"headers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HTTPGetAction) Reset() {
+	*x = HTTPGetAction{}
+	mi := &file_trainyard_v1_job_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HTTPGetAction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HTTPGetAction) ProtoMessage() {}
+
+func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_job_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HTTPGetAction.ProtoReflect.Descriptor instead.
+func (*HTTPGetAction) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *HTTPGetAction) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *HTTPGetAction) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *HTTPGetAction) GetScheme() string {
+	if x != nil {
+		return x.Scheme
+	}
+	return ""
+}
+
+func (x *HTTPGetAction) GetHeaders() []*HTTPHeader {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
+// A request header of an HTTP probe.
+type HTTPHeader struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Value         string                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HTTPHeader) Reset() {
+	*x = HTTPHeader{}
+	mi := &file_trainyard_v1_job_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HTTPHeader) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HTTPHeader) ProtoMessage() {}
+
+func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_job_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HTTPHeader.ProtoReflect.Descriptor instead.
+func (*HTTPHeader) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *HTTPHeader) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *HTTPHeader) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
 // An environment variable: a literal value or a key of a tenant secret.
 type EnvVar struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -955,7 +1348,7 @@ type EnvVar struct {
 
 func (x *EnvVar) Reset() {
 	*x = EnvVar{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[3]
+	mi := &file_trainyard_v1_job_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -967,7 +1360,7 @@ func (x *EnvVar) String() string {
 func (*EnvVar) ProtoMessage() {}
 
 func (x *EnvVar) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[3]
+	mi := &file_trainyard_v1_job_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -980,7 +1373,7 @@ func (x *EnvVar) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVar.ProtoReflect.Descriptor instead.
 func (*EnvVar) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{3}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *EnvVar) GetName() string {
@@ -1043,7 +1436,7 @@ type SecretKeyRef struct {
 
 func (x *SecretKeyRef) Reset() {
 	*x = SecretKeyRef{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[4]
+	mi := &file_trainyard_v1_job_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1055,7 +1448,7 @@ func (x *SecretKeyRef) String() string {
 func (*SecretKeyRef) ProtoMessage() {}
 
 func (x *SecretKeyRef) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[4]
+	mi := &file_trainyard_v1_job_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1068,7 +1461,7 @@ func (x *SecretKeyRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretKeyRef.ProtoReflect.Descriptor instead.
 func (*SecretKeyRef) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{4}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SecretKeyRef) GetSecret() string {
@@ -1097,7 +1490,7 @@ type SecretVolume struct {
 
 func (x *SecretVolume) Reset() {
 	*x = SecretVolume{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[5]
+	mi := &file_trainyard_v1_job_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1109,7 +1502,7 @@ func (x *SecretVolume) String() string {
 func (*SecretVolume) ProtoMessage() {}
 
 func (x *SecretVolume) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[5]
+	mi := &file_trainyard_v1_job_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1122,7 +1515,7 @@ func (x *SecretVolume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretVolume.ProtoReflect.Descriptor instead.
 func (*SecretVolume) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{5}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SecretVolume) GetSecret() string {
@@ -1159,7 +1552,7 @@ type Resources struct {
 
 func (x *Resources) Reset() {
 	*x = Resources{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[6]
+	mi := &file_trainyard_v1_job_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1171,7 +1564,7 @@ func (x *Resources) String() string {
 func (*Resources) ProtoMessage() {}
 
 func (x *Resources) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[6]
+	mi := &file_trainyard_v1_job_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1184,7 +1577,7 @@ func (x *Resources) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resources.ProtoReflect.Descriptor instead.
 func (*Resources) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{6}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Resources) GetCpu() string {
@@ -1239,7 +1632,7 @@ type Toleration struct {
 
 func (x *Toleration) Reset() {
 	*x = Toleration{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[7]
+	mi := &file_trainyard_v1_job_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1251,7 +1644,7 @@ func (x *Toleration) String() string {
 func (*Toleration) ProtoMessage() {}
 
 func (x *Toleration) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[7]
+	mi := &file_trainyard_v1_job_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1264,7 +1657,7 @@ func (x *Toleration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Toleration.ProtoReflect.Descriptor instead.
 func (*Toleration) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{7}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Toleration) GetKey() string {
@@ -1315,7 +1708,7 @@ type Affinity struct {
 
 func (x *Affinity) Reset() {
 	*x = Affinity{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[8]
+	mi := &file_trainyard_v1_job_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1327,7 +1720,7 @@ func (x *Affinity) String() string {
 func (*Affinity) ProtoMessage() {}
 
 func (x *Affinity) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[8]
+	mi := &file_trainyard_v1_job_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1340,7 +1733,7 @@ func (x *Affinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Affinity.ProtoReflect.Descriptor instead.
 func (*Affinity) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{8}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Affinity) GetRequired() []*NodeSelectorTerm {
@@ -1367,7 +1760,7 @@ type NodeSelectorTerm struct {
 
 func (x *NodeSelectorTerm) Reset() {
 	*x = NodeSelectorTerm{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[9]
+	mi := &file_trainyard_v1_job_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1379,7 +1772,7 @@ func (x *NodeSelectorTerm) String() string {
 func (*NodeSelectorTerm) ProtoMessage() {}
 
 func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[9]
+	mi := &file_trainyard_v1_job_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1392,7 +1785,7 @@ func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorTerm.ProtoReflect.Descriptor instead.
 func (*NodeSelectorTerm) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{9}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *NodeSelectorTerm) GetMatchExpressions() []*NodeSelectorRequirement {
@@ -1415,7 +1808,7 @@ type NodeSelectorRequirement struct {
 
 func (x *NodeSelectorRequirement) Reset() {
 	*x = NodeSelectorRequirement{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[10]
+	mi := &file_trainyard_v1_job_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1427,7 +1820,7 @@ func (x *NodeSelectorRequirement) String() string {
 func (*NodeSelectorRequirement) ProtoMessage() {}
 
 func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[10]
+	mi := &file_trainyard_v1_job_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1440,7 +1833,7 @@ func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorRequirement.ProtoReflect.Descriptor instead.
 func (*NodeSelectorRequirement) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{10}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *NodeSelectorRequirement) GetKey() string {
@@ -1476,7 +1869,7 @@ type PreferredTerm struct {
 
 func (x *PreferredTerm) Reset() {
 	*x = PreferredTerm{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[11]
+	mi := &file_trainyard_v1_job_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1488,7 +1881,7 @@ func (x *PreferredTerm) String() string {
 func (*PreferredTerm) ProtoMessage() {}
 
 func (x *PreferredTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[11]
+	mi := &file_trainyard_v1_job_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1501,7 +1894,7 @@ func (x *PreferredTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreferredTerm.ProtoReflect.Descriptor instead.
 func (*PreferredTerm) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{11}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PreferredTerm) GetWeight() int32 {
@@ -1538,7 +1931,7 @@ type RunPolicy struct {
 
 func (x *RunPolicy) Reset() {
 	*x = RunPolicy{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[12]
+	mi := &file_trainyard_v1_job_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1550,7 +1943,7 @@ func (x *RunPolicy) String() string {
 func (*RunPolicy) ProtoMessage() {}
 
 func (x *RunPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[12]
+	mi := &file_trainyard_v1_job_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1563,7 +1956,7 @@ func (x *RunPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunPolicy.ProtoReflect.Descriptor instead.
 func (*RunPolicy) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{12}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RunPolicy) GetBackoffLimit() int32 {
@@ -1607,7 +2000,7 @@ type CheckpointVolume struct {
 
 func (x *CheckpointVolume) Reset() {
 	*x = CheckpointVolume{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[13]
+	mi := &file_trainyard_v1_job_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1619,7 +2012,7 @@ func (x *CheckpointVolume) String() string {
 func (*CheckpointVolume) ProtoMessage() {}
 
 func (x *CheckpointVolume) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[13]
+	mi := &file_trainyard_v1_job_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1632,7 +2025,7 @@ func (x *CheckpointVolume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointVolume.ProtoReflect.Descriptor instead.
 func (*CheckpointVolume) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{13}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CheckpointVolume) GetClaimName() string {
@@ -1663,7 +2056,7 @@ type TensorBoard struct {
 
 func (x *TensorBoard) Reset() {
 	*x = TensorBoard{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[14]
+	mi := &file_trainyard_v1_job_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1675,7 +2068,7 @@ func (x *TensorBoard) String() string {
 func (*TensorBoard) ProtoMessage() {}
 
 func (x *TensorBoard) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[14]
+	mi := &file_trainyard_v1_job_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1688,7 +2081,7 @@ func (x *TensorBoard) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TensorBoard.ProtoReflect.Descriptor instead.
 func (*TensorBoard) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{14}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *TensorBoard) GetEnabled() bool {
@@ -1744,7 +2137,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[15]
+	mi := &file_trainyard_v1_job_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1756,7 +2149,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[15]
+	mi := &file_trainyard_v1_job_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1769,7 +2162,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{15}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *JobStatus) GetState() JobState {
@@ -1880,7 +2273,7 @@ type QueueStatus struct {
 
 func (x *QueueStatus) Reset() {
 	*x = QueueStatus{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[16]
+	mi := &file_trainyard_v1_job_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1892,7 +2285,7 @@ func (x *QueueStatus) String() string {
 func (*QueueStatus) ProtoMessage() {}
 
 func (x *QueueStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[16]
+	mi := &file_trainyard_v1_job_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1905,7 +2298,7 @@ func (x *QueueStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueStatus.ProtoReflect.Descriptor instead.
 func (*QueueStatus) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{16}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *QueueStatus) GetReason() WaitReason {
@@ -1986,7 +2379,7 @@ type Condition struct {
 
 func (x *Condition) Reset() {
 	*x = Condition{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[17]
+	mi := &file_trainyard_v1_job_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1998,7 +2391,7 @@ func (x *Condition) String() string {
 func (*Condition) ProtoMessage() {}
 
 func (x *Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[17]
+	mi := &file_trainyard_v1_job_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2011,7 +2404,7 @@ func (x *Condition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Condition.ProtoReflect.Descriptor instead.
 func (*Condition) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{17}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Condition) GetType() string {
@@ -2063,7 +2456,7 @@ type ReplicaCounts struct {
 
 func (x *ReplicaCounts) Reset() {
 	*x = ReplicaCounts{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[18]
+	mi := &file_trainyard_v1_job_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2075,7 +2468,7 @@ func (x *ReplicaCounts) String() string {
 func (*ReplicaCounts) ProtoMessage() {}
 
 func (x *ReplicaCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[18]
+	mi := &file_trainyard_v1_job_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2088,7 +2481,7 @@ func (x *ReplicaCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaCounts.ProtoReflect.Descriptor instead.
 func (*ReplicaCounts) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{18}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ReplicaCounts) GetType() ReplicaType {
@@ -2149,7 +2542,7 @@ type ReplicaStatus struct {
 
 func (x *ReplicaStatus) Reset() {
 	*x = ReplicaStatus{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[19]
+	mi := &file_trainyard_v1_job_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2161,7 +2554,7 @@ func (x *ReplicaStatus) String() string {
 func (*ReplicaStatus) ProtoMessage() {}
 
 func (x *ReplicaStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[19]
+	mi := &file_trainyard_v1_job_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2174,7 +2567,7 @@ func (x *ReplicaStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaStatus.ProtoReflect.Descriptor instead.
 func (*ReplicaStatus) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{19}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ReplicaStatus) GetType() ReplicaType {
@@ -2251,7 +2644,7 @@ type Termination struct {
 
 func (x *Termination) Reset() {
 	*x = Termination{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[20]
+	mi := &file_trainyard_v1_job_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2263,7 +2656,7 @@ func (x *Termination) String() string {
 func (*Termination) ProtoMessage() {}
 
 func (x *Termination) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[20]
+	mi := &file_trainyard_v1_job_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2276,7 +2669,7 @@ func (x *Termination) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Termination.ProtoReflect.Descriptor instead.
 func (*Termination) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{20}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Termination) GetExitCode() int32 {
@@ -2331,7 +2724,7 @@ type CreateJobRequest struct {
 
 func (x *CreateJobRequest) Reset() {
 	*x = CreateJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[21]
+	mi := &file_trainyard_v1_job_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2343,7 +2736,7 @@ func (x *CreateJobRequest) String() string {
 func (*CreateJobRequest) ProtoMessage() {}
 
 func (x *CreateJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[21]
+	mi := &file_trainyard_v1_job_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2356,7 +2749,7 @@ func (x *CreateJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJobRequest.ProtoReflect.Descriptor instead.
 func (*CreateJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{21}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CreateJobRequest) GetParent() string {
@@ -2387,6 +2780,218 @@ func (x *CreateJobRequest) GetRequestId() string {
 	return ""
 }
 
+type ImportTFJobRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tenant, tenants/{tenant}.
+	Parent string `protobuf:"bytes,1,opt,name=parent,proto3" json:"parent,omitempty"`
+	// The TFJob manifest as it is.
+	Tfjob *structpb.Struct `protobuf:"bytes,2,opt,name=tfjob,proto3" json:"tfjob,omitempty"`
+	// The job's id; the TFJob's metadata.name when empty, else generated.
+	JobId string `protobuf:"bytes,3,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// Idempotency key, as in CreateJob.
+	RequestId string `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Create the job although some fields cannot be honoured as written;
+	// they are returned as warnings.
+	AllowWarnings bool `protobuf:"varint,5,opt,name=allow_warnings,json=allowWarnings,proto3" json:"allow_warnings,omitempty"`
+	// Convert and validate only: nothing is created, the response shows the
+	// job that would be.
+	ValidateOnly  bool `protobuf:"varint,6,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportTFJobRequest) Reset() {
+	*x = ImportTFJobRequest{}
+	mi := &file_trainyard_v1_job_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportTFJobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportTFJobRequest) ProtoMessage() {}
+
+func (x *ImportTFJobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_job_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportTFJobRequest.ProtoReflect.Descriptor instead.
+func (*ImportTFJobRequest) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ImportTFJobRequest) GetParent() string {
+	if x != nil {
+		return x.Parent
+	}
+	return ""
+}
+
+func (x *ImportTFJobRequest) GetTfjob() *structpb.Struct {
+	if x != nil {
+		return x.Tfjob
+	}
+	return nil
+}
+
+func (x *ImportTFJobRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *ImportTFJobRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *ImportTFJobRequest) GetAllowWarnings() bool {
+	if x != nil {
+		return x.AllowWarnings
+	}
+	return false
+}
+
+func (x *ImportTFJobRequest) GetValidateOnly() bool {
+	if x != nil {
+		return x.ValidateOnly
+	}
+	return false
+}
+
+type ImportTFJobResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The job created (or, with validate_only, the job that would be).
+	Job *Job `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	// Fields of the TFJob not carried over as written.
+	Warnings      []*ImportWarning `protobuf:"bytes,2,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportTFJobResponse) Reset() {
+	*x = ImportTFJobResponse{}
+	mi := &file_trainyard_v1_job_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportTFJobResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportTFJobResponse) ProtoMessage() {}
+
+func (x *ImportTFJobResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_job_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportTFJobResponse.ProtoReflect.Descriptor instead.
+func (*ImportTFJobResponse) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *ImportTFJobResponse) GetJob() *Job {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
+func (x *ImportTFJobResponse) GetWarnings() []*ImportWarning {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
+}
+
+// A field of an imported TFJob that is not carried over as written.
+type ImportWarning struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The field's path in the TFJob, e.g.
+	// spec.tfReplicaSpecs.Worker.template.spec.containers[0].lifecycle.
+	Field       string `protobuf:"bytes,1,opt,name=field,proto3" json:"field,omitempty"`
+	Description string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	// True when the job runs differently from the TFJob because of it (an
+	// error unless allow_warnings); false for a field with no counterpart by
+	// design, which changes nothing that runs.
+	Unsupported   bool `protobuf:"varint,3,opt,name=unsupported,proto3" json:"unsupported,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportWarning) Reset() {
+	*x = ImportWarning{}
+	mi := &file_trainyard_v1_job_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportWarning) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportWarning) ProtoMessage() {}
+
+func (x *ImportWarning) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_job_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportWarning.ProtoReflect.Descriptor instead.
+func (*ImportWarning) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ImportWarning) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
+}
+
+func (x *ImportWarning) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *ImportWarning) GetUnsupported() bool {
+	if x != nil {
+		return x.Unsupported
+	}
+	return false
+}
+
 type GetJobRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -2396,7 +3001,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[22]
+	mi := &file_trainyard_v1_job_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2408,7 +3013,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[22]
+	mi := &file_trainyard_v1_job_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2421,7 +3026,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{22}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetJobRequest) GetName() string {
@@ -2447,7 +3052,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[23]
+	mi := &file_trainyard_v1_job_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2459,7 +3064,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[23]
+	mi := &file_trainyard_v1_job_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2472,7 +3077,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{23}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListJobsRequest) GetParent() string {
@@ -2514,7 +3119,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[24]
+	mi := &file_trainyard_v1_job_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2526,7 +3131,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[24]
+	mi := &file_trainyard_v1_job_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2539,7 +3144,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{24}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -2565,7 +3170,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[25]
+	mi := &file_trainyard_v1_job_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2577,7 +3182,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[25]
+	mi := &file_trainyard_v1_job_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2590,7 +3195,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{25}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CancelJobRequest) GetName() string {
@@ -2609,7 +3214,7 @@ type DeleteJobRequest struct {
 
 func (x *DeleteJobRequest) Reset() {
 	*x = DeleteJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[26]
+	mi := &file_trainyard_v1_job_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2621,7 +3226,7 @@ func (x *DeleteJobRequest) String() string {
 func (*DeleteJobRequest) ProtoMessage() {}
 
 func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[26]
+	mi := &file_trainyard_v1_job_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2634,7 +3239,7 @@ func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobRequest.ProtoReflect.Descriptor instead.
 func (*DeleteJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{26}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *DeleteJobRequest) GetName() string {
@@ -2652,7 +3257,7 @@ type DeleteJobResponse struct {
 
 func (x *DeleteJobResponse) Reset() {
 	*x = DeleteJobResponse{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[27]
+	mi := &file_trainyard_v1_job_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2664,7 +3269,7 @@ func (x *DeleteJobResponse) String() string {
 func (*DeleteJobResponse) ProtoMessage() {}
 
 func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[27]
+	mi := &file_trainyard_v1_job_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2677,7 +3282,7 @@ func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobResponse.ProtoReflect.Descriptor instead.
 func (*DeleteJobResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{27}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{35}
 }
 
 // Something that happened to a job.
@@ -2700,7 +3305,7 @@ type JobEvent struct {
 
 func (x *JobEvent) Reset() {
 	*x = JobEvent{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[28]
+	mi := &file_trainyard_v1_job_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2712,7 +3317,7 @@ func (x *JobEvent) String() string {
 func (*JobEvent) ProtoMessage() {}
 
 func (x *JobEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[28]
+	mi := &file_trainyard_v1_job_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2725,7 +3330,7 @@ func (x *JobEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEvent.ProtoReflect.Descriptor instead.
 func (*JobEvent) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{28}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *JobEvent) GetId() int64 {
@@ -2789,7 +3394,7 @@ type ListJobEventsRequest struct {
 
 func (x *ListJobEventsRequest) Reset() {
 	*x = ListJobEventsRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[29]
+	mi := &file_trainyard_v1_job_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2801,7 +3406,7 @@ func (x *ListJobEventsRequest) String() string {
 func (*ListJobEventsRequest) ProtoMessage() {}
 
 func (x *ListJobEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[29]
+	mi := &file_trainyard_v1_job_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2814,7 +3419,7 @@ func (x *ListJobEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobEventsRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{29}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ListJobEventsRequest) GetParent() string {
@@ -2848,7 +3453,7 @@ type ListJobEventsResponse struct {
 
 func (x *ListJobEventsResponse) Reset() {
 	*x = ListJobEventsResponse{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[30]
+	mi := &file_trainyard_v1_job_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2860,7 +3465,7 @@ func (x *ListJobEventsResponse) String() string {
 func (*ListJobEventsResponse) ProtoMessage() {}
 
 func (x *ListJobEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[30]
+	mi := &file_trainyard_v1_job_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2873,7 +3478,7 @@ func (x *ListJobEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobEventsResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{30}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListJobEventsResponse) GetEvents() []*JobEvent {
@@ -2905,7 +3510,7 @@ type GetJobLogsRequest struct {
 
 func (x *GetJobLogsRequest) Reset() {
 	*x = GetJobLogsRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[31]
+	mi := &file_trainyard_v1_job_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2917,7 +3522,7 @@ func (x *GetJobLogsRequest) String() string {
 func (*GetJobLogsRequest) ProtoMessage() {}
 
 func (x *GetJobLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[31]
+	mi := &file_trainyard_v1_job_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2930,7 +3535,7 @@ func (x *GetJobLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobLogsRequest.ProtoReflect.Descriptor instead.
 func (*GetJobLogsRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{31}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetJobLogsRequest) GetName() string {
@@ -2972,7 +3577,7 @@ type WatchJobRequest struct {
 
 func (x *WatchJobRequest) Reset() {
 	*x = WatchJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[32]
+	mi := &file_trainyard_v1_job_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2984,7 +3589,7 @@ func (x *WatchJobRequest) String() string {
 func (*WatchJobRequest) ProtoMessage() {}
 
 func (x *WatchJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[32]
+	mi := &file_trainyard_v1_job_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2997,7 +3602,7 @@ func (x *WatchJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchJobRequest.ProtoReflect.Descriptor instead.
 func (*WatchJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{32}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *WatchJobRequest) GetName() string {
@@ -3027,7 +3632,7 @@ type WatchJobsRequest struct {
 
 func (x *WatchJobsRequest) Reset() {
 	*x = WatchJobsRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[33]
+	mi := &file_trainyard_v1_job_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3039,7 +3644,7 @@ func (x *WatchJobsRequest) String() string {
 func (*WatchJobsRequest) ProtoMessage() {}
 
 func (x *WatchJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[33]
+	mi := &file_trainyard_v1_job_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3052,7 +3657,7 @@ func (x *WatchJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchJobsRequest.ProtoReflect.Descriptor instead.
 func (*WatchJobsRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{33}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *WatchJobsRequest) GetParent() string {
@@ -3088,7 +3693,7 @@ type WatchJobResponse struct {
 
 func (x *WatchJobResponse) Reset() {
 	*x = WatchJobResponse{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[34]
+	mi := &file_trainyard_v1_job_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3100,7 +3705,7 @@ func (x *WatchJobResponse) String() string {
 func (*WatchJobResponse) ProtoMessage() {}
 
 func (x *WatchJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[34]
+	mi := &file_trainyard_v1_job_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3113,7 +3718,7 @@ func (x *WatchJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchJobResponse.ProtoReflect.Descriptor instead.
 func (*WatchJobResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{34}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *WatchJobResponse) GetEvent() *JobEvent {
@@ -3134,7 +3739,7 @@ var File_trainyard_v1_job_proto protoreflect.FileDescriptor
 
 const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\n" +
-	"\x16trainyard/v1/job.proto\x12\ftrainyard.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x19google/api/httpbody.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xda\x03\n" +
+	"\x16trainyard/v1/job.proto\x12\ftrainyard.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x19google/api/httpbody.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xda\x03\n" +
 	"\x03Job\x12\x19\n" +
 	"\x04name\x18\x01 \x01(\tB\x05\x92A\x02@\x01R\x04name\x12\x17\n" +
 	"\x03uid\x18\x02 \x01(\tB\x05\x92A\x02@\x01R\x03uid\x12!\n" +
@@ -3161,7 +3766,8 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\vtensorboard\x18\x05 \x01(\v2\x19.trainyard.v1.TensorBoardR\vtensorboard\x12\x1a\n" +
 	"\bpriority\x18\x06 \x01(\x05R\bpriority\x12L\n" +
 	" termination_grace_period_seconds\x18\a \x01(\x03H\x00R\x1dterminationGracePeriodSeconds\x88\x01\x01B#\n" +
-	"!_termination_grace_period_seconds\"\xe7\b\n" +
+	"!_termination_grace_period_seconds\"\x9b\n" +
+	"\n" +
 	"\vReplicaSpec\x12-\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x19.trainyard.v1.ReplicaTypeR\x04type\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\x05R\x05count\x12\x14\n" +
@@ -3186,7 +3792,10 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"privileged\x12\x1f\n" +
 	"\vworking_dir\x18\x12 \x01(\tR\n" +
 	"workingDir\x12=\n" +
-	"\x1bmount_service_account_token\x18\x13 \x01(\bR\x18mountServiceAccountToken\x1a?\n" +
+	"\x1bmount_service_account_token\x18\x13 \x01(\bR\x18mountServiceAccountToken\x12:\n" +
+	"\x0eliveness_probe\x18\x14 \x01(\v2\x13.trainyard.v1.ProbeR\rlivenessProbe\x12<\n" +
+	"\x0freadiness_probe\x18\x15 \x01(\v2\x13.trainyard.v1.ProbeR\x0ereadinessProbe\x128\n" +
+	"\rstartup_probe\x18\x16 \x01(\v2\x13.trainyard.v1.ProbeR\fstartupProbe\x1a?\n" +
 	"\x11NodeSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a<\n" +
@@ -3195,7 +3804,32 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aA\n" +
 	"\x13PodAnnotationsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"t\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9a\x03\n" +
+	"\x05Probe\x12.\n" +
+	"\x04exec\x18\x01 \x01(\v2\x18.trainyard.v1.ExecActionH\x00R\x04exec\x12>\n" +
+	"\n" +
+	"tcp_socket\x18\x02 \x01(\v2\x1d.trainyard.v1.TCPSocketActionH\x00R\ttcpSocket\x128\n" +
+	"\bhttp_get\x18\x03 \x01(\v2\x1b.trainyard.v1.HTTPGetActionH\x00R\ahttpGet\x122\n" +
+	"\x15initial_delay_seconds\x18\x04 \x01(\x05R\x13initialDelaySeconds\x12%\n" +
+	"\x0eperiod_seconds\x18\x05 \x01(\x05R\rperiodSeconds\x12'\n" +
+	"\x0ftimeout_seconds\x18\x06 \x01(\x05R\x0etimeoutSeconds\x12+\n" +
+	"\x11success_threshold\x18\a \x01(\x05R\x10successThreshold\x12+\n" +
+	"\x11failure_threshold\x18\b \x01(\x05R\x10failureThresholdB\t\n" +
+	"\ahandler\"&\n" +
+	"\n" +
+	"ExecAction\x12\x18\n" +
+	"\acommand\x18\x01 \x03(\tR\acommand\"%\n" +
+	"\x0fTCPSocketAction\x12\x12\n" +
+	"\x04port\x18\x01 \x01(\x05R\x04port\"\x83\x01\n" +
+	"\rHTTPGetAction\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
+	"\x04port\x18\x02 \x01(\x05R\x04port\x12\x16\n" +
+	"\x06scheme\x18\x03 \x01(\tR\x06scheme\x122\n" +
+	"\aheaders\x18\x04 \x03(\v2\x18.trainyard.v1.HTTPHeaderR\aheaders\"6\n" +
+	"\n" +
+	"HTTPHeader\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"t\n" +
 	"\x06EnvVar\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x05value\x18\x02 \x01(\tH\x00R\x05value\x124\n" +
@@ -3315,7 +3949,22 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\x03job\x18\x02 \x01(\v2\x11.trainyard.v1.JobR\x03job\x12\x15\n" +
 	"\x06job_id\x18\x03 \x01(\tR\x05jobId\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x04 \x01(\tR\trequestId\"#\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\"\xdd\x01\n" +
+	"\x12ImportTFJobRequest\x12\x16\n" +
+	"\x06parent\x18\x01 \x01(\tR\x06parent\x12-\n" +
+	"\x05tfjob\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x05tfjob\x12\x15\n" +
+	"\x06job_id\x18\x03 \x01(\tR\x05jobId\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\x12%\n" +
+	"\x0eallow_warnings\x18\x05 \x01(\bR\rallowWarnings\x12#\n" +
+	"\rvalidate_only\x18\x06 \x01(\bR\fvalidateOnly\"s\n" +
+	"\x13ImportTFJobResponse\x12#\n" +
+	"\x03job\x18\x01 \x01(\v2\x11.trainyard.v1.JobR\x03job\x127\n" +
+	"\bwarnings\x18\x02 \x03(\v2\x1b.trainyard.v1.ImportWarningR\bwarnings\"i\n" +
+	"\rImportWarning\x12\x14\n" +
+	"\x05field\x18\x01 \x01(\tR\x05field\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\x12 \n" +
+	"\vunsupported\x18\x03 \x01(\bR\vunsupported\"#\n" +
 	"\rGetJobRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"}\n" +
 	"\x0fListJobsRequest\x12\x16\n" +
@@ -3416,7 +4065,7 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\x15REPLICA_STATE_PENDING\x10\x01\x12\x19\n" +
 	"\x15REPLICA_STATE_RUNNING\x10\x02\x12\x1b\n" +
 	"\x17REPLICA_STATE_SUCCEEDED\x10\x03\x12\x18\n" +
-	"\x14REPLICA_STATE_FAILED\x10\x042\x93\b\n" +
+	"\x14REPLICA_STATE_FAILED\x10\x042\xa0\t\n" +
 	"\n" +
 	"JobService\x12h\n" +
 	"\tCreateJob\x12\x1e.trainyard.v1.CreateJobRequest\x1a\x11.trainyard.v1.Job\"(\x82\xd3\xe4\x93\x02\":\x03job\"\x1b/v1/{parent=tenants/*}/jobs\x12]\n" +
@@ -3428,7 +4077,8 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\n" +
 	"GetJobLogs\x12\x1f.trainyard.v1.GetJobLogsRequest\x1a\x14.google.api.HttpBody\"(\x82\xd3\xe4\x93\x02\"\x12 /v1/{name=tenants/*/jobs/*}/logs0\x01\x12v\n" +
 	"\bWatchJob\x12\x1d.trainyard.v1.WatchJobRequest\x1a\x1e.trainyard.v1.WatchJobResponse\")\x82\xd3\xe4\x93\x02#\x12!/v1/{name=tenants/*/jobs/*}:watch0\x01\x12x\n" +
-	"\tWatchJobs\x12\x1e.trainyard.v1.WatchJobsRequest\x1a\x1e.trainyard.v1.WatchJobResponse\")\x82\xd3\xe4\x93\x02#\x12!/v1/{parent=tenants/*}/jobs:watch0\x01B\xba\x02\x92A\xf7\x01\x12}\n" +
+	"\tWatchJobs\x12\x1e.trainyard.v1.WatchJobsRequest\x1a\x1e.trainyard.v1.WatchJobResponse\")\x82\xd3\xe4\x93\x02#\x12!/v1/{parent=tenants/*}/jobs:watch0\x01\x12\x8a\x01\n" +
+	"\vImportTFJob\x12 .trainyard.v1.ImportTFJobRequest\x1a!.trainyard.v1.ImportTFJobResponse\"6\x82\xd3\xe4\x93\x020:\x05tfjob\"'/v1/{parent=tenants/*}/jobs:importTFJobB\xba\x02\x92A\xf7\x01\x12}\n" +
 	"\tTrainyard\x12lSubmit and follow distributed TensorFlow training jobs on Kubernetes. Every call needs an OIDC bearer token.2\x02v12\x10application/json:\x10application/jsonZD\n" +
 	"B\n" +
 	"\x06bearer\x128\b\x02\x12#An OIDC ID token: 'Bearer <token>'.\x1a\rAuthorization \x02b\f\n" +
@@ -3449,7 +4099,7 @@ func file_trainyard_v1_job_proto_rawDescGZIP() []byte {
 }
 
 var file_trainyard_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_trainyard_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_trainyard_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_trainyard_v1_job_proto_goTypes = []any{
 	(ReplicaType)(0),                // 0: trainyard.v1.ReplicaType
 	(RestartPolicy)(0),              // 1: trainyard.v1.RestartPolicy
@@ -3462,119 +4112,140 @@ var file_trainyard_v1_job_proto_goTypes = []any{
 	(*Job)(nil),                     // 8: trainyard.v1.Job
 	(*JobSpec)(nil),                 // 9: trainyard.v1.JobSpec
 	(*ReplicaSpec)(nil),             // 10: trainyard.v1.ReplicaSpec
-	(*EnvVar)(nil),                  // 11: trainyard.v1.EnvVar
-	(*SecretKeyRef)(nil),            // 12: trainyard.v1.SecretKeyRef
-	(*SecretVolume)(nil),            // 13: trainyard.v1.SecretVolume
-	(*Resources)(nil),               // 14: trainyard.v1.Resources
-	(*Toleration)(nil),              // 15: trainyard.v1.Toleration
-	(*Affinity)(nil),                // 16: trainyard.v1.Affinity
-	(*NodeSelectorTerm)(nil),        // 17: trainyard.v1.NodeSelectorTerm
-	(*NodeSelectorRequirement)(nil), // 18: trainyard.v1.NodeSelectorRequirement
-	(*PreferredTerm)(nil),           // 19: trainyard.v1.PreferredTerm
-	(*RunPolicy)(nil),               // 20: trainyard.v1.RunPolicy
-	(*CheckpointVolume)(nil),        // 21: trainyard.v1.CheckpointVolume
-	(*TensorBoard)(nil),             // 22: trainyard.v1.TensorBoard
-	(*JobStatus)(nil),               // 23: trainyard.v1.JobStatus
-	(*QueueStatus)(nil),             // 24: trainyard.v1.QueueStatus
-	(*Condition)(nil),               // 25: trainyard.v1.Condition
-	(*ReplicaCounts)(nil),           // 26: trainyard.v1.ReplicaCounts
-	(*ReplicaStatus)(nil),           // 27: trainyard.v1.ReplicaStatus
-	(*Termination)(nil),             // 28: trainyard.v1.Termination
-	(*CreateJobRequest)(nil),        // 29: trainyard.v1.CreateJobRequest
-	(*GetJobRequest)(nil),           // 30: trainyard.v1.GetJobRequest
-	(*ListJobsRequest)(nil),         // 31: trainyard.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),        // 32: trainyard.v1.ListJobsResponse
-	(*CancelJobRequest)(nil),        // 33: trainyard.v1.CancelJobRequest
-	(*DeleteJobRequest)(nil),        // 34: trainyard.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),       // 35: trainyard.v1.DeleteJobResponse
-	(*JobEvent)(nil),                // 36: trainyard.v1.JobEvent
-	(*ListJobEventsRequest)(nil),    // 37: trainyard.v1.ListJobEventsRequest
-	(*ListJobEventsResponse)(nil),   // 38: trainyard.v1.ListJobEventsResponse
-	(*GetJobLogsRequest)(nil),       // 39: trainyard.v1.GetJobLogsRequest
-	(*WatchJobRequest)(nil),         // 40: trainyard.v1.WatchJobRequest
-	(*WatchJobsRequest)(nil),        // 41: trainyard.v1.WatchJobsRequest
-	(*WatchJobResponse)(nil),        // 42: trainyard.v1.WatchJobResponse
-	nil,                             // 43: trainyard.v1.Job.LabelsEntry
-	nil,                             // 44: trainyard.v1.ReplicaSpec.NodeSelectorEntry
-	nil,                             // 45: trainyard.v1.ReplicaSpec.PodLabelsEntry
-	nil,                             // 46: trainyard.v1.ReplicaSpec.PodAnnotationsEntry
-	(*timestamppb.Timestamp)(nil),   // 47: google.protobuf.Timestamp
-	(*httpbody.HttpBody)(nil),       // 48: google.api.HttpBody
+	(*Probe)(nil),                   // 11: trainyard.v1.Probe
+	(*ExecAction)(nil),              // 12: trainyard.v1.ExecAction
+	(*TCPSocketAction)(nil),         // 13: trainyard.v1.TCPSocketAction
+	(*HTTPGetAction)(nil),           // 14: trainyard.v1.HTTPGetAction
+	(*HTTPHeader)(nil),              // 15: trainyard.v1.HTTPHeader
+	(*EnvVar)(nil),                  // 16: trainyard.v1.EnvVar
+	(*SecretKeyRef)(nil),            // 17: trainyard.v1.SecretKeyRef
+	(*SecretVolume)(nil),            // 18: trainyard.v1.SecretVolume
+	(*Resources)(nil),               // 19: trainyard.v1.Resources
+	(*Toleration)(nil),              // 20: trainyard.v1.Toleration
+	(*Affinity)(nil),                // 21: trainyard.v1.Affinity
+	(*NodeSelectorTerm)(nil),        // 22: trainyard.v1.NodeSelectorTerm
+	(*NodeSelectorRequirement)(nil), // 23: trainyard.v1.NodeSelectorRequirement
+	(*PreferredTerm)(nil),           // 24: trainyard.v1.PreferredTerm
+	(*RunPolicy)(nil),               // 25: trainyard.v1.RunPolicy
+	(*CheckpointVolume)(nil),        // 26: trainyard.v1.CheckpointVolume
+	(*TensorBoard)(nil),             // 27: trainyard.v1.TensorBoard
+	(*JobStatus)(nil),               // 28: trainyard.v1.JobStatus
+	(*QueueStatus)(nil),             // 29: trainyard.v1.QueueStatus
+	(*Condition)(nil),               // 30: trainyard.v1.Condition
+	(*ReplicaCounts)(nil),           // 31: trainyard.v1.ReplicaCounts
+	(*ReplicaStatus)(nil),           // 32: trainyard.v1.ReplicaStatus
+	(*Termination)(nil),             // 33: trainyard.v1.Termination
+	(*CreateJobRequest)(nil),        // 34: trainyard.v1.CreateJobRequest
+	(*ImportTFJobRequest)(nil),      // 35: trainyard.v1.ImportTFJobRequest
+	(*ImportTFJobResponse)(nil),     // 36: trainyard.v1.ImportTFJobResponse
+	(*ImportWarning)(nil),           // 37: trainyard.v1.ImportWarning
+	(*GetJobRequest)(nil),           // 38: trainyard.v1.GetJobRequest
+	(*ListJobsRequest)(nil),         // 39: trainyard.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),        // 40: trainyard.v1.ListJobsResponse
+	(*CancelJobRequest)(nil),        // 41: trainyard.v1.CancelJobRequest
+	(*DeleteJobRequest)(nil),        // 42: trainyard.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),       // 43: trainyard.v1.DeleteJobResponse
+	(*JobEvent)(nil),                // 44: trainyard.v1.JobEvent
+	(*ListJobEventsRequest)(nil),    // 45: trainyard.v1.ListJobEventsRequest
+	(*ListJobEventsResponse)(nil),   // 46: trainyard.v1.ListJobEventsResponse
+	(*GetJobLogsRequest)(nil),       // 47: trainyard.v1.GetJobLogsRequest
+	(*WatchJobRequest)(nil),         // 48: trainyard.v1.WatchJobRequest
+	(*WatchJobsRequest)(nil),        // 49: trainyard.v1.WatchJobsRequest
+	(*WatchJobResponse)(nil),        // 50: trainyard.v1.WatchJobResponse
+	nil,                             // 51: trainyard.v1.Job.LabelsEntry
+	nil,                             // 52: trainyard.v1.ReplicaSpec.NodeSelectorEntry
+	nil,                             // 53: trainyard.v1.ReplicaSpec.PodLabelsEntry
+	nil,                             // 54: trainyard.v1.ReplicaSpec.PodAnnotationsEntry
+	(*timestamppb.Timestamp)(nil),   // 55: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),         // 56: google.protobuf.Struct
+	(*httpbody.HttpBody)(nil),       // 57: google.api.HttpBody
 }
 var file_trainyard_v1_job_proto_depIdxs = []int32{
-	43, // 0: trainyard.v1.Job.labels:type_name -> trainyard.v1.Job.LabelsEntry
+	51, // 0: trainyard.v1.Job.labels:type_name -> trainyard.v1.Job.LabelsEntry
 	9,  // 1: trainyard.v1.Job.spec:type_name -> trainyard.v1.JobSpec
-	23, // 2: trainyard.v1.Job.status:type_name -> trainyard.v1.JobStatus
-	47, // 3: trainyard.v1.Job.create_time:type_name -> google.protobuf.Timestamp
-	47, // 4: trainyard.v1.Job.update_time:type_name -> google.protobuf.Timestamp
+	28, // 2: trainyard.v1.Job.status:type_name -> trainyard.v1.JobStatus
+	55, // 3: trainyard.v1.Job.create_time:type_name -> google.protobuf.Timestamp
+	55, // 4: trainyard.v1.Job.update_time:type_name -> google.protobuf.Timestamp
 	10, // 5: trainyard.v1.JobSpec.replicas:type_name -> trainyard.v1.ReplicaSpec
-	20, // 6: trainyard.v1.JobSpec.run_policy:type_name -> trainyard.v1.RunPolicy
+	25, // 6: trainyard.v1.JobSpec.run_policy:type_name -> trainyard.v1.RunPolicy
 	3,  // 7: trainyard.v1.JobSpec.success_policy:type_name -> trainyard.v1.SuccessPolicy
-	21, // 8: trainyard.v1.JobSpec.checkpoint:type_name -> trainyard.v1.CheckpointVolume
-	22, // 9: trainyard.v1.JobSpec.tensorboard:type_name -> trainyard.v1.TensorBoard
+	26, // 8: trainyard.v1.JobSpec.checkpoint:type_name -> trainyard.v1.CheckpointVolume
+	27, // 9: trainyard.v1.JobSpec.tensorboard:type_name -> trainyard.v1.TensorBoard
 	0,  // 10: trainyard.v1.ReplicaSpec.type:type_name -> trainyard.v1.ReplicaType
-	11, // 11: trainyard.v1.ReplicaSpec.env:type_name -> trainyard.v1.EnvVar
-	14, // 12: trainyard.v1.ReplicaSpec.resources:type_name -> trainyard.v1.Resources
-	44, // 13: trainyard.v1.ReplicaSpec.node_selector:type_name -> trainyard.v1.ReplicaSpec.NodeSelectorEntry
-	15, // 14: trainyard.v1.ReplicaSpec.tolerations:type_name -> trainyard.v1.Toleration
-	16, // 15: trainyard.v1.ReplicaSpec.affinity:type_name -> trainyard.v1.Affinity
-	45, // 16: trainyard.v1.ReplicaSpec.pod_labels:type_name -> trainyard.v1.ReplicaSpec.PodLabelsEntry
-	46, // 17: trainyard.v1.ReplicaSpec.pod_annotations:type_name -> trainyard.v1.ReplicaSpec.PodAnnotationsEntry
+	16, // 11: trainyard.v1.ReplicaSpec.env:type_name -> trainyard.v1.EnvVar
+	19, // 12: trainyard.v1.ReplicaSpec.resources:type_name -> trainyard.v1.Resources
+	52, // 13: trainyard.v1.ReplicaSpec.node_selector:type_name -> trainyard.v1.ReplicaSpec.NodeSelectorEntry
+	20, // 14: trainyard.v1.ReplicaSpec.tolerations:type_name -> trainyard.v1.Toleration
+	21, // 15: trainyard.v1.ReplicaSpec.affinity:type_name -> trainyard.v1.Affinity
+	53, // 16: trainyard.v1.ReplicaSpec.pod_labels:type_name -> trainyard.v1.ReplicaSpec.PodLabelsEntry
+	54, // 17: trainyard.v1.ReplicaSpec.pod_annotations:type_name -> trainyard.v1.ReplicaSpec.PodAnnotationsEntry
 	1,  // 18: trainyard.v1.ReplicaSpec.restart_policy:type_name -> trainyard.v1.RestartPolicy
-	13, // 19: trainyard.v1.ReplicaSpec.secret_volumes:type_name -> trainyard.v1.SecretVolume
-	12, // 20: trainyard.v1.EnvVar.secret:type_name -> trainyard.v1.SecretKeyRef
-	17, // 21: trainyard.v1.Affinity.required:type_name -> trainyard.v1.NodeSelectorTerm
-	19, // 22: trainyard.v1.Affinity.preferred:type_name -> trainyard.v1.PreferredTerm
-	18, // 23: trainyard.v1.NodeSelectorTerm.match_expressions:type_name -> trainyard.v1.NodeSelectorRequirement
-	17, // 24: trainyard.v1.PreferredTerm.preference:type_name -> trainyard.v1.NodeSelectorTerm
-	2,  // 25: trainyard.v1.RunPolicy.clean_pod_policy:type_name -> trainyard.v1.CleanPodPolicy
-	4,  // 26: trainyard.v1.JobStatus.state:type_name -> trainyard.v1.JobState
-	25, // 27: trainyard.v1.JobStatus.conditions:type_name -> trainyard.v1.Condition
-	47, // 28: trainyard.v1.JobStatus.start_time:type_name -> google.protobuf.Timestamp
-	47, // 29: trainyard.v1.JobStatus.completion_time:type_name -> google.protobuf.Timestamp
-	26, // 30: trainyard.v1.JobStatus.replica_counts:type_name -> trainyard.v1.ReplicaCounts
-	27, // 31: trainyard.v1.JobStatus.replicas:type_name -> trainyard.v1.ReplicaStatus
-	24, // 32: trainyard.v1.JobStatus.queue:type_name -> trainyard.v1.QueueStatus
-	5,  // 33: trainyard.v1.QueueStatus.reason:type_name -> trainyard.v1.WaitReason
-	47, // 34: trainyard.v1.QueueStatus.estimated_start_time:type_name -> google.protobuf.Timestamp
-	6,  // 35: trainyard.v1.QueueStatus.estimate_basis:type_name -> trainyard.v1.EstimateBasis
-	47, // 36: trainyard.v1.QueueStatus.update_time:type_name -> google.protobuf.Timestamp
-	47, // 37: trainyard.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
-	0,  // 38: trainyard.v1.ReplicaCounts.type:type_name -> trainyard.v1.ReplicaType
-	0,  // 39: trainyard.v1.ReplicaStatus.type:type_name -> trainyard.v1.ReplicaType
-	7,  // 40: trainyard.v1.ReplicaStatus.state:type_name -> trainyard.v1.ReplicaState
-	28, // 41: trainyard.v1.ReplicaStatus.last_termination:type_name -> trainyard.v1.Termination
-	47, // 42: trainyard.v1.Termination.finish_time:type_name -> google.protobuf.Timestamp
-	8,  // 43: trainyard.v1.CreateJobRequest.job:type_name -> trainyard.v1.Job
-	8,  // 44: trainyard.v1.ListJobsResponse.jobs:type_name -> trainyard.v1.Job
-	4,  // 45: trainyard.v1.JobEvent.state:type_name -> trainyard.v1.JobState
-	47, // 46: trainyard.v1.JobEvent.create_time:type_name -> google.protobuf.Timestamp
-	36, // 47: trainyard.v1.ListJobEventsResponse.events:type_name -> trainyard.v1.JobEvent
-	36, // 48: trainyard.v1.WatchJobResponse.event:type_name -> trainyard.v1.JobEvent
-	8,  // 49: trainyard.v1.WatchJobResponse.job:type_name -> trainyard.v1.Job
-	29, // 50: trainyard.v1.JobService.CreateJob:input_type -> trainyard.v1.CreateJobRequest
-	30, // 51: trainyard.v1.JobService.GetJob:input_type -> trainyard.v1.GetJobRequest
-	31, // 52: trainyard.v1.JobService.ListJobs:input_type -> trainyard.v1.ListJobsRequest
-	33, // 53: trainyard.v1.JobService.CancelJob:input_type -> trainyard.v1.CancelJobRequest
-	34, // 54: trainyard.v1.JobService.DeleteJob:input_type -> trainyard.v1.DeleteJobRequest
-	37, // 55: trainyard.v1.JobService.ListJobEvents:input_type -> trainyard.v1.ListJobEventsRequest
-	39, // 56: trainyard.v1.JobService.GetJobLogs:input_type -> trainyard.v1.GetJobLogsRequest
-	40, // 57: trainyard.v1.JobService.WatchJob:input_type -> trainyard.v1.WatchJobRequest
-	41, // 58: trainyard.v1.JobService.WatchJobs:input_type -> trainyard.v1.WatchJobsRequest
-	8,  // 59: trainyard.v1.JobService.CreateJob:output_type -> trainyard.v1.Job
-	8,  // 60: trainyard.v1.JobService.GetJob:output_type -> trainyard.v1.Job
-	32, // 61: trainyard.v1.JobService.ListJobs:output_type -> trainyard.v1.ListJobsResponse
-	8,  // 62: trainyard.v1.JobService.CancelJob:output_type -> trainyard.v1.Job
-	35, // 63: trainyard.v1.JobService.DeleteJob:output_type -> trainyard.v1.DeleteJobResponse
-	38, // 64: trainyard.v1.JobService.ListJobEvents:output_type -> trainyard.v1.ListJobEventsResponse
-	48, // 65: trainyard.v1.JobService.GetJobLogs:output_type -> google.api.HttpBody
-	42, // 66: trainyard.v1.JobService.WatchJob:output_type -> trainyard.v1.WatchJobResponse
-	42, // 67: trainyard.v1.JobService.WatchJobs:output_type -> trainyard.v1.WatchJobResponse
-	59, // [59:68] is the sub-list for method output_type
-	50, // [50:59] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	18, // 19: trainyard.v1.ReplicaSpec.secret_volumes:type_name -> trainyard.v1.SecretVolume
+	11, // 20: trainyard.v1.ReplicaSpec.liveness_probe:type_name -> trainyard.v1.Probe
+	11, // 21: trainyard.v1.ReplicaSpec.readiness_probe:type_name -> trainyard.v1.Probe
+	11, // 22: trainyard.v1.ReplicaSpec.startup_probe:type_name -> trainyard.v1.Probe
+	12, // 23: trainyard.v1.Probe.exec:type_name -> trainyard.v1.ExecAction
+	13, // 24: trainyard.v1.Probe.tcp_socket:type_name -> trainyard.v1.TCPSocketAction
+	14, // 25: trainyard.v1.Probe.http_get:type_name -> trainyard.v1.HTTPGetAction
+	15, // 26: trainyard.v1.HTTPGetAction.headers:type_name -> trainyard.v1.HTTPHeader
+	17, // 27: trainyard.v1.EnvVar.secret:type_name -> trainyard.v1.SecretKeyRef
+	22, // 28: trainyard.v1.Affinity.required:type_name -> trainyard.v1.NodeSelectorTerm
+	24, // 29: trainyard.v1.Affinity.preferred:type_name -> trainyard.v1.PreferredTerm
+	23, // 30: trainyard.v1.NodeSelectorTerm.match_expressions:type_name -> trainyard.v1.NodeSelectorRequirement
+	22, // 31: trainyard.v1.PreferredTerm.preference:type_name -> trainyard.v1.NodeSelectorTerm
+	2,  // 32: trainyard.v1.RunPolicy.clean_pod_policy:type_name -> trainyard.v1.CleanPodPolicy
+	4,  // 33: trainyard.v1.JobStatus.state:type_name -> trainyard.v1.JobState
+	30, // 34: trainyard.v1.JobStatus.conditions:type_name -> trainyard.v1.Condition
+	55, // 35: trainyard.v1.JobStatus.start_time:type_name -> google.protobuf.Timestamp
+	55, // 36: trainyard.v1.JobStatus.completion_time:type_name -> google.protobuf.Timestamp
+	31, // 37: trainyard.v1.JobStatus.replica_counts:type_name -> trainyard.v1.ReplicaCounts
+	32, // 38: trainyard.v1.JobStatus.replicas:type_name -> trainyard.v1.ReplicaStatus
+	29, // 39: trainyard.v1.JobStatus.queue:type_name -> trainyard.v1.QueueStatus
+	5,  // 40: trainyard.v1.QueueStatus.reason:type_name -> trainyard.v1.WaitReason
+	55, // 41: trainyard.v1.QueueStatus.estimated_start_time:type_name -> google.protobuf.Timestamp
+	6,  // 42: trainyard.v1.QueueStatus.estimate_basis:type_name -> trainyard.v1.EstimateBasis
+	55, // 43: trainyard.v1.QueueStatus.update_time:type_name -> google.protobuf.Timestamp
+	55, // 44: trainyard.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
+	0,  // 45: trainyard.v1.ReplicaCounts.type:type_name -> trainyard.v1.ReplicaType
+	0,  // 46: trainyard.v1.ReplicaStatus.type:type_name -> trainyard.v1.ReplicaType
+	7,  // 47: trainyard.v1.ReplicaStatus.state:type_name -> trainyard.v1.ReplicaState
+	33, // 48: trainyard.v1.ReplicaStatus.last_termination:type_name -> trainyard.v1.Termination
+	55, // 49: trainyard.v1.Termination.finish_time:type_name -> google.protobuf.Timestamp
+	8,  // 50: trainyard.v1.CreateJobRequest.job:type_name -> trainyard.v1.Job
+	56, // 51: trainyard.v1.ImportTFJobRequest.tfjob:type_name -> google.protobuf.Struct
+	8,  // 52: trainyard.v1.ImportTFJobResponse.job:type_name -> trainyard.v1.Job
+	37, // 53: trainyard.v1.ImportTFJobResponse.warnings:type_name -> trainyard.v1.ImportWarning
+	8,  // 54: trainyard.v1.ListJobsResponse.jobs:type_name -> trainyard.v1.Job
+	4,  // 55: trainyard.v1.JobEvent.state:type_name -> trainyard.v1.JobState
+	55, // 56: trainyard.v1.JobEvent.create_time:type_name -> google.protobuf.Timestamp
+	44, // 57: trainyard.v1.ListJobEventsResponse.events:type_name -> trainyard.v1.JobEvent
+	44, // 58: trainyard.v1.WatchJobResponse.event:type_name -> trainyard.v1.JobEvent
+	8,  // 59: trainyard.v1.WatchJobResponse.job:type_name -> trainyard.v1.Job
+	34, // 60: trainyard.v1.JobService.CreateJob:input_type -> trainyard.v1.CreateJobRequest
+	38, // 61: trainyard.v1.JobService.GetJob:input_type -> trainyard.v1.GetJobRequest
+	39, // 62: trainyard.v1.JobService.ListJobs:input_type -> trainyard.v1.ListJobsRequest
+	41, // 63: trainyard.v1.JobService.CancelJob:input_type -> trainyard.v1.CancelJobRequest
+	42, // 64: trainyard.v1.JobService.DeleteJob:input_type -> trainyard.v1.DeleteJobRequest
+	45, // 65: trainyard.v1.JobService.ListJobEvents:input_type -> trainyard.v1.ListJobEventsRequest
+	47, // 66: trainyard.v1.JobService.GetJobLogs:input_type -> trainyard.v1.GetJobLogsRequest
+	48, // 67: trainyard.v1.JobService.WatchJob:input_type -> trainyard.v1.WatchJobRequest
+	49, // 68: trainyard.v1.JobService.WatchJobs:input_type -> trainyard.v1.WatchJobsRequest
+	35, // 69: trainyard.v1.JobService.ImportTFJob:input_type -> trainyard.v1.ImportTFJobRequest
+	8,  // 70: trainyard.v1.JobService.CreateJob:output_type -> trainyard.v1.Job
+	8,  // 71: trainyard.v1.JobService.GetJob:output_type -> trainyard.v1.Job
+	40, // 72: trainyard.v1.JobService.ListJobs:output_type -> trainyard.v1.ListJobsResponse
+	8,  // 73: trainyard.v1.JobService.CancelJob:output_type -> trainyard.v1.Job
+	43, // 74: trainyard.v1.JobService.DeleteJob:output_type -> trainyard.v1.DeleteJobResponse
+	46, // 75: trainyard.v1.JobService.ListJobEvents:output_type -> trainyard.v1.ListJobEventsResponse
+	57, // 76: trainyard.v1.JobService.GetJobLogs:output_type -> google.api.HttpBody
+	50, // 77: trainyard.v1.JobService.WatchJob:output_type -> trainyard.v1.WatchJobResponse
+	50, // 78: trainyard.v1.JobService.WatchJobs:output_type -> trainyard.v1.WatchJobResponse
+	36, // 79: trainyard.v1.JobService.ImportTFJob:output_type -> trainyard.v1.ImportTFJobResponse
+	70, // [70:80] is the sub-list for method output_type
+	60, // [60:70] is the sub-list for method input_type
+	60, // [60:60] is the sub-list for extension type_name
+	60, // [60:60] is the sub-list for extension extendee
+	0,  // [0:60] is the sub-list for field type_name
 }
 
 func init() { file_trainyard_v1_job_proto_init() }
@@ -3584,17 +4255,22 @@ func file_trainyard_v1_job_proto_init() {
 	}
 	file_trainyard_v1_job_proto_msgTypes[1].OneofWrappers = []any{}
 	file_trainyard_v1_job_proto_msgTypes[3].OneofWrappers = []any{
+		(*Probe_Exec)(nil),
+		(*Probe_TcpSocket)(nil),
+		(*Probe_HttpGet)(nil),
+	}
+	file_trainyard_v1_job_proto_msgTypes[8].OneofWrappers = []any{
 		(*EnvVar_Value)(nil),
 		(*EnvVar_Secret)(nil),
 	}
-	file_trainyard_v1_job_proto_msgTypes[12].OneofWrappers = []any{}
+	file_trainyard_v1_job_proto_msgTypes[17].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_trainyard_v1_job_proto_rawDesc), len(file_trainyard_v1_job_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   39,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

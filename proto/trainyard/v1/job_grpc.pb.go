@@ -29,6 +29,7 @@ const (
 	JobService_GetJobLogs_FullMethodName    = "/trainyard.v1.JobService/GetJobLogs"
 	JobService_WatchJob_FullMethodName      = "/trainyard.v1.JobService/WatchJob"
 	JobService_WatchJobs_FullMethodName     = "/trainyard.v1.JobService/WatchJobs"
+	JobService_ImportTFJob_FullMethodName   = "/trainyard.v1.JobService/ImportTFJob"
 )
 
 // JobServiceClient is the client API for JobService service.
@@ -72,6 +73,15 @@ type JobServiceClient interface {
 	// last (or, once it is purged, with only its name and uid). Log tails are
 	// omitted in lists and watches; GetJob and GetJobLogs return them.
 	WatchJobs(ctx context.Context, in *WatchJobsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchJobResponse], error)
+	// Converts an unmodified Kubeflow TFJob (apiVersion kubeflow.org/v1) into
+	// a job and creates it as CreateJob does. What Trainyard cannot honour
+	// as written is INVALID_ARGUMENT, one field violation per field of the
+	// TFJob (under "tfjob."), unless allow_warnings is set: then the job is
+	// created and they come back as warnings, with the notes on fields that
+	// have no counterpart by design (metadata.namespace, status, ...).
+	// Over REST the body is the TFJob itself: JSON, or YAML with
+	// Content-Type application/yaml.
+	ImportTFJob(ctx context.Context, in *ImportTFJobRequest, opts ...grpc.CallOption) (*ImportTFJobResponse, error)
 }
 
 type jobServiceClient struct {
@@ -199,6 +209,16 @@ func (c *jobServiceClient) WatchJobs(ctx context.Context, in *WatchJobsRequest, 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type JobService_WatchJobsClient = grpc.ServerStreamingClient[WatchJobResponse]
 
+func (c *jobServiceClient) ImportTFJob(ctx context.Context, in *ImportTFJobRequest, opts ...grpc.CallOption) (*ImportTFJobResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ImportTFJobResponse)
+	err := c.cc.Invoke(ctx, JobService_ImportTFJob_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // JobServiceServer is the server API for JobService service.
 // All implementations must embed UnimplementedJobServiceServer
 // for forward compatibility.
@@ -240,6 +260,15 @@ type JobServiceServer interface {
 	// last (or, once it is purged, with only its name and uid). Log tails are
 	// omitted in lists and watches; GetJob and GetJobLogs return them.
 	WatchJobs(*WatchJobsRequest, grpc.ServerStreamingServer[WatchJobResponse]) error
+	// Converts an unmodified Kubeflow TFJob (apiVersion kubeflow.org/v1) into
+	// a job and creates it as CreateJob does. What Trainyard cannot honour
+	// as written is INVALID_ARGUMENT, one field violation per field of the
+	// TFJob (under "tfjob."), unless allow_warnings is set: then the job is
+	// created and they come back as warnings, with the notes on fields that
+	// have no counterpart by design (metadata.namespace, status, ...).
+	// Over REST the body is the TFJob itself: JSON, or YAML with
+	// Content-Type application/yaml.
+	ImportTFJob(context.Context, *ImportTFJobRequest) (*ImportTFJobResponse, error)
 	mustEmbedUnimplementedJobServiceServer()
 }
 
@@ -276,6 +305,9 @@ func (UnimplementedJobServiceServer) WatchJob(*WatchJobRequest, grpc.ServerStrea
 }
 func (UnimplementedJobServiceServer) WatchJobs(*WatchJobsRequest, grpc.ServerStreamingServer[WatchJobResponse]) error {
 	return status.Error(codes.Unimplemented, "method WatchJobs not implemented")
+}
+func (UnimplementedJobServiceServer) ImportTFJob(context.Context, *ImportTFJobRequest) (*ImportTFJobResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ImportTFJob not implemented")
 }
 func (UnimplementedJobServiceServer) mustEmbedUnimplementedJobServiceServer() {}
 func (UnimplementedJobServiceServer) testEmbeddedByValue()                    {}
@@ -439,6 +471,24 @@ func _JobService_WatchJobs_Handler(srv interface{}, stream grpc.ServerStream) er
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type JobService_WatchJobsServer = grpc.ServerStreamingServer[WatchJobResponse]
 
+func _JobService_ImportTFJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ImportTFJobRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).ImportTFJob(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_ImportTFJob_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).ImportTFJob(ctx, req.(*ImportTFJobRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // JobService_ServiceDesc is the grpc.ServiceDesc for JobService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -469,6 +519,10 @@ var JobService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListJobEvents",
 			Handler:    _JobService_ListJobEvents_Handler,
+		},
+		{
+			MethodName: "ImportTFJob",
+			Handler:    _JobService_ImportTFJob_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
