@@ -29,14 +29,16 @@ $(PROTO_DEPS): go.mod
 	chmod -R u+w $(PROTO_DEPS)
 
 .PHONY: generate
-generate: $(PROTO_DEPS) ## Regenerate Go code and the OpenAPI document from proto/.
+generate: $(PROTO_DEPS) ## Regenerate Go code, the OpenAPI document and the Python client's stubs from proto/.
 	$(GO) tool buf generate --path proto/trainyard
+	@# Debian's protoc and grpc_python_plugin (protobuf-compiler, protobuf-compiler-grpc).
+	bash clients/python/generate.sh
 
 .PHONY: verify
 verify: generate ## Fail when generated files are stale or go.mod is untidy.
 	$(GO) mod tidy
-	@git diff --exit-code -- proto web-openapi go.mod go.sum || { echo "generated files are stale: run 'make generate' and commit" >&2; exit 1; }
-	@test -z "$$(git status --porcelain -- proto web-openapi)" || { git status --porcelain -- proto web-openapi; echo "untracked generated files: run 'make generate' and commit" >&2; exit 1; }
+	@git diff --exit-code -- proto web-openapi clients/python/trainyard/_proto go.mod go.sum || { echo "generated files are stale: run 'make generate' and commit" >&2; exit 1; }
+	@test -z "$$(git status --porcelain -- proto web-openapi clients/python/trainyard/_proto)" || { git status --porcelain -- proto web-openapi clients/python/trainyard/_proto; echo "untracked generated files: run 'make generate' and commit" >&2; exit 1; }
 
 .PHONY: test
 test: cluster-build build fuzz-smoke ## Every test: unit, Postgres and end to end on the local cluster, and each fuzz target briefly (what CI runs).

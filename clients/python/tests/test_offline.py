@@ -1,0 +1,113 @@
+"""Unit tests of the client's parts that need no server: documents, settings, errors.
+
+Run: python3 -m unittest discover -s clients/python/tests (the end-to-end
+suite does, with Debian's python3-grpcio and python3-protobuf).
+"""
+
+import os
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+import grpc
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from trainyard import _documents, _settings  # noqa: E402
+from trainyard._proto.google.rpc import error_details_pb2, status_pb2  # noqa: E402
+from trainyard._proto.trainyard.v1 import job_pb2  # noqa: E402
+from trainyard.errors import InvalidArgument, NotFound, from_rpc_error  # noqa: E402
+
+
+class Documents(unittest.TestCase):
+    def test_spec_dict_with_short_enums(self):
+        kind, job = _documents.load({"replicas": [{"type": "worker", "count": 2, "image": "tf", "restartPolicy": "OnFailure"}],
+                                     "successPolicy": "AllWorkers"})
+        self.assertEqual(kind, "job")
+        r = job.spec.replicas[0]
+        self.assertEqual(r.type, job_pb2.REPLICA_TYPE_WORKER)
+        self.assertEqual(r.restart_policy, job_pb2.RESTART_POLICY_ON_FAILURE)
+        self.assertEqual(job.spec.success_policy, job_pb2.SUCCESS_POLICY_ALL_WORKERS)
+
+    def test_job_resource_and_file(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+            f.write("labels: {team: nlp}\nspec:\n  replicas:\n  - {type: CHIEF, image: tf}\n")
+        try:
+            kind, job = _documents.load(f.name)
+        finally:
+            os.unlink(f.name)
+        self.assertEqual(job.labels["team"], "nlp")
+        self.assertEqual(job.spec.replicas[0].type, job_pb2.REPLICA_TYPE_CHIEF)
+
+    def test_tfjob_goes_as_it_is(self):
+        kind, s = _documents.load({"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "spec": {"tfReplicaSpecs": {"Worker": {"replicas": 2}}}})
+        self.assertEqual(kind, "tfjob")
+        self.assertEqual(s["spec"]["tfReplicaSpecs"]["Worker"]["replicas"], 2)
+
+    def test_other_kinds_and_typos(self):
+        with self.assertRaises(ValueError):
+            _documents.load({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob"})
+        with self.assertRaises(Exception) as cm:
+            _documents.load({"replicas": [{"type": "WORKER", "gpus": 4}]})
+        self.assertIn("gpus", str(cm.exception))
+
+
+class FakeRpcError(grpc.RpcError):
+    def __init__(self, code, details, trailers=()):
+        self._code, self._details, self._trailers = code, details, trailers
+
+    def code(self):
+        return self._code
+
+    def details(self):
+        return self._details
+
+    def trailing_metadata(self):
+        return self._trailers
+
+
+class Errors(unittest.TestCase):
+    def test_violations_from_status_details(self):
+        st = status_pb2.Status(code=3, message="invalid")
+        st.details.add().Pack(error_details_pb2.BadRequest(field_violations=[
+            error_details_pb2.BadRequest.FieldViolation(field="spec.replicas[0].count", description="0 is out of range 1..1000")]))
+        err = from_rpc_error(FakeRpcError(grpc.StatusCode.INVALID_ARGUMENT, "invalid", (("grpc-status-details-bin", st.SerializeToString()),)))
+        self.assertIsInstance(err, InvalidArgument)
+        self.assertEqual([(v.field, v.description) for v in err.violations], [("spec.replicas[0].count", "0 is out of range 1..1000")])
+        self.assertIn("spec.replicas[0].count", str(err))
+
+    def test_codes(self):
+        self.assertIsInstance(from_rpc_error(FakeRpcError(grpc.StatusCode.NOT_FOUND, "no job")), NotFound)
+
+
+class Settings(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.env = dict(os.environ)
+        for k in list(os.environ):
+            if k.startswith("TYCTL_"):
+                del os.environ[k]
+        os.environ["TYCTL_CONFIG"] = os.path.join(self.dir, "config.yaml")
+
+    def tearDown(self):
+        os.environ.clear()
+        os.environ.update(self.env)
+
+    def test_argument_env_config_default(self):
+        Path(os.environ["TYCTL_CONFIG"]).write_text("server: cfg:1\ntenant: from-config\ninsecure: true\nlogin: {idToken: stored-token}\n")
+        s = _settings.resolve(None, None, None, None, None)
+        self.assertEqual((s.server, s.tenant, s.token, s.insecure), ("cfg:1", "from-config", "stored-token", True))
+        os.environ.update({"TYCTL_SERVER": "env:2", "TYCTL_TOKEN": "Bearer env-token", "TYCTL_INSECURE": "false"})
+        s = _settings.resolve(None, None, None, None, None)
+        self.assertEqual((s.server, s.tenant, s.token, s.insecure), ("env:2", "from-config", "env-token", False))
+        s = _settings.resolve("arg:3", "arg-token", "arg-tenant", True, None)
+        self.assertEqual((s.server, s.tenant, s.token, s.insecure), ("arg:3", "arg-tenant", "arg-token", True))
+
+    def test_no_config(self):
+        s = _settings.resolve(None, None, None, None, None)
+        self.assertEqual((s.server, s.token), (_settings.DEFAULT_SERVER, None))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,37 @@
+"""Trainyard's Python client: distributed TensorFlow training jobs from notebooks.
+
+    import trainyard
+
+    ty = trainyard.Client()                  # tyctl's settings and login
+    job = ty.submit("mnist.yaml")            # a job file, a dict, or a Kubeflow TFJob
+    ty.wait(job)                             # progress; raises JobFailed with the log tail
+    print("\\n".join(ty.logs(job, "worker-0")))
+
+Errors are exceptions (:mod:`trainyard.errors`); an invalid job raises
+:class:`InvalidArgument`, whose ``violations`` name each field.
+"""
+
+from trainyard._proto.trainyard.v1.job_pb2 import Job, JobEvent, JobSpec, JobState, WatchJobResponse
+from trainyard.client import FINAL_STATES, Client, TFJobWarning
+from trainyard.errors import (
+    AlreadyExists,
+    FailedPrecondition,
+    FieldViolation,
+    InvalidArgument,
+    JobCancelled,
+    JobFailed,
+    NotFound,
+    PermissionDenied,
+    TrainyardError,
+    Unauthenticated,
+    Unavailable,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Client", "TFJobWarning", "FINAL_STATES",
+    "Job", "JobEvent", "JobSpec", "JobState", "WatchJobResponse",
+    "TrainyardError", "InvalidArgument", "FieldViolation", "Unauthenticated", "PermissionDenied", "NotFound",
+    "AlreadyExists", "FailedPrecondition", "Unavailable", "JobFailed", "JobCancelled",
+]

@@ -1,0 +1,195 @@
+from trainyard._proto.google.api import annotations_pb2 as _annotations_pb2
+from google.protobuf import field_mask_pb2 as _field_mask_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from trainyard._proto.protoc_gen_openapiv2.options import annotations_pb2 as _annotations_pb2_1
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+PREEMPTION_POLICY_LOWER_PRIORITY: PreemptionPolicy
+PREEMPTION_POLICY_NEVER: PreemptionPolicy
+PREEMPTION_POLICY_UNSPECIFIED: PreemptionPolicy
+QUEUEING_STRATEGY_BEST_EFFORT_FIFO: QueueingStrategy
+QUEUEING_STRATEGY_STRICT_FIFO: QueueingStrategy
+QUEUEING_STRATEGY_UNSPECIFIED: QueueingStrategy
+ROLE_ADMIN: Role
+ROLE_EDITOR: Role
+ROLE_UNSPECIFIED: Role
+ROLE_VIEWER: Role
+TENANT_STATE_ACTIVE: TenantState
+TENANT_STATE_DELETED: TenantState
+TENANT_STATE_OFFBOARDING: TenantState
+TENANT_STATE_UNSPECIFIED: TenantState
+
+class CreateTenantRequest(_message.Message):
+    __slots__ = ["tenant", "tenant_id"]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    tenant: Tenant
+    tenant_id: str
+    def __init__(self, tenant: _Optional[_Union[Tenant, _Mapping]] = ..., tenant_id: _Optional[str] = ...) -> None: ...
+
+class DeleteSecretRequest(_message.Message):
+    __slots__ = ["name"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class DeleteSecretResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class DeleteTenantRequest(_message.Message):
+    __slots__ = ["name"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class GetTenantRequest(_message.Message):
+    __slots__ = ["name"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class ListSecretsRequest(_message.Message):
+    __slots__ = ["parent"]
+    PARENT_FIELD_NUMBER: _ClassVar[int]
+    parent: str
+    def __init__(self, parent: _Optional[str] = ...) -> None: ...
+
+class ListSecretsResponse(_message.Message):
+    __slots__ = ["secrets"]
+    SECRETS_FIELD_NUMBER: _ClassVar[int]
+    secrets: _containers.RepeatedCompositeFieldContainer[Secret]
+    def __init__(self, secrets: _Optional[_Iterable[_Union[Secret, _Mapping]]] = ...) -> None: ...
+
+class ListTenantsRequest(_message.Message):
+    __slots__ = ["page_size", "page_token"]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListTenantsResponse(_message.Message):
+    __slots__ = ["next_page_token", "tenants"]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TENANTS_FIELD_NUMBER: _ClassVar[int]
+    next_page_token: str
+    tenants: _containers.RepeatedCompositeFieldContainer[Tenant]
+    def __init__(self, tenants: _Optional[_Iterable[_Union[Tenant, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class Member(_message.Message):
+    __slots__ = ["group", "role", "subject"]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    group: str
+    role: Role
+    subject: str
+    def __init__(self, subject: _Optional[str] = ..., group: _Optional[str] = ..., role: _Optional[_Union[Role, str]] = ...) -> None: ...
+
+class PutSecretRequest(_message.Message):
+    __slots__ = ["secret"]
+    SECRET_FIELD_NUMBER: _ClassVar[int]
+    secret: Secret
+    def __init__(self, secret: _Optional[_Union[Secret, _Mapping]] = ...) -> None: ...
+
+class Quota(_message.Message):
+    __slots__ = ["cpu", "gpu", "memory", "pods"]
+    CPU_FIELD_NUMBER: _ClassVar[int]
+    GPU_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    PODS_FIELD_NUMBER: _ClassVar[int]
+    cpu: str
+    gpu: int
+    memory: str
+    pods: int
+    def __init__(self, gpu: _Optional[int] = ..., cpu: _Optional[str] = ..., memory: _Optional[str] = ..., pods: _Optional[int] = ...) -> None: ...
+
+class Scheduling(_message.Message):
+    __slots__ = ["preemption_policy", "queueing_strategy"]
+    PREEMPTION_POLICY_FIELD_NUMBER: _ClassVar[int]
+    QUEUEING_STRATEGY_FIELD_NUMBER: _ClassVar[int]
+    preemption_policy: PreemptionPolicy
+    queueing_strategy: QueueingStrategy
+    def __init__(self, preemption_policy: _Optional[_Union[PreemptionPolicy, str]] = ..., queueing_strategy: _Optional[_Union[QueueingStrategy, str]] = ...) -> None: ...
+
+class Secret(_message.Message):
+    __slots__ = ["create_time", "data", "keys", "name", "update_time"]
+    class DataEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    create_time: _timestamp_pb2.Timestamp
+    data: _containers.ScalarMap[str, str]
+    keys: _containers.RepeatedScalarFieldContainer[str]
+    name: str
+    update_time: _timestamp_pb2.Timestamp
+    def __init__(self, name: _Optional[str] = ..., data: _Optional[_Mapping[str, str]] = ..., keys: _Optional[_Iterable[str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class Tenant(_message.Message):
+    __slots__ = ["create_time", "display_name", "labels", "members", "name", "namespace", "pod_reader_groups", "quota", "scheduling", "state", "update_time", "usage"]
+    class LabelsEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    POD_READER_GROUPS_FIELD_NUMBER: _ClassVar[int]
+    QUOTA_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULING_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    create_time: _timestamp_pb2.Timestamp
+    display_name: str
+    labels: _containers.ScalarMap[str, str]
+    members: _containers.RepeatedCompositeFieldContainer[Member]
+    name: str
+    namespace: str
+    pod_reader_groups: _containers.RepeatedScalarFieldContainer[str]
+    quota: Quota
+    scheduling: Scheduling
+    state: TenantState
+    update_time: _timestamp_pb2.Timestamp
+    usage: Quota
+    def __init__(self, name: _Optional[str] = ..., display_name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., quota: _Optional[_Union[Quota, _Mapping]] = ..., members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., pod_reader_groups: _Optional[_Iterable[str]] = ..., namespace: _Optional[str] = ..., state: _Optional[_Union[TenantState, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., scheduling: _Optional[_Union[Scheduling, _Mapping]] = ..., usage: _Optional[_Union[Quota, _Mapping]] = ...) -> None: ...
+
+class UpdateTenantRequest(_message.Message):
+    __slots__ = ["tenant", "update_mask"]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_MASK_FIELD_NUMBER: _ClassVar[int]
+    tenant: Tenant
+    update_mask: _field_mask_pb2.FieldMask
+    def __init__(self, tenant: _Optional[_Union[Tenant, _Mapping]] = ..., update_mask: _Optional[_Union[_field_mask_pb2.FieldMask, _Mapping]] = ...) -> None: ...
+
+class PreemptionPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class QueueingStrategy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class TenantState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class Role(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []

@@ -1,0 +1,252 @@
+"""The Trainyard client: submit, follow and manage training jobs from Python."""
+
+from __future__ import annotations
+
+import time
+import uuid
+import warnings
+from typing import Iterator, List, Optional, Union
+
+import grpc
+
+from trainyard import _documents, _progress, _settings
+from trainyard._proto.trainyard.v1 import job_pb2, job_pb2_grpc
+from trainyard.errors import JobCancelled, JobFailed, TrainyardError, Unavailable, from_rpc_error
+
+JobRef = Union[str, job_pb2.Job]
+
+FINAL_STATES = (job_pb2.JOB_STATE_SUCCEEDED, job_pb2.JOB_STATE_FAILED, job_pb2.JOB_STATE_CANCELLED)
+
+# A GetJob of a large job carries every replica's log tail; gRPC's 4 MiB
+# default is less than that can be.
+_MAX_RECEIVE = 64 << 20
+
+
+class TFJobWarning(UserWarning):
+    """A field of a submitted Kubeflow TFJob that is not carried over as written."""
+
+
+class Client:
+    """A connection to Trainyard for one tenant.
+
+    Arguments left out are read as tyctl reads them: the environment
+    (``TYCTL_SERVER``, ``TYCTL_TENANT``, ``TYCTL_TOKEN``, ...), then tyctl's
+    config file, where ``tyctl login`` stores its token. So after ``tyctl
+    login`` in a terminal, ``Client()`` in a notebook just works.
+
+    Args:
+        target: the gRPC address, host:port (default localhost:9090).
+        token: an OIDC ID token; sent on every call, never printed.
+        tenant: the tenant whose jobs the short names refer to.
+        insecure: plaintext instead of TLS (for a server on this machine).
+        ca_file: PEM certificates to trust besides the system's.
+        timeout: seconds each unary call may take.
+    """
+
+    def __init__(self, target: Optional[str] = None, token: Optional[str] = None, tenant: Optional[str] = None, *,
+                 insecure: Optional[bool] = None, ca_file: Optional[str] = None, timeout: float = 30.0) -> None:
+        s = _settings.resolve(target, token, tenant, insecure, ca_file)
+        self.target, self.tenant, self.timeout = s.server, s.tenant, timeout
+        self._metadata = (("authorization", f"Bearer {s.token}"),) if s.token else ()
+        options = [("grpc.max_receive_message_length", _MAX_RECEIVE)]
+        if s.insecure:
+            self._channel = grpc.insecure_channel(s.server, options=options)
+        else:
+            roots = open(s.ca_file, "rb").read() if s.ca_file else None
+            self._channel = grpc.secure_channel(s.server, grpc.ssl_channel_credentials(root_certificates=roots), options=options)
+        self._jobs = job_pb2_grpc.JobServiceStub(self._channel)
+
+    def __repr__(self) -> str:  # never the token
+        return f"Client(target={self.target!r}, tenant={self.tenant!r})"
+
+    def close(self) -> None:
+        """Closes the connection."""
+        self._channel.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- names ---
+
+    def _parent(self) -> str:
+        if not self.tenant:
+            raise ValueError("no tenant: pass tenant=..., set TYCTL_TENANT, or tyctl config set tenant")
+        return f"tenants/{self.tenant}"
+
+    def _name(self, job: JobRef) -> str:
+        if isinstance(job, job_pb2.Job):
+            return job.name
+        if job.startswith("tenants/"):
+            return job
+        return f"{self._parent()}/jobs/{job}"
+
+    def _call(self, method, request, timeout: Optional[float] = None):
+        try:
+            return method(request, metadata=self._metadata, timeout=timeout or self.timeout)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e) from None
+
+    # --- jobs ---
+
+    def submit(self, spec: _documents.Document, *, job_id: Optional[str] = None, request_id: Optional[str] = None,
+               allow_warnings: bool = False) -> job_pb2.Job:
+        """Submits a job and returns it (QUEUED).
+
+        Args:
+            spec: a dict (the Job resource as the REST API takes it, or just its
+                spec), the path of a YAML or JSON file holding one, a
+                ``trainyard.Job``, or a Kubeflow TFJob manifest (dict or file,
+                ``kind: TFJob``), which is submitted as it is.
+            job_id: the job's id; a TFJob's metadata.name, else generated.
+            request_id: makes a retry safe: the server returns the job the
+                first request created. A fresh one when not given.
+            allow_warnings: for a TFJob, run it even though some of its fields
+                cannot be honoured; they are issued as :class:`TFJobWarning`.
+
+        Raises:
+            InvalidArgument: with ``violations`` naming every field that is wrong.
+        """
+        kind, doc = _documents.load(spec)
+        request_id = request_id or str(uuid.uuid4())
+        if kind == "tfjob":
+            resp = self._call(self._jobs.ImportTFJob, job_pb2.ImportTFJobRequest(
+                parent=self._parent(), tfjob=doc, job_id=job_id or "", request_id=request_id, allow_warnings=allow_warnings))
+            for w in resp.warnings:
+                warnings.warn(f"{w.field}: {w.description}", TFJobWarning, stacklevel=2)
+            return resp.job
+        return self._call(self._jobs.CreateJob, job_pb2.CreateJobRequest(
+            parent=self._parent(), job=doc, job_id=job_id or "", request_id=request_id))
+
+    def get(self, job: JobRef) -> job_pb2.Job:
+        """Returns a job, with the log tails of replicas that ended."""
+        return self._call(self._jobs.GetJob, job_pb2.GetJobRequest(name=self._name(job)))
+
+    def list(self, filter: str = "", page_size: int = 0) -> Iterator[job_pb2.Job]:
+        """Iterates over the tenant's jobs, newest first, page after page.
+
+        Args:
+            filter: as tyctl's: ``state = RUNNING``, ``labels.team = "nlp"``, joined by AND.
+            page_size: jobs per call (the server's default, 50, when 0).
+        """
+        token = ""
+        while True:
+            resp = self._call(self._jobs.ListJobs, job_pb2.ListJobsRequest(
+                parent=self._parent(), filter=filter, page_size=page_size, page_token=token))
+            yield from resp.jobs
+            token = resp.next_page_token
+            if not token:
+                return
+
+    def events(self, job: JobRef) -> List[job_pb2.JobEvent]:
+        """Returns every event of a job, oldest first."""
+        out: List[job_pb2.JobEvent] = []
+        token = ""
+        while True:
+            resp = self._call(self._jobs.ListJobEvents, job_pb2.ListJobEventsRequest(parent=self._name(job), page_token=token))
+            out.extend(resp.events)
+            token = resp.next_page_token
+            if not token:
+                return out
+
+    def cancel(self, job: JobRef) -> job_pb2.Job:
+        """Cancels a job; a finished one is returned as it is."""
+        return self._call(self._jobs.CancelJob, job_pb2.CancelJobRequest(name=self._name(job)))
+
+    def delete(self, job: JobRef) -> None:
+        """Deletes a finished job and what it left in Kubernetes."""
+        self._call(self._jobs.DeleteJob, job_pb2.DeleteJobRequest(name=self._name(job)))
+
+    def logs(self, job: JobRef, replica: str = "", follow: bool = False, tail_lines: int = 0) -> Iterator[str]:
+        """Yields a replica's log line by line (the chief's, else worker-0's, by default).
+
+        While the pod runs the log comes from Kubernetes (``follow`` keeps
+        reading until it ends); once it is gone, the tail Trainyard kept.
+        """
+        req = job_pb2.GetJobLogsRequest(name=self._name(job), replica=replica, follow=follow, tail_lines=tail_lines)
+        rest = ""
+        try:
+            for chunk in self._jobs.GetJobLogs(req, metadata=self._metadata):
+                rest += chunk.data.decode("utf-8", errors="replace")
+                *lines, rest = rest.split("\n")
+                yield from lines
+        except grpc.RpcError as e:
+            raise from_rpc_error(e) from None
+        if rest:
+            yield rest
+
+    def watch(self, job: Optional[JobRef] = None, *, filter: str = "", after_event_id: int = 0) -> Iterator[job_pb2.WatchJobResponse]:
+        """Yields a job's changes (or, without a job, those of every job of
+        the tenant that matches filter): each event with the job as it was
+        after it. A dropped stream is reopened after the last event seen, so
+        nothing is missed or repeated. A job's watch ends once it is final.
+        """
+        yield from self._watch(job, filter, after_event_id, None)
+
+    def _watch(self, job: Optional[JobRef], filter: str, after_event_id: int,
+               deadline: Optional[float]) -> Iterator[job_pb2.WatchJobResponse]:
+        last = after_event_id
+        backoff = 0.5
+        while True:
+            timeout = None if deadline is None else max(deadline - time.monotonic(), 0.001)
+            if job is not None:
+                req = job_pb2.WatchJobRequest(name=self._name(job), after_event_id=last)
+                stream = self._jobs.WatchJob(req, metadata=self._metadata, timeout=timeout)
+            else:
+                req = job_pb2.WatchJobsRequest(parent=self._parent(), filter=filter, after_event_id=last)
+                stream = self._jobs.WatchJobs(req, metadata=self._metadata, timeout=timeout)
+            try:
+                for msg in stream:
+                    backoff = 0.5
+                    if msg.HasField("event"):
+                        last = msg.event.id
+                    yield msg
+                    if job is not None and msg.job.status.state in FINAL_STATES:
+                        return
+            except grpc.RpcError as e:
+                if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED and deadline is not None:
+                    raise TimeoutError(f"{self._name(job) if job is not None else 'the watch'} did not end within the timeout") from None
+                err = from_rpc_error(e)
+                # The server ends long streams (UNAVAILABLE), and restarts:
+                # both resume after the last event seen.
+                if not isinstance(err, Unavailable):
+                    raise err from None
+            finally:
+                stream.cancel()
+            time.sleep(backoff)
+            backoff = min(backoff * 2, 10)
+
+    def wait(self, job: JobRef, timeout: Optional[float] = None, *, progress: bool = True) -> job_pb2.Job:
+        """Waits for a job to end and returns it as it ended.
+
+        Shows the job's progress (state and replicas) as it changes: one
+        line updated in place in a terminal, a live line in Jupyter.
+
+        Raises:
+            JobFailed: the job FAILED; carries its reason and the failed
+                replicas' log tails.
+            JobCancelled: the job was cancelled.
+            TimeoutError: it did not end within timeout seconds.
+        """
+        name = self._name(job)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        show = _progress.Progress(enabled=progress)
+        try:
+            current = self.get(name)
+            show.update(current)
+            if current.status.state not in FINAL_STATES:
+                for msg in self._watch(name, "", 0, deadline):
+                    show.update(msg.job)
+        finally:
+            show.close()
+        final = self.get(name)  # with the log tails, which watches leave out
+        if final.status.state == job_pb2.JOB_STATE_FAILED:
+            raise JobFailed(final)
+        if final.status.state == job_pb2.JOB_STATE_CANCELLED:
+            raise JobCancelled(final)
+        return final
+
+
+__all__ = ["Client", "TFJobWarning", "FINAL_STATES", "TrainyardError"]
