@@ -85,6 +85,7 @@ type Cluster struct {
 	keepState  bool
 	stopOnce   sync.Once
 	stopErr    error
+	restartMu  sync.Mutex // one Restart at a time: each rewrites state.json
 }
 
 // Start returns a ready cluster. By default it starts the local control plane

@@ -322,6 +322,13 @@
 //
 // # Other helpers
 //
+// Cluster.Pause stops a component with SIGSTOP until its resume func sends
+// SIGCONT. Cluster.Restart crashes components (SIGKILL) and starts them
+// again in place: the same binary, flags, ports, data directory and log
+// (state.json records each process's flags), waiting for each one's health
+// check in turn; the chaos suite (integration/chaos) restarts etcd and
+// kube-apiserver this way under load.
+//
 // Cluster.ServiceAccountKubeconfig writes a kubeconfig with a TokenRequest
 // token (24 h) for a ServiceAccount, to run a process (Trainyard's worker)
 // with exactly the rights RBAC gives it. Databases for tests come from

@@ -24,6 +24,9 @@ type Process struct {
 	StartTicks uint64 `json:"startTicks"`
 	Log        string `json:"log"`
 	Binary     string `json:"binary"`
+	// Args are the flags it was started with, so that Restart runs it
+	// again exactly so (same ports, same data).
+	Args []string `json:"args"`
 
 	exited chan struct{} // closed when this process (the one that started it) reaped it
 }
@@ -53,7 +56,7 @@ func startProcess(name, bin string, args, env []string, dir, logPath string, det
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &Process{Name: name, PID: cmd.Process.Pid, Log: logPath, Binary: bin, exited: make(chan struct{})}
+	p := &Process{Name: name, PID: cmd.Process.Pid, Log: logPath, Binary: bin, Args: args, exited: make(chan struct{})}
 	p.StartTicks, _ = startTicks(p.PID)
 	go func() {
 		_ = cmd.Wait() // reap, so that a dead child is not a zombie that looks alive

@@ -1,0 +1,59 @@
+//go:build integration
+
+package cluster_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/trainyard/trainyard/integration/cluster"
+)
+
+// Restart crashes etcd and kube-apiserver and starts them again in place:
+// the same ports, the same data (an object written before is there after),
+// new processes; the components that stayed up keep working (a pod created
+// after the restart is scheduled and run by kwok), and Stop still finds
+// everything.
+func TestRestartKeepsPortsAndData(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := cluster.StartLocal(ctx, cluster.Options{Nodes: []cluster.Node{cluster.CPUNode("solo")}})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, c.Stop()) }()
+	client := c.Client()
+	_, err = client.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "before"}, Data: map[string]string{"k": "v"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	pids := map[string]int{}
+	for _, p := range c.State().Processes {
+		pids[p.Name] = p.PID
+	}
+	ports := c.State().Ports["kube-apiserver"]
+
+	require.NoError(t, c.Restart(ctx, "etcd", "kube-apiserver"))
+
+	for _, p := range c.State().Processes {
+		require.True(t, p.Alive(), p.Name)
+		if p.Name == "etcd" || p.Name == "kube-apiserver" {
+			require.NotEqual(t, pids[p.Name], p.PID, "%s is a new process", p.Name)
+		} else {
+			require.Equal(t, pids[p.Name], p.PID, "%s was left alone", p.Name)
+		}
+	}
+	require.Equal(t, ports, c.State().Ports["kube-apiserver"])
+	cm, err := client.CoreV1().ConfigMaps("default").Get(ctx, "before", metav1.GetOptions{})
+	require.NoError(t, err, "etcd kept its data")
+	require.Equal(t, "v", cm.Data["k"])
+
+	_, err = client.CoreV1().Pods("default").Create(ctx, replicaPod("after"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		p, err := client.CoreV1().Pods("default").Get(ctx, "after", metav1.GetOptions{})
+		return err == nil && p.Status.Phase == corev1.PodSucceeded
+	}, waitTimeout, 100*time.Millisecond, "the scheduler and kwok, left running, work with the new API server")
+}
