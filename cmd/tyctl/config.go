@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -58,12 +59,37 @@ type settings struct {
 	token string
 	// tokenSource says where the token came from, for hints.
 	tokenSource string
+	// login is set when the token is the one tyctl login stored in the
+	// config file at configPath; it is refreshed when it expires.
+	login      *loginState
+	configPath string
+	// renew returns the stored login's token, renewed first when due.
+	renew func(context.Context) (string, error)
 }
 
-// resolve applies the precedence flag > environment > default. fs tells
-// which flags were given.
+// resolve applies the precedence flag > environment > config file >
+// default. fs tells which flags were given.
 func resolve(fs *pflag.FlagSet, g globalFlags, getenv func(string) (string, bool), readFile func(string) ([]byte, error)) (settings, error) {
 	s := settings{server: g.server, tenant: g.tenant, caFile: g.caFile, insecure: g.insecure}
+	path, err := configPath(getenv)
+	if err != nil {
+		return settings{}, err
+	}
+	cfg, err := loadConfig(path, readFile)
+	if err != nil {
+		return settings{}, err
+	}
+	fromConfig := func(flag, value string, dst *string) {
+		if !fs.Changed(flag) && value != "" {
+			*dst = value
+		}
+	}
+	fromConfig("server", cfg.Server, &s.server)
+	fromConfig("tenant", cfg.Tenant, &s.tenant)
+	fromConfig("ca-file", cfg.CAFile, &s.caFile)
+	if !fs.Changed("insecure") && cfg.Insecure {
+		s.insecure = true
+	}
 	fromEnv := func(flag, env string, dst *string) {
 		if fs.Changed(flag) {
 			return
@@ -85,9 +111,11 @@ func resolve(fs *pflag.FlagSet, g globalFlags, getenv func(string) (string, bool
 	if s.server == "" {
 		return settings{}, fmt.Errorf("no server: pass --server host:port or set %s", envServer)
 	}
-	var err error
 	if s.token, s.tokenSource, err = resolveToken(fs, g, getenv, readFile); err != nil {
 		return settings{}, err
+	}
+	if l := cfg.Login; s.token == "" && l != nil && l.IDToken != "" {
+		s.token, s.tokenSource, s.login, s.configPath = l.IDToken, "tyctl login ("+path+")", l, path
 	}
 	if s.insecure && s.token != "" && !isLoopback(s.server) {
 		return settings{}, fmt.Errorf("refusing to send the token in plaintext to %s: --insecure is for loopback addresses (localhost, 127.0.0.1, ::1); drop it to use TLS", s.server)

@@ -44,7 +44,7 @@ func dial(s settings, userAgent string) (*grpc.ClientConn, error) {
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxReceiveBytes)),
 	}
 	if s.token != "" {
-		opts = append(opts, grpc.WithPerRPCCredentials(bearer{token: s.token, requireTLS: !s.insecure}))
+		opts = append(opts, grpc.WithPerRPCCredentials(bearer{token: s.token, requireTLS: !s.insecure, renew: s.renew}))
 	}
 	return grpc.NewClient(s.server, opts...)
 }
@@ -57,10 +57,20 @@ const maxReceiveBytes = 64 << 20
 type bearer struct {
 	token      string
 	requireTLS bool
+	// renew, when set, gives the token of each call: tyctl login's,
+	// renewed when it expires.
+	renew func(context.Context) (string, error)
 }
 
-func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{"authorization": "Bearer " + b.token}, nil
+func (b bearer) GetRequestMetadata(ctx context.Context, _ ...string) (map[string]string, error) {
+	token := b.token
+	if b.renew != nil {
+		var err error
+		if token, err = b.renew(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return map[string]string{"authorization": "Bearer " + token}, nil
 }
 
 func (b bearer) RequireTransportSecurity() bool { return b.requireTLS }
@@ -70,15 +80,16 @@ func (b bearer) String() string   { return "bearer(redacted)" }
 func (b bearer) GoString() string { return b.String() }
 
 // retryServiceConfig retries calls that are safe to repeat when the server
-// is briefly unavailable (a restart, a load balancer shuffle). CreateJob is
-// safe because tyctl always sends a request id: the server returns the job
-// the first attempt created. DeleteJob, CreateTenant and DeleteTenant are
+// is briefly unavailable (a restart, a load balancer shuffle). CreateJob
+// and ImportTFJob are safe because tyctl always sends a request id: the
+// server returns the job the first attempt created. DeleteJob, CreateTenant and DeleteTenant are
 // left out: a repeat would report NotFound or AlreadyExists for a call that
 // worked.
 const retryServiceConfig = `{
   "methodConfig": [{
     "name": [
       {"service": "trainyard.v1.JobService", "method": "CreateJob"},
+      {"service": "trainyard.v1.JobService", "method": "ImportTFJob"},
       {"service": "trainyard.v1.JobService", "method": "GetJob"},
       {"service": "trainyard.v1.JobService", "method": "ListJobs"},
       {"service": "trainyard.v1.JobService", "method": "CancelJob"},

@@ -5,7 +5,7 @@
 //
 // # Commands
 //
-//	tyctl jobs submit -f job.yaml [--id NAME] [--request-id ID]
+//	tyctl jobs submit -f job.yaml [--id NAME] [--request-id ID] [--allow-warnings]
 //	tyctl jobs get NAME
 //	tyctl jobs list [--filter F] [--limit N] [--all-pages] [--page-token T]
 //	tyctl jobs cancel NAME
@@ -20,6 +20,10 @@
 //	tyctl secrets put NAME [--from-literal k=v] [--from-file [k=]path]
 //	tyctl secrets list | delete NAME
 //	tyctl audit [--all] [--subject S] [--action A] [--since D] [--until D] [--limit N] [--wide]
+//	tyctl convert tfjob -f tfjob.yaml [--allow-warnings]
+//	tyctl login [--issuer URL] [--client-id ID] [--flow auto|device|browser] [--no-browser]
+//	tyctl whoami
+//	tyctl logout
 //	tyctl version
 //
 // NAME is a job id (mnist-1) in the tenant of --tenant, or a full resource
@@ -40,13 +44,41 @@
 //	-o table|json|yaml
 //	--timeout 30s       per request; logs and watch streams have none
 //
+// Below the environment comes tyctl's config file ($TYCTL_CONFIG, else
+// ~/.config/tyctl/config.yaml): the server, tenant, --insecure and
+// --ca-file that tyctl login was given, and the login itself.
+//
 // The token is found in this order: --token, --token-file (giving both is an
-// error), TYCTL_TOKEN, TYCTL_TOKEN_FILE; it is sent on every call as
+// error), TYCTL_TOKEN, TYCTL_TOKEN_FILE, the ID token tyctl login stored; it is sent on every call as
 // "authorization: Bearer <token>" and never printed: errors name where it
 // came from, not what it is. A "Bearer " prefix copied along is dropped.
 // TLS is the default. --insecure is meant for a server on this machine: with
 // a token, tyctl refuses plaintext to anything but a loopback address
 // (localhost, 127.0.0.0/8, ::1, unix sockets).
+//
+// # Login
+//
+// tyctl login signs in with the OIDC issuer (login.go): the device flow
+// when the issuer offers it, else the authorization code flow with PKCE on
+// a loopback redirect. The ID token (what the server verifies) and the
+// refresh token go into the config file, mode 0600, written atomically.
+// Before any call, a stored token within 30 s of its expiry is renewed
+// with the refresh token and written back (a long watch renews on each
+// reconnect); a renewal the issuer refuses says to log in again, without
+// the issuer's answer, which may echo the token. whoami shows the token's
+// subject, email, groups and expiry and the tenants ListTenants returns,
+// with the caller's role in each by their members; logout forgets the
+// tokens (they are not revoked: ID tokens stay valid until they expire).
+//
+// # Kubeflow TFJobs
+//
+// jobs submit -f and convert tfjob -f tell a TFJob (kind: TFJob) from a
+// job file by its kind and send it unmodified to ImportTFJob: the server
+// converts it (internal/tfjob), so every client converts alike. Fields
+// Trainyard cannot honour are errors, one per field, unless
+// --allow-warnings; they and the notes (fields without a counterpart by
+// design) are printed on stderr. convert tfjob uses validateOnly and
+// prints the job file, creating nothing.
 //
 // # Job files
 //

@@ -8,9 +8,11 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"sync"
 	"syscall"
 	"time"
 
+	"github.com/cli/browser"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
@@ -36,6 +38,8 @@ type app struct {
 	getenv         func(string) (string, bool)
 	readFile       func(string) ([]byte, error)
 	now            func() time.Time
+	// openURL shows a URL to the person (tyctl login, jobs tensorboard).
+	openURL func(string) error
 
 	flags globalFlags
 	fs    *pflag.FlagSet // the running command's flags: which were given
@@ -44,7 +48,12 @@ type app struct {
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) (string, bool)) *app {
-	return &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, readFile: os.ReadFile, now: time.Now}
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, readFile: os.ReadFile, now: time.Now}
+	a.openURL = func(url string) error {
+		browser.Stdout, browser.Stderr = a.stderr, a.stderr
+		return browser.OpenURL(url)
+	}
+	return a
 }
 
 // run executes tyctl with args and returns the exit code.
@@ -85,6 +94,7 @@ Every flag below also reads an environment variable (a flag given wins):
 		return fmt.Errorf("%w\nsee '%s --help'", err, c.CommandPath())
 	})
 	root.AddCommand(newJobsCmd(a), newTenantsCmd(a), newSecretsCmd(a), newAuditCmd(a), newVersionCmd(a))
+	root.AddCommand(newConvertCmd(a), newLoginCmd(a), newLogoutCmd(a), newWhoamiCmd(a))
 	return root
 }
 
@@ -98,6 +108,23 @@ func (a *app) settings() (settings, error) {
 		s, err := resolve(fs, a.flags, a.getenv, a.readFile)
 		if err != nil {
 			return settings{}, err
+		}
+		if s.login != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), a.flags.timeout)
+			err := a.refreshLogin(ctx, &s)
+			cancel()
+			if err != nil {
+				return settings{}, err
+			}
+			// Calls made later (a long watch) renew it again when due;
+			// gRPC may ask for it from several calls at once.
+			var mu sync.Mutex
+			s.renew = func(ctx context.Context) (string, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				err := a.refreshLogin(ctx, &s)
+				return s.token, err
+			}
 		}
 		a.cfg = &s
 	}

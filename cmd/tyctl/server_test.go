@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -202,6 +203,14 @@ type result struct {
 func (f *fixture) tyctl(t *testing.T, env map[string]string, args ...string) result {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
+	if _, ok := env[envConfig]; !ok {
+		// Never the config file of whoever runs the tests.
+		env = maps.Clone(env)
+		if env == nil {
+			env = map[string]string{}
+		}
+		env[envConfig] = filepath.Join(t.TempDir(), "config.yaml")
+	}
 	a := newApp(strings.NewReader(""), &stdout, &stderr, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	a.now = func() time.Time { return testNow }
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -3,14 +3,23 @@
 package e2e
 
 import (
+	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/oauth2"
+
+	"github.com/trainyard/trainyard/integration/harness"
+	"github.com/trainyard/trainyard/internal/auth/oidctest"
+	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
 
 // The Python client (clients/python) against the live server: its offline
@@ -69,4 +78,56 @@ func TestPythonClientExample(t *testing.T) {
 	require.Contains(t, text, "invalid: spec.replicas[0].image - ")
 	require.NotContains(t, text, e.Token("alice")[:20], "the token is never printed")
 	require.True(t, strings.Contains(text, "RUNNING") || strings.Contains(text, "SUCCEEDED"), "progress lines")
+}
+
+// A login tyctl stored whose ID token has expired: the Python client
+// renews it with the refresh token at the test issuer, writes the renewed
+// login back for tyctl, and the server accepts the new token.
+func TestPythonClientRenewsTheStoredLogin(t *testing.T) {
+	env := harness.Start(t, harness.Options{})
+	env.CreateTenant(t, "acme", harness.Subject("alice", pb.Role_ROLE_VIEWER))
+	env.Issuer.SetLogin(oidctest.Claims{Subject: "alice"})
+	refresh := loginAtIssuer(t, env.Issuer)
+	config := filepath.Join(t.TempDir(), "config.yaml")
+	stale := env.Issuer.ExpiredToken(oidctest.Claims{Subject: "alice"})
+	require.NoError(t, os.WriteFile(config, []byte(fmt.Sprintf(
+		"server: %s\ntenant: acme\ninsecure: true\nlogin:\n  issuer: %s\n  clientId: %s\n  idToken: %s\n  refreshToken: %s\n  expiry: %q\n",
+		env.GRPCAddr, env.Issuer.URL(), oidctest.DefaultAudience, stale, refresh, time.Now().Add(-time.Hour).UTC().Format(time.RFC3339))), 0o600))
+
+	cmd := exec.Command(python(t), "-c", "import trainyard; print('jobs:', len(list(trainyard.Client().list())))")
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+clientDir(), "TYCTL_CONFIG="+config)
+	for _, k := range []string{"TYCTL_SERVER", "TYCTL_TENANT", "TYCTL_TOKEN", "TYCTL_TOKEN_FILE", "TYCTL_INSECURE"} {
+		cmd.Env = append(cmd.Env, k+"=")
+	}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Equal(t, "jobs: 0\n", string(out))
+	require.Equal(t, 1, env.Issuer.TokenRequests("refresh_token"))
+
+	b, err := os.ReadFile(config)
+	require.NoError(t, err)
+	require.NotContains(t, string(b), stale, "the renewed token replaced the expired one")
+	require.NotContains(t, string(b), refresh, "and the rotated refresh token the used one")
+	st, err := os.Stat(config)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+}
+
+// loginAtIssuer signs in at the test issuer as a CLI would (authorization
+// code with PKCE) and returns the refresh token.
+func loginAtIssuer(t *testing.T, iss *oidctest.Issuer) string {
+	t.Helper()
+	conf := &oauth2.Config{ClientID: oidctest.DefaultAudience, RedirectURL: "http://127.0.0.1:1/callback", Scopes: []string{"openid", "offline_access"},
+		Endpoint: oauth2.Endpoint{AuthURL: iss.URL() + "/authorize", TokenURL: iss.URL() + "/token"}}
+	verifier := oauth2.GenerateVerifier()
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Get(conf.AuthCodeURL("s", oauth2.S256ChallengeOption(verifier)))
+	require.NoError(t, err)
+	resp.Body.Close()
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	require.NoError(t, err)
+	tok, err := conf.Exchange(ctxT(t), loc.Query().Get("code"), oauth2.VerifierOption(verifier))
+	require.NoError(t, err)
+	require.NotEmpty(t, tok.RefreshToken)
+	return tok.RefreshToken
 }

@@ -1,6 +1,7 @@
 // Package oidctest runs an OpenID Connect issuer for tests: discovery and a
-// JWKS served over HTTP on loopback, an RSA signing key, and tokens both
-// good and deliberately bad. The issuer is a real HTTP server, so another
+// JWKS served over HTTP on loopback, an RSA signing key, tokens both good
+// and deliberately bad, and the login flows a CLI uses (authorization code
+// with PKCE, device authorization, refresh; flows.go). The issuer is a real HTTP server, so another
 // process (the trainyard binary in the end-to-end suite) can be pointed at
 // URL() with --oidc-issuer.
 package oidctest
@@ -37,6 +38,7 @@ type Issuer struct {
 	available bool
 
 	jwksFetches atomic.Int64
+	flows       *flows // the login flows (flows.go)
 }
 
 type signingKey struct {
@@ -81,10 +83,15 @@ func Start(addr string) (*Issuer, error) {
 		keys:      []signingKey{signing},
 		foreign:   foreign,
 		available: true,
+		flows:     newFlows(),
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/openid-configuration", i.serveDiscovery)
 	mux.HandleFunc("GET /keys", i.serveJWKS)
+	mux.HandleFunc("GET /authorize", i.serveAuthorize)
+	mux.HandleFunc("POST /device/code", i.serveDeviceCode)
+	mux.HandleFunc("GET /device", i.serveDevice)
+	mux.HandleFunc("POST /token", i.serveToken)
 	i.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = i.srv.Serve(ln) }()
 	return i, nil
@@ -140,7 +147,7 @@ func (i *Issuer) serveDiscovery(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "issuer unavailable", http.StatusServiceUnavailable)
 		return
 	}
-	writeJSON(w, map[string]any{
+	doc := map[string]any{
 		"issuer":                                i.url,
 		"jwks_uri":                              i.url + "/keys",
 		"authorization_endpoint":                i.url + "/authorize",
@@ -148,7 +155,14 @@ func (i *Issuer) serveDiscovery(w http.ResponseWriter, _ *http.Request) {
 		"response_types_supported":              []string{"code", "id_token"},
 		"subject_types_supported":               []string{"public"},
 		"id_token_signing_alg_values_supported": []string{"RS256"},
-	})
+		"code_challenge_methods_supported":      []string{"S256"},
+		"grant_types_supported":                 []string{"authorization_code", "refresh_token"},
+	}
+	if i.deviceEnabled() {
+		doc["device_authorization_endpoint"] = i.url + "/device/code"
+		doc["grant_types_supported"] = []string{"authorization_code", "refresh_token", deviceGrantType}
+	}
+	writeJSON(w, doc)
 }
 
 func (i *Issuer) serveJWKS(w http.ResponseWriter, _ *http.Request) {
