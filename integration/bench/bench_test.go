@@ -28,10 +28,12 @@ type config struct {
 	rate        float64       // TRAINYARD_BENCH_RATE, sets per second
 	drain       time.Duration // TRAINYARD_BENCH_DRAIN: most wait for the last sets after the submits
 	workerArgs  []string      // TRAINYARD_BENCH_WORKER_ARGS: extra `trainyard worker` flags, space-separated
+	seeded      []int         // TRAINYARD_BENCH_SEEDED: finished pods in the tenant's namespace per level, ascending, comma-separated
 }
 
 func loadConfig(b *testing.B) config {
-	c := config{storeFor: 5 * time.Second, clients: 8, dispatchFor: 30 * time.Second, blocks: 3, rate: 10, drain: 60 * time.Second}
+	c := config{storeFor: 5 * time.Second, clients: 8, dispatchFor: 30 * time.Second, blocks: 3, rate: 10, drain: 60 * time.Second,
+		seeded: []int{0, 2000, 10000}}
 	dur := func(env string, d *time.Duration) {
 		if s := os.Getenv(env); s != "" {
 			v, err := time.ParseDuration(s)
@@ -56,6 +58,16 @@ func loadConfig(b *testing.B) config {
 	c.workerArgs = strings.Fields(os.Getenv("TRAINYARD_BENCH_WORKER_ARGS"))
 	count("TRAINYARD_BENCH_CLIENTS", &c.clients)
 	count("TRAINYARD_BENCH_BLOCKS", &c.blocks)
+	if s := os.Getenv("TRAINYARD_BENCH_SEEDED"); s != "" {
+		c.seeded = nil
+		for _, f := range strings.Split(s, ",") {
+			v, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || v < 0 || (len(c.seeded) > 0 && v < c.seeded[len(c.seeded)-1]) {
+				b.Fatalf("TRAINYARD_BENCH_SEEDED=%q: want ascending pod counts such as 0,2000,10000", s)
+			}
+			c.seeded = append(c.seeded, v)
+		}
+	}
 	if s := os.Getenv("TRAINYARD_BENCH_RATE"); s != "" {
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil || v <= 0 {
@@ -69,11 +81,16 @@ func loadConfig(b *testing.B) config {
 // benchTenant is the tenant every job of the bench belongs to.
 const benchTenant = "bench"
 
-// Every job and pod set of the bench is 1 chief + 4 workers.
+// Every job and pod set of the bench is 1 chief + 4 workers. Its pods
+// request little: Trainyard's scheduler admits a job only when all its pods
+// fit on the nodes now, and the bench measures dispatch, not the cluster's
+// capacity: at 10 jobs/s, pods that live a few seconds on a loaded machine
+// would otherwise fill the 192 schedulable CPUs and make jobs wait for the
+// earlier ones to end.
 const (
 	benchImage    = "tensorflow/tensorflow:2.16.1"
-	benchCPU      = "1"
-	benchMemory   = "2Gi"
+	benchCPU      = "100m"
+	benchMemory   = "256Mi"
 	benchWorkers  = 4
 	podsPerJob    = 1 + benchWorkers
 	backoffLimit  = job.DefaultBackoffLimit

@@ -55,16 +55,29 @@ type dispatchResult struct {
 // quietTimeout bounds each wait for a quiet cluster between blocks.
 const quietTimeout = 10 * time.Second
 
-// rawTenant's namespace holds the raw baseline's pods and the probe's, so
-// that the Services of Trainyard's jobs never select among them.
+// rawTenant's namespace holds the probe's pods.
 const rawTenant = benchTenant + "-raw"
 
+// levelResult is the dispatch comparison with a number of finished pods
+// already in the tenant's namespace.
+type levelResult struct {
+	seeded         int           // finished pods seeded before the level (at least)
+	seedFor        time.Duration // seeding them, and waiting for the controller manager
+	raw, trainyard dispatchResult
+	trainyardPG    pgWaits
+	workerMetrics  map[string]float64 // over the level's Trainyard blocks
+	probe          []probeResult
+}
+
 // benchDispatch measures, on the cluster, raw client-go pod creation and
-// Trainyard's submit-to-pods path at the same rate, in alternating blocks
-// (raw, Trainyard, raw, ...) so that both meet the same outside load on
-// this shared machine. After each block the bench waits until its pods
-// have finished (and, for Trainyard, the worker owns no job): the next
-// block starts on a quiet control plane.
+// Trainyard's submit-to-pods path at the same rate, once per seeding level
+// (cfg.seeded: that many finished pods already in the tenant's namespace,
+// seed_test.go). Within a level the paths alternate in blocks (raw,
+// Trainyard, raw, ...) so that both meet the same outside load on this
+// shared machine, and both create in the tenant's namespace: the same
+// state. After each block the bench waits until its pods have finished
+// (and, for Trainyard, the worker owns no job): the next block starts on a
+// quiet control plane.
 func benchDispatch(b *testing.B, cfg config, rep *report) {
 	c := harness.Cluster(b)
 	rep.clusterKind = c.Kind
@@ -89,7 +102,7 @@ func benchDispatch(b *testing.B, cfg config, rep *report) {
 		env.CreateTenant(b, id, harness.Subject("alice", pb.Role_ROLE_EDITOR))
 		namespaces = append(namespaces, env.Namespace(id))
 	}
-	rawNS := namespaces[1]
+	tenantNS, rawNS := namespaces[0], namespaces[1]
 
 	procs := trainyardProcesses(b, env.DatabaseURL, 2)
 	// The baseline and the probe create as the worker does: same identity
@@ -113,58 +126,75 @@ func benchDispatch(b *testing.B, cfg config, rep *report) {
 	procs = append(procs, clusterProcesses(c)...)
 	procs = append(procs, selfProcess())
 	metricsURL := "http://" + env.Workers[0].WaitFor(b, metricsLine, time.Minute)[1] + "/metrics"
-
-	raw := newPath("raw client-go (baseline)", "raw", func(name string, started func(time.Time), called func(time.Duration, error)) {
-		t0 := time.Now()
-		started(t0)
-		pods, err := renderSet(name, rawNS, spec)
-		if err == nil {
-			err = createAll(ctx, kc, pods)
-		}
-		called(time.Since(t0), err)
-	})
 	jobs := env.Jobs(b, env.Token("alice"))
 	specPB := benchSpecPB()
-	ty := newPath("Trainyard serve+worker", "tyj", func(name string, started func(time.Time), called func(time.Duration, error)) {
-		t := time.Now()
-		_, err := jobs.CreateJob(ctx, &pb.CreateJobRequest{Parent: harness.TenantName(benchTenant), JobId: name,
-			Job: &pb.Job{Spec: specPB}})
-		ack := time.Now()
-		started(ack)
-		called(ack.Sub(t), err)
-	})
+	seedClient := c.RESTConfig()
+	seedClient.QPS, seedClient.Burst = -1, 0 // seeding is not measured: as fast as the API server goes
+	seeds := &seeder{kc: benchClient(b, seedClient), nodes: cpuNodes(b, admin), dbURL: env.DatabaseURL, tenant: benchTenant, ns: tenantNS}
 
 	perBlock := max(int(cfg.rate*cfg.dispatchFor.Seconds())/cfg.blocks, 1)
 	rep.blocks, rep.perBlock = cfg.blocks, perBlock
-	rep.workerMetrics = map[string]float64{}
-	for range cfg.blocks {
-		probe.setPhase("raw")
-		raw.runBlock(cfg, perBlock, watch, procs, func() { watch.settle(b, quietTimeout) })
-
-		probe.setPhase("trainyard")
-		before := scrape(b, metricsURL)
-		stopPG := samplePG(b, env.DatabaseURL)
-		ty.runBlock(cfg, perBlock, watch, procs, func() {
-			watch.settle(b, quietTimeout)
+	for li, level := range cfg.seeded {
+		lr := levelResult{seeded: level, workerMetrics: map[string]float64{}}
+		logStart := len(env.Workers[0].Logs())
+		began := time.Now()
+		if d := seeds.seed(b, level); d > 0 {
+			waitEndpointSlices(b, admin, tenantNS, 5*time.Minute)
+			watch.settle(b, 5*time.Minute) // the seeded pods kwok started end a second later
 			waitWorkerIdle(b, metricsURL, quietTimeout)
-		})
-		rep.trainyardPG.merge(stopPG())
-		for k, v := range diffMetrics(before, scrape(b, metricsURL)) {
-			rep.workerMetrics[k] += v
+			lr.seedFor = time.Since(began)
+			b.Logf("seeded %d finished jobs (%d pods) in %s, %s until quiet", seeds.jobs, seeds.jobs*podsPerJob,
+				d.Round(time.Millisecond), lr.seedFor.Round(time.Millisecond))
 		}
-		probe.setPhase("")
-	}
-	rep.rss = peakRSS(b, procs)
-	rep.probe = probe.stop(b)
-	rep.logs = []string{"trainyard serve: " + logSummary(env.Server.Logs()), "trainyard worker: " + logSummary(env.Workers[0].Logs())}
+		lr.seeded = seeds.jobs * podsPerJob
+		raw := newPath("raw client-go (baseline)", fmt.Sprintf("raw%d", li), func(name string, started func(time.Time), called func(time.Duration, error)) {
+			t0 := time.Now()
+			started(t0)
+			pods, err := renderSet(name, tenantNS, spec)
+			if err == nil {
+				err = createAll(ctx, kc, pods)
+			}
+			called(time.Since(t0), err)
+		})
+		ty := newPath("Trainyard serve+worker", fmt.Sprintf("tyj%d", li), func(name string, started func(time.Time), called func(time.Duration, error)) {
+			t := time.Now()
+			_, err := jobs.CreateJob(ctx, &pb.CreateJobRequest{Parent: harness.TenantName(benchTenant), JobId: name,
+				Job: &pb.Job{Spec: specPB}})
+			ack := time.Now()
+			started(ack)
+			called(ack.Sub(t), err)
+		})
+		rawPhase, tyPhase := fmt.Sprintf("raw@%d", lr.seeded), fmt.Sprintf("trainyard@%d", lr.seeded)
+		for range cfg.blocks {
+			probe.setPhase(rawPhase)
+			raw.runBlock(cfg, perBlock, watch, procs, func() { watch.settle(b, quietTimeout) })
 
-	b.Run("raw-client-go", func(b *testing.B) { rep.raw = reportDispatch(b, raw.result(b, watch)) })
-	b.Run("trainyard", func(b *testing.B) {
-		r := ty.result(b, watch)
-		r.decided, r.toPods = splitAtDecision(env.Workers[0].Logs(), ty.startTimes(), watch)
-		r.acted = actionsApplied(env.Workers[0].Logs())
-		rep.trainyard = reportDispatch(b, r)
-	})
+			probe.setPhase(tyPhase)
+			before := scrape(b, metricsURL)
+			stopPG := samplePG(b, env.DatabaseURL)
+			ty.runBlock(cfg, perBlock, watch, procs, func() {
+				watch.settle(b, quietTimeout)
+				waitWorkerIdle(b, metricsURL, quietTimeout)
+			})
+			lr.trainyardPG.merge(stopPG())
+			for k, v := range diffMetrics(before, scrape(b, metricsURL)) {
+				lr.workerMetrics[k] += v
+			}
+			probe.setPhase("")
+		}
+		lr.probe = probe.results(b, rawPhase, tyPhase)
+		b.Run(fmt.Sprintf("seeded-%d/raw-client-go", lr.seeded), func(b *testing.B) { lr.raw = reportDispatch(b, raw.result(b, watch)) })
+		b.Run(fmt.Sprintf("seeded-%d/trainyard", lr.seeded), func(b *testing.B) {
+			r := ty.result(b, watch)
+			r.decided, r.toPods = splitAtDecision(env.Workers[0].Logs(), ty.startTimes(), watch)
+			r.acted = actionsApplied(env.Workers[0].Logs()[logStart:])
+			lr.trainyard = reportDispatch(b, r)
+		})
+		rep.levels = append(rep.levels, lr)
+	}
+	probe.stop()
+	rep.rss = peakRSS(b, procs)
+	rep.logs = []string{"trainyard serve: " + logSummary(env.Server.Logs()), "trainyard worker: " + logSummary(env.Workers[0].Logs())}
 }
 
 // waitWorkerIdle waits until the worker owns no job: every job of the

@@ -42,20 +42,36 @@
 //
 // Sets of 1 chief + 4 worker pods at TRAINYARD_BENCH_RATE per second
 // (default 10), open loop (a slow answer never delays the next submit),
-// TRAINYARD_BENCH_DISPATCH_FOR (default 30s) per path, split into
+// TRAINYARD_BENCH_DISPATCH_FOR (default 30s) per path and level, split into
 // TRAINYARD_BENCH_BLOCKS (default 3) blocks that alternate raw → Trainyard →
 // raw ..., so that both paths meet the same outside load on a shared
 // machine. After each block the bench waits (at most 10 s each) until the
 // block's pods have finished and, after a Trainyard block, the worker owns
 // no job, so every block starts on a quiet control plane.
 //
+// Levels: the whole comparison runs once per entry of
+// TRAINYARD_BENCH_SEEDED (default 0,2000,10000): that many finished pods
+// already in the tenant's namespace, where both paths create. Before a
+// level the bench seeds the difference (seed_test.go): finished jobs as
+// Trainyard leaves them by default — a SUCCEEDED, inactive job row, five
+// Succeeded pods and the headless Service — made directly (one INSERT;
+// client-go creates of pods already bound to the CPU nodes, then a status
+// update, racing kwok, which ends the ones it started itself), then waits
+// until the controller manager has an EndpointSlice for every Service, the
+// namespace is quiet and the worker owns no job. The pods the earlier
+// levels' blocks made stay too (about 300 a level). The probe (below)
+// creates only while a path runs, which keeps the cluster's finished pods
+// under the pod garbage collector's threshold (12,500, oldest deleted
+// first) through the default levels.
+//
 //	raw-client-go  baseline: per set, the 5 pods rendered with
 //	               kube.RenderPod and created at once with client-go, as
 //	               the worker's identity (its --kubeconfig: same API
 //	               priority level and admission policies) and QPS/burst
-//	               (200/400), in a second tenant's namespace, without the
+//	               (200/400), in the tenant's namespace, without the
 //	               managed-by label so the worker's informers never see
-//	               them
+//	               them (no Service selects them: their job uid is their
+//	               own)
 //	trainyard      CreateJob over gRPC to `trainyard serve`; one `trainyard
 //	               worker` creates the Service and the 5 pods
 //
@@ -65,17 +81,20 @@
 // so its delivery delay is in both. The worker's log line "job state
 // changed ... from=QUEUED to=STARTING" (written after JobSave, before the
 // creates; millisecond resolution) splits Trainyard's time into deciding
-// and creating. A probe creates one pod every 250 ms in the raw namespace
-// through the whole run: its call and delivery times per path are the API
-// server's own responsiveness while that path ran. Also reported: CPU of
-// every process (utime+stime from /proc) and of the machine, peak RSS
-// (VmHWM) of the server and the worker, the worker's /metrics over the
-// Trainyard blocks, and pg_stat_activity samples of Trainyard's database.
+// and creating. A probe creates one pod every 250 ms in a second tenant's
+// namespace while a path runs: its call and delivery times per path
+// and level are the API server's own responsiveness while that path ran.
+// Also reported, per level: CPU of every process (utime+stime from /proc)
+// and of the machine, the worker's /metrics over the Trainyard blocks —
+// its Kubernetes calls per job by verb and resource in the summary table
+// — and pg_stat_activity samples of Trainyard's database; peak RSS (VmHWM)
+// of the server and the worker over the run.
 //
 // # Ratios
 //
-// Every ratio in the table is the measured path's figure divided by its
-// baseline's from the same run: above 1× is slower for a latency, below
+// Every ratio in the tables is the measured path's figure divided by its
+// baseline's from the same run (the summary also divides Trainyard's by its
+// own at the first level): above 1× is slower for a latency, below
 // 1× is less for a throughput. Issue 4's figures for Kubeflow's
 // training-operator (p50 18 s; raw 36 ms) are quoted, not measured here.
 package bench

@@ -29,11 +29,8 @@ type report struct {
 
 	clusterKind      string
 	blocks, perBlock int
-	raw, trainyard   dispatchResult
-	trainyardPG      pgWaits
-	probe            []probeResult
+	levels           []levelResult
 	logs             []string // the processes' warnings and errors
-	workerMetrics    map[string]float64
 	rss              []rssUse
 }
 
@@ -51,7 +48,7 @@ func (r *report) print(out io.Writer) {
 	if len(r.store) > 0 {
 		r.printStore(out)
 	}
-	if r.raw.sets > 0 || r.trainyard.sets > 0 {
+	if len(r.levels) > 0 {
 		r.printDispatch(out)
 	}
 }
@@ -89,77 +86,134 @@ func (r *report) printStore(out io.Writer) {
 }
 
 func (r *report) printDispatch(out io.Writer) {
-	fmt.Fprintf(out, "\nDispatch: sets of 1 chief + 4 worker pods at %.4g/s, %d blocks of %d sets per path, alternating raw → Trainyard (%s cluster).\n",
+	fmt.Fprintf(out, "\nDispatch: sets of 1 chief + 4 worker pods at %.4g/s, %d blocks of %d sets per path and level, alternating raw → Trainyard (%s cluster),\n",
 		r.cfg.rate, r.blocks, r.perBlock, r.clusterKind)
+	fmt.Fprintf(out, "with finished pods already in the tenant's namespace (seeded: finished jobs with their pods and Service, as CleanPodPolicy Running keeps them); both paths create there.\n")
 	if len(r.cfg.workerArgs) > 0 {
 		fmt.Fprintf(out, "Extra worker flags: %s\n", strings.Join(r.cfg.workerArgs, " "))
 	}
 	fmt.Fprintf(out, "Latency: from start (raw: before render; Trainyard: CreateJob acknowledged) to the 5th pod delivered by the bench's informer.\n")
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%-24s\tsets\tlost\tp50 ms\tp90 ms\tp99 ms\tmax ms\tmean ms\tp50 vs baseline\tp90 vs baseline\tp99 vs baseline\tcall p50 / p99 ms\tload avg (1 min)\t\n", "path")
-	for _, d := range []dispatchResult{r.raw, r.trainyard} {
-		if d.sets == 0 {
-			continue
-		}
-		fmt.Fprintf(tw, "%-24s\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\t%s\t%.1f / %.1f\t%s\t\n", d.path, d.sets, d.failed+d.missing,
-			ms(d.lat.p50), ms(d.lat.p90), ms(d.lat.p99), ms(d.lat.max), ms(d.lat.mean),
-			ratio(ms(d.lat.p50), ms(r.raw.lat.p50)), ratio(ms(d.lat.p90), ms(r.raw.lat.p90)), ratio(ms(d.lat.p99), ms(r.raw.lat.p99)),
-			ms(d.call.p50), ms(d.call.p99), loadRange(d.loads))
+	fmt.Fprintf(tw, "finished pods\traw p50 / p99 ms\tTrainyard p50 / p99 ms\tvs raw p50 / p99\tvs Trainyard at %d p50 / p99\tlost\tworker calls per job\t\n", r.levels[0].seeded)
+	first := r.levels[0].trainyard.lat
+	for _, l := range r.levels {
+		raw, ty := l.raw.lat, l.trainyard.lat
+		fmt.Fprintf(tw, "%d\t%.1f / %.1f\t%.1f / %.1f\t%s / %s\t%s / %s\t%d\t%s\t\n", l.seeded,
+			ms(raw.p50), ms(raw.p99), ms(ty.p50), ms(ty.p99),
+			ratio(ms(ty.p50), ms(raw.p50)), ratio(ms(ty.p99), ms(raw.p99)),
+			ratio(ms(ty.p50), ms(first.p50)), ratio(ms(ty.p99), ms(first.p99)),
+			l.raw.failed+l.raw.missing+l.trainyard.failed+l.trainyard.missing, callsPerJob(l))
 	}
 	tw.Flush()
-	t := r.trainyard
-	fmt.Fprintf(out, "call = raw: the 5 creates; Trainyard: the CreateJob RPC. Submitting took %s (raw) and %s (Trainyard) in all; waiting for quiet after the blocks %s and %s.\n",
-		r.raw.submitFor.Round(time.Millisecond), t.submitFor.Round(time.Millisecond), r.raw.quietFor.Round(time.Millisecond), t.quietFor.Round(time.Millisecond))
-	fmt.Fprintf(out, "Where the time goes, p50 / p90 / p99 ms (Trainyard's worker log line has ms resolution):\n")
-	span := func(what string, l latencies, note string) {
-		if l.n > 0 {
-			fmt.Fprintf(out, "  %-32s %7.1f / %7.1f / %7.1f  %s\n", what, ms(l.p50), ms(l.p90), ms(l.p99), note)
-		}
+	for _, l := range r.levels {
+		r.printLevel(out, l)
 	}
-	span("raw: start → 1st pod", r.raw.toFirst, "")
-	span("raw: 1st → 5th pod", r.raw.spread, "")
-	span("Trainyard: ack → saved STARTING", t.decided, "NOTIFY, claim, queue, JobLoad, JobAdmit, plan, JobSave")
-	span("Trainyard: saved → 1st pod", t.toPods, "the creates (Service + 5 pods at once), informer delivery")
-	span("Trainyard: 1st → 5th pod", t.spread, "")
-	span("Trainyard: worker's creates", t.acted, "its debug log's \"actions applied\" took= (Service + 5 pods)")
-	for _, p := range r.probe {
-		if p.call.n == 0 {
-			continue
-		}
-		fmt.Fprintf(out, "  probe during %-9s create call %5.1f / %5.1f / %5.1f, to informer %5.1f / %5.1f / %5.1f  (%d single-pod creates, one per %s, in the raw namespace)\n",
-			p.phase+":", ms(p.call.p50), ms(p.call.p90), ms(p.call.p99), ms(p.arrive.p50), ms(p.arrive.p90), ms(p.arrive.p99), p.call.n, probeEvery)
-	}
-	if r.trainyardPG.samples > 0 {
-		fmt.Fprintf(out, "Postgres backends of Trainyard's database during its blocks (every 50 ms; average backends): %s\n", r.trainyardPG)
-	}
-	if t.early > 0 {
-		fmt.Fprintf(out, "%d Trainyard sets had all pods before their CreateJob answer arrived (counted as 0 ms).\n", t.early)
-	}
-	fmt.Fprintf(out, "Pod size (protobuf, managed fields stripped): raw %d B, Trainyard %d B (raw lacks the managed-by label).\n",
-		r.raw.podBytes, t.podBytes)
-	if t.lat.n > 0 {
-		fmt.Fprintf(out, "Issue 4 reference (not measured here): Kubeflow training-operator v1.8 p50 %s (raw %s): Trainyard's p50 here is %.1f ms, %s of this run's raw p50.\n",
-			kubeflowP50, kubeflowRawP50, ms(t.lat.p50), ratio(ms(t.lat.p50), ms(r.raw.lat.p50)))
-	}
-
-	r.printCPU(out)
 	if len(r.rss) > 0 {
 		var parts []string
 		for _, u := range r.rss {
 			parts = append(parts, fmt.Sprintf("%s %.1f MiB (now %.1f MiB)", u.name, float64(u.hwm)/1024, float64(u.rss)/1024))
 		}
-		fmt.Fprintf(out, "Peak RSS (VmHWM) over the dispatch run: %s.\n", strings.Join(parts, ", "))
+		fmt.Fprintf(out, "\nPeak RSS (VmHWM) over the dispatch run: %s.\n", strings.Join(parts, ", "))
 	}
-	r.printWorkerMetrics(out)
 	for _, l := range r.logs {
 		fmt.Fprintf(out, "Log of %s.\n", l)
 	}
 }
 
-func (r *report) printCPU(out io.Writer) {
+// callsPerJob is the worker's Kubernetes calls during a level's Trainyard
+// blocks by verb and resource, divided by the jobs submitted.
+func callsPerJob(l levelResult) string {
+	if l.trainyard.sets == 0 {
+		return "-"
+	}
+	var parts []string
+	for k, v := range l.workerMetrics {
+		if v != 0 && strings.HasPrefix(k, "trainyard_worker_kube_requests_total{") {
+			parts = append(parts, fmt.Sprintf("%s %.2f", labelValues(k), v/float64(l.trainyard.sets)))
+		}
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
+}
+
+// labelValues is "create pods" for a series with labels
+// {resource="pods",verb="create"}: the verb, then the resource.
+func labelValues(series string) string {
+	var verb, resource string
+	for _, kv := range strings.Split(strings.Trim(labelsOf(series), "{}"), ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "verb":
+			verb = strings.Trim(v, `"`)
+		case "resource":
+			resource = strings.Trim(v, `"`)
+		}
+	}
+	return verb + " " + resource
+}
+
+// printLevel shows one level's detail: the full comparison, where
+// Trainyard's time goes, the probe, CPU and the worker's metrics.
+func (r *report) printLevel(out io.Writer, l levelResult) {
+	fmt.Fprintf(out, "\n-- %d finished pods in the namespace", l.seeded)
+	if l.seedFor > 0 {
+		fmt.Fprintf(out, " (seeding and waiting for quiet took %s)", l.seedFor.Round(time.Second))
+	}
+	fmt.Fprintf(out, "\n")
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%-24s\tsets\tlost\tp50 ms\tp90 ms\tp99 ms\tmax ms\tmean ms\tp50 vs baseline\tp90 vs baseline\tp99 vs baseline\tcall p50 / p99 ms\tload avg (1 min)\t\n", "path")
+	for _, d := range []dispatchResult{l.raw, l.trainyard} {
+		if d.sets == 0 {
+			continue
+		}
+		fmt.Fprintf(tw, "%-24s\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\t%s\t%.1f / %.1f\t%s\t\n", d.path, d.sets, d.failed+d.missing,
+			ms(d.lat.p50), ms(d.lat.p90), ms(d.lat.p99), ms(d.lat.max), ms(d.lat.mean),
+			ratio(ms(d.lat.p50), ms(l.raw.lat.p50)), ratio(ms(d.lat.p90), ms(l.raw.lat.p90)), ratio(ms(d.lat.p99), ms(l.raw.lat.p99)),
+			ms(d.call.p50), ms(d.call.p99), loadRange(d.loads))
+	}
+	tw.Flush()
+	t := l.trainyard
+	fmt.Fprintf(out, "call = raw: the 5 creates; Trainyard: the CreateJob RPC. Submitting took %s (raw) and %s (Trainyard) in all; waiting for quiet after the blocks %s and %s.\n",
+		l.raw.submitFor.Round(time.Millisecond), t.submitFor.Round(time.Millisecond), l.raw.quietFor.Round(time.Millisecond), t.quietFor.Round(time.Millisecond))
+	fmt.Fprintf(out, "Where the time goes, p50 / p90 / p99 ms (Trainyard's worker log line has ms resolution):\n")
+	span := func(what string, d latencies, note string) {
+		if d.n > 0 {
+			fmt.Fprintf(out, "  %-32s %7.1f / %7.1f / %7.1f  %s\n", what, ms(d.p50), ms(d.p90), ms(d.p99), note)
+		}
+	}
+	span("raw: start → 1st pod", l.raw.toFirst, "")
+	span("raw: 1st → 5th pod", l.raw.spread, "")
+	span("Trainyard: ack → saved STARTING", t.decided, "NOTIFY, claim, queue, JobLoad, JobAdmit, plan, JobSave")
+	span("Trainyard: saved → 1st pod", t.toPods, "the creates (Service + 5 pods at once), informer delivery")
+	span("Trainyard: 1st → 5th pod", t.spread, "")
+	span("Trainyard: worker's creates", t.acted, "its debug log's \"actions applied\" took= (Service + 5 pods)")
+	for _, p := range l.probe {
+		if p.call.n == 0 {
+			continue
+		}
+		fmt.Fprintf(out, "  probe during %-16s create call %5.1f / %5.1f / %5.1f, to informer %5.1f / %5.1f / %5.1f  (%d single-pod creates, one per %s, in another namespace)\n",
+			p.phase+":", ms(p.call.p50), ms(p.call.p90), ms(p.call.p99), ms(p.arrive.p50), ms(p.arrive.p90), ms(p.arrive.p99), p.call.n, probeEvery)
+	}
+	if l.trainyardPG.samples > 0 {
+		fmt.Fprintf(out, "Postgres backends of Trainyard's database during its blocks (every 50 ms; average backends): %s\n", l.trainyardPG)
+	}
+	if t.early > 0 {
+		fmt.Fprintf(out, "%d Trainyard sets had all pods before their CreateJob answer arrived (counted as 0 ms).\n", t.early)
+	}
+	fmt.Fprintf(out, "Pod size (protobuf, managed fields stripped): raw %d B, Trainyard %d B (raw lacks the managed-by label).\n",
+		l.raw.podBytes, t.podBytes)
+	if t.lat.n > 0 && l.seeded == 0 {
+		fmt.Fprintf(out, "Issue 4 reference (not measured here): Kubeflow training-operator v1.8 p50 %s (raw %s): Trainyard's p50 here is %.1f ms, %s of this run's raw p50.\n",
+			kubeflowP50, kubeflowRawP50, ms(t.lat.p50), ratio(ms(t.lat.p50), ms(l.raw.lat.p50)))
+	}
+	printCPU(out, l)
+	printWorkerMetrics(out, l.workerMetrics)
+}
+
+func printCPU(out io.Writer, l levelResult) {
 	names := []string{}
 	seen := map[string]bool{}
-	for _, d := range []dispatchResult{r.raw, r.trainyard} {
+	for _, d := range []dispatchResult{l.raw, l.trainyard} {
 		for _, c := range d.cpu {
 			if !seen[c.name] {
 				seen[c.name] = true
@@ -182,15 +236,14 @@ func (r *report) printCPU(out io.Writer) {
 		return "-"
 	}
 	for _, n := range names {
-		fmt.Fprintf(tw, "%-34s\t%s\t%s\t\n", n, get(r.raw, n), get(r.trainyard, n))
+		fmt.Fprintf(tw, "%-34s\t%s\t%s\t\n", n, get(l.raw, n), get(l.trainyard, n))
 	}
 	tw.Flush()
 }
 
 // printWorkerMetrics shows what the worker's /metrics counted during the
-// Trainyard phase.
-func (r *report) printWorkerMetrics(out io.Writer) {
-	m := r.workerMetrics
+// Trainyard blocks.
+func printWorkerMetrics(out io.Writer, m map[string]float64) {
 	if len(m) == 0 {
 		return
 	}
@@ -205,6 +258,14 @@ func (r *report) printWorkerMetrics(out io.Writer) {
 	fmt.Fprintf(out, "  jobs claimed %.0f; reconcile passes %s; queue wait %s; dispatch latency (worker's own: create time → objects created) %s\n",
 		m["trainyard_worker_jobs_claimed_total"], mean("trainyard_worker_reconcile_duration_seconds", ""),
 		mean("trainyard_workqueue_queue_duration_seconds", `{name="jobs"}`), mean("trainyard_worker_dispatch_latency_seconds", ""))
+	if c := m["trainyard_scheduler_cycle_duration_seconds_count{phase=\"total\"}"]; c > 0 {
+		var phases []string
+		for _, ph := range []string{"snapshot", "decide", "commit", "total"} {
+			phases = append(phases, ph+" "+mean("trainyard_scheduler_cycle_duration_seconds", `{phase="`+ph+`"}`))
+		}
+		fmt.Fprintf(out, "  scheduler: admission latency (queued → admitted) %s; cycles: %s\n",
+			mean("trainyard_scheduler_admission_latency_seconds", ""), strings.Join(phases, "; "))
+	}
 	var calls, errs []string
 	for k, v := range m {
 		switch {

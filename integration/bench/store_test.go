@@ -101,13 +101,9 @@ func benchStore(b *testing.B, cfg config, rep *report) {
 	}
 
 	spec := benchSpec()
-	demand, err := spec.Demand()
-	if err != nil {
-		b.Fatal(err)
-	}
 	var seq atomic.Int64
 	jobCreateIn := func(ctx context.Context, tenantID, prefix string) error {
-		_, _, err := st.JobCreate(ctx, store.JobCreateParams{Demand: demand, Job: job.Job{
+		_, _, err := st.JobCreate(ctx, store.JobCreateParams{Job: job.Job{
 			Tenant: tenantID, Name: fmt.Sprintf("%s-%07d", prefix, seq.Add(1)), Spec: spec, Creator: "alice"}})
 		return err
 	}

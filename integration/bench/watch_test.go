@@ -11,10 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	listerscorev1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/trainyard/trainyard/internal/kube"
@@ -24,12 +22,11 @@ import (
 // when each set (by the trainyard.dev/job label, which raw and Trainyard
 // pods both carry) had its last pod delivered.
 type podWatch struct {
-	listers []listerscorev1.PodLister
-
-	mu      sync.Mutex
-	sets    map[string]*podSet
-	bytes   map[string]int // protobuf size of the first pod per name prefix
-	changed chan struct{}  // closed and replaced on every event
+	mu         sync.Mutex
+	sets       map[string]*podSet
+	unfinished map[string]bool // namespace/name of pods not Succeeded or Failed, the probe's left out
+	bytes      map[string]int  // protobuf size of the first pod per name prefix
+	changed    chan struct{}   // closed and replaced on every event
 }
 
 type podSet struct {
@@ -41,7 +38,7 @@ type podSet struct {
 // startPodWatch runs an informer on the pods of each namespace until ctx
 // ends. Set names must be unique across the namespaces.
 func startPodWatch(ctx context.Context, b *testing.B, kc kubernetes.Interface, namespaces ...string) *podWatch {
-	w := &podWatch{sets: map[string]*podSet{}, bytes: map[string]int{}, changed: make(chan struct{})}
+	w := &podWatch{sets: map[string]*podSet{}, unfinished: map[string]bool{}, bytes: map[string]int{}, changed: make(chan struct{})}
 	for _, ns := range namespaces {
 		factory := informers.NewSharedInformerFactoryWithOptions(kc, 0, informers.WithNamespace(ns),
 			informers.WithTransform(func(obj any) (any, error) {
@@ -53,11 +50,11 @@ func startPodWatch(ctx context.Context, b *testing.B, kc kubernetes.Interface, n
 		inf := factory.Core().V1().Pods()
 		if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    w.added,
-			UpdateFunc: func(_, _ any) { w.notify() },
+			UpdateFunc: func(_, cur any) { w.track(cur, false) },
+			DeleteFunc: func(obj any) { w.track(obj, true) },
 		}); err != nil {
 			b.Fatal(err)
 		}
-		w.listers = append(w.listers, inf.Lister())
 		factory.Start(ctx.Done())
 		b.Cleanup(factory.Shutdown) // after ctx ends: benchDispatch cancels it on return
 		if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
@@ -79,6 +76,7 @@ func (w *podWatch) added(obj any) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.trackLocked(pod, false)
 	s := w.sets[name]
 	if s == nil {
 		s = &podSet{pods: map[string]bool{}, first: now}
@@ -94,10 +92,30 @@ func (w *podWatch) added(obj any) {
 	w.notifyLocked()
 }
 
-func (w *podWatch) notify() {
+// track keeps the set of unfinished pods up to date, so that waiting
+// for a quiet namespace costs nothing per event however many finished
+// pods it holds.
+func (w *podWatch) track(obj any, gone bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.trackLocked(obj, gone)
 	w.notifyLocked()
+}
+
+func (w *podWatch) trackLocked(obj any, gone bool) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj, gone = tomb.Obj, true
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || strings.HasPrefix(pod.Name, probePrefix) {
+		return
+	}
+	key := pod.Namespace + "/" + pod.Name
+	if gone || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		delete(w.unfinished, key)
+	} else {
+		w.unfinished[key] = true
+	}
 }
 
 func (w *podWatch) notifyLocked() {
@@ -144,24 +162,7 @@ func (w *podWatch) waitFull(names []string, n int, timeout time.Duration) bool {
 // the next phase starts on a quiet control plane. The probe's pods, which
 // never stop coming, do not count.
 func (w *podWatch) settle(b *testing.B, timeout time.Duration) {
-	ok := w.waitFor(timeout, func() bool {
-		for _, l := range w.listers {
-			pods, err := l.List(labels.Everything())
-			if err != nil {
-				return false
-			}
-			for _, p := range pods {
-				if strings.HasPrefix(p.Name, probePrefix) {
-					continue
-				}
-				if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-					return false
-				}
-			}
-		}
-		return true
-	})
-	if !ok {
+	if !w.waitFor(timeout, func() bool { return len(w.unfinished) == 0 }) {
 		b.Logf("pods still running %s after the phase; going on", timeout)
 	}
 }

@@ -1,0 +1,231 @@
+//go:build bench
+
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/kube"
+)
+
+// A tenant's history, made fast: finished jobs as Trainyard leaves them by
+// default (CleanPodPolicy Running: the job row SUCCEEDED, its finished pods
+// and its headless Service kept), without running them. Running 2,000 jobs
+// through the worker and kwok would take longer than the whole bench.
+//
+//   - The rows go into Postgres in one INSERT: final, inactive, not cleaned
+//     up, so no worker claims them and the orphan sweep keeps their objects.
+//   - Each pod is Trainyard's rendering of the bench's job (kube.RenderPod,
+//     labels included: the informers of the worker and of Trainyard's
+//     scheduler hold it, as they would), created already bound to one of
+//     the CPU nodes (no kube-scheduler work), and the bench at once writes
+//     the status a kubelet leaves on a replica that exited 0: Succeeded,
+//     the container terminated. When kwok's Stage got there first (the pod
+//     is Running), that write conflicts and is dropped: kwok ends the pod
+//     itself a second later, Succeeded as well.
+//   - Each job's Service is kube.RenderService's.
+//
+// So the API server, etcd, the controller manager, the schedulers and the
+// worker hold what they would hold for that history, and nobody spends CPU
+// making it but the seeding.
+
+// seedParallelism is how many seeding calls are in flight at once.
+const seedParallelism = 32
+
+// seeder adds finished jobs to a tenant's namespace.
+type seeder struct {
+	kc     kubernetes.Interface
+	nodes  []string // the seeded pods are bound to these, in turn
+	dbURL  string
+	tenant string
+	ns     string
+	jobs   int // seeded so far
+}
+
+// seed adds jobs until the namespace holds at least pods seeded finished
+// pods, and returns how long it took.
+func (s *seeder) seed(b *testing.B, pods int) time.Duration {
+	want := (pods + podsPerJob - 1) / podsPerJob
+	if want <= s.jobs {
+		return 0
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	jobs := make([]job.Job, 0, want-s.jobs)
+	for i := s.jobs; i < want; i++ {
+		jobs = append(jobs, job.Job{Tenant: s.tenant, Name: fmt.Sprintf("seed-%05d", i), UID: uuid.NewString(), Spec: benchSpec()})
+	}
+	s.insertRows(ctx, b, jobs)
+
+	work := make(chan func() error)
+	errs := make(chan error, seedParallelism)
+	var wg sync.WaitGroup
+	for range seedParallelism {
+		wg.Go(func() {
+			for fn := range work {
+				if err := fn(); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		})
+	}
+	n := 0
+	for _, j := range jobs {
+		work <- func() error { return s.createService(ctx, j) }
+		for _, r := range j.Spec.Replicas {
+			for i := range r.Count {
+				node := s.nodes[n%len(s.nodes)]
+				n++
+				work <- func() error { return s.createFinishedPod(ctx, j, r.Type, i, node) }
+			}
+		}
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		b.Fatalf("seeding finished jobs: %v", err)
+	default:
+	}
+	s.jobs = want
+	return time.Since(start)
+}
+
+// insertRows writes the jobs as finished: SUCCEEDED, inactive, their
+// objects kept (not cleaned up).
+func (s *seeder) insertRows(ctx context.Context, b *testing.B, jobs []job.Job) {
+	now := time.Now().UTC()
+	status, err := json.Marshal(job.Status{
+		State: job.Succeeded, StartTime: &now, CompletionTime: &now,
+		Conditions: []job.Condition{{Type: job.CondSucceeded, Status: true, Reason: "Seeded", LastTransitionTime: now}},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	spec, err := json.Marshal(benchSpec())
+	if err != nil {
+		b.Fatal(err)
+	}
+	uids, names := make([]string, len(jobs)), make([]string, len(jobs))
+	for i, j := range jobs {
+		uids[i], names[i] = j.UID, j.Name
+	}
+	conn, err := pgx.Connect(ctx, s.dbURL)
+	if err != nil {
+		b.Fatalf("seeding job rows: %v", err)
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, `
+		INSERT INTO jobs (tenant_id, uid, name, creator, spec, status, state, admitted, active,
+		                  create_time, update_time, start_time, finish_time)
+		SELECT $1, u, n, 'bench-seed', $4, $5, 'SUCCEEDED', true, false, $6, $6, $6, $6
+		FROM unnest($2::uuid[], $3::text[]) AS t(u, n)`,
+		s.tenant, uids, names, spec, status, now)
+	if err != nil {
+		b.Fatalf("seeding job rows: %v", err)
+	}
+}
+
+func (s *seeder) createService(ctx context.Context, j job.Job) error {
+	_, err := s.kc.CoreV1().Services(s.ns).Create(ctx, kube.RenderService(j, s.ns), metav1.CreateOptions{})
+	return err
+}
+
+// createFinishedPod creates a replica pod bound to node and writes the
+// status a kubelet leaves on a replica that exited 0.
+func (s *seeder) createFinishedPod(ctx context.Context, j job.Job, t job.ReplicaType, i int32, node string) error {
+	pod, err := kube.RenderPod(j, s.ns, t, i, 0, kube.PodOptions{})
+	if err != nil {
+		return err
+	}
+	pod.Spec.NodeName = node
+	pod, err = s.kc.CoreV1().Pods(s.ns).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	at := metav1.NewTime(time.Now().Truncate(time.Second))
+	pod.Status = corev1.PodStatus{
+		Phase:     corev1.PodSucceeded,
+		StartTime: &at,
+		Conditions: []corev1.PodCondition{
+			{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "PodCompleted", LastTransitionTime: at},
+			{Type: corev1.ContainersReady, Status: corev1.ConditionFalse, Reason: "PodCompleted", LastTransitionTime: at},
+		},
+		ContainerStatuses: []corev1.ContainerStatus{{
+			Name: kube.ContainerName, Image: benchImage, ImageID: benchImage,
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+				ExitCode: 0, Reason: "Completed", StartedAt: at, FinishedAt: at,
+			}},
+		}},
+	}
+	_, err = s.kc.CoreV1().Pods(s.ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) {
+		return nil // kwok started it; it ends it too
+	}
+	return err
+}
+
+// cpuNodes are the cluster's CPU nodes (cluster.DefaultNodes: kwok-cpu-*).
+func cpuNodes(b *testing.B, kc kubernetes.Interface) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	list, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "trainyard.dev/pool=cpu"})
+	if err != nil || len(list.Items) == 0 {
+		b.Fatalf("the cluster's CPU nodes (trainyard.dev/pool=cpu): %d, %v", len(list.Items), err)
+	}
+	var out []string
+	for _, n := range list.Items {
+		out = append(out, n.Name)
+	}
+	return out
+}
+
+// waitEndpointSlices waits until the controller manager has an
+// EndpointSlice for every Service in ns: it has digested the seeded
+// Services, and the next measurement does not pay for that.
+func waitEndpointSlices(b *testing.B, kc kubernetes.Interface, ns string, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		svcs, err1 := kc.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+		slices, err2 := kc.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{})
+		cancel()
+		if err1 == nil && err2 == nil {
+			have := map[string]bool{}
+			for _, s := range slices.Items {
+				have[s.Labels["kubernetes.io/service-name"]] = true
+			}
+			missing := 0
+			for _, s := range svcs.Items {
+				if !have[s.Name] {
+					missing++
+				}
+			}
+			if missing == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				b.Logf("%d Services in %s still have no EndpointSlice after %s; going on", missing, ns, timeout)
+				return
+			}
+		}
+		time.Sleep(time.Second)
+	}
+}
