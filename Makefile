@@ -35,13 +35,34 @@ generate: $(PROTO_DEPS) ## Regenerate Go code, the OpenAPI document and the Pyth
 	bash clients/python/generate.sh
 
 .PHONY: verify
-verify: generate ## Fail when generated files are stale or go.mod is untidy.
+verify: generate web ## Fail when generated files or the console's build (web/dist) are stale, or go.mod is untidy.
 	$(GO) mod tidy
 	@git diff --exit-code -- proto web-openapi clients/python/trainyard/_proto go.mod go.sum || { echo "generated files are stale: run 'make generate' and commit" >&2; exit 1; }
 	@test -z "$$(git status --porcelain -- proto web-openapi clients/python/trainyard/_proto)" || { git status --porcelain -- proto web-openapi clients/python/trainyard/_proto; echo "untracked generated files: run 'make generate' and commit" >&2; exit 1; }
+	@test -z "$$(git status --porcelain -- web/dist web/package-lock.json)" || { git status --porcelain -- web/dist web/package-lock.json; echo "the console's build (web/dist) is stale: run 'make web' and commit" >&2; exit 1; }
+
+# --- the web console (web/): TypeScript and React, built by Vite with npm.
+# Its build, web/dist, is committed and embedded in the binary, so
+# `go build` needs no npm; make verify rebuilds it and diffs.
+NPM ?= npm
+
+web/node_modules/.package-lock.json: web/package-lock.json
+	cd web && $(NPM) ci --no-audit --no-fund
+
+.PHONY: web
+web: web/node_modules/.package-lock.json ## Build the web console into web/dist (embedded by the Go package web).
+	cd web && $(NPM) run build
+
+.PHONY: web-test
+web-test: web/node_modules/.package-lock.json ## The console's unit tests (vitest).
+	cd web && $(NPM) test
+
+.PHONY: screenshots
+screenshots: cluster-build build ## Run the console's browser tests and keep their screenshots in web/screenshots (the README shows them).
+	TRAINYARD_BIN=$(BIN)/trainyard TRAINYARD_SCREENSHOTS=$(CURDIR)/web/screenshots $(GO) test -tags integration -count=1 -run TestConsole ./integration/console/
 
 .PHONY: test
-test: cluster-build build fuzz-smoke ## Every test: unit, Postgres and end to end on the local cluster, and each fuzz target briefly (what CI runs).
+test: cluster-build build fuzz-smoke web-test ## Every test: unit, Postgres and end to end on the local cluster, and each fuzz target briefly (what CI runs).
 	@pg_isready -q -h 127.0.0.1 -p 5432 || { echo "PostgreSQL is not answering on 127.0.0.1:5432 (.ci/run starts it)" >&2; exit 1; }
 	TRAINYARD_BIN=$(BIN)/trainyard $(GO) test -tags integration -count=1 -p 1 -timeout 60m ./...
 	$(GO) vet -tags bench ./integration/bench/
@@ -74,7 +95,8 @@ test-unit: ## Unit tests only: no Postgres, no cluster.
 	$(GO) test -count=1 ./...
 
 .PHONY: lint
-lint: $(PROTO_DEPS) ## go vet, buf lint, and buf breaking against main.
+lint: $(PROTO_DEPS) web/node_modules/.package-lock.json ## go vet, buf lint, buf breaking against main, and the console's eslint and tsc.
+	cd web && $(NPM) run lint
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./...
 	$(GO) vet -tags bench ./integration/bench/

@@ -35,6 +35,7 @@ type serveFlags struct {
 	maxConns        int
 	streamLifetime  time.Duration
 	auditRetention  time.Duration
+	console         consoleFlags
 	tfjobPriority   map[string]int
 }
 
@@ -52,6 +53,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.auditRetention, "audit-retention", 365*24*time.Hour, "audit records older than this are deleted (hourly); 0 keeps them forever")
 	fs.DurationVar(&f.streamLifetime, "max-stream-lifetime", 30*time.Minute, "watches and log streams end after this long with UNAVAILABLE; clients reopen them after the last event id received (tyctl does)")
 	fs.StringToIntVar(&f.tfjobPriority, "tfjob-priority-class", nil, "NAME=PRIORITY,...: the Trainyard priority (-1000..1000) of a Kubernetes PriorityClass that imported TFJobs name (schedulingPolicy.priorityClass, priorityClassName); a TFJob naming another is refused")
+	f.console.register(fs)
 	fs.IntVar(&f.maxStreams, "max-streams-per-caller", 32, "watches and log streams one caller (OIDC subject) may have open at once on this server, REST and gRPC together; more are RESOURCE_EXHAUSTED (HTTP 429). Raise it for a service token that streams for many users")
 }
 
@@ -143,6 +145,7 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 		AuthStream:          ic.Stream(),
 		ErrorsUnary:         errUnary,
 		ErrorsStream:        errStream,
+		Console:             f.console.handler(f),
 		Logger:              log,
 		Ready: []server.ReadyCheck{
 			{Name: "postgres", Check: d.store.Ping},

@@ -115,6 +115,9 @@ type Config struct {
 	// Ready are what the server needs to do its work (Postgres, OIDC);
 	// /readyz and the gRPC health service follow them.
 	Ready []ReadyCheck
+	// Console is the web console (package web), served at / for every
+	// path no other route takes. None when nil.
+	Console http.Handler
 	// Registry receives the gRPC metrics and is served on /metrics.
 	// Defaults to a new registry with Go and process collectors.
 	Registry *prometheus.Registry
@@ -276,6 +279,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{Registry: cfg.Registry}))
 	webopenapi.Register(mux)
+	if cfg.Console != nil {
+		// "/" and not "GET /": a method-specific catch-all would conflict
+		// with the gateway's "/v1/". The console answers GETs only.
+		mux.Handle("/", cfg.Console)
+	}
 	mux.Handle("/v1/", limitBody(cfg.MaxRequestBytes, gw))
 	s.http = &http.Server{
 		Handler:           mux,

@@ -1,0 +1,151 @@
+import { useEffect, useState } from "react";
+import { Link, useParams } from "react-router";
+import { ApiError, paths } from "../api/client";
+import type { Secret, Tenant } from "../api/types";
+import { tenantId, useTenants } from "../App";
+import { localTime, quotaLines, shortEnum } from "../format";
+import { useSession } from "../session";
+
+const tenantState = (t: Tenant) => shortEnum(t.state, "TENANT_STATE_");
+
+// TenantsPage lists the tenants the caller may see: every tenant for a
+// platform admin, their own for everyone else.
+export function TenantsPage() {
+  const { tenants, error } = useTenants();
+  if (error) return <p role="alert" className="error">{error}</p>;
+  if (!tenants) return <p aria-live="polite">Loading…</p>;
+  return (
+    <>
+      <h1>Tenants</h1>
+      <table className="tenants">
+        <thead>
+          <tr><th scope="col">Tenant</th><th scope="col">State</th><th scope="col">Namespace</th><th scope="col">Members</th><th scope="col">GPU quota</th><th scope="col">Created</th></tr>
+        </thead>
+        <tbody>
+          {tenants.length === 0 && <tr><td colSpan={6} className="empty">No tenants.</td></tr>}
+          {tenants.map((t) => (
+            <tr key={t.name}>
+              <th scope="row"><Link to={`/tenants/${tenantId(t)}`}>{tenantId(t)}</Link>{t.displayName && <div className="sub">{t.displayName}</div>}</th>
+              <td><span className={`tstate tstate-${tenantState(t).toLowerCase()}`}>{tenantState(t)}</span></td>
+              <td><code>{t.namespace}</code></td>
+              <td>{t.members?.length ?? 0}</td>
+              <td>{t.quota?.gpu || "unlimited"}</td>
+              <td><time dateTime={t.createTime}>{localTime(t.createTime)}</time></td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </>
+  );
+}
+
+// TenantPage shows one tenant: quota against current usage, members,
+// secrets (names and keys only: values are write-only) and its state.
+export function TenantPage() {
+  const { tenant = "" } = useParams();
+  const { api } = useSession();
+  const [t, setTenant] = useState<Tenant>();
+  const [secrets, setSecrets] = useState<Secret[]>();
+  const [secretsError, setSecretsError] = useState<string>();
+  const [error, setError] = useState<string>();
+
+  useEffect(() => {
+    const ctl = new AbortController();
+    api.get<Tenant>(paths.tenant(tenant), ctl.signal).then(setTenant, (e: Error) => !ctl.signal.aborted && setError(e.message));
+    api.get<{ secrets?: Secret[] }>(`${paths.tenant(tenant)}/secrets`, ctl.signal).then(
+      (r) => setSecrets(r.secrets ?? []),
+      (e: ApiError) => !ctl.signal.aborted && setSecretsError(e.status === 403 ? "Only the tenant's admins see its secrets." : e.message),
+    );
+    return () => ctl.abort();
+  }, [api, tenant]);
+
+  if (error) return <p role="alert" className="error">{error}</p>;
+  if (!t) return <p aria-live="polite">Loading…</p>;
+  const state = tenantState(t);
+  return (
+    <>
+      <div className="page-head">
+        <h1>{t.displayName || tenant} <span className={`tstate tstate-${state.toLowerCase()}`}>{state}</span></h1>
+        <Link className="button" to={`/tenants/${tenant}/jobs`}>Jobs</Link>
+      </div>
+      {state === "OFFBOARDING" && (
+        <p role="status" className="notice">
+          Offboarding: no new jobs are accepted, running jobs are being cancelled, and the namespace is deleted once they have stopped.
+        </p>
+      )}
+      {state === "DELETED" && <p role="status" className="notice">Offboarded: the namespace and its secrets are gone.</p>}
+      <dl className="facts">
+        <dt>Id</dt><dd>{tenant}</dd>
+        <dt>Namespace</dt><dd><code>{t.namespace}</code></dd>
+        <dt>Scheduling</dt>
+        <dd>
+          {shortEnum(t.scheduling?.queueingStrategy, "QUEUEING_STRATEGY_").toLowerCase().replace(/_/g, " ")}, preemption{" "}
+          {shortEnum(t.scheduling?.preemptionPolicy, "PREEMPTION_POLICY_").toLowerCase().replace(/_/g, " ")}
+        </dd>
+        <dt>Created</dt><dd><time dateTime={t.createTime}>{localTime(t.createTime)}</time></dd>
+      </dl>
+
+      <section aria-labelledby="quota-title">
+        <h2 id="quota-title">Quota and usage</h2>
+        <p className="help">What the tenant's admitted jobs that have not finished request, against its quota.</p>
+        <div className="quota">
+          {quotaLines(t.quota, t.usage).map((q) => {
+            const id = `quota-${q.resource.toLowerCase()}`;
+            return (
+              <div key={q.resource} className="quota-line">
+                <label htmlFor={id}>{q.resource}</label>
+                {q.limit > 0 ? (
+                  <meter id={id} min={0} max={q.limit} value={Math.min(q.used, q.limit)} low={q.limit * 0.7} high={q.limit * 0.9} optimum={0}>
+                    {q.usedText} of {q.limitText}
+                  </meter>
+                ) : (
+                  <span id={id} className="sub">no limit</span>
+                )}
+                <span className="amount">{q.usedText}{q.limit > 0 ? ` of ${q.limitText}` : " in use"}</span>
+              </div>
+            );
+          })}
+        </div>
+      </section>
+
+      <section aria-labelledby="members-title">
+        <h2 id="members-title">Members</h2>
+        <table>
+          <thead><tr><th scope="col">Who</th><th scope="col">Kind</th><th scope="col">Role</th></tr></thead>
+          <tbody>
+            {(t.members ?? []).length === 0 && <tr><td colSpan={3} className="empty">No members.</td></tr>}
+            {(t.members ?? []).map((m) => (
+              <tr key={(m.subject ?? "") + (m.group ?? "")}>
+                <th scope="row">{m.subject ?? m.group}</th>
+                <td>{m.subject ? "user" : "group"}</td>
+                <td>{shortEnum(m.role, "ROLE_").toLowerCase()}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+        {(t.podReaderGroups ?? []).length > 0 && <p>Pod readers: {t.podReaderGroups?.join(", ")}</p>}
+      </section>
+
+      <section aria-labelledby="secrets-title">
+        <h2 id="secrets-title">Secrets</h2>
+        <p className="help">Names and keys; values are write-only and never leave the cluster.</p>
+        {secretsError && <p className="sub">{secretsError}</p>}
+        {secrets && (
+          <table>
+            <thead><tr><th scope="col">Secret</th><th scope="col">Keys</th><th scope="col">Updated</th></tr></thead>
+            <tbody>
+              {secrets.length === 0 && <tr><td colSpan={3} className="empty">No secrets.</td></tr>}
+              {secrets.map((s) => (
+                <tr key={s.name}>
+                  <th scope="row">{s.name.split("/").pop()}</th>
+                  <td>{(s.keys ?? []).map((k) => <code key={k} className="key">{k}</code>)}</td>
+                  <td><time dateTime={s.updateTime}>{localTime(s.updateTime)}</time></td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </section>
+    </>
+  );
+}
