@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,7 +129,16 @@ func (tb *tab) waitJS(js string, d time.Duration) {
 	tb.t.Helper()
 	ctx, cancel := context.WithTimeout(tb.ctx, d)
 	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+	for {
+		_, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingInterval(50*time.Millisecond)))
+		if err == nil {
+			return
+		}
+		// A page load (a redirect through the OIDC issuer) ends a poll
+		// under way: poll again in the new page.
+		if ctx.Err() == nil && (strings.Contains(err.Error(), "navigated or closed") || strings.Contains(err.Error(), "Cannot find context")) {
+			continue
+		}
 		tb.fail(fmt.Errorf("waiting for %s: %w", js, err))
 	}
 }

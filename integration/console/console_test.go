@@ -123,6 +123,20 @@ func TestConsole(t *testing.T) {
 		require.Contains(t, alice.text("header .who"), "alice")
 	})
 
+	t.Run("SignInWithTheIssuer", func(t *testing.T) {
+		// Authorization code with PKCE against the test issuer, which
+		// logs alice in at once and sends the browser back with a code.
+		tb := e.browser.tab(t, e.HTTPURL)
+		tb.open("/tenants/vision/jobs")
+		tb.click(`main.signin button.primary`)
+		tb.waitText("main h1", "Jobs in vision", 20*time.Second)
+		require.Equal(t, "/tenants/vision/jobs", tb.location())
+		require.Empty(t, eval[string](tb, `location.search`), "the code is gone from the address bar")
+		require.Equal(t, 1, e.Issuer.TokenRequests("authorization_code"))
+		tb.click(`header.top button`) // sign out
+		tb.waitJS(`location.pathname === "/signin"`, 10*time.Second)
+	})
+
 	t.Run("SubmitFromYAMLAppearsLiveAndRunsToSuccess", func(t *testing.T) {
 		alice := aliceTab.in(t)
 		e.submit(t, "warmup", replica(pb.ReplicaType_REPLICA_TYPE_WORKER, 2, map[string]string{cluster.AnnotationRunFor: "15s"}))

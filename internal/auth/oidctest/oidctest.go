@@ -92,9 +92,24 @@ func Start(addr string) (*Issuer, error) {
 	mux.HandleFunc("POST /device/code", i.serveDeviceCode)
 	mux.HandleFunc("GET /device", i.serveDevice)
 	mux.HandleFunc("POST /token", i.serveToken)
-	i.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	i.srv = &http.Server{Handler: allowCORS(mux), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = i.srv.Serve(ln) }()
 	return i, nil
+}
+
+// allowCORS lets browser apps (the web console) read discovery and the
+// JWKS and redeem codes from another origin, as real issuers do.
+func allowCORS(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		if r.Method == http.MethodOptions {
+			w.Header().Set("Access-Control-Allow-Methods", "GET, POST")
+			w.Header().Set("Access-Control-Allow-Headers", "*")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 func newKey() (signingKey, error) {
