@@ -338,6 +338,9 @@ func (s *Scheduler) commit(ctx context.Context, lease store.SchedulerLease, v vi
 		})
 	}
 	for _, w := range d.Waiting {
+		if len(p.Waits) == maxWaitWrites {
+			break // the rest next cycle: they still differ then
+		}
 		if v.jobs[w.Key].WaitReason != w.Reason {
 			p.Waits = append(p.Waits, store.WaitWrite{Key: store.JobKey(w.Key), Reason: w.Reason, Message: w.Message})
 		}
@@ -347,6 +350,12 @@ func (s *Scheduler) commit(ctx context.Context, lease store.SchedulerLease, v vi
 	}
 	return s.store.SchedulerCommit(ctx, p)
 }
+
+// maxWaitWrites bounds the wait reasons one commit records (each is a
+// status write and an event): a burst of submissions that all wait must
+// not make one cycle's transaction long. Jobs earlier in the cluster's
+// order are recorded first.
+const maxWaitWrites = 1000
 
 func lacks(r job.WaitReason) string {
 	if r == job.WaitQuota {
