@@ -121,8 +121,10 @@
 // replica, unparsable quantity, a reserved label or env var); their errors
 // wrap ErrInvalidSpec and are terminal. For API errors, IsTerminal follows
 // Armada: invalid and forbidden requests fail the job, everything else is
-// retried — except two Forbidden answers that pass: an exceeded
-// ResourceQuota (Trainyard's own admission counts requests, but the
-// LimitRange's defaults and pods outside Trainyard also count) and a
-// namespace being deleted.
+// retried — except Forbidden answers that pass: an exceeded ResourceQuota
+// (Trainyard's own admission counts requests, but the LimitRange's
+// defaults and pods outside Trainyard also count), a namespace being
+// deleted, a job ServiceAccount not created yet, and an RBAC denial of the
+// worker's own identity (not the job's fault, and transient while an API
+// server starts: see IsTerminal).
 package kube

@@ -3,6 +3,7 @@ package kube
 import (
 	"errors"
 	"net/http"
+	"regexp"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,12 +33,19 @@ const (
 // fails with Reason and Message. Everything else — conflicts, timeouts,
 // throttling, a missing namespace, network errors — is retried with backoff.
 //
-// Three kinds of Forbidden are transient and so not terminal: a ResourceQuota
+// Four kinds of Forbidden are transient and so not terminal: a ResourceQuota
 // that is exceeded right now (capacity frees up when other pods end), a
 // namespace that is being deleted (the worker re-creates it once it is gone,
-// or the tenant is offboarding and the job is cancelled anyway), and a
+// or the tenant is offboarding and the job is cancelled anyway), a
 // ServiceAccount the admission plugin cannot find yet (the tenant reconciler
-// creates it moments after the namespace).
+// creates it moments after the namespace), and an RBAC denial: it says what
+// the worker's identity may do, not what the job asks for, so the job is
+// not at fault and succeeds once the rights are there. An API server that
+// has just started denies every request until its RBAC caches are filled
+// (the chaos suite saw jobs fail with "cannot create resource pods" after
+// restarting kube-apiserver), and a Role being rolled out is missing for
+// a moment; a right that is missing for good shows as retries in
+// trainyard_worker_kube_api_errors_total{reason="Forbidden"} and the log.
 func IsTerminal(err error) bool {
 	if err == nil {
 		return false
@@ -46,7 +54,7 @@ func IsTerminal(err error) bool {
 		return true
 	}
 	switch {
-	case isQuotaExceeded(err), isNamespaceTerminating(err), isServiceAccountMissing(err):
+	case isQuotaExceeded(err), isNamespaceTerminating(err), isServiceAccountMissing(err), isRBACDenied(err):
 		return false
 	case apierrors.IsInvalid(err),
 		apierrors.IsForbidden(err),
@@ -106,6 +114,14 @@ func Message(err error) string {
 
 func isQuotaExceeded(err error) bool {
 	return apierrors.IsForbidden(err) && strings.Contains(Message(err), "exceeded quota")
+}
+
+// rbacDenied is how the RBAC authorizer words a denial: `User "..." cannot
+// create resource "pods" in API group "" in the namespace "ty-a"`.
+var rbacDenied = regexp.MustCompile(`cannot [a-z]+ resource "`)
+
+func isRBACDenied(err error) bool {
+	return apierrors.IsForbidden(err) && rbacDenied.MatchString(Message(err))
 }
 
 func isServiceAccountMissing(err error) bool {

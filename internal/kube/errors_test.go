@@ -36,10 +36,6 @@ func TestIsTerminalAndReason(t *testing.T) {
 				field.ErrorList{field.Invalid(field.NewPath("spec", "hostname"), "x_y", "a lowercase RFC 1123 label")}),
 			terminal: true, reason: "Invalid",
 		},
-		"forbidden by RBAC": {
-			err:      apierrors.NewForbidden(pods, "", errors.New(`User "system:serviceaccount:trainyard:worker" cannot create resource "pods"`)),
-			terminal: true, reason: "Forbidden",
-		},
 		"pod security":          {err: psa, terminal: true, reason: "PodSecurityForbidden"},
 		"pod security, wrapped": {err: fmt.Errorf("create pod: %w", psa), terminal: true, reason: "PodSecurityForbidden"},
 		"bad request":           {err: apierrors.NewBadRequest("bad"), terminal: true, reason: "BadRequest"},
@@ -51,6 +47,10 @@ func TestIsTerminalAndReason(t *testing.T) {
 		"quota exceeded": {err: quota, reason: "QuotaExceeded"},
 		"service account not created yet": {
 			err:    apierrors.NewForbidden(pods, "mnist-chief-0", errors.New(`error looking up service account ty-vision/trainyard-job: serviceaccount "trainyard-job" not found`)),
+			reason: "Forbidden",
+		},
+		"forbidden by RBAC (a cold API server, a Role not rolled out yet)": {
+			err:    apierrors.NewForbidden(pods, "", errors.New(`User "system:serviceaccount:trainyard:worker" cannot create resource "pods" in API group "" in the namespace "ty-vision"`)),
 			reason: "Forbidden",
 		},
 		"namespace terminating": {err: terminating, reason: "NamespaceTerminating"},

@@ -185,6 +185,9 @@ func TestRetryableAPIErrorIsRetried(t *testing.T) {
 		"namespace missing":       apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "ty-acme"),
 		"service account missing": apierrors.NewForbidden(podsGR, "tj-worker-0", errors.New(`error looking up service account ty-acme/trainyard-job: serviceaccount "trainyard-job" not found`)),
 		"quota exceeded":          apierrors.NewForbidden(podsGR, "tj-worker-0", errors.New(`exceeded quota: trainyard-quota, requested: pods=1`)),
+		// What a kube-apiserver answers in the moments after it started,
+		// before its RBAC caches are filled (seen by the chaos suite).
+		"RBAC denial": apierrors.NewForbidden(podsGR, "", errors.New(`User "system:serviceaccount:trainyard:trainyard-worker" cannot create resource "pods" in API group "" in the namespace "ty-acme"`)),
 	} {
 		t.Run(name, func(t *testing.T) {
 			b := setup(t)
