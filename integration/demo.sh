@@ -8,8 +8,10 @@
 #   4. a tenant, created by the platform admin over REST
 #   5. a 1 chief + 2 worker + 1 parameter-server job, submitted over REST
 #   6. its progress to SUCCEEDED, with every pod's TF_CONFIG
+# and at the end, the web console's address and a token to sign in with.
 #
-# DEMO_KEEP=1 leaves it all running at the end (stop it with Ctrl-C).
+# At a terminal (or with DEMO_KEEP=1) it all keeps running at the end, for
+# the console; Ctrl-C stops it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -133,8 +135,16 @@ if [[ "$last" != SUCCEEDED ]]; then
   echo "the job ended $last"; exit 1
 fi
 bold "The job SUCCEEDED."
-if [[ "${DEMO_KEEP:-}" == 1 ]]; then
-  say "DEMO_KEEP=1: still running. export TOKEN=$TOKEN; try: curl -H \"Authorization: Bearer \$TOKEN\" $TY/v1/tenants/demo/jobs"
+# At a terminal the demo keeps running, so that the console can be tried;
+# elsewhere (scripts, CI) it stops unless DEMO_KEEP=1.
+keep="${DEMO_KEEP:-}"
+if [[ -z "$keep" && -t 0 && -t 1 ]]; then keep=1; fi
+if [[ "$keep" == 1 ]]; then
+  say "Still running. curl: export TOKEN=$TOKEN; curl -H \"Authorization: Bearer \$TOKEN\" $TY/v1/tenants/demo/jobs"
   say "Ctrl-C stops everything."
-  wait "$dev_pid"
+else
+  say "DEMO_KEEP=1 keeps it running after the demo; it stops now."
 fi
+bold "The web console: open $TY/ and sign in with this token"
+say "$TOKEN"
+if [[ "$keep" == 1 ]]; then wait "$dev_pid"; fi

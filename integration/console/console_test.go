@@ -107,6 +107,26 @@ spec:
       podAnnotations: {sim.trainyard.dev/run-for: 3s}
 `
 
+// tfjobYAML is an unmodified Kubeflow TFJob; its name becomes the job's id.
+const tfjobYAML = `apiVersion: kubeflow.org/v1
+kind: TFJob
+metadata:
+  name: from-kubeflow
+spec:
+  tfReplicaSpecs:
+    Worker:
+      replicas: 1
+      restartPolicy: OnFailure
+      template:
+        metadata:
+          annotations: {sim.trainyard.dev/run-for: 2s}
+        spec:
+          containers:
+          - name: tensorflow
+            image: tensorflow/tensorflow:2.16.1
+            command: [python, /opt/mnist.py]
+`
+
 // TestConsole walks the console through a working day, one step a
 // subtest, in one browser: each step builds on the jobs of the last.
 func TestConsole(t *testing.T) {
@@ -224,6 +244,20 @@ func TestConsole(t *testing.T) {
 		e.waitState(t, "forever", pb.JobState_JOB_STATE_CANCELLED)
 	})
 
+	t.Run("ImportAKubeflowTFJob", func(t *testing.T) {
+		alice := aliceTab.in(t)
+		alice.open("/tenants/vision/submit")
+		alice.setValue("#jobfile", tfjobYAML)
+		alice.waitText(`form.submit button[type=submit]`, "Import TFJob", 5*time.Second)
+		alice.click(`form.submit button[type=submit]`)
+		// It has no backoffLimit, which TFJob and Trainyard read
+		// differently: imported, with that difference shown.
+		alice.waitText(`form.submit [role=status]`, "Imported as from-kubeflow", 20*time.Second)
+		require.Contains(t, alice.text(`ul.warnings`), "spec.runPolicy.backoffLimit")
+		alice.click(`form.submit [role=status] a`)
+		alice.waitText(`[data-testid=job-state]`, "SUCCEEDED", 60*time.Second)
+	})
+
 	t.Run("AnotherTenantsMemberSeesNone", func(t *testing.T) {
 		bob := e.browser.tab(t, e.HTTPURL)
 		bob.signIn(e.Token("bob"))
@@ -236,7 +270,7 @@ func TestConsole(t *testing.T) {
 			bob.open(path)
 			bob.waitJS(`!!document.querySelector("main [role=alert]")`, 10*time.Second)
 			text := bob.pageText()
-			for _, secret := range []string{"warmup", "flaky", "forever", "hf-token", "MNIST from the console"} {
+			for _, secret := range []string{"warmup", "flaky", "forever", "from-kubeflow", "hf-token", "MNIST from the console"} {
 				require.NotContains(t, text, secret, "%s shows vision's %s to bob", path, secret)
 			}
 		}

@@ -1,28 +1,11 @@
 import { useMemo, useState, type ChangeEvent, type FormEvent } from "react";
-import { useLocation, useNavigate, useParams } from "react-router";
+import { Link, useLocation, useNavigate, useParams } from "react-router";
 import { ApiError, paths } from "../api/client";
 import type { Job } from "../api/types";
 import { parseJobFile, type Problem } from "../jobfile";
 import { useSession } from "../session";
-
-const example = `# A Trainyard job: the REST API's Job body, as tyctl jobs submit -f takes it.
-displayName: MNIST, two workers
-labels:
-  team: vision
-spec:
-  replicas:
-    - type: CHIEF
-      image: tensorflow/tensorflow:2.16.1
-      command: [python, /app/train.py]
-      resources: {cpu: 2, memory: 4Gi}
-    - type: WORKER
-      count: 2
-      image: tensorflow/tensorflow:2.16.1
-      command: [python, /app/train.py]
-      resources: {cpu: 4, memory: 8Gi, gpu: 1}
-  runPolicy:
-    backoffLimit: 2
-`;
+// The form starts with tyctl's documented example: one file shows both.
+import example from "../../../cmd/tyctl/examples/mnist.yaml?raw";
 
 interface Warning {
   field: string;
@@ -44,6 +27,7 @@ export function SubmitPage() {
   const [shown, setShown] = useState(""); // the text the problems are about
   const [error, setError] = useState<string>();
   const [warnings, setWarnings] = useState<Warning[]>([]);
+  const [imported, setImported] = useState<string>();
   const [allowWarnings, setAllowWarnings] = useState(false);
   const [busy, setBusy] = useState(false);
   const parsed = useMemo(() => parseJobFile(text), [text]);
@@ -57,6 +41,7 @@ export function SubmitPage() {
     e.preventDefault();
     setError(undefined);
     setWarnings([]);
+    setImported(undefined);
     setShown(text);
     if (parsed.problems.length > 0 || !parsed.job) {
       setProblems(parsed.problems);
@@ -67,16 +52,19 @@ export function SubmitPage() {
     if (jobIdInput.trim()) q.set("jobId", jobIdInput.trim());
     setBusy(true);
     try {
-      let created: Job | undefined;
       if (parsed.tfjob) {
         if (allowWarnings) q.set("allowWarnings", "true");
         const r = await api.call<{ job?: Job; warnings?: Warning[] }>("POST", `${paths.jobs(tenant)}:importTFJob?${q}`, parsed.job);
-        created = r.job;
-        setWarnings(r.warnings ?? []);
+        // Imported with warnings: stay, so that they can be read.
+        if (r.warnings?.length) {
+          setWarnings(r.warnings);
+          setImported(r.job?.name?.split("/").pop());
+          return;
+        }
       } else {
-        created = await api.call<Job>("POST", `${paths.jobs(tenant)}?${q}`, parsed.job);
+        await api.call<Job>("POST", `${paths.jobs(tenant)}?${q}`, parsed.job);
       }
-      if (created?.name) navigate(`/tenants/${tenant}/jobs`);
+      navigate(`/tenants/${tenant}/jobs`);
     } catch (err) {
       if (err instanceof ApiError && err.violations.length > 0) {
         setProblems(err.violations.map((v) => ({ path: v.field, message: v.description, line: parsed.locate(v.field.replace(/^tfjob\./, "")) })));
@@ -155,6 +143,11 @@ export function SubmitPage() {
           )}
         </div>
         {error && problems.length === 0 && <p role="alert" className="error">{error}</p>}
+        {imported && (
+          <p role="status" className="notice">
+            Imported as <Link to={`/tenants/${tenant}/jobs/${imported}`}>{imported}</Link>, with these differences from the TFJob:
+          </p>
+        )}
         {warnings.length > 0 && (
           <ul className="warnings" aria-label="Import warnings">
             {warnings.map((w) => <li key={w.field}><strong>{w.field}</strong> {w.description}</li>)}
