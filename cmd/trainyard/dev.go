@@ -79,7 +79,7 @@ Takes every flag of "serve" and "worker".`,
 				return err
 			}
 			go listener.Run(ctx)
-			kc, err := common.kube.clientIfConfigured(log)
+			kc, kcfg, err := common.kube.clientIfConfigured(log)
 			if err != nil {
 				return err
 			}
@@ -94,7 +94,7 @@ Takes every flag of "serve" and "worker".`,
 			)
 			wg.Go(func() {
 				defer cancel()
-				apiErr = runAPI(ctx, log, &serve, apiDeps{store: st, listener: listener, kube: kc, nsPrefix: common.kube.namespacePrefix})
+				apiErr = runAPI(ctx, log, &serve, apiDeps{store: st, listener: listener, kube: kc, kubeConfig: kcfg, nsPrefix: common.kube.namespacePrefix})
 			})
 			wg.Go(func() {
 				defer cancel()

@@ -68,11 +68,10 @@ func (k *kubeFlags) client() (kubernetes.Interface, *rest.Config, error) {
 
 // clientIfConfigured is for the API server, which works without a cluster
 // (then secret values cannot be stored and logs come only from Postgres).
-func (k *kubeFlags) clientIfConfigured(log *slog.Logger) (kubernetes.Interface, error) {
+func (k *kubeFlags) clientIfConfigured(log *slog.Logger) (kubernetes.Interface, *rest.Config, error) {
 	if !k.configured() {
-		log.Warn("no Kubernetes cluster configured: secret writes are unavailable and logs come only from what the worker kept")
-		return nil, nil
+		log.Warn("no Kubernetes cluster configured: secret writes are unavailable, logs come only from what the worker kept, and TensorBoards cannot be shown")
+		return nil, nil, nil
 	}
-	c, _, err := k.client()
-	return c, err
+	return k.client()
 }

@@ -91,11 +91,11 @@ The database must be migrated first (trainyard migrate up).`,
 				return err
 			}
 			go listener.Run(ctx)
-			kc, err := common.kube.clientIfConfigured(log)
+			kc, kcfg, err := common.kube.clientIfConfigured(log)
 			if err != nil {
 				return err
 			}
-			return runAPI(ctx, log, &serve, apiDeps{store: st, listener: listener, kube: kc, nsPrefix: common.kube.namespacePrefix})
+			return runAPI(ctx, log, &serve, apiDeps{store: st, listener: listener, kube: kc, kubeConfig: kcfg, nsPrefix: common.kube.namespacePrefix})
 		},
 	}
 	common.register(cmd)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/trainyard/trainyard/internal/api"
 	"github.com/trainyard/trainyard/internal/auth"
@@ -93,7 +94,9 @@ type apiDeps struct {
 	store    *store.Store
 	listener *store.Listener
 	kube     kubernetes.Interface // nil: secrets are unavailable, logs come from Postgres only
-	nsPrefix string
+	// kubeConfig is kube's; the TensorBoard proxy port-forwards with it.
+	kubeConfig *rest.Config
+	nsPrefix   string
 }
 
 // runAPI serves the API until ctx ends.
@@ -130,6 +133,14 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 	if d.kube != nil {
 		apiDeps.Kube = kube.APIClient{Client: d.kube}
 	}
+	var tensorBoard server.TensorBoardDialer
+	if d.kubeConfig != nil {
+		pd, err := kube.NewPodDialer(d.kubeConfig)
+		if err != nil {
+			return err
+		}
+		tensorBoard = pd.DialTensorBoard
+	}
 	errUnary, errStream := api.ErrorInterceptors(log)
 	srv, err := server.New(ctx, server.Config{
 		HTTPAddr:            f.httpAddr,
@@ -145,6 +156,7 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 		AuthStream:          ic.Stream(),
 		ErrorsUnary:         errUnary,
 		ErrorsStream:        errStream,
+		TensorBoard:         tensorBoard,
 		Console:             f.console.handler(f),
 		Logger:              log,
 		Ready: []server.ReadyCheck{

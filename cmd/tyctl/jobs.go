@@ -18,7 +18,7 @@ func newJobsCmd(a *app) *cobra.Command {
 		Short:   "Submit, inspect, follow and cancel training jobs",
 	}
 	cmd.AddCommand(newJobsSubmitCmd(a), newJobsGetCmd(a), newJobsListCmd(a), newJobsCancelCmd(a),
-		newJobsDeleteCmd(a), newJobsEventsCmd(a), newJobsLogsCmd(a), newJobsWatchCmd(a))
+		newJobsDeleteCmd(a), newJobsEventsCmd(a), newJobsLogsCmd(a), newJobsWatchCmd(a), newJobsTensorBoardCmd(a))
 	return cmd
 }
 

@@ -212,6 +212,8 @@ func (l *launcher) kwokArgs() []string {
 		"--tls-private-key-file=" + l.pki.path(kwokServingName+".key"),
 		// Per-pod Logs objects come from the API (the pod-running Stage
 		// applies them); the ClusterLogs fallback comes from --config.
-		"--enable-crds=Logs",
+		// PortForward objects (tests make them) say where a port-forward
+		// to a pod goes.
+		"--enable-crds=Logs,PortForward",
 	}
 }

@@ -154,6 +154,13 @@
 //	sim.trainyard.dev/reason: "OOMKilled"    reason of a non-zero exit instead of "Error"
 //	sim.trainyard.dev/message: "..."         the terminated state's message (a termination message)
 //	label trainyard.dev/attempt: "N"         set by Trainyard: "0" for the first run, then 1, 2, ...
+//	label trainyard.dev/component:           set by Trainyard on a job's TensorBoard pod: it stays Running, as a
+//	  tensorboard                            server a kubelet keeps up would
+//
+// A port-forward to a pod (the API server's pods/portforward, as the
+// TensorBoard proxy uses it) goes where a kwok PortForward object named
+// like the pod says (KwokPortForwardResource), e.g. to a server the test
+// runs on 127.0.0.1; without one it fails.
 //
 // The statuses are what a kubelet writes. Running: conditions
 // PodReadyToStartContainers, Initialized, ContainersReady and Ready True

@@ -47,17 +47,26 @@ const (
 )
 
 // kwokLogsCRD is the definition of kwok's namespaced Logs resource, which
-// kwok watches with --enable-crds=Logs. It is the only API this cluster adds
-// to the built-in ones.
+// kwok watches with --enable-crds=Logs. With kwokPortForwardCRD (PortForward,
+// --enable-crds=PortForward: where a port-forward to a pod goes) they are the
+// only APIs this cluster adds to the built-in ones.
 //
 //go:embed crds/logs.kwok.x-k8s.io.yaml
 var kwokLogsCRD []byte
+
+//go:embed crds/portforwards.kwok.x-k8s.io.yaml
+var kwokPortForwardCRD []byte
 
 var (
 	crdGVR  = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	kwokGV  = schema.GroupVersion{Group: "kwok.x-k8s.io", Version: "v1alpha1"}
 	logsGVR = kwokGV.WithResource("logs")
+	pfGVR   = kwokGV.WithResource("portforwards")
 )
+
+// KwokPortForwardResource is kwok's PortForward resource: one object per
+// pod, named after it, saying where port-forwards to its ports go.
+func KwokPortForwardResource() schema.GroupVersionResource { return pfGVR }
 
 // KwokLogsResource is kwok's Logs resource: one object per pod, named after
 // it, saying which file its containers' logs come from.
@@ -153,10 +162,18 @@ spec:
 `
 }
 
-// installKwokCRDs creates the Logs CRD and waits until the API server serves
-// it, so that kwok (started after) finds it in discovery and can watch it.
+// installKwokCRDs creates the Logs and PortForward CRDs and waits until the
+// API server serves them, so that kwok (started after) finds them in
+// discovery and can watch them.
 func installKwokCRDs(ctx context.Context, dyn dynamic.Interface, disc discovery.DiscoveryInterface, s *State) error {
-	data, err := yaml.ToJSON(kwokLogsCRD)
+	if err := installKwokCRD(ctx, dyn, disc, s, kwokLogsCRD, logsGVR); err != nil {
+		return err
+	}
+	return installKwokCRD(ctx, dyn, disc, s, kwokPortForwardCRD, pfGVR)
+}
+
+func installKwokCRD(ctx context.Context, dyn dynamic.Interface, disc discovery.DiscoveryInterface, s *State, crd []byte, gvr schema.GroupVersionResource) error {
+	data, err := yaml.ToJSON(crd)
 	if err != nil {
 		return err
 	}
@@ -177,7 +194,7 @@ func installKwokCRDs(ctx context.Context, dyn dynamic.Interface, disc discovery.
 		if err != nil {
 			return false
 		}
-		return slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == logsGVR.Resource })
+		return slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == gvr.Resource })
 	})
 }
 

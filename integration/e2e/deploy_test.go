@@ -286,6 +286,9 @@ func TestDeployWorkerRoleRunsTheTenantReconciler(t *testing.T) {
 		if _, err := admin.RbacV1().RoleBindings(ns).Get(ctx, "trainyard-api-pod-logs", metav1.GetOptions{}); err != nil {
 			return err
 		}
+		if _, err := admin.RbacV1().RoleBindings(ns).Get(ctx, "trainyard-api-tensorboard", metav1.GetOptions{}); err != nil {
+			return err
+		}
 		_, err := admin.NetworkingV1().NetworkPolicies(ns).Get(ctx, "trainyard-same-namespace", metav1.GetOptions{})
 		return err
 	})
@@ -301,6 +304,21 @@ func TestDeployWorkerRoleRunsTheTenantReconciler(t *testing.T) {
 		require.False(t, allowedFor(t, admin, apiUser, authorizationv1.ResourceAttributes{Namespace: other, Verb: "get", Resource: "pods", Subresource: "log"}),
 			"the API server must not read pod logs in %q", other)
 	}
+	// The TensorBoard proxy: the API server port-forwards to pods in tenant
+	// namespaces only, and does nothing else with them; the worker, which
+	// wrote that binding, cannot port-forward anywhere ("bind" on the one
+	// ClusterRole is all it holds for it).
+	portForward := authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Resource: "pods", Subresource: "portforward"}
+	require.True(t, allowedFor(t, admin, apiUser, portForward))
+	for _, other := range []string{"kube-system", deploytest.Namespace, ""} {
+		pf := portForward
+		pf.Namespace = other
+		require.False(t, allowedFor(t, admin, apiUser, pf), "the API server must not port-forward in %q", other)
+	}
+	for _, verb := range []string{"get", "list"} {
+		require.False(t, allowedFor(t, admin, apiUser, authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Resource: "pods"}), "API server %s pods", verb)
+	}
+	require.False(t, allowedFor(t, admin, apiUser, authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Resource: "pods", Subresource: "exec"}))
 
 	// The worker deletes only what a tenant can stop having (its quota, its
 	// pod readers); the ServiceAccount, LimitRange and NetworkPolicy every
@@ -320,6 +338,13 @@ func TestDeployWorkerRoleRunsTheTenantReconciler(t *testing.T) {
 	} {
 		r.Namespace, r.Verb = ns, "delete"
 		require.False(t, allowedFor(t, admin, workerUser, r), "the worker must not delete %s", r.Resource)
+	}
+	require.False(t, allowedFor(t, admin, workerUser, portForward), "the worker must not port-forward")
+	bind := authorizationv1.ResourceAttributes{Verb: "bind", Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}
+	for role, want := range map[string]bool{"trainyard-api-tensorboard": true, "trainyard-api-pod-logs": false, "cluster-admin": false, "admin": false} {
+		b := bind
+		b.Name = role
+		require.Equal(t, want, allowedFor(t, admin, workerUser, b), "worker bind %s", role)
 	}
 
 	// Repairs (update, delete + create) under the same identity.

@@ -4,8 +4,9 @@
 // feeds what its informers see through ObservePod and JobKeyOf; IsTerminal,
 // Reason and Message classify the API server's answers.
 //
-// The one exception is APIClient, the API server's own narrow use of
-// Kubernetes (tenant Secret values, pod logs). It classifies its errors
+// The exceptions are APIClient, the API server's own narrow use of
+// Kubernetes (tenant Secret values, pod logs), and PodDialer, its
+// port-forward to a job's TensorBoard pod (portforward.go). It classifies its errors
 // itself (ErrPodGone, ErrNamespaceNotReady, ErrSecretNotOurs,
 // ErrConcurrentChange, *InvalidError), so that the API handlers never look
 // at apimachinery's error types.
@@ -32,6 +33,9 @@
 //	RoleBinding               trainyard-api-pod-logs: the API server's ServiceAccount
 //	                          (APIServiceAccount) to ClusterRole trainyard-api-pod-logs (get
 //	                          pods/log, in deploy/): the API server reads logs here and only here
+//	RoleBinding               trainyard-api-tensorboard: the same account to ClusterRole
+//	                          trainyard-api-tensorboard (create pods/portforward, in deploy/): the
+//	                          API server's TensorBoard proxy port-forwards here and only here
 //	Secret (RenderSecret)     one per tenant secret, named by its id, Opaque
 //
 // A nil object in TenantObjects is one the tenant must not have; the worker

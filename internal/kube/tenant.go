@@ -31,6 +31,11 @@ const (
 	// lets the API server read pod logs there, and the ClusterRole of
 	// deploy/ it refers to (get on pods/log, bound nowhere else).
 	APIPodLogsName = "trainyard-api-pod-logs"
+	// APITensorBoardName names the RoleBinding in every tenant namespace
+	// that lets the API server port-forward to pods there (its TensorBoard
+	// proxy), and the ClusterRole of deploy/ it refers to (create on
+	// pods/portforward, bound nowhere else).
+	APITensorBoardName = "trainyard-api-tensorboard"
 	// DefaultAPIServiceAccount is the API server's ServiceAccount in
 	// deploy/, as namespace:name.
 	DefaultAPIServiceAccount = "trainyard:trainyard-api"
@@ -204,6 +209,9 @@ type TenantObjects struct {
 	// APIPodLogs lets the API server's ServiceAccount read pod logs in the
 	// namespace, and nowhere else: it holds no cluster-wide log right.
 	APIPodLogs *rbacv1.RoleBinding
+	// APITensorBoard lets the API server's ServiceAccount port-forward to
+	// pods in the namespace, for its TensorBoard proxy, and nowhere else.
+	APITensorBoard *rbacv1.RoleBinding
 }
 
 // RenderTenant renders the namespace of t and what lives in it (except
@@ -247,7 +255,11 @@ func RenderTenant(t tenant.Tenant, opts TenantOptions) (TenantObjects, error) {
 			}}},
 		},
 		NetworkPolicy: renderNetworkPolicy(t.ID, ns, opts.EgressDenyCIDRs),
-		APIPodLogs:    renderAPIPodLogs(t.ID, ns, opts.APIServiceAccount),
+		APIPodLogs:    renderAPIBinding(t.ID, ns, opts.APIServiceAccount, APIPodLogsName),
+		// The worker may write this one although it holds no
+		// port-forward right: deploy/ gives it "bind" on exactly this
+		// ClusterRole (rbac-worker.yaml).
+		APITensorBoard: renderAPIBinding(t.ID, ns, opts.APIServiceAccount, APITensorBoardName),
 	}
 	objs.Role, objs.RoleBinding = renderPodReaders(t, ns)
 	return objs, nil
@@ -401,18 +413,21 @@ func renderNetworkPolicy(tenantID, ns string, denyCIDRs []string) *networkingv1.
 	}
 }
 
-// renderAPIPodLogs binds the API server's ServiceAccount to the ClusterRole
-// APIPodLogsName (get pods/log) in this namespace only. The worker can
-// write it without "bind": it holds get on pods/log itself.
-func renderAPIPodLogs(tenantID, ns, account string) *rbacv1.RoleBinding {
+// renderAPIBinding binds the API server's ServiceAccount to the ClusterRole
+// of deploy/ named name (APIPodLogsName: get pods/log; APITensorBoardName:
+// create pods/portforward) in this namespace only, by a RoleBinding of the
+// same name. The worker can write the first without "bind" as it holds get
+// on pods/log itself; for the second deploy/ grants it "bind" on that one
+// ClusterRole.
+func renderAPIBinding(tenantID, ns, account, name string) *rbacv1.RoleBinding {
 	saNamespace, saName, err := parseServiceAccount(account)
 	if err != nil {
 		return nil // Validate refused it before
 	}
 	return &rbacv1.RoleBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
-		ObjectMeta: tenantMeta(tenantID, ns, APIPodLogsName),
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: APIPodLogsName},
+		ObjectMeta: tenantMeta(tenantID, ns, name),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: saName, Namespace: saNamespace}},
 	}
 }

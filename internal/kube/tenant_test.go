@@ -97,6 +97,12 @@ func TestRenderTenant(t *testing.T) {
 			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "trainyard-api", Namespace: "trainyard"}},
 			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "trainyard-api-pod-logs"},
 		},
+		APITensorBoard: &rbacv1.RoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+			ObjectMeta: meta("trainyard-api-tensorboard"),
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "trainyard-api", Namespace: "trainyard"}},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "trainyard-api-tensorboard"},
+		},
 	}
 	if diff := cmp.Diff(want, objs); diff != "" {
 		t.Errorf("RenderTenant mismatch (-want +got):\n%s", diff)
@@ -104,6 +110,7 @@ func TestRenderTenant(t *testing.T) {
 	for _, m := range []*metav1.ObjectMeta{
 		&objs.Namespace.ObjectMeta, &objs.ServiceAccount.ObjectMeta, &objs.Role.ObjectMeta, &objs.RoleBinding.ObjectMeta,
 		&objs.ResourceQuota.ObjectMeta, &objs.LimitRange.ObjectMeta, &objs.NetworkPolicy.ObjectMeta, &objs.APIPodLogs.ObjectMeta,
+		&objs.APITensorBoard.ObjectMeta,
 	} {
 		requireValidNames(t, m)
 	}
@@ -169,6 +176,7 @@ func TestRenderTenantAPIPodLogs(t *testing.T) {
 	require.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "trainyard-server", Namespace: "platform"}}, objs.APIPodLogs.Subjects)
 	require.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "trainyard-api-pod-logs"}, objs.APIPodLogs.RoleRef)
 	require.Equal(t, "ty-vision", objs.APIPodLogs.Namespace)
+	require.Equal(t, objs.APIPodLogs.Subjects, objs.APITensorBoard.Subjects, "the same account proxies TensorBoard")
 
 	for _, bad := range []string{"trainyard-api", "trainyard/trainyard-api", ":x", "Trainyard:api"} {
 		_, err := RenderTenant(visionTenant(), TenantOptions{APIServiceAccount: bad})

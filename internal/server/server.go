@@ -112,6 +112,10 @@ type Config struct {
 	// HTTP). Beyond it new connections wait in the kernel's accept queue
 	// until one closes. Defaults to 4096.
 	MaxConnections int
+	// TensorBoard reaches jobs' TensorBoards for the proxy at
+	// /v1/tenants/{tenant}/jobs/{job}/tensorboard/ (tensorboard.go). None
+	// without a cluster: the proxy answers UNAVAILABLE.
+	TensorBoard TensorBoardDialer
 	// Ready are what the server needs to do its work (Postgres, OIDC);
 	// /readyz and the gRPC health service follow them.
 	Ready []ReadyCheck
@@ -285,6 +289,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		mux.Handle("/", cfg.Console)
 	}
 	mux.Handle("/v1/", limitBody(cfg.MaxRequestBytes, gw))
+	s.routeTensorBoard(mux, gw)
 	s.http = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: cfg.HandshakeTimeout,

@@ -126,7 +126,10 @@
 // "escalate" nor "bind", so it can never grant more than it has. The same
 // goes for the trainyard-api-pod-logs RoleBinding, which lets the API
 // server read pod logs in the namespace (get pods/log, a right the worker
-// holds); the API server has no cluster-wide right to logs. And
+// holds); the API server has no cluster-wide right to logs. The one
+// binding it cannot write on its own rights is trainyard-api-tensorboard
+// (create pods/portforward, for the API server's TensorBoard proxy): the
+// worker holds "bind" on exactly that ClusterRole, not the right itself. And
 // deploy/base/admission-policy.yaml has the API server enforce this
 // package's namespace rule: the worker's writes land only in namespaces
 // labelled managed-by=trainyard, it creates, relabels or deletes only

@@ -101,6 +101,9 @@ func (c *Controller) ensure(ctx context.Context, t tenant.Tenant) (result, error
 		func() error {
 			return ensureObject(ctx, c, roleBindings(c), objs.APIPodLogs, ns.Name, kube.APIPodLogsName)
 		},
+		func() error {
+			return ensureObject(ctx, c, roleBindings(c), objs.APITensorBoard, ns.Name, kube.APITensorBoardName)
+		},
 	} {
 		if err := step(); err != nil {
 			errs = append(errs, err)

@@ -105,9 +105,6 @@ export function JobPage() {
           {!isFinal(j) && <button type="button" onClick={() => setConfirm("cancel")}>Cancel…</button>}
           {isFinal(j) && <button type="button" className="danger" onClick={() => setConfirm("delete")}>Delete…</button>}
           <button type="button" onClick={() => navigate(`/tenants/${tenant}/submit`, { state: { yaml: jobFileOf(j) } })}>Submit again</button>
-          {tb && (
-            <a className="button" href={`${paths.job(name)}/tensorboard/`} target="_blank" rel="noreferrer">TensorBoard</a>
-          )}
         </div>
       </div>
       {actionError && <p role="alert" className="error">{actionError}</p>}
@@ -118,6 +115,12 @@ export function JobPage() {
         {st.completionTime && <><dt>Finished</dt><dd><time dateTime={st.completionTime}>{localTime(st.completionTime)}</time></dd></>}
         {st.startTime && <><dt>Duration</dt><dd>{jobDuration(j, now)}</dd></>}
         {(st.reason || st.message) && <><dt>Reason</dt><dd>{st.reason}{st.message ? `: ${st.message}` : ""}</dd></>}
+        {tb && (
+          // The API server proxies TensorBoard for callers with a bearer
+          // token; a plain link from the browser carries none, so the
+          // console shows where it is rather than a link that would 401.
+          <><dt>TensorBoard</dt><dd>served through the API at <code>{`${paths.job(name)}/tensorboard/`}</code> (send your token)</dd></>
+        )}
         <dt>Priority</dt><dd>{j.spec?.priority ?? 0}</dd>
         <dt>Restarts</dt><dd>{st.restarts ?? 0}{st.requeues ? `, requeued ${st.requeues}×` : ""}</dd>
         {st.queue && (
