@@ -40,6 +40,11 @@ class Documents(unittest.TestCase):
         self.assertEqual(job.labels["team"], "nlp")
         self.assertEqual(job.spec.replicas[0].type, job_pb2.REPLICA_TYPE_CHIEF)
 
+    def test_the_example_job_file(self):
+        kind, job = _documents.load(str(Path(__file__).resolve().parents[3] / "cmd" / "tyctl" / "examples" / "mnist.yaml"))
+        self.assertEqual(job.spec.replicas[0].args[1], "10", "numbers where strings are due become strings, as in tyctl")
+        self.assertEqual(len(job.spec.replicas), 3)
+
     def test_tfjob_goes_as_it_is(self):
         kind, s = _documents.load({"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "spec": {"tfReplicaSpecs": {"Worker": {"replicas": 2}}}})
         self.assertEqual(kind, "tfjob")

@@ -62,23 +62,38 @@ def _camel_to_upper_snake(s: str) -> str:
 
 
 def _normalize(obj: Dict[str, Any], md: Descriptor) -> None:
-    """Expands short enum values in place (WORKER -> REPLICA_TYPE_WORKER);
-    anything unknown is left for json_format to report by name."""
+    """Forgives what people write by hand, as tyctl does, in place: short
+    enum values (WORKER -> REPLICA_TYPE_WORKER), and numbers or booleans
+    where a string is due (args: [--epochs, 10], a label 2024). Anything
+    unknown is left for json_format to report by name."""
     for key, value in list(obj.items()):
         fd = md.fields_by_camelcase_name.get(key) or md.fields_by_name.get(key)
         if fd is None:
             continue
         if fd.message_type is not None and fd.message_type.GetOptions().map_entry:
+            vfd = fd.message_type.fields_by_name["value"]
+            if isinstance(value, dict) and vfd.type == FieldDescriptor.TYPE_STRING:
+                obj[key] = {k: _as_string(v) for k, v in value.items()}
             continue
         items = value if fd.label == FieldDescriptor.LABEL_REPEATED and isinstance(value, list) else [value]
         out = []
         for v in items:
             if fd.type == FieldDescriptor.TYPE_ENUM and isinstance(v, str):
                 v = _enum_value(fd, v)
+            elif fd.type == FieldDescriptor.TYPE_STRING:
+                v = _as_string(v)
             elif fd.message_type is not None and isinstance(v, dict):
                 _normalize(v, fd.message_type)
             out.append(v)
         obj[key] = out if items is value else out[0]
+
+
+def _as_string(v: Any) -> Any:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return str(v)
+    return v
 
 
 def _enum_value(fd: FieldDescriptor, v: str) -> str:
