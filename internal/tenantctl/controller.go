@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/trainyard/trainyard/internal/controller"
 	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenant"
@@ -33,7 +34,8 @@ type Controller struct {
 	client  kubernetes.Interface
 	store   Store
 	metrics *metrics
-	queue   workqueue.TypedRateLimitingInterface[string]
+	loop    *controller.Loop[string]
+	queue   workqueue.TypedRateLimitingInterface[string] // the loop's
 
 	factory    informers.SharedInformerFactory
 	namespaces corelisters.NamespaceLister
@@ -71,10 +73,21 @@ func New(cfg Config) (*Controller, error) {
 		client:  cfg.Client,
 		store:   cfg.Store,
 		metrics: newMetrics(cfg.Registry),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, cfg.MaxRetryDelay),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "tenants"}),
 	}
+	c.loop = controller.New(controller.Config[string]{
+		Name:        "tenants",
+		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, cfg.MaxRetryDelay),
+		Sync:        c.sync,
+		Metrics:     controller.QueueMetrics(cfg.Registry),
+		Duration:    c.metrics.duration,
+		OnError:     c.syncFailed,
+		AfterSync: func(id string, err error) {
+			if c.afterReconcile != nil {
+				c.afterReconcile(id, err)
+			}
+		},
+	})
+	c.queue = c.loop.Queue()
 	// Only Trainyard's objects: the informers never hold the rest of the
 	// cluster, and the worker needs no right to read it.
 	c.factory = informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0,
@@ -132,7 +145,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer func() {
 		cancel()
-		c.queue.ShutDown()
+		c.loop.ShutDown()
 		c.factory.Shutdown()
 		wg.Wait()
 	}()
@@ -162,14 +175,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		}()
 	}
 
-	for range c.cfg.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c.processNext(ctx) {
-			}
-		}()
-	}
+	wg.Go(func() { c.loop.Run(ctx, c.cfg.Workers) })
 	c.log.Info("tenant reconciler started", "namespacePrefix", c.cfg.NamespacePrefix,
 		"psaEnforce", c.cfg.Options.PSAEnforce, "psaWarn", c.cfg.Options.PSAWarn, "workers", c.cfg.Workers)
 	// The first resync right away, then every Resync, jittered so that
@@ -254,33 +260,18 @@ func (c *Controller) namespaceOf(tenantID string) string {
 	return tenant.NamespaceName(c.cfg.NamespacePrefix, tenantID)
 }
 
-func (c *Controller) processNext(ctx context.Context) bool {
-	id, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(id)
-	began := time.Now()
+// sync is the loop's sync (internal/controller): one reconcile pass of one
+// tenant.
+func (c *Controller) sync(ctx context.Context, id string) (controller.Result, error) {
 	res, err := c.reconcile(ctx, id)
-	c.metrics.duration.Observe(time.Since(began).Seconds())
-	if c.afterReconcile != nil {
-		defer c.afterReconcile(id, err)
-	}
-	switch {
-	case err != nil && ctx.Err() != nil:
-		// Shutting down: the next worker to start picks it up.
-	case err != nil:
-		c.metrics.errors.WithLabelValues(errorReason(err)).Inc()
-		c.log.Warn("tenant reconcile failed; retrying", "tenant", id, "err", err,
-			"retries", c.queue.NumRequeues(id))
-		c.queue.AddRateLimited(id)
-	default:
-		c.queue.Forget(id)
-		if res.after > 0 {
-			c.queue.AddAfter(id, res.after)
-		}
-	}
-	return true
+	return controller.Result{RequeueAfter: res.after}, err
+}
+
+// syncFailed counts a failed pass by reason and logs it; the loop retries
+// the tenant with backoff.
+func (c *Controller) syncFailed(id string, err error, retries int) {
+	c.metrics.errors.WithLabelValues(errorReason(err)).Inc()
+	c.log.Warn("tenant reconcile failed; retrying", "tenant", id, "err", err, "retries", retries)
 }
 
 // result says when to look at a tenant again without an error: while it

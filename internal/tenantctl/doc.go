@@ -15,7 +15,8 @@
 //	resync every minute (jittered), ───┤   (TenantListAll: the fallback for
 //	  and on every listener reconnect  │    lost notifications)
 //	                                   ▼
-//	         rate-limited workqueue keyed by tenant id (100ms doubling to 30s)
+//	         rate-limited workqueue keyed by tenant id (100ms doubling to 30s),
+//	         drained by Config.Workers goroutines (internal/controller's Loop)
 //	                                   ▼
 //	         reconcile(id): TenantGet, then by state:
 //	           ACTIVE       ensure every object
@@ -116,6 +117,7 @@
 //	trainyard_tenant_object_writes_total{kind,action}   create | update | delete; updates and deletes after the first create are drift repairs
 //	trainyard_tenant_reconcile_duration_seconds         histogram of one pass
 //	trainyard_tenant_offboardings_completed_total       tenants this worker moved to DELETED
+//	trainyard_workqueue_*{name="tenants"}               the queue's (internal/controller)
 //
 // # RBAC
 //

@@ -184,6 +184,11 @@
 // claim it) is deleted, with a UID precondition. One JobListByKeys query
 // answers for every job seen (sweep.go).
 //
+// The queue and the goroutines draining it are internal/controller's Loop
+// (Run → runWorker → processNextWorkItem → sync), the skeleton the tenant
+// reconciler shares; sync is one reconcile pass, and its timers are the
+// loop's RequeueAfter.
+//
 // Errors: a retryable failure (Postgres, an API error that is not terminal,
 // a name still held by a deleted job's object, a lease that ended while
 // acting) returns the key to the queue with per-job exponential backoff (50
@@ -235,6 +240,7 @@
 //	trainyard_worker_kube_api_errors_total{verb,resource,reason}
 //	trainyard_workqueue_{depth,adds_total,queue_duration_seconds,work_duration_seconds,
 //	    unfinished_work_seconds,longest_running_processor_seconds,retries_total}{name="jobs"}
+//	    (internal/controller; the tenant reconciler's queue is name="tenants")
 //
 // # Not here
 //

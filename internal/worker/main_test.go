@@ -99,7 +99,7 @@ func (b *bundle) newWorker(t *testing.T, id string, opts ...func(*Config)) *Work
 	t.Cleanup(func() {
 		close(stop)
 		w.factory.Shutdown()
-		w.queue.ShutDown()
+		w.loop.ShutDown()
 	})
 	require.True(t, cache.WaitForCacheSync(b.ctx.Done(), w.pods.HasSynced, w.services.HasSynced))
 	w.synced.Store(true)

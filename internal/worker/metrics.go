@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/trainyard/trainyard/internal/controller"
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/store"
 )
@@ -91,7 +92,7 @@ func newMetrics(reg prometheus.Registerer, w *Worker) *metrics {
 			Name: "trainyard_worker_leases_lost_total",
 			Help: "Jobs this worker stopped owning without finishing them (lease expired or taken over).",
 		}),
-		queue:  newQueueMetrics(reg),
+		queue:  controller.QueueMetrics(reg),
 		queued: newQueueInPostgres(w.cfg.Store),
 	}
 	reg.MustRegister(m.ownedJobs, m.jobs, m.queued, m.transitions, m.requeues, m.orphans, m.dispatchLatency,
@@ -161,71 +162,4 @@ func (q *queueInPostgres) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(q.waiting, prometheus.GaugeValue, float64(waiting))
 	ch <- prometheus.MustNewConstMetric(q.up, prometheus.GaugeValue, 1)
-}
-
-// queueMetrics is a workqueue.MetricsProvider on a registry (client-go's
-// own registers on a global one).
-type queueMetrics struct {
-	depth, unfinished, longest *prometheus.GaugeVec
-	adds, retries              *prometheus.CounterVec
-	latency, work              *prometheus.HistogramVec
-}
-
-func newQueueMetrics(reg prometheus.Registerer) *queueMetrics {
-	buckets := prometheus.ExponentialBuckets(0.0005, 4, 10) // 0.5ms .. ~2m
-	q := &queueMetrics{
-		depth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "trainyard_workqueue_depth", Help: "Jobs waiting in the work queue.",
-		}, []string{"name"}),
-		adds: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "trainyard_workqueue_adds_total", Help: "Adds to the work queue.",
-		}, []string{"name"}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "trainyard_workqueue_queue_duration_seconds", Help: "Time a job waits in the queue before a reconcile takes it.",
-			Buckets: buckets,
-		}, []string{"name"}),
-		work: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "trainyard_workqueue_work_duration_seconds", Help: "Time a reconcile holds a job.",
-			Buckets: buckets,
-		}, []string{"name"}),
-		unfinished: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "trainyard_workqueue_unfinished_work_seconds", Help: "Seconds of work in progress not yet finished (grows when a reconcile hangs).",
-		}, []string{"name"}),
-		longest: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "trainyard_workqueue_longest_running_processor_seconds", Help: "Seconds the longest running reconcile has been running.",
-		}, []string{"name"}),
-		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "trainyard_workqueue_retries_total", Help: "Rate-limited re-adds (retries after errors).",
-		}, []string{"name"}),
-	}
-	reg.MustRegister(q.depth, q.adds, q.latency, q.work, q.unfinished, q.longest, q.retries)
-	return q
-}
-
-func (q *queueMetrics) NewDepthMetric(name string) workqueue.GaugeMetric {
-	return q.depth.WithLabelValues(name)
-}
-
-func (q *queueMetrics) NewAddsMetric(name string) workqueue.CounterMetric {
-	return q.adds.WithLabelValues(name)
-}
-
-func (q *queueMetrics) NewLatencyMetric(name string) workqueue.HistogramMetric {
-	return q.latency.WithLabelValues(name)
-}
-
-func (q *queueMetrics) NewWorkDurationMetric(name string) workqueue.HistogramMetric {
-	return q.work.WithLabelValues(name)
-}
-
-func (q *queueMetrics) NewUnfinishedWorkSecondsMetric(name string) workqueue.SettableGaugeMetric {
-	return q.unfinished.WithLabelValues(name)
-}
-
-func (q *queueMetrics) NewLongestRunningProcessorSecondsMetric(name string) workqueue.SettableGaugeMetric {
-	return q.longest.WithLabelValues(name)
-}
-
-func (q *queueMetrics) NewRetriesMetric(name string) workqueue.CounterMetric {
-	return q.retries.WithLabelValues(name)
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/trainyard/trainyard/internal/controller"
 	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/store"
 )
@@ -30,7 +31,8 @@ type Worker struct {
 	kube    kubernetes.Interface
 	metrics *metrics
 
-	queue     workqueue.TypedRateLimitingInterface[store.JobKey]
+	loop      *controller.Loop[store.JobKey]
+	queue     workqueue.TypedRateLimitingInterface[store.JobKey] // the loop's
 	factory   informers.SharedInformerFactory
 	pods      cache.SharedIndexInformer
 	services  cache.SharedIndexInformer
@@ -42,9 +44,8 @@ type Worker struct {
 	tenants   *tenantCache
 	claimWake chan struct{}
 
-	synced   atomic.Bool // informer caches synced: reconciles may run
-	stopping atomic.Bool
-	renewOK  atomic.Int64 // unix nanos of the last successful renewal or claim
+	synced  atomic.Bool  // informer caches synced: reconciles may run
+	renewOK atomic.Int64 // unix nanos of the last successful renewal or claim
 }
 
 // indexJobUID indexes pods and services by "<namespace>/<job uid label>"
@@ -71,14 +72,17 @@ func New(cfg Config) (*Worker, error) {
 		claimWake: make(chan struct{}, 1),
 	}
 	w.metrics = newMetrics(cfg.Registry, w)
-	w.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.NewTypedMaxOfRateLimiter(
-			// Per job: 50ms doubling to a minute. No overall bucket: one
-			// tenant's failing jobs must not slow every other job's retries.
-			workqueue.NewTypedItemExponentialFailureRateLimiter[store.JobKey](50*time.Millisecond, time.Minute),
-		),
-		workqueue.TypedRateLimitingQueueConfig[store.JobKey]{Name: "jobs", MetricsProvider: w.metrics.queue},
-	)
+	w.loop = controller.New(controller.Config[store.JobKey]{
+		Name: "jobs",
+		// Per job: 50ms doubling to a minute. No overall bucket: one
+		// tenant's failing jobs must not slow every other job's retries.
+		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[store.JobKey](50*time.Millisecond, time.Minute),
+		Sync:        w.sync,
+		Metrics:     w.metrics.queue,
+		Duration:    w.metrics.reconcileSeconds,
+		OnError:     w.syncFailed,
+	})
+	w.queue = w.loop.Queue()
 
 	// Only Trainyard's objects, in every namespace; no periodic resync (the
 	// timers and the ownership resync cover what events do not).
@@ -171,12 +175,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer cancelWork()
 	var workers sync.WaitGroup
 	loops.Go(func() { w.runSweep(ctx) })
-	for range w.cfg.Concurrency {
-		workers.Go(func() {
-			for w.processNextWorkItem(workCtx) {
-			}
-		})
-	}
+	workers.Go(func() { w.loop.Run(workCtx, w.cfg.Concurrency) })
 	<-ctx.Done()
 	drain := time.AfterFunc(5*time.Second, cancelWork)
 	defer drain.Stop()
@@ -187,8 +186,7 @@ func (w *Worker) Run(ctx context.Context) error {
 // stop shuts the queue down, waits for the loops and reconciles, and
 // releases the worker's jobs.
 func (w *Worker) stop(loops, workers *sync.WaitGroup) {
-	w.stopping.Store(true)
-	w.queue.ShutDown()
+	w.loop.ShutDown()
 	loops.Wait()
 	if workers != nil {
 		workers.Wait()
@@ -240,43 +238,23 @@ func (w *Worker) listen(ctx context.Context, l *store.Listener) {
 	}()
 }
 
-// processNextWorkItem reconciles one job: Forget on success, a rate-limited
-// retry on error, AddAfter for the plan's timers.
-func (w *Worker) processNextWorkItem(ctx context.Context) bool {
-	key, quit := w.queue.Get()
-	if quit {
-		return false
-	}
-	defer w.queue.Done(key)
-	if w.stopping.Load() {
-		return true
-	}
-	start := time.Now()
+// sync is the loop's sync (internal/controller): one reconcile pass of one
+// job, whose timers become the loop's requeues.
+func (w *Worker) sync(ctx context.Context, key store.JobKey) (controller.Result, error) {
 	res, err := w.reconcile(ctx, key)
-	w.metrics.reconcileSeconds.Observe(time.Since(start).Seconds())
-	switch {
-	case err != nil:
-		var re *reconcileError
-		reason := errReasonStore
-		if errors.As(err, &re) {
-			reason = re.reason
-		}
-		w.metrics.reconcileErrors.WithLabelValues(reason).Inc()
-		if ctx.Err() == nil {
-			w.log.Warn("reconcile failed; retrying with backoff", "job", key, "error", err,
-				"retries", w.queue.NumRequeues(key))
-		}
-		w.queue.AddRateLimited(key)
-	case res.requeue:
-		w.queue.Forget(key)
-		w.queue.Add(key)
-	case res.after > 0:
-		w.queue.Forget(key)
-		w.queue.AddAfter(key, res.after)
-	default:
-		w.queue.Forget(key)
+	return controller.Result{Requeue: res.requeue, RequeueAfter: res.after}, err
+}
+
+// syncFailed counts a failed pass by reason and logs it; the loop retries
+// the job with backoff.
+func (w *Worker) syncFailed(key store.JobKey, err error, retries int) {
+	var re *reconcileError
+	reason := errReasonStore
+	if errors.As(err, &re) {
+		reason = re.reason
 	}
-	return true
+	w.metrics.reconcileErrors.WithLabelValues(reason).Inc()
+	w.log.Warn("reconcile failed; retrying with backoff", "job", key, "error", err, "retries", retries)
 }
 
 // reconcileError labels an error for the metrics.
