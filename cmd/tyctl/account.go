@@ -161,11 +161,7 @@ issuer: an ID token stays valid until it expires (sign out there to end
 the session).`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			path, err := configPath(a.getenv)
-			if err != nil {
-				return err
-			}
-			cfg, err := loadConfig(path, a.readFile)
+			path, cfg, err := a.configFileOf()
 			if err != nil {
 				return err
 			}

@@ -58,6 +58,16 @@ func configPath(getenv func(string) (string, bool)) (string, error) {
 	return filepath.Join(dir, "tyctl", "config.yaml"), nil
 }
 
+// configFileOf reads tyctl's config file, wherever the environment says it is.
+func (a *app) configFileOf() (string, configFile, error) {
+	path, err := configPath(a.getenv)
+	if err != nil {
+		return "", configFile{}, err
+	}
+	cfg, err := loadConfig(path, a.readFile)
+	return path, cfg, err
+}
+
 // loadConfig reads the config file; a missing file is an empty config.
 func loadConfig(path string, readFile func(string) ([]byte, error)) (configFile, error) {
 	var c configFile

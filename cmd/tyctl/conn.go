@@ -19,18 +19,9 @@ func dial(s settings, userAgent string) (*grpc.ClientConn, error) {
 	if s.insecure {
 		tc = insecure.NewCredentials()
 	} else {
-		pool, err := x509.SystemCertPool()
+		pool, err := rootCAs(s.caFile)
 		if err != nil {
-			pool = x509.NewCertPool()
-		}
-		if s.caFile != "" {
-			pem, err := os.ReadFile(s.caFile)
-			if err != nil {
-				return nil, fmt.Errorf("reading the CA file: %w", err)
-			}
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("%s holds no PEM certificate", s.caFile)
-			}
+			return nil, err
 		}
 		tc = credentials.NewTLS(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})
 	}
@@ -47,6 +38,26 @@ func dial(s settings, userAgent string) (*grpc.ClientConn, error) {
 		opts = append(opts, grpc.WithPerRPCCredentials(bearer{token: s.token, requireTLS: !s.insecure, renew: s.renew}))
 	}
 	return grpc.NewClient(s.server, opts...)
+}
+
+// rootCAs are the system's roots plus --ca-file's, for gRPC and for the
+// TensorBoard proxy's REST calls alike.
+func rootCAs(caFile string) (*x509.CertPool, error) {
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if caFile == "" {
+		return pool, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading the CA file: %w", err)
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", caFile)
+	}
+	return pool, nil
 }
 
 // maxReceiveBytes is the largest response tyctl accepts.

@@ -71,11 +71,7 @@ token is renewed with the refresh token when it expires.`,
 }
 
 func (a *app) login(cmd *cobra.Command, f loginFlags) error {
-	path, err := configPath(a.getenv)
-	if err != nil {
-		return err
-	}
-	cfg, err := loadConfig(path, a.readFile)
+	path, cfg, err := a.configFileOf()
 	if err != nil {
 		return err
 	}

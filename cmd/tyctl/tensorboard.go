@@ -2,14 +2,12 @@ package main
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -149,18 +147,11 @@ func (a *app) tensorBoardProxy(target string, s settings) (http.Handler, error) 
 		return nil, fmt.Errorf("refusing to send the token in plaintext to %s: --insecure is for loopback addresses", t.Host)
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
-	if s.caFile != "" {
-		pool, err := x509.SystemCertPool()
-		if err != nil {
-			pool = x509.NewCertPool()
-		}
-		pem, err := os.ReadFile(s.caFile)
-		if err != nil {
-			return nil, fmt.Errorf("reading the CA file: %w", err)
-		}
-		pool.AppendCertsFromPEM(pem)
-		transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	pool, err := rootCAs(s.caFile)
+	if err != nil {
+		return nil, err
 	}
+	transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	return &httputil.ReverseProxy{
 		Transport: transport,
 		Rewrite: func(pr *httputil.ProxyRequest) {

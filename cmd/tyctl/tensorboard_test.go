@@ -24,8 +24,12 @@ type syncBuffer struct {
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 func TestJobsTensorBoardServesThroughTrainyard(t *testing.T) {
 	f := startFake(t)
@@ -60,7 +64,9 @@ func TestJobsTensorBoardServesThroughTrainyard(t *testing.T) {
 	a.openURL = func(u string) error { opened <- u; return nil }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int)
-	go func() { done <- run(ctx, []string{"--server", f.addr, "--insecure", "jobs", "tensorboard", "board"}, a) }()
+	go func() {
+		done <- run(ctx, []string{"--server", f.addr, "--insecure", "jobs", "tensorboard", "board"}, a)
+	}()
 	var local string
 	select {
 	case local = <-opened:

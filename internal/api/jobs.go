@@ -60,12 +60,6 @@ func (s *JobServer) CreateJob(ctx context.Context, req *pb.CreateJobRequest) (*p
 		Labels:      in.GetLabels(),
 		Spec:        specFromPB(in.GetSpec()),
 	}
-	if j.Name == "" {
-		j.Name = job.NewJobID()
-	}
-	if p, ok := auth.PrincipalFrom(ctx); ok {
-		j.Creator = p.Subject
-	}
 	if err := s.checkNewJob(ctx, tenantID, &j); err != nil {
 		return nil, err
 	}
@@ -92,10 +86,16 @@ func (s *JobServer) requestedBefore(ctx context.Context, tenantID, rid string) (
 	return jobToPB(first), nil
 }
 
-// checkNewJob defaults and validates a job to be created in the tenant:
-// the spec, the tenant secrets it names, and that it can ever fit the
-// tenant's quota.
+// checkNewJob readies a job to be created in the tenant: an id when it has
+// none, the caller as its creator, defaults; and validates the spec, the
+// tenant secrets it names, and that it can ever fit the tenant's quota.
 func (s *JobServer) checkNewJob(ctx context.Context, tenantID string, j *job.Job) error {
+	if j.Name == "" {
+		j.Name = job.NewJobID()
+	}
+	if p, ok := auth.PrincipalFrom(ctx); ok {
+		j.Creator = p.Subject
+	}
 	j.Spec.Default()
 	if vs := job.Validate(j); len(vs) > 0 {
 		return invalid(vs...)

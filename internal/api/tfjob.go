@@ -5,7 +5,6 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/trainyard/trainyard/internal/auth"
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tfjob"
@@ -58,12 +57,6 @@ func (s *JobServer) ImportTFJob(ctx context.Context, req *pb.ImportTFJobRequest)
 	j.Tenant = tenantID
 	if id := req.GetJobId(); id != "" {
 		j.Name = id
-	}
-	if j.Name == "" {
-		j.Name = job.NewJobID()
-	}
-	if p, ok := auth.PrincipalFrom(ctx); ok {
-		j.Creator = p.Subject
 	}
 	if err := s.checkNewJob(ctx, tenantID, &j); err != nil {
 		return nil, err
