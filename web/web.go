@@ -10,6 +10,21 @@
 // can never show more than the token may see. The only other thing served
 // here is its configuration (how to sign in), which is no secret.
 //
+// # Sources (src/)
+//
+//	api/client.ts   fetch with the bearer token: JSON calls, watches
+//	                (newline-delimited JSON) and log streams (text); a 401
+//	                anywhere ends the session
+//	api/types.ts    the REST JSON the console reads (proto/trainyard/v1)
+//	session.tsx     sign-in state, the token's expiry timer
+//	auth.ts         sessionStorage, JWT expiry, the OIDC client (oidc-client-ts)
+//	live.ts         a tenant's watch, resumed after the last event id
+//	jobfile.ts      job files read as tyctl reads them, guided by the
+//	                OpenAPI document; problems placed on their YAML line
+//	filter.ts       the list filter: the API's grammar, and the same test
+//	                applied to watched jobs
+//	pages/          Jobs, Job, Submit, Tenants, SignIn
+//
 // # Routes
 //
 //	/assets/*            hashed build output: cached for a year

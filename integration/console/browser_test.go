@@ -237,4 +237,3 @@ func (tb *tab) screenshot(name string, dark bool) {
 }
 
 func jsString(s string) string { return fmt.Sprintf("%q", s) }
-

@@ -132,12 +132,14 @@ spec:
 func TestConsole(t *testing.T) {
 	e := startConsole(t)
 	aliceTab := e.browser.tab(t, e.HTTPURL)
+	// The tokens pasted into the browser, to look for in the logs after.
+	aliceToken, bobToken, adminToken := e.Token("alice"), e.Token("bob"), e.AdminToken()
 
 	t.Run("SignInWithToken", func(t *testing.T) {
 		alice := aliceTab.in(t)
 		alice.open("/tenants/vision/jobs")
 		alice.waitJS(`location.pathname === "/signin"`, 10*time.Second)
-		alice.signIn(e.Token("alice"))
+		alice.signIn(aliceToken)
 		alice.waitText("main h1", "Jobs in vision", 10*time.Second)
 		require.Equal(t, "/tenants/vision/jobs", alice.location(), "back where the sign-in started")
 		require.Contains(t, alice.text("header .who"), "alice")
@@ -184,10 +186,10 @@ func TestConsole(t *testing.T) {
 		alice.screenshot("jobs.png", false)
 
 		admin := e.browser.tab(t, e.HTTPURL)
-		admin.signIn(e.AdminToken())
+		admin.signIn(adminToken)
 		admin.open("/tenants/vision")
 		admin.waitText(".quota", "2 of 2", 20*time.Second)
-		require.Contains(t, admin.pageText(), "hf-token")
+		admin.waitText("main", "hf-token", 10*time.Second) // secrets come in their own call
 		admin.screenshot("tenant.png", false)
 
 		alice.waitJS(`window.__states.includes("SUCCEEDED")`, 90*time.Second)
@@ -210,7 +212,7 @@ func TestConsole(t *testing.T) {
 	t.Run("ReplicaLogsLiveAndAfterCleanup", func(t *testing.T) {
 		alice := aliceTab.in(t)
 		e.submit(t, "flaky",
-			replica(pb.ReplicaType_REPLICA_TYPE_CHIEF, 0, map[string]string{cluster.AnnotationRunFor: "8s", cluster.AnnotationExitCode: "1"}),
+			replica(pb.ReplicaType_REPLICA_TYPE_CHIEF, 0, map[string]string{cluster.AnnotationRunFor: "12s", cluster.AnnotationExitCode: "1"}),
 			replica(pb.ReplicaType_REPLICA_TYPE_WORKER, 0, map[string]string{cluster.AnnotationRunForever: "true"}))
 		alice.open("/tenants/vision/jobs/flaky")
 		alice.waitText(`[data-testid=job-state]`, "RUNNING", 30*time.Second)
@@ -260,7 +262,7 @@ func TestConsole(t *testing.T) {
 
 	t.Run("AnotherTenantsMemberSeesNone", func(t *testing.T) {
 		bob := e.browser.tab(t, e.HTTPURL)
-		bob.signIn(e.Token("bob"))
+		bob.signIn(bobToken)
 		bob.waitText("main h1", "Jobs in speech", 10*time.Second)
 		bob.waitText("table.jobs", "No jobs yet", 10*time.Second)
 		options := eval[[]string](bob, `[...document.querySelectorAll(".tenant-pick option")].map(o => o.value)`)
@@ -276,8 +278,17 @@ func TestConsole(t *testing.T) {
 		}
 	})
 
+	t.Run("TokensNeverInTheLogs", func(t *testing.T) {
+		for _, p := range append([]*harness.Process{e.Server}, e.Workers...) {
+			for _, tok := range []string{aliceToken, bobToken, adminToken} {
+				// A JWT's signature is what makes it a credential.
+				require.NotContains(t, p.Logs(), tok[strings.LastIndex(tok, ".")+1:], "%s logged a token", p.Name)
+			}
+		}
+	})
+
 	t.Run("ExpiredTokenLeadsBackToSignIn", func(t *testing.T) {
-		short := e.Issuer.Token(oidctest.Claims{Subject: "alice", Expiry: time.Now().Add(4 * time.Second)})
+		short := e.Issuer.Token(oidctest.Claims{Subject: "alice", Expiry: time.Now().Add(8 * time.Second)})
 		tb := e.browser.tab(t, e.HTTPURL)
 		tb.signIn(short)
 		tb.waitText("main h1", "Jobs in vision", 10*time.Second)

@@ -1,6 +1,7 @@
 // Package server runs Trainyard's API: one gRPC server and, on its own
-// port, an HTTP server with the REST gateway, health, metrics and the
-// OpenAPI document with its docs page.
+// port, an HTTP server with the REST gateway, health, metrics, the
+// OpenAPI document with its docs page, and the web console (package web,
+// a client of the gateway like any other) at every path nothing else takes.
 //
 // Every RPC, whether it arrives over gRPC or through the gateway, passes the
 // same interceptor chain, outermost first:
