@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -122,6 +123,12 @@ func (f *fakeStore) JobGetMany(_ context.Context, tenantID string, uids []string
 		}
 	}
 	return out, nil
+}
+
+// QueueGet: no job waits in the scheduler's queue.
+func (f *fakeStore) QueueGet(context.Context, string) (map[string]job.QueueInfo, time.Time, error) {
+	f.called("QueueGet")
+	return nil, time.Time{}, nil
 }
 
 func (f *fakeStore) JobList(context.Context, string, store.JobListParams) ([]job.Job, int64, error) {

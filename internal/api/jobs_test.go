@@ -103,3 +103,31 @@ func TestListJobEventsIsOneRead(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrNotFound)
 	require.Zero(t, st.count("JobGet"))
 }
+
+// GetJob gives each replica the TF_CONFIG its pod gets (job.TFConfig, in
+// the tenant's namespace); lists leave it out.
+func TestGetJobCarriesEachReplicasTFConfig(t *testing.T) {
+	st := newFakeStore()
+	st.tenants["a"] = tenant.Tenant{ID: "a", Namespace: "ty-a", State: tenant.Active}
+	srv := NewJobServer(Deps{Store: st, NamespacePrefix: "ty-"})
+	ctx := context.Background()
+	_, err := srv.CreateJob(ctx, &pb.CreateJobRequest{Parent: "tenants/a", JobId: "j1", Job: oneWorker(0)})
+	require.NoError(t, err)
+	st.jobs[0].Spec.Replicas[0].Count = 2
+	st.jobs[0].Status.Replicas = []job.ReplicaStatus{{Type: job.Worker, Index: 0}, {Type: job.Worker, Index: 1}}
+
+	got, err := srv.GetJob(ctx, &pb.GetJobRequest{Name: "tenants/a/jobs/j1"})
+	require.NoError(t, err)
+	for i, r := range got.GetStatus().GetReplicas() {
+		want, ok := job.TFConfig("j1", "ty-a", st.jobs[0].Spec, job.Worker, int32(i))
+		require.True(t, ok)
+		require.Equal(t, want, r.GetTfConfig())
+	}
+	list, err := srv.ListJobs(ctx, &pb.ListJobsRequest{Parent: "tenants/a"})
+	require.NoError(t, err)
+	for _, j := range list.GetJobs() {
+		for _, r := range j.GetStatus().GetReplicas() {
+			require.Empty(t, r.GetTfConfig())
+		}
+	}
+}
