@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 import warnings
+from pathlib import Path
 from typing import Iterator, List, Optional, Union
 
 import grpc
@@ -52,7 +53,7 @@ class Client:
         if s.insecure:
             self._channel = grpc.insecure_channel(s.server, options=options)
         else:
-            roots = open(s.ca_file, "rb").read() if s.ca_file else None
+            roots = Path(s.ca_file).read_bytes() if s.ca_file else None
             self._channel = grpc.secure_channel(s.server, grpc.ssl_channel_credentials(root_certificates=roots), options=options)
         self._jobs = job_pb2_grpc.JobServiceStub(self._channel)
 
