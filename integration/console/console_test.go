@@ -265,6 +265,7 @@ func TestConsole(t *testing.T) {
 		bob.signIn(bobToken)
 		bob.waitText("main h1", "Jobs in speech", 10*time.Second)
 		bob.waitText("table.jobs", "No jobs yet", 10*time.Second)
+		bob.waitJS(`document.querySelectorAll(".tenant-pick option").length > 0`, 10*time.Second) // the picker loads on its own
 		options := eval[[]string](bob, `[...document.querySelectorAll(".tenant-pick option")].map(o => o.value)`)
 		require.Equal(t, []string{"speech"}, options)
 
