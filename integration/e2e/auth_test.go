@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"google.golang.org/protobuf/types/known/structpb"
 	"net/http"
 	"strings"
 	"testing"
@@ -96,6 +97,15 @@ func TestTenantIsolation(t *testing.T) {
 		},
 		"ListJobEvents": func(ctx context.Context) error {
 			_, err := jobs.ListJobEvents(ctx, &pb.ListJobEventsRequest{Parent: bJob})
+			return err
+		},
+		"ImportTFJob": func(ctx context.Context) error {
+			tf, err := structpb.NewStruct(map[string]any{"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
+				"metadata": map[string]any{"name": "stolen"}, "spec": map[string]any{}})
+			if err != nil {
+				return err
+			}
+			_, err = jobs.ImportTFJob(ctx, &pb.ImportTFJobRequest{Parent: "tenants/tenant-b", Tfjob: tf, ValidateOnly: true})
 			return err
 		},
 		"GetJobLogs": func(ctx context.Context) error {
