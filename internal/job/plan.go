@@ -62,8 +62,20 @@ func Plan(in PlanInput) PlanResult {
 	default:
 		p.planActive()
 	}
+	if !p.wake.IsZero() {
+		if d := max(p.wake.Sub(in.Now), time.Millisecond); p.out.RequeueAfter <= 0 || d < p.out.RequeueAfter {
+			p.out.RequeueAfter = d
+		}
+	}
 	p.out.Status = p.status
 	return p.out
+}
+
+// wakeAt asks for another Plan at t, or sooner if something else asks.
+func (p *planner) wakeAt(t time.Time) {
+	if p.wake.IsZero() || t.Before(p.wake) {
+		p.wake = t
+	}
 }
 
 // planner carries one Plan call. Its status is a deep copy of the input's,
@@ -75,8 +87,9 @@ type planner struct {
 	reps   []*replica
 	strays []ObservedPod // pods of the job that are no replica of its spec
 
-	captured bool     // this pass records a termination: decide next pass
-	restarts []string // restart messages of this pass
+	captured bool      // this pass records a termination: decide next pass
+	restarts []string  // restart messages of this pass
+	wake     time.Time // another Plan is due then (wakeAt), beside the deadlines
 }
 
 // replica is one replica of the spec with its pods and its status entry.

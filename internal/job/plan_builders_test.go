@@ -160,6 +160,11 @@ func exit(code int32, reason string) func(*job.ObservedPod) {
 
 func deleting(p *job.ObservedPod) { p.Deleting = true }
 
+// deletedAt marks a pod deleted without a grace period at t, and still there.
+func deletedAt(t time.Time) func(*job.ObservedPod) {
+	return func(p *job.ObservedPod) { p.Deleting, p.DeletedAt = true, t }
+}
+
 func unschedulable(msg string) func(*job.ObservedPod) {
 	return func(p *job.ObservedPod) { p.Unschedulable = msg }
 }

@@ -70,9 +70,23 @@ func (p *planner) cleanup() {
 
 func (p *planner) act(a Action) { p.out.Actions = append(p.out.Actions, a) }
 
-// deletePod deletes a pod unless its deletion is already under way.
+// StalledDeleteAfter is how long a pod may stay marked deleted without a
+// grace period (ObservedPod.DeletedAt) before Plan deletes it again. The
+// two writes of a delete are milliseconds apart.
+const StalledDeleteAfter = 5 * time.Second
+
+// deletePod deletes a pod unless its deletion is already under way; a
+// deletion cut short (ObservedPod.DeletedAt) is sent again once it has
+// stalled for StalledDeleteAfter, and Plan runs again then.
 func (p *planner) deletePod(pod ObservedPod) {
-	if !pod.Deleting {
-		p.act(Action{Kind: ActDeletePod, Type: pod.Type, Index: pod.Index, Attempt: pod.Attempt, Pod: pod.Name})
+	if pod.Deleting {
+		if pod.DeletedAt.IsZero() {
+			return // the kubelet ends it
+		}
+		if due := pod.DeletedAt.Add(StalledDeleteAfter); p.in.Now.Before(due) {
+			p.wakeAt(due)
+			return
+		}
 	}
+	p.act(Action{Kind: ActDeletePod, Type: pod.Type, Index: pod.Index, Attempt: pod.Attempt, Pod: pod.Name})
 }

@@ -310,6 +310,20 @@ func TestPlanRestartIdempotent(t *testing.T) {
 			in:   mk().observe(append(others, pod(job.Worker, 1, job.PodFailed, deleting))...).obj(),
 			want: want{State: job.Restarting, Restarts: 1},
 		},
+		// A worker killed in the middle of its DELETE: the API server
+		// marked the pod (no grace period) but never removed it.
+		"old attempt's delete cut short: wait, and look again when it is stalled": {
+			in:   mk().observe(append(others, pod(job.Worker, 1, job.PodFailed, deletedAt(t0.Add(-time.Second))))...).obj(),
+			want: want{State: job.Restarting, Restarts: 1, RequeueAfter: job.StalledDeleteAfter - time.Second},
+		},
+		"a stalled delete due before the deadline: looked at again for the delete first": {
+			in:   mk().deadline(900).observe(append(others, pod(job.Worker, 1, job.PodFailed, deletedAt(t0.Add(-time.Second))))...).obj(),
+			want: want{State: job.Restarting, Restarts: 1, RequeueAfter: job.StalledDeleteAfter - time.Second},
+		},
+		"old attempt's delete stalled: deleted again": {
+			in:   mk().observe(append(others, pod(job.Worker, 1, job.PodFailed, deletedAt(t0.Add(-job.StalledDeleteAfter))))...).obj(),
+			want: want{State: job.Restarting, Restarts: 1, Actions: []job.Action{deletePod(job.Worker, 1, 0)}},
+		},
 		"a pod of an older attempt still running: deleted": {
 			in:   mk().observe(append(others, pod(job.Worker, 1, job.PodRunning))...).obj(),
 			want: want{State: job.Restarting, Restarts: 1, Actions: []job.Action{deletePod(job.Worker, 1, 0)}},

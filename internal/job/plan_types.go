@@ -61,7 +61,16 @@ type ObservedPod struct {
 	Ready bool
 	// Deleting is true once the pod has a deletion timestamp.
 	Deleting bool
-	Node     string
+	// DeletedAt is set for a pod deleted without a grace period (none
+	// asked, or a finished pod) and without finalizers that is still
+	// there: when it was deleted. The API server deletes in two writes —
+	// mark, then remove — and a client gone between them (a worker killed
+	// mid-request; the chaos suite saw it) leaves the pod marked for ever,
+	// with no kubelet to finish it: Kubernetes' remedy is to delete it
+	// again (k8s.io/apiserver's rest.BeforeDelete), which Plan does once
+	// StalledDeleteAfter has passed. Zero otherwise.
+	DeletedAt time.Time
+	Node      string
 	// Unschedulable holds the scheduler's message while the pod cannot be
 	// scheduled (condition PodScheduled=False, reason Unschedulable).
 	Unschedulable string

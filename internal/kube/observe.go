@@ -39,6 +39,9 @@ func ObservePod(pod *corev1.Pod) (job.ObservedPod, bool) {
 		Waiting:       waiting(pod),
 		Terminated:    terminated(pod, attempt),
 	}
+	if g := pod.DeletionGracePeriodSeconds; pod.DeletionTimestamp != nil && g != nil && *g == 0 && len(pod.Finalizers) == 0 {
+		o.DeletedAt = pod.DeletionTimestamp.Time
+	}
 	return o, true
 }
 

@@ -158,6 +158,35 @@ func TestObservePod(t *testing.T) {
 	}
 }
 
+// A pod marked deleted without a grace period, and without finalizers,
+// is a delete cut short between the API server's two writes: DeletedAt
+// says since when. A graceful deletion (the kubelet's to end) or one that
+// waits for finalizers is not.
+func TestObservePodDeletedWithoutGrace(t *testing.T) {
+	for name, tc := range map[string]struct {
+		grace      *int64
+		finalizers []string
+		want       time.Time
+	}{
+		"no grace period left":          {grace: new(int64(0)), want: t1},
+		"graceful, the kubelet ends it": {grace: new(int64(30))},
+		"no grace period, finalizers":   {grace: new(int64(0)), finalizers: []string{"example.com/keep"}},
+		"no grace period recorded":      {},
+	} {
+		t.Run(name, func(t *testing.T) {
+			pod := renderedPod(t)
+			pod.Status.Phase = corev1.PodFailed
+			pod.DeletionTimestamp = &metav1.Time{Time: t1}
+			pod.DeletionGracePeriodSeconds = tc.grace
+			pod.Finalizers = tc.finalizers
+			got, ok := ObservePod(pod)
+			require.True(t, ok)
+			require.True(t, got.Deleting)
+			require.Equal(t, tc.want, got.DeletedAt)
+		})
+	}
+}
+
 func TestObservePodIgnoresOthers(t *testing.T) {
 	tb, _ := RenderTensorBoard(distributedJob(), testNS, PodOptions{})
 	_, ok := ObservePod(tb)
