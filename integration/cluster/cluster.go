@@ -86,6 +86,7 @@ type Cluster struct {
 	stopOnce   sync.Once
 	stopErr    error
 	restartMu  sync.Mutex // one Restart at a time: each rewrites state.json
+	stopped    bool       // under restartMu: RestartExited starts nothing once Stop began
 }
 
 // Start returns a ready cluster. By default it starts the local control plane
@@ -219,6 +220,9 @@ func (c *Cluster) scratchDir() (string, error) {
 // the files this Cluster wrote. Calling Stop again returns the first result.
 func (c *Cluster) Stop() error {
 	c.stopOnce.Do(func() {
+		c.restartMu.Lock()
+		c.stopped = true
+		c.restartMu.Unlock()
 		for _, f := range c.stopExtra {
 			f()
 		}

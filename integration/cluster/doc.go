@@ -334,7 +334,11 @@
 // again in place: the same binary, flags, ports, data directory and log
 // (state.json records each process's flags), waiting for each one's health
 // check in turn; the chaos suite (integration/chaos) restarts etcd and
-// kube-apiserver this way under load.
+// kube-apiserver this way under load. Cluster.RestartExited starts again
+// whatever component exited by itself, as a kubelet restarts static pods:
+// kube-scheduler exits on purpose when it finds its cache inconsistent
+// (which etcd and the API server crashing under it can cause), and counts
+// on a supervisor this cluster otherwise lacks.
 //
 // Cluster.ServiceAccountKubeconfig writes a kubeconfig with a TokenRequest
 // token (24 h) for a ServiceAccount, to run a process (Trainyard's worker)

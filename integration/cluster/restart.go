@@ -40,25 +40,66 @@ func (c *Cluster) Restart(ctx context.Context, names ...string) error {
 	// Stop in reverse order: clients of a component go before it.
 	for i := len(idx) - 1; i >= 0; i-- {
 		p := s.Processes[idx[i]]
+		if !p.Alive() {
+			continue // and its PID may be someone else's by now
+		}
 		_ = syscall.Kill(-p.PID, syscall.SIGKILL)
 		if !p.waitGone(10 * time.Second) {
 			return fmt.Errorf("cluster: %s (pid %d) survived SIGKILL", p.Name, p.PID)
 		}
 	}
-	env := componentEnv(s.Dir)
 	for _, i := range idx {
-		old := s.Processes[i]
-		p, err := startProcess(old.Name, old.Binary, old.Args, env, s.Dir, old.Log, s.Detached)
-		if err != nil {
+		if err := c.startAgain(ctx, i); err != nil {
 			return err
 		}
-		s.Processes[i] = p
-		if err := s.save(); err != nil {
-			return err
+	}
+	return nil
+}
+
+// RestartExited starts again, in place, every component of a cluster this
+// process started that has exited by itself, and returns their names: what
+// a kubelet does for a control plane's static pods, which this cluster has
+// no kubelet to do. kube-scheduler, for one, exits on purpose when it finds
+// its cache inconsistent with the API server — which etcd and the API
+// server crashing under it can cause (the chaos suite saw it) — and counts
+// on being restarted.
+func (c *Cluster) RestartExited(ctx context.Context) ([]string, error) {
+	if c.state == nil {
+		return nil, fmt.Errorf("cluster: RestartExited needs a cluster this process started, not a %s one", c.Kind)
+	}
+	c.restartMu.Lock()
+	defer c.restartMu.Unlock()
+	if c.stopped {
+		return nil, nil
+	}
+	var restarted []string
+	for i, p := range c.state.Processes {
+		if p.Alive() {
+			continue
 		}
-		if err := c.waitHealthy(ctx, p); err != nil {
-			return fmt.Errorf("cluster: restarting %s: %w\n%s", p.Name, err, p.LogTail(15))
+		if err := c.startAgain(ctx, i); err != nil {
+			return restarted, err
 		}
+		restarted = append(restarted, p.Name)
+	}
+	return restarted, nil
+}
+
+// startAgain starts the i-th recorded process again as it was started, and
+// waits for its health check.
+func (c *Cluster) startAgain(ctx context.Context, i int) error {
+	s := c.state
+	old := s.Processes[i]
+	p, err := startProcess(old.Name, old.Binary, old.Args, componentEnv(s.Dir), s.Dir, old.Log, s.Detached)
+	if err != nil {
+		return err
+	}
+	s.Processes[i] = p
+	if err := s.save(); err != nil {
+		return err
+	}
+	if err := c.waitHealthy(ctx, p); err != nil {
+		return fmt.Errorf("cluster: restarting %s: %w\n%s", p.Name, err, p.LogTail(15))
 	}
 	return nil
 }

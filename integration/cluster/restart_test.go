@@ -4,6 +4,8 @@ package cluster_test
 
 import (
 	"context"
+	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -56,4 +58,25 @@ func TestRestartKeepsPortsAndData(t *testing.T) {
 		p, err := client.CoreV1().Pods("default").Get(ctx, "after", metav1.GetOptions{})
 		return err == nil && p.Status.Phase == corev1.PodSucceeded
 	}, waitTimeout, 100*time.Millisecond, "the scheduler and kwok, left running, work with the new API server")
+
+	// A component that exits by itself is started again by RestartExited,
+	// and only that one.
+	restarted, err := c.RestartExited(ctx)
+	require.NoError(t, err)
+	require.Empty(t, restarted, "nothing had exited")
+	sched := c.State().Processes[slices.IndexFunc(c.State().Processes, func(p *cluster.Process) bool { return p.Name == "kube-scheduler" })]
+	require.NoError(t, syscall.Kill(sched.PID, syscall.SIGKILL))
+	require.Eventually(t, func() bool { return !sched.Alive() }, 10*time.Second, 10*time.Millisecond)
+	restarted, err = c.RestartExited(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"kube-scheduler"}, restarted)
+	for _, p := range c.State().Processes {
+		require.True(t, p.Alive(), p.Name)
+	}
+	_, err = client.CoreV1().Pods("default").Create(ctx, replicaPod("after-scheduler"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		p, err := client.CoreV1().Pods("default").Get(ctx, "after-scheduler", metav1.GetOptions{})
+		return err == nil && p.Status.Phase == corev1.PodSucceeded
+	}, waitTimeout, 100*time.Millisecond, "the restarted scheduler schedules")
 }
