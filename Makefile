@@ -90,6 +90,10 @@ fuzz: ## Run every fuzz target for $(FUZZTIME) each (FUZZTIME=10m make fuzz).
 fuzz-smoke: ## Run every fuzz target for a few seconds (part of make test).
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s
 
+.PHONY: chaos
+chaos: cluster-build build ## Break real processes under load for about 6 minutes (60 faults) and print what was lost, duplicated or stuck (integration/chaos).
+	TRAINYARD_BIN=$(BIN)/trainyard $(GO) test -tags chaos -run '^TestChaos$$' -count=1 -v -timeout 40m ./integration/chaos/
+
 .PHONY: test-unit
 test-unit: ## Unit tests only: no Postgres, no cluster.
 	$(GO) test -count=1 ./...
@@ -100,6 +104,7 @@ lint: $(PROTO_DEPS) web/node_modules/.package-lock.json ## go vet, buf lint, buf
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./...
 	$(GO) vet -tags bench ./integration/bench/
+	$(GO) vet -tags chaos ./integration/chaos/
 	$(GO) tool buf lint
 	@# Breaking changes (WIRE_JSON) against main's protos, with the same offline imports.
 	@if git cat-file -e main:proto/trainyard/v1/job.proto 2>/dev/null; then \

@@ -34,11 +34,17 @@ func (bearer) RequireTransportSecurity() bool { return false }
 
 // Conn returns a gRPC connection that authenticates with token ("" sends none).
 func (e *Env) Conn(t testing.TB, token string) *grpc.ClientConn {
+	return Dial(t, e.GRPCAddr, token)
+}
+
+// Dial returns a gRPC connection to addr (one of several API servers) that
+// authenticates with token, closed when the test ends; opts are added.
+func Dial(t testing.TB, addr, token string, opts ...grpc.DialOption) *grpc.ClientConn {
 	t.Helper()
-	conn, err := grpc.NewClient("passthrough:///"+e.GRPCAddr,
+	conn, err := grpc.NewClient("passthrough:///"+addr, append([]grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithPerRPCCredentials(bearer(token)),
-	)
+	}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -141,6 +141,13 @@ func (p *Process) Stop() error {
 	}
 }
 
+// Pause stops the process group with SIGSTOP: it keeps its connections
+// and state and does nothing (a GC pause, a frozen VM) until Resume.
+func (p *Process) Pause() { p.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused process (SIGCONT).
+func (p *Process) Resume() { p.signal(syscall.SIGCONT) }
+
 // Exited reports whether the process has ended.
 func (p *Process) Exited() bool {
 	select {
