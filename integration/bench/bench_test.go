@@ -84,13 +84,13 @@ const benchTenant = "bench"
 // Every job and pod set of the bench is 1 chief + 4 workers. Its pods
 // request little: Trainyard's scheduler admits a job only when all its pods
 // fit on the nodes now, and the bench measures dispatch, not the cluster's
-// capacity: at 10 jobs/s, pods that live a few seconds on a loaded machine
-// would otherwise fill the 192 schedulable CPUs and make jobs wait for the
-// earlier ones to end.
+// capacity. On a loaded machine kwok ends pods tens of seconds late, and
+// at 10 jobs/s pods of 1 CPU, even of 100m, then filled the 192
+// schedulable CPUs and made jobs wait for earlier ones to end.
 const (
 	benchImage    = "tensorflow/tensorflow:2.16.1"
-	benchCPU      = "100m"
-	benchMemory   = "256Mi"
+	benchCPU      = "10m"
+	benchMemory   = "64Mi"
 	benchWorkers  = 4
 	podsPerJob    = 1 + benchWorkers
 	backoffLimit  = job.DefaultBackoffLimit

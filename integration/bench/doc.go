@@ -4,7 +4,7 @@
 // run, on the same Postgres and the same API server, and prints one
 // comparison table. `make bench` runs it:
 //
-//	go test -tags bench -run '^$' -bench . -benchtime 1x -timeout 20m ./integration/bench/
+//	go test -tags bench -run '^$' -bench . -benchtime 1x -timeout 60m ./integration/bench/
 //
 // The build tag keeps it out of `go test ./...`. It needs Postgres
 // (DATABASE_URL; the Makefile's default is 127.0.0.1:5432) and pgbench, and
