@@ -52,12 +52,17 @@ func TestRestartKeepsPortsAndData(t *testing.T) {
 	require.NoError(t, err, "etcd kept its data")
 	require.Equal(t, "v", cm.Data["k"])
 
-	_, err = client.CoreV1().Pods("default").Create(ctx, replicaPod("after"), metav1.CreateOptions{})
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		p, err := client.CoreV1().Pods("default").Get(ctx, "after", metav1.GetOptions{})
-		return err == nil && p.Status.Phase == corev1.PodSucceeded
-	}, waitTimeout, 100*time.Millisecond, "the scheduler and kwok, left running, work with the new API server")
+	// runs creates a pod and waits until it has run to the end.
+	runs := func(name, why string) {
+		t.Helper()
+		_, err := client.CoreV1().Pods("default").Create(ctx, replicaPod(name), metav1.CreateOptions{})
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			p, err := client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+			return err == nil && p.Status.Phase == corev1.PodSucceeded
+		}, waitTimeout, 100*time.Millisecond, why)
+	}
+	runs("after", "the scheduler and kwok, left running, work with the new API server")
 
 	// A component that exits by itself is started again by RestartExited,
 	// and only that one.
@@ -73,10 +78,5 @@ func TestRestartKeepsPortsAndData(t *testing.T) {
 	for _, p := range c.State().Processes {
 		require.True(t, p.Alive(), p.Name)
 	}
-	_, err = client.CoreV1().Pods("default").Create(ctx, replicaPod("after-scheduler"), metav1.CreateOptions{})
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		p, err := client.CoreV1().Pods("default").Get(ctx, "after-scheduler", metav1.GetOptions{})
-		return err == nil && p.Status.Phase == corev1.PodSucceeded
-	}, waitTimeout, 100*time.Millisecond, "the restarted scheduler schedules")
+	runs("after-scheduler", "the restarted scheduler schedules")
 }
