@@ -161,7 +161,7 @@ func TestSchedulerPreemptsLowerPriority(t *testing.T) {
 }
 
 // A job admitted on room that something else takes before its pods are
-// placed (here: kube-scheduler is paused while pods that are not
+// placed (here: kube-scheduler is held while pods that are not
 // Trainyard's are bound to both GPU nodes) has its pods removed after the
 // unschedulable timeout and goes back to the queue with a backoff, its
 // restarts unchanged; once the room is free again it runs.
@@ -169,7 +169,12 @@ func TestSchedulerRequeuesUnschedulableJob(t *testing.T) {
 	e := startScheduling(t, "unsched", nil, "--unschedulable-timeout", "5s", "--requeue-backoff", "2s")
 	resume, err := e.Cluster.Pause("kube-scheduler")
 	require.NoError(t, err)
-	defer resume()
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			resume()
+		}
+	})
 
 	name := e.submitTo(t, "j", gpuJob(1, 8, 0, annot(cluster.AnnotationRunFor, "2s")))
 	require.Eventually(t, func() bool { return len(e.podsOf(t, "j")) == 1 }, 30*time.Second, 100*time.Millisecond,
@@ -189,7 +194,12 @@ func TestSchedulerRequeuesUnschedulableJob(t *testing.T) {
 		}, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
-	resume()
+	// A fresh kube-scheduler lists every pod before it schedules any, so it
+	// sees the hogs before it looks at the job's pod. (Resuming the paused
+	// one would race: it could act on its queue before its informer caught
+	// up with the hogs, and overcommit the node, which kwok never refuses.)
+	require.NoError(t, e.Cluster.Restart(ctxT(t), "kube-scheduler"))
+	restarted = true
 
 	j := harness.WaitJob(t, e.jobs, name, 60*time.Second, func(j *pb.Job) bool { return j.GetStatus().GetRequeues() >= 1 })
 	require.Equal(t, pb.JobState_JOB_STATE_QUEUED, j.GetStatus().GetState())

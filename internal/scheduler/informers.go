@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 
@@ -75,6 +76,17 @@ func slimNode(obj any) (any, error) {
 		}
 	}
 	return out, nil
+}
+
+// nodeChanged reports whether a node update changes what scheduling reads.
+func nodeChanged(old, cur any) bool {
+	a, ok1 := old.(*corev1.Node)
+	b, ok2 := cur.(*corev1.Node)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return ready(a) != ready(b) || !equality.Semantic.DeepEqual(a.Status.Allocatable, b.Status.Allocatable) ||
+		!equality.Semantic.DeepEqual(a.Spec.Taints, b.Spec.Taints) || !equality.Semantic.DeepEqual(a.Labels, b.Labels)
 }
 
 // ready reports whether a node takes new pods: not cordoned, and Ready.

@@ -108,7 +108,7 @@ type Scheduler struct {
 
 	factory    informers.SharedInformerFactory
 	nodeLister listerscorev1.NodeLister
-	podLister  listerscorev1.PodLister
+	usage      *usage
 	synced     []cache.InformerSynced
 	trigger    chan struct{}
 
@@ -128,7 +128,7 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	s := &Scheduler{
 		cfg: cfg, log: cfg.Logger.With("scheduler", cfg.ID), store: cfg.Store,
-		trigger: make(chan struct{}, 1), shapes: map[store.JobKey]shape{},
+		trigger: make(chan struct{}, 1), shapes: map[store.JobKey]shape{}, usage: newUsage(),
 	}
 	s.metrics = newMetrics(cfg.Registry)
 	// Every node and every pod (capacity others use counts too), each
@@ -142,17 +142,23 @@ func New(cfg Config) (*Scheduler, error) {
 	if err := pods.Informer().SetTransform(slimPod); err != nil {
 		return nil, err
 	}
-	s.nodeLister, s.podLister = nodes.Lister(), pods.Lister()
+	s.nodeLister = nodes.Lister()
 	s.synced = []cache.InformerSynced{nodes.Informer().HasSynced, pods.Informer().HasSynced}
-	wake := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { s.wake() },
-		UpdateFunc: func(old, cur any) { s.wake() },
-		DeleteFunc: func(any) { s.wake() },
+	// Pods wake the loop only when they free capacity; nodes when what
+	// scheduling reads of them changes (not on every status heartbeat).
+	if _, err := pods.Informer().AddEventHandler(s.usage.handler(s.wake)); err != nil {
+		return nil, err
 	}
-	for _, inf := range []cache.SharedIndexInformer{nodes.Informer(), pods.Informer()} {
-		if _, err := inf.AddEventHandler(wake); err != nil {
-			return nil, err
-		}
+	if _, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { s.wake() },
+		UpdateFunc: func(old, cur any) {
+			if nodeChanged(old, cur) {
+				s.wake()
+			}
+		},
+		DeleteFunc: func(any) { s.wake() },
+	}); err != nil {
+		return nil, err
 	}
 	return s, nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/trainyard/trainyard/internal/job"
@@ -84,7 +83,6 @@ func (s *Scheduler) snapshot(ctx context.Context, now time.Time) (view, error) {
 	if err := s.loadShapes(ctx, rows); err != nil {
 		return view{}, err
 	}
-	usage := s.podUsage()
 	names := map[store.JobKey]string{}
 	for _, r := range rows {
 		names[r.Key] = r.Name
@@ -109,16 +107,16 @@ func (s *Scheduler) snapshot(ctx context.Context, now time.Time) (view, error) {
 			if r.PreemptFor != "" {
 				j.PreemptingFor = sched.Key{Tenant: r.Key.Tenant, UID: r.PreemptFor}
 			}
-			u := usage.jobs[r.Key.UID]
-			j.OnNodes = u.onNodes
+			var placed map[string]int32
+			j.OnNodes, placed = s.usage.job(r.Key.UID)
 			for i := range j.Groups {
-				j.Groups[i].Placed = min(u.placed[j.Groups[i].Name], j.Groups[i].Count)
+				j.Groups[i].Placed = min(placed[j.Groups[i].Name], j.Groups[i].Count)
 			}
 		}
 		v.snap.Jobs = append(v.snap.Jobs, j)
 		v.jobs[k] = r
 	}
-	v.snap.Nodes = usage.nodes
+	v.snap.Nodes = s.nodes()
 	return v, nil
 }
 
@@ -170,58 +168,15 @@ func (s *Scheduler) runTimes(ctx context.Context, now time.Time) (map[string]sto
 	return s.runTimesByTenant, nil
 }
 
-// usage is what the pods on nodes use: per node, and per Trainyard job
-// (by uid) where its pods are and how many of each group are placed.
-type usage struct {
-	nodes []sched.Node
-	jobs  map[string]jobUsage
-}
-
-type jobUsage struct {
-	onNodes map[string]job.Vector
-	placed  map[string]int32 // by group: replica type, or "tensorboard"
-}
-
-// podUsage reads the informers: every node, and every pod bound to one
-// that has not finished. A Trainyard pod counts towards its job's usage
-// and its group's placed pods; so does one that succeeded (it needs no
-// room any more).
-func (s *Scheduler) podUsage() usage {
-	nodes, _ := s.nodeLister.List(labels.Everything())
-	u := usage{jobs: map[string]jobUsage{}}
-	index := make(map[string]int, len(nodes))
-	for _, n := range nodes {
-		index[n.Name] = len(u.nodes)
-		u.nodes = append(u.nodes, sched.Node{
+// nodes are the cluster's nodes with what the pods bound to them take.
+func (s *Scheduler) nodes() []sched.Node {
+	list, _ := s.nodeLister.List(labels.Everything())
+	out := make([]sched.Node, 0, len(list))
+	for _, n := range list {
+		out = append(out, sched.Node{
 			Name: n.Name, Labels: n.Labels, Taints: n.Spec.Taints, Unschedulable: !ready(n),
-			Allocatable: vectorOf(n.Status.Allocatable),
+			Allocatable: vectorOf(n.Status.Allocatable), Used: s.usage.nodeUsed(n.Name),
 		})
 	}
-	pods, _ := s.podLister.List(labels.Everything())
-	for _, pod := range pods {
-		uid := pod.Labels[kube.LabelJobUID]
-		if pod.Spec.NodeName == "" || (finished(pod) && !(uid != "" && pod.Status.Phase == corev1.PodSucceeded)) {
-			continue
-		}
-		req := podRequests(pod)
-		if uid != "" {
-			ju := u.jobs[uid]
-			if ju.onNodes == nil {
-				ju = jobUsage{onNodes: map[string]job.Vector{}, placed: map[string]int32{}}
-			}
-			group := pod.Labels[kube.LabelReplicaType]
-			if pod.Labels[kube.LabelComponent] == kube.ComponentTensorBoard {
-				group = kube.ComponentTensorBoard
-			}
-			ju.placed[group]++
-			if !finished(pod) {
-				ju.onNodes[pod.Spec.NodeName] = ju.onNodes[pod.Spec.NodeName].Add(req)
-			}
-			u.jobs[uid] = ju
-		}
-		if i, ok := index[pod.Spec.NodeName]; ok && !finished(pod) {
-			u.nodes[i].Used = u.nodes[i].Used.Add(req)
-		}
-	}
-	return u
+	return out
 }
