@@ -185,14 +185,24 @@ func (s *JobServer) jobsOf(ctx context.Context, tenantID string, events []job.Ev
 }
 
 // watchMessage is what WatchJobs sends for e, if anything: the event with its
-// job when the job matches f; with only the job's name and uid when the job
-// is gone (its row purged), since nothing is known to filter on.
+// job when the job, in the state the event recorded, matches f; with only
+// the job's name and uid when the job is gone (its row purged), since
+// nothing is known to filter on.
 func watchMessage(tenantID string, e job.Event, jobs map[string]job.Job, f jobFilter) (*pb.WatchJobResponse, bool) {
 	j, ok := jobs[e.JobUID]
 	if !ok {
 		return &pb.WatchJobResponse{Event: eventToPB(e), Job: &pb.Job{Name: jobName(tenantID, e.Job), Uid: e.JobUID}}, true
 	}
-	if !f.matches(j) {
+	// A state filter applies to the state the event recorded, not to the
+	// job's state when the batch is read: which events a watch sends must
+	// not depend on how fast it reads (a job cancelled just after it was
+	// submitted would otherwise let its Queued event through a
+	// "state = CANCELLED" filter). Labels and creator never change.
+	at := j
+	if e.State != "" {
+		at.Status.State = e.State
+	}
+	if !f.matches(at) {
 		return nil, false
 	}
 	return &pb.WatchJobResponse{Event: eventToPB(e), Job: jobSummaryToPB(j)}, true

@@ -113,3 +113,18 @@ func TestWatchJobWakesOnItsTenantOnly(t *testing.T) {
 	require.EqualValues(t, 7, got[1].GetEvent().GetId())
 	require.Equal(t, pb.JobState_JOB_STATE_SUCCEEDED, got[1].GetJob().GetStatus().GetState())
 }
+
+// A state filter matches the state each event recorded, not the job's
+// state when the watch reads the batch: a job cancelled right after it was
+// submitted does not let its Queued event through "state = CANCELLED".
+func TestWatchMessageFiltersOnTheEventsState(t *testing.T) {
+	f, err := parseJobFilter("filter", "state = CANCELLED")
+	require.NoError(t, err)
+	j := job.Job{Tenant: "a", Name: "j", UID: "u1", Status: job.Status{State: job.Cancelled}}
+	jobs := map[string]job.Job{"u1": j}
+	_, ok := watchMessage("a", job.Event{JobUID: "u1", Job: "j", Reason: "Queued", State: job.Queued}, jobs, f)
+	require.False(t, ok, "queued when it happened")
+	msg, ok := watchMessage("a", job.Event{JobUID: "u1", Job: "j", Reason: "Cancelled", State: job.Cancelled}, jobs, f)
+	require.True(t, ok)
+	require.Equal(t, pb.JobState_JOB_STATE_CANCELLED, msg.GetJob().GetStatus().GetState(), "sent with the job as it is")
+}
