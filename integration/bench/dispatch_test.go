@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -97,6 +98,7 @@ func benchDispatch(b *testing.B, cfg config, rep *report) {
 			}
 		}
 	})
+	addBenchNodes(b, c)
 	env := harness.Start(b, harness.Options{Cluster: true, Workers: 1, WorkerArgs: cfg.workerArgs})
 	for _, id := range []string{benchTenant, rawTenant} {
 		env.CreateTenant(b, id, harness.Subject("alice", pb.Role_ROLE_EDITOR))
@@ -199,6 +201,27 @@ func benchDispatch(b *testing.B, cfg config, rep *report) {
 
 // waitWorkerIdle waits until the worker owns no job: every job of the
 // block has finished and been handed back.
+// addBenchNodes gives the bench room: it measures dispatch, not capacity.
+// On a loaded machine kwok ends pods late, and the default nodes' 660 pod
+// slots filled: Trainyard's scheduler, which admits a job only when all of
+// its pods fit, then waited for room (CAPACITY, the rest ORDER behind it)
+// while raw creates went ahead and left their pods Pending. Four nodes of
+// 2,000 pods each keep capacity out of the comparison.
+func addBenchNodes(b *testing.B, c *cluster.Cluster) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var nodes []cluster.Node
+	for i := range 4 {
+		n := cluster.CPUNode(fmt.Sprintf("kwok-bench-%d", i))
+		n.Capacity[corev1.ResourcePods] = resource.MustParse("2000")
+		n.PodCIDR = fmt.Sprintf("10.245.%d.0/20", 16*i) // 4,094 addresses
+		nodes = append(nodes, n)
+	}
+	if err := c.AddNodes(ctx, nodes...); err != nil {
+		b.Fatalf("bench nodes: %v", err)
+	}
+}
+
 func waitWorkerIdle(b *testing.B, metricsURL string, timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
 	for scrape(b, metricsURL)["trainyard_worker_owned_jobs"] > 0 {

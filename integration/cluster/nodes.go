@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,6 +36,9 @@ type Node struct {
 	Taints []corev1.Taint
 	// Capacity is also the node's allocatable.
 	Capacity corev1.ResourceList
+	// PodCIDR, when set, is the node's pod range; else 10.244.<index>.0/24
+	// (254 addresses: enough for the 110 pods of the default nodes).
+	PodCIDR string
 }
 
 // DefaultNodes is the node set Start creates when Options.Nodes is empty:
@@ -105,7 +109,10 @@ func (n Node) object(index int) *corev1.Node {
 	for k, v := range n.Labels {
 		labels[k] = v
 	}
-	cidr := fmt.Sprintf("10.244.%d.0/24", index)
+	cidr := n.PodCIDR
+	if cidr == "" {
+		cidr = fmt.Sprintf("10.244.%d.0/24", index)
+	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        n.Name,
@@ -130,6 +137,30 @@ func createNodes(ctx context.Context, client kubernetes.Interface, nodes []Node)
 		_, err := client.CoreV1().Nodes().Create(ctx, n.object(i), metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create node %s: %w", n.Name, err)
+		}
+	}
+	return nil
+}
+
+// AddNodes adds simulated nodes to a running cluster (kwok takes them
+// over) and waits until they are Ready. Benchmarks use it for room: nodes
+// of more pods than a real kubelet's 110, each with a pod range large
+// enough for them.
+func (c *Cluster) AddNodes(ctx context.Context, nodes ...Node) error {
+	if err := createNodes(ctx, c.client, nodes); err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		for {
+			got, err := c.client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+			if err == nil && nodeReady(got) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("node %s not ready: %w", n.Name, ctx.Err())
+			case <-time.After(100 * time.Millisecond):
+			}
 		}
 	}
 	return nil
