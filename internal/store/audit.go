@@ -52,7 +52,7 @@ func auditQueue(ctx context.Context, b *pgx.Batch, tenantID string, action audit
 // deleting a Kubernetes Secret that had no metadata row. Without an actor
 // in ctx it records nothing.
 func (s *Store) AuditWrite(ctx context.Context, tenantID string, action audit.Action, resource string, details map[string]any) error {
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx *txn) error {
 		return auditInsert(ctx, tx, tenantID, action, resource, details)
 	})
 	return translate(err, "audit record")

@@ -13,7 +13,6 @@ import (
 	"github.com/trainyard/trainyard/internal/audit"
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/resname"
-	"github.com/trainyard/trainyard/internal/tenant"
 )
 
 // JobCreateParams is a job to create.
@@ -75,124 +74,6 @@ func scanJob(row pgx.Row) (WorkerJob, int64, error) {
 
 func jobWhat(tenantID, name string) string {
 	return fmt.Sprintf("job %q in tenant %q", name, tenantID)
-}
-
-// JobCreate creates a QUEUED job with its first event, its idempotency key
-// and a NOTIFY to the scheduler, all in one transaction. The job is not
-// claimable by workers until the scheduler admits it. created is false when
-// RequestID was seen before: the first job is returned as it is now, or
-// ErrNotFound when it has been deleted since (see JobGetByRequestID). A
-// duplicate name is ErrAlreadyExists; a missing tenant ErrNotFound; a tenant
-// that is not ACTIVE ErrFailedPrecondition.
-//
-// The tenant row is read FOR SHARE before anything else: that conflicts with
-// the FOR NO KEY UPDATE of TenantUpdate, so a job can not be
-// inserted for a tenant that an offboarding committed meanwhile, and an
-// offboarding waits for creates in flight and then sees their jobs. It is
-// taken before the tenant's events lock, in the same order as every other
-// writer that holds both (tenant row, then events).
-func (s *Store) JobCreate(ctx context.Context, p JobCreateParams) (job.Job, bool, error) {
-	j := p.Job
-	if j.UID == "" {
-		id, err := uuid.NewV7()
-		if err != nil {
-			return job.Job{}, false, fmt.Errorf("store: new job uid: %v", err)
-		}
-		j.UID = id.String()
-	} else if _, err := uuid.Parse(j.UID); err != nil {
-		return job.Job{}, false, fmt.Errorf("%w: job uid %q is not a UUID", ErrFailedPrecondition, j.UID)
-	}
-	now := s.timestamp()
-	status := job.Status{
-		State: job.Queued,
-		Conditions: []job.Condition{{
-			Type: job.CondQueued, Status: true, Reason: "Submitted",
-			Message: "waiting for the scheduler to admit it", LastTransitionTime: now,
-		}},
-	}
-	message := "job submitted"
-	if j.Creator != "" {
-		message += " by " + j.Creator
-	}
-	what := jobWhat(j.Tenant, j.Name)
-
-	var (
-		out     WorkerJob
-		created bool
-	)
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if err := tenantLockActive(ctx, tx, j.Tenant); err != nil {
-			return err
-		}
-		if p.RequestID != "" {
-			// Concurrent retries of the same request wait here for the first
-			// one to commit or roll back.
-			tag, err := tx.Exec(ctx, `
-				INSERT INTO idempotency_keys (tenant_id, request_id, job_uid, create_time)
-				VALUES ($1, $2, $3, $4) ON CONFLICT (tenant_id, request_id) DO NOTHING`,
-				j.Tenant, p.RequestID, j.UID, now)
-			if err != nil {
-				return err
-			}
-			if tag.RowsAffected() == 0 {
-				out, err = jobByRequestID(ctx, tx, j.Tenant, p.RequestID)
-				if errors.Is(err, errRequestUnknown) {
-					// Purged between the two statements.
-					return fmt.Errorf("%w: the job of request id %q was purged meanwhile; retry", ErrConflict, p.RequestID)
-				}
-				return err
-			}
-		}
-		// One round trip: events lock, job and first event, notifications
-		// (dropped by Postgres if the transaction rolls back).
-		var batch pgx.Batch
-		batch.Queue(sqlTenantEventsLock, j.Tenant)
-		batch.Queue(`
-			WITH j AS (
-				INSERT INTO jobs (tenant_id, uid, name, display_name, labels, creator, spec, status, state,
-				                  priority, create_time, update_time, queued_at, claim_after)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'QUEUED', $9, $10, $10, $10, 'infinity')
-				RETURNING *
-			), e AS (
-				INSERT INTO job_events (tenant_id, job_uid, job_name, type, reason, message, state, create_time)
-				SELECT tenant_id, uid, name, 'Normal', 'Queued', $11, 'QUEUED', create_time FROM j
-			)
-			SELECT `+jobCols+` FROM j`,
-			j.Tenant, j.UID, j.Name, j.DisplayName, nonNilMap(j.Labels), j.Creator, j.Spec, status,
-			j.Spec.Priority, now, message,
-		).QueryRow(func(row pgx.Row) (err error) {
-			out, _, err = scanJob(row)
-			return err
-		})
-		auditQueue(ctx, &batch, j.Tenant, audit.JobCreate, resname.Job.Format(j.Tenant, j.Name),
-			map[string]any{"uid": j.UID, "requestId": p.RequestID})
-		batch.Queue(`SELECT pg_notify($1, $2)`, ChannelSchedule, j.Tenant)
-		batch.Queue(`SELECT pg_notify($1, $2)`, ChannelEvents, j.Tenant)
-		err := tx.SendBatch(ctx, &batch).Close()
-		created = err == nil
-		return err
-	})
-	if err != nil {
-		return job.Job{}, false, translate(err, what)
-	}
-	return out.Job, created, nil
-}
-
-// tenantLockActive takes a share lock on the tenant row and checks that the
-// tenant is ACTIVE.
-func tenantLockActive(ctx context.Context, tx pgx.Tx, tenantID string) error {
-	var state string
-	err := tx.QueryRow(ctx, `SELECT state FROM tenants WHERE id = $1 FOR SHARE`, tenantID).Scan(&state)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("%w: tenant %q", ErrNotFound, tenantID)
-	}
-	if err != nil {
-		return err
-	}
-	if state != string(tenant.Active) {
-		return fmt.Errorf("%w: tenant %q is %s", ErrFailedPrecondition, tenantID, state)
-	}
-	return nil
 }
 
 // JobGetByRequestID returns the job that the create with requestID made in
@@ -382,7 +263,7 @@ func uniqueStates(states []job.State) []job.State {
 func (s *Store) JobCancel(ctx context.Context, tenantID, name string) (job.Job, error) {
 	what := jobWhat(tenantID, name)
 	var out WorkerJob
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx *txn) error {
 		w, _, err := scanJob(tx.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs j
 			WHERE j.tenant_id = $1 AND j.name = $2 AND NOT j.deleted FOR UPDATE`, tenantID, name))
 		if err != nil {
@@ -415,7 +296,7 @@ func (s *Store) JobCancel(ctx context.Context, tenantID, name string) (job.Job, 
 			out.Active = false
 			if err == nil {
 				// It may have held the tenant's queue: the scheduler decides again.
-				err = notify(ctx, tx, ChannelSchedule, tenantID)
+				tx.notify(ChannelSchedule, tenantID)
 			}
 		} else {
 			ev = job.Event{Type: job.EventNormal, Reason: "CancelRequested",
@@ -443,7 +324,8 @@ func (s *Store) JobCancel(ctx context.Context, tenantID, name string) (job.Job, 
 			map[string]any{"uid": w.Job.UID, "state": string(w.Job.Status.State)}); err != nil {
 			return err
 		}
-		return notify(ctx, tx, ChannelJobs, tenantID+"/"+w.Job.UID)
+		tx.notify(ChannelJobs, tenantID+"/"+w.Job.UID)
+		return nil
 	})
 	if err != nil {
 		return job.Job{}, translate(err, what)
@@ -455,7 +337,7 @@ func (s *Store) JobCancel(ctx context.Context, tenantID, name string) (job.Job, 
 // at once) and handed to a worker, which removes what is left in Kubernetes
 // and then calls JobPurge. A job that is not final is ErrFailedPrecondition.
 func (s *Store) JobDelete(ctx context.Context, tenantID, name string) error {
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx *txn) error {
 		w, _, err := scanJob(tx.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs j
 			WHERE j.tenant_id = $1 AND j.name = $2 AND NOT j.deleted FOR UPDATE`, tenantID, name))
 		if err != nil {
@@ -483,7 +365,8 @@ func (s *Store) JobDelete(ctx context.Context, tenantID, name string) error {
 			map[string]any{"uid": w.Job.UID, "state": string(w.Job.Status.State)}); err != nil {
 			return err
 		}
-		return notify(ctx, tx, ChannelJobs, tenantID+"/"+w.Job.UID)
+		tx.notify(ChannelJobs, tenantID+"/"+w.Job.UID)
+		return nil
 	})
 	return translate(err, jobWhat(tenantID, name))
 }
@@ -505,10 +388,12 @@ func conditionSet(conds []job.Condition, c job.Condition) []job.Condition {
 	return append(append([]job.Condition(nil), conds...), c)
 }
 
-// eventsInsert writes events of j (in order) under the tenant's events lock
-// and notifies watchers. Event fields left empty default to Normal, the
-// job's state and now.
-func eventsInsert(ctx context.Context, tx pgx.Tx, j job.Job, events []job.Event, now time.Time) error {
+// eventsInsert writes events of j (in order) and wakes the tenant's
+// watchers once tx commits. Event fields left empty default to Normal, the
+// job's state and now. Their ids come from trainyard_event_id (migration
+// 000005): no lock orders them; readers deliver them below the watermark
+// (events.go).
+func eventsInsert(ctx context.Context, tx *txn, j job.Job, events []job.Event, now time.Time) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -527,15 +412,15 @@ func eventsInsert(ctx context.Context, tx pgx.Tx, j job.Job, events []job.Event,
 			times[i] = now
 		}
 	}
-	var batch pgx.Batch
-	batch.Queue(sqlTenantEventsLock, j.Tenant)
-	batch.Queue(`
+	_, err := tx.Exec(ctx, `
 		INSERT INTO job_events (tenant_id, job_uid, job_name, type, reason, message, state, create_time)
 		SELECT $1, $2, $3, t, r, m, s, c
 		FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[])
 		     WITH ORDINALITY AS u(t, r, m, s, c, o)
 		ORDER BY o`,
 		j.Tenant, j.UID, j.Name, types, reasons, messages, states, times)
-	batch.Queue(`SELECT pg_notify($1, $2)`, ChannelEvents, j.Tenant)
-	return tx.SendBatch(ctx, &batch).Close()
+	if err == nil {
+		tx.notify(ChannelEvents, j.Tenant)
+	}
+	return err
 }

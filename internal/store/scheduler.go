@@ -272,14 +272,14 @@ type AdmittedJob struct {
 // SchedulerCommit writes one cycle's decisions in one transaction, fenced
 // by the lease: ErrLeaseLost when p.Lease is no longer the live lease, and
 // then nothing is written. Admitted jobs become claimable at once; a NOTIFY
-// per admitted or preempted job wakes the workers.
+// per admitted or preempted job wakes the workers (sent after commit).
 //
-// Rows are locked (the updates) before any tenant's events lock is taken
-// (the events), the order of every other writer that holds both, so a
-// commit does not deadlock with a cancel or a worker's save.
+// Rows are locked (the updates) before events are written, tenant by
+// tenant and job by job in one order, so a commit does not deadlock with
+// a cancel or a worker's save.
 func (s *Store) SchedulerCommit(ctx context.Context, p SchedulerCommitParams) (SchedulerCommitResult, error) {
 	var res SchedulerCommitResult
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx *txn) error {
 		res = SchedulerCommitResult{}
 		if err := leaseCheck(ctx, tx, p.Lease); err != nil {
 			return err
@@ -340,7 +340,7 @@ func (s *Store) SchedulerCommit(ctx context.Context, p SchedulerCommitParams) (S
 			return err
 		}
 
-		// Events last, tenant by tenant in order (their locks).
+		// Events last, in one order.
 		keys := make([]JobKey, 0, len(events))
 		for k := range events {
 			keys = append(keys, k)
@@ -357,9 +357,7 @@ func (s *Store) SchedulerCommit(ctx context.Context, p SchedulerCommitParams) (S
 			}
 		}
 		for _, n := range notifies {
-			if err := notify(ctx, tx, ChannelJobs, n); err != nil {
-				return err
-			}
+			tx.notify(ChannelJobs, n)
 		}
 		return nil
 	})
@@ -468,7 +466,7 @@ func (s *Store) QueuePublish(ctx context.Context, l SchedulerLease, entries map[
 		}
 		upTenants, upEntries = append(upTenants, id), append(upEntries, b)
 	}
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx *txn) error {
 		if err := leaseCheck(ctx, tx, l); err != nil {
 			return err
 		}

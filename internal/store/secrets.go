@@ -29,7 +29,7 @@ func scanSecret(row pgx.CollectableRow) (tenant.Secret, error) {
 func (s *Store) SecretPut(ctx context.Context, sec tenant.Secret) (tenant.Secret, error) {
 	what := secretWhat(sec.Tenant, sec.Name)
 	var out tenant.Secret
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx *txn) error {
 		rows, err := tx.Query(ctx, `
 			INSERT INTO secrets (tenant_id, name, keys, create_time, update_time)
 			VALUES ($1, $2, $3, $4, $4)
@@ -47,7 +47,8 @@ func (s *Store) SecretPut(ctx context.Context, sec tenant.Secret) (tenant.Secret
 			map[string]any{"keys": nonNilSlice(sec.Keys)}); err != nil {
 			return err
 		}
-		return notify(ctx, tx, ChannelTenants, sec.Tenant)
+		tx.notify(ChannelTenants, sec.Tenant)
+		return nil
 	})
 	return out, translate(err, what)
 }
@@ -70,7 +71,7 @@ func (s *Store) SecretList(ctx context.Context, tenantID string) ([]tenant.Secre
 
 // SecretDelete removes a secret's metadata.
 func (s *Store) SecretDelete(ctx context.Context, tenantID, name string) error {
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx *txn) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM secrets WHERE tenant_id = $1 AND name = $2`, tenantID, name)
 		if err != nil {
 			return err
@@ -81,7 +82,8 @@ func (s *Store) SecretDelete(ctx context.Context, tenantID, name string) error {
 		if err := auditInsert(ctx, tx, tenantID, audit.SecretDelete, resname.Secret.Format(tenantID, name), nil); err != nil {
 			return err
 		}
-		return notify(ctx, tx, ChannelTenants, tenantID)
+		tx.notify(ChannelTenants, tenantID)
+		return nil
 	})
 	return translate(err, secretWhat(tenantID, name))
 }

@@ -47,11 +47,13 @@ type Store struct {
 	// now stamps times kept in rows and JSON. Leases use the database's
 	// clock instead, so that all workers agree on expiry.
 	now func() time.Time
+	// notifier sends the NOTIFYs of committed transactions (notifier.go).
+	notifier *notifier
 }
 
 // New returns a Store using pool. The caller keeps ownership of pool.
 func New(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool, now: time.Now}
+	return &Store{pool: pool, now: time.Now, notifier: newNotifier(pool)}
 }
 
 // Open connects a pool to databaseURL (a postgres:// URL or key=value DSN,
@@ -60,6 +62,11 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("store: parse database URL: %v", err)
+	}
+	// A session stopped inside a write transaction would hold back the
+	// delivery of every event (doc.go, "Events"): cut it off.
+	if _, ok := cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !ok {
+		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = "60000"
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -162,28 +169,25 @@ func parentOf(constraint string) string {
 	switch constraint {
 	case "jobs_tenant_id_fkey", "secrets_tenant_id_fkey", "tenant_members_tenant_id_fkey":
 		return "tenant does not exist"
-	case "job_events_tenant_id_job_uid_fkey", "idempotency_keys_tenant_id_job_uid_fkey":
+	case "idempotency_keys_tenant_id_job_uid_fkey":
 		return "job does not exist"
 	}
 	return "referenced row does not exist"
 }
 
-// inTx runs fn in a transaction and commits when fn returns nil.
-func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, s.pool, fn)
-}
-
-// notify queues a NOTIFY in tx; Postgres delivers it at commit, and drops it
-// on rollback. Identical notifications in one transaction are sent once.
-func notify(ctx context.Context, tx pgx.Tx, channel, payload string) error {
-	_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channel, payload)
+// inTx runs fn in a transaction and commits when fn returns nil; then it
+// hands the NOTIFYs fn asked for (tx.notify) to the notifier.
+func (s *Store) inTx(ctx context.Context, fn func(*txn) error) error {
+	var t *txn
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		t = &txn{Tx: tx} // afresh on every call: nothing of a failed attempt is sent
+		return fn(t)
+	})
+	if err == nil {
+		s.notifier.add(t.notes)
+	}
 	return err
 }
-
-// lockTenantEvents makes event ids commit-ordered within a tenant: whoever
-// inserts events holds this lock from id assignment until commit, so a reader
-// that has seen id N will never later see a smaller id of the same tenant.
-const sqlTenantEventsLock = `SELECT pg_advisory_xact_lock(hashtextextended('trainyard_events:' || $1::text, 0))`
 
 func clampPageSize(n int) int {
 	switch {

@@ -80,7 +80,7 @@ func (s *Store) TenantCreate(ctx context.Context, t tenant.Tenant) (tenant.Tenan
 		t.State = tenant.Active
 	}
 	now := s.timestamp()
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx *txn) error {
 		_, err := tx.Exec(ctx, `
 			INSERT INTO tenants (id, display_name, labels, quota, pod_reader_groups, namespace, state,
 			                     create_time, update_time, scheduling)
@@ -96,7 +96,8 @@ func (s *Store) TenantCreate(ctx context.Context, t tenant.Tenant) (tenant.Tenan
 		if err := auditInsert(ctx, tx, t.ID, audit.TenantCreate, resname.Tenant.Format(t.ID), audit.TenantCreated(t)); err != nil {
 			return err
 		}
-		return notify(ctx, tx, ChannelTenants, t.ID)
+		tx.notify(ChannelTenants, t.ID)
+		return nil
 	})
 	if err != nil {
 		return tenant.Tenant{}, translate(err, tenantWhat(t.ID))
@@ -175,7 +176,7 @@ func (s *Store) TenantUsage(ctx context.Context, id string) (job.Vector, error) 
 // or the create time; returning an error from fn aborts the update and
 // returns that error.
 func (s *Store) TenantUpdate(ctx context.Context, id string, fn func(*tenant.Tenant) error) (tenant.Tenant, error) {
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx *txn) error {
 		// NO KEY UPDATE: conflicts with JobCreate's FOR SHARE, so a create
 		// waits for this update (and then sees the new state) and this update
 		// waits for creates in flight; it does not conflict with the key-share
@@ -215,10 +216,9 @@ func (s *Store) TenantUpdate(ctx context.Context, id string, fn func(*tenant.Ten
 			}
 		}
 		// A quota or policy change can let jobs in (or require none).
-		if err := notify(ctx, tx, ChannelSchedule, id); err != nil {
-			return err
-		}
-		return notify(ctx, tx, ChannelTenants, id)
+		tx.notify(ChannelSchedule, id)
+		tx.notify(ChannelTenants, id)
+		return nil
 	})
 	var cbErr errFromCallback
 	if errors.As(err, &cbErr) {
