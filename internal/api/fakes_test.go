@@ -102,6 +102,34 @@ func (f *fakeStore) JobCreate(_ context.Context, p store.JobCreateParams) (job.J
 	return j, true, nil
 }
 
+func (f *fakeStore) JobGetByRequestIDs(_ context.Context, tenantID string, rids []string) (map[string]store.RequestedJob, error) {
+	f.called("JobGetByRequestIDs")
+	out := map[string]store.RequestedJob{}
+	for _, rid := range rids {
+		uid, ok := f.requests[tenantID+"/"+rid]
+		if !ok {
+			continue
+		}
+		for _, j := range f.jobs {
+			if j.UID == uid {
+				out[rid] = store.RequestedJob{Job: j, Deleted: f.deleted[uid]}
+			}
+		}
+	}
+	return out, nil
+}
+
+// JobCreateMany creates every item (the fake knows no names in use).
+func (f *fakeStore) JobCreateMany(ctx context.Context, _ string, items []store.JobCreateParams) ([]store.JobCreated, error) {
+	f.called("JobCreateMany")
+	out := make([]store.JobCreated, len(items))
+	for i, it := range items {
+		j, _, _ := f.JobCreate(ctx, it)
+		out[i] = store.JobCreated{Job: j, Created: true}
+	}
+	return out, nil
+}
+
 func (f *fakeStore) JobGet(_ context.Context, tenantID, name string) (job.Job, error) {
 	f.called("JobGet")
 	for _, j := range f.jobs {

@@ -90,14 +90,7 @@ func (s *JobServer) requestedBefore(ctx context.Context, tenantID, rid string) (
 // none, the caller as its creator, defaults; and validates the spec, the
 // tenant secrets it names, and that it can ever fit the tenant's quota.
 func (s *JobServer) checkNewJob(ctx context.Context, tenantID string, j *job.Job) error {
-	if j.Name == "" {
-		j.Name = job.NewJobID()
-	}
-	if p, ok := auth.PrincipalFrom(ctx); ok {
-		j.Creator = p.Subject
-	}
-	j.Spec.Default()
-	if vs := job.Validate(j); len(vs) > 0 {
+	if vs := readyNewJob(ctx, j); len(vs) > 0 {
 		return invalid(vs...)
 	}
 	t, err := s.tenant(ctx, tenantID)
@@ -111,7 +104,26 @@ func (s *JobServer) checkNewJob(ctx context.Context, tenantID string, j *job.Job
 	if len(vs) > 0 {
 		return invalid(vs...)
 	}
-	demand, err := j.Spec.Demand()
+	return fitsEver(t, j.Spec)
+}
+
+// readyNewJob gives j an id when it has none, the caller as its creator
+// and the spec's defaults, and validates it on its own (nothing read).
+func readyNewJob(ctx context.Context, j *job.Job) job.Violations {
+	if j.Name == "" {
+		j.Name = job.NewJobID()
+	}
+	if p, ok := auth.PrincipalFrom(ctx); ok {
+		j.Creator = p.Subject
+	}
+	j.Spec.Default()
+	return job.Validate(j)
+}
+
+// fitsEver refuses a spec whose demand can not be computed, or exceeds
+// the tenant's whole quota.
+func fitsEver(t tenant.Tenant, spec job.Spec) error {
+	demand, err := spec.Demand()
 	if err != nil {
 		return invalid(violation("spec", err.Error()))
 	}

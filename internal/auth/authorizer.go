@@ -129,6 +129,8 @@ var rules = map[string]rule{
 	pb.JobService_WatchJob_FullMethodName:      named(PermTenantViewer, read, "name", resname.Job, (*pb.WatchJobRequest).GetName),
 	pb.JobService_WatchJobs_FullMethodName:     named(PermTenantViewer, read, "parent", resname.Tenant, (*pb.WatchJobsRequest).GetParent),
 	pb.JobService_ImportTFJob_FullMethodName:   named(PermTenantEditor, write, "parent", resname.Tenant, (*pb.ImportTFJobRequest).GetParent),
+	// Each item's parent is checked against this one by the handler.
+	pb.JobService_BatchCreateJobs_FullMethodName: named(PermTenantEditor, write, "parent", resname.Tenant, (*pb.BatchCreateJobsRequest).GetParent),
 
 	pb.TenantService_CreateTenant_FullMethodName: {perm: PermPlatformAdmin},
 	pb.TenantService_GetTenant_FullMethodName:    named(PermTenantViewer, read, "name", resname.Tenant, (*pb.GetTenantRequest).GetName),

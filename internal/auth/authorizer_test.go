@@ -65,6 +65,8 @@ func requestFor(method, t string) any {
 		return &pb.CreateJobRequest{Parent: tn, Job: &pb.Job{}}
 	case pb.JobService_ImportTFJob_FullMethodName:
 		return &pb.ImportTFJobRequest{Parent: tn}
+	case pb.JobService_BatchCreateJobs_FullMethodName:
+		return &pb.BatchCreateJobsRequest{Parent: tn}
 	case pb.JobService_GetJob_FullMethodName:
 		return &pb.GetJobRequest{Name: tn + "/jobs/j1"}
 	case pb.JobService_ListJobs_FullMethodName:
@@ -131,6 +133,7 @@ var matrix = []struct {
 	// Job writes: editor.
 	{pb.JobService_CreateJob_FullMethodName, "NF PD OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD FP FP FP"},
 	{pb.JobService_ImportTFJob_FullMethodName, "NF PD OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD FP FP FP"},
+	{pb.JobService_BatchCreateJobs_FullMethodName, "NF PD OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD FP FP FP"},
 	{pb.JobService_CancelJob_FullMethodName, "NF PD OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD FP FP FP"},
 	{pb.JobService_DeleteJob_FullMethodName, "NF PD OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD FP FP FP"},
 	// Tenant reads: viewer; ListTenants: anyone (the handler filters).

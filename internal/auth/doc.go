@@ -55,7 +55,8 @@
 //
 //	job reads (Get, List, Events, Logs, Watch*), GetTenant,
 //	ListSecrets                                    viewer
-//	CreateJob, ImportTFJob, CancelJob, DeleteJob   editor
+//	CreateJob, BatchCreateJobs, ImportTFJob,      editor
+//	CancelJob, DeleteJob
 //	PutSecret, DeleteSecret                        tenant admin
 //	ListAuditRecords of tenants/{tenant}           tenant admin
 //	ListAuditRecords without parent (all tenants)  platform admin

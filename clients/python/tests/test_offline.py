@@ -72,6 +72,18 @@ class FakeRpcError(grpc.RpcError):
         return self._trailers
 
 
+class Many(unittest.TestCase):
+    def test_directory_and_multi_document_file(self):
+        d = tempfile.mkdtemp()
+        Path(d, "b.yaml").write_text("name: b0\nspec: {replicas: [{type: worker, image: tf}]}\n---\n---\nreplicas: [{type: chief, image: tf}]\n")
+        Path(d, "a.json").write_text('{"spec": {"replicas": [{"type": "WORKER", "image": "tf"}]}}')
+        Path(d, "notes.txt").write_text("not a job")
+        docs = _documents.read_many(d)
+        self.assertEqual(len(docs), 3)
+        self.assertEqual(docs[1]["name"], "b0")
+        self.assertEqual(len(_documents.read_many(os.path.join(d, "b.yaml"))), 2)
+
+
 class Errors(unittest.TestCase):
     def test_violations_from_status_details(self):
         st = status_pb2.Status(code=3, message="invalid")

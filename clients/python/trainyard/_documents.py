@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any, Dict, Mapping, Tuple, Union
+from typing import Any, Dict, List, Mapping, Tuple, Union
 
 from google.protobuf import json_format, struct_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -45,6 +45,28 @@ def load(doc: Document) -> Tuple[str, Any]:
         body = {"spec": body}
     _normalize(body, job_pb2.Job.DESCRIPTOR)
     return "job", json_format.ParseDict(body, job_pb2.Job())
+
+
+def read_many(path: str) -> List[Any]:
+    """The documents of a directory of job files (in name order) or of one
+    file of several YAML documents; empty documents are skipped."""
+    paths = [path]
+    if os.path.isdir(path):
+        paths = sorted(os.path.join(path, f) for f in os.listdir(path)
+                       if f.lower().endswith((".yaml", ".yml", ".json")) and os.path.isfile(os.path.join(path, f)))
+        if not paths:
+            raise ValueError(f"{path}: no *.yaml, *.yml or *.json files")
+    docs: List[Any] = []
+    for p in paths:
+        with open(p) as f:
+            text = f.read()
+        if p.endswith(".json"):
+            docs.append(json.loads(text))
+            continue
+        import yaml
+
+        docs.extend(d for d in yaml.safe_load_all(text) if d is not None)
+    return docs
 
 
 def _read_file(path: str) -> Any:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 import warnings
 from pathlib import Path
-from typing import Iterator, List, Optional, Union
+from typing import Iterable, Iterator, List, Optional, Union
 
 import grpc
 
@@ -21,6 +22,9 @@ FINAL_STATES = (job_pb2.JOB_STATE_SUCCEEDED, job_pb2.JOB_STATE_FAILED, job_pb2.J
 # A GetJob of a large job carries every replica's log tail; gRPC's 4 MiB
 # default is less than that can be.
 _MAX_RECEIVE = 64 << 20
+
+# BatchCreateJobs takes at most this many jobs per call.
+_MAX_BATCH = 1000
 
 
 class TFJobWarning(UserWarning):
@@ -120,6 +124,47 @@ class Client:
             return resp.job
         return self._call(self._jobs.CreateJob, job_pb2.CreateJobRequest(
             parent=self._parent(), job=doc, job_id=job_id or "", request_id=request_id))
+
+    def submit_many(self, specs: Union[str, "os.PathLike[str]", Iterable[_documents.Document]], *,
+                    request_id: Optional[str] = None) -> List[job_pb2.Job]:
+        """Submits many jobs at once and returns them (QUEUED), in order.
+
+        They go to BatchCreateJobs, 1,000 per call; each call creates all of
+        its jobs or none, and a validation error names every wrong field of
+        every job (``requests[3].spec.replicas[0].image``, the index counting
+        within that call).
+
+        Args:
+            specs: a directory of job files (``*.yaml``, ``*.yml``, ``*.json``,
+                in name order), a YAML file of several documents, or an
+                iterable of documents as submit() takes them (not TFJobs); a
+                ``(job_id, document)`` pair gives the job its id, else a
+                document's ``name`` does, else the server generates one.
+            request_id: job n (counting from 0) gets the request id
+                ``"<request_id>-<n>"``, so calling again with the same
+                request_id after an error or a timeout creates nothing
+                twice. A fresh one when not given.
+        """
+        request_id = request_id or str(uuid.uuid4())
+        if isinstance(specs, (str, os.PathLike)):
+            specs = _documents.read_many(os.fspath(specs))
+        reqs = []
+        for n, item in enumerate(specs):
+            job_id = ""
+            if isinstance(item, tuple):
+                job_id, item = item
+            kind, doc = _documents.load(item)
+            if kind == "tfjob":
+                raise ValueError(f"document {n} is a TFJob: submit TFJobs one at a time with submit()")
+            job_id = job_id or doc.name.rsplit("/", 1)[-1]
+            doc.ClearField("name")
+            reqs.append(job_pb2.CreateJobRequest(job=doc, job_id=job_id, request_id=f"{request_id}-{n}"))
+        jobs: List[job_pb2.Job] = []
+        for start in range(0, len(reqs), _MAX_BATCH):
+            resp = self._call(self._jobs.BatchCreateJobs, job_pb2.BatchCreateJobsRequest(
+                parent=self._parent(), requests=reqs[start:start + _MAX_BATCH]))
+            jobs.extend(resp.jobs)
+        return jobs
 
     def get(self, job: JobRef) -> job_pb2.Job:
         """Returns a job, with the log tails of replicas that ended."""

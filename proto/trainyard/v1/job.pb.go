@@ -2780,6 +2780,106 @@ func (x *CreateJobRequest) GetRequestId() string {
 	return ""
 }
 
+type BatchCreateJobsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tenant, tenants/{tenant}. Each item's parent must be empty or the
+	// same.
+	Parent string `protobuf:"bytes,1,opt,name=parent,proto3" json:"parent,omitempty"`
+	// The jobs to create, at most 1,000.
+	Requests      []*CreateJobRequest `protobuf:"bytes,2,rep,name=requests,proto3" json:"requests,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchCreateJobsRequest) Reset() {
+	*x = BatchCreateJobsRequest{}
+	mi := &file_trainyard_v1_job_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchCreateJobsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchCreateJobsRequest) ProtoMessage() {}
+
+func (x *BatchCreateJobsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_job_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchCreateJobsRequest.ProtoReflect.Descriptor instead.
+func (*BatchCreateJobsRequest) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *BatchCreateJobsRequest) GetParent() string {
+	if x != nil {
+		return x.Parent
+	}
+	return ""
+}
+
+func (x *BatchCreateJobsRequest) GetRequests() []*CreateJobRequest {
+	if x != nil {
+		return x.Requests
+	}
+	return nil
+}
+
+type BatchCreateJobsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The jobs, in the order of the requests.
+	Jobs          []*Job `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchCreateJobsResponse) Reset() {
+	*x = BatchCreateJobsResponse{}
+	mi := &file_trainyard_v1_job_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchCreateJobsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchCreateJobsResponse) ProtoMessage() {}
+
+func (x *BatchCreateJobsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_job_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchCreateJobsResponse.ProtoReflect.Descriptor instead.
+func (*BatchCreateJobsResponse) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *BatchCreateJobsResponse) GetJobs() []*Job {
+	if x != nil {
+		return x.Jobs
+	}
+	return nil
+}
+
 type ImportTFJobRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The tenant, tenants/{tenant}.
@@ -2802,7 +2902,7 @@ type ImportTFJobRequest struct {
 
 func (x *ImportTFJobRequest) Reset() {
 	*x = ImportTFJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[27]
+	mi := &file_trainyard_v1_job_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2814,7 +2914,7 @@ func (x *ImportTFJobRequest) String() string {
 func (*ImportTFJobRequest) ProtoMessage() {}
 
 func (x *ImportTFJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[27]
+	mi := &file_trainyard_v1_job_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2827,7 +2927,7 @@ func (x *ImportTFJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportTFJobRequest.ProtoReflect.Descriptor instead.
 func (*ImportTFJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{27}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ImportTFJobRequest) GetParent() string {
@@ -2884,7 +2984,7 @@ type ImportTFJobResponse struct {
 
 func (x *ImportTFJobResponse) Reset() {
 	*x = ImportTFJobResponse{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[28]
+	mi := &file_trainyard_v1_job_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2896,7 +2996,7 @@ func (x *ImportTFJobResponse) String() string {
 func (*ImportTFJobResponse) ProtoMessage() {}
 
 func (x *ImportTFJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[28]
+	mi := &file_trainyard_v1_job_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2909,7 +3009,7 @@ func (x *ImportTFJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportTFJobResponse.ProtoReflect.Descriptor instead.
 func (*ImportTFJobResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{28}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ImportTFJobResponse) GetJob() *Job {
@@ -2943,7 +3043,7 @@ type ImportWarning struct {
 
 func (x *ImportWarning) Reset() {
 	*x = ImportWarning{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[29]
+	mi := &file_trainyard_v1_job_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2955,7 +3055,7 @@ func (x *ImportWarning) String() string {
 func (*ImportWarning) ProtoMessage() {}
 
 func (x *ImportWarning) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[29]
+	mi := &file_trainyard_v1_job_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2968,7 +3068,7 @@ func (x *ImportWarning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportWarning.ProtoReflect.Descriptor instead.
 func (*ImportWarning) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{29}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ImportWarning) GetField() string {
@@ -3001,7 +3101,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[30]
+	mi := &file_trainyard_v1_job_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3013,7 +3113,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[30]
+	mi := &file_trainyard_v1_job_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3026,7 +3126,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{30}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GetJobRequest) GetName() string {
@@ -3052,7 +3152,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[31]
+	mi := &file_trainyard_v1_job_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3064,7 +3164,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[31]
+	mi := &file_trainyard_v1_job_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3077,7 +3177,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{31}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListJobsRequest) GetParent() string {
@@ -3119,7 +3219,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[32]
+	mi := &file_trainyard_v1_job_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3131,7 +3231,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[32]
+	mi := &file_trainyard_v1_job_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3144,7 +3244,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{32}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -3170,7 +3270,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[33]
+	mi := &file_trainyard_v1_job_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3182,7 +3282,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[33]
+	mi := &file_trainyard_v1_job_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3195,7 +3295,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{33}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CancelJobRequest) GetName() string {
@@ -3214,7 +3314,7 @@ type DeleteJobRequest struct {
 
 func (x *DeleteJobRequest) Reset() {
 	*x = DeleteJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[34]
+	mi := &file_trainyard_v1_job_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3226,7 +3326,7 @@ func (x *DeleteJobRequest) String() string {
 func (*DeleteJobRequest) ProtoMessage() {}
 
 func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[34]
+	mi := &file_trainyard_v1_job_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3239,7 +3339,7 @@ func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobRequest.ProtoReflect.Descriptor instead.
 func (*DeleteJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{34}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *DeleteJobRequest) GetName() string {
@@ -3257,7 +3357,7 @@ type DeleteJobResponse struct {
 
 func (x *DeleteJobResponse) Reset() {
 	*x = DeleteJobResponse{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[35]
+	mi := &file_trainyard_v1_job_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3269,7 +3369,7 @@ func (x *DeleteJobResponse) String() string {
 func (*DeleteJobResponse) ProtoMessage() {}
 
 func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[35]
+	mi := &file_trainyard_v1_job_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3282,7 +3382,7 @@ func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobResponse.ProtoReflect.Descriptor instead.
 func (*DeleteJobResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{35}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{37}
 }
 
 // Something that happened to a job.
@@ -3305,7 +3405,7 @@ type JobEvent struct {
 
 func (x *JobEvent) Reset() {
 	*x = JobEvent{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[36]
+	mi := &file_trainyard_v1_job_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3317,7 +3417,7 @@ func (x *JobEvent) String() string {
 func (*JobEvent) ProtoMessage() {}
 
 func (x *JobEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[36]
+	mi := &file_trainyard_v1_job_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3330,7 +3430,7 @@ func (x *JobEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEvent.ProtoReflect.Descriptor instead.
 func (*JobEvent) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{36}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *JobEvent) GetId() int64 {
@@ -3394,7 +3494,7 @@ type ListJobEventsRequest struct {
 
 func (x *ListJobEventsRequest) Reset() {
 	*x = ListJobEventsRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[37]
+	mi := &file_trainyard_v1_job_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3406,7 +3506,7 @@ func (x *ListJobEventsRequest) String() string {
 func (*ListJobEventsRequest) ProtoMessage() {}
 
 func (x *ListJobEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[37]
+	mi := &file_trainyard_v1_job_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3419,7 +3519,7 @@ func (x *ListJobEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobEventsRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{37}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListJobEventsRequest) GetParent() string {
@@ -3453,7 +3553,7 @@ type ListJobEventsResponse struct {
 
 func (x *ListJobEventsResponse) Reset() {
 	*x = ListJobEventsResponse{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[38]
+	mi := &file_trainyard_v1_job_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3465,7 +3565,7 @@ func (x *ListJobEventsResponse) String() string {
 func (*ListJobEventsResponse) ProtoMessage() {}
 
 func (x *ListJobEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[38]
+	mi := &file_trainyard_v1_job_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3478,7 +3578,7 @@ func (x *ListJobEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobEventsResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{38}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListJobEventsResponse) GetEvents() []*JobEvent {
@@ -3510,7 +3610,7 @@ type GetJobLogsRequest struct {
 
 func (x *GetJobLogsRequest) Reset() {
 	*x = GetJobLogsRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[39]
+	mi := &file_trainyard_v1_job_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3522,7 +3622,7 @@ func (x *GetJobLogsRequest) String() string {
 func (*GetJobLogsRequest) ProtoMessage() {}
 
 func (x *GetJobLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[39]
+	mi := &file_trainyard_v1_job_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3535,7 +3635,7 @@ func (x *GetJobLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobLogsRequest.ProtoReflect.Descriptor instead.
 func (*GetJobLogsRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{39}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GetJobLogsRequest) GetName() string {
@@ -3577,7 +3677,7 @@ type WatchJobRequest struct {
 
 func (x *WatchJobRequest) Reset() {
 	*x = WatchJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[40]
+	mi := &file_trainyard_v1_job_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3589,7 +3689,7 @@ func (x *WatchJobRequest) String() string {
 func (*WatchJobRequest) ProtoMessage() {}
 
 func (x *WatchJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[40]
+	mi := &file_trainyard_v1_job_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3602,7 +3702,7 @@ func (x *WatchJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchJobRequest.ProtoReflect.Descriptor instead.
 func (*WatchJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{40}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *WatchJobRequest) GetName() string {
@@ -3632,7 +3732,7 @@ type WatchJobsRequest struct {
 
 func (x *WatchJobsRequest) Reset() {
 	*x = WatchJobsRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[41]
+	mi := &file_trainyard_v1_job_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3644,7 +3744,7 @@ func (x *WatchJobsRequest) String() string {
 func (*WatchJobsRequest) ProtoMessage() {}
 
 func (x *WatchJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[41]
+	mi := &file_trainyard_v1_job_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3657,7 +3757,7 @@ func (x *WatchJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchJobsRequest.ProtoReflect.Descriptor instead.
 func (*WatchJobsRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{41}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *WatchJobsRequest) GetParent() string {
@@ -3693,7 +3793,7 @@ type WatchJobResponse struct {
 
 func (x *WatchJobResponse) Reset() {
 	*x = WatchJobResponse{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[42]
+	mi := &file_trainyard_v1_job_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3705,7 +3805,7 @@ func (x *WatchJobResponse) String() string {
 func (*WatchJobResponse) ProtoMessage() {}
 
 func (x *WatchJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[42]
+	mi := &file_trainyard_v1_job_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3718,7 +3818,7 @@ func (x *WatchJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchJobResponse.ProtoReflect.Descriptor instead.
 func (*WatchJobResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{42}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *WatchJobResponse) GetEvent() *JobEvent {
@@ -3949,7 +4049,12 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\x03job\x18\x02 \x01(\v2\x11.trainyard.v1.JobR\x03job\x12\x15\n" +
 	"\x06job_id\x18\x03 \x01(\tR\x05jobId\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x04 \x01(\tR\trequestId\"\xdd\x01\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\"l\n" +
+	"\x16BatchCreateJobsRequest\x12\x16\n" +
+	"\x06parent\x18\x01 \x01(\tR\x06parent\x12:\n" +
+	"\brequests\x18\x02 \x03(\v2\x1e.trainyard.v1.CreateJobRequestR\brequests\"@\n" +
+	"\x17BatchCreateJobsResponse\x12%\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x11.trainyard.v1.JobR\x04jobs\"\xdd\x01\n" +
 	"\x12ImportTFJobRequest\x12\x16\n" +
 	"\x06parent\x18\x01 \x01(\tR\x06parent\x12-\n" +
 	"\x05tfjob\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x05tfjob\x12\x15\n" +
@@ -4065,7 +4170,8 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\x15REPLICA_STATE_PENDING\x10\x01\x12\x19\n" +
 	"\x15REPLICA_STATE_RUNNING\x10\x02\x12\x1b\n" +
 	"\x17REPLICA_STATE_SUCCEEDED\x10\x03\x12\x18\n" +
-	"\x14REPLICA_STATE_FAILED\x10\x042\xa0\t\n" +
+	"\x14REPLICA_STATE_FAILED\x10\x042\xb5\n" +
+	"\n" +
 	"\n" +
 	"JobService\x12h\n" +
 	"\tCreateJob\x12\x1e.trainyard.v1.CreateJobRequest\x1a\x11.trainyard.v1.Job\"(\x82\xd3\xe4\x93\x02\":\x03job\"\x1b/v1/{parent=tenants/*}/jobs\x12]\n" +
@@ -4078,7 +4184,8 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"GetJobLogs\x12\x1f.trainyard.v1.GetJobLogsRequest\x1a\x14.google.api.HttpBody\"(\x82\xd3\xe4\x93\x02\"\x12 /v1/{name=tenants/*/jobs/*}/logs0\x01\x12v\n" +
 	"\bWatchJob\x12\x1d.trainyard.v1.WatchJobRequest\x1a\x1e.trainyard.v1.WatchJobResponse\")\x82\xd3\xe4\x93\x02#\x12!/v1/{name=tenants/*/jobs/*}:watch0\x01\x12x\n" +
 	"\tWatchJobs\x12\x1e.trainyard.v1.WatchJobsRequest\x1a\x1e.trainyard.v1.WatchJobResponse\")\x82\xd3\xe4\x93\x02#\x12!/v1/{parent=tenants/*}/jobs:watch0\x01\x12\x8a\x01\n" +
-	"\vImportTFJob\x12 .trainyard.v1.ImportTFJobRequest\x1a!.trainyard.v1.ImportTFJobResponse\"6\x82\xd3\xe4\x93\x020:\x05tfjob\"'/v1/{parent=tenants/*}/jobs:importTFJobB\xba\x02\x92A\xf7\x01\x12}\n" +
+	"\vImportTFJob\x12 .trainyard.v1.ImportTFJobRequest\x1a!.trainyard.v1.ImportTFJobResponse\"6\x82\xd3\xe4\x93\x020:\x05tfjob\"'/v1/{parent=tenants/*}/jobs:importTFJob\x12\x92\x01\n" +
+	"\x0fBatchCreateJobs\x12$.trainyard.v1.BatchCreateJobsRequest\x1a%.trainyard.v1.BatchCreateJobsResponse\"2\x82\xd3\xe4\x93\x02,:\x01*\"'/v1/{parent=tenants/*}/jobs:batchCreateB\xba\x02\x92A\xf7\x01\x12}\n" +
 	"\tTrainyard\x12lSubmit and follow distributed TensorFlow training jobs on Kubernetes. Every call needs an OIDC bearer token.2\x02v12\x10application/json:\x10application/jsonZD\n" +
 	"B\n" +
 	"\x06bearer\x128\b\x02\x12#An OIDC ID token: 'Bearer <token>'.\x1a\rAuthorization \x02b\f\n" +
@@ -4099,7 +4206,7 @@ func file_trainyard_v1_job_proto_rawDescGZIP() []byte {
 }
 
 var file_trainyard_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_trainyard_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_trainyard_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_trainyard_v1_job_proto_goTypes = []any{
 	(ReplicaType)(0),                // 0: trainyard.v1.ReplicaType
 	(RestartPolicy)(0),              // 1: trainyard.v1.RestartPolicy
@@ -4136,36 +4243,38 @@ var file_trainyard_v1_job_proto_goTypes = []any{
 	(*ReplicaStatus)(nil),           // 32: trainyard.v1.ReplicaStatus
 	(*Termination)(nil),             // 33: trainyard.v1.Termination
 	(*CreateJobRequest)(nil),        // 34: trainyard.v1.CreateJobRequest
-	(*ImportTFJobRequest)(nil),      // 35: trainyard.v1.ImportTFJobRequest
-	(*ImportTFJobResponse)(nil),     // 36: trainyard.v1.ImportTFJobResponse
-	(*ImportWarning)(nil),           // 37: trainyard.v1.ImportWarning
-	(*GetJobRequest)(nil),           // 38: trainyard.v1.GetJobRequest
-	(*ListJobsRequest)(nil),         // 39: trainyard.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),        // 40: trainyard.v1.ListJobsResponse
-	(*CancelJobRequest)(nil),        // 41: trainyard.v1.CancelJobRequest
-	(*DeleteJobRequest)(nil),        // 42: trainyard.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),       // 43: trainyard.v1.DeleteJobResponse
-	(*JobEvent)(nil),                // 44: trainyard.v1.JobEvent
-	(*ListJobEventsRequest)(nil),    // 45: trainyard.v1.ListJobEventsRequest
-	(*ListJobEventsResponse)(nil),   // 46: trainyard.v1.ListJobEventsResponse
-	(*GetJobLogsRequest)(nil),       // 47: trainyard.v1.GetJobLogsRequest
-	(*WatchJobRequest)(nil),         // 48: trainyard.v1.WatchJobRequest
-	(*WatchJobsRequest)(nil),        // 49: trainyard.v1.WatchJobsRequest
-	(*WatchJobResponse)(nil),        // 50: trainyard.v1.WatchJobResponse
-	nil,                             // 51: trainyard.v1.Job.LabelsEntry
-	nil,                             // 52: trainyard.v1.ReplicaSpec.NodeSelectorEntry
-	nil,                             // 53: trainyard.v1.ReplicaSpec.PodLabelsEntry
-	nil,                             // 54: trainyard.v1.ReplicaSpec.PodAnnotationsEntry
-	(*timestamppb.Timestamp)(nil),   // 55: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),         // 56: google.protobuf.Struct
-	(*httpbody.HttpBody)(nil),       // 57: google.api.HttpBody
+	(*BatchCreateJobsRequest)(nil),  // 35: trainyard.v1.BatchCreateJobsRequest
+	(*BatchCreateJobsResponse)(nil), // 36: trainyard.v1.BatchCreateJobsResponse
+	(*ImportTFJobRequest)(nil),      // 37: trainyard.v1.ImportTFJobRequest
+	(*ImportTFJobResponse)(nil),     // 38: trainyard.v1.ImportTFJobResponse
+	(*ImportWarning)(nil),           // 39: trainyard.v1.ImportWarning
+	(*GetJobRequest)(nil),           // 40: trainyard.v1.GetJobRequest
+	(*ListJobsRequest)(nil),         // 41: trainyard.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),        // 42: trainyard.v1.ListJobsResponse
+	(*CancelJobRequest)(nil),        // 43: trainyard.v1.CancelJobRequest
+	(*DeleteJobRequest)(nil),        // 44: trainyard.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),       // 45: trainyard.v1.DeleteJobResponse
+	(*JobEvent)(nil),                // 46: trainyard.v1.JobEvent
+	(*ListJobEventsRequest)(nil),    // 47: trainyard.v1.ListJobEventsRequest
+	(*ListJobEventsResponse)(nil),   // 48: trainyard.v1.ListJobEventsResponse
+	(*GetJobLogsRequest)(nil),       // 49: trainyard.v1.GetJobLogsRequest
+	(*WatchJobRequest)(nil),         // 50: trainyard.v1.WatchJobRequest
+	(*WatchJobsRequest)(nil),        // 51: trainyard.v1.WatchJobsRequest
+	(*WatchJobResponse)(nil),        // 52: trainyard.v1.WatchJobResponse
+	nil,                             // 53: trainyard.v1.Job.LabelsEntry
+	nil,                             // 54: trainyard.v1.ReplicaSpec.NodeSelectorEntry
+	nil,                             // 55: trainyard.v1.ReplicaSpec.PodLabelsEntry
+	nil,                             // 56: trainyard.v1.ReplicaSpec.PodAnnotationsEntry
+	(*timestamppb.Timestamp)(nil),   // 57: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),         // 58: google.protobuf.Struct
+	(*httpbody.HttpBody)(nil),       // 59: google.api.HttpBody
 }
 var file_trainyard_v1_job_proto_depIdxs = []int32{
-	51, // 0: trainyard.v1.Job.labels:type_name -> trainyard.v1.Job.LabelsEntry
+	53, // 0: trainyard.v1.Job.labels:type_name -> trainyard.v1.Job.LabelsEntry
 	9,  // 1: trainyard.v1.Job.spec:type_name -> trainyard.v1.JobSpec
 	28, // 2: trainyard.v1.Job.status:type_name -> trainyard.v1.JobStatus
-	55, // 3: trainyard.v1.Job.create_time:type_name -> google.protobuf.Timestamp
-	55, // 4: trainyard.v1.Job.update_time:type_name -> google.protobuf.Timestamp
+	57, // 3: trainyard.v1.Job.create_time:type_name -> google.protobuf.Timestamp
+	57, // 4: trainyard.v1.Job.update_time:type_name -> google.protobuf.Timestamp
 	10, // 5: trainyard.v1.JobSpec.replicas:type_name -> trainyard.v1.ReplicaSpec
 	25, // 6: trainyard.v1.JobSpec.run_policy:type_name -> trainyard.v1.RunPolicy
 	3,  // 7: trainyard.v1.JobSpec.success_policy:type_name -> trainyard.v1.SuccessPolicy
@@ -4174,11 +4283,11 @@ var file_trainyard_v1_job_proto_depIdxs = []int32{
 	0,  // 10: trainyard.v1.ReplicaSpec.type:type_name -> trainyard.v1.ReplicaType
 	16, // 11: trainyard.v1.ReplicaSpec.env:type_name -> trainyard.v1.EnvVar
 	19, // 12: trainyard.v1.ReplicaSpec.resources:type_name -> trainyard.v1.Resources
-	52, // 13: trainyard.v1.ReplicaSpec.node_selector:type_name -> trainyard.v1.ReplicaSpec.NodeSelectorEntry
+	54, // 13: trainyard.v1.ReplicaSpec.node_selector:type_name -> trainyard.v1.ReplicaSpec.NodeSelectorEntry
 	20, // 14: trainyard.v1.ReplicaSpec.tolerations:type_name -> trainyard.v1.Toleration
 	21, // 15: trainyard.v1.ReplicaSpec.affinity:type_name -> trainyard.v1.Affinity
-	53, // 16: trainyard.v1.ReplicaSpec.pod_labels:type_name -> trainyard.v1.ReplicaSpec.PodLabelsEntry
-	54, // 17: trainyard.v1.ReplicaSpec.pod_annotations:type_name -> trainyard.v1.ReplicaSpec.PodAnnotationsEntry
+	55, // 16: trainyard.v1.ReplicaSpec.pod_labels:type_name -> trainyard.v1.ReplicaSpec.PodLabelsEntry
+	56, // 17: trainyard.v1.ReplicaSpec.pod_annotations:type_name -> trainyard.v1.ReplicaSpec.PodAnnotationsEntry
 	1,  // 18: trainyard.v1.ReplicaSpec.restart_policy:type_name -> trainyard.v1.RestartPolicy
 	18, // 19: trainyard.v1.ReplicaSpec.secret_volumes:type_name -> trainyard.v1.SecretVolume
 	11, // 20: trainyard.v1.ReplicaSpec.liveness_probe:type_name -> trainyard.v1.Probe
@@ -4196,56 +4305,60 @@ var file_trainyard_v1_job_proto_depIdxs = []int32{
 	2,  // 32: trainyard.v1.RunPolicy.clean_pod_policy:type_name -> trainyard.v1.CleanPodPolicy
 	4,  // 33: trainyard.v1.JobStatus.state:type_name -> trainyard.v1.JobState
 	30, // 34: trainyard.v1.JobStatus.conditions:type_name -> trainyard.v1.Condition
-	55, // 35: trainyard.v1.JobStatus.start_time:type_name -> google.protobuf.Timestamp
-	55, // 36: trainyard.v1.JobStatus.completion_time:type_name -> google.protobuf.Timestamp
+	57, // 35: trainyard.v1.JobStatus.start_time:type_name -> google.protobuf.Timestamp
+	57, // 36: trainyard.v1.JobStatus.completion_time:type_name -> google.protobuf.Timestamp
 	31, // 37: trainyard.v1.JobStatus.replica_counts:type_name -> trainyard.v1.ReplicaCounts
 	32, // 38: trainyard.v1.JobStatus.replicas:type_name -> trainyard.v1.ReplicaStatus
 	29, // 39: trainyard.v1.JobStatus.queue:type_name -> trainyard.v1.QueueStatus
 	5,  // 40: trainyard.v1.QueueStatus.reason:type_name -> trainyard.v1.WaitReason
-	55, // 41: trainyard.v1.QueueStatus.estimated_start_time:type_name -> google.protobuf.Timestamp
+	57, // 41: trainyard.v1.QueueStatus.estimated_start_time:type_name -> google.protobuf.Timestamp
 	6,  // 42: trainyard.v1.QueueStatus.estimate_basis:type_name -> trainyard.v1.EstimateBasis
-	55, // 43: trainyard.v1.QueueStatus.update_time:type_name -> google.protobuf.Timestamp
-	55, // 44: trainyard.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
+	57, // 43: trainyard.v1.QueueStatus.update_time:type_name -> google.protobuf.Timestamp
+	57, // 44: trainyard.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
 	0,  // 45: trainyard.v1.ReplicaCounts.type:type_name -> trainyard.v1.ReplicaType
 	0,  // 46: trainyard.v1.ReplicaStatus.type:type_name -> trainyard.v1.ReplicaType
 	7,  // 47: trainyard.v1.ReplicaStatus.state:type_name -> trainyard.v1.ReplicaState
 	33, // 48: trainyard.v1.ReplicaStatus.last_termination:type_name -> trainyard.v1.Termination
-	55, // 49: trainyard.v1.Termination.finish_time:type_name -> google.protobuf.Timestamp
+	57, // 49: trainyard.v1.Termination.finish_time:type_name -> google.protobuf.Timestamp
 	8,  // 50: trainyard.v1.CreateJobRequest.job:type_name -> trainyard.v1.Job
-	56, // 51: trainyard.v1.ImportTFJobRequest.tfjob:type_name -> google.protobuf.Struct
-	8,  // 52: trainyard.v1.ImportTFJobResponse.job:type_name -> trainyard.v1.Job
-	37, // 53: trainyard.v1.ImportTFJobResponse.warnings:type_name -> trainyard.v1.ImportWarning
-	8,  // 54: trainyard.v1.ListJobsResponse.jobs:type_name -> trainyard.v1.Job
-	4,  // 55: trainyard.v1.JobEvent.state:type_name -> trainyard.v1.JobState
-	55, // 56: trainyard.v1.JobEvent.create_time:type_name -> google.protobuf.Timestamp
-	44, // 57: trainyard.v1.ListJobEventsResponse.events:type_name -> trainyard.v1.JobEvent
-	44, // 58: trainyard.v1.WatchJobResponse.event:type_name -> trainyard.v1.JobEvent
-	8,  // 59: trainyard.v1.WatchJobResponse.job:type_name -> trainyard.v1.Job
-	34, // 60: trainyard.v1.JobService.CreateJob:input_type -> trainyard.v1.CreateJobRequest
-	38, // 61: trainyard.v1.JobService.GetJob:input_type -> trainyard.v1.GetJobRequest
-	39, // 62: trainyard.v1.JobService.ListJobs:input_type -> trainyard.v1.ListJobsRequest
-	41, // 63: trainyard.v1.JobService.CancelJob:input_type -> trainyard.v1.CancelJobRequest
-	42, // 64: trainyard.v1.JobService.DeleteJob:input_type -> trainyard.v1.DeleteJobRequest
-	45, // 65: trainyard.v1.JobService.ListJobEvents:input_type -> trainyard.v1.ListJobEventsRequest
-	47, // 66: trainyard.v1.JobService.GetJobLogs:input_type -> trainyard.v1.GetJobLogsRequest
-	48, // 67: trainyard.v1.JobService.WatchJob:input_type -> trainyard.v1.WatchJobRequest
-	49, // 68: trainyard.v1.JobService.WatchJobs:input_type -> trainyard.v1.WatchJobsRequest
-	35, // 69: trainyard.v1.JobService.ImportTFJob:input_type -> trainyard.v1.ImportTFJobRequest
-	8,  // 70: trainyard.v1.JobService.CreateJob:output_type -> trainyard.v1.Job
-	8,  // 71: trainyard.v1.JobService.GetJob:output_type -> trainyard.v1.Job
-	40, // 72: trainyard.v1.JobService.ListJobs:output_type -> trainyard.v1.ListJobsResponse
-	8,  // 73: trainyard.v1.JobService.CancelJob:output_type -> trainyard.v1.Job
-	43, // 74: trainyard.v1.JobService.DeleteJob:output_type -> trainyard.v1.DeleteJobResponse
-	46, // 75: trainyard.v1.JobService.ListJobEvents:output_type -> trainyard.v1.ListJobEventsResponse
-	57, // 76: trainyard.v1.JobService.GetJobLogs:output_type -> google.api.HttpBody
-	50, // 77: trainyard.v1.JobService.WatchJob:output_type -> trainyard.v1.WatchJobResponse
-	50, // 78: trainyard.v1.JobService.WatchJobs:output_type -> trainyard.v1.WatchJobResponse
-	36, // 79: trainyard.v1.JobService.ImportTFJob:output_type -> trainyard.v1.ImportTFJobResponse
-	70, // [70:80] is the sub-list for method output_type
-	60, // [60:70] is the sub-list for method input_type
-	60, // [60:60] is the sub-list for extension type_name
-	60, // [60:60] is the sub-list for extension extendee
-	0,  // [0:60] is the sub-list for field type_name
+	34, // 51: trainyard.v1.BatchCreateJobsRequest.requests:type_name -> trainyard.v1.CreateJobRequest
+	8,  // 52: trainyard.v1.BatchCreateJobsResponse.jobs:type_name -> trainyard.v1.Job
+	58, // 53: trainyard.v1.ImportTFJobRequest.tfjob:type_name -> google.protobuf.Struct
+	8,  // 54: trainyard.v1.ImportTFJobResponse.job:type_name -> trainyard.v1.Job
+	39, // 55: trainyard.v1.ImportTFJobResponse.warnings:type_name -> trainyard.v1.ImportWarning
+	8,  // 56: trainyard.v1.ListJobsResponse.jobs:type_name -> trainyard.v1.Job
+	4,  // 57: trainyard.v1.JobEvent.state:type_name -> trainyard.v1.JobState
+	57, // 58: trainyard.v1.JobEvent.create_time:type_name -> google.protobuf.Timestamp
+	46, // 59: trainyard.v1.ListJobEventsResponse.events:type_name -> trainyard.v1.JobEvent
+	46, // 60: trainyard.v1.WatchJobResponse.event:type_name -> trainyard.v1.JobEvent
+	8,  // 61: trainyard.v1.WatchJobResponse.job:type_name -> trainyard.v1.Job
+	34, // 62: trainyard.v1.JobService.CreateJob:input_type -> trainyard.v1.CreateJobRequest
+	40, // 63: trainyard.v1.JobService.GetJob:input_type -> trainyard.v1.GetJobRequest
+	41, // 64: trainyard.v1.JobService.ListJobs:input_type -> trainyard.v1.ListJobsRequest
+	43, // 65: trainyard.v1.JobService.CancelJob:input_type -> trainyard.v1.CancelJobRequest
+	44, // 66: trainyard.v1.JobService.DeleteJob:input_type -> trainyard.v1.DeleteJobRequest
+	47, // 67: trainyard.v1.JobService.ListJobEvents:input_type -> trainyard.v1.ListJobEventsRequest
+	49, // 68: trainyard.v1.JobService.GetJobLogs:input_type -> trainyard.v1.GetJobLogsRequest
+	50, // 69: trainyard.v1.JobService.WatchJob:input_type -> trainyard.v1.WatchJobRequest
+	51, // 70: trainyard.v1.JobService.WatchJobs:input_type -> trainyard.v1.WatchJobsRequest
+	37, // 71: trainyard.v1.JobService.ImportTFJob:input_type -> trainyard.v1.ImportTFJobRequest
+	35, // 72: trainyard.v1.JobService.BatchCreateJobs:input_type -> trainyard.v1.BatchCreateJobsRequest
+	8,  // 73: trainyard.v1.JobService.CreateJob:output_type -> trainyard.v1.Job
+	8,  // 74: trainyard.v1.JobService.GetJob:output_type -> trainyard.v1.Job
+	42, // 75: trainyard.v1.JobService.ListJobs:output_type -> trainyard.v1.ListJobsResponse
+	8,  // 76: trainyard.v1.JobService.CancelJob:output_type -> trainyard.v1.Job
+	45, // 77: trainyard.v1.JobService.DeleteJob:output_type -> trainyard.v1.DeleteJobResponse
+	48, // 78: trainyard.v1.JobService.ListJobEvents:output_type -> trainyard.v1.ListJobEventsResponse
+	59, // 79: trainyard.v1.JobService.GetJobLogs:output_type -> google.api.HttpBody
+	52, // 80: trainyard.v1.JobService.WatchJob:output_type -> trainyard.v1.WatchJobResponse
+	52, // 81: trainyard.v1.JobService.WatchJobs:output_type -> trainyard.v1.WatchJobResponse
+	38, // 82: trainyard.v1.JobService.ImportTFJob:output_type -> trainyard.v1.ImportTFJobResponse
+	36, // 83: trainyard.v1.JobService.BatchCreateJobs:output_type -> trainyard.v1.BatchCreateJobsResponse
+	73, // [73:84] is the sub-list for method output_type
+	62, // [62:73] is the sub-list for method input_type
+	62, // [62:62] is the sub-list for extension type_name
+	62, // [62:62] is the sub-list for extension extendee
+	0,  // [0:62] is the sub-list for field type_name
 }
 
 func init() { file_trainyard_v1_job_proto_init() }
@@ -4270,7 +4383,7 @@ func file_trainyard_v1_job_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_trainyard_v1_job_proto_rawDesc), len(file_trainyard_v1_job_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   47,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

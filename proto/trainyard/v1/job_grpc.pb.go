@@ -20,16 +20,17 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	JobService_CreateJob_FullMethodName     = "/trainyard.v1.JobService/CreateJob"
-	JobService_GetJob_FullMethodName        = "/trainyard.v1.JobService/GetJob"
-	JobService_ListJobs_FullMethodName      = "/trainyard.v1.JobService/ListJobs"
-	JobService_CancelJob_FullMethodName     = "/trainyard.v1.JobService/CancelJob"
-	JobService_DeleteJob_FullMethodName     = "/trainyard.v1.JobService/DeleteJob"
-	JobService_ListJobEvents_FullMethodName = "/trainyard.v1.JobService/ListJobEvents"
-	JobService_GetJobLogs_FullMethodName    = "/trainyard.v1.JobService/GetJobLogs"
-	JobService_WatchJob_FullMethodName      = "/trainyard.v1.JobService/WatchJob"
-	JobService_WatchJobs_FullMethodName     = "/trainyard.v1.JobService/WatchJobs"
-	JobService_ImportTFJob_FullMethodName   = "/trainyard.v1.JobService/ImportTFJob"
+	JobService_CreateJob_FullMethodName       = "/trainyard.v1.JobService/CreateJob"
+	JobService_GetJob_FullMethodName          = "/trainyard.v1.JobService/GetJob"
+	JobService_ListJobs_FullMethodName        = "/trainyard.v1.JobService/ListJobs"
+	JobService_CancelJob_FullMethodName       = "/trainyard.v1.JobService/CancelJob"
+	JobService_DeleteJob_FullMethodName       = "/trainyard.v1.JobService/DeleteJob"
+	JobService_ListJobEvents_FullMethodName   = "/trainyard.v1.JobService/ListJobEvents"
+	JobService_GetJobLogs_FullMethodName      = "/trainyard.v1.JobService/GetJobLogs"
+	JobService_WatchJob_FullMethodName        = "/trainyard.v1.JobService/WatchJob"
+	JobService_WatchJobs_FullMethodName       = "/trainyard.v1.JobService/WatchJobs"
+	JobService_ImportTFJob_FullMethodName     = "/trainyard.v1.JobService/ImportTFJob"
+	JobService_BatchCreateJobs_FullMethodName = "/trainyard.v1.JobService/BatchCreateJobs"
 )
 
 // JobServiceClient is the client API for JobService service.
@@ -82,6 +83,15 @@ type JobServiceClient interface {
 	// Over REST the body is the TFJob itself: JSON, or YAML with
 	// Content-Type application/yaml.
 	ImportTFJob(ctx context.Context, in *ImportTFJobRequest, opts ...grpc.CallOption) (*ImportTFJobResponse, error)
+	// Creates up to 1,000 jobs of one tenant at once (AIP-233), all or none:
+	// the batch is validated as a whole (violations are indexed by item,
+	// "requests[3].spec.replicas[0].image") and written in one
+	// transaction. Each item is a CreateJobRequest with its own job_id and
+	// request_id; an item whose request_id was seen before creates nothing and
+	// returns the job its first request created, so a retried batch is
+	// idempotent item by item. A job_id in use is ALREADY_EXISTS naming the
+	// item. The jobs come back in the order of the requests.
+	BatchCreateJobs(ctx context.Context, in *BatchCreateJobsRequest, opts ...grpc.CallOption) (*BatchCreateJobsResponse, error)
 }
 
 type jobServiceClient struct {
@@ -219,6 +229,16 @@ func (c *jobServiceClient) ImportTFJob(ctx context.Context, in *ImportTFJobReque
 	return out, nil
 }
 
+func (c *jobServiceClient) BatchCreateJobs(ctx context.Context, in *BatchCreateJobsRequest, opts ...grpc.CallOption) (*BatchCreateJobsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BatchCreateJobsResponse)
+	err := c.cc.Invoke(ctx, JobService_BatchCreateJobs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // JobServiceServer is the server API for JobService service.
 // All implementations must embed UnimplementedJobServiceServer
 // for forward compatibility.
@@ -269,6 +289,15 @@ type JobServiceServer interface {
 	// Over REST the body is the TFJob itself: JSON, or YAML with
 	// Content-Type application/yaml.
 	ImportTFJob(context.Context, *ImportTFJobRequest) (*ImportTFJobResponse, error)
+	// Creates up to 1,000 jobs of one tenant at once (AIP-233), all or none:
+	// the batch is validated as a whole (violations are indexed by item,
+	// "requests[3].spec.replicas[0].image") and written in one
+	// transaction. Each item is a CreateJobRequest with its own job_id and
+	// request_id; an item whose request_id was seen before creates nothing and
+	// returns the job its first request created, so a retried batch is
+	// idempotent item by item. A job_id in use is ALREADY_EXISTS naming the
+	// item. The jobs come back in the order of the requests.
+	BatchCreateJobs(context.Context, *BatchCreateJobsRequest) (*BatchCreateJobsResponse, error)
 	mustEmbedUnimplementedJobServiceServer()
 }
 
@@ -308,6 +337,9 @@ func (UnimplementedJobServiceServer) WatchJobs(*WatchJobsRequest, grpc.ServerStr
 }
 func (UnimplementedJobServiceServer) ImportTFJob(context.Context, *ImportTFJobRequest) (*ImportTFJobResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ImportTFJob not implemented")
+}
+func (UnimplementedJobServiceServer) BatchCreateJobs(context.Context, *BatchCreateJobsRequest) (*BatchCreateJobsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method BatchCreateJobs not implemented")
 }
 func (UnimplementedJobServiceServer) mustEmbedUnimplementedJobServiceServer() {}
 func (UnimplementedJobServiceServer) testEmbeddedByValue()                    {}
@@ -489,6 +521,24 @@ func _JobService_ImportTFJob_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _JobService_BatchCreateJobs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BatchCreateJobsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).BatchCreateJobs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_BatchCreateJobs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).BatchCreateJobs(ctx, req.(*BatchCreateJobsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // JobService_ServiceDesc is the grpc.ServiceDesc for JobService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -523,6 +573,10 @@ var JobService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ImportTFJob",
 			Handler:    _JobService_ImportTFJob_Handler,
+		},
+		{
+			MethodName: "BatchCreateJobs",
+			Handler:    _JobService_BatchCreateJobs_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

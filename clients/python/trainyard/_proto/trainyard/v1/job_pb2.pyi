@@ -62,6 +62,20 @@ class Affinity(_message.Message):
     required: _containers.RepeatedCompositeFieldContainer[NodeSelectorTerm]
     def __init__(self, required: _Optional[_Iterable[_Union[NodeSelectorTerm, _Mapping]]] = ..., preferred: _Optional[_Iterable[_Union[PreferredTerm, _Mapping]]] = ...) -> None: ...
 
+class BatchCreateJobsRequest(_message.Message):
+    __slots__ = ["parent", "requests"]
+    PARENT_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    parent: str
+    requests: _containers.RepeatedCompositeFieldContainer[CreateJobRequest]
+    def __init__(self, parent: _Optional[str] = ..., requests: _Optional[_Iterable[_Union[CreateJobRequest, _Mapping]]] = ...) -> None: ...
+
+class BatchCreateJobsResponse(_message.Message):
+    __slots__ = ["jobs"]
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    jobs: _containers.RepeatedCompositeFieldContainer[Job]
+    def __init__(self, jobs: _Optional[_Iterable[_Union[Job, _Mapping]]] = ...) -> None: ...
+
 class CancelJobRequest(_message.Message):
     __slots__ = ["name"]
     NAME_FIELD_NUMBER: _ClassVar[int]

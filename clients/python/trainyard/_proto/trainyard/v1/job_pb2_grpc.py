@@ -68,6 +68,11 @@ class JobServiceStub(object):
                 request_serializer=trainyard_dot_v1_dot_job__pb2.ImportTFJobRequest.SerializeToString,
                 response_deserializer=trainyard_dot_v1_dot_job__pb2.ImportTFJobResponse.FromString,
                 )
+        self.BatchCreateJobs = channel.unary_unary(
+                '/trainyard.v1.JobService/BatchCreateJobs',
+                request_serializer=trainyard_dot_v1_dot_job__pb2.BatchCreateJobsRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_job__pb2.BatchCreateJobsResponse.FromString,
+                )
 
 
 class JobServiceServicer(object):
@@ -168,6 +173,20 @@ class JobServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def BatchCreateJobs(self, request, context):
+        """Creates up to 1,000 jobs of one tenant at once (AIP-233), all or none:
+        the batch is validated as a whole (violations are indexed by item,
+        "requests[3].spec.replicas[0].image") and written in one
+        transaction. Each item is a CreateJobRequest with its own job_id and
+        request_id; an item whose request_id was seen before creates nothing and
+        returns the job its first request created, so a retried batch is
+        idempotent item by item. A job_id in use is ALREADY_EXISTS naming the
+        item. The jobs come back in the order of the requests.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_JobServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -220,6 +239,11 @@ def add_JobServiceServicer_to_server(servicer, server):
                     servicer.ImportTFJob,
                     request_deserializer=trainyard_dot_v1_dot_job__pb2.ImportTFJobRequest.FromString,
                     response_serializer=trainyard_dot_v1_dot_job__pb2.ImportTFJobResponse.SerializeToString,
+            ),
+            'BatchCreateJobs': grpc.unary_unary_rpc_method_handler(
+                    servicer.BatchCreateJobs,
+                    request_deserializer=trainyard_dot_v1_dot_job__pb2.BatchCreateJobsRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_job__pb2.BatchCreateJobsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -401,5 +425,22 @@ class JobService(object):
         return grpc.experimental.unary_unary(request, target, '/trainyard.v1.JobService/ImportTFJob',
             trainyard_dot_v1_dot_job__pb2.ImportTFJobRequest.SerializeToString,
             trainyard_dot_v1_dot_job__pb2.ImportTFJobResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def BatchCreateJobs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/trainyard.v1.JobService/BatchCreateJobs',
+            trainyard_dot_v1_dot_job__pb2.BatchCreateJobsRequest.SerializeToString,
+            trainyard_dot_v1_dot_job__pb2.BatchCreateJobsResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
