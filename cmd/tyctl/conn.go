@@ -92,7 +92,8 @@ func (b bearer) GoString() string { return b.String() }
 
 // retryServiceConfig retries calls that are safe to repeat when the server
 // is briefly unavailable (a restart, a load balancer shuffle). CreateJob
-// and ImportTFJob are safe because tyctl always sends a request id: the
+// ImportTFJob and BatchCreateJobs are safe because tyctl always sends
+// request ids: the
 // server returns the job the first attempt created. DeleteJob, CreateTenant and DeleteTenant are
 // left out: a repeat would report NotFound or AlreadyExists for a call that
 // worked.
@@ -101,6 +102,7 @@ const retryServiceConfig = `{
     "name": [
       {"service": "trainyard.v1.JobService", "method": "CreateJob"},
       {"service": "trainyard.v1.JobService", "method": "ImportTFJob"},
+      {"service": "trainyard.v1.JobService", "method": "BatchCreateJobs"},
       {"service": "trainyard.v1.JobService", "method": "GetJob"},
       {"service": "trainyard.v1.JobService", "method": "ListJobs"},
       {"service": "trainyard.v1.JobService", "method": "CancelJob"},

@@ -6,6 +6,7 @@
 // # Commands
 //
 //	tyctl jobs submit -f job.yaml [--id NAME] [--request-id ID] [--allow-warnings]
+//	tyctl jobs submit -f jobs.yaml|DIR [--request-id ID]   several documents: one batch
 //	tyctl jobs get NAME
 //	tyctl jobs list [--filter F] [--limit N] [--all-pages] [--page-token T]
 //	tyctl jobs cancel NAME
@@ -96,7 +97,9 @@
 // jobs submit always sends a request id (AIP-155): --request-id, or a fresh
 // UUID printed on stderr before the call, so that a submit whose answer was
 // lost can be repeated with the same id and returns the job the first one
-// created. Calls that are safe to repeat (CreateJob thanks to that id, gets,
+// created. Several documents (a multi-document file, a directory) go to
+// BatchCreateJobs, 1,000 per call, document n with "<id>-<n>" (batch.go).
+// Calls that are safe to repeat (CreateJob thanks to that id, gets,
 // lists, cancel, secret put) are retried by gRPC on UNAVAILABLE, up to 4
 // attempts; deletes and tenant creation are not, since a repeat would report
 // NotFound or AlreadyExists for a call that worked.
