@@ -94,6 +94,10 @@ fuzz-smoke: ## Run every fuzz target for a few seconds (part of make test).
 chaos: cluster-build build ## Break real processes under load for about 6 minutes (60 faults) and print what was lost, duplicated or stuck (integration/chaos).
 	TRAINYARD_BIN=$(BIN)/trainyard $(GO) test -tags chaos -run '^TestChaos$$' -count=1 -v -timeout 40m ./integration/chaos/
 
+.PHONY: simulate
+simulate: build ## Compare the scheduler with quota-only FIFO admission on generated traces of 5,000 jobs on 32 GPU nodes at four loads (about a minute; make test runs the small traces of internal/sim).
+	@for load in 0.7 0.9 1.0 1.2; do echo "== load $$load"; $(BIN)/trainyard simulate --nodes 32 --jobs 5000 --load $$load; echo; done
+
 .PHONY: test-unit
 test-unit: ## Unit tests only: no Postgres, no cluster.
 	$(GO) test -count=1 ./...

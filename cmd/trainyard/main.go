@@ -4,6 +4,7 @@
 //	trainyard worker   runs queued jobs on Kubernetes
 //	trainyard dev      both in one process, for local use
 //	trainyard migrate  up | down | version
+//	trainyard simulate compare scheduling policies on a workload, on virtual time
 //
 // Every flag can also be set by its environment variable, TRAINYARD_ and
 // the flag's name in capitals with dashes as underscores
@@ -40,7 +41,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCmd(), newWorkerCmd(), newDevCmd(), newMigrateCmd())
+	root.AddCommand(newServeCmd(), newWorkerCmd(), newDevCmd(), newMigrateCmd(), newSimulateCmd())
 	return root
 }
 

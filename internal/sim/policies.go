@@ -1,0 +1,253 @@
+package sim
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/sched"
+)
+
+// stepScheduler runs one scheduling cycle as the scheduler loop would:
+// snapshot, Schedule, then carry out admissions (pods where the decision
+// found room; they run at once) and preemptions (victims stop at once and
+// are queued again with their progress).
+func (r *run) stepScheduler() { r.schedule(3) }
+
+// schedule decides; when it preempted, it decides again (at most depth
+// times) since the victims' room is free at once.
+func (r *run) schedule(depth int) {
+	snap := sched.Snapshot{Now: epoch.Add(r.now), Config: sched.Config{StarvationAge: 30 * time.Minute}}
+	for _, t := range r.tenants {
+		snap.Tenants = append(snap.Tenants, t)
+	}
+	byKey := map[sched.Key]*simJob{}
+	for _, j := range r.jobs {
+		if !r.arrived(j) {
+			continue
+		}
+		byKey[j.key] = j
+		sj := sched.Job{
+			Key: j.key, Name: j.Name, Priority: j.Priority, Seq: j.seq, QueuedAt: epoch.Add(j.queuedAt),
+			Groups: j.Groups, MaxRunTime: 0, Admitted: j.admitted,
+		}
+		if j.admitted {
+			sj.StartTime = epoch.Add(j.started)
+			sj.OnNodes = map[string]job.Vector{}
+			for _, p := range j.placed {
+				sj.OnNodes[p.node] = sj.OnNodes[p.node].Add(p.req)
+			}
+			sj.Groups = slices.Clone(j.Groups)
+			for i := range sj.Groups {
+				sj.Groups[i].Placed = sj.Groups[i].Count
+			}
+		} else if j.preempted != (sched.Key{}) {
+			sj.PreemptedBy, sj.PreemptedByName = j.preempted, byKeyName(r.jobs, j.preempted)
+		}
+		snap.Jobs = append(snap.Jobs, sj)
+	}
+	for _, n := range r.nodes {
+		n.Used = n.Used.Add(r.used[n.Name])
+		snap.Nodes = append(snap.Nodes, n)
+	}
+	d := sched.Schedule(snap)
+	for _, p := range d.Preempt {
+		v := byKey[p.Victim]
+		v.left -= r.now - v.started // it checkpointed: the rest is to go
+		v.started = -1
+		r.free(v)
+		v.queuedAt, v.preempted = r.now, p.By
+		r.preemptions++
+	}
+	for _, k := range d.Admit {
+		j := byKey[k]
+		nodes := d.Assigned[k]
+		i := 0
+		for _, g := range j.Groups {
+			for range g.Count {
+				j.placed = append(j.placed, placement{node: nodes[i], req: g.Request})
+				r.used[nodes[i]] = r.used[nodes[i]].Add(g.Request)
+				i++
+			}
+		}
+		j.admitted, j.preempted = true, sched.Key{}
+		r.start(j)
+	}
+	if len(d.Preempt) > 0 && depth > 1 {
+		r.schedule(depth - 1)
+	}
+}
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func byKeyName(jobs []*simJob, k sched.Key) string {
+	for _, j := range jobs {
+		if j.key == k {
+			return j.Name
+		}
+	}
+	return ""
+}
+
+// stepQuotaFIFO is the admission Trainyard had before the scheduler: each
+// tenant's queue strictly in (priority, submission) order against its
+// quota only, then every admitted pod placed one at a time, first fit, in
+// admission order, without regard to gangs.
+func (r *run) stepQuotaFIFO() {
+	used := map[string]job.Vector{}
+	var queue []*simJob
+	for _, j := range r.jobs {
+		switch {
+		case !r.arrived(j):
+		case j.admitted:
+			used[j.Tenant] = used[j.Tenant].Add(demand(j.Groups))
+		default:
+			queue = append(queue, j)
+		}
+	}
+	slices.SortStableFunc(queue, func(a, b *simJob) int {
+		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(b.Priority, a.Priority), cmp.Compare(a.seq, b.seq))
+	})
+	blocked := map[string]bool{}
+	for _, j := range queue {
+		if blocked[j.Tenant] {
+			continue
+		}
+		d := demand(j.Groups)
+		if !used[j.Tenant].Add(d).Within(r.tenants[j.Tenant].Quota) {
+			blocked[j.Tenant] = true
+			continue
+		}
+		used[j.Tenant] = used[j.Tenant].Add(d)
+		j.admitted = true
+		for _, g := range j.Groups {
+			for range g.Count {
+				one := g
+				one.Count = 1
+				j.pendingPod = append(j.pendingPod, one)
+			}
+		}
+	}
+	// The kube-scheduler model: the worker creates an admitted job's pods
+	// together, so the scheduler's queue holds the pods of jobs admitted
+	// close together interleaved. Place them round-robin across jobs in
+	// admission order, each on the first node with room; a pod that does
+	// not fit waits, and the others go on.
+	var placing []*simJob
+	for _, j := range r.jobs { // r.jobs is in submission (seq) order
+		if j.admitted && !j.done && len(j.pendingPod) > 0 {
+			placing = append(placing, j)
+		}
+	}
+	for progress := true; progress; {
+		progress = false
+		for _, j := range placing {
+			for k, p := range j.pendingPod {
+				if node, ok := r.firstFit(p); ok {
+					j.placed = append(j.placed, placement{node: node, req: p.Request})
+					r.used[node] = r.used[node].Add(p.Request)
+					j.pendingPod = slices.Delete(j.pendingPod, k, k+1)
+					progress = true
+					break
+				}
+			}
+		}
+	}
+	for _, j := range placing {
+		if len(j.pendingPod) == 0 && j.started < 0 {
+			r.start(j)
+		}
+	}
+}
+
+// firstFit finds the first node (in trace order) that allows the pod and
+// has room for it.
+func (r *run) firstFit(g sched.Group) (string, bool) {
+	for _, n := range r.nodes {
+		if n.Unschedulable || !g.Request.LessEq(n.Allocatable.Sub(n.Used).Sub(r.used[n.Name])) || !allows(g.Placement, n) {
+			continue
+		}
+		return n.Name, true
+	}
+	return "", false
+}
+
+// allows is the placement check for the quota-fifo model: node selector
+// labels only (traces keep placements simple).
+func allows(p sched.Placement, n sched.Node) bool {
+	for k, v := range p.NodeSelector {
+		if n.Labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func demand(groups []sched.Group) job.Vector {
+	var d job.Vector
+	for _, g := range groups {
+		d = d.Add(g.Request.Times(int64(g.Count)))
+	}
+	return d
+}
+
+func (r *run) result(horizon time.Duration) Result {
+	res := r.res
+	res.Preemptions = r.preemptions
+	res.Wait = map[string]Stats{}
+	waits := map[string][]time.Duration{}
+	slowdown := map[string][]float64{}
+	for _, j := range r.jobs {
+		if !j.done {
+			res.Stuck++
+			continue
+		}
+		res.Finished++
+		res.Makespan = max(res.Makespan, j.end)
+		waits[j.Tenant] = append(waits[j.Tenant], j.firstStart-j.Submit)
+		slowdown[j.Tenant] = append(slowdown[j.Tenant], float64(j.end-j.Submit)/float64(max(j.Run, time.Second)))
+	}
+	for t, ws := range waits {
+		res.Wait[t] = statsOf(ws)
+	}
+	var gpus int64
+	for _, n := range r.nodes {
+		if !n.Unschedulable {
+			gpus += n.Allocatable[job.GPU]
+		}
+	}
+	if total := float64(gpus) * min(r.lastAcct, horizon).Seconds(); total > 0 {
+		res.GPUUtilization = r.busyGPU / total
+		res.Held = r.heldGPU / total
+	}
+	res.Fairness = jain(slowdown)
+	return res
+}
+
+func statsOf(ds []time.Duration) Stats {
+	slices.Sort(ds)
+	at := func(q float64) time.Duration { return ds[min(len(ds)-1, int(math.Ceil(q*float64(len(ds))))-1)] }
+	return Stats{N: len(ds), P50: at(0.5), P95: at(0.95), Max: ds[len(ds)-1]}
+}
+
+// jain is Jain's fairness index of the tenants' mean slowdowns.
+func jain(byTenant map[string][]float64) float64 {
+	var sum, sq float64
+	n := 0
+	for _, xs := range byTenant {
+		m := 0.0
+		for _, x := range xs {
+			m += x
+		}
+		m /= float64(len(xs))
+		sum += m
+		sq += m * m
+		n++
+	}
+	if n == 0 || sq == 0 {
+		return 0
+	}
+	return sum * sum / (float64(n) * sq)
+}

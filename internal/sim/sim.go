@@ -1,0 +1,246 @@
+// Package sim runs scheduling policies on virtual time over a trace of job
+// submissions, so that their fairness and utilization can be compared on
+// the same workload without a cluster (`trainyard simulate`).
+//
+// Two policies run the same trace:
+//
+//   - "scheduler": Trainyard's scheduler, sched.Schedule itself, every time
+//     something happens (a job arrives or ends). An admitted job's pods go
+//     where the decision found room (Decision.Assigned); preempted jobs
+//     stop at once and go back to the queue keeping their progress (they
+//     checkpoint).
+//   - "quota-fifo": the admission Trainyard had before the scheduler: each
+//     tenant's queue in (priority, submission) order, strictly, against
+//     the tenant's quota only; admitted jobs' pods are then placed one by
+//     one, first fit, by a kube-scheduler model that knows nothing of
+//     gangs (the pods of jobs admitted together interleave, as they do in
+//     its queue). A job runs once all of its pods are placed; pods placed
+//     before that hold their room. Gangs can then hold parts of each
+//     other's room for ever: the simulation reports jobs that never run as
+//     stuck.
+//
+// Time is virtual: a trace of weeks runs in seconds. Pods start the moment
+// they are placed; a job's run time counts from when all of its pods run.
+package sim
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/sched"
+)
+
+// Trace is a workload: tenants, nodes and the jobs they submit.
+type Trace struct {
+	Tenants []sched.Tenant
+	Nodes   []sched.Node
+	Jobs    []Job
+}
+
+// Job is one submission of a trace.
+type Job struct {
+	Tenant   string
+	Name     string
+	Submit   time.Duration // since the trace's start
+	Priority int32
+	Groups   []sched.Group
+	Run      time.Duration // how long it runs once all of its pods run
+}
+
+// Policy names.
+const (
+	PolicyScheduler = "scheduler"
+	PolicyQuotaFIFO = "quota-fifo"
+)
+
+// Result is what a policy made of a trace.
+type Result struct {
+	Policy string
+	// Finished and Stuck count the jobs that ran to the end, and those that
+	// never did by the horizon.
+	Finished, Stuck int
+	// Makespan is when the last finished job ended.
+	Makespan time.Duration
+	// GPUUtilization is the GPU-time jobs ran, over the GPUs' time until
+	// the makespan (GPUs held by pods of jobs that do not run yet count as
+	// idle: they do no work).
+	GPUUtilization float64
+	// Held is the share of GPU-time held by pods of jobs that were not
+	// running (partial gangs).
+	Held float64
+	// Wait is, per tenant, the time from submission to start.
+	Wait map[string]Stats
+	// Fairness is Jain's index over the tenants' mean slowdown (time from
+	// submission to end, over run time): 1 when every tenant waits alike
+	// relative to its work, 1/n when one tenant gets everything.
+	Fairness    float64
+	Preemptions int
+}
+
+// Stats summarize durations.
+type Stats struct {
+	N             int
+	P50, P95, Max time.Duration
+}
+
+// state of one job during a run.
+type simJob struct {
+	Job
+	key        sched.Key
+	seq        int64
+	queuedAt   time.Duration
+	admitted   bool
+	started    time.Duration // when it (last) began running; -1: not running
+	left       time.Duration // run time still to go
+	firstStart time.Duration
+	end        time.Duration
+	done       bool
+	placed     []placement   // pods on nodes
+	pendingPod []sched.Group // quota-fifo: admitted pods not placed yet (Count 1 each)
+	preempted  sched.Key     // scheduler: who preempted it, while it waits
+}
+
+type placement struct {
+	node string
+	req  job.Vector
+}
+
+// Run plays the trace under a policy until every job ended or the horizon.
+func Run(tr Trace, policy string, horizon time.Duration) (Result, error) {
+	if policy != PolicyScheduler && policy != PolicyQuotaFIFO {
+		return Result{}, fmt.Errorf("sim: unknown policy %q (%s or %s)", policy, PolicyScheduler, PolicyQuotaFIFO)
+	}
+	r := newRun(tr, policy)
+	if len(r.jobs) > 0 {
+		r.now = r.jobs[0].Submit
+	}
+	r.lastAcct = r.now
+	for {
+		r.finishDue()
+		if policy == PolicyScheduler {
+			r.stepScheduler()
+		} else {
+			r.stepQuotaFIFO()
+		}
+		t, ok := r.nextEvent()
+		if !ok || t > horizon {
+			break
+		}
+		r.now = t
+	}
+	if r.unfinished() {
+		// Nothing more happens: what is held stays held until the horizon.
+		r.now = max(r.now, horizon)
+		r.account()
+	}
+	return r.result(horizon), nil
+}
+
+type run struct {
+	policy  string
+	now     time.Duration
+	jobs    []*simJob
+	tenants map[string]sched.Tenant
+	nodes   []sched.Node
+	used    map[string]job.Vector // by node
+	res     Result
+	// held accumulates GPU-seconds held by pods of jobs not running.
+	heldGPU, busyGPU float64
+	lastAcct         time.Duration
+	preemptions      int
+}
+
+func newRun(tr Trace, policy string) *run {
+	r := &run{policy: policy, tenants: map[string]sched.Tenant{}, nodes: tr.Nodes, used: map[string]job.Vector{}}
+	r.res.Policy = policy
+	for _, t := range tr.Tenants {
+		r.tenants[t.ID] = t
+	}
+	jobs := slices.Clone(tr.Jobs)
+	slices.SortStableFunc(jobs, func(a, b Job) int { return cmp.Compare(a.Submit, b.Submit) })
+	for i, j := range jobs {
+		r.jobs = append(r.jobs, &simJob{
+			Job: j, key: sched.Key{Tenant: j.Tenant, UID: fmt.Sprintf("%s/%s", j.Tenant, j.Name)},
+			seq: int64(i + 1), queuedAt: j.Submit, started: -1, firstStart: -1, left: j.Run,
+		})
+	}
+	return r
+}
+
+// nextEvent is the next arrival or end after now.
+func (r *run) nextEvent() (time.Duration, bool) {
+	best, ok := time.Duration(0), false
+	for _, j := range r.jobs {
+		t := j.Submit
+		switch {
+		case j.done:
+			continue
+		case j.started >= 0:
+			t = j.started + j.left
+		case j.Submit <= r.now:
+			continue
+		}
+		if !ok || t < best {
+			best, ok = t, true
+		}
+	}
+	return best, ok
+}
+
+// finishDue ends the jobs whose run time is over, and accounts GPU time.
+func (r *run) finishDue() {
+	r.account()
+	for _, j := range r.jobs {
+		if j.started >= 0 && !j.done && j.started+j.left <= r.now {
+			j.done, j.end, j.left = true, r.now, 0
+			r.free(j)
+		}
+	}
+}
+
+// account adds the GPU time since the last event: running jobs' GPUs are
+// busy, GPUs held by pods of jobs not running are held.
+func (r *run) account() {
+	dt := (r.now - r.lastAcct).Seconds()
+	r.lastAcct = r.now
+	if dt <= 0 {
+		return
+	}
+	for _, j := range r.jobs {
+		if j.done {
+			continue
+		}
+		var gpus int64
+		for _, p := range j.placed {
+			gpus += p.req[job.GPU]
+		}
+		if j.started >= 0 {
+			r.busyGPU += float64(gpus) * dt
+		} else {
+			r.heldGPU += float64(gpus) * dt
+		}
+	}
+}
+
+func (r *run) free(j *simJob) {
+	for _, p := range j.placed {
+		r.used[p.node] = r.used[p.node].Sub(p.req)
+	}
+	j.placed, j.pendingPod, j.admitted = nil, nil, false
+}
+
+func (r *run) unfinished() bool {
+	return slices.ContainsFunc(r.jobs, func(j *simJob) bool { return !j.done })
+}
+
+func (r *run) arrived(j *simJob) bool { return j.Submit <= r.now && !j.done }
+
+func (r *run) start(j *simJob) {
+	j.started = r.now
+	if j.firstStart < 0 {
+		j.firstStart = r.now
+	}
+}
