@@ -503,19 +503,11 @@ func (w *Worker) count(verb, resource string, err error) {
 	w.metrics.kubeErrors.WithLabelValues(verb, resource, kube.Reason(err)).Inc()
 }
 
-// isTerminal is kube.IsTerminal with one more transient Forbidden: the
-// ServiceAccount admission plugin refuses pods while the tenant's job
-// ServiceAccount does not exist yet, which is a namespace still being
-// provisioned, not a job that can never run.
+// isTerminal is kube.IsTerminal, and a name held by an object that is not
+// Trainyard's (NameConflict): retrying cannot free it.
 func isTerminal(err error) bool {
-	if err == nil {
-		return false
-	}
 	if _, ok := errors.AsType[*nameConflictError](err); ok {
 		return true
-	}
-	if apierrors.IsForbidden(err) && strings.Contains(kube.Message(err), "error looking up service account") {
-		return false
 	}
 	return kube.IsTerminal(err)
 }
