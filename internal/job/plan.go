@@ -412,7 +412,7 @@ func (p *planner) restart(r *replica) {
 // attempts and strays.
 func (p *planner) converge() {
 	obs := p.in.Observed
-	if !obs.Service {
+	if !obs.Service && p.in.Job.Spec.Distributed() {
 		p.act(Action{Kind: ActCreateService})
 	}
 	for _, r := range p.reps {

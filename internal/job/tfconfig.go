@@ -29,6 +29,21 @@ type tfTask struct {
 	Index int32       `json:"index"`
 }
 
+// Distributed reports whether the spec has more than one replica in total
+// (counts not yet defaulted count as 1). Only such a job gets TF_CONFIG and
+// the headless Service its replicas find each other through: a single
+// replica has no peer to resolve, and its Service would cost the API server
+// a write (and the controller manager an EndpointSlice) per job for
+// nothing — in issue 8's admission benchmark of 15,000 single-pod jobs,
+// about as much API server CPU as the pods themselves.
+func (s Spec) Distributed() bool {
+	var total int64
+	for _, r := range s.Replicas {
+		total += int64(max(r.Count, 1))
+	}
+	return total > 1
+}
+
 // TFConfig returns the TF_CONFIG of one replica of a job running in
 // namespace, as compact JSON:
 //

@@ -44,7 +44,8 @@
 // Per job, in its tenant's namespace:
 //
 //	Service   <job>                headless, publishNotReadyAddresses, one port tf-<port> per
-//	                               distinct replica port, selects job-uid + component=replica
+//	                               distinct replica port, selects job-uid + component=replica;
+//	                               only for a job of more than one replica (job.Spec.Distributed)
 //	Pod       <job>-<type>-<i>     hostname <job>-<type>-<i>, subdomain <job>: DNS name
 //	                               <job>-<type>-<i>.<job>.<ns>.svc, as TF_CONFIG lists it
 //	Pod       <job>-tensorboard    optional; checkpoint claim read-only, port 6006

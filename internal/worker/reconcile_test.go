@@ -98,7 +98,8 @@ func TestAlreadyExistsIsAdoption(t *testing.T) {
 func TestAlreadyExistsForeignObjectFailsJob(t *testing.T) {
 	b := setup(t)
 	b.tenant(t, "acme", tenant.Quota{})
-	key := b.submit(t, "acme", "tj", spec(replica(job.Worker, 1, job.RestartNever)))
+	// Two replicas: a job of one has no Service (job.Spec.Distributed).
+	key := b.submit(t, "acme", "tj", spec(replica(job.Worker, 2, job.RestartNever)))
 	foreign := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "tj", Namespace: "ty-acme", Labels: map[string]string{"app": "mine"}}}
 	_, err := b.kube.CoreV1().Services("ty-acme").Create(b.ctx, foreign, metav1.CreateOptions{})
 	require.NoError(t, err)
