@@ -21,7 +21,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
+	"github.com/trainyard/trainyard/integration/deploytest"
 	"github.com/trainyard/trainyard/integration/harness"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
@@ -329,6 +332,29 @@ func TestIdempotentReplayAfterQuotaShrank(t *testing.T) {
 	require.Empty(t, list.GetJobs(), "no second job")
 }
 
+// waitAPISecretsPolicy waits until the API server enforces deploy/'s
+// trainyard-api-secrets admission policy in namespace ns. The harness
+// applies the policies just before starting Trainyard, and kube-apiserver
+// loads them from its informer some time later: until then a write the
+// policy refuses goes through. The probe is a dry-run create, as the API
+// server's ServiceAccount, of a Secret without Trainyard's labels.
+func waitAPISecretsPolicy(t *testing.T, env *harness.Env, ns string) {
+	t.Helper()
+	cfg := env.Cluster.RESTConfig()
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + deploytest.Namespace + ":" + deploytest.APIAccount}
+	as, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	waitFor(t, 30*time.Second, func() error {
+		_, err := as.CoreV1().Secrets(ns).Create(ctxT(t), &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "policy-probe"}, StringData: map[string]string{"k": "v"}},
+			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "trainyard-api-secrets") {
+			return nil
+		}
+		return fmt.Errorf("an unlabelled Secret is not refused yet: %v", err)
+	})
+}
+
 // TestSecretOrphansAndRefusals: a Kubernetes Secret whose metadata row is
 // missing (a PutSecret whose Postgres write failed after the Kubernetes one)
 // is still deleted by DeleteSecret; NOT_FOUND only when neither exists. A
@@ -361,6 +387,7 @@ func TestSecretOrphansAndRefusals(t *testing.T) {
 	r = rest.Do(t, "DELETE", "/v1/tenants/acme/secrets/orphan", nil)
 	require.Equal(t, http.StatusNotFound, r.Status, string(r.Body))
 
+	waitAPISecretsPolicy(t, env, ns)
 	_, err = env.Cluster.Client().CoreV1().Secrets(ns).Create(ctxT(t), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "not-ours"}, StringData: map[string]string{"token": "theirs"}}, metav1.CreateOptions{})
 	require.NoError(t, err)

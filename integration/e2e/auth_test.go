@@ -79,6 +79,11 @@ func TestTenantIsolation(t *testing.T) {
 			_, err := jobs.CreateJob(ctx, &pb.CreateJobRequest{Parent: "tenants/tenant-b", Job: workerJob("tensorflow/tensorflow", 1)})
 			return err
 		},
+		"BatchCreateJobs": func(ctx context.Context) error {
+			_, err := jobs.BatchCreateJobs(ctx, &pb.BatchCreateJobsRequest{Parent: "tenants/tenant-b",
+				Requests: []*pb.CreateJobRequest{{JobId: "planted", Job: workerJob("tensorflow/tensorflow", 1)}}})
+			return err
+		},
 		"GetJob": func(ctx context.Context) error {
 			_, err := jobs.GetJob(ctx, &pb.GetJobRequest{Name: bJob})
 			return err
