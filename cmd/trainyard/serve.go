@@ -36,6 +36,8 @@ type serveFlags struct {
 	maxConns        int
 	streamLifetime  time.Duration
 	auditRetention  time.Duration
+	eventRetention  time.Duration
+	requestIDKeep   time.Duration
 	console         consoleFlags
 	tfjobPriority   map[string]int
 }
@@ -52,6 +54,8 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.handshake, "handshake-timeout", 10*time.Second, "how long a new connection may take to send its HTTP/2 preface (gRPC) or request headers (HTTP) before it is closed")
 	fs.IntVar(&f.maxConns, "max-connections", 4096, "open connections each listener (gRPC, HTTP) accepts at once; more wait to be accepted")
 	fs.DurationVar(&f.auditRetention, "audit-retention", 365*24*time.Hour, "audit records older than this are deleted (hourly); 0 keeps them forever")
+	fs.DurationVar(&f.eventRetention, "event-retention", 0, "job events older than this are deleted (hourly, 1,000 per statement); 0 keeps them forever")
+	fs.DurationVar(&f.requestIDKeep, "request-id-retention", 30*24*time.Hour, "request ids (idempotency keys) older than this are forgotten (hourly, 1,000 per statement): a retry after it creates a new job; 0 keeps them as long as their jobs")
 	fs.DurationVar(&f.streamLifetime, "max-stream-lifetime", 30*time.Minute, "watches and log streams end after this long with UNAVAILABLE; clients reopen them after the last event id received (tyctl does)")
 	fs.StringToIntVar(&f.tfjobPriority, "tfjob-priority-class", nil, "NAME=PRIORITY,...: the Trainyard priority (-1000..1000) of a Kubernetes PriorityClass that imported TFJobs name (schedulingPolicy.priorityClass, priorityClassName); a TFJob naming another is refused")
 	f.console.register(fs)
@@ -167,25 +171,39 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 	if err != nil {
 		return err
 	}
-	if f.auditRetention > 0 {
-		go expireAuditRecords(ctx, log, d.store, f.auditRetention)
+	for _, e := range []struct {
+		what      string
+		retention time.Duration
+		expire    func(context.Context, time.Time) (int64, error)
+	}{
+		{"audit records", f.auditRetention, d.store.AuditDeleteBefore},
+		{"job events", f.eventRetention, func(ctx context.Context, t time.Time) (int64, error) {
+			return d.store.EventDeleteBefore(ctx, t, store.DefaultRetentionBatch)
+		}},
+		{"request ids", f.requestIDKeep, func(ctx context.Context, t time.Time) (int64, error) {
+			return d.store.RequestIDDeleteBefore(ctx, t, store.DefaultRetentionBatch)
+		}},
+	} {
+		if e.retention > 0 {
+			go expire(ctx, log, e.what, e.retention, e.expire)
+		}
 	}
 	return srv.Run(ctx)
 }
 
-// expireAuditRecords deletes audit records older than retention, at start
-// and then hourly. Every API server does it; deleting what another one
-// deleted already is nothing.
-func expireAuditRecords(ctx context.Context, log *slog.Logger, st *store.Store, retention time.Duration) {
+// expire deletes what is older than retention, at start and then hourly.
+// Every API server does it; deleting what another one deleted already is
+// nothing.
+func expire(ctx context.Context, log *slog.Logger, what string, retention time.Duration, fn func(context.Context, time.Time) (int64, error)) {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {
-		n, err := st.AuditDeleteBefore(ctx, time.Now().Add(-retention))
+		n, err := fn(ctx, time.Now().Add(-retention))
 		switch {
 		case err != nil && ctx.Err() == nil:
-			log.Warn("expiring audit records failed; retrying in an hour", "error", err)
+			log.Warn("expiring "+what+" failed; retrying in an hour", "error", err)
 		case n > 0:
-			log.Info("expired audit records", "deleted", n, "retention", retention)
+			log.Info("expired "+what, "deleted", n, "retention", retention)
 		}
 		select {
 		case <-ctx.Done():
