@@ -41,13 +41,16 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCmd(), newWorkerCmd(), newDevCmd(), newMigrateCmd(), newSimulateCmd())
+	for _, cmd := range []*cobra.Command{newServeCmd(), newWorkerCmd(), newDevCmd(), newMigrateCmd(), newSimulateCmd()} {
+		root.AddCommand(withPprof(cmd))
+	}
 	return root
 }
 
 // commonFlags are shared by serve, worker and dev.
 type commonFlags struct {
 	databaseURL string
+	dbMaxConns  int
 	logs        logFlags
 	kube        kubeFlags
 }
@@ -55,8 +58,17 @@ type commonFlags struct {
 func (c *commonFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVar(&c.databaseURL, "database-url", "", "Postgres URL, e.g. postgres://user@host:5432/trainyard (required)")
+	fs.IntVar(&c.dbMaxConns, "db-max-conns", 0, "most Postgres connections of this process's pool, besides its one LISTEN connection; 0: serve 16, worker --concurrency + 8, dev --concurrency + 16 (a pool_max_conns in --database-url wins)")
 	c.logs.register(fs)
 	c.kube.register(fs)
+}
+
+// poolSize is --db-max-conns, or def when it is not set.
+func (c *commonFlags) poolSize(def int) int {
+	if c.dbMaxConns > 0 {
+		return c.dbMaxConns
+	}
+	return def
 }
 
 func newServeCmd() *cobra.Command {
@@ -82,7 +94,7 @@ The database must be migrated first (trainyard migrate up).`,
 			if err != nil {
 				return err
 			}
-			st, err := openStore(ctx, log, common.databaseURL)
+			st, err := openStore(ctx, log, withPoolSize(common.databaseURL, common.poolSize(16)))
 			if err != nil {
 				return err
 			}
