@@ -1,4 +1,4 @@
-//go:build bench
+//go:build bench || integration
 
 package bench
 
@@ -32,7 +32,7 @@ type config struct {
 }
 
 func loadConfig(b *testing.B) config {
-	c := config{storeFor: 5 * time.Second, clients: 8, dispatchFor: 30 * time.Second, blocks: 3, rate: 10, drain: 60 * time.Second,
+	c := config{storeFor: 5 * time.Second, clients: 32, dispatchFor: 30 * time.Second, blocks: 3, rate: 10, drain: 60 * time.Second,
 		seeded: []int{0, 2000, 10000}}
 	dur := func(env string, d *time.Duration) {
 		if s := os.Getenv(env); s != "" {
@@ -130,7 +130,16 @@ func BenchmarkTrainyard(b *testing.B) {
 	cfg := loadConfig(b)
 	rep := newReport(cfg)
 	b.Run("store", func(b *testing.B) { benchStore(b, cfg, rep) })
+	b.Run("batch", func(b *testing.B) { benchBatch(b, cfg, rep) })
+	b.Run("million", func(b *testing.B) { benchMillion(b, rep) })
+	b.Run("watchers", func(b *testing.B) { benchFanout(b, rep) })
 	b.Run("dispatch", func(b *testing.B) { benchDispatch(b, cfg, rep) })
+	b.Run("rates", func(b *testing.B) { benchDispatchRates(b, cfg, rep) })
+	// On the cluster the dispatch bench used, after it: what each leaves
+	// running stays until the cluster stops (memory_test.go says why).
+	b.Run("memory", func(b *testing.B) { benchWorkerMemory(b, rep) })
+	b.Run("replicas", func(b *testing.B) { benchReplicas(b, rep) })
+	b.Run("admission", func(b *testing.B) { benchAdmission(b, rep) })
 	rep.print(os.Stdout)
 }
 

@@ -1,4 +1,4 @@
-//go:build bench
+//go:build bench || integration
 
 // Package bench measures Trainyard next to baselines measured in the same
 // run, on the same Postgres and the same API server, and prints one
@@ -6,7 +6,10 @@
 //
 //	go test -tags bench -run '^$' -bench . -benchtime 1x -timeout 60m ./integration/bench/
 //
-// The build tag keeps it out of `go test ./...`. It needs Postgres
+// The build tag keeps it out of `go test ./...`; with -tags integration
+// (make test) only smoke_test.go's tests run: each benchmark below at a size
+// that takes seconds, checking that it works and counts right, not its
+// figures. It needs Postgres
 // (DATABASE_URL; the Makefile's default is 127.0.0.1:5432) and pgbench, and
 // starts the local cluster of integration/cluster, or binds to
 // TRAINYARD_CLUSTER_KUBECONFIG. Whatever it cannot start fails the run:
@@ -20,16 +23,17 @@
 // # Store: BenchmarkTrainyard/store
 //
 // In one fresh database behind a `trainyard serve`, each path for
-// TRAINYARD_BENCH_STORE_FOR (default 5s) with 1 and TRAINYARD_BENCH_CLIENTS
-// (default 8) clients:
+// TRAINYARD_BENCH_STORE_FOR (default 5s) with 1, 8 and TRAINYARD_BENCH_CLIENTS
+// (default 32) clients:
 //
 //	pgbench-insert   baseline: pgbench, prepared, one INSERT per
 //	                 transaction of a row like a job's (tenant, uuid key,
 //	                 name, and the spec and status JSON the store wrote for
 //	                 the bench's job) into a scratch table
 //	store-JobCreate  store.JobCreate of a 1 chief + 4 worker job (one
-//	                 transaction: job row, first event, NOTIFYs); with 8
-//	                 clients also with a tenant per client
+//	                 statement: job row, first event; the NOTIFYs after
+//	                 commit); with more than one client also with a tenant
+//	                 per client
 //	grpc-CreateJob   the same job through `trainyard serve` over gRPC with
 //	                 an OIDC token (interceptors, authorization, validation,
 //	                 then store.JobCreate)
@@ -89,6 +93,33 @@
 // its Kubernetes calls per job by verb and resource in the summary table
 // — and pg_stat_activity samples of Trainyard's database; peak RSS (VmHWM)
 // of the server and the worker over the run.
+//
+// # Issue 11 and issue 8: batch, million, watchers, rates, memory, replicas, admission
+//
+// After the store table, in this order (each file's comment says more):
+//
+//	batch      batch_test.go     BatchCreateJobs of 1,000 jobs per call, 2 callers, beside
+//	                             store.JobCreateMany and pgbench's multi-row INSERT of as many
+//	                             like rows (the baseline)
+//	million    million_test.go   1,000,000 jobs (TRAINYARD_BENCH_MILLION_JOBS) over 100 tenants,
+//	                             half in one, seeded by COPY; ListJobs first and 10,000-deep pages
+//	                             with and without filters, GetJob, ListJobEvents and a resumed
+//	                             watch, 200 times each over gRPC, beside one SQL SELECT of GetJob's
+//	                             row; then --event-retention's deletes with a writer beside
+//	watchers   fanout_test.go    1,000 WatchJobs streams (TRAINYARD_BENCH_WATCHERS) on one server:
+//	                             memory per stream, commit → last stream, beside one stream
+//	rates      rates_test.go     the dispatch comparison above at 50 and 100 jobs/s, nothing
+//	                             seeded, TRAINYARD_BENCH_RATES_FOR (10s) per path
+//	memory     memory_test.go    one worker owning 2,000 running 1 chief + 4 worker jobs
+//	                             (TRAINYARD_BENCH_MEMORY_JOBS), beside itself idle
+//	replicas   replicas_test.go  1 API server + 1 worker, then 3 + 3: CreateJob rate, dispatch
+//	                             rate of 3,000 single-pod jobs, pod creates per job
+//	admission  admission_test.go issue 8: 15,000 single-pod jobs over 30 tenants
+//	                             (TRAINYARD_BENCH_ADMISSION_JOBS, _TENANTS) until every pod
+//	                             exists, beside raw creates of the same pods; Kueue's 351 s quoted
+//
+// memory, replicas and admission run last on the cluster: what they leave
+// running or finished stays until the cluster stops.
 //
 // # Ratios
 //

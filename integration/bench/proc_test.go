@@ -1,4 +1,4 @@
-//go:build bench
+//go:build bench || integration
 
 package bench
 
@@ -35,7 +35,7 @@ func (p *proc) flag(name string) string {
 // trainyardProcesses finds the want `trainyard serve` and `trainyard
 // worker` processes the harness started for dbURL: children of this
 // process whose command line carries --database-url dbURL.
-func trainyardProcesses(b *testing.B, dbURL string, want int) []*proc {
+func trainyardProcesses(b testing.TB, dbURL string, want int) []*proc {
 	var out []*proc
 	self := os.Getpid()
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
@@ -216,7 +216,7 @@ type rssUse struct {
 }
 
 // peakRSS reads VmHWM and VmRSS of the trainyard processes.
-func peakRSS(b *testing.B, procs []*proc) []rssUse {
+func peakRSS(b testing.TB, procs []*proc) []rssUse {
 	var out []rssUse
 	for _, p := range procs {
 		if !strings.HasPrefix(p.name, "trainyard ") {

@@ -1,4 +1,4 @@
-//go:build bench
+//go:build bench || integration
 
 package bench
 
@@ -32,6 +32,12 @@ type report struct {
 	levels           []levelResult
 	logs             []string // the processes' warnings and errors
 	rss              []rssUse
+
+	// sections print the issue 8 and 11 measurements (admission_test.go,
+	// batch_test.go, million_test.go, fanout_test.go, rates_test.go,
+	// memory_test.go, replicas_test.go), in
+	// the order they ran.
+	sections []func(io.Writer)
 }
 
 func newReport(cfg config) *report {
@@ -50,6 +56,9 @@ func (r *report) print(out io.Writer) {
 	}
 	if len(r.levels) > 0 {
 		r.printDispatch(out)
+	}
+	for _, s := range r.sections {
+		s(out)
 	}
 }
 
@@ -318,7 +327,10 @@ func ratio(a, b float64) string {
 }
 
 // scrape reads every trainyard_ series of a Prometheus text endpoint.
-func scrape(b *testing.B, url string) map[string]float64 {
+func scrape(b testing.TB, url string) map[string]float64 { return scrapePrefix(b, url, "trainyard_") }
+
+// scrapePrefix reads the series whose names start with prefix.
+func scrapePrefix(b testing.TB, url, prefix string) map[string]float64 {
 	resp, err := http.Get(url)
 	if err != nil {
 		b.Fatalf("worker metrics: %v", err)
@@ -329,7 +341,7 @@ func scrape(b *testing.B, url string) map[string]float64 {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "trainyard_") {
+		if !strings.HasPrefix(line, prefix) || strings.HasPrefix(line, "#") {
 			continue
 		}
 		i := strings.LastIndexByte(line, ' ')

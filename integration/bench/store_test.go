@@ -1,4 +1,4 @@
-//go:build bench
+//go:build bench || integration
 
 package bench
 
@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -163,7 +164,8 @@ func benchStore(b *testing.B, cfg config, rep *report) {
 			rep.store = append(rep.store, reportOps(b, r))
 		})
 	}
-	for _, clients := range []int{1, cfg.clients} {
+	// 1 client, then 8 and the most (issue 11's 8 and 32).
+	for _, clients := range slices.Compact(slices.Sorted(slices.Values([]int{1, min(8, cfg.clients), cfg.clients}))) {
 		row("pgbench-insert", baselinePath, clients, func(b *testing.B) (latencies, float64) {
 			return runPgbench(b, env.DatabaseURL, script, clients, cfg.storeFor, specJSON, statusJSON)
 		})
@@ -203,7 +205,7 @@ func reportOps(b *testing.B, r opResult) opResult {
 // runFor calls op from clients goroutines (op's int is the goroutine's
 // index) until d has passed and returns the latency of every call and the
 // calls per second.
-func runFor(b *testing.B, clients int, d time.Duration, op func(context.Context, int) error) (latencies, float64) {
+func runFor(b testing.TB, clients int, d time.Duration, op func(context.Context, int) error) (latencies, float64) {
 	ctx, cancel := context.WithTimeout(context.Background(), d+time.Minute)
 	defer cancel()
 	var (
@@ -245,15 +247,16 @@ func runFor(b *testing.B, clients int, d time.Duration, op func(context.Context,
 var tpsLine = regexp.MustCompile(`(?m)^tps = ([0-9.]+) \(without initial connection time\)`)
 
 // runPgbench runs the insert script with clients connections for d (whole
-// seconds, rounded up) and returns the per-transaction latencies from its
-// log and its tps.
-func runPgbench(b *testing.B, dbURL, script string, clients int, d time.Duration, spec, status string) (latencies, float64) {
+// seconds, rounded up; extra are more pgbench flags) and returns the
+// per-transaction latencies from its log and its tps.
+func runPgbench(b testing.TB, dbURL, script string, clients int, d time.Duration, spec, status string, extra ...string) (latencies, float64) {
 	logDir := b.TempDir()
 	secs := int(math.Ceil(d.Seconds()))
-	cmd := exec.Command("pgbench", "--no-vacuum", "--protocol=prepared",
-		"--file="+script, "--client="+strconv.Itoa(clients), "--jobs="+strconv.Itoa(min(clients, 2)),
-		"--time="+strconv.Itoa(secs), "--log", "--log-prefix="+filepath.Join(logDir, "tx"),
-		"--define=spec="+spec, "--define=status="+status, dbURL)
+	args := append([]string{"--no-vacuum", "--protocol=prepared",
+		"--file=" + script, "--client=" + strconv.Itoa(clients), "--jobs=" + strconv.Itoa(min(clients, 2)),
+		"--time=" + strconv.Itoa(secs), "--log", "--log-prefix=" + filepath.Join(logDir, "tx"),
+		"--define=spec=" + spec, "--define=status=" + status}, extra...)
+	cmd := exec.Command("pgbench", append(args, dbURL)...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		b.Fatalf("pgbench: %v\n%s", err, out)

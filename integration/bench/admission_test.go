@@ -1,0 +1,411 @@
+//go:build bench || integration
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/trainyard/trainyard/integration/cluster"
+	"github.com/trainyard/trainyard/integration/harness"
+	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/kube"
+	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
+)
+
+// Issue 8's end-to-end admission: N single-pod jobs over T tenants,
+// submitted at once, until every job's pod exists, against raw client-go
+// creates of the same pods on the same API server. Kueue's own
+// performance test is quoted beside it: 15,000 workloads over 30
+// ClusterQueues in about 351 s.
+const kueueSeconds, kueueWorkloads = 351.0, 15000
+
+// admissionWorkerArgs let the worker's Kubernetes client go as fast as the
+// API server takes (the default 200 QPS would be the limit, not Trainyard),
+// and hold every job of the run at once.
+var admissionWorkerArgs = []string{"--kube-qps", "5000", "--kube-burst", "10000", "--max-owned-jobs", "20000"}
+
+// admissionResult is one admission run.
+type admissionResult struct {
+	jobs, tenants int
+	submitFor     time.Duration // every BatchCreateJobs call
+	admittedAt    time.Duration // first submit → every job admitted (polled every 100 ms)
+	podsAt        time.Duration // first submit → every job's pod delivered by the informer
+	rawPods       int
+	rawFor        time.Duration // first raw create → every raw pod delivered
+	lost          int           // jobs without a pod at the end
+	podCreates    float64       // the worker's pod creates (one per pod expected)
+	metrics       map[string]float64
+	cpu           []cpuUse // during the Trainyard phase
+	rawCPU        []cpuUse
+}
+
+func (r admissionResult) rate() float64    { return perSecond(r.jobs, r.podsAt) }
+func (r admissionResult) rawRate() float64 { return perSecond(r.rawPods, r.rawFor) }
+
+func perSecond(n int, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}
+
+// measureAdmission runs raw creates, then Trainyard, on a fresh Trainyard
+// over the shared cluster. The pods of both run for a second (kwok) and
+// stay, finished, as Trainyard keeps them by default; past 12,500 finished
+// pods in the cluster (the dispatch bench's included) the pod garbage
+// collector deletes the oldest, in both phases alike. Jobs that keep
+// running would measure something else: a worker that owns 15,000 running
+// jobs renews 15,000 leases every few seconds (README, "Benchmarks").
+func measureAdmission(tb testing.TB, jobs, tenants int) admissionResult {
+	env := harness.Start(tb, harness.Options{Cluster: true, Workers: 1, WorkerArgs: admissionWorkerArgs})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	addScaleNodes(tb, env.Cluster, jobs)
+	admin := env.Cluster.Client()
+	res := admissionResult{jobs: jobs, tenants: tenants, rawPods: jobs}
+
+	ids := make([]string, tenants)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("adm-%02d", i)
+		env.CreateTenant(tb, ids[i], harness.Subject("alice", pb.Role_ROLE_EDITOR))
+	}
+	rawNS := make([]string, tenants)
+	for i := range rawNS {
+		rawNS[i] = env.NamespacePrefix + fmt.Sprintf("raw-%02d", i)
+		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: rawNS[i]}}, metav1.CreateOptions{}); err != nil {
+			tb.Fatalf("raw namespace: %v", err)
+		}
+		// The pods are the worker's, service account included.
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: kube.DefaultJobServiceAccount}}
+		if _, err := admin.CoreV1().ServiceAccounts(rawNS[i]).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+			tb.Fatalf("raw namespace's service account: %v", err)
+		}
+	}
+	for i := range ids {
+		waitServiceAccount(tb, admin, env.Namespace(ids[i]), kube.DefaultJobServiceAccount)
+	}
+	seen := startFirstSeen(ctx, tb, admin, env.NamespacePrefix)
+	procs := append(clusterProcesses(env.Cluster), trainyardProcesses(tb, env.DatabaseURL, 2)...)
+
+	// Raw: the pods the worker would render, created by 32 goroutines with
+	// a client as fast as the worker's.
+	spec := admissionSpec()
+	rawCfg := env.Cluster.RESTConfig()
+	rawCfg.QPS, rawCfg.Burst = 5000, 10000
+	raw := kubernetes.NewForConfigOrDie(rawCfg)
+	pods := make(chan *corev1.Pod, 64)
+	var rawErr atomic.Value
+	cpu0 := sampleCPU(procs)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(func() {
+			for p := range pods {
+				if _, err := raw.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+					rawErr.CompareAndSwap(nil, err)
+				}
+			}
+		})
+	}
+	for i := range jobs {
+		j := job.Job{Tenant: ids[i%tenants], Name: fmt.Sprintf("raw-%05d", i), UID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i), Spec: spec}
+		p, err := kube.RenderPod(j, rawNS[i%tenants], job.Worker, 0, 0, kube.PodOptions{})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		delete(p.Labels, kube.LabelManagedBy)
+		pods <- p
+	}
+	close(pods)
+	wg.Wait()
+	if err, _ := rawErr.Load().(error); err != nil {
+		tb.Fatalf("raw create: %v", err)
+	}
+	res.rawFor = seen.waitFor(tb, "raw-", jobs, start, 10*time.Minute)
+	res.rawCPU = diffCPU(cpu0, sampleCPU(procs))
+
+	// Trainyard: BatchCreateJobs of up to 500 jobs, four calls at once.
+	metricsURL := "http://" + env.Workers[0].WaitFor(tb, metricsLine, time.Minute)[1] + "/metrics"
+	before := scrape(tb, metricsURL)
+	client := env.Jobs(tb, env.Token("alice"))
+	specPB := admissionSpecPB()
+	type call struct {
+		tenant string
+		ids    []string
+	}
+	calls := make(chan call, 64)
+	admitted := pollAdmitted(ctx, tb, env.DatabaseURL, jobs)
+	cpu0 = sampleCPU(procs)
+	start = time.Now()
+	var callErr atomic.Value
+	for range 4 {
+		wg.Go(func() {
+			for c := range calls {
+				req := &pb.BatchCreateJobsRequest{Parent: harness.TenantName(c.tenant)}
+				for _, id := range c.ids {
+					req.Requests = append(req.Requests, &pb.CreateJobRequest{JobId: id, RequestId: id, Job: &pb.Job{Spec: specPB}})
+				}
+				cctx, ccancel := context.WithTimeout(ctx, time.Minute)
+				if _, err := client.BatchCreateJobs(cctx, req); err != nil {
+					callErr.CompareAndSwap(nil, err)
+				}
+				ccancel()
+			}
+		})
+	}
+	perTenant := map[string][]string{}
+	for i := range jobs {
+		perTenant[ids[i%tenants]] = append(perTenant[ids[i%tenants]], fmt.Sprintf("ty-%05d", i))
+	}
+	for _, t := range ids {
+		for k := 0; k < len(perTenant[t]); k += 500 {
+			calls <- call{t, perTenant[t][k:min(k+500, len(perTenant[t]))]}
+		}
+	}
+	close(calls)
+	wg.Wait()
+	res.submitFor = time.Since(start)
+	if err, _ := callErr.Load().(error); err != nil {
+		tb.Fatalf("BatchCreateJobs: %v", err)
+	}
+	res.podsAt = seen.waitFor(tb, "ty-", jobs, start, 20*time.Minute)
+	res.cpu = diffCPU(cpu0, sampleCPU(procs))
+	res.admittedAt = admitted(start)
+	res.lost = jobs - seen.count("ty-")
+	res.metrics = diffMetrics(before, scrape(tb, metricsURL))
+	res.podCreates = res.metrics[`trainyard_worker_kube_requests_total{resource="pods",verb="create"}`]
+	return res
+}
+
+// admissionSpec is one replica that runs for a second.
+func admissionSpec() job.Spec {
+	s := job.Spec{Replicas: []job.ReplicaSpec{{Type: job.Worker, Count: 1, Image: benchImage,
+		Command:        []string{benchCommand0, benchCommand1},
+		Resources:      job.Resources{CPU: "1m", Memory: "1Mi"},
+		PodAnnotations: map[string]string{cluster.AnnotationRunFor: "1s"}}}}
+	s.Default()
+	return s
+}
+
+func admissionSpecPB() *pb.JobSpec {
+	return &pb.JobSpec{Replicas: []*pb.ReplicaSpec{{Type: pb.ReplicaType_REPLICA_TYPE_WORKER, Count: 1, Image: benchImage,
+		Command:        []string{benchCommand0, benchCommand1},
+		Resources:      &pb.Resources{Cpu: "1m", Memory: "1Mi"},
+		PodAnnotations: map[string]string{cluster.AnnotationRunFor: "1s"}}}}
+}
+
+// addScaleNodes adds kwok nodes with room for twice the pods and some:
+// admission, not capacity, is measured.
+func addScaleNodes(tb testing.TB, c *cluster.Cluster, pods int) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	per := 4000
+	var nodes []cluster.Node
+	for i := range (2*pods + per) / per {
+		n := cluster.CPUNode(fmt.Sprintf("kwok-scale-%d", i))
+		n.Capacity[corev1.ResourcePods] = resource.MustParse(fmt.Sprint(per))
+		n.Capacity[corev1.ResourceCPU] = resource.MustParse("1000")
+		n.PodCIDR = fmt.Sprintf("10.%d.0.0/16", 100+i)
+		nodes = append(nodes, n)
+	}
+	if err := c.AddNodes(ctx, nodes...); err != nil && !strings.Contains(err.Error(), "already exists") {
+		tb.Fatalf("scale nodes: %v", err)
+	}
+}
+
+// pollAdmitted polls how many jobs are admitted until all of want are;
+// the function returned says when that was, from start.
+func pollAdmitted(ctx context.Context, tb testing.TB, dbURL string, want int) func(start time.Time) time.Duration {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		tb.Fatalf("postgres: %v", err)
+	}
+	done := make(chan time.Time, 1)
+	go func() {
+		defer conn.Close(context.Background())
+		for ctx.Err() == nil {
+			var n int
+			if err := conn.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE admitted OR state <> 'QUEUED'`).Scan(&n); err == nil && n >= want {
+				done <- time.Now()
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	return func(start time.Time) time.Duration {
+		select {
+		case at := <-done:
+			return at.Sub(start)
+		case <-time.After(time.Minute):
+			tb.Errorf("not every job was admitted")
+			return 0
+		}
+	}
+}
+
+// firstSeen records when the informer first delivered each pod of the
+// bench's namespaces, by name.
+type firstSeen struct {
+	mu      sync.Mutex
+	at      map[string]time.Time
+	changed chan struct{}
+}
+
+func startFirstSeen(ctx context.Context, tb testing.TB, kc kubernetes.Interface, nsPrefix string) *firstSeen {
+	s := &firstSeen{at: map[string]time.Time{}, changed: make(chan struct{})}
+	factory := informers.NewSharedInformerFactoryWithOptions(kc, 0, informers.WithTransform(func(obj any) (any, error) {
+		// Only the name is kept: 30,000 full pods would be the bench's memory.
+		if p, ok := obj.(*corev1.Pod); ok {
+			return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, ResourceVersion: p.ResourceVersion}}, nil
+		}
+		return obj, nil
+	}))
+	inf := factory.Core().V1().Pods().Informer()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+		p, ok := obj.(*corev1.Pod)
+		if !ok || !strings.HasPrefix(p.Namespace, nsPrefix) {
+			return
+		}
+		now := time.Now()
+		s.mu.Lock()
+		if _, ok := s.at[p.Name]; !ok {
+			s.at[p.Name] = now
+		}
+		close(s.changed)
+		s.changed = make(chan struct{})
+		s.mu.Unlock()
+	}}); err != nil {
+		tb.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	tb.Cleanup(factory.Shutdown)
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		tb.Fatal("pod informer never synced")
+	}
+	return s
+}
+
+// count is how many pods with the name prefix were seen.
+func (s *firstSeen) count(prefix string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for name := range s.at {
+		if strings.HasPrefix(name, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// waitFor waits until n pods with the prefix were seen and returns when
+// the last one was, from start (or the timeout, with an error).
+func (s *firstSeen) waitFor(tb testing.TB, prefix string, n int, start time.Time, timeout time.Duration) time.Duration {
+	deadline := time.After(timeout)
+	for {
+		s.mu.Lock()
+		var last time.Time
+		seen := 0
+		for name, at := range s.at {
+			if strings.HasPrefix(name, prefix) {
+				seen++
+				if at.After(last) {
+					last = at
+				}
+			}
+		}
+		changed := s.changed
+		s.mu.Unlock()
+		if seen >= n {
+			return last.Sub(start)
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			tb.Errorf("%d of %d %s* pods after %s", seen, n, prefix, timeout)
+			return time.Since(start)
+		}
+	}
+}
+
+// diffCPU is the CPU each process used between two samples.
+func diffCPU(a, b cpuSample) []cpuUse {
+	t := newCPUTotals()
+	t.add(a, b)
+	return t.uses()
+}
+
+// benchAdmission is issue 8's figure: TRAINYARD_BENCH_ADMISSION_JOBS
+// (default 15,000) single-pod jobs over TRAINYARD_BENCH_ADMISSION_TENANTS
+// (default 30).
+func benchAdmission(b *testing.B, rep *report) {
+	jobs, tenants := envInt(b, "TRAINYARD_BENCH_ADMISSION_JOBS", 15000), envInt(b, "TRAINYARD_BENCH_ADMISSION_TENANTS", 30)
+	r := measureAdmission(b, jobs, tenants)
+	b.ReportMetric(r.rate(), "jobs/s")
+	b.ReportMetric(r.rawRate(), "raw-pods/s")
+	b.ReportMetric(r.podsAt.Seconds(), "all-pods-s")
+	rep.sections = append(rep.sections, r.print)
+}
+
+func (r admissionResult) print(out io.Writer) {
+	fmt.Fprintf(out, "\nAdmission (issue 8): %d single-pod jobs over %d tenants, submitted at once (BatchCreateJobs, 500 per call, 4 calls at a time), until every pod exists;\n", r.jobs, r.tenants)
+	fmt.Fprintf(out, "beside raw client-go creates of the same %d pods (32 goroutines, QPS 5000) on the same API server. Worker flags: %s.\n", r.rawPods, strings.Join(admissionWorkerArgs, " "))
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "path\tjobs\tseconds\tper second\tvs raw\t\n")
+	fmt.Fprintf(tw, "raw pod creates (baseline)\t%d\t%.1f\t%.0f\t1.00×\t\n", r.rawPods, r.rawFor.Seconds(), r.rawRate())
+	fmt.Fprintf(tw, "Trainyard: submit → every pod\t%d\t%.1f\t%.0f\t%s\t\n", r.jobs, r.podsAt.Seconds(), r.rate(), ratio(r.rate(), r.rawRate()))
+	fmt.Fprintf(tw, "Kueue's performance test (quoted, not run here)\t%d\t%.0f\t%.0f\t-\t\n", kueueWorkloads, kueueSeconds, kueueWorkloads/kueueSeconds)
+	tw.Flush()
+	fmt.Fprintf(out, "Submitting took %.1f s; every job was admitted %.1f s after the first submit. Lost %d; the worker created %.0f pods for %d jobs.\n",
+		r.submitFor.Seconds(), r.admittedAt.Seconds(), r.lost, r.podCreates, r.jobs)
+	m := r.metrics
+	fmt.Fprintf(out, "Scheduler: %.0f cycles, %.2f s in all (snapshot %.2f, decide %.2f, commit %.2f); worker: %.0f reconcile passes, %.1f s in all.\n",
+		m[`trainyard_scheduler_cycle_duration_seconds_count{phase="total"}`], m[`trainyard_scheduler_cycle_duration_seconds_sum{phase="total"}`],
+		m[`trainyard_scheduler_cycle_duration_seconds_sum{phase="snapshot"}`], m[`trainyard_scheduler_cycle_duration_seconds_sum{phase="decide"}`],
+		m[`trainyard_scheduler_cycle_duration_seconds_sum{phase="commit"}`],
+		m["trainyard_worker_reconcile_duration_seconds_count"], m["trainyard_worker_reconcile_duration_seconds_sum"])
+	cpu := func(uses []cpuUse) string {
+		var parts []string
+		for _, u := range uses {
+			parts = append(parts, fmt.Sprintf("%s %.1f", u.name, u.seconds))
+		}
+		return strings.Join(parts, ", ")
+	}
+	fmt.Fprintf(out, "CPU seconds, raw phase: %s.\nCPU seconds, Trainyard phase: %s.\n", cpu(r.rawCPU), cpu(r.cpu))
+}
+
+// envString is the environment's name, or def when it is unset or empty.
+func envString(name, def string) string {
+	if s := os.Getenv(name); s != "" {
+		return s
+	}
+	return def
+}
+
+// envInt is a positive integer from the environment, or def.
+func envInt(tb testing.TB, name string, def int) int {
+	s := envString(name, strconv.Itoa(def))
+	v, err := strconv.Atoi(s)
+	if err != nil || v < 1 {
+		tb.Fatalf("%s=%q: want a positive integer", name, s)
+	}
+	return v
+}

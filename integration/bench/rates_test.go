@@ -1,0 +1,42 @@
+//go:build bench || integration
+
+package bench
+
+import (
+	"fmt"
+	"io"
+	"testing"
+	"time"
+)
+
+// Issue 11's dispatch at 50 and 100 jobs a second: the dispatch bench
+// (dispatch_test.go, raw client-go creates beside Trainyard in alternating
+// blocks) at those rates, with no finished pods seeded, each in its own
+// table. Both paths run with the worker's default client (QPS 200, burst
+// 400): at 100 sets of 5 pods a second the raw creates alone ask 500 a
+// second of it.
+
+func benchDispatchRates(b *testing.B, cfg config, rep *report) {
+	for _, rate := range []float64{50, 100} {
+		b.Run(fmt.Sprintf("rate=%g", rate), func(b *testing.B) {
+			c := cfg
+			c.rate, c.seeded, c.blocks = rate, []int{0}, 2
+			c.dispatchFor = envDuration(b, "TRAINYARD_BENCH_RATES_FOR", 10*time.Second)
+			sub := newReport(c)
+			benchDispatch(b, c, sub)
+			rep.sections = append(rep.sections, func(out io.Writer) {
+				fmt.Fprintf(out, "\nDispatch at %g jobs/s (issue 11):", rate)
+				sub.printDispatch(out)
+			})
+		})
+	}
+}
+
+// envDuration is a positive duration from the environment, or def.
+func envDuration(tb testing.TB, name string, def time.Duration) time.Duration {
+	v, err := time.ParseDuration(envString(name, def.String()))
+	if err != nil || v <= 0 {
+		tb.Fatalf("%s: want a positive duration", name)
+	}
+	return v
+}

@@ -1,0 +1,64 @@
+//go:build integration
+
+package bench
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Small, seconds-long versions of the issue 8 and 11 benchmarks, run by
+// make test so that none of them rots: the same code as make bench, at
+// sizes where only "it works and counts right" is checked, not the figures.
+
+func TestAdmissionSmoke(t *testing.T) {
+	r := measureAdmission(t, 300, 3)
+	t.Logf("admission of %d jobs over %d tenants: %.0f jobs/s (raw %.0f pods/s), admitted after %s, pods after %s",
+		r.jobs, r.tenants, r.rate(), r.rawRate(), r.admittedAt, r.podsAt)
+	require.Zero(t, r.lost, "every job got its pod")
+	require.EqualValues(t, r.jobs, r.podCreates, "one create per pod")
+	require.Positive(t, r.rate())
+	require.Positive(t, r.rawRate())
+}
+
+func TestBatchSmoke(t *testing.T) {
+	r := measureBatch(t, 100, 1, time.Second)
+	for _, row := range r.rows {
+		t.Logf("%s: %.0f jobs/s", row.path, row.jobsSec)
+		require.Positive(t, row.jobsSec, row.path)
+	}
+}
+
+func TestMillionSmoke(t *testing.T) {
+	r := measureMillion(t, 20000, 5)
+	for _, row := range r.rows {
+		t.Logf("%s: p99 %.2f ms", row.what, ms(row.lat.p99))
+	}
+	require.Len(t, r.rows, 13)
+	require.EqualValues(t, 10000, r.ret.deleted, "the events seeded a month back")
+}
+
+func TestFanoutSmoke(t *testing.T) {
+	r := measureFanout(t, 20, 5)
+	t.Logf("20 streams: p99 %.1f ms (1 stream %.1f ms), %.1f KiB heap per stream", ms(r.all.p99), ms(r.one.p99), r.heapPerStream)
+	require.Zero(t, r.missed)
+	require.Equal(t, 5, r.all.n, "every event reached every stream")
+}
+
+func TestMemorySmoke(t *testing.T) {
+	r := measureMemory(t, 20)
+	t.Logf("worker with %d running jobs: %.0f MiB resident, %.0f MiB heap (idle %.0f, %.0f)", r.jobs, r.busyRSS, r.busyHeap, r.idleRSS, r.idleHeap)
+	require.Positive(t, r.busyRSS)
+	require.Positive(t, r.idleHeap)
+}
+
+func TestReplicasSmoke(t *testing.T) {
+	r := measureReplicas(t, 200, time.Second)
+	for _, run := range r.runs {
+		t.Logf("%d+%d: submit %.0f/s, dispatch %.0f jobs/s", run.servers, run.workers, run.submitPerSec, run.dispatchPerSec)
+		require.EqualValues(t, r.jobs, run.podCreates, "one create per pod, whichever worker claimed the job")
+		require.Len(t, run.perWorker, run.workers)
+	}
+}
