@@ -89,6 +89,8 @@ func TestJobListExplainUsesIndexes(t *testing.T) {
 		{name: "three states", p: JobListParams{States: []job.State{job.Queued, job.Running, job.Restarting}},
 			index: "jobs_tenant_state_seq_idx", merge: true},
 		{name: "label filter", p: JobListParams{LabelEquals: map[string]string{"team": "team-3"}}},
+		{name: "creator", p: JobListParams{Creator: "nobody"}, index: "jobs_tenant_creator_seq_idx"},
+		{name: "creator, later page", p: JobListParams{Creator: "alice", Before: 30000}, index: "jobs_tenant_creator_seq_idx"},
 	}
 	t.Run("claim", func(t *testing.T) {
 		nodes := planNodes(t, b.ctx, conn, sqlJobClaim, []any{"w", 10, int64(1e6)})

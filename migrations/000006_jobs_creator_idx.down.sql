@@ -1,0 +1,1 @@
+DROP INDEX jobs_tenant_creator_seq_idx;
