@@ -149,4 +149,4 @@ bench: cluster-build build ## Measure next to same-run baselines: JobCreate vs p
 	@# One scheduling cycle (sched.Schedule) at 10,000 pending jobs, 1,000 running, 100 tenants and
 	@# 1,000 nodes, and its cost from 1,000 to 100,000 pending jobs (internal/sched/bench_test.go).
 	$(GO) test -run '^$$' -bench 'Schedule' -benchtime 10x -benchmem ./internal/sched/
-	TRAINYARD_BIN=$(BIN)/trainyard $(GO) test -tags bench -run '^$$' -bench . -benchtime 1x -timeout 60m ./integration/bench/
+	TRAINYARD_BIN=$(BIN)/trainyard $(GO) test -tags bench -run '^$$' -bench . -benchtime 1x -timeout 90m ./integration/bench/

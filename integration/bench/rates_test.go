@@ -5,6 +5,8 @@ package bench
 import (
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -15,9 +17,22 @@ import (
 // table. Both paths run with the worker's default client (QPS 200, burst
 // 400): at 100 sets of 5 pods a second the raw creates alone ask 500 a
 // second of it.
+//
+// TRAINYARD_BENCH_RATES lists the rates, default 50: on this project's
+// 2-core machine the API server no longer keeps up with raw creates at 100
+// (raw p50 33 s, seen 2026-12-01), so that level measures the machine, not
+// Trainyard; TRAINYARD_BENCH_RATES=50,100 runs it.
 
 func benchDispatchRates(b *testing.B, cfg config, rep *report) {
-	for _, rate := range []float64{50, 100} {
+	var rates []float64
+	for _, f := range strings.Split(envString("TRAINYARD_BENCH_RATES", "50"), ",") {
+		r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || r <= 0 {
+			b.Fatalf("TRAINYARD_BENCH_RATES=%q: want positive jobs/s, comma-separated", f)
+		}
+		rates = append(rates, r)
+	}
+	for _, rate := range rates {
 		b.Run(fmt.Sprintf("rate=%g", rate), func(b *testing.B) {
 			c := cfg
 			c.rate, c.seeded, c.blocks = rate, []int{0}, 2
