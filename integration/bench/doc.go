@@ -108,8 +108,9 @@
 //	                             row; then --event-retention's deletes with a writer beside
 //	watchers   fanout_test.go    1,000 WatchJobs streams (TRAINYARD_BENCH_WATCHERS) on one server:
 //	                             memory per stream, commit → last stream, beside one stream
-//	rates      rates_test.go     the dispatch comparison above at 50 and 100 jobs/s, nothing
-//	                             seeded, TRAINYARD_BENCH_RATES_FOR (10s) per path
+//	rates      rates_test.go     the dispatch comparison above at TRAINYARD_BENCH_RATES jobs/s
+//	                             (50; "50,100" adds 100), nothing seeded,
+//	                             TRAINYARD_BENCH_RATES_FOR (10s) per path
 //	memory     memory_test.go    one worker owning 2,000 running 1 chief + 4 worker jobs
 //	                             (TRAINYARD_BENCH_MEMORY_JOBS), beside itself idle
 //	replicas   replicas_test.go  1 API server + 1 worker, then 3 + 3: CreateJob rate, dispatch
