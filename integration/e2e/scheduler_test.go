@@ -281,7 +281,14 @@ func TestSchedulerLeaderKilledMidLoad(t *testing.T) {
 		}
 		require.Equal(t, 1, admitted, "%s started once: %v", name, j.GetStatus())
 	}
-	created := rec.created("load-")
+	// The recorder's watch may trail the worker's informer on a loaded
+	// machine: the last jobs can have SUCCEEDED before it has seen their
+	// pods' creation.
+	var created map[string]int
+	require.Eventually(t, func() bool {
+		created = rec.created("load-")
+		return len(created) >= 2*n
+	}, 30*time.Second, 50*time.Millisecond, "every replica pod was created")
 	require.Len(t, created, 2*n, "every replica pod was created")
 	for pod, uids := range created {
 		require.Equal(t, 1, uids, "pod %s was created more than once", pod)
