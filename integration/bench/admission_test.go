@@ -223,6 +223,10 @@ func addScaleNodes(tb testing.TB, c *cluster.Cluster, pods int) {
 		n := cluster.CPUNode(fmt.Sprintf("kwok-scale-%d", i))
 		n.Capacity[corev1.ResourcePods] = resource.MustParse(fmt.Sprint(per))
 		n.Capacity[corev1.ResourceCPU] = resource.MustParse("1000")
+		// A GiB per pod slot: CPUNode's 128Gi would hold only 2,048 pods
+		// of the bench's 64Mi, and the scheduler would then, rightly, keep
+		// the rest of the jobs waiting for capacity.
+		n.Capacity[corev1.ResourceMemory] = resource.MustParse(fmt.Sprintf("%dGi", per))
 		n.PodCIDR = fmt.Sprintf("10.%d.0.0/16", 100+i)
 		nodes = append(nodes, n)
 	}
