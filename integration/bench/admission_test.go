@@ -190,9 +190,31 @@ func measureAdmission(tb testing.TB, jobs, tenants int) admissionResult {
 	res.cpu = diffCPU(cpu0, sampleCPU(procs))
 	res.admittedAt = admitted(start)
 	res.lost = jobs - seen.count("ty-")
-	res.metrics = diffMetrics(before, scrape(tb, metricsURL))
-	res.podCreates = res.metrics[`trainyard_worker_kube_requests_total{resource="pods",verb="create"}`]
+	res.metrics = settledMetrics(tb, []string{metricsURL}, []map[string]float64{before}, float64(jobs))[0]
+	res.podCreates = res.metrics[podCreatesSeries]
 	return res
+}
+
+const podCreatesSeries = `trainyard_worker_kube_requests_total{resource="pods",verb="create"}`
+
+// settledMetrics scrapes the workers' metrics (urls) and returns their
+// change since before, once their pod creates add up to want or after 10
+// s: a pod can reach a watch before the create call that made it has
+// returned to the worker and been counted.
+func settledMetrics(tb testing.TB, urls []string, before []map[string]float64, want float64) []map[string]float64 {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out := make([]map[string]float64, len(urls))
+		sum := 0.0
+		for i, u := range urls {
+			out[i] = diffMetrics(before[i], scrape(tb, u))
+			sum += out[i][podCreatesSeries]
+		}
+		if sum >= want || time.Now().After(deadline) {
+			return out
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // admissionSpec is one replica that runs for a second.

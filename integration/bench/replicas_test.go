@@ -98,9 +98,8 @@ func replicaRunOf(tb testing.TB, n, jobs int, d time.Duration) replicaRun {
 		run.busy = 100 * float64(b1-b0) / float64(t1-t0)
 	}
 	run.dispatchPerSec = perSecond(jobs, run.dispatchFor)
-	for i, u := range metricsURLs {
-		m := diffMetrics(before[i], scrape(tb, u))
-		run.podCreates += m[`trainyard_worker_kube_requests_total{resource="pods",verb="create"}`]
+	for _, m := range settledMetrics(tb, metricsURLs, before, float64(jobs)) {
+		run.podCreates += m[podCreatesSeries]
 		run.perWorker = append(run.perWorker, m["trainyard_worker_jobs_claimed_total"])
 	}
 	return run
