@@ -117,8 +117,9 @@ func (s *JobServer) WatchJobs(req *pb.WatchJobsRequest, stream grpc.ServerStream
 		return err
 	}
 	return s.follow(ctx, wake, func() (bool, error) {
+		since := time.Now() // what committed before this poll must be in what it reads
 		for {
-			t, err := s.tails.read(ctx, tenantID, cursor, maxPageSize)
+			t, err := s.tails.read(ctx, tenantID, cursor, maxPageSize, since)
 			if err != nil {
 				return false, err
 			}
