@@ -3,9 +3,9 @@ package api
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	"google.golang.org/grpc/status"
 
 	"github.com/trainyard/trainyard/internal/job"
@@ -17,24 +17,13 @@ import (
 // three queries (the events after the cursor, their jobs, the queue view),
 // and the time from a commit to the last stream would grow with N times
 // the queries' cost. tailReads runs one read per (tenant, cursor) at a
-// time and hands its result to every stream that asks meanwhile — but only
-// to those that asked after it started: a stream woken by a commit must
-// not be handed a read that began before that commit. A stream behind the
-// others reads on its own key. Filtering and the messages stay per
-// stream: the shared result is only read, never changed.
+// time and hands its result to every stream that asks meanwhile
+// (singleflight); a stream behind the others reads on its own key.
+// Filtering and the messages stay per stream: the shared result is only
+// read, never changed.
 type tailReads struct {
+	g     singleflight.Group
 	store Store
-
-	mu      sync.Mutex
-	flights map[string]*flight // by tenant/cursor/limit
-}
-
-// flight is one shared read: done closes when val and err are set.
-type flight struct {
-	started time.Time
-	done    chan struct{}
-	val     *tail
-	err     error
 }
 
 // tail is one read of a tenant's events after a cursor: the events, their
@@ -52,36 +41,23 @@ type tail struct {
 const tailReadTimeout = 30 * time.Second
 
 // read returns the tenant's events after cursor (at most limit), with
-// their jobs and queue view, from a read that started at or after since,
-// shared with the other callers of the same tenant and cursor.
-func (t *tailReads) read(ctx context.Context, tenantID string, cursor int64, limit int, since time.Time) (*tail, error) {
+// their jobs and queue view, shared with concurrent callers of the same
+// tenant and cursor.
+func (t *tailReads) read(ctx context.Context, tenantID string, cursor int64, limit int) (*tail, error) {
 	key := fmt.Sprintf("%s/%d/%d", tenantID, cursor, limit)
-	t.mu.Lock()
-	f := t.flights[key]
-	if f == nil || f.started.Before(since) {
-		f = &flight{started: time.Now(), done: make(chan struct{})}
-		if t.flights == nil {
-			t.flights = map[string]*flight{}
-		}
-		t.flights[key] = f
-		go func() {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tailReadTimeout)
-			f.val, f.err = t.readOnce(rctx, tenantID, cursor, limit)
-			cancel()
-			t.mu.Lock()
-			if t.flights[key] == f {
-				delete(t.flights, key)
-			}
-			t.mu.Unlock()
-			close(f.done)
-		}()
-	}
-	t.mu.Unlock()
+	ch := t.g.DoChan(key, func() (any, error) {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tailReadTimeout)
+		defer cancel()
+		return t.readOnce(rctx, tenantID, cursor, limit)
+	})
 	select {
 	case <-ctx.Done():
 		return nil, status.FromContextError(ctx.Err()).Err()
-	case <-f.done:
-		return f.val, f.err
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.(*tail), nil
 	}
 }
 

@@ -41,7 +41,7 @@ func TestTailReadsShareOneReadPerCursor(t *testing.T) {
 	gone, cancel := context.WithCancel(context.Background())
 	goneErr := make(chan error, 1)
 	go func() {
-		_, err := tails.read(gone, "acme", 7, 100, time.Time{})
+		_, err := tails.read(gone, "acme", 7, 100)
 		goneErr <- err
 	}()
 	var wg sync.WaitGroup
@@ -50,7 +50,7 @@ func TestTailReadsShareOneReadPerCursor(t *testing.T) {
 	for i := range results {
 		wg.Go(func() {
 			started.Add(1)
-			r, err := tails.read(context.Background(), "acme", 7, 100, time.Time{})
+			r, err := tails.read(context.Background(), "acme", 7, 100)
 			require.NoError(t, err)
 			results[i] = r
 		})
@@ -70,26 +70,7 @@ func TestTailReadsShareOneReadPerCursor(t *testing.T) {
 	}
 
 	// Another cursor is another read.
-	_, err := tails.read(context.Background(), "acme", 8, 100, time.Time{})
+	_, err := tails.read(context.Background(), "acme", 8, 100)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, st.calls.Load())
-
-	// A caller woken after a read of its key began does not join it: it
-	// may miss what committed in between.
-	st.gate = make(chan struct{})
-	first := make(chan error, 1)
-	go func() {
-		_, err := tails.read(context.Background(), "acme", 9, 100, time.Time{})
-		first <- err
-	}()
-	require.Eventually(t, func() bool { return st.calls.Load() == 3 }, 5*time.Second, time.Millisecond)
-	late := make(chan error, 1)
-	go func() {
-		_, err := tails.read(context.Background(), "acme", 9, 100, time.Now())
-		late <- err
-	}()
-	require.Eventually(t, func() bool { return st.calls.Load() == 4 }, 5*time.Second, time.Millisecond, "a read of its own")
-	close(st.gate)
-	require.NoError(t, <-first)
-	require.NoError(t, <-late)
 }
