@@ -123,18 +123,7 @@ func TestEventsResumeUnderConcurrentWriters(t *testing.T) {
 			cursor = e.ID
 		}
 	}
-	for done := false; !done; {
-		select {
-		case <-writing:
-			done = true
-		default:
-		}
-		read()
-	}
-	for before := -1; before != len(seen); {
-		before = len(seen)
-		read()
-	}
+	readWhileWriting(writing, read, func() int { return len(seen) })
 	close(errs)
 	for err := range errs {
 		require.NoError(t, err)

@@ -136,18 +136,7 @@ func TestEventsResumeUnderInterleavedWriters(t *testing.T) {
 			cursor = e.ID
 		}
 	}
-	for done := false; !done; {
-		select {
-		case <-writing:
-			done = true
-		default:
-		}
-		read()
-	}
-	for before := -1; before != len(seen); {
-		before = len(seen)
-		read()
-	}
+	readWhileWriting(writing, read, func() int { return len(seen) })
 	close(errs)
 	for err := range errs {
 		require.NoError(t, err)
@@ -156,4 +145,22 @@ func TestEventsResumeUnderInterleavedWriters(t *testing.T) {
 	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM job_events WHERE tenant_id = 'a' AND id > $1`, from).Scan(&all))
 	require.EqualValues(t, committed.Load(), all, "rolled-back events are gone")
 	require.Equal(t, all, len(seen), "the resuming reader saw every committed event")
+}
+
+// readWhileWriting calls read until writing closes, then until a read
+// delivers nothing more (seen stops growing): a resuming reader racing
+// concurrent writers, as a watch is.
+func readWhileWriting(writing <-chan struct{}, read func(), seen func() int) {
+	for done := false; !done; {
+		select {
+		case <-writing:
+			done = true
+		default:
+		}
+		read()
+	}
+	for before := -1; before != seen(); {
+		before = seen()
+		read()
+	}
 }
