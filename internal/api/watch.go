@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/trainyard/trainyard/internal/auth"
 	"github.com/trainyard/trainyard/internal/job"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
@@ -70,6 +71,9 @@ func (s *JobServer) WatchJob(req *pb.WatchJobRequest, stream grpc.ServerStreamin
 			}
 			cur := jobSummaryToPB(j)
 			if err := s.withQueue(ctx, tenantID, cur); err != nil {
+				return false, err
+			}
+			if err := auth.Recheck(ctx); err != nil {
 				return false, err
 			}
 			for _, e := range events {
@@ -140,6 +144,13 @@ func (s *JobServer) WatchJobs(req *pb.WatchJobsRequest, stream grpc.ServerStream
 			// One read of the tenant's queue view for the whole batch.
 			if err := s.withQueue(ctx, tenantID, withJob...); err != nil {
 				return false, err
+			}
+			if len(msgs) > 0 {
+				// Whoever lost access before these events committed
+				// must not see them (auth.Recheck).
+				if err := auth.Recheck(ctx); err != nil {
+					return false, err
+				}
 			}
 			for _, msg := range msgs {
 				if err := stream.Send(msg); err != nil {

@@ -92,7 +92,9 @@ func (i *Interceptor) Unary() grpc.UnaryServerInterceptor {
 // handler receives it (a server-streaming handler's first act), and the
 // handler can send nothing before that. From then on the stream is guarded
 // (stream.go): re-authorized when its tenant changes and periodically,
-// ended when the token expires or its lifetime is over.
+// ended when the token expires or its lifetime is over; handlers call
+// Recheck to re-authorize before sending what the database ordered after
+// a change.
 func (i *Interceptor) Stream() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		if i.isExempt(info.FullMethod) {
@@ -109,10 +111,14 @@ func (i *Interceptor) Stream() grpc.StreamServerInterceptor {
 		}
 		ctx, end := context.WithCancelCause(ctx)
 		defer end(nil)
+		check := &recheck{i: i, p: p, method: info.FullMethod, end: end}
+		ctx = context.WithValue(ctx, recheckKey{}, check)
 		as := &authorizingStream{ServerStream: ss, i: i, p: p, method: info.FullMethod, base: ctx, ctx: ctx}
 		as.onFirst = func(req any, acc Access) {
 			if m, ok := req.(proto.Message); ok {
-				go i.guard(ctx, end, p, info.FullMethod, proto.Clone(m), acc.TenantID)
+				m = proto.Clone(m)
+				check.setRequest(m)
+				go i.guard(ctx, end, p, info.FullMethod, m, acc.TenantID)
 			}
 		}
 		err = handler(srv, as)

@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -25,6 +26,14 @@ import (
 // resumes after an event id, so the lifetime costs a client one reconnect
 // and bounds how long any decision, and any connection to one server,
 // lives.
+//
+// The guard runs beside the handler, so on its own it would leave a window:
+// a watch woken by a job created just after a member was removed could read
+// and send that job before the guard, woken by the tenant change, has
+// decided. Handlers whose messages are ordered by the database close it
+// with Recheck: called after reading what it is about to send, it reads the
+// tenant again, and whatever committed before what was read (the removal)
+// is in that read.
 
 // StreamPolicy says how long an open stream keeps the access it was
 // authorized with.
@@ -119,6 +128,61 @@ func (i *Interceptor) guard(ctx context.Context, end context.CancelCauseFunc, p 
 			return
 		}
 	}
+}
+
+// Recheck authorizes the stream of ctx again, now, with the request it was
+// opened with, and ends the stream as the guard would when access is gone;
+// it returns the status the caller gets. Outside a guarded stream, or
+// before its request was authorized, it returns nil.
+func Recheck(ctx context.Context) error {
+	c, _ := ctx.Value(recheckKey{}).(*recheck)
+	if c == nil {
+		return nil
+	}
+	return c.run(ctx)
+}
+
+type recheckKey struct{}
+
+// recheck is a guarded stream's synchronous re-authorization.
+type recheck struct {
+	i      *Interceptor
+	p      Principal
+	method string
+	end    context.CancelCauseFunc
+
+	mu  sync.Mutex
+	req proto.Message // set once the first message is authorized
+}
+
+func (c *recheck) setRequest(m proto.Message) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.req = m
+}
+
+func (c *recheck) run(ctx context.Context) error {
+	c.mu.Lock()
+	req := c.req
+	c.mu.Unlock()
+	if req == nil {
+		return nil
+	}
+	var st *status.Status
+	if !c.p.Expiry.IsZero() && !time.Now().Before(c.p.Expiry) {
+		st = status.New(codes.Unauthenticated, msgExpired)
+	} else if _, err := c.i.authz.Authorize(ctx, c.p, c.method, req); err != nil {
+		if ctx.Err() != nil {
+			return status.FromContextError(ctx.Err()).Err()
+		}
+		st = status.Convert(err)
+	}
+	if st == nil {
+		return nil
+	}
+	c.i.log.Info("stream ended", "method", c.method, "subject", c.p.Subject, "reason", "access re-checked before sending: "+st.Message(), "code", st.Code().String())
+	c.end(&streamEnded{st: st})
+	return st.Err()
 }
 
 const msgExpired = "authentication required: the bearer token expired while the stream was open; open it again with a new token"

@@ -41,22 +41,37 @@ func (f *mutableTenants) setMembers(id string, ms ...tenant.Member) {
 }
 
 // holdingJobs answers WatchJobs with one message, then holds the stream
-// open as a watch does, until the client or the guard ends it.
+// open as a watch does, until the client or the guard ends it. On each
+// value of more it sends another message, after Recheck as watches do.
 type holdingJobs struct {
 	pb.UnimplementedJobServiceServer
+	more <-chan struct{}
 }
 
-func (holdingJobs) WatchJobs(req *pb.WatchJobsRequest, stream grpc.ServerStreamingServer[pb.WatchJobResponse]) error {
+func (h holdingJobs) WatchJobs(req *pb.WatchJobsRequest, stream grpc.ServerStreamingServer[pb.WatchJobResponse]) error {
+	ctx := stream.Context()
 	if err := stream.Send(&pb.WatchJobResponse{Job: &pb.Job{Name: req.GetParent() + "/jobs/j"}}); err != nil {
 		return err
 	}
-	<-stream.Context().Done()
-	return status.FromContextError(stream.Context().Err()).Err()
+	for {
+		select {
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
+		case <-h.more:
+			if err := Recheck(ctx); err != nil {
+				return err
+			}
+			if err := stream.Send(&pb.WatchJobResponse{Job: &pb.Job{Name: req.GetParent() + "/jobs/later"}}); err != nil {
+				return err
+			}
+		}
+	}
 }
 
 type streamWorld struct {
 	tenants *mutableTenants
 	changes chan struct{}
+	more    chan struct{}
 	jobs    pb.JobServiceClient
 }
 
@@ -67,6 +82,7 @@ func newStreamWorld(t *testing.T, authn Authenticator, pol StreamPolicy) *stream
 			"alpha": {ID: "alpha", State: tenant.Active, Members: []tenant.Member{{Subject: "vera", Role: tenant.RoleViewer}}},
 		}},
 		changes: make(chan struct{}, 1),
+		more:    make(chan struct{}),
 	}
 	pol.TenantChanges = func(id string) (<-chan struct{}, func()) {
 		require.Equal(t, "alpha", id)
@@ -74,7 +90,7 @@ func newStreamWorld(t *testing.T, authn Authenticator, pol StreamPolicy) *stream
 	}
 	ic := NewInterceptor(authn, NewAuthorizer(w.tenants), WithLogger(discardLogger()), WithStreamPolicy(pol))
 	srv := grpc.NewServer(grpc.ChainStreamInterceptor(ic.Stream()))
-	pb.RegisterJobServiceServer(srv, holdingJobs{})
+	pb.RegisterJobServiceServer(srv, holdingJobs{more: w.more})
 	w.jobs = pb.NewJobServiceClient(serveInMemory(t, srv))
 	return w
 }
@@ -112,6 +128,28 @@ func TestStreamEndsWhenAccessIsRevoked(t *testing.T) {
 	st := ended(t, stream)
 	require.Equal(t, codes.NotFound, st.Code(), st.Message())
 	require.Equal(t, `tenant "alpha" not found`, st.Message())
+}
+
+// A handler about to send what was written after a member's removal
+// re-checks first, so the removed member never sees it, whether or not the
+// guard has heard of the change yet.
+func TestRecheckBeforeSending(t *testing.T) {
+	w := newStreamWorld(t, testTokens, StreamPolicy{Recheck: time.Hour})
+	stream := w.open(t)
+	w.more <- struct{}{}
+	m, err := stream.Recv()
+	require.NoError(t, err)
+	require.Equal(t, "tenants/alpha/jobs/later", m.GetJob().GetName())
+
+	w.tenants.setMembers("alpha") // no notification: the guard does not know
+	w.more <- struct{}{}
+	st := ended(t, stream)
+	require.Equal(t, codes.NotFound, st.Code(), st.Message())
+	require.Equal(t, `tenant "alpha" not found`, st.Message())
+}
+
+func TestRecheckOutsideAStream(t *testing.T) {
+	require.NoError(t, Recheck(context.Background()))
 }
 
 // Without a notification (lost while a listener reconnected), the periodic
