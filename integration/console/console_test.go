@@ -260,6 +260,36 @@ func TestConsole(t *testing.T) {
 		alice.waitText(`[data-testid=job-state]`, "SUCCEEDED", 60*time.Second)
 	})
 
+	t.Run("TensorBoardLinkCarriesTheSession", func(t *testing.T) {
+		alice := aliceTab.in(t)
+		_, err := e.alice.CreateJob(ctxT(t), &pb.CreateJobRequest{Parent: "tenants/vision", JobId: "board", Job: &pb.Job{Spec: &pb.JobSpec{
+			Replicas:    []*pb.ReplicaSpec{replica(pb.ReplicaType_REPLICA_TYPE_CHIEF, 0, map[string]string{cluster.AnnotationRunForever: "true"})},
+			Checkpoint:  &pb.CheckpointVolume{ClaimName: "ckpt"},
+			Tensorboard: &pb.TensorBoard{Enabled: true},
+		}}})
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			_, _ = e.alice.CancelJob(context.Background(), &pb.CancelJobRequest{Name: harness.JobName("vision", "board")})
+		})
+		alice.open("/tenants/vision/jobs/board")
+		alice.waitJS(`!!document.querySelector("a.tensorboard")`, 20*time.Second)
+		require.Equal(t, "/v1/tenants/vision/jobs/board/tensorboard/", eval[string](alice, `new URL(document.querySelector("a.tensorboard").href).pathname`))
+		require.Empty(t, eval[string](alice, `document.cookie`), "the token's cookie is HttpOnly")
+		// What the link's tab sends: the cookie and no Authorization. The
+		// proxy lets it through (its TensorBoard pod has no kubelet port
+		// forward here: 503, where a request without the session is 401);
+		// another job's path does not get the cookie.
+		eval[bool](alice, `(() => {
+			window.__tb = {};
+			for (const [k, p] of [["own", "board"], ["other", "mnist"]]) {
+				fetch("/v1/tenants/vision/jobs/" + p + "/tensorboard/", { credentials: "same-origin" }).then(r => { window.__tb[k] = r.status; });
+			}
+			return true;
+		})()`)
+		alice.waitJS(`window.__tb.own !== undefined && window.__tb.other !== undefined`, 20*time.Second)
+		require.Equal(t, map[string]int{"own": 503, "other": 401}, eval[map[string]int](alice, `window.__tb`))
+	})
+
 	t.Run("AnotherTenantsMemberSeesNone", func(t *testing.T) {
 		bob := e.browser.tab(t, e.HTTPURL)
 		bob.signIn(bobToken)

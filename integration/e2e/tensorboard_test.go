@@ -190,6 +190,45 @@ func TestTensorBoardProxy(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, `echo requests=[{"plugin":"scalars"}]`, body)
 
+	// A browser: :open puts the bearer token in a cookie for this job's
+	// proxy path only, and a link then works with the cookie alone.
+	req, err := http.NewRequest(http.MethodPost, base+":open", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+viewer)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	opened, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(opened))
+	require.JSONEq(t, `{"url":"/v1/tenants/acme/jobs/board/tensorboard/"}`, string(opened))
+	require.Len(t, resp.Cookies(), 1)
+	cookie := resp.Cookies()[0]
+	require.Equal(t, viewer, cookie.Value)
+	require.Equal(t, "/v1/tenants/acme/jobs/board/tensorboard/", cookie.Path)
+	require.True(t, cookie.HttpOnly)
+	require.Equal(t, http.SameSiteStrictMode, cookie.SameSite)
+	withCookie := func(c *http.Cookie, method, url string) (int, string) {
+		req, err := http.NewRequest(method, url, nil)
+		require.NoError(t, err)
+		req.AddCookie(c)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	code, body = withCookie(cookie, http.MethodGet, base+"/data/runs")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Equal(t, `["train","eval"] `, body)
+	// The cookie can not open anything itself, and another tenant's
+	// member's token is refused in a cookie as in a header.
+	code, body = withCookie(cookie, http.MethodPost, base+":open")
+	require.Equal(t, http.StatusUnauthorized, code, body)
+	code, body = withCookie(&http.Cookie{Name: cookie.Name, Value: env.Token("bob")}, http.MethodGet, base+"/")
+	require.Equal(t, http.StatusNotFound, code, body)
+
 	// The caller's credentials never reach TensorBoard.
 	tb.mu.Lock()
 	for _, h := range tb.headers {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net"
@@ -42,12 +43,25 @@ import (
 // redirects to it, as a directory does, or those URLs would resolve one
 // level up. GET and POST are proxied (TensorBoard's time series plugin
 // POSTs its queries).
+//
+// A browser following a link sends no Authorization header, so the
+// console first POSTs .../tensorboard:open with its bearer token, and the
+// answer sets the token as a cookie that only this job's proxy path
+// receives (HttpOnly, SameSite=Strict, Secure over TLS, ending with the
+// browser session; the token's own expiry still applies). The proxy takes
+// the cookie when there is no Authorization header. :open itself takes
+// only the header, so a cookie can not mint another, and SameSite keeps
+// other sites' pages from riding it.
 
 // TensorBoardDialer connects to the TensorBoard of job in namespace
 // (kube.PodDialer.DialTensorBoard).
 type TensorBoardDialer func(ctx context.Context, namespace, job string) (net.Conn, error)
 
-const tensorBoardPath = "/v1/tenants/{tenant}/jobs/{job}/tensorboard"
+const (
+	tensorBoardPath = "/v1/tenants/{tenant}/jobs/{job}/tensorboard"
+	// tensorBoardCookie carries a browser's bearer token to the proxy.
+	tensorBoardCookie = "trainyard-tensorboard"
+)
 
 type tensorBoardProxy struct {
 	jobs     pb.JobServiceClient
@@ -112,9 +126,68 @@ func (t *tensorBoardProxy) redirect(w http.ResponseWriter, r *http.Request) {
 }
 
 func (t *tensorBoardProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	authz := r.Header.Get("Authorization")
+	if authz == "" {
+		if c, err := r.Cookie(tensorBoardCookie); err == nil && c.Value != "" {
+			authz = "Bearer " + c.Value
+		}
+	}
+	tg, prefix, err := t.target(r, authz)
+	if err != nil {
+		t.writeErr(w, r, err)
+		return
+	}
+	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), prefix)
+	if !ok || rest == "" {
+		rest = "/"
+	}
+	tg.rawPath = rest
+	t.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tbTargetKey{}, tg)))
+}
+
+// open answers POST .../tensorboard:open: with the caller's bearer token
+// in a cookie for the proxy's path, and the path as {"url": ...}.
+func (t *tensorBoardProxy) open(w http.ResponseWriter, r *http.Request) {
+	authz := r.Header.Get("Authorization")
+	_, prefix, err := t.target(r, authz)
+	if err != nil {
+		t.writeErr(w, r, err)
+		return
+	}
+	scheme, token, _ := strings.Cut(authz, " ")
+	token = strings.TrimSpace(token)
+	if !strings.EqualFold(scheme, "Bearer") || token == "" || !validCookieValue(token) {
+		// GetJob accepted it, so it is a bearer token a cookie cannot hold.
+		t.writeErr(w, r, status.Error(codes.InvalidArgument, "the bearer token cannot be kept in a cookie; send it in the Authorization header to the TensorBoard path instead"))
+		return
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: tensorBoardCookie, Value: token, Path: prefix + "/",
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+	})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(map[string]string{"url": prefix + "/"})
+}
+
+// validCookieValue reports whether s fits a cookie value unquoted (RFC 6265
+// cookie-octet), as JWTs do.
+func validCookieValue(s string) bool {
+	for _, c := range []byte(s) {
+		if c <= 0x20 || c >= 0x7f || c == '"' || c == ',' || c == ';' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// target authorizes a request for a job's TensorBoard with authz (GetJob,
+// then GetTenant for the namespace) and returns where it goes and the
+// job's proxy prefix.
+func (t *tensorBoardProxy) target(r *http.Request, authz string) (tbTarget, string, error) {
 	tenantID, jobID := r.PathValue("tenant"), r.PathValue("job")
 	name := "tenants/" + tenantID + "/jobs/" + jobID
-	md := metadata.Pairs("authorization", r.Header.Get("Authorization"))
+	md := metadata.Pairs("authorization", authz)
 	if id := r.Header.Get("X-Request-Id"); id != "" {
 		md.Set(requestIDHeader, id)
 	}
@@ -124,33 +197,22 @@ func (t *tensorBoardProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := metadata.NewOutgoingContext(r.Context(), md)
 	j, err := t.jobs.GetJob(ctx, &pb.GetJobRequest{Name: name})
 	if err != nil {
-		t.writeErr(w, r, err)
-		return
+		return tbTarget{}, "", err
 	}
 	if !j.GetSpec().GetTensorboard().GetEnabled() {
-		t.writeErr(w, r, status.Errorf(codes.NotFound, "job %s has no TensorBoard (spec.tensorboard.enabled is false)", jobID))
-		return
+		return tbTarget{}, "", status.Errorf(codes.NotFound, "job %s has no TensorBoard (spec.tensorboard.enabled is false)", jobID)
 	}
 	if t.dial == nil {
-		t.writeErr(w, r, status.Error(codes.Unavailable, "this server reaches no Kubernetes cluster, so it cannot show TensorBoard"))
-		return
+		return tbTarget{}, "", status.Error(codes.Unavailable, "this server reaches no Kubernetes cluster, so it cannot show TensorBoard")
 	}
 	tn, err := t.tenants.GetTenant(ctx, &pb.GetTenantRequest{Name: "tenants/" + tenantID})
 	if err != nil {
-		t.writeErr(w, r, err)
-		return
+		return tbTarget{}, "", err
 	}
-	prefix := "/v1/tenants/" + tenantID + "/jobs/" + jobID + "/tensorboard"
-	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), prefix)
-	if !ok || rest == "" {
-		rest = "/"
+	if tn.GetNamespace() == "" {
+		return tbTarget{}, "", errors.New("tenant has no namespace")
 	}
-	tg := tbTarget{namespace: tn.GetNamespace(), job: jobID, rawPath: rest}
-	if tg.namespace == "" {
-		t.writeErr(w, r, errors.New("tenant has no namespace"))
-		return
-	}
-	t.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tbTargetKey{}, tg)))
+	return tbTarget{namespace: tn.GetNamespace(), job: jobID}, "/v1/tenants/" + tenantID + "/jobs/" + jobID + "/tensorboard", nil
 }
 
 // routeTensorBoard serves the TensorBoard proxy on mux. gw is the REST
@@ -162,6 +224,7 @@ func (s *Server) routeTensorBoard(mux *http.ServeMux, gw http.Handler) {
 		errorHandler(r.Context(), gwMux, marshaler, w, r, err)
 	})
 	mux.HandleFunc("GET "+tensorBoardPath, t.redirect)
+	mux.Handle("POST "+tensorBoardPath+":open", limitBody(s.cfg.MaxRequestBytes, http.HandlerFunc(t.open)))
 	for _, method := range []string{http.MethodGet, http.MethodPost} {
 		mux.Handle(method+" "+tensorBoardPath+"/{rest...}", limitBody(s.cfg.MaxRequestBytes, t))
 	}

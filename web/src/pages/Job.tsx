@@ -115,12 +115,7 @@ export function JobPage() {
         {st.completionTime && <><dt>Finished</dt><dd><time dateTime={st.completionTime}>{localTime(st.completionTime)}</time></dd></>}
         {st.startTime && <><dt>Duration</dt><dd>{jobDuration(j, now)}</dd></>}
         {(st.reason || st.message) && <><dt>Reason</dt><dd>{st.reason}{st.message ? `: ${st.message}` : ""}</dd></>}
-        {tb && (
-          // The API server proxies TensorBoard for callers with a bearer
-          // token; a plain link from the browser carries none, so the
-          // console shows where it is rather than a link that would 401.
-          <><dt>TensorBoard</dt><dd>served through the API at <code>{`${paths.job(name)}/tensorboard/`}</code> (send your token)</dd></>
-        )}
+        {tb && <><dt>TensorBoard</dt><dd><TensorBoardLink name={name} /></dd></>}
         <dt>Priority</dt><dd>{j.spec?.priority ?? 0}</dd>
         <dt>Restarts</dt><dd>{st.restarts ?? 0}{st.requeues ? `, requeued ${st.requeues}×` : ""}</dd>
         {st.queue && (
@@ -221,4 +216,21 @@ export function JobPage() {
       </Confirm>
     </>
   );
+}
+
+// TensorBoardLink opens the job's TensorBoard, which the API server
+// proxies. A link carries no Authorization header, so the console first
+// asks the server (tensorboard:open) to keep the session's token in a
+// cookie that only this job's TensorBoard path receives (HttpOnly: this
+// page's scripts cannot read it back).
+function TensorBoardLink({ name }: { name: string }) {
+  const { api } = useSession();
+  const [url, setUrl] = useState<string>();
+  const [error, setError] = useState<string>();
+  useEffect(() => {
+    api.call<{ url: string }>("POST", `${paths.job(name)}/tensorboard:open`).then((r) => setUrl(r.url), (e: Error) => setError(e.message));
+  }, [api, name]);
+  if (error) return <span className="error">TensorBoard cannot be opened: {error}</span>;
+  if (!url) return <span aria-live="polite">…</span>;
+  return <a className="tensorboard" href={url} target="_blank" rel="noopener noreferrer">Open TensorBoard</a>;
 }
