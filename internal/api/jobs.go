@@ -25,10 +25,15 @@ import (
 type JobServer struct {
 	pb.UnimplementedJobServiceServer
 	deps
+	tails *tailReads // WatchJobs streams' shared reads
 }
 
 // NewJobServer returns the JobService implementation.
-func NewJobServer(d Deps) *JobServer { return &JobServer{deps: d.withDefaults()} }
+func NewJobServer(d Deps) *JobServer {
+	s := &JobServer{deps: d.withDefaults()}
+	s.tails = &tailReads{store: s.store}
+	return s
+}
 
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,100}$`)
 

@@ -62,10 +62,16 @@ func (d *deps) withQueue(ctx context.Context, tenantID string, jobs ...*pb.Job) 
 	if err != nil {
 		return err
 	}
+	applyQueue(entries, at, jobs...)
+	return nil
+}
+
+// applyQueue sets the queue status of the QUEUED jobs among jobs from
+// entries, the tenant's queue view published at at.
+func applyQueue(entries map[string]job.QueueInfo, at time.Time, jobs ...*pb.Job) {
 	for _, j := range jobs {
 		if q, ok := entries[j.GetUid()]; ok && j.GetStatus().GetState() == pb.JobState_JOB_STATE_QUEUED {
 			j.Status.Queue = queueToPB(q, at)
 		}
 	}
-	return nil
 }

@@ -121,34 +121,27 @@ func (s *JobServer) WatchJobs(req *pb.WatchJobsRequest, stream grpc.ServerStream
 		return err
 	}
 	return s.follow(ctx, wake, func() (bool, error) {
+		since := time.Now() // what committed before this poll must be in what it reads
 		for {
-			events, err := s.store.EventListTenant(ctx, tenantID, cursor, maxPageSize)
+			t, err := s.tails.read(ctx, tenantID, cursor, maxPageSize, since)
 			if err != nil {
 				return false, err
 			}
-			if len(events) == 0 {
+			if len(t.events) == 0 {
 				return false, nil
 			}
-			jobs, err := s.jobsOf(ctx, tenantID, events)
-			if err != nil {
-				return false, err
-			}
 			var msgs []*pb.WatchJobResponse
-			var withJob []*pb.Job
-			for _, e := range events {
-				if msg, ok := watchMessage(tenantID, e, jobs, f); ok {
+			for _, e := range t.events {
+				if msg, ok := watchMessage(tenantID, e, t.jobs, f); ok {
+					applyQueue(t.queue, t.queueAt, msg.GetJob())
 					msgs = append(msgs, msg)
-					withJob = append(withJob, msg.GetJob())
 				}
 			}
-			// One read of the tenant's queue view for the whole batch.
-			if err := s.withQueue(ctx, tenantID, withJob...); err != nil {
-				return false, err
-			}
 			if len(msgs) > 0 {
-				// Whoever lost access before these events committed
-				// must not see them (auth.Recheck).
-				if err := auth.Recheck(ctx); err != nil {
+				// Whoever lost access before these events committed must
+				// not see them: re-check against the tenant as read after
+				// them (auth.Recheck).
+				if err := auth.Recheck(auth.WithTenantRecord(ctx, tenantID, t.tenant, t.tenantGone)); err != nil {
 					return false, err
 				}
 			}
@@ -157,8 +150,8 @@ func (s *JobServer) WatchJobs(req *pb.WatchJobsRequest, stream grpc.ServerStream
 					return false, err
 				}
 			}
-			cursor = events[len(events)-1].ID
-			if len(events) < maxPageSize {
+			cursor = t.events[len(t.events)-1].ID
+			if len(t.events) < maxPageSize {
 				return false, nil
 			}
 		}
@@ -172,27 +165,6 @@ func (s *JobServer) WatchJobs(req *pb.WatchJobsRequest, stream grpc.ServerStream
 // event. The REST gateway still answers only with the first message.
 func watchEstablished(stream grpc.ServerStream) error {
 	return stream.SendHeader(metadata.MD{})
-}
-
-// jobsOf reads the jobs of events in one query, keyed by uid.
-func (s *JobServer) jobsOf(ctx context.Context, tenantID string, events []job.Event) (map[string]job.Job, error) {
-	uids := make([]string, 0, len(events))
-	seen := map[string]bool{}
-	for _, e := range events {
-		if !seen[e.JobUID] {
-			seen[e.JobUID] = true
-			uids = append(uids, e.JobUID)
-		}
-	}
-	list, err := s.store.JobGetMany(ctx, tenantID, uids)
-	if err != nil {
-		return nil, err
-	}
-	jobs := make(map[string]job.Job, len(list))
-	for _, j := range list {
-		jobs[j.UID] = j
-	}
-	return jobs, nil
 }
 
 // watchMessage is what WatchJobs sends for e, if anything: the event with its

@@ -217,7 +217,7 @@ func (a *Authorizer) Authorize(ctx context.Context, p Principal, fullMethod stri
 	if !ok {
 		return Access{}, invalidName(r.field, r.pattern)
 	}
-	t, err := a.tenants.TenantGet(ctx, id)
+	t, err := a.tenantGet(ctx, id)
 	switch {
 	case errors.Is(err, ErrTenantNotFound):
 		return Access{}, notFound(id)
@@ -247,6 +247,33 @@ func (a *Authorizer) Authorize(ctx context.Context, p Principal, fullMethod stri
 		return Access{}, denyf(codes.FailedPrecondition, nil, "tenant %q is %s: it accepts no changes", id, stateWord(t.State))
 	}
 	return Access{TenantID: id, Tenant: t, Role: role}, nil
+}
+
+// WithTenantRecord returns a context in which the Authorizer takes tenant
+// id's record from the caller instead of its TenantSource: t, or, when
+// gone, a tenant that does not exist. A caller that has just read the
+// tenant (a watch's shared read, after its events) saves a read per stream
+// with it; what it passes must be as fresh as a read would be.
+func WithTenantRecord(ctx context.Context, id string, t tenant.Tenant, gone bool) context.Context {
+	return context.WithValue(ctx, tenantRecordKey{}, tenantRecord{id: id, t: t, gone: gone})
+}
+
+type tenantRecordKey struct{}
+
+type tenantRecord struct {
+	id   string
+	t    tenant.Tenant
+	gone bool
+}
+
+func (a *Authorizer) tenantGet(ctx context.Context, id string) (tenant.Tenant, error) {
+	if r, ok := ctx.Value(tenantRecordKey{}).(tenantRecord); ok && r.id == id {
+		if r.gone {
+			return tenant.Tenant{}, fmt.Errorf("%w: %s", ErrTenantNotFound, id)
+		}
+		return r.t, nil
+	}
+	return a.tenants.TenantGet(ctx, id)
 }
 
 func stateWord(s tenant.State) string {

@@ -374,6 +374,22 @@ func TestAuthorizerLookupFailures(t *testing.T) {
 	require.Equal(t, codes.FailedPrecondition, status.Code(err), "writes need an explicitly ACTIVE tenant")
 }
 
+// A record the caller passes stands in for the source's, for its tenant only.
+func TestAuthorizerTenantRecord(t *testing.T) {
+	a := NewAuthorizer(testTenants)
+	watch := pb.JobService_WatchJobs_FullMethodName
+	vera := principals[1].p
+	removed := tenant.Tenant{ID: "alpha", State: tenant.Active, Members: roleMembers[1:]}
+
+	_, err := a.Authorize(WithTenantRecord(context.Background(), "alpha", removed, false), vera, watch, requestFor(watch, "alpha"))
+	require.Equal(t, codes.NotFound, status.Code(err), "vera is not in the record, whatever the source says")
+	_, err = a.Authorize(WithTenantRecord(context.Background(), "alpha", tenant.Tenant{}, true), vera, watch, requestFor(watch, "alpha"))
+	require.Equal(t, codes.NotFound, status.Code(err), "a gone tenant")
+	acc, err := a.Authorize(WithTenantRecord(context.Background(), "bravo", removed, true), vera, watch, requestFor(watch, "alpha"))
+	require.NoError(t, err, "a record of another tenant is not used")
+	require.Equal(t, "alpha", acc.TenantID)
+}
+
 func TestPrincipalRoleIn(t *testing.T) {
 	alpha := testTenants["alpha"]
 	require.Equal(t, tenant.RoleNone, Principal{Subject: "nobody"}.RoleIn(alpha))
