@@ -90,7 +90,7 @@ func New(cfg Config) (*Worker, error) {
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.LabelSelector = kube.ManagedSelector().String()
 		}),
-		informers.WithTransform(stripManagedFields),
+		informers.WithTransform(slimCached),
 	)
 	podInf := w.factory.Core().V1().Pods()
 	svcInf := w.factory.Core().V1().Services()
@@ -366,11 +366,38 @@ func byJobUID(obj any) ([]string, error) {
 	return nil, nil
 }
 
-// stripManagedFields keeps the informers' caches small: managed fields
-// are often the larger part of a pod, and nothing here reads them.
-func stripManagedFields(obj any) (any, error) {
-	if m, ok := obj.(metav1.Object); ok {
-		m.SetManagedFields(nil)
+// slimCached keeps the informers' caches small: of a pod, only what
+// kube.ObservePod, the handlers and the deletes read (identity, labels,
+// deletion, node, and the status without images, IPs or probes' detail);
+// of a Service, everything but its managed fields. A worker watching ten
+// thousand pods holds the cache for all of them, and a full pod is several
+// KiB (managed fields alone are often the larger part). Nothing may write
+// a cached pod back: it lacks its spec.
+func slimCached(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		if m, ok := obj.(metav1.Object); ok {
+			m.SetManagedFields(nil)
+		}
+		return obj, nil
 	}
-	return obj, nil
+	out := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
+			Labels: pod.Labels, Finalizers: pod.Finalizers,
+			DeletionTimestamp: pod.DeletionTimestamp, DeletionGracePeriodSeconds: pod.DeletionGracePeriodSeconds,
+		},
+		Spec: corev1.PodSpec{NodeName: pod.Spec.NodeName},
+		Status: corev1.PodStatus{
+			Phase: pod.Status.Phase, Reason: pod.Status.Reason, Message: pod.Status.Message,
+			Conditions: pod.Status.Conditions,
+		},
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		out.Status.ContainerStatuses = append(out.Status.ContainerStatuses, corev1.ContainerStatus{
+			Name: cs.Name, Ready: cs.Ready, RestartCount: cs.RestartCount,
+			State: cs.State, LastTerminationState: cs.LastTerminationState,
+		})
+	}
+	return out, nil
 }
