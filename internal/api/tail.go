@@ -21,10 +21,13 @@ import (
 // and the time from a commit to the last stream would grow with N times
 // the queries' cost. tailReads runs one read per (tenant, cursor) at a
 // time and hands its result to every stream that asks meanwhile — but only
-// to those that asked after it started: a stream woken by a commit must
-// not be handed a read that began before that commit. A stream behind the
-// others reads on its own key. Filtering and the messages stay per
-// stream: the shared result is only read, never changed.
+// if it started after the caller's since: a stream woken by a commit's
+// notification must not be handed a read that began before the
+// notification arrived (it could miss the commit), so since is that
+// arrival (store.Wakeups.Last), the same for every stream it woke. A
+// stream behind the others reads on its own key. Filtering and the
+// messages stay per stream: the shared result is only read, never
+// changed.
 type tailReads struct {
 	store Store
 

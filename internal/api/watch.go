@@ -121,7 +121,10 @@ func (s *JobServer) WatchJobs(req *pb.WatchJobsRequest, stream grpc.ServerStream
 		return err
 	}
 	return s.follow(ctx, wake, func() (bool, error) {
-		since := time.Now() // what committed before this poll must be in what it reads
+		// What the notification that woke this poll announced must be in
+		// what it reads: a read that started after the notification
+		// arrived. Streams woken by the same one share a read.
+		since := s.wakeups.Last(tenantID)
 		for {
 			t, err := s.tails.read(ctx, tenantID, cursor, maxPageSize, since)
 			if err != nil {

@@ -1,6 +1,9 @@
 package store
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // Subscriber is what Wakeups listens to; *Listener implements it.
 type Subscriber interface {
@@ -26,12 +29,13 @@ type Wakeups struct {
 
 	mu   sync.Mutex
 	subs map[string]map[chan struct{}]struct{}
-	stop func() // ends the subscription to src; nil while nobody listens
+	last map[string]time.Time // when each subscribed tenant's last notification arrived
+	stop func()               // ends the subscription to src; nil while nobody listens
 }
 
 // NewWakeups returns the fan-out of channel on src. src may be nil.
 func NewWakeups(src Subscriber, channel string) *Wakeups {
-	return &Wakeups{src: src, channel: channel, subs: map[string]map[chan struct{}]struct{}{}}
+	return &Wakeups{src: src, channel: channel, subs: map[string]map[chan struct{}]struct{}{}, last: map[string]time.Time{}}
 }
 
 // Subscribe returns a channel that receives a value after a notification
@@ -62,6 +66,7 @@ func (w *Wakeups) unsubscribe(tenantID string, ch chan struct{}) {
 	delete(w.subs[tenantID], ch)
 	if len(w.subs[tenantID]) == 0 {
 		delete(w.subs, tenantID)
+		delete(w.last, tenantID)
 	}
 	var stop func()
 	if len(w.subs) == 0 {
@@ -82,12 +87,31 @@ func (w *Wakeups) run(payloads <-chan string) {
 func (w *Wakeups) wake(tenantID string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if len(w.subs[tenantID]) == 0 {
+		return
+	}
+	w.last[tenantID] = time.Now()
 	for ch := range w.subs[tenantID] {
 		select {
 		case ch <- struct{}{}:
 		default: // one is pending already
 		}
 	}
+}
+
+// Last returns when the last notification for tenantID arrived while it
+// had subscribers (zero if none did). It is set before they are woken: a
+// subscriber woken by a notification that reads Last afterwards gets that
+// notification's time or a later one's, and a read that starts after it
+// sees what the notification announced (NOTIFY leaves after commit).
+// Watchers woken together share one read this way (api's tailReads).
+func (w *Wakeups) Last(tenantID string) time.Time {
+	if w == nil {
+		return time.Time{}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.last[tenantID]
 }
 
 // subscribers counts the subscribers of tenantID (for tests).

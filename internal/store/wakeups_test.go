@@ -43,3 +43,24 @@ func TestTenantWakeupsWakeOnlyTheirTenant(t *testing.T) {
 	src.Notify("c")
 	require.Eventually(t, func() bool { return len(c) == 1 }, time.Second, time.Millisecond)
 }
+
+// Last is when a tenant's last notification arrived, set before its
+// subscribers wake: one woken reads that time or a later one.
+func TestWakeupsLast(t *testing.T) {
+	src := &storetest.Notifications{}
+	w := NewWakeups(src, ChannelEvents)
+	require.True(t, w.Last("a").IsZero())
+	a, stop := w.Subscribe("a")
+	before := time.Now()
+	src.Notify("a")
+	<-a
+	first := w.Last("a")
+	require.False(t, first.Before(before), "set before the wake-up")
+	require.True(t, w.Last("b").IsZero(), "per tenant")
+	src.Notify("a")
+	<-a
+	require.False(t, w.Last("a").Before(first), "moves with each notification")
+	stop()
+	require.True(t, w.Last("a").IsZero(), "forgotten with the last subscriber")
+	require.True(t, (*Wakeups)(nil).Last("a").IsZero())
+}
