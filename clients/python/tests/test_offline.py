@@ -1,12 +1,14 @@
-"""Unit tests of the client's parts that need no server: documents, settings, errors.
+"""Unit tests of the client's parts that need no server: documents, settings, errors, progress.
 
 Run: python3 -m unittest discover -s clients/python/tests (the end-to-end
 suite does, with Debian's python3-grpcio and python3-protobuf).
 """
 
+import io
 import os
 import sys
 import tempfile
+import types
 import unittest
 from pathlib import Path
 
@@ -14,7 +16,7 @@ import grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from trainyard import _documents, _settings  # noqa: E402
+from trainyard import _documents, _progress, _settings  # noqa: E402
 from trainyard._proto.google.rpc import error_details_pb2, status_pb2  # noqa: E402
 from trainyard._proto.trainyard.v1 import job_pb2  # noqa: E402
 from trainyard.errors import InvalidArgument, NotFound, from_rpc_error  # noqa: E402
@@ -124,6 +126,92 @@ class Settings(unittest.TestCase):
     def test_no_config(self):
         s = _settings.resolve(None, None, None, None, None)
         self.assertEqual((s.server, s.token), (_settings.DEFAULT_SERVER, None))
+
+
+def _job(state: int, active: int) -> job_pb2.Job:
+    j = job_pb2.Job(name="tenants/t/jobs/mnist")
+    j.status.state = state
+    j.status.replica_counts.add(type=job_pb2.REPLICA_TYPE_WORKER, active=active, pending=2 - active)
+    return j
+
+
+class _Handle:
+    def __init__(self):
+        self.shown = []
+
+    def update(self, obj):
+        self.shown.append(obj)
+
+
+class Progress(unittest.TestCase):
+    """What Client.wait shows: one line per change, kept current in place."""
+
+    def setUp(self):
+        self.saved = {k: sys.modules.get(k) for k in ("IPython", "IPython.display")}
+
+    def tearDown(self):
+        for k, v in self.saved.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+
+    def fake_ipython(self, kernel: bool) -> _Handle:
+        handle = _Handle()
+        shell = types.SimpleNamespace(kernel=object()) if kernel else types.SimpleNamespace()
+        ipython = types.ModuleType("IPython")
+        ipython.get_ipython = lambda: shell
+        display = types.ModuleType("IPython.display")
+
+        def show(obj, display_id=None):
+            self.assertTrue(display_id)
+            handle.update(obj)
+            return handle
+
+        display.display = show
+        sys.modules["IPython"], sys.modules["IPython.display"] = ipython, display
+        return handle
+
+    def test_jupyter_updates_one_display(self):
+        handle = self.fake_ipython(kernel=True)
+        out = io.StringIO()
+        p = _progress.Progress(out=out)
+        p.update(_job(job_pb2.JOB_STATE_STARTING, 0))
+        p.update(_job(job_pb2.JOB_STATE_STARTING, 0))  # unchanged: not shown again
+        p.update(_job(job_pb2.JOB_STATE_RUNNING, 2))
+        p.close()
+        self.assertEqual(handle.shown, ["", "mnist: STARTING  worker 0/2", "mnist: RUNNING  worker 2/2"])
+        self.assertEqual(out.getvalue(), "", "nothing printed beside the display")
+
+    def test_ipython_without_a_kernel_prints_lines(self):
+        self.fake_ipython(kernel=False)  # a terminal IPython: no display to update
+        out = io.StringIO()
+        p = _progress.Progress(out=out)
+        p.update(_job(job_pb2.JOB_STATE_QUEUED, 0))
+        p.update(_job(job_pb2.JOB_STATE_SUCCEEDED, 2))
+        self.assertEqual(out.getvalue(), "mnist: QUEUED  worker 0/2\nmnist: SUCCEEDED  worker 2/2\n")
+
+    def test_terminal_rewrites_its_line(self):
+        sys.modules.pop("IPython", None)
+
+        class Tty(io.StringIO):
+            def isatty(self):
+                return True
+
+        out = Tty()
+        p = _progress.Progress(out=out)
+        p.update(_job(job_pb2.JOB_STATE_STARTING, 1))
+        p.update(_job(job_pb2.JOB_STATE_RUNNING, 2))
+        p.close()
+        self.assertEqual(out.getvalue(), "\r\x1b[Kmnist: STARTING  worker 1/2\r\x1b[Kmnist: RUNNING  worker 2/2\n")
+
+    def test_disabled_shows_nothing(self):
+        handle = self.fake_ipython(kernel=True)
+        out = io.StringIO()
+        p = _progress.Progress(enabled=False, out=out)
+        p.update(_job(job_pb2.JOB_STATE_RUNNING, 2))
+        p.close()
+        self.assertEqual((handle.shown, out.getvalue()), ([], ""))
 
 
 if __name__ == "__main__":
