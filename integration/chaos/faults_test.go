@@ -191,8 +191,9 @@ func (s *suite) unhealthy(probe <-chan struct{}) string {
 		live[i] = w.id
 	}
 	var orphaned int
-	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM jobs
-		WHERE active AND worker_id IS NOT NULL AND (lease_expires_at < now() OR worker_id <> ALL($1))`,
+	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM jobs j
+		WHERE active AND worker_id IS NOT NULL AND (worker_id <> ALL($1)
+		      OR NOT EXISTS (SELECT FROM worker_leases l WHERE l.worker_id = j.worker_id AND l.expires_at > now()))`,
 		live).Scan(&orphaned); err != nil {
 		return "Postgres: " + err.Error()
 	}

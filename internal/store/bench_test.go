@@ -103,7 +103,7 @@ func BenchmarkJobClaim(b *testing.B) {
 		require.NoError(b, err)
 		require.NotEmpty(b, keys)
 		b.StopTimer()
-		_, err = tb.pool.Exec(tb.ctx, `UPDATE jobs SET active = false, worker_id = NULL, lease_expires_at = NULL
+		_, err = tb.pool.Exec(tb.ctx, `UPDATE jobs SET active = false, worker_id = NULL
 			WHERE worker_id = 'bench-worker'`)
 		require.NoError(b, err)
 		b.StartTimer()

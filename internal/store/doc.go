@@ -12,7 +12,7 @@
 //	jobs               (tenant, uid) primary key; spec and status JSONB beside the
 //	                   columns that are queried: name, state, labels (GIN), seq,
 //	                   priority, creator, cancel_requested, deleted, admitted,
-//	                   active, worker_id, lease_expires_at, claim_after, version,
+//	                   active, worker_id, claim_after, version,
 //	                   times; the scheduler's queued_at, start_time, not_before,
 //	                   preempt_for, preempt_message, preempted_by, wait_reason
 //	job_events         bigserial id; (tenant, job uid) → jobs, cascade on purge
@@ -20,6 +20,7 @@
 //	secrets            (tenant, name) → key names; values never reach Postgres
 //	audit_records      bigserial id; tenant, who (subject, groups, issuer, address,
 //	                   request id), action, resource, details (JSONB); never updated
+//	worker_leases      worker_id → expires_at: a job is owned while its worker's lease is live
 //	scheduler_lease    one row: holder, epoch, expires_at
 //	tenant_queues      tenant → where its waiting jobs stand (JSONB by job uid)
 //
@@ -65,8 +66,10 @@
 //
 // # Jobs: worker side — claim, lease, fence
 //
-// A worker claims jobs, renews their leases, and writes them fenced. A job
-// row, as the queue sees it:
+// A worker claims jobs, renews its lease, and writes its jobs fenced. The
+// lease is the worker's, one row of worker_leases however many jobs it
+// owns: a job is owned while its worker_id names a worker whose lease is
+// live. A job row, as the queue sees it:
 //
 //	          JobCreate: QUEUED, claim_after = 'infinity'
 //	                      │   (the scheduler's, not a worker's)
@@ -90,20 +93,25 @@
 //	└─ JobDelete ──  IDLE: inactive (final, nothing left to do)
 //	   (claim_after = '-infinity', also of a parked job)
 //
-// JobClaim is one statement over two index range scans, each stopped by
-// its LIMIT and FOR UPDATE SKIP LOCKED: owned jobs whose lease expired
-// (jobs_lease_expiry_idx, oldest expiry first), then unowned jobs whose
-// claim_after has come (jobs_claim_idx on (claim_after, seq)). Admitted
-// jobs carry '-infinity', so they are taken in submission order; jobs
-// waiting for admission carry 'infinity' and are never reached. Neither
-// index holds owned jobs under a live lease, so a claim costs the same with
-// ten thousand jobs running or waiting as with none. Concurrent claimers skip
-// each other's locked rows and never get the same job.
+// JobClaim extends the claimer's lease, then takes jobs in one statement
+// over two index range scans, each stopped by its LIMIT and FOR UPDATE SKIP
+// LOCKED: the jobs of workers whose lease expired (through the few expired
+// lease rows and jobs_worker_idx), then unowned jobs
+// whose claim_after has come (jobs_claim_idx on (claim_after, seq)).
+// Admitted jobs carry '-infinity', so they are taken in submission order;
+// jobs waiting for admission carry 'infinity' and are never reached. Owned
+// jobs under a live lease are in neither scan, so a claim costs the same
+// with ten thousand jobs running or waiting as with none. Concurrent
+// claimers skip each other's locked rows and never get the same job.
 //
 // Leases are on the database clock (now()), so workers need not agree on
-// time. A lease that expired is gone: JobLeaseRenew only extends live ones,
-// and the job can be claimed by anyone, its former owner included.
-//
+// time. A takeover holds a share lock on the dead worker's lease row and
+// JobLeaseRenew updates it, so the two exclude each other; the renewal
+// then reads what its worker still owns in a statement of its own, and a
+// job taken over is not in it. A lease that had expired is started again,
+// with the jobs nobody took over meanwhile (nobody else can have written
+// them). JobReleaseAll (shutdown) drops the lease with the jobs.
+
 // Every write of a job bumps its version (lease renewal excepted).
 // JobSave, JobPark and JobPurge succeed only while the caller owns the
 // job under a live lease (else ErrLeaseLost: stop acting on it) and, for

@@ -305,7 +305,6 @@ func (s *Store) JobCancel(ctx context.Context, tenantID, name string) (job.Job, 
 			err = tx.QueryRow(ctx, `
 				UPDATE jobs SET cancel_requested = true, update_time = $3, version = version + 1,
 				                worker_id = CASE WHEN active THEN worker_id END,
-				                lease_expires_at = CASE WHEN active THEN lease_expires_at END,
 				                active = true
 				WHERE tenant_id = $1 AND uid = $2 RETURNING version`,
 				tenantID, w.Job.UID, now).Scan(&out.Version)
@@ -350,7 +349,6 @@ func (s *Store) JobDelete(ctx context.Context, tenantID, name string) error {
 		_, err = tx.Exec(ctx, `
 			UPDATE jobs SET deleted = true, update_time = $3, version = version + 1,
 			                worker_id = CASE WHEN active THEN worker_id END,
-			                lease_expires_at = CASE WHEN active THEN lease_expires_at END,
 			                active = true, claim_after = '-infinity'
 			WHERE tenant_id = $1 AND uid = $2`, tenantID, w.Job.UID, now)
 		if err != nil {

@@ -84,8 +84,10 @@ func (b *testBundle) jobCreate(t testing.TB, tenantID, name string, gpu int64) j
 // goes around JobClaim so tests that are not about claiming pick their job.
 func (b *testBundle) own(t testing.TB, worker string, key JobKey) WorkerJob {
 	t.Helper()
-	tag, err := b.pool.Exec(b.ctx, `UPDATE jobs SET worker_id = $3, lease_expires_at = now() + interval '1 hour',
-		version = version + 1 WHERE tenant_id = $1 AND uid = $2 AND active`, key.Tenant, key.UID, worker)
+	tag, err := b.pool.Exec(b.ctx, `
+		WITH l AS (INSERT INTO worker_leases VALUES ($3, now() + interval '1 hour')
+		           ON CONFLICT (worker_id) DO UPDATE SET expires_at = EXCLUDED.expires_at)
+		UPDATE jobs SET worker_id = $3, version = version + 1 WHERE tenant_id = $1 AND uid = $2 AND active`, key.Tenant, key.UID, worker)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, tag.RowsAffected(), "job %s is not active", key)
 	w, err := b.store.JobLoad(b.ctx, key.Tenant, key.UID)

@@ -81,11 +81,27 @@ type Requeue struct {
 
 func microseconds(d time.Duration) int64 { return d.Microseconds() }
 
-// sqlJobClaim takes up to $2 jobs that need a worker and have none, in one
-// statement, from two index range scans that stop at the limit:
+// Leases are per worker (migration 000007): worker_leases holds each
+// worker's expiry, and a job is owned while its worker_id names a worker
+// whose lease is live. Renewing is one row however many jobs a worker owns.
+// A claimer takes a dead worker's jobs under a share lock of that worker's
+// lease row, and the owner renews with an update of that row, so the two
+// exclude each other: a renewal waits for a takeover under way and then
+// finds those jobs gone, and a takeover skips a worker whose renewal is
+// under way, or whose lease it finds renewed.
+
+// sqlLeaseUpsert starts or extends worker $1's lease by $2 microseconds.
+const sqlLeaseUpsert = `
+	INSERT INTO worker_leases (worker_id, expires_at) VALUES ($1, now() + $2 * interval '1 microsecond')
+	ON CONFLICT (worker_id) DO UPDATE SET expires_at = EXCLUDED.expires_at`
+
+// sqlJobClaim takes up to $2 jobs that need a worker and have no live
+// owner, in one statement, from two index range scans that stop at the
+// limit:
 //
-//   - expired: owned jobs whose lease ran out (their worker died or
-//     stalled), oldest expiry first, on jobs_lease_expiry_idx;
+//   - expired: jobs of workers whose lease ran out (they died or stalled),
+//     through the few expired leases (worker_leases_expiry_idx) and
+//     jobs_worker_idx;
 //   - due: unowned jobs whose claim_after has come, on jobs_claim_idx in
 //     (claim_after, seq) order. Claimable jobs carry '-infinity', so they
 //     go in submission order; parked jobs (finished, waiting for a TTL)
@@ -94,14 +110,16 @@ func microseconds(d time.Duration) int64 { return d.Microseconds() }
 // Neither scan visits jobs that are owned under a live lease or released
 // into the future, so a claim costs the same with ten thousand jobs running
 // or waiting for quota as with none. Rows other claimers hold are skipped
-// (SKIP LOCKED), and only as many rows are locked as are taken.
+// (SKIP LOCKED), and only as many rows are locked as are taken. The
+// claimer's own lease is extended first, in the same transaction.
 const sqlJobClaim = `
 	WITH expired AS (
-		SELECT tenant_id, uid FROM jobs
-		WHERE active AND worker_id IS NOT NULL AND lease_expires_at < now()
-		ORDER BY lease_expires_at
+		SELECT j.tenant_id, j.uid FROM worker_leases l
+		JOIN jobs j ON j.worker_id = l.worker_id AND j.active
+		WHERE l.expires_at < now() AND l.worker_id <> $1
 		LIMIT $2
-		FOR UPDATE SKIP LOCKED
+		FOR UPDATE OF j SKIP LOCKED
+		FOR SHARE OF l SKIP LOCKED
 	), due AS (
 		SELECT tenant_id, uid FROM jobs
 		WHERE active AND worker_id IS NULL AND claim_after <= now()
@@ -113,41 +131,56 @@ const sqlJobClaim = `
 		UNION ALL
 		(SELECT tenant_id, uid FROM due LIMIT greatest($2 - (SELECT count(*) FROM expired), 0))
 	)
-	UPDATE jobs j SET worker_id = $1, lease_expires_at = now() + $3 * interval '1 microsecond',
-	                  version = j.version + 1
+	UPDATE jobs j SET worker_id = $1, version = j.version + 1
 	FROM next WHERE j.tenant_id = next.tenant_id AND j.uid = next.uid
 	RETURNING j.tenant_id, j.uid::text`
 
 // JobClaim gives workerID up to limit jobs that need a worker and have no
-// live owner, leased for ttl: jobs whose owner's lease expired first, then
+// live owner, and extends its lease by ttl: jobs of dead workers first, then
 // claimable jobs in submission order. Jobs the scheduler has not admitted
-// are never claimable; admission makes them so, in admission order. Concurrent claimers skip each other's rows
-// and never get the same job.
+// are never claimable; admission makes them so, in admission order.
+// Concurrent claimers skip each other's rows and never get the same job.
 func (s *Store) JobClaim(ctx context.Context, workerID string, limit int, ttl time.Duration) ([]JobKey, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, sqlJobClaim, workerID, limit, microseconds(ttl))
-	if err != nil {
-		return nil, translate(err, "job claim")
-	}
-	keys, err := pgx.CollectRows(rows, pgx.RowToStructByPos[JobKey])
+	var keys []JobKey
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, sqlLeaseUpsert, workerID, microseconds(ttl)); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, sqlJobClaim, workerID, limit)
+		if err != nil {
+			return err
+		}
+		keys, err = pgx.CollectRows(rows, pgx.RowToStructByPos[JobKey])
+		return err
+	})
 	return keys, translate(err, "job claim")
 }
 
-// JobLeaseRenew extends workerID's live leases by ttl and returns the jobs
-// it still owns. A job missing from the result is lost: its lease expired
-// (it may be claimed again, by anyone), it was released or it needs no
-// worker any more. Renewal does not change versions.
+// JobLeaseRenew extends workerID's lease by ttl and returns the jobs it
+// owns. A job missing from the result is lost: another worker took it over
+// while the lease had run out, it was released, or it needs no worker any
+// more. A lease that had run out is started again: the jobs nobody took
+// over meanwhile are returned, owned again (nobody else can have acted on
+// them: taking a job over is the only way to write it). Renewal does not
+// change versions.
 func (s *Store) JobLeaseRenew(ctx context.Context, workerID string, ttl time.Duration) ([]JobKey, error) {
-	rows, err := s.pool.Query(ctx, `
-		UPDATE jobs SET lease_expires_at = now() + $2 * interval '1 microsecond'
-		WHERE worker_id = $1 AND active AND lease_expires_at > now()
-		RETURNING tenant_id, uid::text`, workerID, microseconds(ttl))
-	if err != nil {
-		return nil, translate(err, "lease renewal")
-	}
-	keys, err := pgx.CollectRows(rows, pgx.RowToStructByPos[JobKey])
+	var keys []JobKey
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// The update waits for a takeover holding the lease row; the read
+		// after it, a statement of its own, then sees what it took.
+		if _, err := tx.Exec(ctx, sqlLeaseUpsert, workerID, microseconds(ttl)); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT tenant_id, uid::text FROM jobs WHERE worker_id = $1 AND active`, workerID)
+		if err != nil {
+			return err
+		}
+		keys, err = pgx.CollectRows(rows, pgx.RowToStructByPos[JobKey])
+		return err
+	})
 	return keys, translate(err, "lease renewal")
 }
 
@@ -165,7 +198,7 @@ func (s *Store) JobRelease(ctx context.Context, workerID string, keys ...JobKey)
 		tenants, uids = append(tenants, k.Tenant), append(uids, k.UID)
 	}
 	_, err := s.pool.Exec(ctx, `
-		UPDATE jobs j SET worker_id = NULL, lease_expires_at = NULL, version = j.version + 1
+		UPDATE jobs j SET worker_id = NULL, version = j.version + 1
 		FROM unnest($2::text[], $3::uuid[]) AS k(tenant_id, uid)
 		WHERE j.tenant_id = k.tenant_id AND j.uid = k.uid AND j.worker_id = $1`,
 		workerID, tenants, uids)
@@ -180,9 +213,9 @@ func (s *Store) JobRelease(ctx context.Context, workerID string, keys ...JobKey)
 func (s *Store) JobPark(ctx context.Context, workerID, tenantID, uid string, version int64, after time.Duration) error {
 	err := s.inTx(ctx, func(tx *txn) error {
 		tag, err := tx.Exec(ctx, `
-			UPDATE jobs SET worker_id = NULL, lease_expires_at = NULL, version = version + 1,
+			UPDATE jobs SET worker_id = NULL, version = version + 1,
 			                claim_after = now() + $5 * interval '1 microsecond'
-			WHERE tenant_id = $1 AND uid = $2 AND worker_id = $3 AND lease_expires_at > now() AND version = $4`,
+			WHERE tenant_id = $1 AND uid = $2 AND worker_id = $3 AND `+sqlLeaseLive+` AND version = $4`,
 			tenantID, uid, workerID, version, microseconds(max(after, 0)))
 		if err != nil {
 			return err
@@ -195,13 +228,18 @@ func (s *Store) JobPark(ctx context.Context, workerID, tenantID, uid string, ver
 	return translate(err, "job park")
 }
 
-// JobReleaseAll gives up everything workerID owns (at shutdown).
+// JobReleaseAll gives up everything workerID owns, and its lease (at
+// shutdown).
 func (s *Store) JobReleaseAll(ctx context.Context, workerID string) error {
 	_, err := s.pool.Exec(ctx, `
-		UPDATE jobs SET worker_id = NULL, lease_expires_at = NULL, version = version + 1
+		WITH l AS (DELETE FROM worker_leases WHERE worker_id = $1)
+		UPDATE jobs SET worker_id = NULL, version = version + 1
 		WHERE worker_id = $1`, workerID)
 	return translate(err, "job release")
 }
+
+// sqlLeaseLive is true for a row of jobs whose worker's lease is live.
+const sqlLeaseLive = `EXISTS (SELECT FROM worker_leases l WHERE l.worker_id = jobs.worker_id AND l.expires_at > now())`
 
 // JobLoad returns a job for a worker, deleted or not.
 func (s *Store) JobLoad(ctx context.Context, tenantID, uid string) (WorkerJob, error) {
@@ -237,7 +275,7 @@ type fence struct {
 // and says why: ErrNotFound, ErrLeaseLost or ErrConflict.
 func fenceCheck(ctx context.Context, tx pgx.Tx, workerID, tenantID, uid string, version int64) error {
 	var f fence
-	err := tx.QueryRow(ctx, `SELECT coalesce(worker_id, ''), coalesce(lease_expires_at > now(), false), version
+	err := tx.QueryRow(ctx, `SELECT coalesce(worker_id, ''), `+sqlLeaseLive+`, version
 		FROM jobs WHERE tenant_id = $1 AND uid = $2`, tenantID, uid).Scan(&f.workerID, &f.live, &f.version)
 	return f.verdict(err, workerID, version, uid)
 }
@@ -306,7 +344,6 @@ func (s *Store) JobSave(ctx context.Context, p JobSaveParams) (int64, error) {
 			                start_time = $11,
 			                active = active AND NOT $9,
 			                worker_id = CASE WHEN $9 OR $10 THEN NULL ELSE worker_id END,
-			                lease_expires_at = CASE WHEN $9 OR $10 THEN NULL ELSE lease_expires_at END,
 			                admitted = admitted AND NOT $10,
 			                claim_after = CASE WHEN $10 THEN 'infinity' ELSE claim_after END,
 			                queued_at = CASE WHEN $10 THEN $7 ELSE queued_at END,
@@ -316,7 +353,7 @@ func (s *Store) JobSave(ctx context.Context, p JobSaveParams) (int64, error) {
 			                preempt_message = CASE WHEN $10 THEN '' ELSE preempt_message END,
 			                preempted_by = CASE WHEN $10 THEN $13::uuid ELSE preempted_by END,
 			                wait_reason = CASE WHEN $10 THEN '' ELSE wait_reason END
-			WHERE tenant_id = $1 AND uid = $2 AND worker_id = $3 AND lease_expires_at > now() AND version = $4
+			WHERE tenant_id = $1 AND uid = $2 AND worker_id = $3 AND `+sqlLeaseLive+` AND version = $4
 			RETURNING version, name`,
 			p.Tenant, p.UID, p.WorkerID, p.Version, status, string(status.State), now, finish, p.Done,
 			requeue, status.StartTime, after, preemptedBy,
@@ -354,7 +391,7 @@ func (s *Store) JobPurge(ctx context.Context, workerID, tenantID, uid string) er
 	err := s.inTx(ctx, func(tx *txn) error {
 		var f fence
 		var deleted bool
-		err := tx.QueryRow(ctx, `SELECT coalesce(worker_id, ''), coalesce(lease_expires_at > now(), false),
+		err := tx.QueryRow(ctx, `SELECT coalesce(worker_id, ''), `+sqlLeaseLive+`,
 			version, deleted FROM jobs WHERE tenant_id = $1 AND uid = $2 FOR UPDATE`, tenantID, uid).
 			Scan(&f.workerID, &f.live, &f.version, &deleted)
 		if err := f.verdict(err, workerID, f.version, uid); err != nil {

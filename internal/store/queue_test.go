@@ -431,13 +431,18 @@ func TestClaimTakesAdmittedJobsOnly(t *testing.T) {
 	b.admit(t, keyOf(second), keyOf(first))
 	require.Equal(t, []string{"first", "second"}, b.claimAll(t, "w1"), "admitted jobs, in submission order")
 
-	// A dead worker's job comes first.
-	_, err := b.pool.Exec(b.ctx, `UPDATE jobs SET lease_expires_at = now() - interval '1 second' WHERE uid = $1`, second.UID)
+	// A dead worker's jobs come first.
+	_, err := b.pool.Exec(b.ctx, `UPDATE worker_leases SET expires_at = now() - interval '1 second' WHERE worker_id = 'w1'`)
 	require.NoError(t, err)
 	b.admit(t, keyOf(waits))
-	keys, err := b.store.JobClaim(b.ctx, "w2", 2, time.Hour)
+	keys, err := b.store.JobClaim(b.ctx, "w2", 3, time.Hour)
 	require.NoError(t, err)
-	require.Equal(t, []JobKey{keyOf(second), keyOf(waits)}, keys, "the expired lease is taken over first")
+	require.Len(t, keys, 3)
+	require.ElementsMatch(t, []JobKey{keyOf(first), keyOf(second)}, keys[:2], "the expired lease's jobs are taken over first")
+	require.Equal(t, keyOf(waits), keys[2])
+	owned, err := b.store.JobLeaseRenew(b.ctx, "w1", time.Hour)
+	require.NoError(t, err)
+	require.Empty(t, owned, "w1, back, owns nothing: its jobs were taken over")
 }
 
 func TestJobListByKeys(t *testing.T) {

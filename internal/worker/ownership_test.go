@@ -46,20 +46,37 @@ func TestRenewalKeepsAndDropsJobs(t *testing.T) {
 	b.own(t, k1)
 	require.True(t, b.w.own.owns(k2))
 
-	// j2's lease expires (the worker paused); someone else claims it.
-	_, err := b.pool.Exec(b.ctx, `UPDATE jobs SET lease_expires_at = now() - interval '1 second' WHERE uid = $1`, k2.UID)
-	require.NoError(t, err)
-	w2 := b.newWorker(t, "w2")
+	// This worker pauses past its lease; w2, with room for one job, takes
+	// one of the two over.
+	expire := func() {
+		_, err := b.pool.Exec(b.ctx, `UPDATE worker_leases SET expires_at = now() - interval '1 second' WHERE worker_id = $1`, b.w.cfg.ID)
+		require.NoError(t, err)
+	}
+	expire()
+	w2 := b.buildWorker(t, "w2", func(c *Config) { c.MaxOwnedJobs = 1 })
 	w2.claim(b.ctx)
-	require.True(t, w2.own.owns(k2))
+	require.Equal(t, 1, w2.own.count())
+	taken, kept := k1, k2
+	if w2.own.owns(k2) {
+		taken, kept = k2, k1
+	}
 
 	b.w.renew(b.ctx)
-	require.True(t, b.w.own.owns(k1))
-	require.False(t, b.w.own.owns(k2))
+	require.True(t, b.w.own.owns(kept))
+	require.False(t, b.w.own.owns(taken))
 	require.EqualValues(t, 1, testutil.ToFloat64(b.w.metrics.leasesLost))
 
+	// Paused past its lease again, and nobody took anything: the renewal
+	// starts the lease again and the job is still this worker's.
+	expire()
+	b.w.renew(b.ctx)
+	require.True(t, b.w.own.owns(kept))
+	require.EqualValues(t, 1, testutil.ToFloat64(b.w.metrics.leasesLost))
+	w2.claim(b.ctx)
+	require.False(t, w2.own.owns(kept), "a live lease is not taken over")
+
 	// When renewals fail, jobs are dropped once their lease has surely expired.
-	b.w.own.add([]store.JobKey{k1}, time.Now().Add(-time.Second))
+	b.w.own.add([]store.JobKey{kept}, time.Now().Add(-time.Second))
 	require.Len(t, b.w.own.expire(time.Now()), 1)
 	require.Zero(t, b.w.own.count())
 }
