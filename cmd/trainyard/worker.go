@@ -61,7 +61,7 @@ type workerFlags struct {
 func (f *workerFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.id, "worker-id", "", "this worker's id in the jobs it owns; must be unique among running workers (default <hostname>-<pid>-<random>)")
 	fs.IntVar(&f.concurrency, "concurrency", worker.DefaultConcurrency, "jobs reconciled at once")
-	fs.DurationVar(&f.leaseTTL, "lease-ttl", worker.DefaultLeaseTTL, "lease on each owned job, renewed every third of it; a dead worker's jobs are taken over after it")
+	fs.DurationVar(&f.leaseTTL, "lease-ttl", worker.DefaultLeaseTTL, "this worker's lease on its jobs, renewed every third of it; a dead worker's jobs are taken over after it")
 	fs.IntVar(&f.maxOwnedJobs, "max-owned-jobs", worker.DefaultMaxOwnedJobs, "most jobs this worker owns at once (starting, running or being cleaned up; jobs waiting for admission are not held)")
 	fs.DurationVar(&f.claimInterval, "claim-interval", worker.DefaultClaimInterval, "polling interval for new jobs (jittered), the fallback under Postgres notifications")
 	fs.DurationVar(&f.unschedulableTimeout, "unschedulable-timeout", worker.DefaultUnschedulableTimeout, "an admitted job whose pods stay unschedulable this long has them removed and goes back to the queue (not counted against its backoffLimit)")

@@ -72,8 +72,7 @@ func perSecond(n int, d time.Duration) float64 {
 // stay, finished, as Trainyard keeps them by default; past 12,500 finished
 // pods in the cluster (the dispatch bench's included) the pod garbage
 // collector deletes the oldest, in both phases alike. Jobs that keep
-// running would measure something else: a worker that owns 15,000 running
-// jobs renews 15,000 leases every few seconds (README, "Benchmarks").
+// running would measure the cluster's pod churn rather than admission.
 func measureAdmission(tb testing.TB, jobs, tenants int) admissionResult {
 	env := harness.Start(tb, harness.Options{Cluster: true, Workers: 1, WorkerArgs: admissionWorkerArgs})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)

@@ -34,9 +34,9 @@ type Config struct {
 
 	// Concurrency is the number of reconcile goroutines. Defaults to 16.
 	Concurrency int
-	// LeaseTTL is how long a claim or renewal holds a job; leases are
-	// renewed every LeaseTTL/3, and a dead worker's jobs are taken over
-	// once it passed. Defaults to 10s.
+	// LeaseTTL is how long a claim or renewal holds this worker's lease,
+	// and with it its jobs; it is renewed every LeaseTTL/3, and a dead
+	// worker's jobs are taken over once it passed. Defaults to 10s.
 	LeaseTTL time.Duration
 	// MaxOwnedJobs bounds the jobs this worker owns at once (running or
 	// being cleaned up; a job waiting for admission is not owned).

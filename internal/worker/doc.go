@@ -28,17 +28,19 @@
 //	orphan sweep (at start, then every SweepInterval): cached objects of purged or
 //	cleaned-up jobs ─► JobListByKeys (one query) ─► delete
 //
-// # Ownership: Postgres leases per job, not a leader
+// # Ownership: Postgres leases per worker, not a leader
 //
-// Each job has at most one owner: the worker whose id is in the job row
-// under a live lease (store's claim/lease/fence protocol). A worker claims
-// up to --max-owned-jobs jobs, renews its leases every TTL/3 and releases
+// Each job has at most one owner: the worker whose id is in the job row,
+// while that worker's lease is live (store's claim/lease/fence protocol;
+// one lease row per worker, so renewing costs the same at 15,000 owned
+// jobs as at one). A worker claims up to --max-owned-jobs jobs, renews its
+// lease every TTL/3 and releases
 // everything on a graceful stop. Jobs waiting for admission are not
 // claimable (see Admission), nor are finished jobs whose kept pods wait for
 // a TTL longer than a lease (parked until it, store.JobPark), so the owned
 // jobs are the ones starting, running or being cleaned up, and neither one
 // tenant's queue nor a day's TTLs can fill the workers. Admitted jobs are
-// claimed in submission order. Why per-job leases and not a Kubernetes
+// claimed in submission order. Why job ownership in Postgres and not a Kubernetes
 // Lease electing one leader (the scheduler does have one leader, but it
 // only decides; it dispatches nothing):
 //
