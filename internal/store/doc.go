@@ -110,7 +110,8 @@
 // then reads what its worker still owns in a statement of its own, and a
 // job taken over is not in it. A lease that had expired is started again,
 // with the jobs nobody took over meanwhile (nobody else can have written
-// them). JobReleaseAll (shutdown) drops the lease with the jobs.
+// them). JobReleaseAll (shutdown) drops the lease with the jobs, and claims
+// forget the leases of workers gone for an hour that own nothing.
 
 // Every write of a job bumps its version (lease renewal excepted).
 // JobSave, JobPark and JobPurge succeed only while the caller owns the

@@ -95,6 +95,14 @@ const sqlLeaseUpsert = `
 	INSERT INTO worker_leases (worker_id, expires_at) VALUES ($1, now() + $2 * interval '1 microsecond')
 	ON CONFLICT (worker_id) DO UPDATE SET expires_at = EXCLUDED.expires_at`
 
+// sqlLeaseForget removes the leases of workers gone for an hour that own
+// nothing (their jobs were taken over): worker ids are often pod names,
+// new with every rollout. A worker back after longer starts a new lease.
+const sqlLeaseForget = `
+	DELETE FROM worker_leases l
+	WHERE expires_at < now() - interval '1 hour'
+	  AND NOT EXISTS (SELECT FROM jobs j WHERE j.worker_id = l.worker_id)`
+
 // sqlJobClaim takes up to $2 jobs that need a worker and have no live
 // owner, in one statement, from two index range scans that stop at the
 // limit:
@@ -147,6 +155,9 @@ func (s *Store) JobClaim(ctx context.Context, workerID string, limit int, ttl ti
 	var keys []JobKey
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, sqlLeaseUpsert, workerID, microseconds(ttl)); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, sqlLeaseForget); err != nil {
 			return err
 		}
 		rows, err := tx.Query(ctx, sqlJobClaim, workerID, limit)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/trainyard/trainyard/internal/job"
@@ -443,6 +444,35 @@ func TestClaimTakesAdmittedJobsOnly(t *testing.T) {
 	owned, err := b.store.JobLeaseRenew(b.ctx, "w1", time.Hour)
 	require.NoError(t, err)
 	require.Empty(t, owned, "w1, back, owns nothing: its jobs were taken over")
+}
+
+// Leases of workers long gone are forgotten once they own nothing.
+func TestClaimForgetsLeasesOfWorkersGone(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	j := b.jobCreate(t, "a", "j", 1)
+	b.own(t, "holder", keyOf(j))
+	_, err := b.pool.Exec(b.ctx, `INSERT INTO worker_leases VALUES ('gone', now() - interval '2 hours'), ('recent', now() - interval '1 minute')`)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(b.ctx, `UPDATE worker_leases SET expires_at = now() - interval '2 hours' WHERE worker_id = 'holder'`)
+	require.NoError(t, err)
+	leases := func() []string {
+		rows, err := b.pool.Query(b.ctx, `SELECT worker_id FROM worker_leases ORDER BY worker_id`)
+		require.NoError(t, err)
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return ids
+	}
+
+	_, err = b.store.JobClaim(b.ctx, "w", 1, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []string{"holder", "recent", "w"}, leases(), "gone is forgotten; holder still owned a job when the claim began")
+	owned, err := b.store.JobLeaseRenew(b.ctx, "w", time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []JobKey{keyOf(j)}, owned, "holder's job was taken over")
+	_, err = b.store.JobClaim(b.ctx, "w", 1, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []string{"recent", "w"}, leases())
 }
 
 func TestJobListByKeys(t *testing.T) {
