@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useMemo, useState } from "react";
+import { useEffect, useMemo, useState } from "react";
 import { Link, useNavigate, useParams } from "react-router";
 import { stringify } from "yaml";
 import { ApiError, paths } from "../api/client";
@@ -34,18 +34,31 @@ export function JobPage() {
   const [actionError, setActionError] = useState<string>();
   const now = useNow(1000);
 
-  const load = useCallback(() => {
-    api.get<Job>(paths.job(name)).then(setJob, (e: ApiError) => setError(e.status === 404 ? `No job ${job} in ${tenant}.` : e.message));
-    api.get<{ events?: JobEvent[] }>(`${paths.job(name)}/events?pageSize=1000`).then((r) => setEvents(r.events ?? []), () => undefined);
-  }, [api, name, job, tenant]);
-  useEffect(load, [load]);
-
-  // The job's watch: every event re-reads the job (the watch's copy leaves
-  // out TF_CONFIG and log tails) and joins the timeline.
+  // The job's events, then the job, then its watch from the last event
+  // listed: "after id N" misses nothing, where a watch "from now" started
+  // beside the reads would miss what committed between them (a RUNNING
+  // that landed while the page loaded was never shown). Every event
+  // re-reads the job (the watch's copy leaves out TF_CONFIG and log tails)
+  // and joins the timeline.
   useEffect(() => {
     const ctl = new AbortController();
     let after = "0";
     void (async () => {
+      try {
+        const r = await api.get<{ events?: JobEvent[] }>(`${paths.job(name)}/events?pageSize=1000`, ctl.signal);
+        const listed = r.events ?? [];
+        setEvents(listed);
+        after = listed[listed.length - 1]?.id ?? "0";
+      } catch {
+        // No list: the watch starts from now.
+      }
+      try {
+        setJob(await api.get<Job>(paths.job(name), ctl.signal));
+      } catch (e) {
+        if (ctl.signal.aborted) return;
+        setError(e instanceof ApiError && e.status === 404 ? `No job ${job} in ${tenant}.` : (e as Error).message);
+        return;
+      }
       while (!ctl.signal.aborted) {
         try {
           await api.lines<{ event?: JobEvent; job?: Job }>(`${paths.job(name)}:watch?afterEventId=${after}`, (m) => {
@@ -64,7 +77,7 @@ export function JobPage() {
       }
     })();
     return () => ctl.abort();
-  }, [api, name]);
+  }, [api, name, job, tenant]);
 
   const history = useMemo(() => {
     const out: { state: string; time?: string }[] = [];
