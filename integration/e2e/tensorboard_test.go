@@ -154,6 +154,16 @@ func TestTensorBoardProxy(t *testing.T) {
 	harness.WaitJob(t, jobs, "tenants/acme/jobs/board", 2*time.Minute, harness.InState(pb.JobState_JOB_STATE_RUNNING))
 
 	base := env.HTTPURL + "/v1/tenants/acme/jobs/board/tensorboard"
+	// send makes req (redirects not followed) and returns the response
+	// with its body read.
+	send := func(req *http.Request) (*http.Response, string) {
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp, string(b)
+	}
 	get := func(token, method, url, body string) (int, string, http.Header) {
 		req, err := http.NewRequest(method, url, strings.NewReader(body))
 		require.NoError(t, err)
@@ -161,12 +171,8 @@ func TestTensorBoardProxy(t *testing.T) {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
 		req.Header.Set("Cookie", "session=secret-cookie")
-		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, string(b), resp.Header
+		resp, b := send(req)
+		return resp.StatusCode, b, resp.Header
 	}
 	viewer := env.Token("vera")
 
@@ -195,13 +201,9 @@ func TestTensorBoardProxy(t *testing.T) {
 	req, err := http.NewRequest(http.MethodPost, base+":open", nil)
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+viewer)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	opened, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode, string(opened))
-	require.JSONEq(t, `{"url":"/v1/tenants/acme/jobs/board/tensorboard/"}`, string(opened))
+	resp, opened := send(req)
+	require.Equal(t, http.StatusOK, resp.StatusCode, opened)
+	require.JSONEq(t, `{"url":"/v1/tenants/acme/jobs/board/tensorboard/"}`, opened)
 	require.Len(t, resp.Cookies(), 1)
 	cookie := resp.Cookies()[0]
 	require.Equal(t, viewer, cookie.Value)
@@ -212,12 +214,8 @@ func TestTensorBoardProxy(t *testing.T) {
 		req, err := http.NewRequest(method, url, nil)
 		require.NoError(t, err)
 		req.AddCookie(c)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, string(b)
+		resp, b := send(req)
+		return resp.StatusCode, b
 	}
 	code, body = withCookie(cookie, http.MethodGet, base+"/data/runs")
 	require.Equal(t, http.StatusOK, code, body)

@@ -75,3 +75,22 @@ func TestStreamOutlivesReadTimeout(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "chunk 0\nchunk 1\nchunk 2\nchunk 3\n", string(body))
 }
+
+// A bearer token goes into the TensorBoard cookie only when it fits a
+// cookie value unquoted (JWTs do); others get a clear refusal instead of a
+// cookie net/http would silently mangle.
+func TestValidCookieValue(t *testing.T) {
+	for v, ok := range map[string]bool{
+		"eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ2ZXJhIn0.c2lnbmF0dXJl": true,
+		"carol-local-token": true,
+		"has space":         false,
+		`has"quote`:         false,
+		"has;semicolon":     false,
+		"has,comma":         false,
+		`back\slash`:        false,
+		"non-ascii-é":       false,
+		"tab\there":         false,
+	} {
+		require.Equal(t, ok, validCookieValue(v), v)
+	}
+}
