@@ -73,7 +73,7 @@ func TestPythonClientExample(t *testing.T) {
 	text := string(out)
 	require.Contains(t, text, "finished JOB_STATE_SUCCEEDED")
 	require.Contains(t, text, "tfjob finished JOB_STATE_SUCCEEDED")
-	require.Regexp(t, `worker-0 \| .+`, text, "a log line of worker-0")
+	require.Regexp(t, `chief-0 \| .+`, text, "a log line of the chief")
 	require.Contains(t, text, "invalid: spec.replicas[0].count - ")
 	require.Contains(t, text, "invalid: spec.replicas[0].image - ")
 	require.NotContains(t, text, e.Token("alice")[:20], "the token is never printed")

@@ -25,9 +25,11 @@ print("submitted", job.name)
 done = ty.wait(job, timeout=600)
 print("finished", trainyard.JobState.Name(done.status.state))
 
-# %% Read a replica's log.
-for line in ty.logs(done, replica="worker-0"):
-    print("worker-0 |", line)
+# %% Read the chief's log. (Workers still running when the chief finished are
+# deleted with the job's end, by the default cleanPodPolicy, and their logs
+# with them; the chief's pod is kept until the job's TTL.)
+for line in ty.logs(done, replica="chief-0"):
+    print("chief-0 |", line)
 
 # %% A Kubeflow TFJob manifest runs as it is.
 tfjob = ty.submit(os.path.join(os.path.dirname(__file__), "tf_job_mnist.yaml"), job_id=job.name.rsplit("/", 1)[-1] + "-tf")
