@@ -1,10 +1,13 @@
 // Package scheduler runs Trainyard's scheduling loop: the I/O around the
 // pure decision in internal/sched.
 //
-//	NOTIFY trainyard_schedule ─┐  node/pod informers ─┐  period, backoff ends ─┐
-//	(submitted, finished,      │  (a node changed; a   │                       │
-//	 cancelled, requeued,      ▼   pod freed capacity) ▼                       ▼
-//	 quota or policy changed)  ─────── wake (folded for MinInterval, or as long
+//	NOTIFY trainyard_schedule ─┐  NOTIFY trainyard_freed, ─┐  period, backoff ends ─┐
+//	(a job submitted or        │  node/pod informers       │                       │
+//	 requeued: it waits)       │  (a job finished; quota,  │                       │
+//	                           │   a node or a pod freed   │                       │
+//	                           │   room) — only while a    │                       │
+//	                           ▼   job waits (not idle)    ▼                       ▼
+//	                           ─────── wake (folded for MinInterval, or as long
 //	                                   as the last cycle took) ────────────────┘
 //	                                                   │
 //	        only while holding the scheduler lease in Postgres (epoch-fenced)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,8 +27,9 @@ type Config struct {
 	ID    string
 	Store *store.Store
 	Kube  kubernetes.Interface
-	// Listener wakes the scheduler on ChannelSchedule. Optional: without
-	// it, cycles run on the period and on node and pod changes only.
+	// Listener wakes the scheduler on ChannelSchedule and, while jobs
+	// wait, ChannelFreed. Optional: without it, cycles run on the period
+	// and on node and pod changes only.
 	Listener *store.Listener
 	// LeaseTTL is the scheduler lease, renewed every third of it; a dead
 	// leader is replaced after it. Defaults to 10s.
@@ -112,6 +114,13 @@ type Scheduler struct {
 	usage      *usage
 	synced     []cache.InformerSynced
 	trigger    chan struct{}
+	// idle is set while the last cycle found no job waiting and left no
+	// queue view to clear: then what frees capacity or quota (pods and
+	// jobs finishing, node and quota changes) has nobody to let in, and
+	// only a job that starts waiting (ChannelSchedule) or the period runs
+	// a cycle. With 15,000 jobs running and none waiting, every finishing
+	// pod would otherwise cost a cycle that reads all of them.
+	idle atomic.Bool
 
 	// Owned by the loop goroutine.
 	shapes           map[store.JobKey]shape
@@ -147,17 +156,17 @@ func New(cfg Config) (*Scheduler, error) {
 	s.synced = []cache.InformerSynced{nodes.Informer().HasSynced, pods.Informer().HasSynced}
 	// Pods wake the loop only when they free capacity; nodes when what
 	// scheduling reads of them changes (not on every status heartbeat).
-	if _, err := pods.Informer().AddEventHandler(s.usage.handler(s.wake)); err != nil {
+	if _, err := pods.Informer().AddEventHandler(s.usage.handler(s.wakeFreed)); err != nil {
 		return nil, err
 	}
 	if _, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { s.wake() },
+		AddFunc: func(any) { s.wakeFreed() },
 		UpdateFunc: func(old, cur any) {
 			if nodeChanged(old, cur) {
-				s.wake()
+				s.wakeFreed()
 			}
 		},
-		DeleteFunc: func(any) { s.wake() },
+		DeleteFunc: func(any) { s.wakeFreed() },
 	}); err != nil {
 		return nil, err
 	}
@@ -172,17 +181,27 @@ func (s *Scheduler) wake() {
 	}
 }
 
+// wakeFreed asks for a cycle because capacity or quota was freed, or a
+// node changed: unless no job waits (idle).
+func (s *Scheduler) wakeFreed() {
+	if !s.idle.Load() {
+		s.wake()
+	}
+}
+
 // Run runs the loop until ctx ends: it competes for the scheduler lease
 // and, while it holds it, runs cycles. It returns nil when ctx ends.
 func (s *Scheduler) Run(ctx context.Context) error {
 	if l := s.cfg.Listener; l != nil {
-		ch, stop := l.Subscribe(store.ChannelSchedule)
-		context.AfterFunc(ctx, stop)
-		go func() {
-			for range ch {
-				s.wake()
-			}
-		}()
+		for channel, wake := range map[string]func(){store.ChannelSchedule: s.wake, store.ChannelFreed: s.wakeFreed} {
+			ch, stop := l.Subscribe(channel)
+			context.AfterFunc(ctx, stop)
+			go func() {
+				for range ch {
+					wake()
+				}
+			}()
+		}
 		l.OnReconnect(s.wake)
 	}
 	s.factory.Start(ctx.Done())
@@ -229,6 +248,7 @@ func (s *Scheduler) lead(ctx context.Context, lease store.SchedulerLease) {
 		s.metrics.leader.Set(0)
 		s.metrics.resetQueue()
 		s.published, s.publishedAt = nil, time.Time{}
+		s.idle.Store(false)
 	}()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -322,6 +342,7 @@ func (s *Scheduler) cycle(ctx context.Context, lease store.SchedulerLease) (time
 	}
 	s.metrics.observeCycle(start, read, decided, time.Now())
 	s.metrics.observeDecision(v, d, res, now)
+	s.idle.Store(len(d.Waiting) == 0 && s.published != nil && len(s.published) == 0)
 	if len(res.Admitted) > 0 || len(res.Preempted) > 0 {
 		s.log.Debug("scheduling cycle", "admitted", len(res.Admitted), "preempted", len(res.Preempted),
 			"waiting", len(d.Waiting), "took", time.Since(start))

@@ -25,6 +25,7 @@ import (
 // bundle is a fresh database and a fake cluster of two 8-GPU nodes.
 type bundle struct {
 	ctx   context.Context
+	url   string
 	store *store.Store
 	kube  *fake.Clientset
 }
@@ -35,9 +36,9 @@ func setup(t *testing.T) *bundle {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	pool, _ := pgtest.Schema(t)
+	pool, url := pgtest.Schema(t)
 	kc := fake.NewClientset(gpuNode("n1", 8), gpuNode("n2", 8))
-	return &bundle{ctx: ctx, store: store.New(pool), kube: kc}
+	return &bundle{ctx: ctx, url: url, store: store.New(pool), kube: kc}
 }
 
 func gpuNode(name string, gpus int64) *corev1.Node {
@@ -56,8 +57,14 @@ func gpuNode(name string, gpus int64) *corev1.Node {
 // start runs a scheduler until the test ends (or stop is called).
 func (b *bundle) start(t *testing.T, id string) (s *Scheduler, reg *prometheus.Registry, stop func()) {
 	t.Helper()
+	return b.startWith(t, Config{ID: id, Period: 200 * time.Millisecond})
+}
+
+// startWith is start with cfg's ID, Listener and Period.
+func (b *bundle) startWith(t *testing.T, cfg Config) (s *Scheduler, reg *prometheus.Registry, stop func()) {
+	t.Helper()
 	reg = prometheus.NewRegistry()
-	s, err := New(Config{ID: id, Store: b.store, Kube: b.kube, LeaseTTL: 2 * time.Second, Period: 200 * time.Millisecond,
+	s, err := New(Config{ID: cfg.ID, Store: b.store, Kube: b.kube, Listener: cfg.Listener, LeaseTTL: 2 * time.Second, Period: cfg.Period,
 		PublishInterval: 10 * time.Millisecond, Registry: reg,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	require.NoError(t, err)
@@ -196,6 +203,72 @@ func TestSchedulerPreempts(t *testing.T) {
 	require.False(t, b.admitted(t, urgent), "it waits until the victim has stopped")
 	require.Eventually(t, func() bool { return metric(t, reg, "trainyard_scheduler_preemptions_total") == 1 },
 		5*time.Second, 10*time.Millisecond, "counted once the commit is done")
+}
+
+// With nothing waiting, what frees capacity — a job finishing
+// (ChannelFreed), a pod ending — runs no cycle; a submission
+// (ChannelSchedule) runs one at once; and while a job waits, a job
+// finishing lets it in. The period is an hour: only the notifications and
+// the informers wake the loop here.
+func TestSchedulerIdleUntilAJobWaits(t *testing.T) {
+	b := setup(t)
+	_, err := b.store.TenantCreate(b.ctx, tenant.Tenant{ID: "a", Namespace: "ty-a"})
+	require.NoError(t, err)
+	l, err := store.NewListener(b.url, store.ListenerConfig{})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(b.ctx)
+	defer cancel()
+	go func() { _ = l.Run(ctx) }()
+	s, reg, _ := b.startWith(t, Config{ID: "s1", Listener: l, Period: time.Hour})
+	require.Eventually(t, func() bool {
+		return l.Listening(store.ChannelSchedule) && l.Listening(store.ChannelFreed) && metric(t, reg, "trainyard_scheduler_leader") == 1
+	}, 10*time.Second, 10*time.Millisecond)
+
+	first := b.submit(t, "a", "first", 3, 4, 0)
+	require.Eventually(t, func() bool { return b.admitted(t, first) }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, s.idle.Load, 10*time.Second, 10*time.Millisecond)
+	before := cycles(t, reg)
+	endJob(t, b, first)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ty-a", Name: "p"},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	pod, err = b.kube.CoreV1().Pods("ty-a").Create(b.ctx, pod, metav1.CreateOptions{})
+	require.NoError(t, err)
+	pod.Status.Phase = corev1.PodSucceeded
+	_, err = b.kube.CoreV1().Pods("ty-a").UpdateStatus(b.ctx, pod, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Never(t, func() bool { return cycles(t, reg) != before }, time.Second, 20*time.Millisecond,
+		"a job finishing and a pod ending with nothing waiting run no cycle")
+
+	second := b.submit(t, "a", "second", 3, 4, 0)
+	third := b.submit(t, "a", "third", 3, 4, 0)
+	require.Eventually(t, func() bool { return b.admitted(t, second) }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return !s.idle.Load() }, 10*time.Second, 10*time.Millisecond, "third waits")
+	require.False(t, b.admitted(t, third))
+	endJob(t, b, second)
+	require.Eventually(t, func() bool { return b.admitted(t, third) }, 10*time.Second, 10*time.Millisecond,
+		"second finishing lets third in")
+}
+
+// cycles counts the scheduling cycles run.
+func cycles(t *testing.T, reg *prometheus.Registry) uint64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != "trainyard_scheduler_cycle_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == "phase" && lp.GetValue() == "total" {
+					return m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return 0
 }
 
 // metric sums the series of a registered gauge or counter (0 when absent).

@@ -151,8 +151,11 @@
 // published cycle (positions, reason, blocker, estimated start): one row
 // the API reads for the caller's tenant only, rewritten when it changed.
 //
-// The scheduler is woken by ChannelSchedule: a job created, cancelled
-// while queued, finished or requeued (JobSave), a tenant changed.
+// The scheduler is woken by ChannelSchedule when a job starts waiting
+// (created, or requeued by JobSave), and by ChannelFreed when something
+// changed that matters only to jobs already waiting (a job finished or was
+// cancelled while queued, a tenant's quota or policy changed): a scheduler
+// whose last cycle found nothing waiting ignores ChannelFreed.
 //
 // # Events
 //
@@ -208,8 +211,9 @@
 // the listeners (river removed theirs for this reason). Channels:
 // ChannelJobs ("<tenant>/<uid>" — a job needs a worker's attention),
 // ChannelEvents (tenant id — new events for watchers), ChannelTenants
-// (tenant id — tenant or secrets changed), ChannelSchedule (tenant id — the
-// scheduler has something to decide).
+// (tenant id — tenant or secrets changed), ChannelSchedule (tenant id — a
+// job waits for the scheduler), ChannelFreed (tenant id — capacity or quota
+// freed for waiting jobs).
 //
 // A notification is a wake-up hint, never the only signal: a Listener loses
 // whatever is sent while it reconnects, and a full subscriber buffer drops

@@ -296,7 +296,7 @@ func (s *Store) JobCancel(ctx context.Context, tenantID, name string) (job.Job, 
 			out.Active = false
 			if err == nil {
 				// It may have held the tenant's queue: the scheduler decides again.
-				tx.notify(ChannelSchedule, tenantID)
+				tx.notify(ChannelFreed, tenantID)
 			}
 		} else {
 			ev = job.Event{Type: job.EventNormal, Reason: "CancelRequested",

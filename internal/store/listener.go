@@ -20,10 +20,14 @@ const (
 	ChannelEvents = "trainyard_events"
 	// ChannelTenants: a tenant or its secrets changed. Payload: the tenant id.
 	ChannelTenants = "trainyard_tenants"
-	// ChannelSchedule: something the scheduler decides on changed (a job
-	// submitted, cancelled, finished or requeued; a quota or policy).
-	// Payload: the tenant id.
+	// ChannelSchedule: a job now waits for the scheduler (submitted or
+	// requeued). Payload: the tenant id.
 	ChannelSchedule = "trainyard_schedule"
+	// ChannelFreed: something that matters only to jobs already waiting
+	// changed (a job finished or was cancelled while queued; a quota or
+	// policy). An idle scheduler, with nothing waiting, ignores it.
+	// Payload: the tenant id.
+	ChannelFreed = "trainyard_freed"
 )
 
 // ListenerConfig configures a Listener.

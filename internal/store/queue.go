@@ -379,8 +379,11 @@ func (s *Store) JobSave(ctx context.Context, p JobSaveParams) (int64, error) {
 		if err := eventsInsert(ctx, tx, j, p.Events, now); err != nil {
 			return err
 		}
-		if status.State.Final() || requeue {
+		switch {
+		case requeue:
 			tx.notify(ChannelSchedule, p.Tenant)
+		case status.State.Final():
+			tx.notify(ChannelFreed, p.Tenant)
 		}
 		return nil
 	})

@@ -215,8 +215,8 @@ func (s *Store) TenantUpdate(ctx context.Context, id string, fn func(*tenant.Ten
 				return err
 			}
 		}
-		// A quota or policy change can let jobs in (or require none).
-		tx.notify(ChannelSchedule, id)
+		// A quota or policy change can let waiting jobs in.
+		tx.notify(ChannelFreed, id)
 		tx.notify(ChannelTenants, id)
 		return nil
 	})
