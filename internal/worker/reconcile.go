@@ -393,11 +393,6 @@ func (w *Worker) save(ctx context.Context, p *pass, st job.Status, drafts []job.
 	if st.State != old {
 		w.metrics.transitions.WithLabelValues(string(st.State)).Inc()
 		w.log.Info("job state changed", "job", p.key, "name", p.wj.Job.Name, "from", old, "to", st.State, "reason", st.Reason)
-		if st.State.Final() {
-			// Its quota is free: the store woke the tenant's next job in
-			// line (and notified); claim it without waiting for the poll.
-			w.wakeClaimer()
-		}
 	}
 	return true, result{}, nil
 }

@@ -201,10 +201,9 @@ func (w *Worker) stop(loops, workers *sync.WaitGroup) {
 }
 
 // listen wakes the worker on notifications: a job that needs attention
-// (queued if owned, else claimed), a tenant that changed (its cached record
-// is dropped, and its next job in line, if it waits released, becomes
-// claimable: its quota may have grown), and a reconnect (notifications were
-// lost: claim and requeue everything).
+// (queued if owned, else claimed: the scheduler notifies each job it
+// admits), a tenant that changed (its cached record is dropped), and a
+// reconnect (notifications were lost: claim and requeue everything).
 func (w *Worker) listen(ctx context.Context, l *store.Listener) {
 	jobs, stopJobs := l.Subscribe(store.ChannelJobs)
 	tenants, stopTenants := l.Subscribe(store.ChannelTenants)
