@@ -117,7 +117,9 @@
 //	                             rate of 3,000 single-pod jobs, pod creates per job
 //	admission  admission_test.go issue 8: 15,000 single-pod jobs over 30 tenants
 //	                             (TRAINYARD_BENCH_ADMISSION_JOBS, _TENANTS) until every pod
-//	                             exists, beside raw creates of the same pods; Kueue's 351 s quoted
+//	                             exists and until every pod has run, beside raw creates of
+//	                             the same pods (each phase starts once the last one's pods
+//	                             have all run); Kueue's 351 s quoted
 //
 // memory, replicas and admission run last on the cluster: what they leave
 // running or finished stays until the cluster stops.

@@ -324,6 +324,15 @@ func (s *Scheduler) lead(ctx context.Context, lease store.SchedulerLease) {
 // the next cycle is due at the latest (a backoff ending), zero for the
 // period.
 func (s *Scheduler) cycle(ctx context.Context, lease store.SchedulerLease) (time.Time, error) {
+	if s.idle.Load() {
+		// Nothing waited last time: the period's cycle (or a submission's)
+		// first asks whether anything waits now, with an index probe,
+		// instead of reading every unfinished job.
+		waiting, err := s.store.SchedulerWaiting(ctx)
+		if err != nil || !waiting {
+			return time.Time{}, err
+		}
+	}
 	start := time.Now()
 	now := s.cfg.Now()
 	v, err := s.snapshot(ctx, now)

@@ -251,6 +251,24 @@ func TestSchedulerIdleUntilAJobWaits(t *testing.T) {
 		"second finishing lets third in")
 }
 
+// While idle, the period's cycles only probe for a waiting job
+// (store.SchedulerWaiting): no snapshot, no cycle counted; a job submitted
+// meanwhile is found by the probe (no listener here) and admitted.
+func TestSchedulerIdlePeriodOnlyProbes(t *testing.T) {
+	b := setup(t)
+	_, err := b.store.TenantCreate(b.ctx, tenant.Tenant{ID: "a", Namespace: "ty-a"})
+	require.NoError(t, err)
+	s, reg, _ := b.startWith(t, Config{ID: "s1", Period: 20 * time.Millisecond})
+	first := b.submit(t, "a", "first", 1, 1, 0)
+	require.Eventually(t, func() bool { return b.admitted(t, first) }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, s.idle.Load, 10*time.Second, 10*time.Millisecond)
+	before := cycles(t, reg)
+	require.Never(t, func() bool { return cycles(t, reg) != before }, 500*time.Millisecond, 20*time.Millisecond,
+		"idle periods read no snapshot")
+	second := b.submit(t, "a", "second", 1, 1, 0)
+	require.Eventually(t, func() bool { return b.admitted(t, second) }, 10*time.Second, 10*time.Millisecond)
+}
+
 // cycles counts the scheduling cycles run.
 func cycles(t *testing.T, reg *prometheus.Registry) uint64 {
 	t.Helper()

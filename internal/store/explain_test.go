@@ -107,6 +107,12 @@ func TestJobListExplainUsesIndexes(t *testing.T) {
 		t.Log(plan)
 		require.Contains(t, plan, "jobs_unfinished_idx", "the snapshot reads unfinished jobs only, whatever the history")
 	})
+	t.Run("scheduler waiting", func(t *testing.T) {
+		nodes := planNodes(t, b.ctx, conn, sqlSchedulerWaiting, nil)
+		plan := strings.Join(nodes, " > ")
+		t.Log(plan)
+		require.Contains(t, plan, "jobs_claim_idx", "an index probe, whatever the history")
+	})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			query, args := jobListQuery("big", tc.p, 51)

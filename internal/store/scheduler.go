@@ -150,6 +150,21 @@ func (s *Store) SchedulerJobs(ctx context.Context) ([]SchedJob, error) {
 	return out, translate(err, "jobs")
 }
 
+// sqlSchedulerWaiting finds a job waiting for admission: created or
+// requeued jobs, unowned with claim_after 'infinity' until admitted, at the
+// far end of jobs_claim_idx (a cancel-requested one counts too; the
+// snapshot sorts it out).
+const sqlSchedulerWaiting = `
+	SELECT EXISTS (SELECT FROM jobs WHERE active AND worker_id IS NULL AND claim_after = 'infinity')`
+
+// SchedulerWaiting reports whether any job may wait for admission: an
+// index probe, where SchedulerJobs reads every unfinished job.
+func (s *Store) SchedulerWaiting(ctx context.Context) (bool, error) {
+	var ok bool
+	err := s.pool.QueryRow(ctx, sqlSchedulerWaiting).Scan(&ok)
+	return ok, translate(err, "jobs")
+}
+
 // JobSpecs returns the specs of the given jobs by key, for the scheduler's
 // shape cache; keys without a row are left out.
 func (s *Store) JobSpecs(ctx context.Context, keys []JobKey) (map[JobKey]job.Spec, error) {
