@@ -68,7 +68,7 @@ func (f *workerFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.requeueBackoff, "requeue-backoff", worker.DefaultRequeueBackoff, "how long a job requeued for unschedulable pods waits before it may be admitted again, doubling with each requeue")
 	fs.DurationVar(&f.requeueBackoffMax, "requeue-backoff-max", worker.DefaultRequeueBackoffMax, "the most a requeued job waits before it may be admitted again")
 	fs.DurationVar(&f.schedulerLeaseTTL, "scheduler-lease-ttl", scheduler.DefaultLeaseTTL, "the scheduler lease: one worker holds it and schedules; a dead holder is replaced after it")
-	fs.DurationVar(&f.schedulePeriod, "schedule-period", scheduler.DefaultPeriod, "a scheduling cycle runs at least this often (and whenever a job is submitted or ends, a quota changes, or a node or pod changes)")
+	fs.DurationVar(&f.schedulePeriod, "schedule-period", scheduler.DefaultPeriod, "a scheduling cycle runs at least this often (and whenever a job is submitted or requeued; while jobs wait, also when a job ends, a quota changes, or a node or pod changes)")
 	fs.DurationVar(&f.starvationAge, "starvation-age", scheduler.DefaultStarvationAge, "a job that has waited this long holds the line: no later job of its tenant starts ahead of it (BEST_EFFORT_FIFO), and no later job of any tenant takes the resources it lacks")
 	fs.DurationVar(&f.maxGracePeriod, "max-termination-grace-period", 5*time.Minute, "the most a job's pods get between SIGTERM and SIGKILL (a job asks for its own, default 30s, in spec.terminationGracePeriodSeconds)")
 	fs.Int64Var(&f.logTailLines, "log-tail-lines", worker.DefaultLogTailLines, "lines of a failed replica's log kept in Postgres")

@@ -381,7 +381,9 @@ func TestWorkerCancelMidRun(t *testing.T) {
 // client throttled to 2 requests per second, so the kill lands after the
 // first pods and before the last. A new worker takes the job over once the
 // lease expires, adopts what exists, creates the rest: no pod is created
-// twice, and the job completes.
+// twice, and the job completes. The chief runs for 10 s, well past the
+// takeover (a 3 s lease): a chief that succeeds first ends the job, with
+// the rest never created (CI saw it with 2 s).
 func TestWorkerKilledMidDispatchConverges(t *testing.T) {
 	e := startWorkers(t, 0)
 	slow := e.StartWorker(t, "--lease-ttl", "3s", "--kube-qps", "2", "--kube-burst", "1")
@@ -389,7 +391,7 @@ func TestWorkerKilledMidDispatchConverges(t *testing.T) {
 	rec := e.recordPods(t)
 	name := e.submit(t, "crashy", &pb.JobSpec{
 		Replicas: []*pb.ReplicaSpec{
-			rep(pb.ReplicaType_REPLICA_TYPE_CHIEF, 1, annot(cluster.AnnotationRunFor, "2s")),
+			rep(pb.ReplicaType_REPLICA_TYPE_CHIEF, 1, annot(cluster.AnnotationRunFor, "10s")),
 			rep(pb.ReplicaType_REPLICA_TYPE_WORKER, 6, runForever()),
 		},
 	})
