@@ -62,21 +62,8 @@ func (k *kubeFlags) client() (kubernetes.Interface, *rest.Config, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := kubernetes.NewForConfig(protobuf(cfg))
+	c, err := kubernetes.NewForConfig(cfg)
 	return c, cfg, err
-}
-
-// protobuf returns a copy of cfg whose typed clients speak protobuf, as
-// Kubernetes' own controllers do: a watched pod costs the API server and
-// the informer a fraction of the CPU JSON does, and the API server encodes
-// each watch event once per format, which its other watchers (the
-// scheduler, the controller manager) already use. Trainyard reads only
-// built-in kinds; what has no protobuf form is answered in JSON.
-func protobuf(cfg *rest.Config) *rest.Config {
-	c := rest.CopyConfig(cfg)
-	c.ContentType = "application/vnd.kubernetes.protobuf"
-	c.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	return c
 }
 
 // clientIfConfigured is for the API server, which works without a cluster

@@ -118,7 +118,6 @@ func measureAdmission(tb testing.TB, jobs, tenants int) admissionResult {
 	spec := admissionSpec()
 	rawCfg := env.Cluster.RESTConfig()
 	rawCfg.QPS, rawCfg.Burst = 5000, 10000
-	asTrainyard(rawCfg)
 	raw := kubernetes.NewForConfigOrDie(rawCfg)
 	pods := make(chan *corev1.Pod, 64)
 	var rawErr atomic.Value
@@ -342,6 +341,9 @@ func startFirstSeen(ctx context.Context, tb testing.TB, kc kubernetes.Interface,
 		AddFunc:    seen,
 		UpdateFunc: func(_, cur any) { seen(cur) },
 		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
 			if p, ok := obj.(*corev1.Pod); ok {
 				s.mu.Lock()
 				delete(s.unfinished, p.Name)
@@ -379,37 +381,29 @@ func (s *firstSeen) count(prefix string) int {
 // timeout came first.
 func (s *firstSeen) settle(tb testing.TB, prefix string, timeout time.Duration) (time.Duration, bool) {
 	start := time.Now()
-	deadline := time.After(timeout)
-	for {
-		s.mu.Lock()
-		left := 0
+	left := 0
+	ok := s.await(timeout, func() bool {
+		left = 0
 		for name := range s.unfinished {
 			if strings.HasPrefix(name, prefix) {
 				left++
 			}
 		}
-		changed := s.changed
-		s.mu.Unlock()
-		if left == 0 {
-			return time.Since(start), true
-		}
-		select {
-		case <-changed:
-		case <-deadline:
-			tb.Logf("%d %s* pods still unfinished after %s; going on", left, prefix, timeout)
-			return time.Since(start), false
-		}
+		return left == 0
+	})
+	if !ok {
+		tb.Logf("%d %s* pods still unfinished after %s; going on", left, prefix, timeout)
 	}
+	return time.Since(start), ok
 }
 
 // waitFor waits until n pods with the prefix were seen and returns when
 // the last one was, from start (or the timeout, with an error).
 func (s *firstSeen) waitFor(tb testing.TB, prefix string, n int, start time.Time, timeout time.Duration) time.Duration {
-	deadline := time.After(timeout)
-	for {
-		s.mu.Lock()
-		var last time.Time
-		seen := 0
+	var last time.Time
+	seen := 0
+	if !s.await(timeout, func() bool {
+		last, seen = time.Time{}, 0
 		for name, at := range s.at {
 			if strings.HasPrefix(name, prefix) {
 				seen++
@@ -418,16 +412,29 @@ func (s *firstSeen) waitFor(tb testing.TB, prefix string, n int, start time.Time
 				}
 			}
 		}
-		changed := s.changed
+		return seen >= n
+	}) {
+		tb.Errorf("%d of %d %s* pods after %s", seen, n, prefix, timeout)
+		return time.Since(start)
+	}
+	return last.Sub(start)
+}
+
+// await evaluates cond (under s.mu) after every informer event until it
+// holds, or the timeout passes (false).
+func (s *firstSeen) await(timeout time.Duration, cond func() bool) bool {
+	deadline := time.After(timeout)
+	for {
+		s.mu.Lock()
+		ok, changed := cond(), s.changed
 		s.mu.Unlock()
-		if seen >= n {
-			return last.Sub(start)
+		if ok {
+			return true
 		}
 		select {
 		case <-changed:
 		case <-deadline:
-			tb.Errorf("%d of %d %s* pods after %s", seen, n, prefix, timeout)
-			return time.Since(start)
+			return false
 		}
 	}
 }

@@ -271,19 +271,11 @@ var metricsLine = regexp.MustCompile(`msg="worker metrics listening".* addr=(\S+
 func benchClient(b *testing.B, cfg *rest.Config) kubernetes.Interface {
 	cfg.QPS, cfg.Burst = 200, 400
 	cfg.WarningHandlerWithContext = rest.NoWarnings{}
-	asTrainyard(cfg)
 	kc, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	return kc
-}
-
-// asTrainyard makes cfg's typed clients speak protobuf, as Trainyard's do
-// (cmd/trainyard's protobuf): baselines go as fast as the worker's client.
-func asTrainyard(cfg *rest.Config) {
-	cfg.ContentType = "application/vnd.kubernetes.protobuf"
-	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 }
 
 // kubeconfigREST loads a kubeconfig file.
