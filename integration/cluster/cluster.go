@@ -27,6 +27,11 @@ const (
 	// EnvKind selects the implementation: unset or "local" for the local
 	// control plane with kwok, "k3s" for a k3s container (needs Docker).
 	EnvKind = "TRAINYARD_CLUSTER"
+	// EnvProfiling, when set to 1, turns on /debug/pprof in the local
+	// control plane's kube-apiserver, controller manager and scheduler
+	// (off otherwise, as hardened clusters run them): for finding where a
+	// bench's cluster time goes. The admin kubeconfig may read them.
+	EnvProfiling = "TRAINYARD_CLUSTER_PROFILING"
 )
 
 // Options configure Start. The zero value starts the default cluster.

@@ -131,7 +131,7 @@ func (l *launcher) apiserverArgs() []string {
 		// so that the contract is visible here.
 		"--enable-admission-plugins=NamespaceLifecycle,LimitRanger,ServiceAccount,PodSecurity,ResourceQuota,NodeRestriction",
 		"--allow-privileged=true",
-		"--profiling=false",
+		profiling(),
 		// Request-header authentication, as kubeadm sets it up: without it the
 		// controller manager and scheduler log an error per request about a
 		// missing requestheader CA, and aggregated APIs could not be added.
@@ -176,7 +176,7 @@ func (l *launcher) controllerManagerArgs() []string {
 		// ...) but node IPAM: nodes get their podCIDR when Start creates them.
 		"--controllers=*,-nodeipam",
 		"--allocate-node-cidrs=false",
-		"--profiling=false",
+		profiling(),
 	}
 }
 
@@ -189,7 +189,7 @@ func (l *launcher) schedulerArgs() []string {
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + l.port("kube-scheduler"),
 		"--leader-elect=false",
-		"--profiling=false",
+		profiling(),
 	}
 }
 
@@ -216,4 +216,10 @@ func (l *launcher) kwokArgs() []string {
 		// to a pod goes.
 		"--enable-crds=Logs,PortForward",
 	}
+}
+
+// profiling is the --profiling flag of the control plane's components:
+// false unless EnvProfiling is 1.
+func profiling() string {
+	return fmt.Sprintf("--profiling=%t", os.Getenv(EnvProfiling) == "1")
 }

@@ -60,6 +60,16 @@ func newCluster(nodes []Node) *cluster {
 	return c
 }
 
+// maxFree is the most of r free on one schedulable node (nodes a job's
+// placement rules out included: for messages only).
+func (c *cluster) maxFree(r job.Resource) int64 {
+	m := int64(0)
+	for _, n := range c.nodes {
+		m = max(m, n.free[r])
+	}
+	return m
+}
+
 // classOf returns the class of a group's placement, computing which nodes
 // it allows the first time.
 func (c *cluster) classOf(g *Group) *class {

@@ -329,7 +329,7 @@ func (c *cycle) consider(j *jobState) {
 		msg = "waiting for quota: " + quotaParts(j.demand, t.used, t.Quota, over)
 	} else {
 		reason, short = job.WaitCapacity, c.shortOf(j)
-		msg = "waiting for capacity: " + capacityParts(j.demand, c.cl.free, short)
+		msg = "waiting for capacity: " + c.capacityMessage(j, short)
 	}
 	if t.Scheduling.Preemption == tenant.PreemptLowerPriority {
 		if victims, inFlight := c.preempt(j); len(victims)+len(inFlight) > 0 {
@@ -428,13 +428,32 @@ func (c *cycle) shortOf(j *jobState) []job.Resource {
 	if short := j.demand.Short(c.cl.free); len(short) > 0 {
 		return short
 	}
-	var asked []job.Resource
+	// Enough is free in the cluster, spread too thin: what is short is
+	// what some pod asks more of than any node has free, else (the pods
+	// do not fit together) everything the job asks for.
+	var tooBig, asked []job.Resource
 	for _, r := range job.AllResources {
-		if j.demand[r] > 0 && r != job.Pods {
-			asked = append(asked, r)
+		if j.demand[r] <= 0 || r == job.Pods {
+			continue
+		}
+		asked = append(asked, r)
+		if podMax(j, r) > c.cl.maxFree(r) {
+			tooBig = append(tooBig, r)
 		}
 	}
+	if len(tooBig) > 0 {
+		return tooBig
+	}
 	return asked
+}
+
+// podMax is the most of r one of j's pods requests.
+func podMax(j *jobState, r job.Resource) int64 {
+	m := int64(0)
+	for _, g := range j.Groups {
+		m = max(m, g.Request[r])
+	}
+	return m
 }
 
 // touches reports whether d asks for any of rs.
@@ -455,13 +474,20 @@ func quotaParts(demand, used, quota job.Vector, over []job.Resource) string {
 	return strings.Join(parts, "; ")
 }
 
-func capacityParts(demand, free job.Vector, short []job.Resource) string {
+// capacityMessage says what of short the cluster lacks for j: in total,
+// or on any one node for its largest pod.
+func (c *cycle) capacityMessage(j *jobState, short []job.Resource) string {
 	var parts []string
 	for _, r := range short {
-		parts = append(parts, fmt.Sprintf("needs %s %s, %s free in the cluster", r.Format(demand[r]), r.Human(), r.Format(max(free[r], 0))))
+		free := max(c.cl.free[r], 0)
+		if free < j.demand[r] {
+			parts = append(parts, fmt.Sprintf("needs %s %s, %s free in the cluster", r.Format(j.demand[r]), r.Human(), r.Format(free)))
+		} else if pod, node := podMax(j, r), max(c.cl.maxFree(r), 0); pod > node {
+			parts = append(parts, fmt.Sprintf("a pod needs %s %s, at most %s free on one node (%s in the cluster)", r.Format(pod), r.Human(), r.Format(node), r.Format(free)))
+		}
 	}
 	if len(parts) == 0 {
-		return "its pods do not fit the free capacity of any set of nodes"
+		return "enough is free in the cluster, but not on a set of nodes that holds every pod of the job"
 	}
 	return strings.Join(parts, "; ")
 }

@@ -57,7 +57,16 @@ func TestSchedule(t *testing.T) {
 				makeJob("a", "small2", 2).Workers(1, 2).Running(t0).On("n2").Obj(),
 				makeJob("a", "big", 3).Workers(1, 8).Obj()),
 			want: want{waiting: map[string]wantWait{
-				"big": {Reason: job.WaitCapacity, TenantPosition: 1, ClusterPosition: 1, WaitingFor: []string{"cpu", "memory", "nvidia.com/gpu"}},
+				"big": {Reason: job.WaitCapacity, TenantPosition: 1, ClusterPosition: 1, WaitingFor: []string{"nvidia.com/gpu"}},
+			}},
+		},
+		"per node, together: 8 GPUs free in total, 4 on each node, and two pods of 3 and one of 2 do not fit": {
+			snap: snapshot([]Tenant{a}, two8(),
+				makeJob("a", "held", 1).Workers(1, 4).Running(t0).On("n1").Obj(),
+				makeJob("a", "held2", 2).Workers(1, 4).Running(t0).On("n2").Obj(),
+				makeJob("a", "odd", 3).Workers(2, 3).Group(NewGroup("ps", 1, pod(2), Placement{})).Obj()),
+			want: want{waiting: map[string]wantWait{
+				"odd": {Reason: job.WaitCapacity, TenantPosition: 1, ClusterPosition: 1, WaitingFor: []string{"cpu", "memory", "nvidia.com/gpu"}},
 			}},
 		},
 		"a pod larger than any node can never be placed: unschedulable, and it holds nobody up": {
@@ -302,6 +311,44 @@ func TestScheduleCountsOtherPods(t *testing.T) {
 	require.Empty(t, d.Admit)
 	require.Equal(t, job.WaitCapacity, d.Waiting[0].Reason)
 	require.Contains(t, d.Waiting[0].Message, "needs 4 GPUs, 2 free in the cluster")
+}
+
+// The message says what is short where: in the cluster, or on one node.
+func TestScheduleCapacityMessages(t *testing.T) {
+	two8 := []Node{gpuNode("n1", 8), gpuNode("n2", 8)}
+	for name, tc := range map[string]struct {
+		jobs []Job
+		want string
+	}{
+		"short in the cluster": {
+			jobs: []Job{makeJob("a", "run", 1).Workers(2, 6).Running(t0).On("n1").Obj(), makeJob("a", "j", 2).Workers(1, 6).Obj()},
+			want: "waiting for capacity: needs 6 GPUs, 4 free in the cluster",
+		},
+		"a pod larger than any node's free part": {
+			jobs: []Job{
+				makeJob("a", "s1", 1).Workers(1, 2).Running(t0).On("n1").Obj(),
+				makeJob("a", "s2", 2).Workers(1, 2).Running(t0).On("n2").Obj(),
+				makeJob("a", "j", 3).Workers(1, 8).Obj(),
+			},
+			want: "waiting for capacity: a pod needs 8 GPUs, at most 6 free on one node (12 in the cluster)",
+		},
+		"every pod fits some node, not all together": {
+			jobs: []Job{
+				makeJob("a", "s1", 1).Workers(1, 4).Running(t0).On("n1").Obj(),
+				makeJob("a", "s2", 2).Workers(1, 4).Running(t0).On("n2").Obj(),
+				makeJob("a", "j", 3).Workers(2, 3).Group(NewGroup("ps", 1, pod(2), Placement{})).Obj(),
+			},
+			want: "waiting for capacity: enough is free in the cluster, but not on a set of nodes that holds every pod of the job",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := Schedule(snapshot([]Tenant{tenantOf("a")}, two8, tc.jobs...))
+			w, ok := waitingOf(d, key("a", "j"))
+			require.True(t, ok, "j waits")
+			require.Equal(t, job.WaitCapacity, w.Reason)
+			require.Equal(t, tc.want, w.Message)
+		})
+	}
 }
 
 func TestScheduleEstimates(t *testing.T) {
