@@ -141,7 +141,6 @@ func benchDispatch(b *testing.B, cfg config, rep *report) {
 		logStart := len(env.Workers[0].Logs())
 		began := time.Now()
 		if d := seeds.seed(b, level); d > 0 {
-			waitEndpointSlices(b, admin, tenantNS, 5*time.Minute)
 			watch.settle(b, 5*time.Minute) // the seeded pods kwok started end a second later
 			waitWorkerIdle(b, metricsURL, quietTimeout)
 			lr.seedFor = time.Since(began)

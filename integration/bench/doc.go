@@ -58,11 +58,11 @@
 // already in the tenant's namespace, where both paths create. Before a
 // level the bench seeds the difference (seed_test.go): finished jobs as
 // Trainyard leaves them by default — a SUCCEEDED, inactive job row, five
-// Succeeded pods and the headless Service — made directly (one INSERT;
-// client-go creates of pods already bound to the CPU nodes, then a status
-// update, racing kwok, which ends the ones it started itself), then waits
-// until the controller manager has an EndpointSlice for every Service, the
-// namespace is quiet and the worker owns no job. The pods the earlier
+// Succeeded pods, the headless Service and its empty EndpointSlice — made
+// directly (one INSERT; client-go creates of pods already bound to the CPU
+// nodes, then a status update, racing kwok, which ends the ones it started
+// itself), then waits until the namespace is quiet and the worker owns no
+// job. The pods the earlier
 // levels' blocks made stay too (about 300 a level). The probe (below)
 // creates only while a path runs, which keeps the cluster's finished pods
 // under the pod garbage collector's threshold (12,500, oldest deleted

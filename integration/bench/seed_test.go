@@ -36,7 +36,8 @@ import (
 //     the container terminated. When kwok's Stage got there first (the pod
 //     is Running), that write conflicts and is dropped: kwok ends the pod
 //     itself a second later, Succeeded as well.
-//   - Each job's Service is kube.RenderService's.
+//   - Each job's Service is kube.RenderService's, with the empty
+//     EndpointSlice the worker leaves on it (kube.RenderEndpointSlice).
 //
 // So the API server, etcd, the controller manager, the schedulers and the
 // worker hold what they would hold for that history, and nobody spends CPU
@@ -143,8 +144,14 @@ func (s *seeder) insertRows(ctx context.Context, b *testing.B, jobs []job.Job) {
 	}
 }
 
+// createService creates the job's headless Service and the EndpointSlice
+// the worker leaves on it once every pod finished: empty.
 func (s *seeder) createService(ctx context.Context, j job.Job) error {
-	_, err := s.kc.CoreV1().Services(s.ns).Create(ctx, kube.RenderService(j, s.ns), metav1.CreateOptions{})
+	svc, err := s.kc.CoreV1().Services(s.ns).Create(ctx, kube.RenderService(j, s.ns), metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	_, err = s.kc.DiscoveryV1().EndpointSlices(s.ns).Create(ctx, kube.RenderEndpointSlice(j, svc, nil), metav1.CreateOptions{})
 	return err
 }
 
@@ -195,37 +202,4 @@ func cpuNodes(b *testing.B, kc kubernetes.Interface) []string {
 		out = append(out, n.Name)
 	}
 	return out
-}
-
-// waitEndpointSlices waits until the controller manager has an
-// EndpointSlice for every Service in ns: it has digested the seeded
-// Services, and the next measurement does not pay for that.
-func waitEndpointSlices(b *testing.B, kc kubernetes.Interface, ns string, timeout time.Duration) {
-	deadline := time.Now().Add(timeout)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		svcs, err1 := kc.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
-		slices, err2 := kc.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{})
-		cancel()
-		if err1 == nil && err2 == nil {
-			have := map[string]bool{}
-			for _, s := range slices.Items {
-				have[s.Labels["kubernetes.io/service-name"]] = true
-			}
-			missing := 0
-			for _, s := range svcs.Items {
-				if !have[s.Name] {
-					missing++
-				}
-			}
-			if missing == 0 {
-				return
-			}
-			if time.Now().After(deadline) {
-				b.Logf("%d Services in %s still have no EndpointSlice after %s; going on", missing, ns, timeout)
-				return
-			}
-		}
-		time.Sleep(time.Second)
-	}
 }

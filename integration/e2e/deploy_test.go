@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -392,6 +393,9 @@ func TestDeployWorkerRoleRunsTheTenantReconciler(t *testing.T) {
 		{Namespace: ns, Verb: "get", Resource: "services"}, {Namespace: ns, Verb: "get", Resource: "pods"},
 		{Namespace: ns, Verb: "list", Resource: "pods"}, {Namespace: ns, Verb: "list", Resource: "services"},
 		{Verb: "list", Resource: "services"}, {Verb: "watch", Resource: "services"},
+		{Namespace: ns, Verb: "create", Resource: "endpointslices", Group: "discovery.k8s.io"},
+		{Namespace: ns, Verb: "update", Resource: "endpointslices", Group: "discovery.k8s.io"},
+		{Verb: "list", Resource: "endpointslices", Group: "discovery.k8s.io"}, {Verb: "watch", Resource: "endpointslices", Group: "discovery.k8s.io"},
 		// The scheduler's view of the cluster.
 		{Verb: "list", Resource: "nodes"}, {Verb: "watch", Resource: "nodes"},
 	} {
@@ -404,6 +408,10 @@ func TestDeployWorkerRoleRunsTheTenantReconciler(t *testing.T) {
 		{Namespace: ns, Verb: "escalate", Resource: "roles", Group: "rbac.authorization.k8s.io"},
 		{Verb: "create", Resource: "clusterrolebindings", Group: "rbac.authorization.k8s.io"},
 		{Namespace: ns, Verb: "patch", Resource: "pods"},
+		// Slices go with their Service (garbage collector); endpoints of
+		// the old API are not written.
+		{Namespace: ns, Verb: "delete", Resource: "endpointslices", Group: "discovery.k8s.io"},
+		{Namespace: ns, Verb: "create", Resource: "endpoints"},
 		{Verb: "create", Resource: "events"}, {Namespace: ns, Verb: "create", Resource: "leases", Group: "coordination.k8s.io"},
 		// The scheduler reads nodes; it never writes them (nor binds pods).
 		{Verb: "get", Resource: "nodes"}, {Verb: "update", Resource: "nodes"}, {Verb: "patch", Resource: "nodes"},
@@ -532,6 +540,16 @@ func requireConfined(t *testing.T, admin, worker kubernetes.Interface, prefix, t
 	})
 	denied("create a pod in an unlabelled namespace", func() error {
 		_, err := worker.CoreV1().Pods(foreign).Create(ctx, pod, metav1.CreateOptions{})
+		return err
+	})
+	// An EndpointSlice elsewhere could point another namespace's Service
+	// (in kube-system, say) at any address.
+	denied("create an EndpointSlice in default", func() error {
+		_, err := worker.DiscoveryV1().EndpointSlices("default").Create(ctx, &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Name: "hijack", Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes"}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.9.9.9"}}},
+		}, metav1.CreateOptions{})
 		return err
 	})
 	denied("create a namespace that is not a tenant's", func() error {

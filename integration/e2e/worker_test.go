@@ -184,10 +184,11 @@ type tfConfig struct {
 
 // A 1 chief + 4 worker + 2 PS + 1 evaluator job reaches SUCCEEDED, and
 // while it runs every pod's TF_CONFIG is correct and resolvable by name
-// the way cluster DNS would answer: the headless Service selects the pod,
-// its hostname and subdomain make the listed name, and the EndpointSlice
-// the controller manager writes for the Service lists it under that
-// hostname.
+// the way cluster DNS would answer: the pod's hostname and subdomain (the
+// headless Service) make the listed name, and the Service's EndpointSlice,
+// which the worker writes (the Service has no selector: the controller
+// manager would scan the whole namespace for every change), lists it under
+// that hostname with its address.
 func TestWorkerRunsDistributedJobWithResolvableTFConfig(t *testing.T) {
 	e := startWorkers(t, 1)
 	forever := annot(cluster.AnnotationRunForever, "true")
@@ -235,9 +236,8 @@ func TestWorkerRunsDistributedJobWithResolvableTFConfig(t *testing.T) {
 		require.Equal(t, svc.Name, pod.Spec.Subdomain)
 		self := wantCluster[tf.Task.Type][tf.Task.Index]
 		require.Equal(t, fmt.Sprintf("%s.%s.%s.svc:2222", pod.Spec.Hostname, pod.Spec.Subdomain, pod.Namespace), self)
-		require.True(t, labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(pod.Labels)),
-			"the Service selects pod %s", pod.Name)
 	}
+	require.Empty(t, svc.Spec.Selector)
 
 	// The EndpointSlice lists every pod under its hostname: a DNS server
 	// would answer each TF_CONFIG name with the pod's address.
@@ -248,20 +248,23 @@ func TestWorkerRunsDistributedJobWithResolvableTFConfig(t *testing.T) {
 		if err != nil {
 			return false
 		}
-		listed := map[string]bool{}
+		listed := map[string]string{}
 		for _, s := range slices.Items {
+			if s.Labels[discoveryv1.LabelManagedBy] != kube.EndpointSliceManagedBy {
+				return false
+			}
 			for _, ep := range s.Endpoints {
-				if ep.TargetRef != nil && ep.Hostname != nil && *ep.Hostname == ep.TargetRef.Name && len(ep.Addresses) > 0 {
-					listed[ep.TargetRef.Name] = true
+				if ep.TargetRef != nil && ep.Hostname != nil && *ep.Hostname == ep.TargetRef.Name && len(ep.Addresses) == 1 {
+					listed[ep.TargetRef.Name] = ep.Addresses[0]
 				}
 			}
 		}
-		for _, pod := range pods {
-			if !listed[pod.Name] {
+		for _, pod := range e.pods(t, "dist") {
+			if pod.Status.PodIP == "" || listed[pod.Name] != pod.Status.PodIP {
 				return false
 			}
 		}
-		return true
+		return len(listed) == len(pods)
 	}, 20*time.Second, 200*time.Millisecond, "the EndpointSlice of Service dist lists every pod under its hostname")
 
 	j := e.wait(t, name, 60*time.Second, pb.JobState_JOB_STATE_SUCCEEDED)
@@ -272,6 +275,11 @@ func TestWorkerRunsDistributedJobWithResolvableTFConfig(t *testing.T) {
 		pods := e.pods(t, "dist")
 		return len(pods) == 1 && pods[0].Name == "dist-chief-0"
 	}, 30*time.Second, 100*time.Millisecond)
+	// The finished pods' addresses are given back: the slice lists nobody.
+	require.Eventually(t, func() bool {
+		es, err := e.Cluster.Client().DiscoveryV1().EndpointSlices(e.ns).Get(ctxT(t), "dist", metav1.GetOptions{})
+		return err == nil && len(es.Endpoints) == 0
+	}, 30*time.Second, 100*time.Millisecond, "the finished job's EndpointSlice still lists pods")
 }
 
 // A replica that fails with an exit code the ExitCode policy retries (137,

@@ -71,6 +71,9 @@ type ObservedPod struct {
 	// StalledDeleteAfter has passed. Zero otherwise.
 	DeletedAt time.Time
 	Node      string
+	// IP is the pod's address once it has one: the worker lists it in the
+	// job's EndpointSlice (Plan does not read it).
+	IP string
 	// Unschedulable holds the scheduler's message while the pod cannot be
 	// scheduled (condition PodScheduled=False, reason Unschedulable).
 	Unschedulable string

@@ -33,7 +33,7 @@ type tfTask struct {
 // (counts not yet defaulted count as 1). Only such a job gets TF_CONFIG and
 // the headless Service its replicas find each other through: a single
 // replica has no peer to resolve, and its Service would cost the API server
-// a write (and the controller manager an EndpointSlice) per job for
+// a write (and the worker an EndpointSlice) per job for
 // nothing — in issue 8's admission benchmark of 15,000 single-pod jobs,
 // about as much API server CPU as the pods themselves.
 func (s Spec) Distributed() bool {

@@ -35,6 +35,7 @@ func ObservePod(pod *corev1.Pod) (job.ObservedPod, bool) {
 		Ready:         ready(pod),
 		Deleting:      pod.DeletionTimestamp != nil,
 		Node:          pod.Spec.NodeName,
+		IP:            pod.Status.PodIP,
 		Unschedulable: unschedulable(pod),
 		Waiting:       waiting(pod),
 		Terminated:    terminated(pod, attempt),

@@ -16,7 +16,8 @@ import (
 // pod (hostname <pod>, subdomain <job>) the DNS name
 // <pod>.<job>.<ns>.svc that TF_CONFIG lists. Addresses are published before
 // pods are ready: TensorFlow servers find each other while starting, and
-// replica pods have no readiness probe anyway.
+// replica pods have no readiness probe anyway. It has no selector: the
+// worker writes its EndpointSlice (RenderEndpointSlice says why).
 func RenderService(j job.Job, ns string) *corev1.Service {
 	var ports []int32
 	for _, r := range j.Spec.Replicas {
@@ -30,7 +31,6 @@ func RenderService(j job.Job, ns string) *corev1.Service {
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                corev1.ClusterIPNone,
 			PublishNotReadyAddresses: true,
-			Selector:                 map[string]string{LabelJobUID: j.UID, LabelComponent: ComponentReplica},
 		},
 	}
 	for _, p := range ports {

@@ -26,7 +26,6 @@ func TestRenderService(t *testing.T) {
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                "None",
 			PublishNotReadyAddresses: true,
-			Selector:                 map[string]string{"trainyard.dev/job-uid": "0b7c6f1e-uid", "trainyard.dev/component": "replica"},
 			Ports: []corev1.ServicePort{
 				{Name: "tf-2222", Protocol: corev1.ProtocolTCP, Port: 2222, TargetPort: intstr.FromInt32(2222)},
 				{Name: "tf-2223", Protocol: corev1.ProtocolTCP, Port: 2223, TargetPort: intstr.FromInt32(2223)},
@@ -38,18 +37,15 @@ func TestRenderService(t *testing.T) {
 	}
 	requireValidNames(t, &got.ObjectMeta)
 
-	// The Service selects every replica pod and nothing else of the job.
-	sel := labelsSet(got.Spec.Selector).AsSelector()
+	// Every replica pod lives under the Service's name (its subdomain);
+	// the Service selects nothing: its EndpointSlice is the worker's.
 	for _, r := range j.Spec.Replicas {
 		for i := range r.Count {
 			pod, err := RenderPod(j, testNS, r.Type, i, 0, PodOptions{})
 			require.NoError(t, err)
-			require.True(t, sel.Matches(labelsSet(pod.Labels)), pod.Name)
 			require.Equal(t, got.Name, pod.Spec.Subdomain)
 		}
 	}
-	tb, _ := RenderTensorBoard(j, testNS, PodOptions{})
-	require.False(t, sel.Matches(labelsSet(tb.Labels)))
 }
 
 func TestRenderServiceDefaultPort(t *testing.T) {

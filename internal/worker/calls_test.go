@@ -3,12 +3,15 @@
 package worker
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -33,14 +36,16 @@ func TestKubeCallsPerJob(t *testing.T) {
 		kept        bool // the job is let go with its objects
 		want        map[string]int
 	}{
+		// The EndpointSlice is created when the pods have addresses and
+		// emptied when they finish; it goes with the Service (its owner).
 		{name: "succeeds, pods and Service kept", kept: true,
-			want: map[string]int{"create pods": 5, "create services": 1}},
+			want: map[string]int{"create pods": 5, "create services": 1, "create endpointslices": 1, "update endpointslices": 1}},
 		{name: "succeeds, removed after the worker's default TTL", finishedTTL: oneDay,
-			want: map[string]int{"create pods": 5, "create services": 1, "delete pods": 5, "delete services": 1}},
+			want: map[string]int{"create pods": 5, "create services": 1, "delete pods": 5, "delete services": 1, "create endpointslices": 1, "update endpointslices": 1}},
 		{name: "succeeds, removed at once by the job's own TTL", finishedTTL: oneDay, jobTTL: new(int32(0)),
-			want: map[string]int{"create pods": 5, "create services": 1, "delete pods": 5, "delete services": 1}},
+			want: map[string]int{"create pods": 5, "create services": 1, "delete pods": 5, "delete services": 1, "create endpointslices": 1, "update endpointslices": 1}},
 		{name: "cancelled while running", cancel: true,
-			want: map[string]int{"create pods": 5, "create services": 1, "delete pods": 5, "delete services": 1}},
+			want: map[string]int{"create pods": 5, "create services": 1, "delete pods": 5, "delete services": 1, "create endpointslices": 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := setup(t, func(c *Config) { c.FinishedTTL = tc.finishedTTL })
@@ -104,13 +109,17 @@ func TestKubeCallsPerJob(t *testing.T) {
 }
 
 // kubelet writes a pod's phase as the kubelet would, through the fake's
-// tracker (no recorded call), and waits for the informer to show it.
+// tracker (no recorded call), and waits for the informer to show it. A pod
+// that runs gets an address.
 func (b *bundle) kubelet(t *testing.T, name string, phase corev1.PodPhase) {
 	t.Helper()
 	obj, err := b.kube.Tracker().Get(corev1.SchemeGroupVersion.WithResource("pods"), "ty-acme", name)
 	require.NoError(t, err)
 	pod := obj.(*corev1.Pod).DeepCopy()
 	pod.Status.Phase = phase
+	if phase == corev1.PodRunning && pod.Status.PodIP == "" {
+		pod.Status.PodIP = fmt.Sprintf("10.0.0.%d", len(name)+int(name[len(name)-1]))
+	}
 	if phase == corev1.PodSucceeded {
 		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: kube.ContainerName, State: corev1.ContainerState{
 			Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", FinishedAt: metav1.NewTime(b.clock.Now())},
@@ -153,4 +162,66 @@ func (b *bundle) waitGone(t *testing.T, key store.JobKey) {
 		}
 		return true
 	}, 10*time.Second, 5*time.Millisecond, "the caches never caught up with the deletions of %s", key)
+}
+
+// The job's EndpointSlice lists its running replicas under their hostnames
+// as they get addresses, is written only when that changes, and is empty
+// once the job has finished (a finished pod's address is given back).
+func TestEndpointSliceFollowsPods(t *testing.T) {
+	b := setup(t)
+	b.tenant(t, "acme", tenant.Quota{})
+	key := b.submit(t, "acme", "tj", spec(replica(job.Chief, 1, job.RestartNever), replica(job.Worker, 2, job.RestartNever)))
+	b.own(t, key)
+	b.reconcile(t, key)
+	b.waitCache(t, key, 3)
+	svc, err := b.kube.CoreV1().Services("ty-acme").Get(b.ctx, "tj", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Empty(t, svc.Spec.Selector, "the controller manager does not keep its endpoints")
+
+	slice := func() *discoveryv1.EndpointSlice {
+		es, err := b.kube.DiscoveryV1().EndpointSlices("ty-acme").Get(b.ctx, "tj", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		require.NoError(t, err)
+		return es
+	}
+	hostnames := func(es *discoveryv1.EndpointSlice) []string {
+		var hs []string
+		for _, ep := range es.Endpoints {
+			hs = append(hs, *ep.Hostname)
+		}
+		return hs
+	}
+	waitSlice := func(n int) {
+		require.Eventually(t, func() bool {
+			objs, _ := b.w.endpoints.GetIndexer().ByIndex(indexJobUID, jobIndexKey("ty-acme", key.UID))
+			return len(objs) == 1 && len(objs[0].(*discoveryv1.EndpointSlice).Endpoints) == n
+		}, 10*time.Second, 5*time.Millisecond)
+	}
+	b.reconcile(t, key)
+	require.Nil(t, slice(), "no slice while no pod has an address")
+
+	b.kubelet(t, "tj-chief-0", corev1.PodRunning)
+	b.reconcile(t, key)
+	es := slice()
+	require.NotNil(t, es)
+	require.Equal(t, []string{"tj-chief-0"}, hostnames(es))
+	require.Equal(t, svc.UID, es.OwnerReferences[0].UID, "owned by the Service: deleted with it")
+	require.Equal(t, "tj", es.Labels[discoveryv1.LabelServiceName])
+	waitSlice(1)
+
+	b.kubelet(t, "tj-worker-0", corev1.PodRunning)
+	b.kubelet(t, "tj-worker-1", corev1.PodRunning)
+	b.reconcile(t, key)
+	require.Equal(t, []string{"tj-chief-0", "tj-worker-0", "tj-worker-1"}, hostnames(slice()))
+	waitSlice(3)
+	writes := len(b.actions("update", "endpointslices"))
+	b.reconcile(t, key)
+	require.Len(t, b.actions("update", "endpointslices"), writes, "nothing changed, nothing written")
+
+	b.kubelet(t, "tj-chief-0", corev1.PodSucceeded)
+	b.reconcileUntilLetGo(t, key)
+	require.Equal(t, job.Succeeded, b.load(t, key).Job.Status.State)
+	require.Empty(t, slice().Endpoints, "the finished job's slice lists nobody")
 }

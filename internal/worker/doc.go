@@ -125,6 +125,10 @@
 //	                                 (above); AlreadyExists = adopt (below), NotFound = done;
 //	                                 invalid/forbidden → the job FAILS with the API server's
 //	                                 reason and message and a Warning event
+//	EndpointSlice                    the headless Service's (it has no selector), written
+//	                                 when its replicas' addresses differ from what the
+//	                                 cache shows (endpoints.go); not in a pass that deletes
+//	                                 the Service, whose garbage it is
 //	Forget                           letting go (below), then: final job: JobSave Done
 //	                                 (inactive, unowned); deleted job: JobPurge
 //	requeue                          Requeue → now; RequeueAfter → AddAfter (the deadline

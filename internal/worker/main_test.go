@@ -101,7 +101,7 @@ func (b *bundle) newWorker(t *testing.T, id string, opts ...func(*Config)) *Work
 		w.factory.Shutdown()
 		w.loop.ShutDown()
 	})
-	require.True(t, cache.WaitForCacheSync(b.ctx.Done(), w.pods.HasSynced, w.services.HasSynced))
+	require.True(t, cache.WaitForCacheSync(b.ctx.Done(), w.pods.HasSynced, w.services.HasSynced, w.endpoints.HasSynced))
 	w.synced.Store(true)
 	return w
 }

@@ -227,6 +227,16 @@ func (w *Worker) apply(ctx context.Context, p *pass, plan job.PlanResult) (resul
 
 	purge := p.wj.Deleted && plan.Forget
 	done := plan.Forget && !p.wj.Deleted
+	if done && !deletesService(plan.Actions) {
+		// The last pass: the slice must not go on listing the addresses
+		// the finished pods gave back.
+		if !w.own.leased(p.key, time.Now(), w.cfg.LeaseTTL/10) {
+			return result{}, errorf(errReasonLease, fmt.Errorf("job %s: lease not confirmed; waiting for renewal", p.key))
+		}
+		if _, err := w.syncEndpoints(ctx, p, true); err != nil {
+			return result{}, errorf(errReasonKube, err)
+		}
+	}
 	saved := false
 	if !purge && (done || len(plan.Events) > 0 || !equalStatus(p.wj.Job.Status, plan.Status)) {
 		ok, res, err := w.save(ctx, p, plan.Status, plan.Events, done)
@@ -266,6 +276,12 @@ func (w *Worker) apply(ctx context.Context, p *pass, plan job.PlanResult) (resul
 		return w.failTerminal(ctx, p, plan.Status, err)
 	}
 	w.noteDispatch(p)
+	var recheck time.Duration
+	if !purge && !deletesService(plan.Actions) {
+		if recheck, err = w.syncEndpoints(ctx, p, plan.Status.State.Final()); err != nil {
+			return result{}, errorf(errReasonKube, err)
+		}
+	}
 	if purge {
 		if err := w.store.JobPurge(ctx, w.cfg.ID, p.key.Tenant, p.key.UID); err != nil {
 			if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrNotFound) {
@@ -282,7 +298,11 @@ func (w *Worker) apply(ctx context.Context, p *pass, plan job.PlanResult) (resul
 		plan.RequeueAfter > w.cfg.LeaseTTL && !w.expect.creating(p.key.UID) {
 		return w.park(ctx, p, plan.RequeueAfter)
 	}
-	return result{requeue: plan.Requeue, after: plan.RequeueAfter}, nil
+	after := plan.RequeueAfter
+	if recheck > 0 && (after <= 0 || recheck < after) {
+		after = recheck
+	}
+	return result{requeue: plan.Requeue, after: after}, nil
 }
 
 // park lets a finished job whose kept objects wait for its TTL go until

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/kube"
 )
 
@@ -27,7 +28,7 @@ func TestSlimCachedKeepsWhatObservePodReads(t *testing.T) {
 				Annotations:       map[string]string{"big": "annotation"},
 				ManagedFields:     []metav1.ManagedFieldsEntry{{Manager: "kubelet"}},
 				DeletionTimestamp: &now, DeletionGracePeriodSeconds: &grace},
-			Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: kube.ContainerName, Image: "tf", Env: []corev1.EnvVar{{Name: "TF_CONFIG", Value: "{}"}}}}},
+			Spec: corev1.PodSpec{NodeName: "node-1", Hostname: "w-1", Subdomain: "w", Containers: []corev1.Container{{Name: kube.ContainerName, Image: "tf", Env: []corev1.EnvVar{{Name: "TF_CONFIG", Value: "{}"}}}}},
 			Status: corev1.PodStatus{
 				Phase: corev1.PodFailed, Reason: "Evicted", Message: "low on memory", PodIP: "10.0.0.1",
 				Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes", LastTransitionTime: now}},
@@ -54,8 +55,19 @@ func TestSlimCachedKeepsWhatObservePodReads(t *testing.T) {
 	require.Nil(t, slim.ManagedFields)
 	require.Nil(t, slim.Annotations)
 	require.Empty(t, slim.Spec.Containers, "the spec is not kept")
-	require.Empty(t, slim.Status.PodIP)
+	require.Empty(t, slim.Spec.Subdomain)
 	require.Empty(t, slim.Status.ContainerStatuses[0].Image)
+
+	// So is what the job's EndpointSlice lists of it.
+	live := full()
+	live.DeletionTimestamp, live.Status.Phase = nil, corev1.PodRunning
+	obj, err = slimCached(live)
+	require.NoError(t, err)
+	j := job.Job{Tenant: "acme", Name: "w", UID: "u1"}
+	headless := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: "ns", UID: "svc-uid"}}
+	fromFull := kube.RenderEndpointSlice(j, headless, []*corev1.Pod{live})
+	require.Len(t, fromFull.Endpoints, 1)
+	require.Equal(t, fromFull, kube.RenderEndpointSlice(j, headless, []*corev1.Pod{obj.(*corev1.Pod)}))
 
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}}},
 		Spec: corev1.ServiceSpec{ClusterIP: "None"}}

@@ -36,6 +36,7 @@ type Worker struct {
 	factory   informers.SharedInformerFactory
 	pods      cache.SharedIndexInformer
 	services  cache.SharedIndexInformer
+	endpoints cache.SharedIndexInformer // the EndpointSlices of headless Services (endpoints.go)
 	podLister listerscorev1.PodLister
 	svcLister listerscorev1.ServiceLister
 
@@ -96,7 +97,8 @@ func New(cfg Config) (*Worker, error) {
 	svcInf := w.factory.Core().V1().Services()
 	w.pods, w.services = podInf.Informer(), svcInf.Informer()
 	w.podLister, w.svcLister = podInf.Lister(), svcInf.Lister()
-	for _, inf := range []cache.SharedIndexInformer{w.pods, w.services} {
+	w.endpoints = w.factory.Discovery().V1().EndpointSlices().Informer()
+	for _, inf := range []cache.SharedIndexInformer{w.pods, w.services, w.endpoints} {
 		if err := inf.AddIndexers(cache.Indexers{indexJobUID: byJobUID}); err != nil {
 			return nil, fmt.Errorf("worker: informer index: %w", err)
 		}
@@ -122,6 +124,17 @@ func New(cfg Config) (*Worker, error) {
 		}); err != nil {
 			return nil, err
 		}
+	}
+	// A slice's own changes are the worker's writes; only its deletion by
+	// someone else calls for a pass (which writes it again).
+	if _, err := w.endpoints.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { w.observed(kindEndpointSlice, obj, false) },
+		DeleteFunc: func(obj any) {
+			w.observed(kindEndpointSlice, obj, true)
+			w.enqueueOwner(obj)
+		},
+	}); err != nil {
+		return nil, err
 	}
 	return w, nil
 }
@@ -160,7 +173,7 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	// An empty cache would look like vanished pods, which Plan counts as
 	// failures: no reconcile before the caches are synced.
-	if !cache.WaitForCacheSync(ctx.Done(), w.pods.HasSynced, w.services.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), w.pods.HasSynced, w.services.HasSynced, w.endpoints.HasSynced) {
 		w.stop(&loops, nil)
 		if ctx.Err() != nil {
 			return nil
@@ -366,8 +379,9 @@ func byJobUID(obj any) ([]string, error) {
 }
 
 // slimCached keeps the informers' caches small: of a pod, only what
-// kube.ObservePod, the handlers and the deletes read (identity, labels,
-// deletion, node, and the status without images, IPs or probes' detail);
+// kube.ObservePod, kube.RenderEndpointSlice, the handlers and the deletes
+// read (identity, labels, deletion, node, hostname, and the status without
+// images, other IPs or probes' detail);
 // of a Service, everything but its managed fields. A worker watching ten
 // thousand pods holds the cache for all of them, and a full pod is several
 // KiB (managed fields alone are often the larger part). Nothing may write
@@ -386,10 +400,10 @@ func slimCached(obj any) (any, error) {
 			Labels: pod.Labels, Finalizers: pod.Finalizers,
 			DeletionTimestamp: pod.DeletionTimestamp, DeletionGracePeriodSeconds: pod.DeletionGracePeriodSeconds,
 		},
-		Spec: corev1.PodSpec{NodeName: pod.Spec.NodeName},
+		Spec: corev1.PodSpec{NodeName: pod.Spec.NodeName, Hostname: pod.Spec.Hostname},
 		Status: corev1.PodStatus{
 			Phase: pod.Status.Phase, Reason: pod.Status.Reason, Message: pod.Status.Message,
-			Conditions: pod.Status.Conditions,
+			Conditions: pod.Status.Conditions, PodIP: pod.Status.PodIP,
 		},
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
