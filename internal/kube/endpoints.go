@@ -44,9 +44,10 @@ const EndpointSliceManagedBy = "worker.trainyard.dev"
 // the garbage collector removes it with the Service) from the job's replica
 // pods. It lists every replica pod that has an address, is not being
 // deleted and has not finished, under its hostname (the pod's name, which
-// TF_CONFIG uses), ready whether or not the pod is (the Service publishes
-// not-ready addresses: TensorFlow servers find each other while starting),
-// and serving when it is. The address family is the first listed pod's
+// TF_CONFIG uses), ready and serving whether or not the pod is: the
+// Service only names the replicas (it publishes not-ready addresses:
+// TensorFlow servers find each other while starting), and a readiness flip
+// would be a write per pod for nothing. The address family is the first listed pod's
 // (pods of the other family, on a dual-stack cluster, are left out: a
 // slice holds one family); IPv4 when there is none.
 func RenderEndpointSlice(j job.Job, svc *corev1.Service, pods []*corev1.Pod) *discoveryv1.EndpointSlice {
@@ -96,7 +97,7 @@ func RenderEndpointSlice(j job.Job, svc *corev1.Service, pods []*corev1.Pod) *di
 		ep := discoveryv1.Endpoint{
 			Addresses: []string{pod.Status.PodIP},
 			Conditions: discoveryv1.EndpointConditions{
-				Ready: ptr.To(true), Serving: ptr.To(ready(pod)), Terminating: ptr.To(false),
+				Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false),
 			},
 			Hostname:  ptr.To(hostname),
 			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},

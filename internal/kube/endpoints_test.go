@@ -40,10 +40,10 @@ func TestRenderEndpointSlice(t *testing.T) {
 	ps.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)} // going away
 
 	got := RenderEndpointSlice(j, svc, []*corev1.Pod{w2, w1, w0, ps, chief})
-	ep := func(pod *corev1.Pod, serving bool) discoveryv1.Endpoint {
+	ep := func(pod *corev1.Pod) discoveryv1.Endpoint {
 		return discoveryv1.Endpoint{
 			Addresses:  []string{pod.Status.PodIP},
-			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(serving), Terminating: ptr.To(false)},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)},
 			Hostname:   ptr.To(pod.Name),
 			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: testNS, Name: pod.Name, UID: pod.UID},
 			NodeName:   ptr.To("node-1"),
@@ -63,9 +63,9 @@ func TestRenderEndpointSlice(t *testing.T) {
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: "mnist", UID: "svc-uid", Controller: ptr.To(true)}},
 		},
 		AddressType: discoveryv1.AddressTypeIPv4,
-		// By pod name: the chief (ready, serving), worker-0 (not ready:
-		// published all the same, not serving).
-		Endpoints: []discoveryv1.Endpoint{ep(chief, true), ep(w0, false)},
+		// By pod name: the chief (ready), worker-0 (not ready: listed as
+		// ready all the same, the Service publishes not-ready addresses).
+		Endpoints: []discoveryv1.Endpoint{ep(chief), ep(w0)},
 		Ports: []discoveryv1.EndpointPort{
 			{Name: ptr.To("tf-2222"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](2222)},
 			{Name: ptr.To("tf-2223"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](2223)},
@@ -80,6 +80,8 @@ func TestRenderEndpointSlice(t *testing.T) {
 	require.Equal(t, chief.Spec.Hostname, *got.Endpoints[0].Hostname)
 
 	require.True(t, EndpointSliceCurrent(got, RenderEndpointSlice(j, svc, []*corev1.Pod{chief, w0, w1})))
+	w0.Status.ContainerStatuses[0].Ready = true
+	require.True(t, EndpointSliceCurrent(got, RenderEndpointSlice(j, svc, []*corev1.Pod{chief, w0, w1})), "readiness writes nothing")
 	w1.Status.PodIP = "10.0.0.6"
 	require.False(t, EndpointSliceCurrent(got, RenderEndpointSlice(j, svc, []*corev1.Pod{chief, w0, w1})), "a new address needs an update")
 	require.False(t, EndpointSliceCurrent(got, RenderEndpointSlice(j, svc, []*corev1.Pod{chief})), "a pod gone needs an update")

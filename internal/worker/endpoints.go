@@ -9,17 +9,15 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/kube"
 )
 
-// kindEndpointSlice is the EndpointSlices' kind in createKey.
-const kindEndpointSlice = "endpointslice"
-
-// endpointsRecheck is how soon a pass that could not bring the slice up to
-// date (its create not in the cache yet, or an update that lost a race
-// with the cache) is run again.
+// endpointsRecheck is how soon a pass whose update of the slice found it
+// changed or gone (by a worker that had the job before, or with its
+// Service) is run again, once the cache has caught up.
 const endpointsRecheck = 100 * time.Millisecond
 
 // syncEndpoints keeps the EndpointSlice of a job's headless Service
@@ -45,44 +43,69 @@ func (w *Worker) syncEndpoints(ctx context.Context, p *pass, final bool) (time.D
 		pods = append(pods, pod)
 	}
 	want := kube.RenderEndpointSlice(p.wj.Job, svc, pods)
-	cached, _ := w.endpoints.GetIndexer().ByIndex(indexJobUID, jobIndexKey(p.ns, p.key.UID))
+	memoKey := jobIndexKey(p.ns, p.key.UID)
+	cached, _ := w.endpoints.GetIndexer().ByIndex(indexJobUID, memoKey)
 	have := observedSlice(cached, svc.Name)
+	if m, ok := w.sliceWrites.Load(memoKey); ok {
+		// This worker wrote the slice since the cache last showed it: what
+		// it wrote is the slice now (nobody else writes it), so the next
+		// write neither repeats it nor conflicts on a stale version.
+		if ws := m.(*discoveryv1.EndpointSlice); have == nil || have.ResourceVersion != ws.ResourceVersion {
+			have = ws
+		}
+	}
 	if have != nil && kube.EndpointSliceCurrent(have, want) {
 		return 0, nil
 	}
 	slices := w.kube.DiscoveryV1().EndpointSlices(want.Namespace)
+	var (
+		written *discoveryv1.EndpointSlice
+		err     error
+	)
 	if have == nil {
 		if final || len(want.Endpoints) == 0 {
 			return 0, nil
 		}
-		key := createKey(kindEndpointSlice, want.Namespace, want.Name)
-		if w.expect.pending(key) {
-			return endpointsRecheck, nil // created by an earlier pass; the cache will show it
-		}
-		w.expect.expect(key, p.key.UID)
-		_, err := slices.Create(ctx, want, metav1.CreateOptions{})
+		written, err = slices.Create(ctx, want, metav1.CreateOptions{})
 		w.count("create", "endpointslices", err)
-		switch {
-		case err == nil:
-			return 0, nil
-		case apierrors.IsAlreadyExists(err):
-			// Written by a worker that had the job before, or the cache is
-			// behind: it shows Trainyard's slices only, so one that never
-			// appears there is someone else's.
-			w.expect.observed(key)
+		if apierrors.IsAlreadyExists(err) {
+			// Written by a worker that had the job before, and not in the
+			// cache yet; it shows Trainyard's slices only, so one that
+			// never appears there is someone else's.
 			return 0, fmt.Errorf("EndpointSlice %s/%s exists but is not in the cache yet (or not Trainyard's); trying again", want.Namespace, want.Name)
-		default:
-			w.expect.observed(key)
-			return 0, err
+		}
+	} else {
+		want.ResourceVersion = have.ResourceVersion
+		written, err = slices.Update(ctx, want, metav1.UpdateOptions{})
+		w.count("update", "endpointslices", err)
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			// Written by a worker that had the job before, or deleted with
+			// its Service: the cache brings the news.
+			w.sliceWrites.Delete(memoKey)
+			return endpointsRecheck, nil
 		}
 	}
-	want.ResourceVersion = have.ResourceVersion
-	_, err := slices.Update(ctx, want, metav1.UpdateOptions{})
-	w.count("update", "endpointslices", err)
-	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-		return endpointsRecheck, nil // the cache is behind a write; its event is on the way
+	if err != nil {
+		return 0, err
 	}
-	return 0, err
+	w.sliceWrites.Store(memoKey, written)
+	return 0, nil
+}
+
+// sliceSeen forgets the write of a slice once the cache shows it (or
+// shows it gone).
+func (w *Worker) sliceSeen(obj any, gone bool) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	es, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return
+	}
+	key := jobIndexKey(es.Namespace, es.Labels[kube.LabelJobUID])
+	if m, ok := w.sliceWrites.Load(key); ok && (gone || m.(*discoveryv1.EndpointSlice).ResourceVersion == es.ResourceVersion) {
+		w.sliceWrites.CompareAndDelete(key, m)
+	}
 }
 
 // observedSlice is the job's EndpointSlice in the cache: the one named

@@ -6,6 +6,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -78,7 +79,8 @@ func setup(t *testing.T, opts ...func(*Config)) *bundle {
 }
 
 // withUIDs makes the fake give every created object a UID, as the API
-// server does.
+// server does, and every write of an EndpointSlice a new resourceVersion
+// (the worker tells its own writes from the cache's by it).
 func withUIDs(c *fake.Clientset) *fake.Clientset {
 	c.PrependReactor("create", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if m, ok := a.(k8stesting.CreateAction).GetObject().(metav1.Object); ok && m.GetUID() == "" {
@@ -86,6 +88,15 @@ func withUIDs(c *fake.Clientset) *fake.Clientset {
 		}
 		return false, nil, nil
 	})
+	var version atomic.Int64
+	for _, verb := range []string{"create", "update"} {
+		c.PrependReactor(verb, "endpointslices", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			if m, ok := a.(interface{ GetObject() runtime.Object }).GetObject().(metav1.Object); ok {
+				m.SetResourceVersion(strconv.FormatInt(version.Add(1), 10))
+			}
+			return false, nil, nil
+		})
+	}
 	return c
 }
 

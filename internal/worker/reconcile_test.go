@@ -610,12 +610,12 @@ func TestInformerEventsQueueOwnedJobs(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "ty-acme", Labels: map[string]string{
 		kube.LabelManagedBy: kube.ManagedByValue, kube.LabelTenant: "acme", kube.LabelJobUID: key.UID,
 	}}}
-	b.w.enqueueOwner(cache.DeletedFinalStateUnknown{Key: "ty-acme/x", Obj: pod})
+	b.w.enqueueOwner(cache.DeletedFinalStateUnknown{Key: "ty-acme/x", Obj: pod}, 0)
 	require.Equal(t, []store.JobKey{key}, queued(b))
 
 	other := pod.DeepCopy()
 	other.Labels[kube.LabelJobUID] = "00000000-0000-0000-0000-000000000002"
-	b.w.enqueueOwner(other)
+	b.w.enqueueOwner(other, 0)
 	require.Empty(t, queued(b), "not owned: ignored")
 
 	// Updates that change nothing Plan reads are not queued.
