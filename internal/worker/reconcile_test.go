@@ -631,6 +631,18 @@ func TestInformerEventsQueueOwnedJobs(t *testing.T) {
 	require.False(t, podChanged(running, touched))
 	touched.Status.Phase = corev1.PodRunning
 	require.True(t, podChanged(running, touched))
+
+	// Pod events wait podEventBatch; those that come meanwhile join them:
+	// one pass for the lot.
+	for range 5 {
+		b.w.enqueueOwner(running, podEventBatch)
+	}
+	require.Empty(t, queued(b), "not before the batch is over")
+	require.Eventually(t, func() bool { return b.w.queue.Len() == 1 }, 5*time.Second, time.Millisecond)
+	time.Sleep(2 * podEventBatch)
+	require.Equal(t, []store.JobKey{key}, queued(b), "once")
+	b.w.enqueueOwner(running, podEventBatch)
+	require.Eventually(t, func() bool { return b.w.queue.Len() == 1 }, 5*time.Second, time.Millisecond, "a later event starts a new batch")
 }
 
 func TestStuckContainerIsReported(t *testing.T) {

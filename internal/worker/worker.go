@@ -42,6 +42,9 @@ type Worker struct {
 
 	own    *ownership
 	expect *expectations
+	// batching holds the jobs whose pod events wait for their pass
+	// (podEventBatch).
+	batching sync.Map
 	// sliceWrites holds, by jobIndexKey, the EndpointSlice this worker
 	// last wrote until the cache shows that version (endpoints.go).
 	sliceWrites sync.Map
@@ -312,11 +315,19 @@ func (w *Worker) enqueueOwner(obj any, after time.Duration) {
 	if !ok {
 		return
 	}
-	if k := (store.JobKey{Tenant: tenantID, UID: uid}); w.own.owns(k) {
-		if after > 0 {
-			w.queue.AddAfter(k, after)
-		} else {
-			w.queue.Add(k)
+	k := store.JobKey{Tenant: tenantID, UID: uid}
+	switch {
+	case !w.own.owns(k):
+	case after <= 0:
+		w.queue.Add(k)
+	default:
+		// One timer per job and batch. Not the queue's AddAfter: its
+		// metrics count every delayed add as a retry.
+		if _, waiting := w.batching.LoadOrStore(k, struct{}{}); !waiting {
+			time.AfterFunc(after, func() {
+				w.batching.Delete(k)
+				w.queue.Add(k)
+			})
 		}
 	}
 }
