@@ -44,8 +44,11 @@
 // Per job, in its tenant's namespace:
 //
 //	Service   <job>                headless, publishNotReadyAddresses, one port tf-<port> per
-//	                               distinct replica port, selects job-uid + component=replica;
-//	                               only for a job of more than one replica (job.Spec.Distributed)
+//	                               distinct replica port, no selector; only for a job of more
+//	                               than one replica (job.Spec.Distributed)
+//	EndpointSlice <job>            the Service's, written by the worker (endpoints.go says
+//	                               why): each live replica's address under its hostname;
+//	                               owned by the Service, deleted with it
 //	Pod       <job>-<type>-<i>     hostname <job>-<type>-<i>, subdomain <job>: DNS name
 //	                               <job>-<type>-<i>.<job>.<ns>.svc, as TF_CONFIG lists it
 //	Pod       <job>-tensorboard    optional; checkpoint claim read-only, port 6006
