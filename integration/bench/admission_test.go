@@ -83,6 +83,8 @@ func perSecond(n int, d time.Duration) float64 {
 // behind the creates, and raw's backlog would otherwise run during
 // Trainyard's phase.
 func measureAdmission(tb testing.TB, jobs, tenants int) admissionResult {
+	var namespaces []string
+	dropNamespaces(tb, harness.Cluster(tb), &namespaces)
 	env := harness.Start(tb, harness.Options{Cluster: true, Workers: 1, WorkerArgs: admissionWorkerArgs})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -94,10 +96,12 @@ func measureAdmission(tb testing.TB, jobs, tenants int) admissionResult {
 	for i := range ids {
 		ids[i] = fmt.Sprintf("adm-%02d", i)
 		env.CreateTenant(tb, ids[i], harness.Subject("alice", pb.Role_ROLE_EDITOR))
+		namespaces = append(namespaces, env.Namespace(ids[i]))
 	}
 	rawNS := make([]string, tenants)
 	for i := range rawNS {
 		rawNS[i] = env.NamespacePrefix + fmt.Sprintf("raw-%02d", i)
+		namespaces = append(namespaces, rawNS[i])
 		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: rawNS[i]}}, metav1.CreateOptions{}); err != nil {
 			tb.Fatalf("raw namespace: %v", err)
 		}

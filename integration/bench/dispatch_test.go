@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -83,21 +84,7 @@ func benchDispatch(b *testing.B, cfg config, rep *report) {
 	c := harness.Cluster(b)
 	rep.clusterKind = c.Kind
 	var namespaces []string
-	// Registered before the processes start so that it runs after they
-	// stop: nothing re-creates the namespaces then. A cluster this run
-	// started is stopped whole; a reused one keeps nothing of the bench.
-	b.Cleanup(func() {
-		if c.Kind != "reused" {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		for _, ns := range namespaces {
-			if err := c.Client().CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
-				b.Errorf("deleting namespace %s: %v", ns, err)
-			}
-		}
-	})
+	dropNamespaces(b, c, &namespaces)
 	addBenchNodes(b, c)
 	env := harness.Start(b, harness.Options{Cluster: true, Workers: 1, WorkerArgs: cfg.workerArgs})
 	for _, id := range []string{benchTenant, rawTenant} {
@@ -196,6 +183,41 @@ func benchDispatch(b *testing.B, cfg config, rep *report) {
 	probe.stop()
 	rep.rss = peakRSS(b, procs)
 	rep.logs = []string{"trainyard serve: " + logSummary(env.Server.Logs()), "trainyard worker: " + logSummary(env.Workers[0].Logs())}
+}
+
+// dropNamespaces deletes the namespaces *nss names at the end of the
+// bench, on a reused cluster (one this run started is stopped whole), and
+// waits for them to be gone: the next run on that cluster must not pay for
+// their pods' deletion, nor meet the pod garbage collector (12,500
+// finished pods) deleting them while it measures. Registered before the
+// processes start, it runs after they stopped: nothing re-creates the
+// namespaces then.
+func dropNamespaces(tb testing.TB, c *cluster.Cluster, nss *[]string) {
+	tb.Cleanup(func() {
+		if c.Kind != "reused" {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		for _, ns := range *nss {
+			if err := c.Client().CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				tb.Errorf("deleting namespace %s: %v", ns, err)
+			}
+		}
+		for _, ns := range *nss {
+			for {
+				_, err := c.Client().CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+				if apierrors.IsNotFound(err) {
+					break
+				}
+				if ctx.Err() != nil {
+					tb.Logf("namespace %s still there after 10 minutes: %v", ns, err)
+					return
+				}
+				time.Sleep(time.Second)
+			}
+		}
+	})
 }
 
 // waitWorkerIdle waits until the worker owns no job: every job of the

@@ -15,7 +15,10 @@
 // TRAINYARD_CLUSTER_KUBECONFIG. Whatever it cannot start fails the run:
 // nothing skips. The harness runs the real `trainyard serve` and `trainyard
 // worker` (default flags) and drops the databases it created; a cluster the
-// bench started is stopped, a reused one loses the bench's namespaces.
+// bench started is stopped, a reused one loses the dispatch and admission
+// sections' namespaces, and the run waits until they are gone (their pods'
+// deletion, or the pod garbage collector at 12,500 finished pods, would
+// otherwise land in the next run's measurement).
 // Each sub-benchmark is one fixed-length measurement that ignores b.N,
 // hence -benchtime 1x; its line carries the figures (ns/op is the mean
 // latency), so `benchstat` can compare runs.
