@@ -290,6 +290,15 @@ func printWorkerMetrics(out io.Writer, m map[string]float64) {
 	slices.Sort(calls)
 	slices.Sort(errs)
 	fmt.Fprintf(out, "  Kubernetes calls: %s\n", strings.Join(calls, ", "))
+	var timed []string
+	for _, c := range []struct{ verb, resource string }{{"create", "pods"}, {"create", "services"}, {"update", "endpointslices"}, {"delete", "pods"}} {
+		if t := mean("trainyard_worker_kube_request_seconds", `{resource="`+c.resource+`",verb="`+c.verb+`"}`); t != "-" {
+			timed = append(timed, c.verb+" "+c.resource+" "+t)
+		}
+	}
+	if len(timed) > 0 {
+		fmt.Fprintf(out, "  as the worker timed them (its client's rate limiter included): %s\n", strings.Join(timed, "; "))
+	}
 	if len(errs) > 0 {
 		fmt.Fprintf(out, "  errors and retries: %s\n", strings.Join(errs, ", "))
 	}

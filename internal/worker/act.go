@@ -141,10 +141,11 @@ func (w *Worker) logTail(ctx context.Context, ns, pod string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, logTailTimeout)
 	defer cancel()
 	lines, limit := w.cfg.LogTailLines, w.cfg.LogTailBytes
+	start := time.Now()
 	rc, err := w.kube.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{
 		Container: kube.ContainerName, TailLines: &lines, LimitBytes: &limit,
 	}).Stream(ctx)
-	w.count("get", "pods/log", err)
+	w.count("get", "pods/log", start, err)
 	if err != nil {
 		return "", err
 	}
@@ -338,8 +339,9 @@ func (w *Worker) create(ctx context.Context, p *pass, kind, ns, name string, cal
 		return err
 	}
 	w.expect.expect(key, p.key.UID)
+	start := time.Now()
 	err := call()
-	w.count("create", kind+"s", err)
+	w.count("create", kind+"s", start, err)
 	if apierrors.IsAlreadyExists(err) {
 		var cached bool
 		cached, err = w.adopt(ctx, p, kind, ns, name)
@@ -405,6 +407,7 @@ func (w *Worker) getLive(ctx context.Context, kind, ns, name string) (metav1.Obj
 		obj metav1.Object
 		err error
 	)
+	start := time.Now()
 	switch kind {
 	case "pod":
 		obj, err = w.kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
@@ -413,7 +416,7 @@ func (w *Worker) getLive(ctx context.Context, kind, ns, name string) (metav1.Obj
 	default:
 		return nil, fmt.Errorf("worker: no live read of %q", kind)
 	}
-	w.count("get", kind+"s", err)
+	w.count("get", kind+"s", start, err)
 	return obj, err
 }
 
@@ -478,13 +481,14 @@ func (w *Worker) deleteObject(ctx context.Context, resource, ns, name string, ui
 	}
 	w.expect.expect(key, "")
 	var err error
+	start := time.Now()
 	switch resource {
 	case "pods":
 		err = w.kube.CoreV1().Pods(ns).Delete(ctx, name, opts)
 	case "services":
 		err = w.kube.CoreV1().Services(ns).Delete(ctx, name, opts)
 	}
-	w.count("delete", resource, err)
+	w.count("delete", resource, start, err)
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
 	}
@@ -495,8 +499,9 @@ func (w *Worker) deleteObject(ctx context.Context, resource, ns, name string, ui
 }
 
 // count records an API call and, when it failed for real, its error.
-func (w *Worker) count(verb, resource string, err error) {
+func (w *Worker) count(verb, resource string, start time.Time, err error) {
 	w.metrics.kubeRequests.WithLabelValues(verb, resource).Inc()
+	w.metrics.kubeSeconds.WithLabelValues(verb, resource).Observe(time.Since(start).Seconds())
 	if err == nil || (verb == "create" && apierrors.IsAlreadyExists(err)) || (verb == "delete" && apierrors.IsNotFound(err)) {
 		return
 	}

@@ -4,10 +4,13 @@ package worker
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -98,6 +101,12 @@ func TestKubeCallsPerJob(t *testing.T) {
 				got[a.GetVerb()+" "+r]++
 			}
 			require.Equal(t, tc.want, got, "the worker's Kubernetes calls for one job")
+			for call, n := range tc.want {
+				verb, resource, _ := strings.Cut(call, " ")
+				var m dto.Metric
+				require.NoError(t, b.w.metrics.kubeSeconds.WithLabelValues(verb, resource).(prometheus.Histogram).Write(&m))
+				require.Equal(t, uint64(n), m.GetHistogram().GetSampleCount(), "trainyard_worker_kube_request_seconds of %s", call)
+			}
 			for verb, n := range map[string]int{"list": 0, "get": 0} {
 				for _, res := range []string{"pods", "services"} {
 					require.Equal(t, float64(n), testutil.ToFloat64(b.w.metrics.kubeRequests.WithLabelValues(verb, res)),

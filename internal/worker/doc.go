@@ -242,7 +242,8 @@
 //	trainyard_worker_dispatch_latency_seconds       histogram, job creation → all objects created
 //	trainyard_worker_reconcile_duration_seconds     histogram
 //	trainyard_worker_reconcile_errors_total{reason} store | conflict | lease | kubernetes | terminal | not_synced
-//	trainyard_worker_kube_requests_total{verb,resource}   verb: create, delete, get, list
+//	trainyard_worker_kube_requests_total{verb,resource}   verb: create, update, delete, get
+//	trainyard_worker_kube_request_seconds{verb,resource}  histogram, as the worker timed the call
 //	trainyard_worker_kube_api_errors_total{verb,resource,reason}
 //	trainyard_workqueue_{depth,adds_total,queue_duration_seconds,work_duration_seconds,
 //	    unfinished_work_seconds,longest_running_processor_seconds,retries_total}{name="jobs"}

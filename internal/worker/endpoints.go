@@ -66,8 +66,9 @@ func (w *Worker) syncEndpoints(ctx context.Context, p *pass, final bool) (time.D
 		if final || len(want.Endpoints) == 0 {
 			return 0, nil
 		}
+		start := time.Now()
 		written, err = slices.Create(ctx, want, metav1.CreateOptions{})
-		w.count("create", "endpointslices", err)
+		w.count("create", "endpointslices", start, err)
 		if apierrors.IsAlreadyExists(err) {
 			// Written by a worker that had the job before, and not in the
 			// cache yet; it shows Trainyard's slices only, so one that
@@ -76,8 +77,9 @@ func (w *Worker) syncEndpoints(ctx context.Context, p *pass, final bool) (time.D
 		}
 	} else {
 		want.ResourceVersion = have.ResourceVersion
+		start := time.Now()
 		written, err = slices.Update(ctx, want, metav1.UpdateOptions{})
-		w.count("update", "endpointslices", err)
+		w.count("update", "endpointslices", start, err)
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			// Written by a worker that had the job before, or deleted with
 			// its Service: the cache brings the news.

@@ -25,6 +25,7 @@ type metrics struct {
 	reconcileSeconds prometheus.Histogram
 	reconcileErrors  *prometheus.CounterVec
 	kubeRequests     *prometheus.CounterVec
+	kubeSeconds      *prometheus.HistogramVec
 	kubeErrors       *prometheus.CounterVec
 	claimed          prometheus.Counter
 	leasesLost       prometheus.Counter
@@ -80,6 +81,12 @@ func newMetrics(reg prometheus.Registerer, w *Worker) *metrics {
 			Name: "trainyard_worker_kube_requests_total",
 			Help: "Kubernetes API calls by verb and resource (writes, log reads, and the reads of adoption and letting go).",
 		}, []string{"verb", "resource"}),
+		kubeSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "trainyard_worker_kube_request_seconds",
+			Help: "How long the worker's Kubernetes API calls took, as the worker saw them (its client's rate limiting included), by verb and resource.",
+			// 1 ms to 10 s.
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 11),
+		}, []string{"verb", "resource"}),
 		kubeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "trainyard_worker_kube_api_errors_total",
 			Help: "Kubernetes API errors by verb, resource and reason (AlreadyExists on create and NotFound on delete are not errors).",
@@ -96,7 +103,7 @@ func newMetrics(reg prometheus.Registerer, w *Worker) *metrics {
 		queued: newQueueInPostgres(w.cfg.Store),
 	}
 	reg.MustRegister(m.ownedJobs, m.jobs, m.queued, m.transitions, m.requeues, m.orphans, m.dispatchLatency,
-		m.reconcileSeconds, m.reconcileErrors, m.kubeRequests, m.kubeErrors, m.claimed, m.leasesLost)
+		m.reconcileSeconds, m.reconcileErrors, m.kubeRequests, m.kubeSeconds, m.kubeErrors, m.claimed, m.leasesLost)
 	return m
 }
 
