@@ -119,16 +119,16 @@
 //	                                 kept per job; a failed read keeps the termination
 //	                                 message instead (FallbackToLogsOnError puts the log's
 //	                                 end there); beyond the bounds, no tail
-//	EndpointSlice                    the headless Service's (it has no selector), written
-//	                                 when its replicas' addresses differ from what the
-//	                                 cache shows, under the lease (endpoints.go); not in a
-//	                                 pass that deletes the Service, whose garbage it is
 //	JobSave                          only when status or events changed (or Done); fenced:
 //	                                 ErrConflict → re-read at once, ErrLeaseLost → drop
 //	creates, then deletes            each group in parallel (bounded), under the lease
 //	                                 (above); AlreadyExists = adopt (below), NotFound = done;
 //	                                 invalid/forbidden → the job FAILS with the API server's
 //	                                 reason and message and a Warning event
+//	EndpointSlice                    the headless Service's (it has no selector), written
+//	                                 when its replicas' addresses differ from what the
+//	                                 cache shows (endpoints.go); not in a pass that deletes
+//	                                 the Service, whose garbage it is
 //	Forget                           letting go (below), then: final job: JobSave Done
 //	                                 (inactive, unowned); deleted job: JobPurge
 //	requeue                          Requeue → now; RequeueAfter → AddAfter (the deadline

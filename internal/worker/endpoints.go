@@ -32,8 +32,7 @@ const endpointsRecheck = 100 * time.Millisecond
 //
 // No slice is created while it would be empty (DNS answers a missing slice
 // as it does an empty one), nor for a finished job, nor in a pass that
-// deletes the Service (the pass's caller skips those). The error is a
-// reconcileError.
+// deletes the Service (the pass's caller skips those).
 func (w *Worker) syncEndpoints(ctx context.Context, p *pass, final bool) (time.Duration, error) {
 	svc := p.objs.svc
 	if svc == nil || svc.UID == "" || svc.DeletionTimestamp != nil || !p.wj.Job.Spec.Distributed() {
@@ -58,20 +57,15 @@ func (w *Worker) syncEndpoints(ctx context.Context, p *pass, final bool) (time.D
 	if have != nil && kube.EndpointSliceCurrent(have, want) {
 		return 0, nil
 	}
-	if have == nil && (final || len(want.Endpoints) == 0) {
-		return 0, nil
-	}
-	// Kubernetes writes are not fenced: only while the lease is certainly
-	// live (as act's).
-	if !w.own.leased(p.key, time.Now(), w.cfg.LeaseTTL/10) {
-		return 0, errorf(errReasonLease, fmt.Errorf("job %s: lease not confirmed; waiting for renewal", p.key))
-	}
 	slices := w.kube.DiscoveryV1().EndpointSlices(want.Namespace)
 	var (
 		written *discoveryv1.EndpointSlice
 		err     error
 	)
 	if have == nil {
+		if final || len(want.Endpoints) == 0 {
+			return 0, nil
+		}
 		start := time.Now()
 		written, err = slices.Create(ctx, want, metav1.CreateOptions{})
 		w.count("create", "endpointslices", start, err)
@@ -79,7 +73,7 @@ func (w *Worker) syncEndpoints(ctx context.Context, p *pass, final bool) (time.D
 			// Written by a worker that had the job before, and not in the
 			// cache yet; it shows Trainyard's slices only, so one that
 			// never appears there is someone else's.
-			return 0, errorf(errReasonKube, fmt.Errorf("EndpointSlice %s/%s exists but is not in the cache yet (or not Trainyard's); trying again", want.Namespace, want.Name))
+			return 0, fmt.Errorf("EndpointSlice %s/%s exists but is not in the cache yet (or not Trainyard's); trying again", want.Namespace, want.Name)
 		}
 	} else {
 		want.ResourceVersion = have.ResourceVersion
@@ -94,7 +88,7 @@ func (w *Worker) syncEndpoints(ctx context.Context, p *pass, final bool) (time.D
 		}
 	}
 	if err != nil {
-		return 0, errorf(errReasonKube, err)
+		return 0, err
 	}
 	w.sliceWrites.Store(memoKey, written)
 	return 0, nil

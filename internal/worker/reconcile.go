@@ -227,14 +227,14 @@ func (w *Worker) apply(ctx context.Context, p *pass, plan job.PlanResult) (resul
 
 	purge := p.wj.Deleted && plan.Forget
 	done := plan.Forget && !p.wj.Deleted
-	// The slice follows the pods the cache shows; before the save, so that
-	// a last pass does not let the job go with the slice still listing the
-	// addresses its finished pods gave back.
-	var recheck time.Duration
-	if !purge && !deletesService(plan.Actions) {
-		var err error
-		if recheck, err = w.syncEndpoints(ctx, p, plan.Status.State.Final()); err != nil {
-			return result{}, err
+	if done && !deletesService(plan.Actions) {
+		// The last pass: the slice must not go on listing the addresses
+		// the finished pods gave back.
+		if !w.own.leased(p.key, time.Now(), w.cfg.LeaseTTL/10) {
+			return result{}, errorf(errReasonLease, fmt.Errorf("job %s: lease not confirmed; waiting for renewal", p.key))
+		}
+		if _, err := w.syncEndpoints(ctx, p, true); err != nil {
+			return result{}, errorf(errReasonKube, err)
 		}
 	}
 	saved := false
@@ -276,6 +276,12 @@ func (w *Worker) apply(ctx context.Context, p *pass, plan job.PlanResult) (resul
 		return w.failTerminal(ctx, p, plan.Status, err)
 	}
 	w.noteDispatch(p)
+	var recheck time.Duration
+	if !purge && !deletesService(plan.Actions) {
+		if recheck, err = w.syncEndpoints(ctx, p, plan.Status.State.Final()); err != nil {
+			return result{}, errorf(errReasonKube, err)
+		}
+	}
 	if purge {
 		if err := w.store.JobPurge(ctx, w.cfg.ID, p.key.Tenant, p.key.UID); err != nil {
 			if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrNotFound) {
