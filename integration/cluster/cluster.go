@@ -30,7 +30,10 @@ const (
 	// EnvProfiling, when set to 1, turns on /debug/pprof in the local
 	// control plane's kube-apiserver, controller manager and scheduler
 	// (off otherwise, as hardened clusters run them): for finding where a
-	// bench's cluster time goes. The admin kubeconfig may read them.
+	// bench's cluster time goes. The admin kubeconfig may read them. The
+	// API server then also writes an audit log of the writes to pods,
+	// Services and EndpointSlices (logs/audit.log): each request's client
+	// and its time in the API server.
 	EnvProfiling = "TRAINYARD_CLUSTER_PROFILING"
 )
 

@@ -6,6 +6,7 @@
 //	localcluster up      # prints the admin kubeconfig path as its last line
 //	localcluster status
 //	localcluster down
+//	localcluster audit --since 2026-12-02T08:00:00Z   # with TRAINYARD_CLUSTER_PROFILING=1
 package main
 
 import (
@@ -117,6 +118,45 @@ func newRoot() *cobra.Command {
 			return nil
 		},
 	}
-	root.AddCommand(up, down, status)
+	var since, until string
+	audit := &cobra.Command{
+		Use:   "audit",
+		Short: "Summarize the API server's audit log by client: writes of pods, Services and EndpointSlices and the API server's time over each (a cluster started with " + cluster.EnvProfiling + "=1)",
+		Args:  cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			var from, to time.Time
+			for _, b := range []struct {
+				flag, v string
+				t       *time.Time
+			}{{"since", since, &from}, {"until", until, &to}} {
+				if b.v == "" {
+					continue
+				}
+				t, err := time.Parse(time.RFC3339Nano, b.v)
+				if err != nil {
+					return fmt.Errorf("--%s: %w", b.flag, err)
+				}
+				*b.t = t
+			}
+			f, err := os.Open(filepath.Join(dir(), "logs", "audit.log"))
+			if err != nil {
+				return fmt.Errorf("%w (the API server writes it when the cluster was started with %s=1)", err, cluster.EnvProfiling)
+			}
+			defer f.Close()
+			rows, err := cluster.SummarizeAudit(f, from, to)
+			if err != nil {
+				return err
+			}
+			ms := func(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d.Microseconds())/1000) }
+			fmt.Printf("%-22s %-8s %-16s %8s %9s %9s %9s\n", "CLIENT", "VERB", "RESOURCE", "COUNT", "MEAN ms", "P50 ms", "P99 ms")
+			for _, r := range rows {
+				fmt.Printf("%-22s %-8s %-16s %8d %9s %9s %9s\n", r.Client, r.Verb, r.Resource, r.Count, ms(r.Mean), ms(r.P50), ms(r.P99))
+			}
+			return nil
+		},
+	}
+	audit.Flags().StringVar(&since, "since", "", "only requests received at or after this time (RFC 3339)")
+	audit.Flags().StringVar(&until, "until", "", "only requests received before this time (RFC 3339)")
+	root.AddCommand(up, down, status, audit)
 	return root
 }
