@@ -183,7 +183,18 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 		return fmt.Errorf("the worker needs a Kubernetes cluster: %w", err)
 	}
 	restCfg.WarningHandlerWithContext = &warningLogger{log: log}
+	// Three connections: the calls (creates, updates, deletes, log reads),
+	// the worker's informers and the scheduler's (every pod and node of the
+	// cluster) do not queue behind each other (ownConnection).
 	kc, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return err
+	}
+	workerWatch, err := ownConnection(restCfg)
+	if err != nil {
+		return err
+	}
+	schedWatch, err := ownConnection(restCfg)
 	if err != nil {
 		return err
 	}
@@ -197,6 +208,7 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 		ID:                   id,
 		Store:                st,
 		Kube:                 kc,
+		Watch:                workerWatch,
 		Listener:             listener,
 		Concurrency:          wf.concurrency,
 		LeaseTTL:             wf.leaseTTL,
@@ -219,7 +231,7 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 	// Every worker runs a scheduler; the one holding the scheduler lease
 	// schedules (internal/scheduler).
 	sch, err := scheduler.New(scheduler.Config{
-		ID: id, Store: st, Kube: kc, Listener: listener,
+		ID: id, Store: st, Kube: schedWatch, Listener: listener,
 		LeaseTTL: wf.schedulerLeaseTTL, Period: wf.schedulePeriod, StarvationAge: wf.starvationAge,
 		Registry: reg, Logger: log,
 	})

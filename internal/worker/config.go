@@ -28,6 +28,11 @@ type Config struct {
 	// Kube is the Kubernetes client (its QPS and burst are the caller's).
 	// Required.
 	Kube kubernetes.Interface
+	// Watch is the client the informers list and watch with. Optional:
+	// Kube when nil. Give it its own connection to the API server
+	// (cmd/trainyard does): over one HTTP/2 connection the watch streams'
+	// events and the creates' answers queue behind each other.
+	Watch kubernetes.Interface
 	// Listener wakes the worker on job and tenant notifications. Optional:
 	// without it the worker relies on polling alone.
 	Listener *store.Listener

@@ -93,7 +93,11 @@ func New(cfg Config) (*Worker, error) {
 
 	// Only Trainyard's objects, in every namespace; no periodic resync (the
 	// timers and the ownership resync cover what events do not).
-	w.factory = informers.NewSharedInformerFactoryWithOptions(cfg.Kube, 0,
+	watch := cfg.Watch
+	if watch == nil {
+		watch = cfg.Kube
+	}
+	w.factory = informers.NewSharedInformerFactoryWithOptions(watch, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.LabelSelector = kube.ManagedSelector().String()
 		}),
