@@ -16,6 +16,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/trainyard/trainyard/internal/job"
@@ -239,4 +240,33 @@ func TestEndpointSliceFollowsPods(t *testing.T) {
 	b.reconcileUntilLetGo(t, key)
 	require.Equal(t, job.Succeeded, b.load(t, key).Job.Status.State)
 	require.Empty(t, slice().Endpoints, "the finished job's slice lists nobody")
+}
+
+// The informers list and watch through Config.Watch, and every call goes
+// through Config.Kube: cmd/trainyard gives them separate connections, so
+// that the answers to creates do not queue behind watch events.
+func TestInformersUseTheWatchClient(t *testing.T) {
+	watch := withUIDs(fake.NewClientset())
+	b := setup(t, func(c *Config) { c.Watch = watch })
+	b.tenant(t, "acme", tenant.Quota{})
+	key := b.submit(t, "acme", "tj", spec(replica(job.Chief, 1, job.RestartNever), replica(job.Worker, 1, job.RestartNever)))
+	b.own(t, key)
+	b.reconcile(t, key)
+
+	verbs := func(c *fake.Clientset) map[string]int {
+		got := map[string]int{}
+		for _, a := range c.Actions() {
+			got[a.GetVerb()+" "+a.GetResource().Resource]++
+		}
+		return got
+	}
+	k, w := verbs(b.kube), verbs(watch)
+	for _, r := range []string{"pods", "services", "endpointslices"} {
+		require.Equal(t, 1, w["list "+r], "the informers list %s through Watch", r)
+		require.Equal(t, 1, w["watch "+r], "the informers watch %s through Watch", r)
+		require.Zero(t, k["list "+r]+k["watch "+r], "nothing lists or watches %s through Kube", r)
+	}
+	require.Equal(t, 2, k["create pods"], "the pods are created through Kube")
+	require.Equal(t, 1, k["create services"], "the Service is created through Kube")
+	require.Zero(t, w["create pods"]+w["create services"], "nothing is created through Watch")
 }
