@@ -184,20 +184,24 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 	}
 	restCfg.WarningHandlerWithContext = &warningLogger{log: log}
 	// Three connections: the calls (creates, updates, deletes, log reads),
-	// the worker's informers and the scheduler's (every pod and node of the
-	// cluster) do not queue behind each other (ownConnection).
+	// the pod informer (every pod of the cluster, shared by the worker and
+	// the scheduler: kube.PodInformers) and the other informers (the
+	// worker's Services and EndpointSlices, the scheduler's nodes) do not
+	// queue behind each other (ownConnection).
 	kc, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return err
 	}
-	workerWatch, err := ownConnection(restCfg)
+	podWatch, err := ownConnection(restCfg)
 	if err != nil {
 		return err
 	}
-	schedWatch, err := ownConnection(restCfg)
+	watch, err := ownConnection(restCfg)
 	if err != nil {
 		return err
 	}
+	pods := kube.PodInformers(podWatch)
+	defer pods.Shutdown()
 	id := wf.id
 	if id == "" {
 		id = defaultWorkerID()
@@ -208,7 +212,8 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 		ID:                   id,
 		Store:                st,
 		Kube:                 kc,
-		Watch:                workerWatch,
+		Watch:                watch,
+		Pods:                 pods,
 		Listener:             listener,
 		Concurrency:          wf.concurrency,
 		LeaseTTL:             wf.leaseTTL,
@@ -231,7 +236,7 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 	// Every worker runs a scheduler; the one holding the scheduler lease
 	// schedules (internal/scheduler).
 	sch, err := scheduler.New(scheduler.Config{
-		ID: id, Store: st, Kube: schedWatch, Listener: listener,
+		ID: id, Store: st, Kube: watch, Pods: pods, Listener: listener,
 		LeaseTTL: wf.schedulerLeaseTTL, Period: wf.schedulePeriod, StarvationAge: wf.starvationAge,
 		Registry: reg, Logger: log,
 	})

@@ -1,63 +1,18 @@
 package scheduler
 
 import (
-	"strings"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/trainyard/trainyard/internal/job"
-	"github.com/trainyard/trainyard/internal/kube"
 )
 
 // The scheduler watches every node and every pod of the cluster, but keeps
-// only what scheduling reads (slimPod, slimNode): a pod's node, phase,
+// only what scheduling reads (kube.SlimPod, slimNode): a pod's node, phase,
 // requests and Trainyard labels; a node's labels, taints, allocatable and
 // whether it takes pods. Ten thousand pods then cost a few MiB.
-
-// slimPod is the transform of the pod informer.
-func slimPod(obj any) (any, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil // a tombstone
-	}
-	out := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
-			Labels: trainyardLabels(pod.Labels),
-		},
-		Spec: corev1.PodSpec{
-			NodeName: pod.Spec.NodeName,
-			Overhead: pod.Spec.Overhead,
-		},
-		Status: corev1.PodStatus{Phase: pod.Status.Phase},
-	}
-	for _, c := range pod.Spec.Containers {
-		out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Resources: corev1.ResourceRequirements{Requests: c.Resources.Requests}})
-	}
-	for _, c := range pod.Spec.InitContainers {
-		out.Spec.InitContainers = append(out.Spec.InitContainers, corev1.Container{
-			Name: c.Name, RestartPolicy: c.RestartPolicy, Resources: corev1.ResourceRequirements{Requests: c.Resources.Requests},
-		})
-	}
-	return out, nil
-}
-
-// trainyardLabels keeps the labels that say which job and replica a pod is.
-func trainyardLabels(l map[string]string) map[string]string {
-	if l[kube.LabelManagedBy] != kube.ManagedByValue {
-		return nil
-	}
-	out := map[string]string{}
-	for k, v := range l {
-		if k == kube.LabelManagedBy || strings.HasPrefix(k, "trainyard.dev/") {
-			out[k] = v
-		}
-	}
-	return out
-}
 
 // slimNode is the transform of the node informer.
 func slimNode(obj any) (any, error) {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/sched"
 	"github.com/trainyard/trainyard/internal/store"
 )
@@ -26,7 +27,12 @@ type Config struct {
 	// processes that run a scheduler. Required.
 	ID    string
 	Store *store.Store
-	Kube  kubernetes.Interface
+	// Kube lists and watches nodes (and pods, without Pods).
+	Kube kubernetes.Interface
+	// Pods is the factory of the pod informer (kube.PodInformers), shared
+	// with the process's worker so that every pod event is received and
+	// decoded once. Optional: the scheduler makes its own from Kube.
+	Pods informers.SharedInformerFactory
 	// Listener wakes the scheduler on ChannelSchedule and, while jobs
 	// wait, ChannelFreed. Optional: without it, cycles run on the period
 	// and on node and pod changes only.
@@ -110,6 +116,7 @@ type Scheduler struct {
 	metrics *metrics
 
 	factory    informers.SharedInformerFactory
+	podFactory informers.SharedInformerFactory // Config.Pods or its own
 	nodeLister listerscorev1.NodeLister
 	usage      *usage
 	synced     []cache.InformerSynced
@@ -142,14 +149,15 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	s.metrics = newMetrics(cfg.Registry)
 	// Every node and every pod (capacity others use counts too), each
-	// trimmed to what scheduling reads.
+	// trimmed to what scheduling reads (slimNode, kube.SlimPod).
 	s.factory = informers.NewSharedInformerFactoryWithOptions(cfg.Kube, 0)
-	nodes := s.factory.Core().V1().Nodes()
-	pods := s.factory.Core().V1().Pods()
-	if err := nodes.Informer().SetTransform(slimNode); err != nil {
-		return nil, err
+	s.podFactory = cfg.Pods
+	if s.podFactory == nil {
+		s.podFactory = kube.PodInformers(cfg.Kube)
 	}
-	if err := pods.Informer().SetTransform(slimPod); err != nil {
+	nodes := s.factory.Core().V1().Nodes()
+	pods := s.podFactory.Core().V1().Pods()
+	if err := nodes.Informer().SetTransform(slimNode); err != nil {
 		return nil, err
 	}
 	s.nodeLister = nodes.Lister()
@@ -206,6 +214,10 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	s.factory.Start(ctx.Done())
 	defer s.factory.Shutdown()
+	s.podFactory.Start(ctx.Done())
+	if s.cfg.Pods == nil {
+		defer s.podFactory.Shutdown()
+	}
 	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
 		if ctx.Err() != nil {
 			return nil

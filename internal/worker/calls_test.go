@@ -270,3 +270,43 @@ func TestInformersUseTheWatchClient(t *testing.T) {
 	require.Equal(t, 1, k["create services"], "the Service is created through Kube")
 	require.Zero(t, w["create pods"]+w["create services"], "nothing is created through Watch")
 }
+
+// Given the process's pod informer (Config.Pods), the worker lists and
+// watches pods through it alone, sees its own pods there, and leaves the
+// cluster's other pods, which the shared cache also holds, alone.
+func TestPodsComeFromTheSharedInformer(t *testing.T) {
+	shared := withUIDs(fake.NewClientset(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Name: "db-0", Namespace: "ty-acme", Labels: map[string]string{kube.LabelJobUID: "not-ours"}}}))
+	pods := kube.PodInformers(shared)
+	watch := withUIDs(fake.NewClientset())
+	b := setup(t, func(c *Config) { c.Watch, c.Pods = watch, pods })
+	b.tenant(t, "acme", tenant.Quota{})
+	key := b.submit(t, "acme", "tj", spec(replica(job.Chief, 1, job.RestartNever)))
+	b.own(t, key)
+	b.reconcile(t, key)
+
+	for _, a := range b.kube.Actions() {
+		if a.GetResource().Resource == "pods" {
+			require.NotContains(t, []string{"list", "watch"}, a.GetVerb(), "pods are not listed or watched through Kube")
+		}
+	}
+	// The created pod reaches the worker's index through the shared
+	// informer (the fake's creates are in b.kube; copy it over).
+	created, err := b.kube.CoreV1().Pods("ty-acme").List(b.ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, created.Items, 1)
+	_, err = shared.CoreV1().Pods("ty-acme").Create(b.ctx, &created.Items[0], metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		objs, _ := b.w.pods.GetIndexer().ByIndex(indexJobUID, jobIndexKey("ty-acme", key.UID))
+		return len(objs) == 1
+	}, 10*time.Second, 10*time.Millisecond)
+	require.Len(t, b.w.pods.GetStore().List(), 2, "the shared cache holds every pod")
+
+	n, err := b.w.sweep(b.ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "the sweep leaves pods that are not Trainyard's alone")
+	for _, a := range watch.Actions() {
+		require.NotEqual(t, "pods", a.GetResource().Resource, "pods are not listed or watched through Watch: %s", a.GetVerb())
+	}
+}

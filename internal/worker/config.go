@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/trainyard/trainyard/internal/job"
@@ -33,6 +34,10 @@ type Config struct {
 	// (cmd/trainyard does): over one HTTP/2 connection the watch streams'
 	// events and the creates' answers queue behind each other.
 	Watch kubernetes.Interface
+	// Pods is the factory of the pod informer (kube.PodInformers), shared
+	// with the process's scheduler so that every pod event is received
+	// and decoded once. Optional: the worker makes its own from Watch.
+	Pods informers.SharedInformerFactory
 	// Listener wakes the worker on job and tenant notifications. Optional:
 	// without it the worker relies on polling alone.
 	Listener *store.Listener

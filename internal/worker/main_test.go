@@ -107,9 +107,11 @@ func (b *bundle) newWorker(t *testing.T, id string, opts ...func(*Config)) *Work
 	w := b.buildWorker(t, id, opts...)
 	stop := make(chan struct{})
 	w.factory.Start(stop)
+	w.podFactory.Start(stop)
 	t.Cleanup(func() {
 		close(stop)
 		w.factory.Shutdown()
+		w.podFactory.Shutdown()
 		w.loop.ShutDown()
 	})
 	require.True(t, cache.WaitForCacheSync(b.ctx.Done(), w.pods.HasSynced, w.services.HasSynced, w.endpoints.HasSynced))

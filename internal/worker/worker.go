@@ -37,8 +37,10 @@ type Worker struct {
 	pods      cache.SharedIndexInformer
 	services  cache.SharedIndexInformer
 	endpoints cache.SharedIndexInformer // the EndpointSlices of headless Services (endpoints.go)
-	podLister listerscorev1.PodLister
-	svcLister listerscorev1.ServiceLister
+	// podFactory holds the pod informer (Config.Pods or the worker's own).
+	podFactory informers.SharedInformerFactory
+	podLister  listerscorev1.PodLister
+	svcLister  listerscorev1.ServiceLister
 
 	own    *ownership
 	expect *expectations
@@ -91,8 +93,11 @@ func New(cfg Config) (*Worker, error) {
 	})
 	w.queue = w.loop.Queue()
 
-	// Only Trainyard's objects, in every namespace; no periodic resync (the
-	// timers and the ownership resync cover what events do not).
+	// Only Trainyard's Services and EndpointSlices, in every namespace; no
+	// periodic resync (the timers and the ownership resync cover what
+	// events do not). Pods come from the process's pod informer, which
+	// holds every pod of the cluster (kube.PodInformers): the handlers and
+	// the sweep skip those that are not Trainyard's.
 	watch := cfg.Watch
 	if watch == nil {
 		watch = cfg.Kube
@@ -103,7 +108,11 @@ func New(cfg Config) (*Worker, error) {
 		}),
 		informers.WithTransform(slimCached),
 	)
-	podInf := w.factory.Core().V1().Pods()
+	w.podFactory = cfg.Pods
+	if w.podFactory == nil {
+		w.podFactory = kube.PodInformers(watch)
+	}
+	podInf := w.podFactory.Core().V1().Pods()
 	svcInf := w.factory.Core().V1().Services()
 	w.pods, w.services = podInf.Informer(), svcInf.Informer()
 	w.podLister, w.svcLister = podInf.Lister(), svcInf.Lister()
@@ -118,7 +127,7 @@ func New(cfg Config) (*Worker, error) {
 		if kind == "pod" {
 			changed, after = podChanged, podEventBatch
 		}
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		if _, err := inf.AddEventHandler(cache.FilteringResourceEventHandler{FilterFunc: kube.Managed, Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc: func(obj any) {
 				w.observed(kind, obj, false)
 				w.enqueueOwner(obj, after)
@@ -133,7 +142,7 @@ func New(cfg Config) (*Worker, error) {
 				w.observed(kind, obj, true)
 				w.enqueueOwner(obj, after)
 			},
-		}); err != nil {
+		}}); err != nil {
 			return nil, err
 		}
 	}
@@ -180,6 +189,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.factory.Start(ctx.Done())
 	defer w.factory.Shutdown()
+	w.podFactory.Start(ctx.Done())
+	if w.cfg.Pods == nil {
+		defer w.podFactory.Shutdown()
+	}
 
 	var loops sync.WaitGroup
 	loops.Go(func() { w.runOwnership(ctx) })
@@ -414,39 +427,11 @@ func byJobUID(obj any) ([]string, error) {
 	return nil, nil
 }
 
-// slimCached keeps the informers' caches small: of a pod, only what
-// kube.ObservePod, kube.RenderEndpointSlice, the handlers and the deletes
-// read (identity, labels, deletion, node, hostname, and the status without
-// images, other IPs or probes' detail);
-// of a Service, everything but its managed fields. A worker watching ten
-// thousand pods holds the cache for all of them, and a full pod is several
-// KiB (managed fields alone are often the larger part). Nothing may write
-// a cached pod back: it lacks its spec.
+// slimCached is the transform of the worker's Service and EndpointSlice
+// informers: everything but managed fields. (Pods: kube.SlimPod.)
 func slimCached(obj any) (any, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		if m, ok := obj.(metav1.Object); ok {
-			m.SetManagedFields(nil)
-		}
-		return obj, nil
+	if m, ok := obj.(metav1.Object); ok {
+		m.SetManagedFields(nil)
 	}
-	out := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
-			Labels: pod.Labels, Finalizers: pod.Finalizers,
-			DeletionTimestamp: pod.DeletionTimestamp, DeletionGracePeriodSeconds: pod.DeletionGracePeriodSeconds,
-		},
-		Spec: corev1.PodSpec{NodeName: pod.Spec.NodeName, Hostname: pod.Spec.Hostname},
-		Status: corev1.PodStatus{
-			Phase: pod.Status.Phase, Reason: pod.Status.Reason, Message: pod.Status.Message,
-			Conditions: pod.Status.Conditions, PodIP: pod.Status.PodIP,
-		},
-	}
-	for _, cs := range pod.Status.ContainerStatuses {
-		out.Status.ContainerStatuses = append(out.Status.ContainerStatuses, corev1.ContainerStatus{
-			Name: cs.Name, Ready: cs.Ready, RestartCount: cs.RestartCount,
-			State: cs.State, LastTerminationState: cs.LastTerminationState,
-		})
-	}
-	return out, nil
+	return obj, nil
 }
