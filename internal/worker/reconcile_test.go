@@ -618,19 +618,46 @@ func TestInformerEventsQueueOwnedJobs(t *testing.T) {
 	b.w.enqueueOwner(other, 0)
 	require.Empty(t, queued(b), "not owned: ignored")
 
-	// Updates that change nothing Plan reads are not queued.
-	running := pod.DeepCopy()
-	running.Labels[kube.LabelComponent] = kube.ComponentReplica
-	running.Labels[kube.LabelReplicaType] = "worker"
-	running.Labels[kube.LabelReplicaIndex] = "0"
-	running.Labels[kube.LabelAttempt] = "0"
-	running.ResourceVersion = "1"
-	touched := running.DeepCopy()
+	// Updates that change nothing Plan reads are not queued; a pod the
+	// worker created appearing in the cache, or its node being chosen,
+	// waits podEventLazy; what Plan acts on or users wait for,
+	// podEventBatch.
+	fresh := pod.DeepCopy()
+	fresh.Labels[kube.LabelComponent] = kube.ComponentReplica
+	fresh.Labels[kube.LabelReplicaType] = "worker"
+	fresh.Labels[kube.LabelReplicaIndex] = "0"
+	fresh.Labels[kube.LabelAttempt] = "0"
+	fresh.ResourceVersion = "1"
+	fresh.Status.Phase = corev1.PodPending
+	delay := func(old, cur any) time.Duration {
+		d, ok := podEventDelay(old, cur)
+		if !ok {
+			return -1
+		}
+		return d
+	}
+	require.Equal(t, podEventLazy, delay(nil, fresh), "a fresh pod appears")
+	touched := fresh.DeepCopy()
 	touched.ResourceVersion = "2"
 	touched.Annotations = map[string]string{"x": "y"}
-	require.False(t, podChanged(running, touched))
-	touched.Status.Phase = corev1.PodRunning
-	require.True(t, podChanged(running, touched))
+	require.Equal(t, time.Duration(-1), delay(fresh, touched), "an annotation: no pass")
+	bound := touched.DeepCopy()
+	bound.Spec.NodeName = "node-1"
+	require.Equal(t, podEventLazy, delay(touched, bound), "a node chosen")
+	running := bound.DeepCopy()
+	running.Status.Phase = corev1.PodRunning
+	require.Equal(t, podEventBatch, delay(bound, running), "running")
+	require.Equal(t, podEventBatch, delay(nil, running), "a running pod appears (a restarted worker's first list)")
+	require.Equal(t, podEventBatch, delay(nil, nil), "a pod gone")
+	stuck := fresh.DeepCopy()
+	stuck.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: kube.ContainerName, State: corev1.ContainerState{
+		Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}}}
+	require.Equal(t, podEventBatch, delay(fresh, stuck), "stuck")
+	tb := pod.DeepCopy()
+	tb.Labels[kube.LabelComponent] = kube.ComponentTensorBoard
+	tb2 := tb.DeepCopy()
+	tb2.Status.Phase = corev1.PodRunning
+	require.Equal(t, time.Duration(-1), delay(tb, tb2), "not a replica: only labels and deletion count")
 
 	// Pod events wait podEventBatch; those that come meanwhile join them:
 	// one pass for the lot.
@@ -643,6 +670,21 @@ func TestInformerEventsQueueOwnedJobs(t *testing.T) {
 	require.Equal(t, []store.JobKey{key}, queued(b), "once")
 	b.w.enqueueOwner(running, podEventBatch)
 	require.Eventually(t, func() bool { return b.w.queue.Len() == 1 }, 5*time.Second, time.Millisecond, "a later event starts a new batch")
+	require.Equal(t, []store.JobKey{key}, queued(b))
+
+	// A lazy event's pass is brought forward by one that must not wait,
+	// and runs once.
+	began := time.Now()
+	b.w.enqueueOwner(fresh, podEventLazy)
+	b.w.enqueueOwner(bound, podEventLazy)
+	time.Sleep(podEventBatch)
+	require.Empty(t, queued(b), "a lazy event waits")
+	b.w.enqueueOwner(running, podEventBatch)
+	require.Eventually(t, func() bool { return b.w.queue.Len() == 1 }, 5*time.Second, time.Millisecond)
+	require.Less(t, time.Since(began), podEventLazy, "brought forward")
+	require.Equal(t, []store.JobKey{key}, queued(b))
+	time.Sleep(time.Until(began.Add(podEventLazy + podEventBatch)))
+	require.Empty(t, queued(b), "the lazy timer does not fire as well")
 }
 
 func TestStuckContainerIsReported(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/trainyard/trainyard/internal/controller"
+	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/store"
 )
@@ -44,9 +45,9 @@ type Worker struct {
 
 	own    *ownership
 	expect *expectations
-	// batching holds the jobs whose pod events wait for their pass
-	// (podEventBatch).
-	batching sync.Map
+	// batches holds the jobs whose pod events wait for their pass
+	// (podEventBatch, podEventLazy).
+	batches *batches
 	// sliceWrites holds, by jobIndexKey, the EndpointSlice this worker
 	// last wrote until the cache shows that version (endpoints.go).
 	sliceWrites sync.Map
@@ -92,6 +93,7 @@ func New(cfg Config) (*Worker, error) {
 		OnError:     w.syncFailed,
 	})
 	w.queue = w.loop.Queue()
+	w.batches = newBatches(func(k store.JobKey) { w.queue.Add(k) })
 
 	// Only Trainyard's Services and EndpointSlices, in every namespace; no
 	// periodic resync (the timers and the ownership resync cover what
@@ -123,24 +125,28 @@ func New(cfg Config) (*Worker, error) {
 		}
 	}
 	for kind, inf := range map[string]cache.SharedIndexInformer{"pod": w.pods, "service": w.services} {
-		changed, after := metaChanged, time.Duration(0)
+		delay := serviceEventDelay
 		if kind == "pod" {
-			changed, after = podChanged, podEventBatch
+			delay = podEventDelay
 		}
 		if _, err := inf.AddEventHandler(cache.FilteringResourceEventHandler{FilterFunc: kube.Managed, Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc: func(obj any) {
 				w.observed(kind, obj, false)
-				w.enqueueOwner(obj, after)
+				if after, ok := delay(nil, obj); ok {
+					w.enqueueOwner(obj, after)
+				}
 			},
 			UpdateFunc: func(old, cur any) {
 				w.observed(kind, cur, false)
-				if changed(old, cur) {
+				if after, ok := delay(old, cur); ok {
 					w.enqueueOwner(cur, after)
 				}
 			},
 			DeleteFunc: func(obj any) {
 				w.observed(kind, obj, true)
-				w.enqueueOwner(obj, after)
+				if after, ok := delay(nil, nil); ok {
+					w.enqueueOwner(obj, after)
+				}
 			},
 		}}); err != nil {
 			return nil, err
@@ -327,6 +333,62 @@ func errorf(reason string, err error) error {
 // than in raw client-go's, not 35 %.
 const podEventBatch = 250 * time.Millisecond
 
+// podEventLazy is how long a pod event waits for its job's pass when it
+// changes nothing Plan acts on and nothing a user waits for: a pod the
+// worker created appearing in the cache (Pending, on no node yet), or the
+// node chosen for it (or why none can be). Such a pass would only record
+// the node. Every later event that matters (the pod running, ending,
+// going, stuck) brings the pass forward to its own podEventBatch and the
+// lazy change goes with it; so in the usual run of create, bind, run, end
+// the first two cost no pass of their own.
+const podEventLazy = 2 * time.Second
+
+// podEventDelay says how long a pod event (old nil: an add; both nil: a
+// delete) waits for its job's pass, and false when it changes nothing
+// Plan reads: of a replica pod what kube.ObservePod derives, of another
+// (TensorBoard) its labels and deletion.
+func podEventDelay(old, cur any) (time.Duration, bool) {
+	c, ok := cur.(*corev1.Pod)
+	if !ok {
+		return podEventBatch, true
+	}
+	cb, okC := kube.ObservePod(c)
+	if old == nil {
+		if okC && cb.Phase == job.PodPending && cb.Node == "" && cb.IP == "" && !cb.Deleting && cb.Waiting == "" &&
+			cb.Unschedulable == "" && cb.Terminated == nil {
+			return podEventLazy, true
+		}
+		return podEventBatch, true
+	}
+	o, ok := old.(*corev1.Pod)
+	if !ok {
+		return podEventBatch, true
+	}
+	ob, okO := kube.ObservePod(o)
+	switch {
+	case okO != okC:
+		return podEventBatch, true
+	case !okO:
+		return podEventBatch, metaChanged(old, cur)
+	case equalObserved(ob, cb):
+		return 0, false
+	}
+	ob.Node, ob.Unschedulable = cb.Node, cb.Unschedulable
+	if equalObserved(ob, cb) {
+		return podEventLazy, true
+	}
+	return podEventBatch, true
+}
+
+// serviceEventDelay: a Service's pass runs at once, on its deletion or a
+// change of its labels or deletion timestamp.
+func serviceEventDelay(old, cur any) (time.Duration, bool) {
+	if old == nil {
+		return 0, true
+	}
+	return 0, metaChanged(old, cur)
+}
+
 // enqueueOwner queues the job an object belongs to, if this worker owns
 // it, after the given delay (0: now).
 func (w *Worker) enqueueOwner(obj any, after time.Duration) {
@@ -347,15 +409,48 @@ func (w *Worker) enqueueOwner(obj any, after time.Duration) {
 	case after <= 0:
 		w.queue.Add(k)
 	default:
-		// One timer per job and batch. Not the queue's AddAfter: its
-		// metrics count every delayed add as a retry.
-		if _, waiting := w.batching.LoadOrStore(k, struct{}{}); !waiting {
-			time.AfterFunc(after, func() {
-				w.batching.Delete(k)
-				w.queue.Add(k)
-			})
-		}
+		w.batches.add(k, after)
 	}
+}
+
+// batches holds the jobs whose pod events wait for their pass, with one
+// timer each: an event that comes meanwhile joins the pass, and brings it
+// forward if it must not wait as long. Not the queue's AddAfter: its
+// metrics count every delayed add as a retry.
+type batches struct {
+	queue func(store.JobKey)
+	mu    sync.Mutex
+	m     map[store.JobKey]*batch
+}
+
+type batch struct {
+	due   time.Time
+	timer *time.Timer
+}
+
+func newBatches(queue func(store.JobKey)) *batches {
+	return &batches{queue: queue, m: map[store.JobKey]*batch{}}
+}
+
+// add queues k after d, or sooner if k is already due sooner.
+func (b *batches) add(k store.JobKey, d time.Duration) {
+	due := time.Now().Add(d)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if cur, ok := b.m[k]; ok {
+		// A timer that already fired is about to queue k.
+		if due.Before(cur.due) && cur.timer.Stop() {
+			cur.due = due
+			cur.timer.Reset(d)
+		}
+		return
+	}
+	b.m[k] = &batch{due: due, timer: time.AfterFunc(d, func() {
+		b.mu.Lock()
+		delete(b.m, k)
+		b.mu.Unlock()
+		b.queue(k)
+	})}
 }
 
 // observed clears the expectations an informer event fulfils: the object
@@ -372,26 +467,6 @@ func (w *Worker) observed(kind string, obj any, gone bool) {
 	if gone || m.GetDeletionTimestamp() != nil {
 		w.expect.observed(deleteKey(string(m.GetUID())), deleteKey(m.GetNamespace()+"/"+m.GetName()))
 	}
-}
-
-// podChanged reports whether an update changes anything Plan looks at: the
-// observed replica (phase, node, scheduling, termination, deletion), or for
-// other pods (TensorBoard) their labels or deletion.
-func podChanged(old, cur any) bool {
-	o, ok1 := old.(*corev1.Pod)
-	c, ok2 := cur.(*corev1.Pod)
-	if !ok1 || !ok2 {
-		return true
-	}
-	ob, okO := kube.ObservePod(o)
-	cb, okC := kube.ObservePod(c)
-	if okO != okC {
-		return true
-	}
-	if okO {
-		return !equalObserved(ob, cb)
-	}
-	return metaChanged(old, cur)
 }
 
 // metaChanged reports a change of labels or of the deletion timestamp.
