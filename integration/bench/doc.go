@@ -65,11 +65,14 @@
 // directly (one INSERT; client-go creates of pods already bound to the CPU
 // nodes, then a status update, racing kwok, which ends the ones it started
 // itself), then waits until the namespace is quiet and the worker owns no
-// job. The pods the earlier
-// levels' blocks made stay too (about 300 a level). The probe (below)
-// creates only while a path runs, which keeps the cluster's finished pods
-// under the pod garbage collector's threshold (12,500, oldest deleted
-// first) through the default levels.
+// job. Before that it deletes the finished pods the earlier levels' blocks
+// and the probe left (seeder.trim), so a level starts with its seeded pods
+// and no more, and the cluster's finished pods stay under the pod garbage
+// collector's threshold (12,500, oldest force-deleted first) through the
+// default levels: before, at 30 s per path, the earlier levels' 6,000 pods
+// took the 10,000 level past it, and the collector's deletes of hundreds
+// of pods loaded the control plane in the middle of its blocks. The probe
+// (below) creates only while a path runs, for the same reason.
 //
 //	raw-client-go  baseline: per set, the 5 pods rendered with
 //	               kube.RenderPod and created at once with client-go, as

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -202,4 +203,56 @@ func cpuNodes(b *testing.B, kc kubernetes.Interface) []string {
 		out = append(out, n.Name)
 	}
 	return out
+}
+
+// trim deletes the finished pods the earlier levels' blocks left in the
+// namespaces (everything but the seeded jobs' pods, whose names start with
+// "seed-"), so that a level starts with its seeded pods and no more, and
+// returns how many it deleted. Without it the pods of earlier levels piled
+// up: at 30 s per path a level's blocks leave 3,000, and the cluster's
+// finished pods passed the pod garbage collector's threshold (12,500) in
+// the middle of the 10,000 level, whose force deletes of hundreds of pods
+// then loaded the control plane during whichever path was running (seen
+// in the controller manager's log during Trainyard's blocks).
+func (s *seeder) trim(b *testing.B, namespaces ...string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	work := make(chan string)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	deleted := 0
+	for _, ns := range namespaces {
+		pods, err := s.kc.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			b.Fatalf("listing the pods of %s: %v", ns, err)
+		}
+		for range seedParallelism {
+			wg.Go(func() {
+				for name := range work {
+					err := s.kc.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{})
+					mu.Lock()
+					if err == nil {
+						deleted++
+					} else if !apierrors.IsNotFound(err) && firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		for _, p := range pods.Items {
+			finished := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+			if finished && p.DeletionTimestamp == nil && !strings.HasPrefix(p.Name, "seed-") {
+				work <- p.Name
+			}
+		}
+		close(work)
+		wg.Wait()
+		work = make(chan string)
+	}
+	if firstErr != nil {
+		b.Fatalf("deleting the earlier levels' pods: %v", firstErr)
+	}
+	return deleted
 }
