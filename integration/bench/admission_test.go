@@ -57,8 +57,9 @@ type admissionResult struct {
 	// pod finished; the next phase starts after it, and each phase's CPU
 	// is counted until then.
 	settle, rawSettle   time.Duration
-	settled, rawSettled bool     // false: the wait timed out with pods unfinished
-	cpu                 []cpuUse // during the Trainyard phase
+	settled, rawSettled bool          // false: the wait timed out with pods unfinished
+	rawDeleteFor        time.Duration // deleting raw's pods between the phases
+	cpu                 []cpuUse      // during the Trainyard phase
 	rawCPU              []cpuUse
 }
 
@@ -74,10 +75,11 @@ func perSecond(n int, d time.Duration) float64 {
 
 // measureAdmission runs raw creates, then Trainyard, on a fresh Trainyard
 // over the shared cluster. The pods of both run for a second (kwok) and
-// stay, finished, as Trainyard keeps them by default; past 12,500 finished
-// pods in the cluster (the dispatch bench's included) the pod garbage
-// collector deletes the oldest, in both phases alike. Jobs that keep
-// running would measure the cluster's pod churn rather than admission.
+// stay, finished, as Trainyard keeps them by default, until raw's are
+// deleted between the phases (below), so that past 12,500 finished pods in
+// the cluster the pod garbage collector deletes the oldest in both phases
+// alike. Jobs that keep running would measure the cluster's pod churn
+// rather than admission.
 // Each phase is timed to its last pod created and to its last pod
 // finished, and the next phase starts only after that: kwok runs pods far
 // behind the creates, and raw's backlog would otherwise run during
@@ -154,6 +156,12 @@ func measureAdmission(tb testing.TB, jobs, tenants int) admissionResult {
 	res.rawFor = seen.waitFor(tb, "raw-", jobs, start, 10*time.Minute)
 	res.rawSettle, res.rawSettled = seen.settle(tb, "raw-", 10*time.Minute)
 	res.rawCPU = diffCPU(cpu0, sampleCPU(procs))
+	// Raw's pods go before Trainyard's phase, which must start on the
+	// cluster raw's started on: past 12,500 finished pods the pod garbage
+	// collector force-deletes the oldest, and with raw's 15,000 kept it
+	// deleted one of them for every Trainyard pod that ended, in the middle
+	// of Trainyard's phase (raw's own phase meets only its last 2,500).
+	res.rawDeleteFor = deletePods(tb, admin, rawNS)
 
 	// Trainyard: BatchCreateJobs of up to 500 jobs, four calls at once.
 	metricsURL := "http://" + env.Workers[0].WaitFor(tb, metricsLine, time.Minute)[1] + "/metrics"
@@ -207,6 +215,32 @@ func measureAdmission(tb testing.TB, jobs, tenants int) admissionResult {
 	res.metrics = settledMetrics(tb, []string{metricsURL}, []map[string]float64{before}, float64(jobs))[0]
 	res.podCreates = res.metrics[podCreatesSeries]
 	return res
+}
+
+// deletePods deletes every pod of the namespaces and waits until they are
+// gone; it returns how long that took.
+func deletePods(tb testing.TB, kc kubernetes.Interface, namespaces []string) time.Duration {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	for _, ns := range namespaces {
+		if err := kc.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+			tb.Fatalf("deleting the pods of %s: %v", ns, err)
+		}
+	}
+	for _, ns := range namespaces {
+		for {
+			pods, err := kc.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+			if err != nil {
+				tb.Fatalf("listing the pods of %s: %v", ns, err)
+			}
+			if len(pods.Items) == 0 {
+				break
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	return time.Since(start)
 }
 
 const podCreatesSeries = `trainyard_worker_kube_requests_total{resource="pods",verb="create"}`
@@ -498,6 +532,7 @@ func (r admissionResult) print(out io.Writer) {
 		fmt.Fprintf(out, " (the wait timed out with pods unfinished: the phases overlapped)")
 	}
 	fmt.Fprintf(out, ".\n")
+	fmt.Fprintf(out, "Raw's pods were deleted before Trainyard's phase (%.1f s; the pod garbage collector would otherwise delete them during it).\n", r.rawDeleteFor.Seconds())
 	fmt.Fprintf(out, "CPU seconds until each phase's pods had all finished:\n")
 	fmt.Fprintf(out, "raw phase: %s.\nTrainyard phase: %s.\n", cpu(r.rawCPU), cpu(r.cpu))
 }

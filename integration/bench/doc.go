@@ -125,7 +125,8 @@
 //	                             (TRAINYARD_BENCH_ADMISSION_JOBS, _TENANTS) until every pod
 //	                             exists and until every pod has run, beside raw creates of
 //	                             the same pods (each phase starts once the last one's pods
-//	                             have all run); Kueue's 351 s quoted
+//	                             have all run, and raw's are deleted before Trainyard's
+//	                             phase); Kueue's 351 s quoted
 //
 // memory, replicas and admission run last on the cluster: what they leave
 // running or finished stays until the cluster stops.
