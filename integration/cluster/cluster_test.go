@@ -203,7 +203,23 @@ func TestAdmission(t *testing.T) {
 		return err == nil && q.Status.Hard != nil
 	}, waitTimeout, 100*time.Millisecond)
 	createPod(t, ns, replicaPod("first", annotate(cluster.AnnotationRunForever, "true")))
-	_, err = tc.Client().CoreV1().Pods(ns).Create(ctx, replicaPod("second"), metav1.CreateOptions{})
+	// Admission charges the quota as it admits, but the quota controller's
+	// recount (from its informer, which may not show the first pod yet)
+	// can write the usage back to 0 meanwhile: a CI run admitted the
+	// second pod so. Once the recount sees the first pod, the second is
+	// refused; one admitted before that is deleted and tried again.
+	tries := 0
+	require.Eventually(t, func() bool {
+		tries++
+		name := fmt.Sprintf("second-%d", tries)
+		_, err = tc.Client().CoreV1().Pods(ns).Create(ctx, replicaPod(name), metav1.CreateOptions{})
+		if err == nil {
+			zero := int64(0)
+			require.NoError(t, tc.Client().CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}))
+			return false
+		}
+		return true
+	}, waitTimeout, 500*time.Millisecond)
 	require.True(t, apierrors.IsForbidden(err), "want Forbidden, got %v", err)
 	require.Contains(t, err.Error(), "exceeded quota")
 }
