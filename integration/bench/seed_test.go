@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/trainyard/trainyard/internal/job"
@@ -217,42 +218,43 @@ func cpuNodes(b *testing.B, kc kubernetes.Interface) []string {
 func (s *seeder) trim(b *testing.B, namespaces ...string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	work := make(chan string)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	deleted := 0
+	var doomed []types.NamespacedName
 	for _, ns := range namespaces {
 		pods, err := s.kc.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 		if err != nil {
 			b.Fatalf("listing the pods of %s: %v", ns, err)
 		}
-		for range seedParallelism {
-			wg.Go(func() {
-				for name := range work {
-					err := s.kc.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{})
-					mu.Lock()
-					if err == nil {
-						deleted++
-					} else if !apierrors.IsNotFound(err) && firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-				}
-			})
-		}
 		for _, p := range pods.Items {
 			finished := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 			if finished && p.DeletionTimestamp == nil && !strings.HasPrefix(p.Name, "seed-") {
-				work <- p.Name
+				doomed = append(doomed, types.NamespacedName{Namespace: ns, Name: p.Name})
 			}
 		}
-		close(work)
-		wg.Wait()
-		work = make(chan string)
 	}
-	if firstErr != nil {
-		b.Fatalf("deleting the earlier levels' pods: %v", firstErr)
+	work := make(chan types.NamespacedName)
+	errs := make(chan error, 1)
+	var wg sync.WaitGroup
+	for range seedParallelism {
+		wg.Go(func() {
+			for p := range work {
+				if err := s.kc.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		})
 	}
-	return deleted
+	for _, p := range doomed {
+		work <- p
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		b.Fatalf("deleting the earlier levels' pods: %v", err)
+	default:
+	}
+	return len(doomed)
 }

@@ -70,7 +70,6 @@ func TestSlimPodKeepsWhatTheWorkerReads(t *testing.T) {
 	fromFull := RenderEndpointSlice(j, headless, []*corev1.Pod{live})
 	require.Len(t, fromFull.Endpoints, 1)
 	require.Equal(t, fromFull, RenderEndpointSlice(j, headless, []*corev1.Pod{obj.(*corev1.Pod)}))
-
 }
 
 func identity(p *corev1.Pod) []string {

@@ -303,6 +303,15 @@ func TestPodsComeFromTheSharedInformer(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond)
 	require.Len(t, b.w.pods.GetStore().List(), 2, "the shared cache holds every pod")
 
+	// Another's pod under a name the worker awaits does not stand in for
+	// the awaited create (the handlers skip pods that are not Trainyard's).
+	awaited := createKey("pod", "ty-acme", "tj-chief-1")
+	b.w.expect.expect(awaited, key.UID)
+	_, err = shared.CoreV1().Pods("ty-acme").Create(b.ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "tj-chief-1", Namespace: "ty-acme"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(b.w.pods.GetStore().List()) == 3 }, 10*time.Second, 10*time.Millisecond)
+	require.True(t, b.w.expect.pending(awaited), "a pod that is not Trainyard's fulfilled an expectation")
+
 	n, err := b.w.sweep(b.ctx)
 	require.NoError(t, err)
 	require.Zero(t, n, "the sweep leaves pods that are not Trainyard's alone")
