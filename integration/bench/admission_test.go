@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,11 +41,17 @@ const kueueSeconds, kueueWorkloads = 351.0, 15000
 // admissionWorkerArgs let the worker's Kubernetes client go as fast as the
 // API server takes (the default 200 QPS would be the limit, not Trainyard),
 // and hold every job of the run at once.
+// TRAINYARD_BENCH_WORKER_ARGS adds to them (a later flag wins).
 var admissionWorkerArgs = []string{"--kube-qps", "5000", "--kube-burst", "10000", "--max-owned-jobs", "20000"}
+
+func admissionArgs() []string {
+	return append(slices.Clone(admissionWorkerArgs), strings.Fields(os.Getenv("TRAINYARD_BENCH_WORKER_ARGS"))...)
+}
 
 // admissionResult is one admission run.
 type admissionResult struct {
 	jobs, tenants int
+	workerArgs    []string
 	submitFor     time.Duration // every BatchCreateJobs call
 	admittedAt    time.Duration // first submit → every job admitted (polled every 100 ms)
 	podsAt        time.Duration // first submit → every job's pod delivered by the informer
@@ -87,12 +94,12 @@ func perSecond(n int, d time.Duration) float64 {
 func measureAdmission(tb testing.TB, jobs, tenants int) admissionResult {
 	var namespaces []string
 	dropNamespaces(tb, harness.Cluster(tb), &namespaces)
-	env := harness.Start(tb, harness.Options{Cluster: true, Workers: 1, WorkerArgs: admissionWorkerArgs})
+	res := admissionResult{jobs: jobs, tenants: tenants, rawPods: jobs, workerArgs: admissionArgs()}
+	env := harness.Start(tb, harness.Options{Cluster: true, Workers: 1, WorkerArgs: res.workerArgs})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	addScaleNodes(tb, env.Cluster, jobs)
 	admin := env.Cluster.Client()
-	res := admissionResult{jobs: jobs, tenants: tenants, rawPods: jobs}
 
 	ids := make([]string, tenants)
 	for i := range ids {
@@ -498,7 +505,7 @@ func benchAdmission(b *testing.B, rep *report) {
 
 func (r admissionResult) print(out io.Writer) {
 	fmt.Fprintf(out, "\nAdmission (issue 8): %d single-pod jobs over %d tenants, submitted at once (BatchCreateJobs, 500 per call, 4 calls at a time), until every pod exists;\n", r.jobs, r.tenants)
-	fmt.Fprintf(out, "beside raw client-go creates of the same %d pods (32 goroutines, QPS 5000) on the same API server. Worker flags: %s.\n", r.rawPods, strings.Join(admissionWorkerArgs, " "))
+	fmt.Fprintf(out, "beside raw client-go creates of the same %d pods (32 goroutines, QPS 5000) on the same API server. Worker flags: %s.\n", r.rawPods, strings.Join(r.workerArgs, " "))
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "path\tjobs\tseconds\tper second\tvs raw\t\n")
 	fmt.Fprintf(tw, "raw pod creates (baseline)\t%d\t%.1f\t%.0f\t1.00×\t\n", r.rawPods, r.rawFor.Seconds(), r.rawRate())

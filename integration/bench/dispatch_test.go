@@ -65,6 +65,7 @@ const rawTenant = benchTenant + "-raw"
 type levelResult struct {
 	seeded         int           // finished pods seeded before the level (at least)
 	seedFor        time.Duration // seeding them, and waiting for the controller manager
+	trimmed        int           // pods of the earlier levels deleted before seeding
 	raw, trainyard dispatchResult
 	trainyardPG    pgWaits
 	workerMetrics  map[string]float64 // over the level's Trainyard blocks
@@ -81,6 +82,18 @@ type levelResult struct {
 // (and, for Trainyard, the worker owns no job): the next block starts on a
 // quiet control plane.
 func benchDispatch(b *testing.B, cfg config, rep *report) {
+	first := len(rep.levels)
+	runDispatch(b, cfg, rep)
+	for i := range rep.levels[first:] {
+		lr := &rep.levels[first+i]
+		b.Run(fmt.Sprintf("seeded-%d/raw-client-go", lr.seeded), func(b *testing.B) { reportDispatch(b, lr.raw) })
+		b.Run(fmt.Sprintf("seeded-%d/trainyard", lr.seeded), func(b *testing.B) { reportDispatch(b, lr.trainyard) })
+	}
+}
+
+// runDispatch is benchDispatch's measurement: one levelResult per level
+// of cfg.seeded, appended to rep.levels.
+func runDispatch(b testing.TB, cfg config, rep *report) {
 	c := harness.Cluster(b)
 	rep.clusterKind = c.Kind
 	var namespaces []string
@@ -127,16 +140,15 @@ func benchDispatch(b *testing.B, cfg config, rep *report) {
 		lr := levelResult{seeded: level, workerMetrics: map[string]float64{}}
 		logStart := len(env.Workers[0].Logs())
 		began := time.Now()
-		trimmed := 0
 		if li > 0 {
-			trimmed = seeds.trim(b, tenantNS, rawNS)
+			lr.trimmed = seeds.trim(b, tenantNS, rawNS)
 		}
-		if d := seeds.seed(b, level); d > 0 || trimmed > 0 {
+		if d := seeds.seed(b, level); d > 0 || lr.trimmed > 0 {
 			watch.settle(b, 5*time.Minute) // the seeded pods kwok started end a second later
 			waitWorkerIdle(b, metricsURL, quietTimeout)
 			lr.seedFor = time.Since(began)
 			b.Logf("deleted the %d finished pods of the earlier levels' blocks and the probe; seeded %d finished jobs (%d pods) in %s; %s until quiet",
-				trimmed, seeds.jobs, seeds.jobs*podsPerJob, d.Round(time.Millisecond), lr.seedFor.Round(time.Millisecond))
+				lr.trimmed, seeds.jobs, seeds.jobs*podsPerJob, d.Round(time.Millisecond), lr.seedFor.Round(time.Millisecond))
 		}
 		lr.seeded = seeds.jobs * podsPerJob
 		raw := newPath("raw client-go (baseline)", fmt.Sprintf("raw%d", li), func(name string, started func(time.Time), called func(time.Duration, error)) {
@@ -175,13 +187,10 @@ func benchDispatch(b *testing.B, cfg config, rep *report) {
 			probe.setPhase("")
 		}
 		lr.probe = probe.results(b, rawPhase, tyPhase)
-		b.Run(fmt.Sprintf("seeded-%d/raw-client-go", lr.seeded), func(b *testing.B) { lr.raw = reportDispatch(b, raw.result(b, watch)) })
-		b.Run(fmt.Sprintf("seeded-%d/trainyard", lr.seeded), func(b *testing.B) {
-			r := ty.result(b, watch)
-			r.decided, r.toPods = splitAtDecision(env.Workers[0].Logs(), ty.startTimes(), watch)
-			r.acted = actionsApplied(env.Workers[0].Logs()[logStart:])
-			lr.trainyard = reportDispatch(b, r)
-		})
+		lr.raw = raw.result(b, watch)
+		lr.trainyard = ty.result(b, watch)
+		lr.trainyard.decided, lr.trainyard.toPods = splitAtDecision(env.Workers[0].Logs(), ty.startTimes(), watch)
+		lr.trainyard.acted = actionsApplied(env.Workers[0].Logs()[logStart:])
 		rep.levels = append(rep.levels, lr)
 	}
 	probe.stop()
@@ -232,7 +241,7 @@ func dropNamespaces(tb testing.TB, c *cluster.Cluster, nss *[]string) {
 // its pods fit, then waited for room (CAPACITY, the rest ORDER behind it)
 // while raw creates went ahead and left their pods Pending. Four nodes of
 // 2,000 pods each keep capacity out of the comparison.
-func addBenchNodes(b *testing.B, c *cluster.Cluster) {
+func addBenchNodes(b testing.TB, c *cluster.Cluster) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var nodes []cluster.Node
@@ -248,7 +257,7 @@ func addBenchNodes(b *testing.B, c *cluster.Cluster) {
 	}
 }
 
-func waitWorkerIdle(b *testing.B, metricsURL string, timeout time.Duration) {
+func waitWorkerIdle(b testing.TB, metricsURL string, timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
 	for scrape(b, metricsURL)["trainyard_worker_owned_jobs"] > 0 {
 		if time.Now().After(deadline) {
@@ -293,7 +302,7 @@ var metricsLine = regexp.MustCompile(`msg="worker metrics listening".* addr=(\S+
 
 // benchClient is a client configured like the worker's: QPS 200, burst
 // 400, API warnings (Pod Security's "restricted" notice) dropped.
-func benchClient(b *testing.B, cfg *rest.Config) kubernetes.Interface {
+func benchClient(b testing.TB, cfg *rest.Config) kubernetes.Interface {
 	cfg.QPS, cfg.Burst = 200, 400
 	cfg.WarningHandlerWithContext = rest.NoWarnings{}
 	kc, err := kubernetes.NewForConfig(cfg)
@@ -304,7 +313,7 @@ func benchClient(b *testing.B, cfg *rest.Config) kubernetes.Interface {
 }
 
 // kubeconfigREST loads a kubeconfig file.
-func kubeconfigREST(b *testing.B, path string) *rest.Config {
+func kubeconfigREST(b testing.TB, path string) *rest.Config {
 	if path == "" {
 		b.Fatal("the worker runs without --kubeconfig")
 	}
@@ -365,12 +374,11 @@ func createAll(ctx context.Context, kc kubernetes.Interface, pods []*corev1.Pod)
 	return errors.Join(errs...)
 }
 
-// reportDispatch puts r's latency percentiles on b and returns r.
-func reportDispatch(b *testing.B, r dispatchResult) dispatchResult {
+// reportDispatch puts r's latency percentiles on b.
+func reportDispatch(b *testing.B, r dispatchResult) {
 	b.ReportMetric(float64(r.lat.mean.Nanoseconds()), "ns/op")
 	r.lat.report(b, "")
 	b.ReportMetric(float64(r.missing+r.failed), "sets-lost")
-	return r
 }
 
 // stateChanged is the worker's log line written once JobSave moved a job

@@ -26,7 +26,7 @@ type pgWaits struct {
 // stop is called, which returns the samples. Backends in a transaction
 // waiting for their client's next statement show as "idle in transaction
 // Client:ClientRead"; running on CPU as "active CPU".
-func samplePG(b *testing.B, dbURL string) (stop func() pgWaits) {
+func samplePG(b testing.TB, dbURL string) (stop func() pgWaits) {
 	ctx, cancel := context.WithCancel(context.Background())
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {

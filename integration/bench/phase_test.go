@@ -92,7 +92,7 @@ func (p *path) called(name string, d time.Duration, err error) {
 }
 
 // result summarizes every set of the path from the bench's pod informer.
-func (p *path) result(b *testing.B, watch *podWatch) dispatchResult {
+func (p *path) result(b testing.TB, watch *podWatch) dispatchResult {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r := dispatchResult{path: p.name, sets: p.next, failed: p.failed, firstErr: p.firstErr,

@@ -51,7 +51,7 @@ type probeResult struct {
 	failed       int
 }
 
-func startProbe(ctx context.Context, b *testing.B, kc kubernetes.Interface, ns string, spec job.Spec, watch *podWatch) *probe {
+func startProbe(ctx context.Context, b testing.TB, kc kubernetes.Interface, ns string, spec job.Spec, watch *podWatch) *probe {
 	ctx, cancel := context.WithCancel(ctx)
 	p := &probe{watch: watch, cancel: cancel}
 	p.wg.Go(func() {
@@ -107,7 +107,7 @@ func (p *probe) stop() {
 }
 
 // results summarizes the probe's creates so far in each phase.
-func (p *probe) results(b *testing.B, phases ...string) []probeResult {
+func (p *probe) results(b testing.TB, phases ...string) []probeResult {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []probeResult

@@ -60,7 +60,7 @@ type seeder struct {
 
 // seed adds jobs until the namespace holds at least pods seeded finished
 // pods, and returns how long it took.
-func (s *seeder) seed(b *testing.B, pods int) time.Duration {
+func (s *seeder) seed(b testing.TB, pods int) time.Duration {
 	want := (pods + podsPerJob - 1) / podsPerJob
 	if want <= s.jobs {
 		return 0
@@ -113,7 +113,7 @@ func (s *seeder) seed(b *testing.B, pods int) time.Duration {
 
 // insertRows writes the jobs as finished: SUCCEEDED, inactive, their
 // objects kept (not cleaned up).
-func (s *seeder) insertRows(ctx context.Context, b *testing.B, jobs []job.Job) {
+func (s *seeder) insertRows(ctx context.Context, b testing.TB, jobs []job.Job) {
 	now := time.Now().UTC()
 	status, err := json.Marshal(job.Status{
 		State: job.Succeeded, StartTime: &now, CompletionTime: &now,
@@ -192,7 +192,7 @@ func (s *seeder) createFinishedPod(ctx context.Context, j job.Job, t job.Replica
 }
 
 // cpuNodes are the cluster's CPU nodes (cluster.DefaultNodes: kwok-cpu-*).
-func cpuNodes(b *testing.B, kc kubernetes.Interface) []string {
+func cpuNodes(b testing.TB, kc kubernetes.Interface) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	list, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "trainyard.dev/pool=cpu"})
@@ -215,7 +215,7 @@ func cpuNodes(b *testing.B, kc kubernetes.Interface) []string {
 // the middle of the 10,000 level, whose force deletes of hundreds of pods
 // then loaded the control plane during whichever path was running (seen
 // in the controller manager's log during Trainyard's blocks).
-func (s *seeder) trim(b *testing.B, namespaces ...string) int {
+func (s *seeder) trim(b testing.TB, namespaces ...string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	var doomed []types.NamespacedName

@@ -3,6 +3,7 @@
 package bench
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +22,38 @@ func TestAdmissionSmoke(t *testing.T) {
 	require.EqualValues(t, r.jobs, r.podCreates, "one create per pod")
 	require.Positive(t, r.rate())
 	require.Positive(t, r.rawRate())
+}
+
+func TestDispatchSmoke(t *testing.T) {
+	cfg := config{dispatchFor: 2 * time.Second, blocks: 1, rate: 5, drain: time.Minute, seeded: []int{0, 100}}
+	rep := newReport(cfg)
+	runDispatch(t, cfg, rep)
+	require.Len(t, rep.levels, 2)
+	for _, l := range rep.levels {
+		for _, r := range []dispatchResult{l.raw, l.trainyard} {
+			t.Logf("%d finished pods, %s: %d sets, p50 %.1f ms", l.seeded, r.path, r.sets, ms(r.lat.p50))
+			require.Positive(t, r.sets, r.path)
+			require.Zero(t, r.failed+r.missing, "%s: every set got its pods", r.path)
+		}
+		creates := 0.0
+		for k, v := range l.workerMetrics {
+			if strings.HasPrefix(k, "trainyard_worker_kube_requests_total{") {
+				switch labelValues(k) {
+				case "create pods":
+					creates = v
+				case "list pods", "list services", "get pods", "get services":
+					t.Errorf("%d finished pods: the worker made %s %s calls", l.seeded, labelValues(k), k)
+				}
+			}
+		}
+		require.EqualValues(t, l.trainyard.sets*podsPerJob, creates, "one create per pod")
+	}
+	require.GreaterOrEqual(t, rep.levels[1].seeded, 100)
+	require.GreaterOrEqual(t, rep.levels[1].trimmed, rep.levels[0].raw.sets*podsPerJob,
+		"the second level starts without the first level's finished pods")
+	var out strings.Builder
+	rep.print(&out)
+	require.Contains(t, out.String(), "finished pods")
 }
 
 func TestBatchSmoke(t *testing.T) {

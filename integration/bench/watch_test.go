@@ -37,7 +37,7 @@ type podSet struct {
 
 // startPodWatch runs an informer on the pods of each namespace until ctx
 // ends. Set names must be unique across the namespaces.
-func startPodWatch(ctx context.Context, b *testing.B, kc kubernetes.Interface, namespaces ...string) *podWatch {
+func startPodWatch(ctx context.Context, b testing.TB, kc kubernetes.Interface, namespaces ...string) *podWatch {
 	w := &podWatch{sets: map[string]*podSet{}, unfinished: map[string]bool{}, bytes: map[string]int{}, changed: make(chan struct{})}
 	for _, ns := range namespaces {
 		factory := informers.NewSharedInformerFactoryWithOptions(kc, 0, informers.WithNamespace(ns),
@@ -161,7 +161,7 @@ func (w *podWatch) waitFull(names []string, n int, timeout time.Duration) bool {
 // settle waits until every pod in the namespaces has finished, so that
 // the next phase starts on a quiet control plane. The probe's pods, which
 // never stop coming, do not count.
-func (w *podWatch) settle(b *testing.B, timeout time.Duration) {
+func (w *podWatch) settle(b testing.TB, timeout time.Duration) {
 	if !w.waitFor(timeout, func() bool { return len(w.unfinished) == 0 }) {
 		b.Logf("pods still running %s after the phase; going on", timeout)
 	}
