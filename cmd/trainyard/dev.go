@@ -69,7 +69,7 @@ Takes every flag of "serve" and "worker".`,
 					return fmt.Errorf("--migrate: %w", err)
 				}
 			}
-			st, err := openStore(ctx, log, withPoolSize(common.databaseURL, common.poolSize(wf.concurrency+16)))
+			st, err := openStore(ctx, log, withPoolSize(common.databaseURL, common.poolSize(workerPool(wf.concurrency)+8)))
 			if err != nil {
 				return err
 			}

@@ -58,10 +58,17 @@ type commonFlags struct {
 func (c *commonFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVar(&c.databaseURL, "database-url", "", "Postgres URL, e.g. postgres://user@host:5432/trainyard (required)")
-	fs.IntVar(&c.dbMaxConns, "db-max-conns", 0, "most Postgres connections of this process's pool, besides its one LISTEN connection; 0: serve 16, worker --concurrency + 8, dev --concurrency + 16 (a pool_max_conns in --database-url wins)")
+	fs.IntVar(&c.dbMaxConns, "db-max-conns", 0, "most Postgres connections of this process's pool, besides its one LISTEN connection; 0: serve 16, worker --concurrency/2 + 8, dev --concurrency/2 + 16 (a pool_max_conns in --database-url wins)")
 	c.logs.register(fs)
 	c.kube.register(fs)
 }
+
+// workerPool is a worker's default Postgres pool for its reconcile
+// goroutines: a pass holds a connection only for its load and its save,
+// and spends most of its time on the API server's answers, so half of
+// them at once in Postgres is plenty; the 8 more are the claimer, the
+// scheduler and the tenant reconciler.
+func workerPool(concurrency int) int { return concurrency/2 + 8 }
 
 // poolSize is --db-max-conns, or def when it is not set.
 func (c *commonFlags) poolSize(def int) int {

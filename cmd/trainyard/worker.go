@@ -156,7 +156,7 @@ The database must be migrated first (trainyard migrate up).`,
 			if err != nil {
 				return err
 			}
-			dbURL := withPoolSize(common.databaseURL, common.poolSize(wf.concurrency+8))
+			dbURL := withPoolSize(common.databaseURL, common.poolSize(workerPool(wf.concurrency)))
 			st, err := openStore(ctx, log, dbURL)
 			if err != nil {
 				return err

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/trainyard/trainyard/internal/auth"
+	"github.com/trainyard/trainyard/internal/worker"
 )
 
 func TestWithPoolSize(t *testing.T) {
@@ -22,6 +23,12 @@ func TestWithPoolSize(t *testing.T) {
 	} {
 		require.Equal(t, want, withPoolSize(in, 24), "input %q", in)
 	}
+}
+
+// The README's connection budget (three workers with the defaults: 3×25)
+// counts on this.
+func TestWorkerPoolWithTheDefaults(t *testing.T) {
+	require.Equal(t, 24, workerPool(worker.DefaultConcurrency))
 }
 
 func TestDefaultWorkerID(t *testing.T) {

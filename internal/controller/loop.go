@@ -35,6 +35,12 @@ type Config[K comparable] struct {
 	OnError func(key K, err error, retries int)
 	// AfterSync is called after every sync (tests wait on it). Optional.
 	AfterSync func(key K, err error)
+	// Urgent, when set, is asked of each key as it enters the queue: an
+	// urgent key is synced before every key that is not, whatever their
+	// order of arrival (each class first in, first out). Optional: one
+	// FIFO without it. Called under the queue's lock; it must not touch
+	// the queue.
+	Urgent func(key K) bool
 }
 
 // Loop is a rate-limited workqueue and the workers that drain it into
@@ -47,11 +53,16 @@ type Loop[K comparable] struct {
 
 // New returns a Loop with an empty queue; nothing runs until Run.
 func New[K comparable](cfg Config[K]) *Loop[K] {
-	return &Loop[K]{
-		cfg: cfg,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(cfg.RateLimiter,
-			workqueue.TypedRateLimitingQueueConfig[K]{Name: cfg.Name, MetricsProvider: cfg.Metrics}),
+	qc := workqueue.TypedRateLimitingQueueConfig[K]{Name: cfg.Name, MetricsProvider: cfg.Metrics}
+	if cfg.Urgent != nil {
+		qc.DelayingQueue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[K]{
+			Name: cfg.Name, MetricsProvider: cfg.Metrics,
+			Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[K]{
+				Name: cfg.Name, MetricsProvider: cfg.Metrics, Queue: &urgentFirst[K]{urgent: cfg.Urgent},
+			}),
+		})
 	}
+	return &Loop[K]{cfg: cfg, queue: workqueue.NewTypedRateLimitingQueueWithConfig(cfg.RateLimiter, qc)}
 }
 
 // Queue is the loop's queue, for the controller to add keys to (Add,

@@ -181,3 +181,69 @@ trainyard_workqueue_adds_total{name="jobs"} 1
 trainyard_workqueue_adds_total{name="tenants"} 1
 `), "trainyard_workqueue_adds_total"))
 }
+
+// With Urgent, keys urgent when added are synced before the others, each
+// class in the order it arrived, and the queue still holds a key once.
+func TestLoopSyncsUrgentKeysFirst(t *testing.T) {
+	s := newScript()
+	reg := prometheus.NewRegistry()
+	l := New(Config[string]{
+		Name:        "test",
+		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Millisecond),
+		Sync:        s.sync,
+		Metrics:     QueueMetrics(reg),
+		Urgent:      func(key string) bool { return strings.HasPrefix(key, "!") },
+	})
+	for _, k := range []string{"a", "b", "!x", "a", "c", "!y", "!x"} {
+		l.Queue().Add(k)
+	}
+	require.Equal(t, 5, l.Queue().Len(), "a key waits in the queue once")
+	require.Equal(t, 5.0, depthOf(t, reg), "the depth gauge counts both classes")
+	ctx := context.Background()
+	for l.Queue().Len() > 0 {
+		require.True(t, l.processNextWorkItem(ctx))
+	}
+	require.Equal(t, []string{"!x", "!y", "a", "b", "c"}, s.calls)
+	l.ShutDown()
+}
+
+func TestUrgentFirstReleasesWhatItPopped(t *testing.T) {
+	q := &urgentFirst[int]{urgent: func(k int) bool { return k%10 == 0 }}
+	for i := range 5000 {
+		q.Push(i)
+	}
+	require.Equal(t, 5000, q.Len())
+	for i := range 500 {
+		require.Equal(t, 10*i, q.Pop(), "the urgent keys first, in order")
+	}
+	for i := range 4000 {
+		k := q.Pop()
+		require.NotZero(t, k%10, "then the others")
+		if i == 0 {
+			require.Equal(t, 1, k)
+		}
+	}
+	require.Equal(t, 500, q.Len())
+	require.Less(t, cap(q.lo.items), 5000, "a drained head is released")
+	q.Push(7)
+	require.Equal(t, 501, q.Len())
+	last := 0
+	for q.Len() > 0 {
+		last = q.Pop()
+	}
+	require.Equal(t, 7, last, "first in, first out within a class")
+	require.Zero(t, q.hi.len()+q.lo.len())
+}
+
+func depthOf(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == "trainyard_workqueue_depth" {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatal("no trainyard_workqueue_depth")
+	return 0
+}

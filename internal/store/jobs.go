@@ -395,30 +395,41 @@ func eventsInsert(ctx context.Context, tx *txn, j job.Job, events []job.Event, n
 	if len(events) == 0 {
 		return nil
 	}
-	n := len(events)
-	types, reasons, messages, states := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	times := make([]time.Time, n)
-	for i, e := range events {
-		types[i], reasons[i], messages[i], states[i], times[i] = e.Type, e.Reason, e.Message, string(e.State), e.CreateTime
-		if types[i] == "" {
-			types[i] = job.EventNormal
-		}
-		if states[i] == "" {
-			states[i] = string(j.Status.State)
-		}
-		if times[i].IsZero() {
-			times[i] = now
-		}
-	}
+	a := columnsOf(events, j.Status.State, now)
 	_, err := tx.Exec(ctx, `
 		INSERT INTO job_events (tenant_id, job_uid, job_name, type, reason, message, state, create_time)
 		SELECT $1, $2, $3, t, r, m, s, c
 		FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[])
 		     WITH ORDINALITY AS u(t, r, m, s, c, o)
 		ORDER BY o`,
-		j.Tenant, j.UID, j.Name, types, reasons, messages, states, times)
+		j.Tenant, j.UID, j.Name, a.types, a.reasons, a.messages, a.states, a.times)
 	if err == nil {
 		tx.notify(ChannelEvents, j.Tenant)
 	}
 	return err
+}
+
+// eventColumns are a job's events as the arrays the INSERTs unnest, with
+// the defaults applied: type Normal, the job's state, now.
+type eventColumns struct {
+	types, reasons, messages, states []string
+	times                            []time.Time
+}
+
+func columnsOf(events []job.Event, state job.State, now time.Time) eventColumns {
+	n := len(events)
+	a := eventColumns{make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]time.Time, n)}
+	for i, e := range events {
+		a.types[i], a.reasons[i], a.messages[i], a.states[i], a.times[i] = e.Type, e.Reason, e.Message, string(e.State), e.CreateTime
+		if a.types[i] == "" {
+			a.types[i] = job.EventNormal
+		}
+		if a.states[i] == "" {
+			a.states[i] = string(state)
+		}
+		if a.times[i].IsZero() {
+			a.times[i] = now
+		}
+	}
+	return a
 }

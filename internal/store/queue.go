@@ -284,7 +284,7 @@ type fence struct {
 
 // fenceCheck reads the row's ownership after a fenced write matched nothing,
 // and says why: ErrNotFound, ErrLeaseLost or ErrConflict.
-func fenceCheck(ctx context.Context, tx pgx.Tx, workerID, tenantID, uid string, version int64) error {
+func fenceCheck(ctx context.Context, tx querier, workerID, tenantID, uid string, version int64) error {
 	var f fence
 	err := tx.QueryRow(ctx, `SELECT coalesce(worker_id, ''), `+sqlLeaseLive+`, version
 		FROM jobs WHERE tenant_id = $1 AND uid = $2`, tenantID, uid).Scan(&f.workerID, &f.live, &f.version)
@@ -345,10 +345,14 @@ func (s *Store) JobSave(ctx context.Context, p JobSaveParams) (int64, error) {
 			preemptedBy = &p.Requeue.PreemptedBy
 		}
 	}
+	// One statement, so one round trip and its own transaction: the
+	// fenced UPDATE and the INSERT of its events, which happens only when
+	// the UPDATE matched (a worker pass saves on every change it sees, so
+	// BEGIN, UPDATE, INSERT, COMMIT cost it four).
+	ev := columnsOf(p.Events, status.State, now)
 	var version int64
-	err := s.inTx(ctx, func(tx *txn) error {
-		var j job.Job
-		err := tx.QueryRow(ctx, `
+	err := s.pool.QueryRow(ctx, `
+		WITH u AS (
 			UPDATE jobs SET status = $5, state = $6, update_time = $7, version = version + 1,
 			                finish_time = CASE WHEN $8::timestamptz IS NULL THEN NULL
 			                                   ELSE coalesce(finish_time, $8) END,
@@ -365,31 +369,40 @@ func (s *Store) JobSave(ctx context.Context, p JobSaveParams) (int64, error) {
 			                preempted_by = CASE WHEN $10 THEN $13::uuid ELSE preempted_by END,
 			                wait_reason = CASE WHEN $10 THEN '' ELSE wait_reason END
 			WHERE tenant_id = $1 AND uid = $2 AND worker_id = $3 AND `+sqlLeaseLive+` AND version = $4
-			RETURNING version, name`,
-			p.Tenant, p.UID, p.WorkerID, p.Version, status, string(status.State), now, finish, p.Done,
-			requeue, status.StartTime, after, preemptedBy,
-		).Scan(&version, &j.Name)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fenceCheck(ctx, tx, p.WorkerID, p.Tenant, p.UID, p.Version)
+			RETURNING version, name
+		), e AS (
+			INSERT INTO job_events (tenant_id, job_uid, job_name, type, reason, message, state, create_time)
+			SELECT $1, $2, u.name, t, r, m, s, c
+			FROM u, unnest($14::text[], $15::text[], $16::text[], $17::text[], $18::timestamptz[])
+			        WITH ORDINALITY AS x(t, r, m, s, c, o)
+			ORDER BY o
+		)
+		SELECT version FROM u`,
+		p.Tenant, p.UID, p.WorkerID, p.Version, status, string(status.State), now, finish, p.Done,
+		requeue, status.StartTime, after, preemptedBy,
+		ev.types, ev.reasons, ev.messages, ev.states, ev.times,
+	).Scan(&version)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Why not: the lease, the version or the row. A row that looks
+		// right now changed in between; the caller reads it again.
+		if err = fenceCheck(ctx, s.pool, p.WorkerID, p.Tenant, p.UID, p.Version); err == nil {
+			err = fmt.Errorf("%w: job %s changed during the save", ErrConflict, p.UID)
 		}
-		if err != nil {
-			return err
-		}
-		j.Tenant, j.UID, j.Status = p.Tenant, p.UID, status
-		if err := eventsInsert(ctx, tx, j, p.Events, now); err != nil {
-			return err
-		}
-		switch {
-		case requeue:
-			tx.notify(ChannelSchedule, p.Tenant)
-		case status.State.Final():
-			tx.notify(ChannelFreed, p.Tenant)
-		}
-		return nil
-	})
+	}
 	if err != nil {
 		return 0, translate(err, what)
 	}
+	notes := map[note]struct{}{}
+	if len(p.Events) > 0 {
+		notes[note{ChannelEvents, p.Tenant}] = struct{}{}
+	}
+	switch {
+	case requeue:
+		notes[note{ChannelSchedule, p.Tenant}] = struct{}{}
+	case status.State.Final():
+		notes[note{ChannelFreed, p.Tenant}] = struct{}{}
+	}
+	s.notifier.add(notes)
 	return version, nil
 }
 

@@ -182,9 +182,12 @@ func TestJobSaveFencing(t *testing.T) {
 	require.Equal(t, st.Replicas, got.Status.Replicas)
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM jobs WHERE state = 'RUNNING'`), "state column follows the status")
 
-	_, err = b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "w1", Tenant: "a", UID: j.UID, Version: w.Version, Status: st})
+	// A refused save writes none of its events (checked at the end).
+	_, err = b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "w1", Tenant: "a", UID: j.UID, Version: w.Version, Status: st,
+		Events: []job.Event{{Reason: "Stale"}}})
 	require.ErrorIs(t, err, ErrConflict, "stale version")
-	_, err = b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "w2", Tenant: "a", UID: j.UID, Version: v2, Status: st})
+	_, err = b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "w2", Tenant: "a", UID: j.UID, Version: v2, Status: st,
+		Events: []job.Event{{Reason: "NotMine"}}})
 	require.ErrorIs(t, err, ErrLeaseLost, "not the owner")
 	_, err = b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "w1", Tenant: "b", UID: j.UID, Version: v2, Status: st})
 	require.ErrorIs(t, err, ErrNotFound, "wrong tenant")
@@ -204,7 +207,7 @@ func TestJobSaveFencing(t *testing.T) {
 	st.State = job.Cancelled
 	st.CancelRequested = false
 	v3, err := b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "w1", Tenant: "a", UID: j.UID, Version: w.Version, Status: st,
-		Events: []job.Event{{Reason: "Cancelled", Message: "pods deleted"}}})
+		Events: []job.Event{{Reason: "Cancelled", Message: "pods deleted"}, {Reason: "CleanedUp"}}})
 	require.NoError(t, err)
 	got, err = b.store.JobGet(b.ctx, "a", "j")
 	require.NoError(t, err)
@@ -230,7 +233,7 @@ func TestJobSaveFencing(t *testing.T) {
 	for _, e := range events {
 		reasons = append(reasons, e.Reason)
 	}
-	require.Equal(t, []string{"Queued", "Started", "CancelRequested", "Cancelled"}, reasons)
+	require.Equal(t, []string{"Queued", "Started", "CancelRequested", "Cancelled", "CleanedUp"}, reasons, "a save's events in their order")
 	require.Equal(t, job.Running, events[1].State, "event state defaults to the saved state")
 }
 

@@ -42,7 +42,12 @@ type Config struct {
 	// without it the worker relies on polling alone.
 	Listener *store.Listener
 
-	// Concurrency is the number of reconcile goroutines. Defaults to 16.
+	// Concurrency is the number of reconcile goroutines. Defaults to 32:
+	// a pass spends most of its time waiting for the API server (a pod
+	// create under load takes 50-150 ms on the local cluster), so these
+	// bound the creates in flight. At 16, 6,000 admitted single-pod jobs
+	// had their pods after 41.5 s against raw client-go's 17.2 s with 32
+	// creates in flight (0.42x); at 32, 0.51-0.57x (make bench, admission).
 	Concurrency int
 	// LeaseTTL is how long a claim or renewal holds this worker's lease,
 	// and with it its jobs; it is renewed every LeaseTTL/3, and a dead
@@ -108,7 +113,7 @@ type Config struct {
 
 // Defaults.
 const (
-	DefaultConcurrency          = 16
+	DefaultConcurrency          = 32
 	DefaultLeaseTTL             = 10 * time.Second
 	DefaultMaxOwnedJobs         = 1000
 	DefaultClaimInterval        = time.Second

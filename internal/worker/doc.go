@@ -193,7 +193,11 @@
 // The queue and the goroutines draining it are internal/controller's Loop
 // (Run → runWorker → processNextWorkItem → sync), the skeleton the tenant
 // reconciler shares; sync is one reconcile pass, and its timers are the
-// loop's RequeueAfter.
+// loop's RequeueAfter. A job this worker owns and has not started (just
+// claimed, or QUEUED and admitted) is urgent (Config.Urgent): its pass
+// comes before every queued pass of a started job, so that a burst of
+// admissions is not served behind the pod events of the jobs admitted
+// just before it.
 //
 // Errors: a retryable failure (Postgres, an API error that is not terminal,
 // a name still held by a deleted job's object, a lease that ended while
@@ -208,8 +212,9 @@
 //
 // The path from an acknowledged submit to created pods is: NOTIFY → a
 // scheduling cycle (the scheduler's) → NOTIFY → claim (one statement) →
-// queue → JobLoad → JobSave → every create of the job at once. Three Postgres round trips and one round of parallel
-// API calls; no per-job resync (informers have resync period 0; a full
+// queue → JobLoad → JobSave → every create of the job at once. Three
+// Postgres round trips (JobSave is one statement: the fenced UPDATE and
+// its events' INSERT) and one round of parallel API calls; no per-job resync (informers have resync period 0; a full
 // requeue of owned jobs every 5 min is the only periodic work), the client
 // QPS and burst are flags (200/400 by default), --concurrency reconciles
 // run at once, and expectations (expectations.go) keep a pass from

@@ -120,6 +120,15 @@ func (o *ownership) drop(k store.JobKey) bool {
 	return ok
 }
 
+// unstarted reports whether the worker owns k and has not started it:
+// claimed and not loaded yet, or QUEUED (admitted, its objects next).
+func (o *ownership) unstarted(k store.JobKey) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	j := o.jobs[k]
+	return j != nil && (j.state == "" || j.state == job.Queued)
+}
+
 func (o *ownership) setState(k store.JobKey, s job.State) {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -91,6 +91,7 @@ func New(cfg Config) (*Worker, error) {
 		Metrics:     w.metrics.queue,
 		Duration:    w.metrics.reconcileSeconds,
 		OnError:     w.syncFailed,
+		Urgent:      w.own.unstarted,
 	})
 	w.queue = w.loop.Queue()
 	w.batches = newBatches(func(k store.JobKey) { w.queue.Add(k) })
