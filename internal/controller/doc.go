@@ -4,7 +4,8 @@
 //
 //	informers, notifications, timers ─► Add(key)
 //	                                      │
-//	                rate-limited workqueue keyed by K (per-key backoff)
+//	                rate-limited workqueue keyed by K (per-key backoff;
+//	                with Urgent: urgent keys first, each class FIFO)
 //	                                      │
 //	Run ─► runWorker ×n ─► processNextWorkItem: Get, defer Done
 //	                            skip when shutting down (ShutDown)
