@@ -66,6 +66,7 @@ type levelResult struct {
 	seeded         int           // finished pods seeded before the level (at least)
 	seedFor        time.Duration // seeding them, and waiting for the controller manager
 	trimmed        int           // pods of the earlier levels deleted before seeding
+	trimmedBlocks  int           // pods of the level's own blocks deleted after each pair of blocks
 	raw, trainyard dispatchResult
 	trainyardPG    pgWaits
 	workerMetrics  map[string]float64 // over the level's Trainyard blocks
@@ -185,6 +186,13 @@ func runDispatch(b testing.TB, cfg config, rep *report) {
 				lr.workerMetrics[k] += v
 			}
 			probe.setPhase("")
+			// The pair's pods go before the next pair, so that every block
+			// meets the level's seeded pods and no more: at 30 s per path a
+			// level's blocks add 3,000, which took the 10,000 level past the
+			// pod garbage collector's 12,500 (its force deletes of 428 pods
+			// landed in a Trainyard block, 2026-12-02).
+			lr.trimmedBlocks += seeds.trim(b, tenantNS, rawNS)
+			watch.settle(b, quietTimeout)
 		}
 		lr.probe = probe.results(b, rawPhase, tyPhase)
 		lr.raw = raw.result(b, watch)

@@ -206,15 +206,15 @@ func cpuNodes(b testing.TB, kc kubernetes.Interface) []string {
 	return out
 }
 
-// trim deletes the finished pods the earlier levels' blocks left in the
+// trim deletes the finished pods the blocks and the probe left in the
 // namespaces (everything but the seeded jobs' pods, whose names start with
-// "seed-"), so that a level starts with its seeded pods and no more, and
-// returns how many it deleted. Without it the pods of earlier levels piled
-// up: at 30 s per path a level's blocks leave 3,000, and the cluster's
-// finished pods passed the pod garbage collector's threshold (12,500) in
-// the middle of the 10,000 level, whose force deletes of hundreds of pods
-// then loaded the control plane during whichever path was running (seen
-// in the controller manager's log during Trainyard's blocks).
+// "seed-"), so that a level and each of its pairs of blocks start with the
+// seeded pods and no more, and returns how many it deleted. Without it the
+// blocks' pods piled up: at 30 s per path a level's blocks leave 3,000, and
+// the cluster's finished pods passed the pod garbage collector's threshold
+// (12,500) in the middle of the 10,000 level, whose force deletes of
+// hundreds of pods then loaded the control plane during whichever path was
+// running (seen in the controller manager's log during Trainyard's blocks).
 func (s *seeder) trim(b testing.TB, namespaces ...string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
