@@ -76,8 +76,9 @@ type Config struct {
 	// objects whose job is gone or finished and cleaned up (jittered; also
 	// once when the caches have synced). Defaults to 1m.
 	SweepInterval time.Duration
-	// Resync re-queues every owned job this often, a safety net under the
-	// informers' events and the timers. Defaults to 5m.
+	// Resync is how often the worker re-queues the jobs it owns that had
+	// no pass since the last time, a safety net under the informers'
+	// events and the timers. Defaults to 5m.
 	Resync time.Duration
 	// LogTailLines is how many lines of a failed replica's log are kept.
 	// Defaults to 50.

@@ -214,8 +214,10 @@
 // scheduling cycle (the scheduler's) → NOTIFY → claim (one statement) →
 // queue → JobLoad → JobSave → every create of the job at once. Three
 // Postgres round trips (JobSave is one statement: the fenced UPDATE and
-// its events' INSERT) and one round of parallel API calls; no per-job resync (informers have resync period 0; a full
-// requeue of owned jobs every 5 min is the only periodic work), the client
+// its events' INSERT) and one round of parallel API calls; no per-job
+// resync (informers have resync period 0; every 5 min the owned jobs that
+// had no pass since the last time are requeued, the only periodic work),
+// the client
 // QPS and burst are flags (200/400 by default), --concurrency reconciles
 // run at once, and expectations (expectations.go) keep a pass from
 // re-sending creates and deletes whose effect the informers do not show

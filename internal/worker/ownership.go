@@ -25,6 +25,9 @@ type ownedJob struct {
 	// acts on the job in Kubernetes without a fenced write first.
 	until time.Time
 	state job.State
+	// loadedAt is the start of the last pass that loaded the job (zero:
+	// none yet). The resync skips jobs loaded since the last one.
+	loadedAt time.Time
 	// dispatchPending: the job was admitted by this worker and its objects
 	// are not all created yet (for the dispatch latency metric).
 	dispatchPending bool
@@ -129,6 +132,28 @@ func (o *ownership) unstarted(k store.JobKey) bool {
 	return j != nil && (j.state == "" || j.state == job.Queued)
 }
 
+// loaded records a pass's load of k at at, and the state it read.
+func (o *ownership) loaded(k store.JobKey, s job.State, at time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if j := o.jobs[k]; j != nil {
+		j.state, j.loadedAt = s, at
+	}
+}
+
+// idle returns the jobs not loaded since before.
+func (o *ownership) idle(before time.Time) []store.JobKey {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []store.JobKey
+	for k, j := range o.jobs {
+		if j.loadedAt.Before(before) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 func (o *ownership) setState(k store.JobKey, s job.State) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -200,7 +225,11 @@ func (w *Worker) runOwnership(ctx context.Context) {
 			w.claim(ctx)
 			claim.Reset(jitter(w.cfg.ClaimInterval))
 		case <-resync.C:
-			for _, k := range w.own.keys() {
+			// The safety net under events and timers is for jobs nothing
+			// woke: one that had a pass since the last resync needs none.
+			// (Requeueing all 15,000 jobs of a large admission cost 15,000
+			// passes at once, each a load.)
+			for _, k := range w.own.idle(time.Now().Add(-w.cfg.Resync)) {
 				w.queue.Add(k)
 			}
 		}

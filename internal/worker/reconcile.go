@@ -54,6 +54,7 @@ func (w *Worker) reconcile(ctx context.Context, key store.JobKey) (result, error
 	if !w.synced.Load() {
 		return result{}, errorf(errReasonNotSync, errors.New("informer caches not synced"))
 	}
+	began := time.Now()
 	wj, err := w.store.JobLoad(ctx, key.Tenant, key.UID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -68,7 +69,7 @@ func (w *Worker) reconcile(ctx context.Context, key store.JobKey) (result, error
 		w.disown(key)
 		return result{}, nil
 	}
-	w.own.setState(key, wj.Job.Status.State)
+	w.own.loaded(key, wj.Job.Status.State, began)
 	wj.Job.Spec.RunPolicy = w.cfg.runPolicy(wj.Job.Spec.RunPolicy)
 	t, found, err := w.tenants.lookup(ctx, key.Tenant)
 	if err != nil {

@@ -28,3 +28,18 @@ func TestOwnedJobsAreUrgentUntilStarted(t *testing.T) {
 	o.drop(k)
 	require.False(t, o.unstarted(k), "dropped")
 }
+
+// The resync requeues only the jobs no pass has loaded since the last one.
+func TestIdleJobsAreTheOnesNotLoadedSince(t *testing.T) {
+	o := newOwnership()
+	t0 := time.Now()
+	busy, quiet, fresh := store.JobKey{Tenant: "a", UID: "busy"}, store.JobKey{Tenant: "a", UID: "quiet"}, store.JobKey{Tenant: "a", UID: "fresh"}
+	o.add([]store.JobKey{busy, quiet, fresh}, t0.Add(time.Minute))
+	o.loaded(busy, job.Running, t0.Add(-time.Minute))
+	o.loaded(quiet, job.Running, t0.Add(-10*time.Minute))
+	require.ElementsMatch(t, []store.JobKey{quiet, fresh}, o.idle(t0.Add(-5*time.Minute)),
+		"loaded 10 minutes ago, and claimed but never loaded")
+	o.drop(quiet)
+	require.ElementsMatch(t, []store.JobKey{fresh}, o.idle(t0.Add(-5*time.Minute)))
+	require.Equal(t, job.Running, o.jobs[busy].state, "a load records the state read")
+}
