@@ -32,7 +32,7 @@ type config struct {
 }
 
 func loadConfig(b *testing.B) config {
-	c := config{storeFor: 5 * time.Second, clients: 32, dispatchFor: 30 * time.Second, blocks: 3, rate: 10, drain: 60 * time.Second,
+	c := config{storeFor: 5 * time.Second, clients: 32, dispatchFor: 15 * time.Second, blocks: 3, rate: 10, drain: 60 * time.Second,
 		seeded: []int{0, 2000, 10000}}
 	dur := func(env string, d *time.Duration) {
 		if s := os.Getenv(env); s != "" {

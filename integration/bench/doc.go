@@ -49,12 +49,15 @@
 //
 // Sets of 1 chief + 4 worker pods at TRAINYARD_BENCH_RATE per second
 // (default 10), open loop (a slow answer never delays the next submit),
-// TRAINYARD_BENCH_DISPATCH_FOR (default 30s) per path and level, split into
+// TRAINYARD_BENCH_DISPATCH_FOR (default 15s) per path and level, split into
 // TRAINYARD_BENCH_BLOCKS (default 3) blocks that alternate raw → Trainyard →
 // raw ..., so that both paths meet the same outside load on a shared
 // machine. After each block the bench waits (at most 10 s each) until the
 // block's pods have finished and, after a Trainyard block, the worker owns
-// no job, so every block starts on a quiet control plane.
+// no job, so every block starts on a quiet control plane. (At 30 s per path
+// a block is 500 pods in 10 s, and on this project's 2-core machine kwok
+// had not ended them 10 s later: every block then began on the last one's
+// backlog. At 15 s, 250 pods, it mostly has.)
 //
 // Levels: the whole comparison runs once per entry of
 // TRAINYARD_BENCH_SEEDED (default 0,2000,10000): that many finished pods
@@ -65,13 +68,14 @@
 // directly (one INSERT; client-go creates of pods already bound to the CPU
 // nodes, then a status update, racing kwok, which ends the ones it started
 // itself), then waits until the namespace is quiet and the worker owns no
-// job. Before that it deletes the finished pods the earlier levels' blocks
-// and the probe left (seeder.trim), so a level starts with its seeded pods
-// and no more, and the cluster's finished pods stay under the pod garbage
-// collector's threshold (12,500, oldest force-deleted first) through the
-// default levels: before, at 30 s per path, the earlier levels' 6,000 pods
-// took the 10,000 level past it, and the collector's deletes of hundreds
-// of pods loaded the control plane in the middle of its blocks. The probe
+// job. Before that, and after each pair of blocks, it deletes the finished
+// pods the blocks and the probe left (seeder.trim), so every block meets
+// the level's seeded pods and no more, and the cluster's finished pods
+// stay under the pod garbage collector's threshold (12,500, oldest
+// force-deleted first): before, at 30 s per path, the earlier levels'
+// 6,000 pods, and then the 10,000 level's own 3,000, took it past it, and
+// the collector's deletes of hundreds of pods loaded the control plane in
+// the middle of the level's blocks. The probe
 // (below) creates only while a path runs, for the same reason.
 //
 //	raw-client-go  baseline: per set, the 5 pods rendered with
