@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -135,10 +137,11 @@ func TestStreamEndsWhenTheTokenExpires(t *testing.T) {
 // after the last event id received, it misses nothing. The lifetime leaves
 // room for an event held back (store/doc.go, "Events"): the watermark is
 // the whole Postgres cluster's, and the other tests' databases share it —
-// their migrations' transactions included — so in a CI run the first
-// event came after a 3 s lifetime had ended the stream.
+// their migrations' transactions included — so in CI runs the first event
+// came after a 3 s lifetime, and once after an 8 s one, had ended the
+// stream. When that happens the test says which transactions were open.
 func TestStreamLifetimeAndResume(t *testing.T) {
-	env := harness.Start(t, harness.Options{ServeArgs: []string{"--max-stream-lifetime", "8s"}})
+	env := harness.Start(t, harness.Options{ServeArgs: []string{"--max-stream-lifetime", "15s"}})
 	env.CreateTenant(t, "acme", harness.Subject("alice", pb.Role_ROLE_EDITOR))
 	jobs := env.Jobs(t, env.Token("alice"))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -147,7 +150,17 @@ func TestStreamLifetimeAndResume(t *testing.T) {
 	require.NoError(t, err)
 	_, err = jobs.CreateJob(ctx, &pb.CreateJobRequest{Parent: "tenants/acme", JobId: "first", Job: queuedJob()})
 	require.NoError(t, err)
-	last := recvUntil(t, stream, "first")
+	var last int64
+	for last == 0 {
+		m, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("the stream ended (%v) before the first job's event came; open transactions, oldest first: %s",
+				err, openTransactions(t, env.DatabaseURL))
+		}
+		if strings.HasSuffix(m.GetJob().GetName(), "/jobs/first") && m.GetEvent() != nil {
+			last = m.GetEvent().GetId()
+		}
+	}
 	st := endOf(t, stream, "none")
 	require.Equal(t, codes.Unavailable, st.Code(), st.Message())
 
@@ -156,4 +169,37 @@ func TestStreamLifetimeAndResume(t *testing.T) {
 	resumed, err := jobs.WatchJobs(ctx, &pb.WatchJobsRequest{Parent: "tenants/acme", AfterEventId: last})
 	require.NoError(t, err)
 	require.Greater(t, recvUntil(t, resumed, "meanwhile"), last)
+}
+
+// openTransactions lists the Postgres cluster's open transactions that
+// hold the event watermark back (an xid, or a snapshot's xmin), oldest
+// first.
+func openTransactions(t *testing.T, dbURL string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return err.Error()
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT coalesce(datname, ''), coalesce(application_name, ''), coalesce(state, ''),
+			coalesce(extract(epoch FROM now() - xact_start), 0)::float8, left(coalesce(query, ''), 100)
+		FROM pg_stat_activity WHERE backend_xid IS NOT NULL OR backend_xmin IS NOT NULL
+		ORDER BY xact_start NULLS LAST LIMIT 10`)
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for rows.Next() {
+		var db, app, state, query string
+		var age float64
+		if err := rows.Scan(&db, &app, &state, &age, &query); err != nil {
+			return err.Error()
+		}
+		out = append(out, fmt.Sprintf("[%s %s %s %.1fs %q]", db, app, state, age, query))
+	}
+	if err := rows.Err(); err != nil {
+		return err.Error()
+	}
+	return strings.Join(out, " ")
 }

@@ -3,7 +3,26 @@
 // server ends every stream after --max-stream-lifetime).
 import { useEffect, useRef } from "react";
 import { ApiError, paths, type Api } from "./api/client";
-import type { WatchJobResponse } from "./api/types";
+import type { Job, WatchJobResponse } from "./api/types";
+
+// newer reports whether a is a later read of a job than b (by updateTime;
+// compared as instants: the API writes 0, 3, 6 or 9 fractional digits).
+export function newer(a: Job, b: Job): boolean {
+  return (Date.parse(a.updateTime ?? "") || 0) > (Date.parse(b.updateTime ?? "") || 0);
+}
+
+// freshest is a list page as read, with each job the watch has already
+// delivered a later read of kept as shown: a list request sent before a
+// change and answered after the watch brought it would otherwise put the
+// job back in its earlier state.
+export function freshest(read: Job[], shown: Job[] | undefined): Job[] {
+  if (!shown) return read;
+  const byName = new Map(shown.map((j) => [j.name, j]));
+  return read.map((j) => {
+    const s = byName.get(j.name);
+    return s && newer(s, j) ? s : j;
+  });
+}
 
 // onOpen runs at the first message of each new (not resumed) watch, and
 // 1.5 s after it was asked for: from then on nothing is missed, so a list

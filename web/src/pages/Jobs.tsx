@@ -6,7 +6,7 @@ import { Confirm } from "../components/Confirm";
 import { useNow } from "../components/useNow";
 import { filterExpr, matches, type JobFilter } from "../filter";
 import { age, displayState, gpus, isFinal, jobDuration, localTime, replicasReady, waitingFor } from "../format";
-import { useJobWatch } from "../live";
+import { freshest, newer, useJobWatch } from "../live";
 import { useSession } from "../session";
 
 const pageSize = 50;
@@ -51,7 +51,7 @@ export function JobsPage() {
     if (token) q.set("pageToken", token);
     api.get<{ jobs?: Job[]; nextPageToken?: string }>(`${paths.jobs(tenant)}?${q}`).then(
       (r) => {
-        setJobs(r.jobs ?? []);
+        setJobs((shown) => freshest(r.jobs ?? [], shown));
         setNext(r.nextPageToken ?? "");
         setError(undefined);
       },
@@ -75,7 +75,8 @@ export function JobsPage() {
         if (m.event?.reason === "Deleted" || !matches(filter, j)) return i < 0 ? list : list.filter((_, k) => k !== i);
         if (i >= 0) {
           // A watch message may carry an older read than the list had.
-          if ((list[i]?.updateTime ?? "") > (j.updateTime ?? "")) return list;
+          const shown = list[i];
+          if (shown && newer(shown, j)) return list;
           return list.map((x, k) => (k === i ? j : x));
         }
         // New jobs belong on the first page only (newest first).
