@@ -37,26 +37,19 @@ func (q *urgentFirst[K]) Pop() K {
 	return q.lo.pop()
 }
 
-// fifo is a slice-backed queue whose popped slots are released as it
-// drains, so a burst of thousands of keys does not stay allocated.
-type fifo[K any] struct {
-	items []K
-	head  int
-}
+// fifo is a slice-backed queue, as client-go's default one: a pop
+// reslices past the head (clearing its slot), and the next growth of the
+// slice leaves the popped part behind.
+type fifo[K any] []K
 
-func (f *fifo[K]) len() int { return len(f.items) - f.head }
+func (f *fifo[K]) len() int { return len(*f) }
 
-func (f *fifo[K]) push(k K) { f.items = append(f.items, k) }
+func (f *fifo[K]) push(k K) { *f = append(*f, k) }
 
 func (f *fifo[K]) pop() K {
 	var zero K
-	k := f.items[f.head]
-	f.items[f.head] = zero
-	f.head++
-	if f.head == len(f.items) {
-		f.items, f.head = f.items[:0], 0
-	} else if f.head > 1024 && f.head > len(f.items)/2 {
-		f.items, f.head = append(f.items[:0:0], f.items[f.head:]...), 0
-	}
+	k := (*f)[0]
+	(*f)[0] = zero
+	*f = (*f)[1:]
 	return k
 }
