@@ -131,3 +131,21 @@ func TestRunDispatchesOnNotification(t *testing.T) {
 	require.Empty(t, wj.WorkerID, "released at shutdown")
 	require.True(t, wj.Active)
 }
+
+// The worker's queue hands out a job it has claimed and not started before
+// a started job's pass queued earlier: a burst of admissions is not served
+// behind the pod events of the jobs admitted before it.
+func TestUnstartedJobsLeaveTheQueueFirst(t *testing.T) {
+	b := setup(t)
+	started, claimed := store.JobKey{Tenant: "a", UID: "started"}, store.JobKey{Tenant: "a", UID: "claimed"}
+	b.w.own.add([]store.JobKey{started, claimed}, time.Now().Add(time.Minute))
+	b.w.own.loaded(started, job.Running, time.Now())
+	b.w.queue.Add(started)
+	b.w.queue.Add(claimed)
+	for _, want := range []store.JobKey{claimed, started} {
+		k, quit := b.w.queue.Get()
+		require.False(t, quit)
+		require.Equal(t, want, k)
+		b.w.queue.Done(k)
+	}
+}
