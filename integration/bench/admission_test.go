@@ -55,6 +55,8 @@ type admissionResult struct {
 	submitFor     time.Duration // every BatchCreateJobs call
 	admittedAt    time.Duration // first submit → every job admitted (polled every 100 ms)
 	podsAt        time.Duration // first submit → every job's pod delivered by the informer
+	firstPodAt    time.Duration // first submit → the first job's pod delivered
+	createPasses  float64       // the worker's reconcile passes until every pod existed
 	rawPods       int
 	rawFor        time.Duration // first raw create → every raw pod delivered
 	lost          int           // jobs without a pod at the end
@@ -68,6 +70,9 @@ type admissionResult struct {
 	rawDeleteFor        time.Duration // deleting raw's pods between the phases
 	cpu                 []cpuUse      // during the Trainyard phase
 	rawCPU              []cpuUse
+	// createCPU, rawCreateCPU: during each phase until its last pod
+	// existed, the window its rate is measured over.
+	createCPU, rawCreateCPU []cpuUse
 }
 
 func (r admissionResult) rate() float64    { return perSecond(r.jobs, r.podsAt) }
@@ -161,6 +166,7 @@ func measureAdmission(tb testing.TB, jobs, tenants int) admissionResult {
 		tb.Fatalf("raw create: %v", err)
 	}
 	res.rawFor = seen.waitFor(tb, "raw-", jobs, start, 10*time.Minute)
+	res.rawCreateCPU = diffCPU(cpu0, sampleCPU(procs))
 	res.rawSettle, res.rawSettled = seen.settle(tb, "raw-", 10*time.Minute)
 	res.rawCPU = diffCPU(cpu0, sampleCPU(procs))
 	// Raw's pods go before Trainyard's phase, which must start on the
@@ -215,6 +221,9 @@ func measureAdmission(tb testing.TB, jobs, tenants int) admissionResult {
 		tb.Fatalf("BatchCreateJobs: %v", err)
 	}
 	res.podsAt = seen.waitFor(tb, "ty-", jobs, start, 20*time.Minute)
+	res.createCPU = diffCPU(cpu0, sampleCPU(procs))
+	res.createPasses = diffMetrics(before, scrape(tb, metricsURL))["trainyard_worker_reconcile_duration_seconds_count"]
+	res.firstPodAt = seen.first("ty-").Sub(start)
 	res.settle, res.settled = seen.settle(tb, "ty-", 10*time.Minute)
 	res.cpu = diffCPU(cpu0, sampleCPU(procs))
 	res.admittedAt = admitted(start)
@@ -442,6 +451,19 @@ func (s *firstSeen) settle(tb testing.TB, prefix string, timeout time.Duration) 
 	return time.Since(start), ok
 }
 
+// first is when the first pod with the prefix was seen.
+func (s *firstSeen) first(prefix string) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var first time.Time
+	for name, at := range s.at {
+		if strings.HasPrefix(name, prefix) && (first.IsZero() || at.Before(first)) {
+			first = at
+		}
+	}
+	return first
+}
+
 // waitFor waits until n pods with the prefix were seen and returns when
 // the last one was, from start (or the timeout, with an error).
 func (s *firstSeen) waitFor(tb testing.TB, prefix string, n int, start time.Time, timeout time.Duration) time.Duration {
@@ -518,14 +540,14 @@ func (r admissionResult) print(out io.Writer) {
 			ratio(perSecond(r.jobs, done), perSecond(r.rawPods, rawDone)))
 	}
 	tw.Flush()
-	fmt.Fprintf(out, "Submitting took %.1f s; every job was admitted %.1f s after the first submit. Lost %d; the worker created %.0f pods for %d jobs.\n",
-		r.submitFor.Seconds(), r.admittedAt.Seconds(), r.lost, r.podCreates, r.jobs)
+	fmt.Fprintf(out, "Submitting took %.1f s; every job was admitted %.1f s after the first submit, the first pod existed %.1f s after it. Lost %d; the worker created %.0f pods for %d jobs.\n",
+		r.submitFor.Seconds(), r.admittedAt.Seconds(), r.firstPodAt.Seconds(), r.lost, r.podCreates, r.jobs)
 	m := r.metrics
-	fmt.Fprintf(out, "Scheduler: %.0f cycles, %.2f s in all (snapshot %.2f, decide %.2f, commit %.2f); worker: %.0f reconcile passes, %.1f s in all.\n",
+	fmt.Fprintf(out, "Scheduler: %.0f cycles, %.2f s in all (snapshot %.2f, decide %.2f, commit %.2f); worker: %.0f reconcile passes (%.0f until every pod existed), %.1f s in all.\n",
 		m[`trainyard_scheduler_cycle_duration_seconds_count{phase="total"}`], m[`trainyard_scheduler_cycle_duration_seconds_sum{phase="total"}`],
 		m[`trainyard_scheduler_cycle_duration_seconds_sum{phase="snapshot"}`], m[`trainyard_scheduler_cycle_duration_seconds_sum{phase="decide"}`],
 		m[`trainyard_scheduler_cycle_duration_seconds_sum{phase="commit"}`],
-		m["trainyard_worker_reconcile_duration_seconds_count"], m["trainyard_worker_reconcile_duration_seconds_sum"])
+		m["trainyard_worker_reconcile_duration_seconds_count"], r.createPasses, m["trainyard_worker_reconcile_duration_seconds_sum"])
 	cpu := func(uses []cpuUse) string {
 		var parts []string
 		for _, u := range uses {
@@ -540,6 +562,8 @@ func (r admissionResult) print(out io.Writer) {
 	}
 	fmt.Fprintf(out, ".\n")
 	fmt.Fprintf(out, "Raw's pods were deleted before Trainyard's phase (%.1f s; the pod garbage collector would otherwise delete them during it).\n", r.rawDeleteFor.Seconds())
+	fmt.Fprintf(out, "CPU seconds until each phase's pods all existed:\n")
+	fmt.Fprintf(out, "raw phase: %s.\nTrainyard phase: %s.\n", cpu(r.rawCreateCPU), cpu(r.createCPU))
 	fmt.Fprintf(out, "CPU seconds until each phase's pods had all finished:\n")
 	fmt.Fprintf(out, "raw phase: %s.\nTrainyard phase: %s.\n", cpu(r.rawCPU), cpu(r.cpu))
 }
