@@ -141,9 +141,9 @@ func TestSchedulerAdmitsWhatFits(t *testing.T) {
 // endJob finishes a job as its worker would.
 func endJob(t *testing.T, b *bundle, k store.JobKey) {
 	t.Helper()
-	keys, err := b.store.JobClaim(b.ctx, "test-worker", 100, time.Hour)
+	claimed, err := b.store.JobClaim(b.ctx, "test-worker", 100, time.Hour)
 	require.NoError(t, err)
-	require.Contains(t, keys, k)
+	require.Contains(t, store.KeysOf(claimed), k)
 	w, err := b.store.JobLoad(b.ctx, k.Tenant, k.UID)
 	require.NoError(t, err)
 	st := w.Job.Status

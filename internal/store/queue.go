@@ -141,18 +141,20 @@ const sqlJobClaim = `
 	)
 	UPDATE jobs j SET worker_id = $1, version = j.version + 1
 	FROM next WHERE j.tenant_id = next.tenant_id AND j.uid = next.uid
-	RETURNING j.tenant_id, j.uid::text`
+	RETURNING ` + jobCols
 
 // JobClaim gives workerID up to limit jobs that need a worker and have no
 // live owner, and extends its lease by ttl: jobs of dead workers first, then
 // claimable jobs in submission order. Jobs the scheduler has not admitted
 // are never claimable; admission makes them so, in admission order.
 // Concurrent claimers skip each other's rows and never get the same job.
-func (s *Store) JobClaim(ctx context.Context, workerID string, limit int, ttl time.Duration) ([]JobKey, error) {
+// It returns the jobs as the claim left them, as JobLoad would: a worker's
+// first pass over a job it just claimed need not read it again.
+func (s *Store) JobClaim(ctx context.Context, workerID string, limit int, ttl time.Duration) ([]WorkerJob, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	var keys []JobKey
+	var jobs []WorkerJob
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, sqlLeaseUpsert, workerID, microseconds(ttl)); err != nil {
 			return err
@@ -164,10 +166,25 @@ func (s *Store) JobClaim(ctx context.Context, workerID string, limit int, ttl ti
 		if err != nil {
 			return err
 		}
-		keys, err = pgx.CollectRows(rows, pgx.RowToStructByPos[JobKey])
+		jobs, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (WorkerJob, error) {
+			w, _, err := scanJob(row)
+			return w, err
+		})
 		return err
 	})
-	return keys, translate(err, "job claim")
+	return jobs, translate(err, "job claim")
+}
+
+// Key is the job's key.
+func (w WorkerJob) Key() JobKey { return JobKey{Tenant: w.Job.Tenant, UID: w.Job.UID} }
+
+// KeysOf is the keys of jobs, in their order.
+func KeysOf(jobs []WorkerJob) []JobKey {
+	keys := make([]JobKey, len(jobs))
+	for i, w := range jobs {
+		keys[i] = w.Key()
+	}
+	return keys
 }
 
 // JobLeaseRenew extends workerID's lease by ttl and returns the jobs it

@@ -43,7 +43,7 @@ func TestJobClaimConcurrentWorkers(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-start
-				got[i], errs[i] = b.store.JobClaim(b.ctx, worker, 3, time.Hour)
+				got[i], errs[i] = claimKeys(b.store.JobClaim(b.ctx, worker, 3, time.Hour))
 			}()
 		}
 		close(start)
@@ -73,7 +73,7 @@ func TestJobClaimConcurrentWorkers(t *testing.T) {
 	require.Len(t, perWorker, 2, "both workers got jobs: %v", perWorker)
 
 	// Nothing is left to claim while the leases live.
-	keys, err := b.store.JobClaim(b.ctx, "w3", 10, time.Hour)
+	keys, err := claimKeys(b.store.JobClaim(b.ctx, "w3", 10, time.Hour))
 	require.NoError(t, err)
 	require.Empty(t, keys)
 }
@@ -96,13 +96,14 @@ func TestJobClaimSubmissionOrder(t *testing.T) {
 
 	var names []string
 	for {
-		keys, err := b.store.JobClaim(b.ctx, "w", 1, time.Hour)
+		claimed, err := b.store.JobClaim(b.ctx, "w", 1, time.Hour)
 		require.NoError(t, err)
-		if len(keys) == 0 {
+		if len(claimed) == 0 {
 			break
 		}
-		w, err := b.store.JobLoad(b.ctx, keys[0].Tenant, keys[0].UID)
+		w, err := b.store.JobLoad(b.ctx, claimed[0].Job.Tenant, claimed[0].Job.UID)
 		require.NoError(t, err)
+		require.Equal(t, w, claimed[0], "a claim returns the job as a load after it reads it")
 		names = append(names, w.Job.Name)
 	}
 	require.Equal(t, []string{"low-1", "high", "low-2"}, names,
@@ -117,7 +118,7 @@ func TestJobClaimSubmissionOrder(t *testing.T) {
 	owned, err = b.store.JobLeaseRenew(b.ctx, "w", time.Hour)
 	require.NoError(t, err)
 	require.Len(t, owned, 2)
-	keys, err := b.store.JobClaim(b.ctx, "w2", 10, time.Hour)
+	keys, err := claimKeys(b.store.JobClaim(b.ctx, "w2", 10, time.Hour))
 	require.NoError(t, err)
 	require.Equal(t, []JobKey{keyOf(low1)}, keys)
 	require.NoError(t, b.store.JobReleaseAll(b.ctx, "w"))
@@ -132,7 +133,7 @@ func TestJobLeaseExpiryTakeover(t *testing.T) {
 	j := b.jobCreate(t, "a", "j", 0)
 	b.admit(t, keyOf(j))
 
-	keys, err := b.store.JobClaim(b.ctx, "w1", 10, 2*time.Second)
+	keys, err := claimKeys(b.store.JobClaim(b.ctx, "w1", 10, 2*time.Second))
 	require.NoError(t, err)
 	require.Equal(t, []JobKey{keyOf(j)}, keys)
 	w1, err := b.store.JobLoad(b.ctx, "a", j.UID)
@@ -140,7 +141,7 @@ func TestJobLeaseExpiryTakeover(t *testing.T) {
 
 	// w1 stops renewing (it died); once the lease expires w2 takes over.
 	require.Eventually(t, func() bool {
-		keys, err := b.store.JobClaim(b.ctx, "w2", 10, time.Hour)
+		keys, err := claimKeys(b.store.JobClaim(b.ctx, "w2", 10, time.Hour))
 		require.NoError(t, err)
 		return len(keys) == 1 && keys[0] == keyOf(j)
 	}, 15*time.Second, 20*time.Millisecond)
@@ -223,7 +224,7 @@ func TestJobSaveFencing(t *testing.T) {
 	require.Empty(t, w.WorkerID)
 	_, err = b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "w1", Tenant: "a", UID: j.UID, Version: w.Version, Status: st})
 	require.ErrorIs(t, err, ErrLeaseLost)
-	keys, err := b.store.JobClaim(b.ctx, "w9", 10, time.Hour)
+	keys, err := claimKeys(b.store.JobClaim(b.ctx, "w9", 10, time.Hour))
 	require.NoError(t, err)
 	require.Empty(t, keys)
 
@@ -409,7 +410,7 @@ func (b *testBundle) claimAll(t testing.TB, worker string) []string {
 	t.Helper()
 	var names []string
 	for {
-		keys, err := b.store.JobClaim(b.ctx, worker, 1, time.Hour)
+		keys, err := claimKeys(b.store.JobClaim(b.ctx, worker, 1, time.Hour))
 		require.NoError(t, err)
 		if len(keys) == 0 {
 			return names
@@ -439,7 +440,7 @@ func TestClaimTakesAdmittedJobsOnly(t *testing.T) {
 	_, err := b.pool.Exec(b.ctx, `UPDATE worker_leases SET expires_at = now() - interval '1 second' WHERE worker_id = 'w1'`)
 	require.NoError(t, err)
 	b.admit(t, keyOf(waits))
-	keys, err := b.store.JobClaim(b.ctx, "w2", 3, time.Hour)
+	keys, err := claimKeys(b.store.JobClaim(b.ctx, "w2", 3, time.Hour))
 	require.NoError(t, err)
 	require.Len(t, keys, 3)
 	require.ElementsMatch(t, []JobKey{keyOf(first), keyOf(second)}, keys[:2], "the expired lease's jobs are taken over first")
@@ -467,13 +468,13 @@ func TestClaimForgetsLeasesOfWorkersGone(t *testing.T) {
 		return ids
 	}
 
-	_, err = b.store.JobClaim(b.ctx, "w", 1, time.Minute)
+	_, err = claimKeys(b.store.JobClaim(b.ctx, "w", 1, time.Minute))
 	require.NoError(t, err)
 	require.Equal(t, []string{"holder", "recent", "w"}, leases(), "gone is forgotten; holder still owned a job when the claim began")
 	owned, err := b.store.JobLeaseRenew(b.ctx, "w", time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, []JobKey{keyOf(j)}, owned, "holder's job was taken over")
-	_, err = b.store.JobClaim(b.ctx, "w", 1, time.Minute)
+	_, err = claimKeys(b.store.JobClaim(b.ctx, "w", 1, time.Minute))
 	require.NoError(t, err)
 	require.Equal(t, []string{"recent", "w"}, leases())
 }
@@ -501,3 +502,6 @@ func TestJobListByKeys(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, got)
 }
+
+// claimKeys is the keys of what a claim returned.
+func claimKeys(jobs []WorkerJob, err error) ([]JobKey, error) { return KeysOf(jobs), err }

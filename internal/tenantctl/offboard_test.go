@@ -36,9 +36,9 @@ func fakeWorker(t *testing.T, st *store.Store, p store.JobCreateParams) store.Wo
 	res, err := st.SchedulerCommit(ctx, store.SchedulerCommitParams{Lease: lease, Admit: []store.JobKey{key}})
 	require.NoError(t, err)
 	require.Len(t, res.Admitted, 1)
-	keys, err := st.JobClaim(ctx, "fake-worker-"+j.Tenant, 100, time.Hour)
+	claimed, err := st.JobClaim(ctx, "fake-worker-"+j.Tenant, 100, time.Hour)
 	require.NoError(t, err)
-	require.Contains(t, keys, key)
+	require.Contains(t, store.KeysOf(claimed), key)
 	w, err := st.JobLoad(ctx, j.Tenant, j.UID)
 	require.NoError(t, err)
 	return w

@@ -44,9 +44,10 @@ type objects struct {
 	tbSvc *corev1.Service
 }
 
-// reconcile loads a job, admits it if it waits for quota, plans from what
-// the informers show and applies the plan in the order of the job
-// package's documentation.
+// reconcile loads a job (the first pass over a job claimed QUEUED takes
+// the row its claim returned: ownership.stash), plans from what the
+// informers show and applies the plan in the order of the job package's
+// documentation.
 func (w *Worker) reconcile(ctx context.Context, key store.JobKey) (result, error) {
 	if !w.own.owns(key) {
 		return result{}, nil
@@ -55,7 +56,11 @@ func (w *Worker) reconcile(ctx context.Context, key store.JobKey) (result, error
 		return result{}, errorf(errReasonNotSync, errors.New("informer caches not synced"))
 	}
 	began := time.Now()
-	wj, err := w.store.JobLoad(ctx, key.Tenant, key.UID)
+	wj, claimed := w.own.takeClaimed(key)
+	var err error
+	if !claimed {
+		wj, err = w.store.JobLoad(ctx, key.Tenant, key.UID)
+	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		w.disown(key)

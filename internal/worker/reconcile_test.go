@@ -332,6 +332,50 @@ func TestCancelBeforeAdmissionCreatesNothing(t *testing.T) {
 	require.Equal(t, job.Cancelled, b.load(t, key).Job.Status.State)
 }
 
+// The first pass over a job claimed QUEUED works from the row its claim
+// returned: it reads nothing more (a write that moves no version, as no
+// real writer's does, is not seen).
+func TestFirstPassUsesTheClaimedRow(t *testing.T) {
+	b := setup(t)
+	b.tenant(t, "acme", tenant.Quota{})
+	key := b.submit(t, "acme", "tj", spec(replica(job.Worker, 1, job.RestartNever)))
+	b.own(t, key)
+	_, err := b.pool.Exec(b.ctx, `UPDATE jobs SET spec = jsonb_set(spec, '{replicas,0,image}', '"unseen:1"') WHERE uid = $1`, key.UID)
+	require.NoError(t, err)
+
+	b.reconcile(t, key)
+	creates := b.actions("create", "pods")
+	require.Len(t, creates, 1)
+	require.NotEqual(t, "unseen:1", creates[0].(k8stesting.CreateAction).GetObject().(*corev1.Pod).Spec.Containers[0].Image)
+	require.Equal(t, job.Starting, b.load(t, key).Job.Status.State)
+	_, again := b.w.own.takeClaimed(key)
+	require.False(t, again, "the row serves one pass")
+}
+
+// A cancel that lands between the claim and the first pass moves the
+// job's version: the pass's save on the claimed row conflicts, and the
+// pass that follows loads the job and creates nothing.
+func TestCancelAfterClaimCreatesNothing(t *testing.T) {
+	b := setup(t)
+	b.tenant(t, "acme", tenant.Quota{})
+	key := b.submit(t, "acme", "tj", spec(replica(job.Worker, 2, job.RestartNever)))
+	b.own(t, key)
+	_, err := b.store.JobCancel(b.ctx, "acme", "tj")
+	require.NoError(t, err)
+
+	res := b.reconcile(t, key)
+	require.True(t, res.requeue, "the save conflicted: decide again")
+	require.Empty(t, b.writes(), "nothing created on the stale row")
+	for range 3 {
+		if !b.w.own.owns(key) {
+			break
+		}
+		b.reconcile(t, key)
+	}
+	require.Empty(t, b.writes(), "nothing created")
+	require.Equal(t, job.Cancelled, b.load(t, key).Job.Status.State)
+}
+
 // A preempted job's pods are deleted (gracefully: the pods carry the job's
 // grace period), and once they are gone the job is QUEUED again,
 // unadmitted and unowned, its restarts untouched.
