@@ -129,17 +129,22 @@ func benchSpecPB() *pb.JobSpec {
 func BenchmarkTrainyard(b *testing.B) {
 	cfg := loadConfig(b)
 	rep := newReport(cfg)
-	b.Run("store", func(b *testing.B) { benchStore(b, cfg, rep) })
-	b.Run("batch", func(b *testing.B) { benchBatch(b, cfg, rep) })
-	b.Run("million", func(b *testing.B) { benchMillion(b, rep) })
-	b.Run("watchers", func(b *testing.B) { benchFanout(b, rep) })
-	b.Run("dispatch", func(b *testing.B) { benchDispatch(b, cfg, rep) })
-	b.Run("rates", func(b *testing.B) { benchDispatchRates(b, cfg, rep) })
+	section := func(name string, f func(b *testing.B)) {
+		start := time.Now()
+		b.Run(name, f)
+		rep.took = append(rep.took, sectionTime{name, time.Since(start)})
+	}
+	section("store", func(b *testing.B) { benchStore(b, cfg, rep) })
+	section("batch", func(b *testing.B) { benchBatch(b, cfg, rep) })
+	section("million", func(b *testing.B) { benchMillion(b, rep) })
+	section("watchers", func(b *testing.B) { benchFanout(b, rep) })
+	section("dispatch", func(b *testing.B) { benchDispatch(b, cfg, rep) })
+	section("rates", func(b *testing.B) { benchDispatchRates(b, cfg, rep) })
 	// On the cluster the dispatch bench used, after it: what each leaves
 	// running stays until the cluster stops (memory_test.go says why).
-	b.Run("memory", func(b *testing.B) { benchWorkerMemory(b, rep) })
-	b.Run("replicas", func(b *testing.B) { benchReplicas(b, rep) })
-	b.Run("admission", func(b *testing.B) { benchAdmission(b, rep) })
+	section("memory", func(b *testing.B) { benchWorkerMemory(b, rep) })
+	section("replicas", func(b *testing.B) { benchReplicas(b, rep) })
+	section("admission", func(b *testing.B) { benchAdmission(b, rep) })
 	rep.print(os.Stdout)
 }
 

@@ -38,6 +38,14 @@ type report struct {
 	// memory_test.go, replicas_test.go), in
 	// the order they ran.
 	sections []func(io.Writer)
+	// took is how long each section ran (those a -bench filter skipped
+	// take no time), for make bench's budget.
+	took []sectionTime
+}
+
+type sectionTime struct {
+	name string
+	d    time.Duration
 }
 
 func newReport(cfg config) *report {
@@ -60,6 +68,18 @@ func (r *report) print(out io.Writer) {
 	for _, s := range r.sections {
 		s(out)
 	}
+	r.printTook(out)
+}
+
+// printTook prints how long each section that ran took, and the run.
+func (r *report) printTook(out io.Writer) {
+	var parts []string
+	for _, t := range r.took {
+		if t.d >= time.Second {
+			parts = append(parts, fmt.Sprintf("%s %s", t.name, t.d.Round(time.Second)))
+		}
+	}
+	fmt.Fprintf(out, "\nWall time: %s in all; %s\n", time.Since(r.started).Round(time.Second), strings.Join(parts, ", "))
 }
 
 func (r *report) printStore(out io.Writer) {
