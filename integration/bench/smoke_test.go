@@ -15,13 +15,14 @@ import (
 // sizes where only "it works and counts right" is checked, not the figures.
 
 func TestAdmissionSmoke(t *testing.T) {
-	r := measureAdmission(t, 300, 3)
+	r := measureAdmission(t, 300, 3, true)
 	t.Logf("admission of %d jobs over %d tenants: %.0f jobs/s (raw %.0f pods/s), admitted after %s, pods after %s",
 		r.jobs, r.tenants, r.rate(), r.rawRate(), r.admittedAt, r.podsAt)
 	require.Zero(t, r.lost, "every job got its pod")
 	require.EqualValues(t, r.jobs, r.podCreates, "one create per pod")
 	require.Positive(t, r.rate())
 	require.Positive(t, r.rawRate())
+	require.True(t, r.rawSettled && r.settled, "every pod of both phases ran to its end")
 }
 
 func TestDispatchSmoke(t *testing.T) {
