@@ -207,17 +207,20 @@ func runDispatch(b testing.TB, cfg config, rep *report) {
 }
 
 // dropNamespaces deletes the namespaces *nss names at the end of the
-// bench, on a reused cluster (one this run started is stopped whole), and
-// waits for them to be gone: the next run on that cluster must not pay for
-// their pods' deletion, nor meet the pod garbage collector (12,500
-// finished pods) deleting them while it measures. Registered before the
+// section, their pods first (deletePods), and waits for them to be gone:
+// the sections after it in the same run, and the next run on a reused
+// cluster, must not meet its pods — in the informers of every Trainyard
+// process, in kwok's backlog, or deleted by the pod garbage collector
+// (past 12,500 finished pods) while they measure. Registered before the
 // processes start, it runs after they stopped: nothing re-creates the
 // namespaces then.
 func dropNamespaces(tb testing.TB, c *cluster.Cluster, nss *[]string) {
 	tb.Cleanup(func() {
-		if c.Kind != "reused" {
+		if len(*nss) == 0 {
 			return
 		}
+		took := deletePods(tb, c.Client(), *nss)
+		tb.Logf("deleted the pods of %d namespaces in %s", len(*nss), took.Round(time.Second))
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
 		for _, ns := range *nss {

@@ -19,9 +19,8 @@ import (
 // Issue 11's worker memory: N running jobs of 1 chief + 4 workers (5N pods,
 // run-forever) owned by one `trainyard worker`; its resident memory and Go
 // heap then, beside the same worker idle (caches synced, no job) in the
-// same run. The pods stay until the cluster stops: running pods are not
-// the pod garbage collector's, and deleting them would load the API
-// server under the benchmarks after this one.
+// same run. The pods are deleted at the end (dropNamespaces), before the
+// sections after this one measure.
 
 type memoryResult struct {
 	jobs, pods        int
@@ -34,12 +33,15 @@ type memoryResult struct {
 }
 
 func measureMemory(tb testing.TB, jobs int) memoryResult {
+	var namespaces []string
+	dropNamespaces(tb, harness.Cluster(tb), &namespaces)
 	env := harness.Start(tb, harness.Options{Cluster: true, Workers: 1,
 		WorkerArgs: []string{"--kube-qps", "2000", "--kube-burst", "4000", "--max-owned-jobs", fmt.Sprint(2 * jobs)}})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	addScaleNodes(tb, env.Cluster, 5*jobs/2)
 	env.CreateTenant(tb, "mem", harness.Subject("alice", pb.Role_ROLE_EDITOR))
+	namespaces = append(namespaces, env.Namespace("mem"))
 	waitServiceAccount(tb, env.Cluster.Client(), env.Namespace("mem"), "trainyard-job")
 	worker := trainyardProcesses(tb, env.DatabaseURL, 2)[1]
 	metricsURL := "http://" + env.Workers[0].WaitFor(tb, metricsLine, time.Minute)[1] + "/metrics"

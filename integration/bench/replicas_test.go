@@ -60,12 +60,15 @@ func replicaRunOf(tb testing.TB, n, jobs int, d time.Duration) replicaRun {
 	// the jobs stay queued.
 	run.submitPerSec = submitRate(tb, n, d)
 
+	var namespaces []string
+	dropNamespaces(tb, harness.Cluster(tb), &namespaces)
 	env := harness.Start(tb, harness.Options{Cluster: true, Workers: n, ServeArgs: replicaDBArgs,
 		WorkerArgs: append(slices.Clone(admissionWorkerArgs), replicaDBArgs...)})
 	addScaleNodes(tb, env.Cluster, jobs)
 	clients := replicaClients(tb, env, n)
 	tenant := fmt.Sprintf("rep-%d", n)
 	env.CreateTenant(tb, tenant, harness.Subject("alice", pb.Role_ROLE_EDITOR))
+	namespaces = append(namespaces, env.Namespace(tenant))
 	waitServiceAccount(tb, env.Cluster.Client(), env.Namespace(tenant), "trainyard-job")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
