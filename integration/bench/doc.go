@@ -127,13 +127,15 @@
 //	                             rate of 3,000 single-pod jobs, pod creates per job
 //	admission  admission_test.go issue 8: 15,000 single-pod jobs over 30 tenants
 //	                             (TRAINYARD_BENCH_ADMISSION_JOBS, _TENANTS) until every pod
-//	                             exists and until every pod has run, beside raw creates of
-//	                             the same pods (each phase starts once the last one's pods
-//	                             have all run, and raw's are deleted before Trainyard's
-//	                             phase); Kueue's 351 s quoted
+//	                             exists, beside raw creates of the same pods (raw's are let
+//	                             run and then deleted before Trainyard's phase); with
+//	                             TRAINYARD_BENCH_ADMISSION_FINISHED=1 also until Trainyard's
+//	                             pods have all run; Kueue's 351 s quoted
 //
-// memory, replicas and admission run last on the cluster: what they leave
-// running or finished stays until the cluster stops.
+// Every section on the cluster deletes its namespaces, pods first, when it
+// ends (dropNamespaces): the next section's informers, kwok and pod garbage
+// collector meet none of its pods. The report ends with each section's wall
+// time.
 //
 // # Ratios
 //
