@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -69,6 +70,7 @@ type admissionResult struct {
 	// (TRAINYARD_BENCH_ADMISSION_FINISHED=1). Each phase's CPU is counted
 	// until then.
 	finish              bool
+	fresh               bool // Trainyard's phase ran on a new cluster, not on raw's after its pods were deleted
 	settle, rawSettle   time.Duration
 	settled, rawSettled bool          // false: the wait timed out with pods unfinished
 	rawDeleteFor        time.Duration // deleting raw's pods between the phases
@@ -90,35 +92,37 @@ func perSecond(n int, d time.Duration) float64 {
 	return float64(n) / d.Seconds()
 }
 
-// measureAdmission runs raw creates, then Trainyard, on a fresh Trainyard
-// over the shared cluster. The pods of both run for a second (kwok) and
-// stay, finished, as Trainyard keeps them by default, until raw's are
-// deleted between the phases (below), so that past 12,500 finished pods in
-// the cluster the pod garbage collector deletes the oldest in both phases
-// alike. Jobs that keep running would measure the cluster's pod churn
-// rather than admission.
-// Each phase is timed to its last pod created, raw's also to its last pod
-// finished (Trainyard's with finish), and Trainyard's phase starts only
-// after raw's pods finished and were deleted.
+// measureAdmission runs raw creates, then Trainyard. The pods of both run
+// for a second (kwok) and stay, finished, as Trainyard keeps them by
+// default. Jobs that keep running would measure the cluster's pod churn
+// rather than admission. Each phase is timed to its last pod created (and
+// to its last pod finished with finish), and each starts on an empty
+// cluster with nothing of the other's left in the API server, kwok or the
+// pod garbage collector (past 12,500 finished pods it force-deletes the
+// oldest): on a local cluster the run started, Trainyard's phase gets a
+// new one (harness.DiscardCluster: seconds); on any other, raw's pods are
+// let finish and then deleted first. kwok runs pods minutes behind the
+// creates, and deleted unfinished, at 15,000, raw's pods took 149-360 s
+// to go beside kwok's backlog, the machine was still busy a minute later,
+// and Trainyard's phase then ran at 0.56-0.68× where it ran at 0.83-0.89×
+// after raw's pods had finished.
 func measureAdmission(tb testing.TB, jobs, tenants int, finish bool) admissionResult {
-	var namespaces []string
-	dropNamespaces(tb, harness.Cluster(tb), &namespaces)
 	res := admissionResult{jobs: jobs, tenants: tenants, rawPods: jobs, workerArgs: admissionArgs(), finish: finish}
-	env := harness.Start(tb, harness.Options{Cluster: true, Workers: 1, WorkerArgs: res.workerArgs})
+	var namespaces []string
+	dropNamespaces(tb, &namespaces)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	addScaleNodes(tb, env.Cluster, jobs)
-	admin := env.Cluster.Client()
 
-	ids := make([]string, tenants)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("adm-%02d", i)
-		env.CreateTenant(tb, ids[i], harness.Subject("alice", pb.Role_ROLE_EDITOR))
-		namespaces = append(namespaces, env.Namespace(ids[i]))
-	}
+	// Raw: the pods the worker would render, in namespaces of their own,
+	// created by 32 goroutines with a client as fast as the worker's.
+	c := harness.Cluster(tb)
+	res.fresh = c.State() != nil // what harness.DiscardCluster replaces
+	addScaleNodes(tb, c, jobs)
+	admin := c.Client()
+	prefix := "admraw" + uuid.NewString()[:5] + "-"
 	rawNS := make([]string, tenants)
 	for i := range rawNS {
-		rawNS[i] = env.NamespacePrefix + fmt.Sprintf("raw-%02d", i)
+		rawNS[i] = prefix + fmt.Sprintf("%02d", i)
 		namespaces = append(namespaces, rawNS[i])
 		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: rawNS[i]}}, metav1.CreateOptions{}); err != nil {
 			tb.Fatalf("raw namespace: %v", err)
@@ -129,20 +133,17 @@ func measureAdmission(tb testing.TB, jobs, tenants int, finish bool) admissionRe
 			tb.Fatalf("raw namespace's service account: %v", err)
 		}
 	}
-	for i := range ids {
-		waitServiceAccount(tb, admin, env.Namespace(ids[i]), kube.DefaultJobServiceAccount)
-	}
-	seen := startFirstSeen(ctx, tb, admin, env.NamespacePrefix)
-	procs := append(clusterProcesses(env.Cluster), trainyardProcesses(tb, env.DatabaseURL, 2)...)
-
-	// Raw: the pods the worker would render, created by 32 goroutines with
-	// a client as fast as the worker's.
+	rawCtx, stopRaw := context.WithCancel(ctx)
+	defer stopRaw()
+	seen := startFirstSeen(rawCtx, tb, admin, prefix)
+	procs := clusterProcesses(c)
 	spec := admissionSpec()
-	rawCfg := env.Cluster.RESTConfig()
+	rawCfg := c.RESTConfig()
 	rawCfg.QPS, rawCfg.Burst = 5000, 10000
 	raw := kubernetes.NewForConfigOrDie(rawCfg)
 	pods := make(chan *corev1.Pod, 64)
 	var rawErr atomic.Value
+	waitQuiet(30 * time.Second)
 	cpu0 := sampleCPU(procs)
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -156,7 +157,7 @@ func measureAdmission(tb testing.TB, jobs, tenants int, finish bool) admissionRe
 		})
 	}
 	for i := range jobs {
-		j := job.Job{Tenant: ids[i%tenants], Name: fmt.Sprintf("raw-%05d", i), UID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i), Spec: spec}
+		j := job.Job{Tenant: fmt.Sprintf("adm-%02d", i%tenants), Name: fmt.Sprintf("raw-%05d", i), UID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i), Spec: spec}
 		p, err := kube.RenderPod(j, rawNS[i%tenants], job.Worker, 0, 0, kube.PodOptions{})
 		if err != nil {
 			tb.Fatal(err)
@@ -171,19 +172,32 @@ func measureAdmission(tb testing.TB, jobs, tenants int, finish bool) admissionRe
 	}
 	res.rawFor = seen.waitFor(tb, "raw-", jobs, start, 10*time.Minute)
 	res.rawCreateCPU = diffCPU(cpu0, sampleCPU(procs))
-	// Trainyard's phase must start on the cluster raw's started on. kwok
-	// runs pods minutes behind the creates, so raw's pods are let finish
-	// first: deleted unfinished, at 15,000, their deletes took 149-360 s
-	// beside kwok's backlog, the machine was still busy a minute later, and
-	// Trainyard's phase then ran at 0.56-0.68× where it ran at 0.83-0.89×
-	// after raw's pods had finished. Then they are deleted: past 12,500
-	// finished pods the pod garbage collector force-deletes the oldest, and
-	// with raw's 15,000 kept it deleted one of them for every Trainyard pod
-	// that ended, in the middle of Trainyard's phase.
-	res.rawSettle, res.rawSettled = seen.settle(tb, "raw-", 10*time.Minute)
-	res.rawCPU = diffCPU(cpu0, sampleCPU(procs))
-	res.rawDeleteFor = deletePods(tb, admin, rawNS)
-	res.quietFor = waitQuiet(time.Minute)
+	if finish || !res.fresh {
+		res.rawSettle, res.rawSettled = seen.settle(tb, "raw-", 10*time.Minute)
+		res.rawCPU = diffCPU(cpu0, sampleCPU(procs))
+	}
+	stopRaw()
+	if res.fresh {
+		harness.DiscardCluster(tb)
+	} else {
+		res.rawDeleteFor = deletePods(tb, admin, rawNS)
+		res.quietFor = waitQuiet(time.Minute)
+	}
+
+	env := harness.Start(tb, harness.Options{Cluster: true, Workers: 1, WorkerArgs: res.workerArgs})
+	addScaleNodes(tb, env.Cluster, jobs)
+	admin = env.Cluster.Client()
+	ids := make([]string, tenants)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("adm-%02d", i)
+		env.CreateTenant(tb, ids[i], harness.Subject("alice", pb.Role_ROLE_EDITOR))
+		namespaces = append(namespaces, env.Namespace(ids[i]))
+	}
+	for i := range ids {
+		waitServiceAccount(tb, admin, env.Namespace(ids[i]), kube.DefaultJobServiceAccount)
+	}
+	seen = startFirstSeen(ctx, tb, admin, env.NamespacePrefix)
+	procs = append(clusterProcesses(env.Cluster), trainyardProcesses(tb, env.DatabaseURL, 2)...)
 
 	// Trainyard: BatchCreateJobs of up to 500 jobs, four calls at once.
 	metricsURL := "http://" + env.Workers[0].WaitFor(tb, metricsLine, time.Minute)[1] + "/metrics"
@@ -196,6 +210,7 @@ func measureAdmission(tb testing.TB, jobs, tenants int, finish bool) admissionRe
 	}
 	calls := make(chan call, 64)
 	admitted := pollAdmitted(ctx, tb, env.DatabaseURL, jobs)
+	waitQuiet(30 * time.Second)
 	cpu0 = sampleCPU(procs)
 	start = time.Now()
 	var callErr atomic.Value
@@ -614,16 +629,22 @@ func (r admissionResult) print(out io.Writer) {
 		}
 		return strings.Join(parts, ", ")
 	}
-	fmt.Fprintf(out, "kwok runs each pod for a second, but far behind the creates: raw's last pod finished %.1f s after it was created", r.rawSettle.Seconds())
-	if r.finish {
-		fmt.Fprintf(out, ", Trainyard's %.1f s", r.settle.Seconds())
+	if r.finish || !r.fresh {
+		fmt.Fprintf(out, "kwok runs each pod for a second, but far behind the creates: raw's last pod finished %.1f s after it was created", r.rawSettle.Seconds())
+		if r.finish {
+			fmt.Fprintf(out, ", Trainyard's %.1f s", r.settle.Seconds())
+		}
+		if !r.rawSettled || (r.finish && !r.settled) {
+			fmt.Fprintf(out, " (the wait timed out with pods unfinished: the phases overlapped)")
+		}
+		fmt.Fprintf(out, ".\n")
 	}
-	if !r.rawSettled || (r.finish && !r.settled) {
-		fmt.Fprintf(out, " (the wait timed out with pods unfinished: the phases overlapped)")
+	if r.fresh {
+		fmt.Fprintf(out, "Each phase ran on a new local cluster: raw's was stopped with its pods, and Trainyard's phase began on an empty one.\n")
+	} else {
+		fmt.Fprintf(out, "Raw's pods were then deleted (%.1f s, and %.1f s until the machine was under half busy): the pod garbage collector would otherwise delete them during Trainyard's phase.\n",
+			r.rawDeleteFor.Seconds(), r.quietFor.Seconds())
 	}
-	fmt.Fprintf(out, ".\n")
-	fmt.Fprintf(out, "Raw's pods were then deleted (%.1f s, and %.1f s until the machine was under half busy): the pod garbage collector would otherwise delete them during Trainyard's phase.\n",
-		r.rawDeleteFor.Seconds(), r.quietFor.Seconds())
 	fmt.Fprintf(out, "CPU seconds until each phase's pods all existed:\n")
 	fmt.Fprintf(out, "raw phase: %s.\nTrainyard phase: %s.\n", cpu(r.rawCreateCPU), cpu(r.createCPU))
 	if r.finish {

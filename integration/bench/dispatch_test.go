@@ -98,7 +98,7 @@ func runDispatch(b testing.TB, cfg config, rep *report) {
 	c := harness.Cluster(b)
 	rep.clusterKind = c.Kind
 	var namespaces []string
-	dropNamespaces(b, c, &namespaces)
+	dropNamespaces(b, &namespaces)
 	addBenchNodes(b, c)
 	env := harness.Start(b, harness.Options{Cluster: true, Workers: 1, WorkerArgs: cfg.workerArgs})
 	for _, id := range []string{benchTenant, rawTenant} {
@@ -206,19 +206,27 @@ func runDispatch(b testing.TB, cfg config, rep *report) {
 	rep.logs = []string{"trainyard serve: " + logSummary(env.Server.Logs()), "trainyard worker: " + logSummary(env.Workers[0].Logs())}
 }
 
-// dropNamespaces deletes the namespaces *nss names at the end of the
-// section, their pods first (deletePods), and waits for them to be gone:
-// the sections after it in the same run, and the next run on a reused
-// cluster, must not meet its pods — in the informers of every Trainyard
-// process, in kwok's backlog, or deleted by the pod garbage collector
-// (past 12,500 finished pods) while they measure. Registered before the
+// dropNamespaces leaves no trace of the section on the cluster when it
+// ends: the sections after it in the same run, and the next run on a
+// reused cluster, must not meet its pods — in the informers of every
+// Trainyard process, in kwok's backlog, or deleted by the pod garbage
+// collector (past 12,500 finished pods) while they measure. A local
+// cluster the run started is discarded (harness.DiscardCluster: the next
+// section starts a new one in seconds); on any other it deletes the
+// namespaces *nss names, their pods first (deletePods: 15,000 took 2.5
+// minutes), and waits for them to be gone. Registered before the
 // processes start, it runs after they stopped: nothing re-creates the
 // namespaces then.
-func dropNamespaces(tb testing.TB, c *cluster.Cluster, nss *[]string) {
+func dropNamespaces(tb testing.TB, nss *[]string) {
 	tb.Cleanup(func() {
+		if harness.DiscardCluster(tb) {
+			tb.Logf("stopped the cluster: the next section starts a new one")
+			return
+		}
 		if len(*nss) == 0 {
 			return
 		}
+		c := harness.Cluster(tb)
 		took := deletePods(tb, c.Client(), *nss)
 		tb.Logf("deleted the pods of %d namespaces in %s", len(*nss), took.Round(time.Second))
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

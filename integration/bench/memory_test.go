@@ -34,7 +34,7 @@ type memoryResult struct {
 
 func measureMemory(tb testing.TB, jobs int) memoryResult {
 	var namespaces []string
-	dropNamespaces(tb, harness.Cluster(tb), &namespaces)
+	dropNamespaces(tb, &namespaces)
 	env := harness.Start(tb, harness.Options{Cluster: true, Workers: 1,
 		WorkerArgs: []string{"--kube-qps", "2000", "--kube-burst", "4000", "--max-owned-jobs", fmt.Sprint(2 * jobs)}})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)

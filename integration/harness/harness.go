@@ -125,6 +125,31 @@ func Cluster(t testing.TB) *cluster.Cluster {
 	return shared
 }
 
+// DiscardCluster stops the shared cluster when this process started it
+// locally, so that the next Cluster call starts a new, empty one, and
+// reports whether it did. A cluster bound with TRAINYARD_CLUSTER_KUBECONFIG
+// or a k3s container is kept (false): the caller cleans up instead.
+// Benchmarks use it between measurements: a fresh control plane takes
+// seconds, where deleting 15,000 pods from one takes minutes and leaves
+// work behind in kwok and the pod garbage collector. Nothing may still use
+// the old cluster: stop the processes bound to it first.
+func DiscardCluster(t testing.TB) bool {
+	t.Helper()
+	clusterMu.Lock()
+	defer clusterMu.Unlock()
+	if shared == nil {
+		return true
+	}
+	if shared.State() == nil { // attached, or k3s: not ours to stop
+		return false
+	}
+	if err := shared.Stop(); err != nil {
+		t.Errorf("stopping the local cluster: %v", err)
+	}
+	shared = nil
+	return true
+}
+
 type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
