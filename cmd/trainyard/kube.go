@@ -71,11 +71,7 @@ func (k *kubeFlags) restConfig() (*rest.Config, error) {
 	cfg.QPS = float32(k.qps)
 	cfg.Burst = k.burst
 	cfg.UserAgent = "trainyard"
-	// No gzip: the API server would compress every watch event and every
-	// answer for Trainyard, and Trainyard decompress them, for a network
-	// that is a data centre's or loopback. In the dispatch benchmark,
-	// decompressing watch streams was 14 % of the worker's CPU.
-	cfg.DisableCompression = true
+	kube.TuneRESTConfig(cfg) // protobuf, no gzip
 	return cfg, nil
 }
 

@@ -32,13 +32,14 @@ func testKubeFlags(t *testing.T) *kubeFlags {
 	return &kubeFlags{kubeconfig: path, qps: 200, burst: 400}
 }
 
-// Trainyard's Kubernetes clients ask for no gzip: on a data-centre or
-// loopback network compressing every watch event costs the API server and
-// Trainyard CPU for nothing.
-func TestRestConfigAsksForNoCompression(t *testing.T) {
+// Trainyard's Kubernetes clients speak protobuf and ask for no gzip
+// (kube.TuneRESTConfig).
+func TestRestConfigAsksForProtobufWithoutCompression(t *testing.T) {
 	cfg, err := testKubeFlags(t).restConfig()
 	require.NoError(t, err)
 	require.True(t, cfg.DisableCompression)
+	require.Equal(t, "application/vnd.kubernetes.protobuf", cfg.ContentType)
+	require.Equal(t, "application/vnd.kubernetes.protobuf,application/json", cfg.AcceptContentTypes)
 	require.Equal(t, "trainyard", cfg.UserAgent)
 	require.InDelta(t, 200, cfg.QPS, 0)
 	require.Equal(t, 400, cfg.Burst)

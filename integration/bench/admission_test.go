@@ -140,6 +140,7 @@ func measureAdmission(tb testing.TB, jobs, tenants int, finish bool) admissionRe
 	spec := admissionSpec()
 	rawCfg := c.RESTConfig()
 	rawCfg.QPS, rawCfg.Burst = 5000, 10000
+	kube.TuneRESTConfig(rawCfg) // as the worker's
 	raw := kubernetes.NewForConfigOrDie(rawCfg)
 	pods := make(chan *corev1.Pod, 64)
 	var rawErr atomic.Value
@@ -622,6 +623,7 @@ func (r admissionResult) print(out io.Writer) {
 		m[`trainyard_scheduler_cycle_duration_seconds_sum{phase="snapshot"}`], m[`trainyard_scheduler_cycle_duration_seconds_sum{phase="decide"}`],
 		m[`trainyard_scheduler_cycle_duration_seconds_sum{phase="commit"}`],
 		m["trainyard_worker_reconcile_duration_seconds_count"], r.createPasses, m["trainyard_worker_reconcile_duration_seconds_sum"])
+	fmt.Fprintf(out, "The worker's Kubernetes calls per job: %s.\n", callsPerJob(m, r.jobs))
 	cpu := func(uses []cpuUse) string {
 		var parts []string
 		for _, u := range uses {

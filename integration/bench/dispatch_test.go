@@ -320,10 +320,15 @@ func logSummary(logs string) string {
 var metricsLine = regexp.MustCompile(`msg="worker metrics listening".* addr=(\S+)`)
 
 // benchClient is a client configured like the worker's: QPS 200, burst
-// 400, API warnings (Pod Security's "restricted" notice) dropped.
+// 400 (unless cfg sets its own), protobuf without gzip
+// (kube.TuneRESTConfig), API warnings (Pod Security's "restricted"
+// notice) dropped.
 func benchClient(b testing.TB, cfg *rest.Config) kubernetes.Interface {
-	cfg.QPS, cfg.Burst = 200, 400
+	if cfg.QPS == 0 { // the worker's default; seeding asks for none (-1)
+		cfg.QPS, cfg.Burst = 200, 400
+	}
 	cfg.WarningHandlerWithContext = rest.NoWarnings{}
+	kube.TuneRESTConfig(cfg) // as the worker's
 	kc, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		b.Fatal(err)

@@ -131,7 +131,7 @@ func (r *report) printDispatch(out io.Writer) {
 			ms(raw.p50), ms(raw.p99), ms(ty.p50), ms(ty.p99),
 			ratio(ms(ty.p50), ms(raw.p50)), ratio(ms(ty.p99), ms(raw.p99)),
 			ratio(ms(ty.p50), ms(first.p50)), ratio(ms(ty.p99), ms(first.p99)),
-			l.raw.failed+l.raw.missing+l.trainyard.failed+l.trainyard.missing, callsPerJob(l))
+			l.raw.failed+l.raw.missing+l.trainyard.failed+l.trainyard.missing, callsPerJob(l.workerMetrics, l.trainyard.sets))
 	}
 	tw.Flush()
 	for _, l := range r.levels {
@@ -149,16 +149,16 @@ func (r *report) printDispatch(out io.Writer) {
 	}
 }
 
-// callsPerJob is the worker's Kubernetes calls during a level's Trainyard
-// blocks by verb and resource, divided by the jobs submitted.
-func callsPerJob(l levelResult) string {
-	if l.trainyard.sets == 0 {
+// callsPerJob is the worker's Kubernetes calls in metrics (a change of
+// its /metrics) by verb and resource, divided by the jobs submitted.
+func callsPerJob(metrics map[string]float64, jobs int) string {
+	if jobs == 0 {
 		return "-"
 	}
 	var parts []string
-	for k, v := range l.workerMetrics {
+	for k, v := range metrics {
 		if v != 0 && strings.HasPrefix(k, "trainyard_worker_kube_requests_total{") {
-			parts = append(parts, fmt.Sprintf("%s %.2f", labelValues(k), v/float64(l.trainyard.sets)))
+			parts = append(parts, fmt.Sprintf("%s %.2f", labelValues(k), v/float64(jobs)))
 		}
 	}
 	slices.Sort(parts)
