@@ -14,11 +14,13 @@
 // starts the local cluster of integration/cluster, or binds to
 // TRAINYARD_CLUSTER_KUBECONFIG. Whatever it cannot start fails the run:
 // nothing skips. The harness runs the real `trainyard serve` and `trainyard
-// worker` (default flags) and drops the databases it created; a cluster the
-// bench started is stopped, a reused one loses the dispatch and admission
-// sections' namespaces, and the run waits until they are gone (their pods'
+// worker` (default flags) and drops the databases it created. Each section
+// on the cluster starts on an empty one: a local cluster the bench started
+// is stopped when the section ends and the next starts a new one (four
+// seconds; harness.DiscardCluster); on a reused cluster the section deletes
+// its namespaces, pods first, and waits until they are gone (their pods'
 // deletion, or the pod garbage collector at 12,500 finished pods, would
-// otherwise land in the next run's measurement).
+// otherwise land in the next section's or run's measurement).
 // Each sub-benchmark is one fixed-length measurement that ignores b.N,
 // hence -benchtime 1x; its line carries the figures (ns/op is the mean
 // latency), so `benchstat` can compare runs.
@@ -119,21 +121,22 @@
 //	watchers   fanout_test.go    1,000 WatchJobs streams (TRAINYARD_BENCH_WATCHERS) on one server:
 //	                             memory per stream, commit → last stream, beside one stream
 //	rates      rates_test.go     the dispatch comparison above at TRAINYARD_BENCH_RATES jobs/s
-//	                             (50; "50,100" adds 100), nothing seeded,
-//	                             TRAINYARD_BENCH_RATES_FOR (10s) per path
+//	                             (50,100), nothing seeded, TRAINYARD_BENCH_RATES_FOR (10s)
+//	                             per path
 //	memory     memory_test.go    one worker owning 2,000 running 1 chief + 4 worker jobs
 //	                             (TRAINYARD_BENCH_MEMORY_JOBS), beside itself idle
 //	replicas   replicas_test.go  1 API server + 1 worker, then 3 + 3: CreateJob rate, dispatch
 //	                             rate of 3,000 single-pod jobs, pod creates per job
 //	admission  admission_test.go issue 8: 15,000 single-pod jobs over 30 tenants
 //	                             (TRAINYARD_BENCH_ADMISSION_JOBS, _TENANTS) until every pod
-//	                             exists, beside raw creates of the same pods (raw's are let
-//	                             run and then deleted before Trainyard's phase); with
-//	                             TRAINYARD_BENCH_ADMISSION_FINISHED=1 also until Trainyard's
+//	                             exists, beside raw creates of the same pods, each phase on a
+//	                             new cluster (on a reused one raw's pods are let run and then
+//	                             deleted before Trainyard's phase); with
+//	                             TRAINYARD_BENCH_ADMISSION_FINISHED=1 also until each phase's
 //	                             pods have all run; Kueue's 351 s quoted
 //
-// Every section on the cluster deletes its namespaces, pods first, when it
-// ends (dropNamespaces): the next section's informers, kwok and pod garbage
+// Every section on the cluster leaves nothing behind when it ends
+// (dropNamespaces): the next section's informers, kwok and pod garbage
 // collector meet none of its pods. The report ends with each section's wall
 // time.
 //
