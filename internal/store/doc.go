@@ -78,8 +78,8 @@
 //	┌──────────►  WAITING: active, no live lease  ◄──────────┐
 //	│             claimable once claim_after ≤ now()         │ lease expired,
 //	│                     │                                  │ JobRelease;
-//	│                     │ JobClaim                         │ JobPark of a finished
-//	│                     ▼                                  │ job: claim_after = its TTL
+//	│                     │ JobClaim                         │ JobPark or JobSave{Park} of a
+//	│                     ▼                                  │ finished job: claim_after = its TTL
 //	│           OWNED: active, worker_id=W, live lease ──────┘
 //	│             JobLeaseRenew extends the lease;
 //	│             JobLoad → JobSave (fenced);        JobSave{Requeue} (preempted,

@@ -67,6 +67,11 @@ type JobSaveParams struct {
 	Requeue *Requeue
 	// Done: the job needs no more work. It becomes inactive and unowned.
 	Done bool
+	// Park, when positive: the job needs nothing before this long has
+	// passed (a finished job waiting for its TTL), and is let go as JobPark
+	// lets it go, in the same statement: a finished job's last save and
+	// its park were two.
+	Park time.Duration
 }
 
 // Requeue is how a job goes back to the queue.
@@ -341,6 +346,9 @@ func (s *Store) JobSave(ctx context.Context, p JobSaveParams) (int64, error) {
 	if p.Requeue != nil && (p.Status.State != job.Queued || p.Done) {
 		return 0, fmt.Errorf("%w: %s: a requeued job is QUEUED and not done", ErrFailedPrecondition, what)
 	}
+	if p.Park > 0 && (p.Done || p.Requeue != nil) {
+		return 0, fmt.Errorf("%w: %s: a parked job is neither done nor requeued", ErrFailedPrecondition, what)
+	}
 	status := p.Status
 	status.CancelRequested = false // the column is the truth
 	now := s.timestamp()
@@ -375,9 +383,11 @@ func (s *Store) JobSave(ctx context.Context, p JobSaveParams) (int64, error) {
 			                                   ELSE coalesce(finish_time, $8) END,
 			                start_time = $11,
 			                active = active AND NOT $9,
-			                worker_id = CASE WHEN $9 OR $10 THEN NULL ELSE worker_id END,
+			                worker_id = CASE WHEN $9 OR $10 OR $19::bigint > 0 THEN NULL ELSE worker_id END,
 			                admitted = admitted AND NOT $10,
-			                claim_after = CASE WHEN $10 THEN 'infinity' ELSE claim_after END,
+			                claim_after = CASE WHEN $10 THEN 'infinity'
+			                                   WHEN $19::bigint > 0 THEN now() + $19::bigint * interval '1 microsecond'
+			                                   ELSE claim_after END,
 			                queued_at = CASE WHEN $10 THEN $7 ELSE queued_at END,
 			                not_before = CASE WHEN $10 AND $12::bigint > 0 THEN now() + $12::bigint * interval '1 microsecond'
 			                                  WHEN $10 THEN NULL ELSE not_before END,
@@ -397,7 +407,7 @@ func (s *Store) JobSave(ctx context.Context, p JobSaveParams) (int64, error) {
 		SELECT version FROM u`,
 		p.Tenant, p.UID, p.WorkerID, p.Version, status, string(status.State), now, finish, p.Done,
 		requeue, status.StartTime, after, preemptedBy,
-		ev.types, ev.reasons, ev.messages, ev.states, ev.times,
+		ev.types, ev.reasons, ev.messages, ev.states, ev.times, microseconds(max(p.Park, 0)),
 	).Scan(&version)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Why not: the lease, the version or the row. A row that looks

@@ -505,3 +505,39 @@ func TestJobListByKeys(t *testing.T) {
 
 // claimKeys is the keys of what a claim returned.
 func claimKeys(jobs []WorkerJob, err error) ([]JobKey, error) { return KeysOf(jobs), err }
+
+// A finished job's last save can park it (JobSaveParams.Park), as JobPark
+// would after it: unowned, still active, claimable when the time is up,
+// one version later.
+func TestJobSaveParks(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	j := b.jobCreate(t, "a", "j", 0)
+	w := b.own(t, "w1", keyOf(j))
+	st := w.Job.Status
+	st.State = job.Succeeded
+
+	_, err := b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "w1", Tenant: "a", UID: j.UID, Version: w.Version, Status: st,
+		Done: true, Park: time.Hour})
+	require.ErrorIs(t, err, ErrFailedPrecondition, "done and parked at once")
+
+	v, err := b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "w1", Tenant: "a", UID: j.UID, Version: w.Version, Status: st,
+		Events: []job.Event{{Reason: "Succeeded"}}, Park: time.Hour})
+	require.NoError(t, err)
+	require.Equal(t, w.Version+1, v, "one write")
+	got, err := b.store.JobLoad(b.ctx, "a", j.UID)
+	require.NoError(t, err)
+	require.Equal(t, job.Succeeded, got.Job.Status.State)
+	require.True(t, got.Active, "its kept objects still need a worker at the TTL")
+	require.Empty(t, got.WorkerID, "nobody holds it meanwhile")
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM jobs WHERE claim_after BETWEEN now() + interval '59 minutes' AND now() + interval '61 minutes'`))
+	keys, err := claimKeys(b.store.JobClaim(b.ctx, "w2", 10, time.Hour))
+	require.NoError(t, err)
+	require.Empty(t, keys, "not claimable before the TTL")
+
+	_, err = b.pool.Exec(b.ctx, `UPDATE jobs SET claim_after = now() WHERE uid = $1`, j.UID)
+	require.NoError(t, err)
+	keys, err = claimKeys(b.store.JobClaim(b.ctx, "w2", 10, time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, []JobKey{keyOf(j)}, keys, "claimable once due")
+}

@@ -127,7 +127,7 @@ func TestFinishingChecksTheAPIServer(t *testing.T) {
 	wj := b.load(t, key)
 	failed, events := job.Fail(wj.Job.Status, "Test", "ended by the test", b.clock.Now())
 	p := &pass{key: key, wj: wj, loaded: wj.Job.Status.State, ns: "ty-acme", now: b.clock.Now()}
-	ok, _, err := b.w.save(b.ctx, p, failed, events, false)
+	ok, _, err := b.w.save(b.ctx, p, failed, events, false, 0)
 	require.NoError(t, err)
 	require.True(t, ok)
 	b.reconcile(t, key)

@@ -37,7 +37,8 @@
 // lease every TTL/3 and releases
 // everything on a graceful stop. Jobs waiting for admission are not
 // claimable (see Admission), nor are finished jobs whose kept pods wait for
-// a TTL longer than a lease (parked until it, store.JobPark), so the owned
+// a TTL longer than a lease (parked until it by the save that ends them,
+// JobSaveParams.Park, or store.JobPark when nothing was left to save), so the owned
 // jobs are the ones starting, running or being cleaned up, and neither one
 // tenant's queue nor a day's TTLs can fill the workers. Admitted jobs are
 // claimed in submission order. Why job ownership in Postgres and not a Kubernetes

@@ -233,7 +233,14 @@ func (w *Worker) apply(ctx context.Context, p *pass, plan job.PlanResult) (resul
 
 	purge := p.wj.Deleted && plan.Forget
 	done := plan.Forget && !p.wj.Deleted
-	if done && !deletesService(plan.Actions) {
+	mustSave := !purge && (done || len(plan.Events) > 0 || !equalStatus(p.wj.Job.Status, plan.Status))
+	// A finished job that saves and then needs nothing before its TTL is
+	// parked by that save (one statement, not two).
+	var park time.Duration
+	if mustSave {
+		park = w.parkFor(p, plan)
+	}
+	if (done || park > 0) && !deletesService(plan.Actions) {
 		// The last pass: the slice must not go on listing the addresses
 		// the finished pods gave back.
 		if !w.own.leased(p.key, time.Now(), w.cfg.LeaseTTL/10) {
@@ -244,8 +251,8 @@ func (w *Worker) apply(ctx context.Context, p *pass, plan job.PlanResult) (resul
 		}
 	}
 	saved := false
-	if !purge && (done || len(plan.Events) > 0 || !equalStatus(p.wj.Job.Status, plan.Status)) {
-		ok, res, err := w.save(ctx, p, plan.Status, plan.Events, done)
+	if mustSave {
+		ok, res, err := w.save(ctx, p, plan.Status, plan.Events, done, park)
 		if !ok {
 			return res, err
 		}
@@ -256,6 +263,11 @@ func (w *Worker) apply(ctx context.Context, p *pass, plan job.PlanResult) (resul
 	}
 	if done {
 		w.log.Debug("job needs no more work", "job", p.key, "state", plan.Status.State)
+		w.disown(p.key)
+		return result{}, nil
+	}
+	if park > 0 {
+		w.log.Debug("finished job parked until its TTL", "job", p.key, "for", park)
 		w.disown(p.key)
 		return result{}, nil
 	}
@@ -300,15 +312,24 @@ func (w *Worker) apply(ctx context.Context, p *pass, plan job.PlanResult) (resul
 		w.disown(p.key)
 		return result{}, nil
 	}
-	if plan.Status.State.Final() && !p.wj.Deleted && len(plan.Actions) == 0 &&
-		plan.RequeueAfter > w.cfg.LeaseTTL && !w.expect.creating(p.key.UID) {
-		return w.park(ctx, p, plan.RequeueAfter)
+	if after := w.parkFor(p, plan); after > 0 {
+		return w.park(ctx, p, after)
 	}
 	after := plan.RequeueAfter
 	if recheck > 0 && (after <= 0 || recheck < after) {
 		after = recheck
 	}
 	return result{requeue: plan.Requeue, after: after}, nil
+}
+
+// parkFor is how long a finished job that needs nothing before its kept
+// objects' TTL can be let go for (park), or 0 when it must stay owned.
+func (w *Worker) parkFor(p *pass, plan job.PlanResult) time.Duration {
+	if plan.Status.State.Final() && !plan.Forget && !p.wj.Deleted && len(plan.Actions) == 0 &&
+		plan.RequeueAfter > w.cfg.LeaseTTL && !w.expect.creating(p.key.UID) {
+		return plan.RequeueAfter
+	}
+	return 0
 }
 
 // park lets a finished job whose kept objects wait for its TTL go until
@@ -394,10 +415,10 @@ func (w *Worker) holdOn(ctx context.Context, p *pass, plan job.PlanResult) (resu
 // save writes status and events, fenced by the lease and the version read.
 // ok is false when the pass must stop: res and err then say what next (a
 // conflict re-reads at once; a lost lease drops the job).
-func (w *Worker) save(ctx context.Context, p *pass, st job.Status, drafts []job.EventDraft, done bool) (ok bool, res result, err error) {
+func (w *Worker) save(ctx context.Context, p *pass, st job.Status, drafts []job.EventDraft, done bool, park time.Duration) (ok bool, res result, err error) {
 	version, err := w.store.JobSave(ctx, store.JobSaveParams{
 		WorkerID: w.cfg.ID, Tenant: p.key.Tenant, UID: p.key.UID, Version: p.wj.Version,
-		Status: st, Events: eventsOf(drafts), Done: done,
+		Status: st, Events: eventsOf(drafts), Done: done, Park: park,
 	})
 	switch {
 	case errors.Is(err, store.ErrConflict):
@@ -439,7 +460,7 @@ func (w *Worker) failTerminal(ctx context.Context, p *pass, st job.Status, cause
 	w.metrics.reconcileErrors.WithLabelValues(errReasonTerminal).Inc()
 	w.log.Warn("Kubernetes refused the job's objects; failing the job", "job", p.key, "reason", reason, "message", msg)
 	failed, events := job.Fail(st, reason, msg, w.cfg.Now())
-	if ok, res, err := w.save(ctx, p, failed, events, false); !ok {
+	if ok, res, err := w.save(ctx, p, failed, events, false, 0); !ok {
 		return res, err
 	}
 	return result{requeue: true}, nil
