@@ -109,14 +109,14 @@ func perSecond(n int, d time.Duration) float64 {
 func measureAdmission(tb testing.TB, jobs, tenants int, finish bool) admissionResult {
 	res := admissionResult{jobs: jobs, tenants: tenants, rawPods: jobs, workerArgs: admissionArgs(), finish: finish}
 	var namespaces []string
-	dropNamespaces(tb, &namespaces)
+	leaveClusterEmpty(tb, &namespaces)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 
 	// Raw: the pods the worker would render, in namespaces of their own,
 	// created by 32 goroutines with a client as fast as the worker's.
 	c := harness.Cluster(tb)
-	res.fresh = c.State() != nil // what harness.DiscardCluster replaces
+	res.fresh = harness.Owns(c) // DiscardCluster replaces it between the phases
 	addScaleNodes(tb, c, jobs)
 	admin := c.Client()
 	prefix := "admraw" + uuid.NewString()[:5] + "-"

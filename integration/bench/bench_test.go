@@ -140,8 +140,9 @@ func BenchmarkTrainyard(b *testing.B) {
 	section("watchers", func(b *testing.B) { benchFanout(b, rep) })
 	section("dispatch", func(b *testing.B) { benchDispatch(b, cfg, rep) })
 	section("rates", func(b *testing.B) { benchDispatchRates(b, cfg, rep) })
-	// Every section on the cluster deletes its namespaces, pods first, when
-	// it ends (dropNamespaces): the next one starts on the nodes alone.
+	// Every section on the cluster leaves it empty when it ends
+	// (leaveClusterEmpty: a new cluster, or its pods deleted): the next one
+	// starts on the nodes alone.
 	section("memory", func(b *testing.B) { benchWorkerMemory(b, rep) })
 	section("replicas", func(b *testing.B) { benchReplicas(b, rep) })
 	section("admission", func(b *testing.B) { benchAdmission(b, rep) })

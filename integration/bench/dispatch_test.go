@@ -98,7 +98,7 @@ func runDispatch(b testing.TB, cfg config, rep *report) {
 	c := harness.Cluster(b)
 	rep.clusterKind = c.Kind
 	var namespaces []string
-	dropNamespaces(b, &namespaces)
+	leaveClusterEmpty(b, &namespaces)
 	addBenchNodes(b, c)
 	env := harness.Start(b, harness.Options{Cluster: true, Workers: 1, WorkerArgs: cfg.workerArgs})
 	for _, id := range []string{benchTenant, rawTenant} {
@@ -206,7 +206,7 @@ func runDispatch(b testing.TB, cfg config, rep *report) {
 	rep.logs = []string{"trainyard serve: " + logSummary(env.Server.Logs()), "trainyard worker: " + logSummary(env.Workers[0].Logs())}
 }
 
-// dropNamespaces leaves no trace of the section on the cluster when it
+// leaveClusterEmpty leaves no trace of the section on the cluster when it
 // ends: the sections after it in the same run, and the next run on a
 // reused cluster, must not meet its pods — in the informers of every
 // Trainyard process, in kwok's backlog, or deleted by the pod garbage
@@ -217,10 +217,10 @@ func runDispatch(b testing.TB, cfg config, rep *report) {
 // minutes), and waits for them to be gone. Registered before the
 // processes start, it runs after they stopped: nothing re-creates the
 // namespaces then.
-func dropNamespaces(tb testing.TB, nss *[]string) {
+func leaveClusterEmpty(tb testing.TB, nss *[]string) {
 	tb.Cleanup(func() {
 		if harness.DiscardCluster(tb) {
-			tb.Logf("stopped the cluster: the next section starts a new one")
+			tb.Logf("discarded the cluster: the next section starts a new one")
 			return
 		}
 		if len(*nss) == 0 {

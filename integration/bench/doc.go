@@ -136,7 +136,7 @@
 //	                             pods have all run; Kueue's 351 s quoted
 //
 // Every section on the cluster leaves nothing behind when it ends
-// (dropNamespaces): the next section's informers, kwok and pod garbage
+// (leaveClusterEmpty): the next section's informers, kwok and pod garbage
 // collector meet none of its pods. The report ends with each section's wall
 // time.
 //

@@ -19,8 +19,8 @@ import (
 // Issue 11's worker memory: N running jobs of 1 chief + 4 workers (5N pods,
 // run-forever) owned by one `trainyard worker`; its resident memory and Go
 // heap then, beside the same worker idle (caches synced, no job) in the
-// same run. The pods are deleted at the end (dropNamespaces), before the
-// sections after this one measure.
+// same run. The pods go with the cluster at the end (leaveClusterEmpty),
+// before the sections after this one measure.
 
 type memoryResult struct {
 	jobs, pods        int
@@ -34,7 +34,7 @@ type memoryResult struct {
 
 func measureMemory(tb testing.TB, jobs int) memoryResult {
 	var namespaces []string
-	dropNamespaces(tb, &namespaces)
+	leaveClusterEmpty(tb, &namespaces)
 	env := harness.Start(tb, harness.Options{Cluster: true, Workers: 1,
 		WorkerArgs: []string{"--kube-qps", "2000", "--kube-burst", "4000", "--max-owned-jobs", fmt.Sprint(2 * jobs)}})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)

@@ -61,7 +61,7 @@ func replicaRunOf(tb testing.TB, n, jobs int, d time.Duration) replicaRun {
 	run.submitPerSec = submitRate(tb, n, d)
 
 	var namespaces []string
-	dropNamespaces(tb, &namespaces)
+	leaveClusterEmpty(tb, &namespaces)
 	env := harness.Start(tb, harness.Options{Cluster: true, Workers: n, ServeArgs: replicaDBArgs,
 		WorkerArgs: append(slices.Clone(admissionWorkerArgs), replicaDBArgs...)})
 	addScaleNodes(tb, env.Cluster, jobs)

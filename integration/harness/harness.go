@@ -140,7 +140,7 @@ func DiscardCluster(t testing.TB) bool {
 	if shared == nil {
 		return true
 	}
-	if shared.State() == nil { // attached, or k3s: not ours to stop
+	if !Owns(shared) {
 		return false
 	}
 	if err := shared.Stop(); err != nil {
@@ -149,6 +149,12 @@ func DiscardCluster(t testing.TB) bool {
 	shared = nil
 	return true
 }
+
+// Owns reports whether this process started c (the local cluster), so
+// that DiscardCluster replaces it rather than leaving it to the caller: a
+// cluster bound with TRAINYARD_CLUSTER_KUBECONFIG or a k3s container has
+// no State.
+func Owns(c *cluster.Cluster) bool { return c.State() != nil }
 
 type testWriter struct{ t testing.TB }
 
