@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -62,17 +63,28 @@ func (e *BatchError) Unwrap() []error {
 // before: the first job is returned as it is now, or ErrNotFound when it
 // has been deleted since (see JobGetByRequestID). A duplicate name is
 // ErrAlreadyExists; a missing tenant ErrNotFound; a tenant that is not
-// ACTIVE ErrFailedPrecondition. It is JobCreateMany of one job.
+// ACTIVE ErrFailedPrecondition.
+//
+// Concurrent calls share statements (creates.go): the job is committed in
+// the same transaction as other callers' jobs, but its outcome is its own.
+// A caller whose ctx ends before its job was sent creates nothing; one
+// whose ctx ends after may or may not have created it, as with any
+// statement cut off mid-commit (a retry with the same RequestID is safe).
 func (s *Store) JobCreate(ctx context.Context, p JobCreateParams) (job.Job, bool, error) {
-	out, err := s.JobCreateMany(ctx, p.Job.Tenant, []JobCreateParams{p})
-	var be *BatchError
-	if errors.As(err, &be) && len(be.Items) == 1 {
-		err = be.Items[0].Err
-	}
+	it, err := prepareCreate(ctx, p)
 	if err != nil {
 		return job.Job{}, false, err
 	}
-	return out[0].Job, out[0].Created, nil
+	c := s.creates.add(it)
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		if s.creates.withdraw(c) {
+			return job.Job{}, false, translate(ctx.Err(), jobWhat(p.Job.Tenant, p.Job.Name))
+		}
+		<-c.done // sent already: its outcome is known in a moment
+	}
+	return c.out.Job, c.out.Created, c.err
 }
 
 // JobCreateMany creates the tenant's jobs of items (at most MaxBatchCreate,
@@ -82,15 +94,6 @@ func (s *Store) JobCreate(ctx context.Context, p JobCreateParams) (job.Job, bool
 // request ids must be unique within the batch. Errors that belong to items
 // (a name taken, a request id twice, a replayed request whose job was
 // deleted) come as a *BatchError.
-//
-// The statement reads the tenant row FOR SHARE first: that conflicts with
-// the FOR NO KEY UPDATE of TenantUpdate, so no job is inserted for a tenant
-// that an offboarding committed meanwhile, and an offboarding waits for
-// creates in flight and then sees their jobs. Idempotency keys are
-// inserted ON CONFLICT DO NOTHING before the jobs: a concurrent retry of
-// the same request waits on the key's unique index until the first
-// commits, and then creates nothing. No NOTIFY is in the transaction: the
-// scheduler's and the watchers' wake-ups leave after commit (notifier.go).
 func (s *Store) JobCreateMany(ctx context.Context, tenantID string, items []JobCreateParams) ([]JobCreated, error) {
 	if len(items) == 0 {
 		return nil, nil
@@ -98,70 +101,48 @@ func (s *Store) JobCreateMany(ctx context.Context, tenantID string, items []JobC
 	if len(items) > MaxBatchCreate {
 		return nil, fmt.Errorf("%w: %d jobs in one batch; at most %d", ErrFailedPrecondition, len(items), MaxBatchCreate)
 	}
-	rows, err := newCreateRows(tenantID, items, s.timestamp())
-	if err != nil {
-		return nil, err
-	}
-	query, args := rows.statement(ctx)
-	what := fmt.Sprintf("jobs of tenant %q", tenantID)
-	if len(items) == 1 {
-		what = jobWhat(tenantID, items[0].Job.Name)
-	}
-	r, err := s.pool.Query(ctx, query, args...)
-	if err != nil {
-		if isUniqueViolation(err, "jobs_tenant_name_key") {
-			return nil, s.nameConflicts(ctx, tenantID, items, err)
-		}
-		return nil, translate(err, what)
-	}
-	// The statement returns only what the database chose; the rest of each
-	// job is what was sent (decoding the spec and status back costs as
-	// much CPU as the whole insert does in Postgres).
-	inserted := map[string]job.Job{}
-	for r.Next() {
-		var (
-			uid     string
-			created time.Time
-			seq     int64
-		)
-		if err := r.Scan(&uid, &seq, &created); err != nil {
-			r.Close()
-			return nil, translate(err, what)
-		}
-		inserted[uid] = rows.job(uid, created)
-	}
-	r.Close()
-	if err := r.Err(); err != nil {
-		if isUniqueViolation(err, "jobs_tenant_name_key") {
-			return nil, s.nameConflicts(ctx, tenantID, items, err)
-		}
-		return nil, translate(err, what)
-	}
-	if len(inserted) < len(items) {
-		if err := s.tenantActive(ctx, tenantID); err != nil {
-			return nil, err
-		}
-	}
-	out := make([]JobCreated, len(items))
+	batch := make([]createItem, len(items))
+	names, requests := map[string]int{}, map[string]int{}
 	var bad []ItemError
-	for i, it := range items {
-		if j, ok := inserted[rows.uids[i]]; ok {
-			out[i] = JobCreated{Job: j, Created: true}
-			continue
+	for i, p := range items {
+		j := p.Job
+		if j.Tenant != tenantID {
+			bad = append(bad, ItemError{i, fmt.Errorf("%w: job %q is of tenant %q, not %q", ErrFailedPrecondition, j.Name, j.Tenant, tenantID)})
 		}
-		// Not inserted, the tenant being active: the request id was seen.
-		w, err := jobByRequestID(ctx, s.pool, tenantID, it.RequestID)
-		if errors.Is(err, errRequestUnknown) {
-			err = fmt.Errorf("%w: the job of request id %q was purged meanwhile; retry", ErrConflict, it.RequestID)
+		if first, ok := names[j.Name]; ok {
+			bad = append(bad, ItemError{i, fmt.Errorf("%w: job %q is also item %d of the batch", ErrAlreadyExists, j.Name, first)})
 		}
+		names[j.Name] = i
+		if p.RequestID != "" {
+			if first, ok := requests[p.RequestID]; ok {
+				bad = append(bad, ItemError{i, fmt.Errorf("%w: request id %q is also item %d's", ErrFailedPrecondition, p.RequestID, first)})
+			}
+			requests[p.RequestID] = i
+		}
+		it, err := prepareCreate(ctx, p)
 		if err != nil {
-			bad = append(bad, ItemError{Index: i, Err: translate(err, jobWhat(tenantID, it.Job.Name))})
-			continue
+			bad = append(bad, ItemError{i, err})
 		}
-		out[i] = JobCreated{Job: w.Job}
+		batch[i] = it
 	}
-	if len(inserted) > 0 {
-		s.notifier.add(map[note]struct{}{{ChannelSchedule, tenantID}: {}, {ChannelEvents, tenantID}: {}})
+	if len(bad) > 0 {
+		return nil, &BatchError{Items: bad}
+	}
+	out, errs, err := s.insertJobs(ctx, batch)
+	if err != nil {
+		if isUniqueViolation(err, "jobs_tenant_name_key") {
+			return nil, s.nameConflicts(ctx, tenantID, items, err)
+		}
+		what := fmt.Sprintf("jobs of tenant %q", tenantID)
+		if len(items) == 1 {
+			what = jobWhat(tenantID, items[0].Job.Name)
+		}
+		return nil, translate(err, what)
+	}
+	for i, err := range errs {
+		if err != nil {
+			bad = append(bad, ItemError{Index: i, Err: err})
+		}
 	}
 	if len(bad) > 0 {
 		// The items created meanwhile stay; a retry with the same request
@@ -171,131 +152,199 @@ func (s *Store) JobCreateMany(ctx context.Context, tenantID string, items []JobC
 	return out, nil
 }
 
-// createRows is a batch as the statement's column arrays.
-type createRows struct {
-	items                                     []JobCreateParams
-	index                                     map[string]int // by uid
-	status                                    job.Status
-	tenant                                    string
-	uids, names, displays, creators, requests []string
-	labels                                    []map[string]string
-	specs                                     []job.Spec
-	priorities                                []int32
-	messages, resources                       []string
-	details                                   []map[string]any
-	now                                       time.Time
+// createItem is one job to insert, with its uid set, and who asked for it
+// (the audit log's actor; none for the system's own creates).
+type createItem struct {
+	p       JobCreateParams
+	actor   audit.Actor
+	audited bool
 }
 
-func newCreateRows(tenantID string, items []JobCreateParams, now time.Time) (*createRows, error) {
-	n := len(items)
-	r := &createRows{tenant: tenantID, now: now, items: items, index: make(map[string]int, n),
-		uids: make([]string, n), names: make([]string, n), displays: make([]string, n), creators: make([]string, n),
-		requests: make([]string, n), labels: make([]map[string]string, n), specs: make([]job.Spec, n),
-		priorities: make([]int32, n), messages: make([]string, n),
-		resources: make([]string, n), details: make([]map[string]any, n)}
-	status := job.Status{
+// prepareCreate gives p's job a uid (UUIDv7) unless it has a valid one.
+func prepareCreate(ctx context.Context, p JobCreateParams) (createItem, error) {
+	if p.Job.UID == "" {
+		id, err := uuid.NewV7()
+		if err != nil {
+			return createItem{}, fmt.Errorf("store: new job uid: %v", err)
+		}
+		p.Job.UID = id.String()
+	} else if _, err := uuid.Parse(p.Job.UID); err != nil {
+		return createItem{}, fmt.Errorf("%w: job uid %q is not a UUID", ErrFailedPrecondition, p.Job.UID)
+	}
+	a, ok := audit.ActorFrom(ctx)
+	return createItem{p: p, actor: a, audited: ok}, nil
+}
+
+// queuedStatus is a new job's status.
+func queuedStatus(now time.Time) job.Status {
+	return job.Status{
 		State: job.Queued,
 		Conditions: []job.Condition{{
 			Type: job.CondQueued, Status: true, Reason: "Submitted",
 			Message: "waiting for the scheduler to admit it", LastTransitionTime: now,
 		}},
 	}
-	names, requests := map[string]int{}, map[string]int{}
-	var bad []ItemError
+}
+
+// insertJobs runs the one INSERT statement of items, which may be of
+// several tenants and callers, and says what became of each: created, a
+// replay of an earlier request (the job as it is now), or an error of the
+// item (its tenant is not active, its earlier job was purged). err is the
+// statement's own failure, untranslated (a unique violation of a name
+// rolls back every item).
+//
+// The statement reads the tenants' rows FOR SHARE first: that conflicts
+// with the FOR NO KEY UPDATE of TenantUpdate, so no job is inserted for a
+// tenant that an offboarding committed meanwhile, and an offboarding waits
+// for creates in flight and then sees their jobs. Idempotency keys are
+// inserted ON CONFLICT DO NOTHING before the jobs: a concurrent retry of
+// the same request waits on the key's unique index until the first
+// commits, and then creates nothing. No NOTIFY is in the transaction: the
+// scheduler's and the watchers' wake-ups leave after commit (notifier.go).
+func (s *Store) insertJobs(ctx context.Context, items []createItem) ([]JobCreated, []error, error) {
+	now := s.timestamp()
+	status := queuedStatus(now)
+	query, args := createStatement(items, status, now)
+	r, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The statement returns only what the database chose; the rest of each
+	// job is what was sent (decoding the spec and status back costs as
+	// much CPU as the whole insert does in Postgres).
+	type insertedRow struct {
+		seq     int64
+		created time.Time
+	}
+	inserted := make(map[string]insertedRow, len(items))
+	for r.Next() {
+		var (
+			uid string
+			row insertedRow
+		)
+		if err := r.Scan(&uid, &row.seq, &row.created); err != nil {
+			r.Close()
+			return nil, nil, err
+		}
+		inserted[uid] = row
+	}
+	r.Close()
+	if err := r.Err(); err != nil {
+		return nil, nil, err
+	}
+	out := make([]JobCreated, len(items))
+	errs := make([]error, len(items))
+	notes := map[note]struct{}{}
+	inactive := map[string]error{} // by tenant, for items not inserted
 	for i, it := range items {
-		j := it.Job
-		if j.Tenant != tenantID {
-			bad = append(bad, ItemError{i, fmt.Errorf("%w: job %q is of tenant %q, not %q", ErrFailedPrecondition, j.Name, j.Tenant, tenantID)})
-		}
-		if first, ok := names[j.Name]; ok {
-			bad = append(bad, ItemError{i, fmt.Errorf("%w: job %q is also item %d of the batch", ErrAlreadyExists, j.Name, first)})
-		}
-		names[j.Name] = i
-		if it.RequestID != "" {
-			if first, ok := requests[it.RequestID]; ok {
-				bad = append(bad, ItemError{i, fmt.Errorf("%w: request id %q is also item %d's", ErrFailedPrecondition, it.RequestID, first)})
+		tenantID := it.p.Job.Tenant
+		if row, ok := inserted[it.p.Job.UID]; ok {
+			j := it.p.Job
+			j.CreateTime, j.UpdateTime, j.Status = row.created, row.created, status
+			j.Status.Conditions = slices.Clone(status.Conditions) // no job shares another's
+			if len(j.Labels) == 0 {
+				j.Labels = nil
 			}
-			requests[it.RequestID] = i
+			out[i] = JobCreated{Job: j, Created: true}
+			notes[note{ChannelSchedule, tenantID}] = struct{}{}
+			notes[note{ChannelEvents, tenantID}] = struct{}{}
+			continue
 		}
-		if j.UID == "" {
-			id, err := uuid.NewV7()
-			if err != nil {
-				return nil, fmt.Errorf("store: new job uid: %v", err)
+		// Not inserted: the tenant is not active, or the request id was seen.
+		err, checked := inactive[tenantID]
+		if !checked {
+			err = s.tenantActive(ctx, tenantID)
+			inactive[tenantID] = err
+		}
+		if err == nil {
+			var w WorkerJob
+			w, err = jobByRequestID(ctx, s.pool, tenantID, it.p.RequestID)
+			if errors.Is(err, errRequestUnknown) {
+				err = fmt.Errorf("%w: the job of request id %q was purged meanwhile; retry", ErrConflict, it.p.RequestID)
 			}
-			j.UID = id.String()
-		} else if _, err := uuid.Parse(j.UID); err != nil {
-			bad = append(bad, ItemError{i, fmt.Errorf("%w: job uid %q is not a UUID", ErrFailedPrecondition, j.UID)})
+			out[i] = JobCreated{Job: w.Job}
+		}
+		errs[i] = translate(err, jobWhat(tenantID, it.p.Job.Name))
+	}
+	s.notifier.add(notes)
+	return out, errs, nil
+}
+
+// createStatement is insertJobs' INSERT: the tenants' share locks, the
+// idempotency keys, the jobs, their first events and, for the items a
+// caller asked for, their audit records. Its shape does not depend on the
+// items, so one prepared statement serves every batch.
+func createStatement(items []createItem, status job.Status, now time.Time) (string, []any) {
+	n := len(items)
+	var (
+		tenants                                   = make([]string, 0, n)
+		uids, names, displays, creators, requests = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		labels                                    = make([]map[string]string, n)
+		specs                                     = make([]job.Spec, n)
+		priorities                                = make([]int32, n)
+		messages, resources                       = make([]string, n), make([]string, n)
+		details                                   = make([]map[string]any, n)
+		audited                                   = make([]bool, n)
+		subjects, issuers, addresses, auditIDs    = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		groups                                    = make([]string, n) // JSON arrays: unnest takes no ragged 2-D array
+		rowTenants                                = make([]string, n)
+	)
+	for i, it := range items {
+		j := it.p.Job
+		if !slices.Contains(tenants, j.Tenant) {
+			tenants = append(tenants, j.Tenant)
 		}
 		message := "job submitted"
 		if j.Creator != "" {
 			message += " by " + j.Creator
 		}
-		r.index[j.UID] = i
-		r.uids[i], r.names[i], r.displays[i], r.creators[i], r.requests[i] = j.UID, j.Name, j.DisplayName, j.Creator, it.RequestID
-		r.labels[i], r.specs[i], r.priorities[i] = nonNilMap(j.Labels), j.Spec, j.Spec.Priority
-		r.messages[i], r.resources[i] = message, resname.Job.Format(tenantID, j.Name)
-		r.details[i] = map[string]any{"uid": j.UID, "requestId": it.RequestID}
+		rowTenants[i], uids[i], names[i], displays[i], creators[i], requests[i] = j.Tenant, j.UID, j.Name, j.DisplayName, j.Creator, it.p.RequestID
+		labels[i], specs[i], priorities[i] = nonNilMap(j.Labels), j.Spec, j.Spec.Priority
+		messages[i], resources[i] = message, resname.Job.Format(j.Tenant, j.Name)
+		details[i] = map[string]any{"uid": j.UID, "requestId": it.p.RequestID}
+		a := it.actor
+		g, _ := json.Marshal(nonNilSlice(a.Groups)) // a []string always encodes
+		audited[i], subjects[i], groups[i], issuers[i], addresses[i], auditIDs[i] =
+			it.audited, a.Subject, string(g), a.Issuer, a.Address, a.ID
 	}
-	if len(bad) > 0 {
-		return nil, &BatchError{Items: bad}
-	}
-	r.status = status
-	return r, nil
-}
-
-// job is the item with uid as JobGet would read it once inserted.
-func (r *createRows) job(uid string, created time.Time) job.Job {
-	i := r.index[uid]
-	j := r.items[i].Job
-	j.UID, j.CreateTime, j.UpdateTime, j.Status = uid, created, created, r.status
-	j.Status.Conditions = slices.Clone(r.status.Conditions) // no job shares another's
-	if len(j.Labels) == 0 {
-		j.Labels = nil
-	}
-	return j
-}
-
-// statement is the one INSERT of the batch: the tenant's share lock, the
-// idempotency keys, the jobs, their first events and, when a caller made
-// the request, their audit records.
-func (r *createRows) statement(ctx context.Context) (string, []any) {
-	args := []any{r.tenant, r.uids, r.names, r.displays, r.labels, r.creators, r.specs, r.status,
-		r.priorities, r.requests, r.messages, r.resources, r.details, r.now}
-	auditCTE := ""
-	if a, ok := audit.ActorFrom(ctx); ok {
-		args = append(args, a.Subject, nonNilSlice(a.Groups), a.Issuer, a.Address, a.ID, string(audit.JobCreate))
-		auditCTE = `, a AS (
-			INSERT INTO audit_records (tenant_id, subject, groups, issuer, address, request_id, action, resource, details)
-			SELECT j.tenant_id, $15, $16, $17, $18, $19, $20, i.resource, i.details
-			FROM j JOIN i ON i.uid = j.uid ORDER BY i.ord
-		)`
-	}
+	slices.Sort(tenants) // share locks taken in one order
+	args := []any{tenants, rowTenants, uids, names, displays, labels, creators, specs, status,
+		priorities, requests, messages, resources, details, now,
+		audited, subjects, groups, issuers, addresses, auditIDs, string(audit.JobCreate)}
 	return `
 		WITH t AS (
-			SELECT id FROM tenants WHERE id = $1 AND state = 'ACTIVE' FOR SHARE
+			SELECT id FROM tenants WHERE id = ANY($1::text[]) AND state = 'ACTIVE' ORDER BY id FOR SHARE
 		), i AS (
-			SELECT * FROM unnest($2::uuid[], $3::text[], $4::text[], $5::jsonb[], $6::text[], $7::jsonb[],
-			                     $9::int[], $10::text[], $11::text[], $12::text[], $13::jsonb[])
-			     WITH ORDINALITY AS u(uid, name, display_name, labels, creator, spec, priority,
-			                          request_id, message, resource, details, ord)
+			SELECT * FROM unnest($2::text[], $3::uuid[], $4::text[], $5::text[], $6::jsonb[], $7::text[], $8::jsonb[],
+			                     $10::int[], $11::text[], $12::text[], $13::text[], $14::jsonb[],
+			                     $16::bool[], $17::text[], $18::text[], $19::text[], $20::text[], $21::text[])
+			     WITH ORDINALITY AS u(tenant_id, uid, name, display_name, labels, creator, spec, priority,
+			                          request_id, message, resource, details,
+			                          audited, subject, groups, issuer, address, audit_id, ord)
+			WHERE tenant_id IN (SELECT id FROM t)
 		), k AS (
 			INSERT INTO idempotency_keys (tenant_id, request_id, job_uid, create_time)
-			SELECT t.id, i.request_id, i.uid, $14 FROM t, i WHERE i.request_id <> '' ORDER BY i.ord
+			SELECT i.tenant_id, i.request_id, i.uid, $15 FROM i WHERE i.request_id <> '' ORDER BY i.ord
 			ON CONFLICT (tenant_id, request_id) DO NOTHING
 			RETURNING job_uid
 		), j AS (
 			INSERT INTO jobs (tenant_id, uid, name, display_name, labels, creator, spec, status, state,
 			                  priority, create_time, update_time, queued_at, claim_after)
-			SELECT t.id, i.uid, i.name, i.display_name, i.labels, i.creator, i.spec, $8::jsonb, 'QUEUED',
-			       i.priority, $14, $14, $14, 'infinity'
-			FROM t, i WHERE i.request_id = '' OR i.uid IN (SELECT job_uid FROM k)
+			SELECT i.tenant_id, i.uid, i.name, i.display_name, i.labels, i.creator, i.spec, $9::jsonb, 'QUEUED',
+			       i.priority, $15, $15, $15, 'infinity'
+			FROM i WHERE i.request_id = '' OR i.uid IN (SELECT job_uid FROM k)
 			ORDER BY i.ord
 			RETURNING tenant_id, uid, name, seq, create_time
 		), e AS (
 			INSERT INTO job_events (tenant_id, job_uid, job_name, type, reason, message, state, create_time)
 			SELECT j.tenant_id, j.uid, j.name, 'Normal', 'Queued', i.message, 'QUEUED', j.create_time
 			FROM j JOIN i ON i.uid = j.uid ORDER BY i.ord
-		)` + auditCTE + `
+		), a AS (
+			INSERT INTO audit_records (tenant_id, subject, groups, issuer, address, request_id, action, resource, details)
+			SELECT j.tenant_id, i.subject, ARRAY(SELECT jsonb_array_elements_text(i.groups::jsonb)), i.issuer, i.address,
+			       i.audit_id, $22, i.resource, i.details
+			FROM j JOIN i ON i.uid = j.uid WHERE i.audited ORDER BY i.ord
+		)
 		SELECT j.uid, j.seq, j.create_time FROM j ORDER BY j.seq`, args
 }
 

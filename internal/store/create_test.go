@@ -171,3 +171,101 @@ func TestJobCreateManyIdempotent(t *testing.T) {
 	require.Equal(t, []int{2}, itemIndexes(t, err))
 	require.False(t, errors.Is(err, ErrAlreadyExists))
 }
+
+// Concurrent JobCreates of several tenants and callers share statements
+// (creates.go), and each caller still gets its own outcome: its job, a
+// replay of its earlier request, a name taken, a tenant not active; each
+// job's audit record names the caller who asked for it.
+func TestJobCreateConcurrentCallers(t *testing.T) {
+	b := setup(t)
+	for _, id := range []string{"a", "b", "c"} {
+		b.tenantCreate(t, id)
+	}
+	b.tenantCreate(t, "gone")
+	_, err := b.store.TenantUpdate(b.ctx, "gone", func(tn *tenant.Tenant) error { tn.State = tenant.Offboarding; return nil })
+	require.NoError(t, err)
+	taken := b.jobCreate(t, "a", "taken", 0)
+	replayed, created, err := b.store.JobCreate(b.ctx, JobCreateParams{
+		Job: job.Job{Tenant: "b", Name: "first", Spec: testSpec()}, RequestID: "again"})
+	require.NoError(t, err)
+	require.True(t, created)
+	statements0 := b.store.creates.sent.Load()
+
+	type call struct {
+		tenant, name, request, subject string
+		want                           error
+		replay                         bool
+	}
+	var calls []call
+	for i := range 60 {
+		tn := []string{"a", "b", "c"}[i%3]
+		calls = append(calls, call{tenant: tn, name: fmt.Sprintf("j%02d", i), request: fmt.Sprintf("r%02d", i), subject: fmt.Sprintf("user-%d", i%7)})
+	}
+	calls = append(calls,
+		call{tenant: "a", name: "taken", subject: "mallory", want: ErrAlreadyExists},
+		call{tenant: "b", name: "second", request: "again", subject: "bob", replay: true},
+		call{tenant: "gone", name: "late", subject: "carol", want: ErrFailedPrecondition},
+		call{tenant: "nope", name: "x", subject: "dave", want: ErrNotFound},
+	)
+	got := make([]job.Job, len(calls))
+	gotCreated := make([]bool, len(calls))
+	errs := make([]error, len(calls))
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Go(func() {
+			ctx := audit.WithActor(b.ctx, audit.Actor{Subject: c.subject, Groups: []string{"g-" + c.subject}, Issuer: "test"})
+			got[i], gotCreated[i], errs[i] = b.store.JobCreate(ctx, JobCreateParams{
+				Job: job.Job{Tenant: c.tenant, Name: c.name, Spec: testSpec(), Creator: c.subject}, RequestID: c.request})
+		})
+	}
+	wg.Wait()
+	for i, c := range calls {
+		switch {
+		case c.want != nil:
+			require.ErrorIs(t, errs[i], c.want, "%s/%s", c.tenant, c.name)
+			require.Empty(t, got[i].UID)
+		case c.replay:
+			require.NoError(t, errs[i])
+			require.False(t, gotCreated[i])
+			require.Equal(t, replayed.UID, got[i].UID)
+		default:
+			require.NoError(t, errs[i], "%s/%s", c.tenant, c.name)
+			require.True(t, gotCreated[i])
+			require.Equal(t, c.name, got[i].Name)
+			require.Equal(t, c.tenant, got[i].Tenant)
+			read, err := b.store.JobGet(b.ctx, c.tenant, c.name)
+			require.NoError(t, err)
+			require.Equal(t, read.UID, got[i].UID)
+			require.Equal(t, job.Queued, read.Status.State)
+		}
+	}
+	still, err := b.store.JobGet(b.ctx, "a", "taken")
+	require.NoError(t, err)
+	require.Equal(t, taken.UID, still.UID, "the taken name's job is untouched")
+	require.Equal(t, 62, b.count(t, `SELECT count(*) FROM jobs`))
+	require.Equal(t, 62, b.count(t, `SELECT count(*) FROM job_events WHERE reason = 'Queued'`))
+	require.Equal(t, 61, b.count(t, `SELECT count(*) FROM idempotency_keys`))
+	statements := b.store.creates.sent.Load() - statements0
+	t.Logf("%d creates in %d statements", len(calls), statements)
+	require.Less(t, statements, int64(len(calls)), "concurrent creates share statements")
+
+	// Each created job has one audit record, of its own caller.
+	for i, c := range calls {
+		if c.want != nil || c.replay {
+			continue
+		}
+		recs, _, err := b.store.AuditList(b.ctx, AuditListParams{Tenant: c.tenant, Subject: c.subject, Action: audit.JobCreate, PageSize: 100})
+		require.NoError(t, err)
+		var mine []audit.Record
+		for _, r := range recs {
+			if r.Details["uid"] == got[i].UID {
+				mine = append(mine, r)
+			}
+		}
+		require.Len(t, mine, 1, "%s/%s", c.tenant, c.name)
+		require.Equal(t, []string{"g-" + c.subject}, mine[0].Actor.Groups)
+		require.Equal(t, "test", mine[0].Actor.Issuer)
+		require.Equal(t, c.request, mine[0].Details["requestId"])
+	}
+	require.Equal(t, 60, b.count(t, `SELECT count(*) FROM audit_records WHERE action = 'job.create'`))
+}

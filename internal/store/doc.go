@@ -34,9 +34,12 @@
 //
 // # Jobs: API side
 //
-// JobCreate and JobCreateMany (BatchCreateJobs, up to 1,000 jobs) are one
-// statement, so one round trip and one transaction: a share lock on the
-// tenant row (FOR SHARE of an ACTIVE tenant, which waits for a TenantUpdate
+// JobCreateMany (BatchCreateJobs, up to 1,000 jobs) is one statement, so
+// one round trip and one transaction; concurrent JobCreates share such
+// statements, of any tenants and callers, each keeping its own outcome
+// (creates.go: most of a create's cost is per statement and per commit, so
+// under load the commits per job fall). The statement takes a share lock on
+// each tenant's row (FOR SHARE of an ACTIVE tenant, which waits for a TenantUpdate
 // — an offboarding — in flight and then sees its state, so no job is
 // inserted for a tenant that has just stopped being ACTIVE), the
 // idempotency keys of the requests that have ids, the job rows (QUEUED,
@@ -205,8 +208,8 @@
 // pg_notify in each). So a transaction asks for its NOTIFYs (tx.notify) and
 // inTx hands them, once it has committed, to the Store's notifier
 // (notifier.go): one goroutine sends whatever is pending in one statement,
-// and what arrives while a send is in flight is folded into the next one
-// (identical ones once). Nothing is sent for a transaction that rolled
+// at most one send per 5 ms, and what arrives meanwhile is folded into the
+// next one (identical ones once). Nothing is sent for a transaction that rolled
 // back. There is no trigger: a trigger fires per row, and under load floods
 // the listeners (river removed theirs for this reason). Channels:
 // ChannelJobs ("<tenant>/<uid>" — a job needs a worker's attention),

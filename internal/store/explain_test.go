@@ -107,6 +107,12 @@ func TestJobListExplainUsesIndexes(t *testing.T) {
 		t.Log(plan)
 		require.Contains(t, plan, "jobs_unfinished_idx", "the snapshot reads unfinished jobs only, whatever the history")
 	})
+	t.Run("tenant usage", func(t *testing.T) {
+		nodes := planNodes(t, b.ctx, conn, sqlTenantUsage, []any{"big"})
+		plan := strings.Join(nodes, " > ")
+		t.Log(plan)
+		require.Contains(t, plan, "jobs_unfinished_idx", "the tenant's unfinished jobs only, whatever the history")
+	})
 	t.Run("scheduler waiting", func(t *testing.T) {
 		nodes := planNodes(t, b.ctx, conn, sqlSchedulerWaiting, nil)
 		plan := strings.Join(nodes, " > ")

@@ -49,11 +49,15 @@ type Store struct {
 	now func() time.Time
 	// notifier sends the NOTIFYs of committed transactions (notifier.go).
 	notifier *notifier
+	// creates shares statements between concurrent JobCreates (creates.go).
+	creates *createQueue
 }
 
 // New returns a Store using pool. The caller keeps ownership of pool.
 func New(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool, now: time.Now, notifier: newNotifier(pool)}
+	s := &Store{pool: pool, now: time.Now, notifier: newNotifier(pool)}
+	s.creates = &createQueue{insert: s.insertShared}
+	return s
 }
 
 // Open connects a pool to databaseURL (a postgres:// URL or key=value DSN,
