@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/trainyard/trainyard/integration/cluster"
 	"github.com/trainyard/trainyard/integration/harness"
@@ -122,9 +124,22 @@ type podRecorder struct {
 func (e *workerEnv) recordPods(t *testing.T) *podRecorder {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := e.Cluster.Client().CoreV1().Pods(e.ns).Watch(ctx, metav1.ListOptions{LabelSelector: kube.ManagedSelector().String()})
+	// A watch the API server ends (a slow consumer on a loaded machine)
+	// resumes where it was, so that no creation goes unseen.
+	pods := e.Cluster.Client().CoreV1().Pods(e.ns)
+	selector := kube.ManagedSelector().String()
+	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: selector})
+	require.NoError(t, err)
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = selector
+			return pods.Watch(ctx, o)
+		}})
 	require.NoError(t, err)
 	r := &podRecorder{uids: map[string]map[string]bool{}}
+	for _, pod := range list.Items {
+		r.uids[pod.Name] = map[string]bool{string(pod.UID): true}
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
