@@ -208,8 +208,8 @@
 // pg_notify in each). So a transaction asks for its NOTIFYs (tx.notify) and
 // inTx hands them, once it has committed, to the Store's notifier
 // (notifier.go): one goroutine sends whatever is pending in one statement,
-// at most one send per 5 ms, and what arrives meanwhile is folded into the
-// next one (identical ones once). Nothing is sent for a transaction that rolled
+// and what arrives while a send is in flight is folded into the next one
+// (identical ones once). Nothing is sent for a transaction that rolled
 // back. There is no trigger: a trigger fires per row, and under load floods
 // the listeners (river removed theirs for this reason). Channels:
 // ChannelJobs ("<tenant>/<uid>" — a job needs a worker's attention),

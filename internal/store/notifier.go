@@ -39,11 +39,7 @@ func (tx *txn) notify(channel, payload string) {
 // instead, from one goroutine per Store: notifications that arrive while a
 // send is in flight are folded into the next one (identical ones once), and
 // each send is one statement (one short transaction) however many they are.
-// Sends leave at most one per notifyGap: back to back they cost creates a
-// quarter of their rate (every send is a transaction of its own, with the
-// notification queue's lock and a commit record), and a wake-up a few
-// milliseconds later changes nothing for its readers. When idle, a
-// notification leaves at once.
+// When idle, a notification leaves at once.
 //
 // What this gives up: a process that dies between a commit and the send
 // loses the wake-up. Wake-ups were never the only signal — every reader
@@ -52,8 +48,6 @@ func (tx *txn) notify(channel, payload string) {
 type notifier struct {
 	// exec sends one batch: channels[i] gets payloads[i].
 	exec func(ctx context.Context, channels, payloads []string) error
-	// gap is the least time from one send's start to the next's.
-	gap time.Duration
 
 	mu      sync.Mutex
 	pending map[note]struct{}
@@ -85,11 +79,7 @@ func (n *notifier) add(notes map[note]struct{}) {
 // run sends what is pending until nothing is: the goroutine lives only
 // while there is something to send, so a Store needs no Close for it.
 func (n *notifier) run() {
-	var last time.Time
 	for {
-		if wait := n.gap - time.Since(last); !last.IsZero() && wait > 0 {
-			time.Sleep(wait) // more notifications fold into this send meanwhile
-		}
 		n.mu.Lock()
 		batch := n.pending
 		n.pending = nil
@@ -99,7 +89,6 @@ func (n *notifier) run() {
 			return
 		}
 		n.mu.Unlock()
-		last = time.Now()
 		n.send(batch)
 	}
 }
@@ -120,12 +109,9 @@ func (n *notifier) send(batch map[note]struct{}) {
 	}
 }
 
-// notifyGap is the notifier's least time between sends.
-const notifyGap = 5 * time.Millisecond
-
 // newNotifier sends through pool.
 func newNotifier(pool *pgxpool.Pool) *notifier {
-	return &notifier{gap: notifyGap, exec: func(ctx context.Context, channels, payloads []string) error {
+	return &notifier{exec: func(ctx context.Context, channels, payloads []string) error {
 		// The send's own commit need not wait for its WAL to reach disk: a
 		// wake-up lost in a crash costs what any lost one does (see above),
 		// and the wait would hold up the commits of the writes it follows.
