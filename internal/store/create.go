@@ -145,6 +145,10 @@ func (s *Store) JobCreateMany(ctx context.Context, tenantID string, items []JobC
 		}
 	}
 	if len(bad) > 0 {
+		// A tenant that is not active fails the batch, not each item.
+		if err := s.tenantActive(ctx, tenantID); err != nil {
+			return nil, err
+		}
 		// The items created meanwhile stay; a retry with the same request
 		// ids returns them.
 		return nil, &BatchError{Items: bad}

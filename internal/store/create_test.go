@@ -79,6 +79,9 @@ func TestJobCreateMany(t *testing.T) {
 			require.ErrorIs(t, err, tc.wantErr)
 			if tc.items_ != nil {
 				require.Equal(t, tc.items_, itemIndexes(t, err))
+			} else {
+				var be *BatchError
+				require.False(t, errors.As(err, &be), "the batch's error, not each item's: %v", err)
 			}
 		})
 	}
