@@ -119,3 +119,99 @@ func TestCreateQueueSharesStatements(t *testing.T) {
 		return q.lanes == 0
 	}, 10*time.Second, time.Millisecond, "lanes end when nothing waits")
 }
+
+// heldInserts records each statement's job names and holds statement i
+// until release[i] is closed.
+type heldInserts struct {
+	mu         sync.Mutex
+	statements [][]string
+	started    chan int
+	release    [8]chan struct{}
+}
+
+func newHeldInserts() *heldInserts {
+	f := &heldInserts{started: make(chan int, 8)}
+	for i := range f.release {
+		f.release[i] = make(chan struct{})
+	}
+	return f
+}
+
+func (f *heldInserts) insert(_ context.Context, items []createItem) ([]JobCreated, []error) {
+	f.mu.Lock()
+	var names []string
+	for _, it := range items {
+		names = append(names, it.p.Job.Name)
+	}
+	f.statements = append(f.statements, names)
+	i := len(f.statements) - 1
+	f.mu.Unlock()
+	f.started <- i
+	<-f.release[i]
+	out := make([]JobCreated, len(items))
+	for k, it := range items {
+		out[k] = JobCreated{Job: it.p.Job, Created: true}
+	}
+	return out, make([]error, len(items))
+}
+
+func (f *heldInserts) statement(t *testing.T, want int) []string {
+	t.Helper()
+	select {
+	case i := <-f.started:
+		require.Equal(t, want, i)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("statement %d not sent", want)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.statements[want]
+}
+
+func (f *heldInserts) none(t *testing.T) {
+	t.Helper()
+	select {
+	case i := <-f.started:
+		t.Fatalf("statement %d sent early", i)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+// While one lane sends n jobs, the other starts once n wait, not with the
+// first that comes; jobs left waiting below that go with the busy lane's
+// next statement.
+func TestCreateQueueSecondLaneWaitsForAShare(t *testing.T) {
+	f := newHeldInserts()
+	q := &createQueue{insert: f.insert}
+	add := func(names ...string) {
+		for _, n := range names {
+			q.add(fakeItem("a", n, ""))
+		}
+	}
+	add("j1")
+	require.Equal(t, []string{"j1"}, f.statement(t, 0))
+	add("j2") // as many wait (1) as the busy lane sends (1)
+	require.Equal(t, []string{"j2"}, f.statement(t, 1))
+	add("j3", "j4", "j5") // both lanes busy
+	f.none(t)
+	close(f.release[0])
+	require.Equal(t, []string{"j3", "j4", "j5"}, f.statement(t, 2))
+	close(f.release[1]) // nothing waits: that lane ends
+
+	add("j6", "j7") // fewer than the three in flight
+	f.none(t)
+	add("j8")
+	require.Equal(t, []string{"j6", "j7", "j8"}, f.statement(t, 3))
+
+	add("j9")
+	close(f.release[2]) // one waits, three in flight: this lane ends too
+	f.none(t)
+	close(f.release[3]) // the last lane takes it
+	require.Equal(t, []string{"j9"}, f.statement(t, 4))
+	close(f.release[4])
+	require.Eventually(t, func() bool {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return q.lanes == 0 && q.sending == 0
+	}, 10*time.Second, time.Millisecond)
+}
