@@ -160,23 +160,27 @@ func (s *Store) JobCreateMany(ctx context.Context, tenantID string, items []JobC
 // (the audit log's actor; none for the system's own creates).
 type createItem struct {
 	p       JobCreateParams
+	uid     uuid.UUID // p.Job.UID
 	actor   audit.Actor
 	audited bool
 }
 
 // prepareCreate gives p's job a uid (UUIDv7) unless it has a valid one.
 func prepareCreate(ctx context.Context, p JobCreateParams) (createItem, error) {
+	var (
+		id  uuid.UUID
+		err error
+	)
 	if p.Job.UID == "" {
-		id, err := uuid.NewV7()
-		if err != nil {
+		if id, err = uuid.NewV7(); err != nil {
 			return createItem{}, fmt.Errorf("store: new job uid: %v", err)
 		}
 		p.Job.UID = id.String()
-	} else if _, err := uuid.Parse(p.Job.UID); err != nil {
+	} else if id, err = uuid.Parse(p.Job.UID); err != nil {
 		return createItem{}, fmt.Errorf("%w: job uid %q is not a UUID", ErrFailedPrecondition, p.Job.UID)
 	}
 	a, ok := audit.ActorFrom(ctx)
-	return createItem{p: p, actor: a, audited: ok}, nil
+	return createItem{p: p, uid: id, actor: a, audited: ok}, nil
 }
 
 // queuedStatus is a new job's status.
@@ -281,17 +285,18 @@ func (s *Store) insertJobs(ctx context.Context, items []createItem) ([]JobCreate
 func createStatement(items []createItem, status job.Status, now time.Time) (string, []any) {
 	n := len(items)
 	var (
-		tenants                                   = make([]string, 0, n)
-		uids, names, displays, creators, requests = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		labels                                    = make([]map[string]string, n)
-		specs                                     = make([]job.Spec, n)
-		priorities                                = make([]int32, n)
-		messages, resources                       = make([]string, n), make([]string, n)
-		details                                   = make([]map[string]any, n)
-		audited                                   = make([]bool, n)
-		subjects, issuers, addresses, auditIDs    = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		groups                                    = make([]string, n) // JSON arrays: unnest takes no ragged 2-D array
-		rowTenants                                = make([]string, n)
+		tenants                                = make([]string, 0, n)
+		uids                                   = make([]uuid.UUID, n) // binary: pgx encodes no []string as uuid[] but in text, after a failed try
+		names, displays, creators, requests    = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		labels                                 = make([]map[string]string, n)
+		specs                                  = make([]job.Spec, n)
+		priorities                             = make([]int32, n)
+		messages, resources                    = make([]string, n), make([]string, n)
+		details                                = make([]map[string]any, n)
+		audited                                = make([]bool, n)
+		subjects, issuers, addresses, auditIDs = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		groups                                 = make([]string, n) // JSON arrays: unnest takes no ragged 2-D array
+		rowTenants                             = make([]string, n)
 	)
 	for i, it := range items {
 		j := it.p.Job
@@ -302,7 +307,7 @@ func createStatement(items []createItem, status job.Status, now time.Time) (stri
 		if j.Creator != "" {
 			message += " by " + j.Creator
 		}
-		rowTenants[i], uids[i], names[i], displays[i], creators[i], requests[i] = j.Tenant, j.UID, j.Name, j.DisplayName, j.Creator, it.p.RequestID
+		rowTenants[i], uids[i], names[i], displays[i], creators[i], requests[i] = j.Tenant, it.uid, j.Name, j.DisplayName, j.Creator, it.p.RequestID
 		labels[i], specs[i], priorities[i] = nonNilMap(j.Labels), j.Spec, j.Spec.Priority
 		messages[i], resources[i] = message, resname.Job.Format(j.Tenant, j.Name)
 		details[i] = map[string]any{"uid": j.UID, "requestId": it.p.RequestID}

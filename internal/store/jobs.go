@@ -134,10 +134,10 @@ func (s *Store) JobGet(ctx context.Context, tenantID, name string) (job.Job, err
 // shown with the job as it was last. Uids that match no row (purged, another
 // tenant's, not a UUID) are left out.
 func (s *Store) JobGetMany(ctx context.Context, tenantID string, uids []string) ([]job.Job, error) {
-	valid := make([]string, 0, len(uids))
+	valid := make([]uuid.UUID, 0, len(uids))
 	for _, u := range uids {
-		if _, err := uuid.Parse(u); err == nil {
-			valid = append(valid, u)
+		if id, err := uuid.Parse(u); err == nil {
+			valid = append(valid, id)
 		}
 	}
 	if len(valid) == 0 {

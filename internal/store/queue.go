@@ -223,13 +223,7 @@ func (s *Store) JobRelease(ctx context.Context, workerID string, keys ...JobKey)
 	if len(keys) == 0 {
 		return nil
 	}
-	tenants, uids := make([]string, 0, len(keys)), make([]string, 0, len(keys))
-	for _, k := range keys {
-		if _, err := uuid.Parse(k.UID); err != nil {
-			continue
-		}
-		tenants, uids = append(tenants, k.Tenant), append(uids, k.UID)
-	}
+	tenants, uids := keyArrays(keys)
 	_, err := s.pool.Exec(ctx, `
 		UPDATE jobs j SET worker_id = NULL, version = j.version + 1
 		FROM unnest($2::text[], $3::uuid[]) AS k(tenant_id, uid)
@@ -481,13 +475,7 @@ type JobBrief struct {
 // the claim, it works across tenants: the worker's orphan sweep asks about
 // every object it sees at once.
 func (s *Store) JobListByKeys(ctx context.Context, keys []JobKey) ([]JobBrief, error) {
-	tenants, uids := make([]string, 0, len(keys)), make([]string, 0, len(keys))
-	for _, k := range keys {
-		if _, err := uuid.Parse(k.UID); err != nil {
-			continue
-		}
-		tenants, uids = append(tenants, k.Tenant), append(uids, k.UID)
-	}
+	tenants, uids := keyArrays(keys)
 	if len(uids) == 0 {
 		return nil, nil
 	}

@@ -168,12 +168,7 @@ func (s *Store) SchedulerWaiting(ctx context.Context) (bool, error) {
 // JobSpecs returns the specs of the given jobs by key, for the scheduler's
 // shape cache; keys without a row are left out.
 func (s *Store) JobSpecs(ctx context.Context, keys []JobKey) (map[JobKey]job.Spec, error) {
-	tenants, uids := make([]string, 0, len(keys)), make([]string, 0, len(keys))
-	for _, k := range keys {
-		if _, err := uuid.Parse(k.UID); err == nil {
-			tenants, uids = append(tenants, k.Tenant), append(uids, k.UID)
-		}
-	}
+	tenants, uids := keyArrays(keys)
 	out := make(map[JobKey]job.Spec, len(uids))
 	if len(uids) == 0 {
 		return out, nil
@@ -416,12 +411,14 @@ func waitsWrite(ctx context.Context, tx pgx.Tx, waits []WaitWrite, now time.Time
 		return err
 	}
 	var (
-		wTenants, wUIDs, wReasons []string
-		wStatuses                 []job.Status
+		wTenants, wReasons []string
+		wUIDs              []uuid.UUID
+		wStatuses          []job.Status
 	)
 	for _, w := range waits {
 		j, ok := current[w.Key]
-		if !ok {
+		u, err := uuid.Parse(w.Key.UID) // current's keys come from rows: valid
+		if !ok || err != nil {
 			continue // admitted, cancelled or gone meanwhile
 		}
 		st, drafts := job.Wait(j.Status, w.Reason, w.Message, now)
@@ -430,7 +427,7 @@ func waitsWrite(ctx context.Context, tx pgx.Tx, waits []WaitWrite, now time.Time
 		for _, d := range drafts {
 			events[w.Key] = append(events[w.Key], job.Event{Type: d.Type, Reason: d.Reason, Message: d.Message})
 		}
-		wTenants, wUIDs = append(wTenants, w.Key.Tenant), append(wUIDs, w.Key.UID)
+		wTenants, wUIDs = append(wTenants, w.Key.Tenant), append(wUIDs, u)
 		wReasons, wStatuses = append(wReasons, string(w.Reason)), append(wStatuses, st)
 	}
 	if len(wUIDs) == 0 {
@@ -443,11 +440,15 @@ func waitsWrite(ctx context.Context, tx pgx.Tx, waits []WaitWrite, now time.Time
 	return err
 }
 
-func keyArrays(keys []JobKey) (tenants, uids []string) {
-	tenants, uids = make([]string, 0, len(keys)), make([]string, 0, len(keys))
+// keyArrays are keys as the parameters of unnest($1::text[], $2::uuid[]),
+// without a key whose uid is no UUID (no job has it). The uids go as
+// UUIDs: pgx sends a []string for uuid[] only as text, after failing to
+// encode it as binary (an error built and dropped per statement).
+func keyArrays(keys []JobKey) (tenants []string, uids []uuid.UUID) {
+	tenants, uids = make([]string, 0, len(keys)), make([]uuid.UUID, 0, len(keys))
 	for _, k := range keys {
-		if _, err := uuid.Parse(k.UID); err == nil {
-			tenants, uids = append(tenants, k.Tenant), append(uids, k.UID)
+		if u, err := uuid.Parse(k.UID); err == nil {
+			tenants, uids = append(tenants, k.Tenant), append(uids, u)
 		}
 	}
 	return tenants, uids
