@@ -28,6 +28,7 @@ type config struct {
 	rate        float64       // TRAINYARD_BENCH_RATE, sets per second
 	drain       time.Duration // TRAINYARD_BENCH_DRAIN: most wait for the last sets after the submits
 	workerArgs  []string      // TRAINYARD_BENCH_WORKER_ARGS: extra `trainyard worker` flags, space-separated
+	serveArgs   []string      // TRAINYARD_BENCH_SERVE_ARGS: extra `trainyard serve` flags of the store section (e.g. --pprof-addr)
 	seeded      []int         // TRAINYARD_BENCH_SEEDED: finished pods in the tenant's namespace per level, ascending, comma-separated
 }
 
@@ -56,6 +57,7 @@ func loadConfig(b *testing.B) config {
 		}
 	}
 	c.workerArgs = strings.Fields(os.Getenv("TRAINYARD_BENCH_WORKER_ARGS"))
+	c.serveArgs = strings.Fields(os.Getenv("TRAINYARD_BENCH_SERVE_ARGS"))
 	count("TRAINYARD_BENCH_CLIENTS", &c.clients)
 	count("TRAINYARD_BENCH_BLOCKS", &c.blocks)
 	if s := os.Getenv("TRAINYARD_BENCH_SEEDED"); s != "" {

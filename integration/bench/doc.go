@@ -43,6 +43,9 @@
 //	                 an OIDC token (interceptors, authorization, validation,
 //	                 then store.JobCreate)
 //
+// TRAINYARD_BENCH_SERVE_ARGS adds flags to that `trainyard serve` (e.g.
+// --pprof-addr 127.0.0.1:6063 to profile the gRPC rows).
+//
 // Per-op latency is one call's (pgbench: per transaction, from its --log);
 // throughput is calls over wall time. Meanwhile pg_stat_activity is
 // sampled every 50 ms: what the database's backends wait on.

@@ -80,7 +80,7 @@ func benchStore(b *testing.B, cfg config, rep *report) {
 	if _, err := exec.LookPath("pgbench"); err != nil {
 		b.Fatalf("the store baseline needs pgbench on PATH: %v", err)
 	}
-	env := harness.Start(b, harness.Options{}) // the API server alone: no worker takes the jobs
+	env := harness.Start(b, harness.Options{ServeArgs: cfg.serveArgs}) // the API server alone: no worker takes the jobs
 	env.CreateTenant(b, benchTenant, harness.Subject("alice", pb.Role_ROLE_EDITOR))
 	rep.storeDatabase = databaseName(env.DatabaseURL)
 	serve := trainyardProcesses(b, env.DatabaseURL, 1)[0]
