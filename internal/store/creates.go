@@ -28,7 +28,7 @@ import (
 // job fall. While one lane is busy the other starts only once as many
 // jobs wait as that lane is sending (ready): callers whose statement just
 // ended come back one by one, and a free lane that left with the first
-// of them sent one-job statements — 2.4 jobs a statement at eight
+// of them sent one-job statements — 2.5 jobs a statement at eight
 // callers. A job that waits so waits at most for the busy lane's
 // statement, which then takes it.
 //

@@ -34,6 +34,21 @@ func jobsBulkInsert(ctx context.Context, pool *pgxpool.Pool, tenantID string, n 
 	return err
 }
 
+// connWith is a connection of b's pool with setting at value until the
+// test ends; it goes back to the pool reset.
+func connWith(t *testing.T, b *testBundle, setting, value string) *pgxpool.Conn {
+	t.Helper()
+	conn, err := b.pool.Acquire(b.ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, _ = conn.Exec(context.Background(), "RESET "+setting)
+		conn.Release()
+	})
+	_, err = conn.Exec(b.ctx, "SET "+setting+" = "+value)
+	require.NoError(t, err)
+	return conn
+}
+
 // planNodes flattens an EXPLAIN (FORMAT JSON) plan into "Node Type[:Index Name]".
 func planNodes(t *testing.T, ctx context.Context, conn *pgxpool.Conn, query string, args []any) []string {
 	t.Helper()
@@ -70,13 +85,8 @@ func TestJobListExplainUsesIndexes(t *testing.T) {
 	_, err := b.pool.Exec(b.ctx, "ANALYZE jobs")
 	require.NoError(t, err)
 
-	conn, err := b.pool.Acquire(b.ctx)
-	require.NoError(t, err)
-	defer conn.Release()
 	// Make a full scan unattractive, as it is at a million rows.
-	_, err = conn.Exec(b.ctx, "SET enable_seqscan = off")
-	require.NoError(t, err)
-	defer func() { _, _ = conn.Exec(context.Background(), "RESET enable_seqscan") }()
+	conn := connWith(t, b, "enable_seqscan", "off")
 
 	cases := []struct {
 		name  string
@@ -161,13 +171,8 @@ func TestJobCreateManyPlanIsLinear(t *testing.T) {
 	}
 	query, args := createStatement(items, queuedStatus(time.Now()), time.Now())
 
-	conn, err := b.pool.Acquire(b.ctx)
-	require.NoError(t, err)
-	defer conn.Release()
-	_, err = conn.Exec(b.ctx, "SET plan_cache_mode = force_generic_plan")
-	require.NoError(t, err)
-	defer func() { _, _ = conn.Exec(context.Background(), "RESET plan_cache_mode") }()
-	_, err = conn.Conn().Prepare(b.ctx, "create_generic", query)
+	conn := connWith(t, b, "plan_cache_mode", "force_generic_plan")
+	_, err := conn.Conn().Prepare(b.ctx, "create_generic", query)
 	require.NoError(t, err)
 	defer func() { _ = conn.Conn().Deallocate(context.Background(), "create_generic") }()
 
