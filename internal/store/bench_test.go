@@ -112,3 +112,36 @@ func BenchmarkJobClaim(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// BenchmarkJobSave saves claimed jobs as their first pass does (STARTING,
+// one event), from 32 callers as a worker's reconcile goroutines, each job
+// once.
+func BenchmarkJobSave(b *testing.B) {
+	tb := setup(b)
+	tb.tenantCreate(b, "save")
+	require.NoError(b, jobsBulkInsert(tb.ctx, tb.pool, "save", b.N))
+	_, err := tb.pool.Exec(tb.ctx, `UPDATE jobs SET state = 'QUEUED', status = '{"state":"QUEUED"}',
+		active = true, admitted = true, claim_after = '-infinity' WHERE tenant_id = 'save'`)
+	require.NoError(b, err)
+	_, err = tb.pool.Exec(tb.ctx, "VACUUM ANALYZE jobs")
+	require.NoError(b, err)
+	jobs, err := tb.store.JobClaim(tb.ctx, "bench-worker", b.N, time.Hour)
+	require.NoError(b, err)
+	require.Len(b, jobs, b.N)
+	var next atomic.Int64
+	sent := tb.store.saves.sent.Load()
+	b.SetParallelism(16) // 32 callers on 2 cores, as a worker's reconcile goroutines
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			w := jobs[next.Add(1)-1]
+			status := w.Job.Status
+			status.State = job.Starting
+			_, err := tb.store.JobSave(tb.ctx, JobSaveParams{WorkerID: "bench-worker", Tenant: "save",
+				UID: w.Job.UID, Version: w.Version, Status: status,
+				Events: []job.Event{{Reason: "Starting", Message: "creating 1 pod"}}})
+			require.NoError(b, err)
+		}
+	})
+	b.ReportMetric(float64(b.N)/float64(tb.store.saves.sent.Load()-sent), "saves/statement")
+}

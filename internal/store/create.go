@@ -75,16 +75,11 @@ func (s *Store) JobCreate(ctx context.Context, p JobCreateParams) (job.Job, bool
 	if err != nil {
 		return job.Job{}, false, err
 	}
-	c := s.creates.add(it)
-	select {
-	case <-c.done:
-	case <-ctx.Done():
-		if s.creates.withdraw(c) {
-			return job.Job{}, false, translate(ctx.Err(), jobWhat(p.Job.Tenant, p.Job.Name))
-		}
-		<-c.done // sent already: its outcome is known in a moment
+	out, sent, err := s.creates.call(ctx, it)
+	if !sent {
+		return job.Job{}, false, translate(err, jobWhat(p.Job.Tenant, p.Job.Name))
 	}
-	return c.out.Job, c.out.Created, c.err
+	return out.Job, out.Created, err
 }
 
 // JobCreateMany creates the tenant's jobs of items (at most MaxBatchCreate,

@@ -4,167 +4,36 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// Concurrent JobCreate calls share statements.
+// Concurrent JobCreate calls share statements (shared.go).
 //
 // A job's INSERT statement (createStatement) costs Postgres about ten times
 // what a plain one-row INSERT does — four tables, eleven indexes on jobs,
-// the tenant's share lock — and every one of them ends in a commit that
-// waits for its WAL to reach disk. Most of that cost is per statement, not
-// per row: BatchCreateJobs writes 1,000 jobs in one statement at about
-// twenty times the rate of one-job statements. So JobCreate does not run
-// its own statement; it queues its job, and at most createLanes statements
-// are in flight per Store. A lane takes every job queued when it starts —
-// of any tenant and any caller, up to createBatchMax — and runs them as one
-// statement; jobs that arrive meanwhile wait for the next. When the store
-// is idle a job leaves at once (a lane is free), so nothing waits on a
-// timer; under load, statements grow with the load and the commits per
-// job fall. While one lane is busy the other starts only once as many
-// jobs wait as that lane is sending (ready): callers whose statement just
-// ended come back one by one, and a free lane that left with the first
-// of them sent one-job statements — 2.5 jobs a statement at eight
-// callers. A job that waits so waits at most for the busy lane's
-// statement, which then takes it.
-//
-// Each job's outcome stays its own: insertJobs reports per item, and a
-// statement that fails as a whole is run again without the jobs that made
-// it fail (insertShared), so one caller's mistake is never another's
-// error. Two jobs of one tenant with the same name or request id never
-// share a statement: the second waits for the next.
-const (
-	createLanes    = 2
-	createBatchMax = 256
-	// createTimeout bounds a shared statement: it runs for several callers,
-	// so none of their contexts is its own.
-	createTimeout = 30 * time.Second
-)
+// the tenant's share lock — and most of that is per statement. A statement
+// takes jobs of any tenant and any caller; two jobs of one tenant with the
+// same name or request id never share one (createKeys). A statement that
+// fails as a whole is run again without the jobs that made it fail
+// (insertShared).
+const createBatchMax = 256
 
-// createCall is one JobCreate waiting for its outcome.
-type createCall struct {
-	item createItem
-	done chan struct{} // closed when out and err are set
-	out  JobCreated
-	err  error
+// createQueue shares statements between concurrent JobCreates.
+type createQueue = sharedQueue[createItem, JobCreated]
+
+func newCreateQueue(insert func(context.Context, []createItem) ([]JobCreated, []error)) *createQueue {
+	return &createQueue{run: insert, max: createBatchMax, keys: createKeys}
 }
 
-// createQueue holds the JobCreate calls not yet sent.
-type createQueue struct {
-	// insert runs items as one statement if it can (Store.insertShared)
-	// and says what became of each.
-	insert func(context.Context, []createItem) ([]JobCreated, []error)
-
-	mu      sync.Mutex
-	waiting []*createCall
-	lanes   int // lanes running
-	sending int // jobs in the statements in flight
-
-	sent atomic.Int64 // calls to insert, for tests
-}
-
-// add queues it and starts a lane if one is free.
-func (q *createQueue) add(it createItem) *createCall {
-	c := &createCall{item: it, done: make(chan struct{})}
-	q.mu.Lock()
-	q.waiting = append(q.waiting, c)
-	start := q.lanes < createLanes && q.ready(q.lanes)
-	if start {
-		q.lanes++
+// createKeys are a job's name and request id in its tenant.
+func createKeys(it createItem) []string {
+	j := it.p.Job
+	keys := []string{j.Tenant + "\x00name\x00" + j.Name}
+	if it.p.RequestID != "" {
+		keys = append(keys, j.Tenant+"\x00request\x00"+it.p.RequestID)
 	}
-	q.mu.Unlock()
-	if start {
-		go q.run()
-	}
-	return c
-}
-
-// withdraw takes c out of the queue if no lane has taken it yet.
-func (q *createQueue) withdraw(c *createCall) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for i, w := range q.waiting {
-		if w == c {
-			q.waiting = append(q.waiting[:i], q.waiting[i+1:]...)
-			return true
-		}
-	}
-	return false
-}
-
-// ready says whether a lane should send what waits now, with others
-// other lanes running: when none is, or when as many jobs wait as they
-// are sending. q.mu is held.
-func (q *createQueue) ready(others int) bool {
-	return others == 0 || len(q.waiting) >= min(q.sending, createBatchMax)
-}
-
-// run is a lane: it sends statements until nothing waits, or too little
-// to send beside the other lane (ready).
-func (q *createQueue) run() {
-	var batch []*createCall
-	for {
-		q.mu.Lock()
-		q.sending -= len(batch)
-		batch = nil
-		if q.ready(q.lanes - 1) {
-			batch = q.take()
-		}
-		if len(batch) == 0 {
-			q.lanes--
-			q.mu.Unlock()
-			return
-		}
-		q.sending += len(batch)
-		q.mu.Unlock()
-		q.send(batch)
-	}
-}
-
-// take removes and returns the next statement's calls, in arrival order:
-// up to createBatchMax, none sharing a tenant's name or request id.
-// q.mu is held.
-func (q *createQueue) take() []*createCall {
-	type key struct{ tenant, kind, value string }
-	var (
-		batch []*createCall
-		seen  = map[key]bool{}
-		rest  = q.waiting[:0:0]
-	)
-	for _, c := range q.waiting {
-		j := c.item.p.Job
-		name, req := key{j.Tenant, "name", j.Name}, key{j.Tenant, "request", c.item.p.RequestID}
-		if len(batch) == createBatchMax || seen[name] || (req.value != "" && seen[req]) {
-			rest = append(rest, c)
-			continue
-		}
-		seen[name], seen[req] = true, true
-		batch = append(batch, c)
-	}
-	q.waiting = rest
-	return batch
-}
-
-// send runs batch and hands each call its outcome.
-func (q *createQueue) send(batch []*createCall) {
-	ctx, cancel := context.WithTimeout(context.Background(), createTimeout)
-	defer cancel()
-	items := make([]createItem, len(batch))
-	for i, c := range batch {
-		items[i] = c.item
-	}
-	out, errs := q.insert(ctx, items)
-	q.sent.Add(1)
-	for i, c := range batch {
-		if c.err = errs[i]; c.err == nil {
-			c.out = out[i]
-		}
-		close(c.done)
-	}
+	return keys
 }
 
 // insertShared runs items — of several tenants and callers, no two of one

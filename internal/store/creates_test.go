@@ -31,7 +31,7 @@ func (f *fakeInserts) insert(_ context.Context, items []createItem) ([]JobCreate
 	f.statements = append(f.statements, names)
 	n := len(f.statements)
 	f.mu.Unlock()
-	if n <= createLanes {
+	if n <= sharedLanes {
 		f.inFlight <- struct{}{}
 		<-f.unhold
 	}
@@ -55,8 +55,8 @@ func fakeItem(tenantID, name, requestID string) createItem {
 // job already in it; each caller gets its own outcome; a job not yet sent
 // can be withdrawn.
 func TestCreateQueueSharesStatements(t *testing.T) {
-	f := &fakeInserts{inFlight: make(chan struct{}, createLanes), unhold: make(chan struct{})}
-	q := &createQueue{insert: f.insert}
+	f := &fakeInserts{inFlight: make(chan struct{}, sharedLanes), unhold: make(chan struct{})}
+	q := newCreateQueue(f.insert)
 
 	// Fill both lanes with a statement each, held.
 	first := q.add(fakeItem("a", "first", ""))
@@ -65,7 +65,7 @@ func TestCreateQueueSharesStatements(t *testing.T) {
 	<-f.inFlight
 
 	// While the first is in flight, everything else waits in the queue.
-	calls := []*createCall{
+	calls := []*sharedCall[createItem, JobCreated]{
 		q.add(fakeItem("a", "j1", "r1")),
 		q.add(fakeItem("b", "j1", "r1")), // another tenant's name and request id
 		q.add(fakeItem("a", "j1", "")),   // a's j1 again: the next statement
@@ -182,7 +182,7 @@ func (f *heldInserts) none(t *testing.T) {
 // next statement.
 func TestCreateQueueSecondLaneWaitsForAShare(t *testing.T) {
 	f := newHeldInserts()
-	q := &createQueue{insert: f.insert}
+	q := newCreateQueue(f.insert)
 	add := func(names ...string) {
 		for _, n := range names {
 			q.add(fakeItem("a", n, ""))

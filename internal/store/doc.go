@@ -37,8 +37,8 @@
 // JobCreateMany (BatchCreateJobs, up to 1,000 jobs) is one statement, so
 // one round trip and one transaction; concurrent JobCreates share such
 // statements, of any tenants and callers, each keeping its own outcome
-// (creates.go: most of a create's cost is per statement and per commit, so
-// under load the commits per job fall). The statement takes a share lock on
+// (creates.go, shared.go: most of a create's cost is per statement and per
+// commit, so under load the commits per job fall). The statement takes a share lock on
 // each tenant's row (FOR SHARE of an ACTIVE tenant, which waits for a TenantUpdate
 // — an offboarding — in flight and then sees its state, so no job is
 // inserted for a tenant that has just stopped being ACTIVE), the
@@ -124,6 +124,9 @@
 // that paused past its lease can not overwrite its successor, and a user's
 // cancel or delete that lands between a worker's read and write is never
 // lost: the write fails and the worker sees the request on its re-read.
+// Concurrent JobSaves share statements as JobCreates do (shared.go): a
+// claim hands a worker's reconcile goroutines many jobs at once, and each
+// saves STARTING before it creates pods; the fence is each row's own.
 //
 // # Scheduling
 //

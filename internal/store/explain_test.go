@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -182,4 +183,39 @@ func TestJobCreateManyPlanIsLinear(t *testing.T) {
 	nodes := planNodes(t, b.ctx, conn, "EXECUTE create_generic("+nulls+")", nil)
 	require.Contains(t, nodes, "ModifyTable", "the plan is the statement's")
 	require.NotContains(t, nodes, "Nested Loop", "generic plan: %v", nodes)
+}
+
+// A save finds its rows by key even when the statistics say no job is
+// owned (taken before a burst of claims): a fence on the owner that the
+// planner could prove non-null made it read all of jobs_worker_idx, which
+// it thought empty, for each row.
+func TestJobSavePlanFindsRowsByKey(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "acme")
+	require.NoError(t, jobsBulkInsert(b.ctx, b.pool, "acme", 2000))
+	_, err := b.pool.Exec(b.ctx, "VACUUM ANALYZE jobs")
+	require.NoError(t, err)
+	_, err = b.pool.Exec(b.ctx, `
+		WITH l AS (INSERT INTO worker_leases VALUES ('w', now() + interval '1 hour'))
+		UPDATE jobs SET worker_id = 'w' WHERE active`)
+	require.NoError(t, err)
+	var (
+		uid     string
+		version int64
+	)
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT uid::text, version FROM jobs WHERE active LIMIT 1`).Scan(&uid, &version))
+
+	items := []saveItem{{p: JobSaveParams{WorkerID: "w", Tenant: "acme", UID: uid, Version: version,
+		Status: job.Status{State: job.Starting}, Events: []job.Event{{Reason: "Starting"}}},
+		uid: uuid.MustParse(uid), now: b.store.timestamp()}}
+	query, args := saveStatement(items)
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		conn := connWith(t, b, "plan_cache_mode", mode)
+		nodes := planNodes(t, b.ctx, conn, query, args)
+		require.Contains(t, nodes, "ModifyTable", "the plan is the statement's")
+		require.Contains(t, nodes, "Index Scan:jobs_pkey", "%s: %v", mode, nodes)
+		for _, n := range nodes {
+			require.NotContains(t, n, "jobs_worker_idx", "%s: %v", mode, nodes)
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
@@ -540,4 +541,60 @@ func TestJobSaveParks(t *testing.T) {
 	keys, err = claimKeys(b.store.JobClaim(b.ctx, "w2", 10, time.Hour))
 	require.NoError(t, err)
 	require.Equal(t, []JobKey{keyOf(j)}, keys, "claimable once due")
+}
+
+// Saves of several jobs in one statement: each gets its own outcome (its
+// version, or why its fence failed) and only the saved ones' events are
+// written, in order; a save that makes the whole statement fail (a NUL in
+// its status, which jsonb refuses) fails alone when each is run again.
+func TestJobSaveSharedStatement(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	var ws []WorkerJob
+	for _, name := range []string{"ok", "stale", "other", "second"} {
+		ws = append(ws, b.own(t, "w1", keyOf(b.jobCreate(t, "a", name, 0))))
+	}
+	item := func(w WorkerJob, worker string, version int64, reasons ...string) saveItem {
+		st := w.Job.Status
+		st.State = job.Starting
+		p := JobSaveParams{WorkerID: worker, Tenant: "a", UID: w.Job.UID, Version: version, Status: st}
+		for _, r := range reasons {
+			p.Events = append(p.Events, job.Event{Reason: r})
+		}
+		return saveItem{p: p, uid: uuid.MustParse(w.Job.UID), now: b.store.timestamp()}
+	}
+	items := []saveItem{
+		item(ws[0], "w1", ws[0].Version, "First", "Then"),
+		item(ws[1], "w1", ws[1].Version-1, "Stale"),
+		item(ws[2], "w2", ws[2].Version, "NotMine"),
+		item(ws[3], "w1", ws[3].Version, "Second"),
+	}
+	versions, errs := b.store.saveShared(b.ctx, items)
+	require.NoError(t, errs[0])
+	require.Equal(t, ws[0].Version+1, versions[0])
+	require.ErrorIs(t, errs[1], ErrConflict)
+	require.ErrorIs(t, errs[2], ErrLeaseLost)
+	require.NoError(t, errs[3])
+	require.Equal(t, ws[3].Version+1, versions[3])
+	reasons := func(w WorkerJob) []string {
+		var out []string
+		rows, err := b.pool.Query(b.ctx, `SELECT reason FROM job_events WHERE job_uid = $1 AND reason <> 'Queued' ORDER BY id`, w.Job.UID)
+		require.NoError(t, err)
+		out, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return out
+	}
+	require.Equal(t, []string{"First", "Then"}, reasons(ws[0]))
+	require.Empty(t, reasons(ws[1]))
+	require.Empty(t, reasons(ws[2]))
+	require.Equal(t, []string{"Second"}, reasons(ws[3]))
+	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM jobs WHERE state = 'STARTING'`))
+
+	bad := item(ws[1], "w1", ws[1].Version, "Bad")
+	bad.p.Status.Message = "a\x00b"
+	versions, errs = b.store.saveShared(b.ctx, []saveItem{bad, item(ws[2], "w1", ws[2].Version, "Fine")})
+	require.Error(t, errs[0])
+	require.NoError(t, errs[1])
+	require.Equal(t, ws[2].Version+1, versions[1])
+	require.Equal(t, []string{"Fine"}, reasons(ws[2]))
 }

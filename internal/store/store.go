@@ -51,12 +51,15 @@ type Store struct {
 	notifier *notifier
 	// creates shares statements between concurrent JobCreates (creates.go).
 	creates *createQueue
+	// saves shares statements between concurrent JobSaves (queue.go).
+	saves *sharedQueue[saveItem, int64]
 }
 
 // New returns a Store using pool. The caller keeps ownership of pool.
 func New(pool *pgxpool.Pool) *Store {
 	s := &Store{pool: pool, now: time.Now, notifier: newNotifier(pool)}
-	s.creates = &createQueue{insert: s.insertShared}
+	s.creates = newCreateQueue(s.insertShared)
+	s.saves = newSaveQueue(s.saveShared)
 	return s
 }
 
