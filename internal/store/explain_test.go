@@ -5,12 +5,14 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -218,4 +220,73 @@ func TestJobSavePlanFindsRowsByKey(t *testing.T) {
 			require.NotContains(t, n, "jobs_worker_idx", "%s: %v", mode, nodes)
 		}
 	}
+}
+
+// A claim reads only what it takes: none of the jobs a live worker owns,
+// and the due jobs in order up to its limit, not all of them, also with
+// its plan made while the table was small (a connection keeps a
+// statement's generic plan), as at the start of a burst of submissions.
+func TestJobClaimReadsWhatItTakes(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "acme")
+	conn := connWith(t, b, "plan_cache_mode", "force_generic_plan")
+	explain := func(t *testing.T) (owned, read, claimed float64) {
+		var walk func(n map[string]any)
+		walk = func(n map[string]any) {
+			num := func(k string) float64 { f, _ := n[k].(float64); return f }
+			rows := num("Actual Rows") * num("Actual Loops")
+			if n["Index Name"] == "jobs_worker_idx" {
+				owned += rows
+			}
+			if n["Relation Name"] == "jobs" && n["Node Type"] != "ModifyTable" {
+				read += rows + num("Rows Removed by Filter") + num("Rows Removed by Index Recheck")
+			}
+			if n["Node Type"] == "ModifyTable" {
+				claimed += rows
+			}
+			kids, _ := n["Plans"].([]any)
+			for _, k := range kids {
+				walk(k.(map[string]any))
+			}
+		}
+		err := pgx.BeginFunc(b.ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(b.ctx, sqlClaimSettings); err != nil {
+				return err
+			}
+			var raw []byte
+			if err := tx.QueryRow(b.ctx, "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE claim_generic('idle', 10)").Scan(&raw); err != nil {
+				return err
+			}
+			var plans []struct {
+				Plan map[string]any `json:"Plan"`
+			}
+			if err := json.Unmarshal(raw, &plans); err != nil {
+				return err
+			}
+			walk(plans[0].Plan)
+			return errors.New("roll back")
+		})
+		require.EqualError(t, err, "roll back")
+		return owned, read, claimed
+	}
+	_, err := conn.Conn().Prepare(b.ctx, "claim_generic", sqlJobClaim)
+	require.NoError(t, err)
+	defer func() { _ = conn.Conn().Deallocate(context.Background(), "claim_generic") }()
+	b.jobCreate(t, "acme", "first", 0) // a small table: the plan is made now
+	_, _, claimed := explain(t)
+	require.Zero(t, claimed)
+
+	require.NoError(t, jobsBulkInsert(b.ctx, b.pool, "acme", 40000))
+	_, err = b.pool.Exec(b.ctx, `
+		WITH l AS (INSERT INTO worker_leases VALUES ('busy', now() + interval '1 hour'))
+		UPDATE jobs SET admitted = true,
+		                worker_id = CASE WHEN seq % 2 = 0 THEN 'busy' END,
+		                claim_after = CASE WHEN seq % 2 = 0 THEN claim_after ELSE '-infinity' END
+		WHERE active`)
+	require.NoError(t, err)
+	due := b.count(t, `SELECT count(*) FROM jobs WHERE active AND worker_id IS NULL`)
+	owned, read, claimed := explain(t)
+	require.Equal(t, 10.0, claimed)
+	require.Zero(t, owned, "rows read from jobs_worker_idx")
+	require.LessOrEqual(t, read, 30.0, "rows of jobs read, of %d due", due) // 10 due, then 10 by key to update
 }
