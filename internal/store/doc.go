@@ -84,7 +84,7 @@
 //	│                     │ JobClaim                         │ JobPark or JobSave{Park} of a
 //	│                     ▼                                  │ finished job: claim_after = its TTL
 //	│           OWNED: active, worker_id=W, live lease ──────┘
-//	│             JobLeaseRenew extends the lease;
+//	│             JobLeaseExtend/Renew extend the lease;
 //	│             JobLoad → JobSave (fenced);        JobSave{Requeue} (preempted,
 //	│             JobPurge of a deleted job:  ─────► unschedulable): QUEUED, unadmitted,
 //	│             the row is gone                    unowned, claim_after = 'infinity'
@@ -113,8 +113,13 @@
 // then reads what its worker still owns in a statement of its own, and a
 // job taken over is not in it. A lease that had expired is started again,
 // with the jobs nobody took over meanwhile (nobody else can have written
-// them). JobReleaseAll (shutdown) drops the lease with the jobs, and claims
-// forget the leases of workers gone for an hour that own nothing.
+// them). JobLeaseExtend extends a lease that is still live and says so,
+// without listing the jobs: a lease that never ran out lost none (a
+// takeover needs it run out). It judges that once it holds the row, so a
+// renewal that waited for a takeover finds the lease run out and the
+// worker lists what is left with JobLeaseRenew. JobReleaseAll (shutdown)
+// drops the lease with the jobs, and claims forget the leases of workers
+// gone for an hour that own nothing.
 
 // Every write of a job bumps its version (lease renewal excepted).
 // JobSave, JobPark and JobPurge succeed only while the caller owns the

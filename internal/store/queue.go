@@ -240,6 +240,33 @@ func (s *Store) JobLeaseRenew(ctx context.Context, workerID string, ttl time.Dur
 	return keys, translate(err, "lease renewal")
 }
 
+// JobLeaseExtend extends workerID's lease by ttl if it is still live, and
+// says whether it was. A lease that has not run out since it was last
+// extended had none of its jobs taken over, so the worker owns what it
+// claimed and has not let go, and need not list it: JobLeaseRenew reads
+// every owned job, 15,000 rows every three seconds for a worker that runs
+// 15,000. A lease found run out (or gone) is left alone: JobLeaseRenew
+// starts it again and says which jobs are still owned.
+//
+// Live is judged once the row is locked, by a statement of its own: a
+// takeover that judged the lease run out holds the row (FOR SHARE) until
+// it commits, and a renewal that waited for it must then find the lease
+// run out too (the clock of that moment, not the transaction's).
+func (s *Store) JobLeaseExtend(ctx context.Context, workerID string, ttl time.Duration) (bool, error) {
+	var live bool
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT FROM worker_leases WHERE worker_id = $1 FOR UPDATE`, workerID); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `
+			UPDATE worker_leases SET expires_at = clock_timestamp() + $2 * interval '1 microsecond'
+			WHERE worker_id = $1 AND expires_at > clock_timestamp()`, workerID, microseconds(ttl))
+		live = tag.RowsAffected() == 1
+		return err
+	})
+	return live, translate(err, "lease renewal")
+}
+
 // JobRelease gives up workerID's ownership of keys, so any worker may claim
 // them at once (a job that still needs work) or nobody needs to.
 func (s *Store) JobRelease(ctx context.Context, workerID string, keys ...JobKey) error {

@@ -3,6 +3,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -160,6 +161,63 @@ func TestJobLeaseExpiryTakeover(t *testing.T) {
 	require.Equal(t, "w2", w2.WorkerID)
 	_, err = b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "w2", Tenant: "a", UID: j.UID, Version: w2.Version, Status: st})
 	require.NoError(t, err)
+}
+
+// A lease is extended without listing its jobs only while it is live; a
+// renewal that waits for a takeover under way finds it run out.
+func TestJobLeaseExtend(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	j := b.jobCreate(t, "a", "j", 0)
+	b.own(t, "w1", keyOf(j))
+	expiry := func() (e time.Time) {
+		require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT expires_at FROM worker_leases WHERE worker_id = 'w1'`).Scan(&e))
+		return e
+	}
+	before := expiry()
+	live, err := b.store.JobLeaseExtend(b.ctx, "w1", 2*time.Hour)
+	require.NoError(t, err)
+	require.True(t, live)
+	require.True(t, expiry().After(before))
+
+	live, err = b.store.JobLeaseExtend(b.ctx, "nobody", time.Hour)
+	require.NoError(t, err)
+	require.False(t, live, "no lease")
+
+	// The lease runs out; a takeover locks it; the extension waits for it
+	// and then finds the lease run out, and leaves it so.
+	_, err = b.pool.Exec(b.ctx, `UPDATE worker_leases SET expires_at = now() + interval '300 milliseconds' WHERE worker_id = 'w1'`)
+	require.NoError(t, err)
+	time.Sleep(400 * time.Millisecond)
+	tx, err := b.pool.Begin(b.ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	_, err = tx.Exec(b.ctx, `SELECT FROM worker_leases WHERE worker_id = 'w1' AND expires_at < now() FOR SHARE`)
+	require.NoError(t, err)
+	type outcome struct {
+		live bool
+		err  error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		live, err := b.store.JobLeaseExtend(b.ctx, "w1", time.Hour)
+		done <- outcome{live, err}
+	}()
+	select {
+	case o := <-done:
+		t.Fatalf("the extension did not wait for the takeover: %+v", o)
+	case <-time.After(200 * time.Millisecond):
+	}
+	_, err = tx.Exec(b.ctx, `UPDATE jobs SET worker_id = 'w2' WHERE uid = $1`, j.UID)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(b.ctx))
+	o := <-done
+	require.NoError(t, o.err)
+	require.False(t, o.live)
+	require.True(t, expiry().Before(time.Now()), "a lease found run out is left so")
+	owned, err := b.store.JobLeaseRenew(b.ctx, "w1", time.Hour)
+	require.NoError(t, err)
+	require.Empty(t, owned, "the renewal that lists finds the job gone")
 }
 
 func TestJobSaveFencing(t *testing.T) {

@@ -11,9 +11,9 @@
 //	   ▲  │                           ▼      ▼         label managed-by=trainyard,
 //	   │  │ JobClaim            ┌────────────────┐     all namespaces, no resync)
 //	   │  └───────────────────► │ ownership loop │       │ add/update/delete, tombstones
-//	   │    JobLeaseRenew       │ claim · renew  │       │ → JobKey from labels,
+//	   │    JobLeaseExtend      │ claim · renew  │       │ → JobKey from labels,
 //	   │    every TTL/3         └───────┬────────┘       │   queued if owned
-//	   │                                │ owned set      │
+//	   │    Renew (a list) 1 in 6       │ owned set      │
 //	   │                                ▼                ▼
 //	   │                 ┌──────────────────────────────────────────┐
 //	   │                 │ rate-limited workqueue keyed by JobKey   │◄─ AddAfter(RequeueAfter):

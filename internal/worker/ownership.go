@@ -110,6 +110,15 @@ func (o *ownership) renewed(keys []store.JobKey, until time.Time) (lost, found [
 	return lost, found
 }
 
+// extend moves every job's lease to until (a renewal that lost none).
+func (o *ownership) extend(until time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, j := range o.jobs {
+		j.until = until
+	}
+}
+
 // expire drops jobs whose lease has certainly run out (renewals failing).
 func (o *ownership) expire(now time.Time) (lost []store.JobKey) {
 	o.mu.Lock()
@@ -292,6 +301,7 @@ func (w *Worker) claim(ctx context.Context) {
 		sent := time.Now()
 		jobs, err := w.store.JobClaim(ctx, w.cfg.ID, room, w.cfg.LeaseTTL)
 		if err != nil {
+			w.listNext = true // it may have committed
 			if ctx.Err() == nil {
 				w.log.Warn("claiming jobs failed", "error", err)
 			}
@@ -314,27 +324,56 @@ func (w *Worker) claim(ctx context.Context) {
 	}
 }
 
+// listEvery is how many renewals at most go by without listing the jobs
+// the worker owns (every 20 s with the default TTL of 10 s).
+const listEvery = 6
+
 // renew extends every lease and stops acting on jobs not renewed. When
 // renewals fail, jobs are dropped once their lease has certainly expired:
 // another worker may own them by then.
+//
+// A lease that was still live when extended lost no job (JobLeaseExtend),
+// so most renewals do not list the jobs. Every listEvery-th does, and the
+// one after a failed claim (it may have committed, its answer lost) or a
+// lease found run out: the list finds jobs owned but not known here, and
+// drops those known here but not owned.
 func (w *Worker) renew(ctx context.Context) {
 	sent := time.Now()
-	keys, err := w.store.JobLeaseRenew(ctx, w.cfg.ID, w.cfg.LeaseTTL)
-	if err != nil {
-		if ctx.Err() != nil {
+	if !w.listNext && w.extended < listEvery-1 {
+		live, err := w.store.JobLeaseExtend(ctx, w.cfg.ID, w.cfg.LeaseTTL)
+		if err == nil && live {
+			w.extended++
+			w.renewOK.Store(time.Now().UnixNano())
+			w.own.extend(sent.Add(w.cfg.LeaseTTL))
 			return
 		}
-		lost := w.own.expire(time.Now())
-		w.log.Warn("renewing leases failed", "error", err, "jobs_dropped", len(lost))
-		w.lose(lost)
+		if err != nil {
+			w.failedRenewal(ctx, err)
+			return
+		}
+	}
+	keys, err := w.store.JobLeaseRenew(ctx, w.cfg.ID, w.cfg.LeaseTTL)
+	if err != nil {
+		w.failedRenewal(ctx, err)
 		return
 	}
+	w.extended, w.listNext = 0, false
 	w.renewOK.Store(time.Now().UnixNano())
 	lost, found := w.own.renewed(keys, sent.Add(w.cfg.LeaseTTL))
 	w.lose(lost)
 	for _, k := range found {
 		w.queue.Add(k)
 	}
+}
+
+// failedRenewal drops the jobs whose lease has certainly run out.
+func (w *Worker) failedRenewal(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	lost := w.own.expire(time.Now())
+	w.log.Warn("renewing leases failed", "error", err, "jobs_dropped", len(lost))
+	w.lose(lost)
 }
 
 func (w *Worker) lose(keys []store.JobKey) {

@@ -624,12 +624,20 @@ func TestLostLeaseStopsWork(t *testing.T) {
 	require.False(t, b.w.own.owns(key))
 	require.Empty(t, b.writes())
 
-	// The renewer drops what another worker took over.
-	b.own(t, b.submit(t, "acme", "tk", spec(replica(job.Worker, 1, job.RestartNever))))
+	// The renewer drops what another worker took over once the lease ran
+	// out; while it is live, renewals need not list the jobs.
+	other := b.submit(t, "acme", "tk", spec(replica(job.Worker, 1, job.RestartNever)))
+	b.own(t, other)
+	b.w.renew(b.ctx)
+	require.Equal(t, 1, b.w.extended, "extended without a list")
+	require.True(t, b.w.own.owns(other))
+	_, err = b.pool.Exec(b.ctx, `UPDATE worker_leases SET expires_at = now() - interval '1 second'`)
+	require.NoError(t, err)
 	_, err = b.pool.Exec(b.ctx, `UPDATE jobs SET worker_id = 'w2' WHERE name = 'tk'`)
 	require.NoError(t, err)
 	b.w.renew(b.ctx)
 	require.Zero(t, b.w.own.count())
+	require.Zero(t, b.w.extended, "the lease ran out: the renewal listed")
 }
 
 func TestFencedSaveAfterTakeover(t *testing.T) {

@@ -56,6 +56,11 @@ type Worker struct {
 
 	synced  atomic.Bool  // informer caches synced: reconciles may run
 	renewOK atomic.Int64 // unix nanos of the last successful renewal or claim
+	// extended counts renewals since the worker last listed its jobs
+	// (ownership.go, renew); listNext asks the next renewal to list them.
+	// Only the ownership goroutine uses them.
+	extended int
+	listNext bool
 }
 
 // indexJobUID indexes pods and services by "<namespace>/<job uid label>"
