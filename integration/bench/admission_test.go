@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/trainyard/trainyard/integration/cluster"
@@ -135,7 +136,7 @@ func measureAdmission(tb testing.TB, jobs, tenants int, finish bool) admissionRe
 	}
 	rawCtx, stopRaw := context.WithCancel(ctx)
 	defer stopRaw()
-	seen := startFirstSeen(rawCtx, tb, admin, prefix)
+	seen := startFirstSeen(rawCtx, tb, c.RESTConfig(), prefix)
 	procs := clusterProcesses(c)
 	spec := admissionSpec()
 	rawCfg := c.RESTConfig()
@@ -197,7 +198,7 @@ func measureAdmission(tb testing.TB, jobs, tenants int, finish bool) admissionRe
 	for i := range ids {
 		waitServiceAccount(tb, admin, env.Namespace(ids[i]), kube.DefaultJobServiceAccount)
 	}
-	seen = startFirstSeen(ctx, tb, admin, env.NamespacePrefix)
+	seen = startFirstSeen(ctx, tb, env.Cluster.RESTConfig(), env.NamespacePrefix)
 	procs = append(clusterProcesses(env.Cluster), trainyardProcesses(tb, env.DatabaseURL, 2)...)
 
 	// Trainyard: BatchCreateJobs of up to 500 jobs, four calls at once.
@@ -424,7 +425,10 @@ func pollAdmitted(ctx context.Context, tb testing.TB, dbURL string, want int) fu
 }
 
 // firstSeen records when the informer first delivered each pod of the
-// bench's namespaces, by name.
+// bench's namespaces, by name. Its client speaks protobuf as the worker's
+// does (benchClient): a JSON watcher beside the worker's would make the
+// API server encode every pod event twice in Trainyard's phase and once
+// in raw's, a cost of the bench's, not of Trainyard.
 type firstSeen struct {
 	mu         sync.Mutex
 	at         map[string]time.Time
@@ -432,7 +436,8 @@ type firstSeen struct {
 	changed    chan struct{}
 }
 
-func startFirstSeen(ctx context.Context, tb testing.TB, kc kubernetes.Interface, nsPrefix string) *firstSeen {
+func startFirstSeen(ctx context.Context, tb testing.TB, cfg *rest.Config, nsPrefix string) *firstSeen {
+	kc := benchClient(tb, cfg)
 	s := &firstSeen{at: map[string]time.Time{}, unfinished: map[string]bool{}, changed: make(chan struct{})}
 	factory := informers.NewSharedInformerFactoryWithOptions(kc, 0, informers.WithTransform(func(obj any) (any, error) {
 		// Only the name and phase are kept: 30,000 full pods would be the

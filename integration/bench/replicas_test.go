@@ -74,7 +74,7 @@ func replicaRunOf(tb testing.TB, n, jobs int, d time.Duration) replicaRun {
 	defer cancel()
 
 	// Dispatch.
-	seen := startFirstSeen(ctx, tb, env.Cluster.Client(), env.NamespacePrefix)
+	seen := startFirstSeen(ctx, tb, env.Cluster.RESTConfig(), env.NamespacePrefix)
 	var metricsURLs []string
 	for _, w := range env.Workers {
 		metricsURLs = append(metricsURLs, "http://"+w.WaitFor(tb, metricsLine, time.Minute)[1]+"/metrics")
