@@ -63,8 +63,7 @@ func BenchmarkJobList(b *testing.B) {
 	start := time.Now()
 	require.NoError(b, jobsBulkInsert(tb.ctx, tb.pool, "big", rows))
 	require.NoError(b, jobsBulkInsert(tb.ctx, tb.pool, "other", rows/10))
-	_, err := tb.pool.Exec(tb.ctx, "VACUUM ANALYZE jobs")
-	require.NoError(b, err)
+	tb.exec(b, "VACUUM ANALYZE jobs")
 	b.Logf("inserted %d jobs in %s", rows+rows/10, time.Since(start).Round(time.Millisecond))
 
 	var maxSeq int64
@@ -95,8 +94,7 @@ func BenchmarkJobClaim(b *testing.B) {
 	tb := setup(b)
 	tb.tenantCreate(b, "q")
 	require.NoError(b, jobsBulkInsert(tb.ctx, tb.pool, "q", 100_000))
-	_, err := tb.pool.Exec(tb.ctx, "VACUUM ANALYZE jobs")
-	require.NoError(b, err)
+	tb.exec(b, "VACUUM ANALYZE jobs")
 	// Each claim takes the next 10 jobs of the queue; between claims
 	// (untimed) the claimed jobs finish and leave the queue, as they would
 	// once run. Owned jobs are in neither of the claim's indexes (see
@@ -106,9 +104,8 @@ func BenchmarkJobClaim(b *testing.B) {
 		require.NoError(b, err)
 		require.NotEmpty(b, keys)
 		b.StopTimer()
-		_, err = tb.pool.Exec(tb.ctx, `UPDATE jobs SET active = false, worker_id = NULL
+		tb.exec(b, `UPDATE jobs SET active = false, worker_id = NULL
 			WHERE worker_id = 'bench-worker'`)
-		require.NoError(b, err)
 		b.StartTimer()
 	}
 }
@@ -120,11 +117,9 @@ func BenchmarkJobSave(b *testing.B) {
 	tb := setup(b)
 	tb.tenantCreate(b, "save")
 	require.NoError(b, jobsBulkInsert(tb.ctx, tb.pool, "save", b.N))
-	_, err := tb.pool.Exec(tb.ctx, `UPDATE jobs SET state = 'QUEUED', status = '{"state":"QUEUED"}',
+	tb.exec(b, `UPDATE jobs SET state = 'QUEUED', status = '{"state":"QUEUED"}',
 		active = true, admitted = true, claim_after = '-infinity' WHERE tenant_id = 'save'`)
-	require.NoError(b, err)
-	_, err = tb.pool.Exec(tb.ctx, "VACUUM ANALYZE jobs")
-	require.NoError(b, err)
+	tb.exec(b, "VACUUM ANALYZE jobs")
 	jobs, err := tb.store.JobClaim(tb.ctx, "bench-worker", b.N, time.Hour)
 	require.NoError(b, err)
 	require.Len(b, jobs, b.N)

@@ -195,12 +195,10 @@ func TestJobSavePlanFindsRowsByKey(t *testing.T) {
 	b := setup(t)
 	b.tenantCreate(t, "acme")
 	require.NoError(t, jobsBulkInsert(b.ctx, b.pool, "acme", 2000))
-	_, err := b.pool.Exec(b.ctx, "VACUUM ANALYZE jobs")
-	require.NoError(t, err)
-	_, err = b.pool.Exec(b.ctx, `
+	b.exec(t, "VACUUM ANALYZE jobs")
+	b.exec(t, `
 		WITH l AS (INSERT INTO worker_leases VALUES ('w', now() + interval '1 hour'))
 		UPDATE jobs SET worker_id = 'w' WHERE active`)
-	require.NoError(t, err)
 	var (
 		uid     string
 		version int64
@@ -277,13 +275,12 @@ func TestJobClaimReadsWhatItTakes(t *testing.T) {
 	require.Zero(t, claimed)
 
 	require.NoError(t, jobsBulkInsert(b.ctx, b.pool, "acme", 40000))
-	_, err = b.pool.Exec(b.ctx, `
+	b.exec(t, `
 		WITH l AS (INSERT INTO worker_leases VALUES ('busy', now() + interval '1 hour'))
 		UPDATE jobs SET admitted = true,
 		                worker_id = CASE WHEN seq % 2 = 0 THEN 'busy' END,
 		                claim_after = CASE WHEN seq % 2 = 0 THEN claim_after ELSE '-infinity' END
 		WHERE active`)
-	require.NoError(t, err)
 	due := b.count(t, `SELECT count(*) FROM jobs WHERE active AND worker_id IS NULL`)
 	owned, read, claimed := explain(t)
 	require.Equal(t, 10.0, claimed)

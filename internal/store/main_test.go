@@ -135,6 +135,13 @@ func (b *testBundle) jobInState(t testing.TB, tenantID, name string, state job.S
 	return w
 }
 
+// exec runs a statement of the test's setup.
+func (b *testBundle) exec(t testing.TB, sql string, args ...any) {
+	t.Helper()
+	_, err := b.pool.Exec(b.ctx, sql, args...)
+	require.NoError(t, err, sql)
+}
+
 // count returns the result of a count(*) query.
 func (b *testBundle) count(t testing.TB, sql string, args ...any) int {
 	t.Helper()
