@@ -3,6 +3,7 @@
 package worker
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"sync/atomic"
@@ -638,6 +639,29 @@ func TestLostLeaseStopsWork(t *testing.T) {
 	b.w.renew(b.ctx)
 	require.Zero(t, b.w.own.count())
 	require.Zero(t, b.w.extended, "the lease ran out: the renewal listed")
+}
+
+// Renewals list the owned jobs every listEvery-th time, and the first one
+// after a claim that failed (it may have committed, its answer lost).
+func TestRenewalListsEverySixthAndAfterAFailedClaim(t *testing.T) {
+	b := setup(t)
+	b.tenant(t, "acme", tenant.Quota{})
+	b.own(t, b.submit(t, "acme", "tj", spec(replica(job.Worker, 1, job.RestartNever))))
+	var seen []int
+	for range listEvery {
+		b.w.renew(b.ctx)
+		seen = append(seen, b.w.extended)
+	}
+	require.Equal(t, []int{1, 2, 3, 4, 5, 0}, seen, "extended without a list five times, then listed")
+
+	failed, cancel := context.WithCancel(b.ctx)
+	cancel()
+	b.w.claim(failed)
+	require.True(t, b.w.listNext)
+	b.w.renew(b.ctx)
+	require.Zero(t, b.w.extended, "listed")
+	require.False(t, b.w.listNext)
+	require.Equal(t, 1, b.w.own.count(), "the list keeps what the worker owns")
 }
 
 func TestFencedSaveAfterTakeover(t *testing.T) {
