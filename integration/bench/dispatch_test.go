@@ -99,7 +99,8 @@ func runDispatch(b testing.TB, cfg config, rep *report) {
 	rep.clusterKind = c.Kind
 	var namespaces []string
 	leaveClusterEmpty(b, &namespaces)
-	addBenchNodes(b, c)
+	perBlock := max(int(cfg.rate*cfg.dispatchFor.Seconds())/cfg.blocks, 1)
+	addBenchNodes(b, c, perBlock*cfg.blocks*2*podsPerJob)
 	env := harness.Start(b, harness.Options{Cluster: true, Workers: 1, WorkerArgs: cfg.workerArgs})
 	for _, id := range []string{benchTenant, rawTenant} {
 		env.CreateTenant(b, id, harness.Subject("alice", pb.Role_ROLE_EDITOR))
@@ -135,7 +136,6 @@ func runDispatch(b testing.TB, cfg config, rep *report) {
 	seedClient.QPS, seedClient.Burst = -1, 0 // seeding is not measured: as fast as the API server goes
 	seeds := &seeder{kc: benchClient(b, seedClient), nodes: cpuNodes(b, admin), dbURL: env.DatabaseURL, tenant: benchTenant, ns: tenantNS}
 
-	perBlock := max(int(cfg.rate*cfg.dispatchFor.Seconds())/cfg.blocks, 1)
 	rep.blocks, rep.perBlock = cfg.blocks, perBlock
 	for li, level := range cfg.seeded {
 		lr := levelResult{seeded: level, workerMetrics: map[string]float64{}}
@@ -258,15 +258,22 @@ func leaveClusterEmpty(tb testing.TB, nss *[]string) {
 // On a loaded machine kwok ends pods late, and the default nodes' 660 pod
 // slots filled: Trainyard's scheduler, which admits a job only when all of
 // its pods fit, then waited for room (CAPACITY, the rest ORDER behind it)
-// while raw creates went ahead and left their pods Pending. Four nodes of
-// 2,000 pods each keep capacity out of the comparison.
-func addBenchNodes(b testing.TB, c *cluster.Cluster) {
+// while raw creates went ahead and left their pods Pending. Nodes of 2,000
+// pods each, at least four, with room for twice the pods may be
+// unfinished at once (every block of a level, both paths: only finished
+// pods are trimmed between pairs), keep capacity out of the comparison.
+// At 100 jobs/s four were not enough (2026-12-03): kwok, running pods
+// about 50 a second here, had not finished the first pair's 5,000 when the
+// second pair began, and Trainyard's second block waited behind one job
+// with reason CAPACITY while raw's pods went on existing unscheduled.
+func addBenchNodes(b testing.TB, c *cluster.Cluster, pods int) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	const per = 2000
 	var nodes []cluster.Node
-	for i := range 4 {
+	for i := range min(max(4, (2*pods+per-1)/per), 16) {
 		n := cluster.CPUNode(fmt.Sprintf("kwok-bench-%d", i))
-		n.Capacity[corev1.ResourcePods] = resource.MustParse("2000")
+		n.Capacity[corev1.ResourcePods] = resource.MustParse(strconv.Itoa(per))
 		n.PodCIDR = fmt.Sprintf("10.245.%d.0/20", 16*i) // 4,094 addresses
 		nodes = append(nodes, n)
 	}

@@ -136,7 +136,10 @@
 //	                             new cluster (on a reused one raw's pods are let run and then
 //	                             deleted before Trainyard's phase); with
 //	                             TRAINYARD_BENCH_ADMISSION_FINISHED=1 also until each phase's
-//	                             pods have all run; Kueue's 351 s quoted
+//	                             pods have all run; Kueue's 351 s quoted;
+//	                             TRAINYARD_BENCH_PROFILE_DIR (with
+//	                             TRAINYARD_CLUSTER_PROFILING=1) takes a 30 s CPU profile of
+//	                             the API server in each phase (profile_test.go)
 //
 // Every section on the cluster leaves nothing behind when it ends
 // (leaveClusterEmpty): the next section's informers, kwok and pod garbage
