@@ -269,11 +269,10 @@ func leaveClusterEmpty(tb testing.TB, nss *[]string) {
 func addBenchNodes(b testing.TB, c *cluster.Cluster, pods int) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	const per = 2000
 	var nodes []cluster.Node
-	for i := range min(max(4, (2*pods+per-1)/per), 16) {
+	for i := range benchNodes(pods) {
 		n := cluster.CPUNode(fmt.Sprintf("kwok-bench-%d", i))
-		n.Capacity[corev1.ResourcePods] = resource.MustParse(strconv.Itoa(per))
+		n.Capacity[corev1.ResourcePods] = resource.MustParse(strconv.Itoa(podsPerBenchNode))
 		n.PodCIDR = fmt.Sprintf("10.245.%d.0/20", 16*i) // 4,094 addresses
 		nodes = append(nodes, n)
 	}
@@ -281,6 +280,16 @@ func addBenchNodes(b testing.TB, c *cluster.Cluster, pods int) {
 	if err := c.AddNodes(ctx, nodes...); err != nil && !strings.Contains(err.Error(), "already exists") {
 		b.Fatalf("bench nodes: %v", err)
 	}
+}
+
+// podsPerBenchNode is each bench node's pod capacity (its 128Gi hold
+// 2,048 of the bench's 64Mi pods).
+const podsPerBenchNode = 2000
+
+// benchNodes is how many bench nodes hold twice pods: at least four, at
+// most 16 (their pod CIDRs, 10.245.0.0/20 to 10.245.240.0/20).
+func benchNodes(pods int) int {
+	return min(max(4, (2*pods+podsPerBenchNode-1)/podsPerBenchNode), 16)
 }
 
 func waitWorkerIdle(b testing.TB, metricsURL string, timeout time.Duration) {

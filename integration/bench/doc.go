@@ -138,8 +138,9 @@
 //	                             TRAINYARD_BENCH_ADMISSION_FINISHED=1 also until each phase's
 //	                             pods have all run; Kueue's 351 s quoted;
 //	                             TRAINYARD_BENCH_PROFILE_DIR (with
-//	                             TRAINYARD_CLUSTER_PROFILING=1) takes a 30 s CPU profile of
-//	                             the API server in each phase (profile_test.go)
+//	                             TRAINYARD_CLUSTER_PROFILING=1) takes a CPU profile of the
+//	                             API server in each phase, TRAINYARD_BENCH_PROFILE_SECONDS
+//	                             (30) long, 10 s in (profile_test.go)
 //
 // Every section on the cluster leaves nothing behind when it ends
 // (leaveClusterEmpty): the next section's informers, kwok and pod garbage

@@ -98,3 +98,23 @@ func TestReplicasSmoke(t *testing.T) {
 		require.Len(t, run.perWorker, run.workers)
 	}
 }
+
+// The dispatch sections' nodes hold twice the pods a level may leave
+// unfinished: at 100 jobs/s (10,000 pods a level) four nodes filled and
+// Trainyard's jobs waited for capacity that raw's creates did not need.
+func TestBenchNodesHoldTwiceThePods(t *testing.T) {
+	for _, tc := range []struct{ pods, want int }{
+		{0, 4},        // at least the four the dispatch section always had
+		{1500, 4},     // issue 13's levels: 50 sets × 3 blocks × 2 paths × 5 pods
+		{5000, 5},     // 50 jobs/s for 10 s
+		{10000, 10},   // 100 jobs/s for 10 s
+		{1000000, 16}, // no more than the pod CIDRs allow
+	} {
+		if got := benchNodes(tc.pods); got != tc.want {
+			t.Errorf("benchNodes(%d) = %d, want %d", tc.pods, got, tc.want)
+		}
+		if tc.want < 16 && benchNodes(tc.pods)*podsPerBenchNode < 2*tc.pods {
+			t.Errorf("benchNodes(%d): %d nodes hold fewer than twice the pods", tc.pods, benchNodes(tc.pods))
+		}
+	}
+}
