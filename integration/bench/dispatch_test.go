@@ -54,11 +54,18 @@ type dispatchResult struct {
 	firstErr  error
 }
 
-// quietTimeout bounds each wait for a quiet cluster between blocks.
+// quietTimeout bounds each wait for a quiet cluster between blocks: for
+// every path the same, so that no path's blocks follow a longer pause than
+// another's.
 const quietTimeout = 10 * time.Second
 
 // rawTenant's namespace holds the probe's pods.
 const rawTenant = benchTenant + "-raw"
+
+// emptyTenant is never seeded: Trainyard's blocks there, beside the seeded
+// tenant's in the same pairs, are its own figure on an empty namespace in
+// the cluster's state of the moment.
+const emptyTenant = benchTenant + "-empty"
 
 // levelResult is the dispatch comparison with a number of finished pods
 // already in the tenant's namespace.
@@ -68,6 +75,7 @@ type levelResult struct {
 	trimmed        int           // pods of the earlier levels deleted before seeding
 	trimmedBlocks  int           // pods of the level's own blocks deleted after each pair of blocks
 	raw, trainyard dispatchResult
+	empty          dispatchResult // Trainyard in emptyTenant's namespace, in every pair of a seeded level
 	trainyardPG    pgWaits
 	workerMetrics  map[string]float64 // over the level's Trainyard blocks
 	probe          []probeResult
@@ -79,7 +87,13 @@ type levelResult struct {
 // seed_test.go). Within a level the paths alternate in blocks (raw,
 // Trainyard, raw, ...) so that both meet the same outside load on this
 // shared machine, and both create in the tenant's namespace: the same
-// state. After each block the bench waits until its pods have finished
+// state. At the seeded levels a third block per pair submits the same
+// jobs to a tenant whose namespace holds no finished pods (emptyTenant):
+// Trainyard's own figure on an empty namespace beside its figure on the
+// seeded one, in the same cluster (the seeding also loads kwok, etcd and
+// the informers of every process, which a level earlier in the run did
+// not meet). The blocks of a pair take turns going first, so that no path
+// always follows the same one. After each block the bench waits until its pods have finished
 // (and, for Trainyard, the worker owns no job): the next block starts on a
 // quiet control plane.
 func benchDispatch(b *testing.B, cfg config, rep *report) {
@@ -89,6 +103,9 @@ func benchDispatch(b *testing.B, cfg config, rep *report) {
 		lr := &rep.levels[first+i]
 		b.Run(fmt.Sprintf("seeded-%d/raw-client-go", lr.seeded), func(b *testing.B) { reportDispatch(b, lr.raw) })
 		b.Run(fmt.Sprintf("seeded-%d/trainyard", lr.seeded), func(b *testing.B) { reportDispatch(b, lr.trainyard) })
+		if lr.empty.sets > 0 {
+			b.Run(fmt.Sprintf("seeded-%d/trainyard-empty-ns", lr.seeded), func(b *testing.B) { reportDispatch(b, lr.empty) })
+		}
 	}
 }
 
@@ -100,13 +117,17 @@ func runDispatch(b testing.TB, cfg config, rep *report) {
 	var namespaces []string
 	leaveClusterEmpty(b, &namespaces)
 	perBlock := max(int(cfg.rate*cfg.dispatchFor.Seconds())/cfg.blocks, 1)
-	addBenchNodes(b, c, perBlock*cfg.blocks*2*podsPerJob)
+	paths := 2 // raw and Trainyard; a seeded level adds the empty namespace's
+	if slices.Max(cfg.seeded) > 0 {
+		paths = 3
+	}
+	addBenchNodes(b, c, perBlock*cfg.blocks*paths*podsPerJob)
 	env := harness.Start(b, harness.Options{Cluster: true, Workers: 1, WorkerArgs: cfg.workerArgs})
-	for _, id := range []string{benchTenant, rawTenant} {
+	for _, id := range []string{benchTenant, rawTenant, emptyTenant} {
 		env.CreateTenant(b, id, harness.Subject("alice", pb.Role_ROLE_EDITOR))
 		namespaces = append(namespaces, env.Namespace(id))
 	}
-	tenantNS, rawNS := namespaces[0], namespaces[1]
+	tenantNS, rawNS, emptyNS := namespaces[0], namespaces[1], namespaces[2]
 
 	procs := trainyardProcesses(b, env.DatabaseURL, 2)
 	// The baseline and the probe create as the worker does: same identity
@@ -142,7 +163,7 @@ func runDispatch(b testing.TB, cfg config, rep *report) {
 		logStart := len(env.Workers[0].Logs())
 		began := time.Now()
 		if li > 0 {
-			lr.trimmed = seeds.trim(b, tenantNS, rawNS)
+			lr.trimmed = seeds.trim(b, tenantNS, rawNS, emptyNS)
 		}
 		if d := seeds.seed(b, level); d > 0 || lr.trimmed > 0 {
 			watch.settle(b, 5*time.Minute) // the seeded pods kwok started end a second later
@@ -161,29 +182,51 @@ func runDispatch(b testing.TB, cfg config, rep *report) {
 			}
 			called(time.Since(t0), err)
 		})
-		ty := newPath("Trainyard serve+worker", fmt.Sprintf("tyj%d", li), func(name string, started func(time.Time), called func(time.Duration, error)) {
-			t := time.Now()
-			_, err := jobs.CreateJob(ctx, &pb.CreateJobRequest{Parent: harness.TenantName(benchTenant), JobId: name,
-				Job: &pb.Job{Spec: specPB}})
-			ack := time.Now()
-			started(ack)
-			called(ack.Sub(t), err)
-		})
-		rawPhase, tyPhase := fmt.Sprintf("raw@%d", lr.seeded), fmt.Sprintf("trainyard@%d", lr.seeded)
-		for pair := range cfg.blocks {
-			probe.setPhase(rawPhase)
-			raw.runBlock(cfg, perBlock, watch, procs, func() { watch.settle(b, quietTimeout) })
-
-			probe.setPhase(tyPhase)
-			before := scrape(b, metricsURL)
-			stopPG := samplePG(b, env.DatabaseURL)
-			ty.runBlock(cfg, perBlock, watch, procs, func() {
-				watch.settle(b, quietTimeout)
-				waitWorkerIdle(b, metricsURL, quietTimeout)
+		submitTo := func(tenant string) submitFunc {
+			return func(name string, started func(time.Time), called func(time.Duration, error)) {
+				t := time.Now()
+				_, err := jobs.CreateJob(ctx, &pb.CreateJobRequest{Parent: harness.TenantName(tenant), JobId: name,
+					Job: &pb.Job{Spec: specPB}})
+				ack := time.Now()
+				started(ack)
+				called(ack.Sub(t), err)
+			}
+		}
+		ty := newPath("Trainyard serve+worker", fmt.Sprintf("tyj%d", li), submitTo(benchTenant))
+		empty := newPath("Trainyard, empty namespace", fmt.Sprintf("tye%d", li), submitTo(emptyTenant))
+		rawPhase, tyPhase, emptyPhase := fmt.Sprintf("raw@%d", lr.seeded), fmt.Sprintf("trainyard@%d", lr.seeded), fmt.Sprintf("empty@%d", lr.seeded)
+		// After every block: its pods finished and the worker idle, or
+		// quietTimeout.
+		quiet := func() {
+			until := time.Now().Add(quietTimeout)
+			watch.settle(b, quietTimeout)
+			waitWorkerIdle(b, metricsURL, time.Until(until))
+		}
+		blocks := []func(){
+			func() {
+				probe.setPhase(rawPhase)
+				raw.runBlock(cfg, perBlock, watch, procs, quiet)
+			},
+			func() {
+				probe.setPhase(tyPhase)
+				before := scrape(b, metricsURL)
+				stopPG := samplePG(b, env.DatabaseURL)
+				ty.runBlock(cfg, perBlock, watch, procs, quiet)
+				lr.trainyardPG.merge(stopPG())
+				for k, v := range diffMetrics(before, scrape(b, metricsURL)) {
+					lr.workerMetrics[k] += v
+				}
+			},
+		}
+		if level > 0 {
+			blocks = append(blocks, func() {
+				probe.setPhase(emptyPhase)
+				empty.runBlock(cfg, perBlock, watch, procs, quiet)
 			})
-			lr.trainyardPG.merge(stopPG())
-			for k, v := range diffMetrics(before, scrape(b, metricsURL)) {
-				lr.workerMetrics[k] += v
+		}
+		for pair := range cfg.blocks {
+			for i := range blocks {
+				blocks[(pair+i)%len(blocks)]()
 			}
 			probe.setPhase("")
 			// The pair's pods go before the next pair, so that every block
@@ -194,13 +237,14 @@ func runDispatch(b testing.TB, cfg config, rep *report) {
 			// last pair nothing is measured before the next level's own
 			// trim (or the cluster's end), so that pair's pods stay.
 			if pair < cfg.blocks-1 {
-				lr.trimmedBlocks += seeds.trim(b, tenantNS, rawNS)
+				lr.trimmedBlocks += seeds.trim(b, tenantNS, rawNS, emptyNS)
 				watch.settle(b, quietTimeout)
 			}
 		}
-		lr.probe = probe.results(b, rawPhase, tyPhase)
+		lr.probe = probe.results(b, rawPhase, tyPhase, emptyPhase)
 		lr.raw = raw.result(b, watch)
 		lr.trainyard = ty.result(b, watch)
+		lr.empty = empty.result(b, watch)
 		lr.trainyard.decided, lr.trainyard.toPods = splitAtDecision(env.Workers[0].Logs(), ty.startTimes(), watch)
 		lr.trainyard.acted = actionsApplied(env.Workers[0].Logs()[logStart:])
 		rep.levels = append(rep.levels, lr)
@@ -262,7 +306,7 @@ func leaveClusterEmpty(tb testing.TB, nss *[]string) {
 // its pods fit, then waited for room (CAPACITY, the rest ORDER behind it)
 // while raw creates went ahead and left their pods Pending. Nodes of 2,000
 // pods each, at least four, with room for twice the pods may be
-// unfinished at once (every block of a level, both paths: only finished
+// unfinished at once (every block of a level, every path: only finished
 // pods are trimmed between pairs), keep capacity out of the comparison.
 // At 100 jobs/s four were not enough (2026-12-03): kwok, running pods
 // about 50 a second here, had not finished the first pair's 5,000 when the
@@ -300,7 +344,7 @@ func waitWorkerIdle(b testing.TB, metricsURL string, timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
 	for scrape(b, metricsURL)["trainyard_worker_owned_jobs"] > 0 {
 		if time.Now().After(deadline) {
-			b.Logf("the worker still owns jobs %s after the block; going on", timeout)
+			b.Logf("the worker still owns jobs at the end of the wait for quiet; going on")
 			return
 		}
 		time.Sleep(100 * time.Millisecond)

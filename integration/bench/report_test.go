@@ -115,23 +115,30 @@ func (r *report) printStore(out io.Writer) {
 }
 
 func (r *report) printDispatch(out io.Writer) {
-	fmt.Fprintf(out, "\nDispatch: sets of 1 chief + 4 worker pods at %.4g/s, %d blocks of %d sets per path and level, alternating raw → Trainyard (%s cluster),\n",
+	fmt.Fprintf(out, "\nDispatch: sets of 1 chief + 4 worker pods at %.4g/s, %d blocks of %d sets per path and level, the paths taking turns (%s cluster),\n",
 		r.cfg.rate, r.blocks, r.perBlock, r.clusterKind)
 	fmt.Fprintf(out, "with finished pods already in the tenant's namespace (seeded: finished jobs with their pods and Service, as CleanPodPolicy Running keeps them); both paths create there.\n")
+	fmt.Fprintf(out, "At a seeded level Trainyard also runs its blocks in a tenant whose namespace holds none (\"empty ns\", in the same pairs: the same cluster state).\n")
 	if len(r.cfg.workerArgs) > 0 {
 		fmt.Fprintf(out, "Extra worker flags: %s\n", strings.Join(r.cfg.workerArgs, " "))
 	}
 	fmt.Fprintf(out, "Latency: from start (raw: before render; Trainyard: CreateJob acknowledged) to the 5th pod delivered by the bench's informer.\n")
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "finished pods\traw p50 / p99 ms\tTrainyard p50 / p99 ms\tvs raw p50 / p99\tvs Trainyard at %d p50 / p99\tlost\tworker calls per job\t\n", r.levels[0].seeded)
+	fmt.Fprintf(tw, "finished pods\traw p50 / p99 ms\tTrainyard p50 / p99 ms\tvs raw p50 / p99\tvs Trainyard at %d p50 / p99\tempty ns p50 / p99 ms\tvs empty ns p50 / p99\tlost\tworker calls per job\t\n", r.levels[0].seeded)
 	first := r.levels[0].trainyard.lat
 	for _, l := range r.levels {
-		raw, ty := l.raw.lat, l.trainyard.lat
-		fmt.Fprintf(tw, "%d\t%.1f / %.1f\t%.1f / %.1f\t%s / %s\t%s / %s\t%d\t%s\t\n", l.seeded,
+		raw, ty, empty := l.raw.lat, l.trainyard.lat, l.empty.lat
+		emptyLat, vsEmpty := "-", "-"
+		if empty.n > 0 {
+			emptyLat = fmt.Sprintf("%.1f / %.1f", ms(empty.p50), ms(empty.p99))
+			vsEmpty = ratio(ms(ty.p50), ms(empty.p50)) + " / " + ratio(ms(ty.p99), ms(empty.p99))
+		}
+		fmt.Fprintf(tw, "%d\t%.1f / %.1f\t%.1f / %.1f\t%s / %s\t%s / %s\t%s\t%s\t%d\t%s\t\n", l.seeded,
 			ms(raw.p50), ms(raw.p99), ms(ty.p50), ms(ty.p99),
 			ratio(ms(ty.p50), ms(raw.p50)), ratio(ms(ty.p99), ms(raw.p99)),
-			ratio(ms(ty.p50), ms(first.p50)), ratio(ms(ty.p99), ms(first.p99)),
-			l.raw.failed+l.raw.missing+l.trainyard.failed+l.trainyard.missing, callsPerJob(l.workerMetrics, l.trainyard.sets))
+			ratio(ms(ty.p50), ms(first.p50)), ratio(ms(ty.p99), ms(first.p99)), emptyLat, vsEmpty,
+			l.raw.failed+l.raw.missing+l.trainyard.failed+l.trainyard.missing+l.empty.failed+l.empty.missing,
+			callsPerJob(l.workerMetrics, l.trainyard.sets))
 	}
 	tw.Flush()
 	for _, l := range r.levels {
@@ -191,7 +198,7 @@ func (r *report) printLevel(out io.Writer, l levelResult) {
 	fmt.Fprintf(out, "\n")
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "%-24s\tsets\tlost\tp50 ms\tp90 ms\tp99 ms\tmax ms\tmean ms\tp50 vs baseline\tp90 vs baseline\tp99 vs baseline\tcall p50 / p99 ms\tload avg (1 min)\t\n", "path")
-	for _, d := range []dispatchResult{l.raw, l.trainyard} {
+	for _, d := range []dispatchResult{l.raw, l.trainyard, l.empty} {
 		if d.sets == 0 {
 			continue
 		}
@@ -204,6 +211,10 @@ func (r *report) printLevel(out io.Writer, l levelResult) {
 	t := l.trainyard
 	fmt.Fprintf(out, "call = raw: the 5 creates; Trainyard: the CreateJob RPC. Submitting took %s (raw) and %s (Trainyard) in all; waiting for quiet after the blocks %s and %s.\n",
 		l.raw.submitFor.Round(time.Millisecond), t.submitFor.Round(time.Millisecond), l.raw.quietFor.Round(time.Millisecond), t.quietFor.Round(time.Millisecond))
+	if l.empty.sets > 0 {
+		fmt.Fprintf(out, "Trainyard on the empty namespace: submitting took %s, waiting for quiet %s.\n",
+			l.empty.submitFor.Round(time.Millisecond), l.empty.quietFor.Round(time.Millisecond))
+	}
 	fmt.Fprintf(out, "Where the time goes, p50 / p90 / p99 ms (Trainyard's worker log line has ms resolution):\n")
 	span := func(what string, d latencies, note string) {
 		if d.n > 0 {
@@ -242,7 +253,7 @@ func (r *report) printLevel(out io.Writer, l levelResult) {
 func printCPU(out io.Writer, l levelResult) {
 	names := []string{}
 	seen := map[string]bool{}
-	for _, d := range []dispatchResult{l.raw, l.trainyard} {
+	for _, d := range []dispatchResult{l.raw, l.trainyard, l.empty} {
 		for _, c := range d.cpu {
 			if !seen[c.name] {
 				seen[c.name] = true
@@ -255,7 +266,7 @@ func printCPU(out io.Writer, l levelResult) {
 	}
 	fmt.Fprintf(out, "CPU seconds used during each path's blocks (submits, drain, wait for quiet):\n")
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%-34s\traw\tTrainyard\t\n", "process")
+	fmt.Fprintf(tw, "%-34s\traw\tTrainyard\tempty ns\t\n", "process")
 	get := func(d dispatchResult, name string) string {
 		for _, c := range d.cpu {
 			if c.name == name {
@@ -265,7 +276,7 @@ func printCPU(out io.Writer, l levelResult) {
 		return "-"
 	}
 	for _, n := range names {
-		fmt.Fprintf(tw, "%-34s\t%s\t%s\t\n", n, get(l.raw, n), get(l.trainyard, n))
+		fmt.Fprintf(tw, "%-34s\t%s\t%s\t%s\t\n", n, get(l.raw, n), get(l.trainyard, n), get(l.empty, n))
 	}
 	tw.Flush()
 }

@@ -50,14 +50,18 @@ func TestDispatchSmoke(t *testing.T) {
 		require.EqualValues(t, l.trainyard.sets*podsPerJob, creates, "one create per pod")
 	}
 	require.GreaterOrEqual(t, rep.levels[1].seeded, 100)
+	require.Zero(t, rep.levels[0].empty.sets, "no empty-namespace path at 0")
+	require.Positive(t, rep.levels[1].empty.sets, "the seeded level measures Trainyard on an empty namespace beside it")
+	require.Zero(t, rep.levels[1].empty.failed+rep.levels[1].empty.missing, "every set of the empty namespace got its pods")
 	// One pair a level: its pods go with the next level's trim.
 	prev := rep.levels[0]
 	require.Zero(t, prev.trimmedBlocks, "a level's last pair is not trimmed")
-	require.GreaterOrEqual(t, rep.levels[1].trimmed, (prev.raw.sets+prev.trainyard.sets)*podsPerJob,
+	require.GreaterOrEqual(t, rep.levels[1].trimmed, (prev.raw.sets+prev.trainyard.sets+prev.empty.sets)*podsPerJob,
 		"the next level starts without the earlier level's pods")
 	var out strings.Builder
 	rep.print(&out)
 	require.Contains(t, out.String(), "finished pods")
+	require.Contains(t, out.String(), "vs empty ns")
 }
 
 func TestBatchSmoke(t *testing.T) {

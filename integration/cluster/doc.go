@@ -153,6 +153,8 @@
 //	                                         attempt K on. Any K (the comparison is numeric, in the template)
 //	sim.trainyard.dev/reason: "OOMKilled"    reason of a non-zero exit instead of "Error"
 //	sim.trainyard.dev/message: "..."         the terminated state's message (a termination message)
+//	sim.trainyard.dev/history: "true"        never run: the pod is history whose creator writes its status itself
+//	                                         (the bench's seeded finished pods); no log, no status patch from kwok
 //	label trainyard.dev/attempt: "N"         set by Trainyard: "0" for the first run, then 1, 2, ...
 //	label trainyard.dev/component:           set by Trainyard on a job's TensorBoard pod: it stays Running, as a
 //	  tensorboard                            server a kubelet keeps up would

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/trainyard/trainyard/integration/cluster"
 )
@@ -173,4 +174,28 @@ func requireGone(t *testing.T, ns, name string) {
 		_, err := tc.Client().CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	}, waitTimeout, 50*time.Millisecond, "pod %s/%s was not deleted", ns, name)
+}
+
+// A history pod (the bench's seeded finished replicas) is never run: kwok
+// writes neither its status nor its log, however long it is bound to a
+// node, while a plain pod created after it on the same node runs to its end.
+func TestPodHistoryIsNeverRun(t *testing.T) {
+	ns := newNamespace(t)
+	pods := watchPods(t, ns)
+	createPod(t, ns, replicaPod("history-0", annotate(cluster.AnnotationHistory, "true")))
+	createPod(t, ns, replicaPod("worker-0"))
+
+	done := pods.await(t, "worker-0", "terminal", terminal)
+	require.Equal(t, corev1.PodSucceeded, done.Status.Phase, describe(done))
+	// Both were bound at about the same moment; the plain pod then ran for
+	// its second: time enough for kwok to have matched the history pod.
+	hist := pods.latest("history-0")
+	require.NotNil(t, hist)
+	require.NotEmpty(t, hist.Spec.NodeName, "scheduled like any pod")
+	require.Equal(t, corev1.PodPending, hist.Status.Phase, describe(hist))
+	require.Empty(t, hist.Status.ContainerStatuses, describe(hist))
+	dyn, err := dynamic.NewForConfig(tc.RESTConfig())
+	require.NoError(t, err)
+	_, err = dyn.Resource(cluster.KwokLogsResource()).Namespace(ns).Get(context.Background(), "history-0", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "no kwok Logs object for a history pod: %v", err)
 }

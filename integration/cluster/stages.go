@@ -23,6 +23,7 @@ const (
 	AnnotationFailAttempts = "sim.trainyard.dev/fail-attempts"
 	AnnotationReason       = "sim.trainyard.dev/reason"
 	AnnotationMessage      = "sim.trainyard.dev/message"
+	AnnotationHistory      = "sim.trainyard.dev/history"
 	// AttemptLabel is the label Trainyard sets on a replica's pod: "0" for the
 	// first run, "1" for the first restart, and so on.
 	AttemptLabel = "trainyard.dev/attempt"
