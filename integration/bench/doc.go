@@ -55,11 +55,14 @@
 // Sets of 1 chief + 4 worker pods at TRAINYARD_BENCH_RATE per second
 // (default 10), open loop (a slow answer never delays the next submit),
 // TRAINYARD_BENCH_DISPATCH_FOR (default 15s) per path and level, split into
-// TRAINYARD_BENCH_BLOCKS (default 3) blocks that alternate raw → Trainyard →
-// raw ..., so that both paths meet the same outside load on a shared
-// machine. After each block the bench waits (at most 10 s each) until the
-// block's pods have finished and, after a Trainyard block, the worker owns
-// no job, so every block starts on a quiet control plane. (At 30 s per path
+// TRAINYARD_BENCH_BLOCKS (default 3) blocks per path. The paths run in
+// pairs of blocks (raw, Trainyard; at a seeded level a third, Trainyard in
+// a tenant whose namespace holds no finished pods), each pair started by
+// the next path in turn, so that all meet the same outside load on a
+// shared machine and none always follows the same one. After every block
+// the bench waits, at most 10 s in all and the same for every path, until
+// the block's pods have finished and the worker owns no job, so every
+// block starts on a quiet control plane. (At 30 s per path
 // a block is 500 pods in 10 s, and on this project's 2-core machine kwok
 // had not ended them 10 s later: every block then began on the last one's
 // backlog. At 15 s, 250 pods, it mostly has.)
@@ -71,8 +74,8 @@
 // Trainyard leaves them by default — a SUCCEEDED, inactive job row, five
 // Succeeded pods, the headless Service and its empty EndpointSlice — made
 // directly (one INSERT; client-go creates of pods already bound to the CPU
-// nodes, then a status update, racing kwok, which ends the ones it started
-// itself), then waits until the namespace is quiet and the worker owns no
+// nodes, then a status update; the pods carry sim.trainyard.dev/history,
+// so kwok never runs them), then waits until the namespace is quiet and the worker owns no
 // job. Before that, and after each pair of blocks, it deletes the finished
 // pods the blocks and the probe left (seeder.trim), so every block meets
 // the level's seeded pods and no more, and the cluster's finished pods
@@ -93,6 +96,11 @@
 //	               own)
 //	trainyard      CreateJob over gRPC to `trainyard serve`; one `trainyard
 //	               worker` creates the Service and the 5 pods
+//	trainyard-empty-ns  the same, at a seeded level, in another tenant
+//	               whose namespace is never seeded: Trainyard's own figure
+//	               on an empty namespace in the same cluster state (issue
+//	               13), beside "at 0", the first level's, measured minutes
+//	               earlier on a cluster without the seeded history
 //
 // A set's latency runs from its start (raw: before rendering; Trainyard:
 // the acknowledged CreateJob answer) to the moment the bench's own pod

@@ -268,6 +268,9 @@ func printCPU(out io.Writer, l levelResult) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "%-34s\traw\tTrainyard\tempty ns\t\n", "process")
 	get := func(d dispatchResult, name string) string {
+		if d.sets == 0 {
+			return "-" // the path did not run at this level
+		}
 		for _, c := range d.cpu {
 			if c.name == name {
 				return strconv.FormatFloat(c.seconds, 'f', 1, 64)
