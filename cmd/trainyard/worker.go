@@ -73,7 +73,7 @@ func (f *workerFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.maxGracePeriod, "max-termination-grace-period", 5*time.Minute, "the most a job's pods get between SIGTERM and SIGKILL (a job asks for its own, default 30s, in spec.terminationGracePeriodSeconds)")
 	fs.Int64Var(&f.logTailLines, "log-tail-lines", worker.DefaultLogTailLines, "lines of a failed replica's log kept in Postgres")
 	fs.Int64Var(&f.logTailBytes, "log-tail-bytes", worker.DefaultLogTailBytes, "most bytes of a failed replica's log kept in Postgres")
-	fs.DurationVar(&f.finishedTTL, "default-ttl-after-finished", worker.DefaultFinishedTTLFlag, "how long a finished job's pods and Service are kept when the job sets no runPolicy.ttlSecondsAfterFinished (its record, events and kept log tails stay); 0 keeps them until the job is deleted")
+	fs.DurationVar(&f.finishedTTL, "default-ttl-after-finished", worker.DefaultFinishedTTLFlag, "how long a finished job's kept pods are kept when the job sets no runPolicy.ttlSecondsAfterFinished (its record, events and kept log tails stay); 0 keeps them until the job is deleted")
 	fs.StringVar(&f.psaEnforce, "psa-enforce", "baseline", "Pod Security Standard enforced in tenant namespaces: privileged, baseline or restricted")
 	fs.StringVar(&f.psaWarn, "psa-warn", "restricted", "Pod Security Standard warned about (and audited) in tenant namespaces")
 	fs.StringSliceVar(&f.egressDenyCIDRs, "egress-deny-cidrs", slices.Clone(kube.DefaultEgressDenyCIDRs), "CIDRs tenant pods may not connect to (exceptions of their NetworkPolicy's egress to anywhere), comma-separated; empty denies nothing")

@@ -71,8 +71,8 @@
 // TRAINYARD_BENCH_SEEDED (default 0,2000,10000): that many finished pods
 // already in the tenant's namespace, where both paths create. Before a
 // level the bench seeds the difference (seed_test.go): finished jobs as
-// Trainyard leaves them by default — a SUCCEEDED, inactive job row, five
-// Succeeded pods, the headless Service and its empty EndpointSlice — made
+// Trainyard leaves them by default — a SUCCEEDED, inactive job row and five
+// Succeeded pods (the Service went when the job ended) — made
 // directly (one INSERT; client-go creates of pods already bound to the CPU
 // nodes, then a status update; the pods carry sim.trainyard.dev/history,
 // so kwok never runs them), then waits until the namespace is quiet and the worker owns no

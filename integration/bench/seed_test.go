@@ -25,8 +25,9 @@ import (
 )
 
 // A tenant's history, made fast: finished jobs as Trainyard leaves them by
-// default (CleanPodPolicy Running: the job row SUCCEEDED, its finished pods
-// and its headless Service kept), without running them. Running 2,000 jobs
+// default (CleanPodPolicy Running: the job row SUCCEEDED and its finished
+// pods kept; the headless Service went when the last replica stopped
+// running), without running them. Running 2,000 jobs
 // through the worker and kwok would take longer than the whole bench.
 //
 //   - The rows go into Postgres in one INSERT: final, inactive, not cleaned
@@ -41,8 +42,11 @@ import (
 //     that write makes their status, and kwok writes no log object or
 //     status patch of its own for them (it did, racing the bench's write,
 //     before 2026-12-04: seeding 8,000 pods took 88 s).
-//   - Each job's Service is kube.RenderService's, with the empty
-//     EndpointSlice the worker leaves on it (kube.RenderEndpointSlice).
+//   - No Service: Trainyard deletes a job's Service when the job ends with
+//     no replica running (job.Plan's cleanup). Before 2026-12-04 it kept
+//     it until the TTL, and the bench seeded one per job with its emptied
+//     EndpointSlice: 2,000 Services at the 10,000 level, which every pod
+//     change in the namespace made the controller manager scan.
 //
 // So the API server, etcd, the controller manager, the schedulers and the
 // worker hold what they would hold for that history, and nobody spends CPU
@@ -94,7 +98,6 @@ func (s *seeder) seed(b testing.TB, pods int) time.Duration {
 	}
 	n := 0
 	for _, j := range jobs {
-		work <- func() error { return s.createService(ctx, j) }
 		for _, r := range j.Spec.Replicas {
 			for i := range r.Count {
 				node := s.nodes[n%len(s.nodes)]
@@ -147,17 +150,6 @@ func (s *seeder) insertRows(ctx context.Context, b testing.TB, jobs []job.Job) {
 	if err != nil {
 		b.Fatalf("seeding job rows: %v", err)
 	}
-}
-
-// createService creates the job's headless Service and the EndpointSlice
-// the worker leaves on it once every pod finished: empty.
-func (s *seeder) createService(ctx context.Context, j job.Job) error {
-	svc, err := s.kc.CoreV1().Services(s.ns).Create(ctx, kube.RenderService(j, s.ns), metav1.CreateOptions{})
-	if err != nil {
-		return err
-	}
-	_, err = s.kc.DiscoveryV1().EndpointSlices(s.ns).Create(ctx, kube.RenderEndpointSlice(j, svc, nil), metav1.CreateOptions{})
-	return err
 }
 
 // createFinishedPod creates a replica pod bound to node and writes the

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
@@ -290,11 +291,17 @@ func TestWorkerRunsDistributedJobWithResolvableTFConfig(t *testing.T) {
 		pods := e.pods(t, "dist")
 		return len(pods) == 1 && pods[0].Name == "dist-chief-0"
 	}, 30*time.Second, 100*time.Millisecond)
-	// The finished pods' addresses are given back: the slice lists nobody.
+	// No replica runs any more: the Service goes, and the garbage
+	// collector takes its EndpointSlice with it (the Service owns it), so
+	// the finished pods' addresses are not listed anywhere.
 	require.Eventually(t, func() bool {
-		es, err := e.Cluster.Client().DiscoveryV1().EndpointSlices(e.ns).Get(ctxT(t), "dist", metav1.GetOptions{})
-		return err == nil && len(es.Endpoints) == 0
-	}, 30*time.Second, 100*time.Millisecond, "the finished job's EndpointSlice still lists pods")
+		_, err := e.Cluster.Client().CoreV1().Services(e.ns).Get(ctxT(t), "dist", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, 30*time.Second, 100*time.Millisecond, "the finished job's Service is still there")
+	require.Eventually(t, func() bool {
+		_, err := e.Cluster.Client().DiscoveryV1().EndpointSlices(e.ns).Get(ctxT(t), "dist", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, 60*time.Second, 200*time.Millisecond, "the finished job's EndpointSlice outlived its Service")
 }
 
 // A replica that fails with an exit code the ExitCode policy retries (137,
@@ -357,8 +364,7 @@ func TestWorkerFailsPastBackoffLimitWithLogTail(t *testing.T) {
 
 // A job with a 3 s deadline whose pods never end is FAILED by the
 // deadline's timer within 2 s of it, and its running pods are deleted
-// (CleanPodPolicy Running keeps the headless Service until the job is
-// deleted). The deadline counts from admission, so the test waits for the
+// (and with no replica left running, the headless Service). The deadline counts from admission, so the test waits for the
 // end itself: slow pods (never RUNNING before the deadline) do not make it
 // hang, they make the job fail the same way.
 func TestWorkerDeadlineFiresOnTime(t *testing.T) {

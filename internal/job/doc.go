@@ -143,10 +143,13 @@
 //
 //	None     everything is kept (until the TTL, or until the job is deleted)
 //	Running  pods still Pending, Running or Unknown are deleted, and the
-//	         TensorBoard (a running pod too); finished pods and the
-//	         headless Service are kept: finished pods cost nothing, and the
-//	         Service goes with the last pod
+//	         TensorBoard (a running pod too); finished pods are kept
 //	All      every pod, the TensorBoard and the Service are deleted
+//
+// The headless Service goes as soon as no kept replica runs (under None it
+// stays while kept pods run): it names running replicas only, and one kept
+// per finished job would cost the controller manager on every later pod
+// change in the namespace.
 //
 // A cancelled job, a job whose TTL has passed and a deleted job lose
 // everything, whatever the policy. Status.CleanedUp is set once nothing of

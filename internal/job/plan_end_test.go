@@ -25,7 +25,7 @@ func TestPlanDeadline(t *testing.T) {
 			in: mk().observe(allRunning()...).now(started.Add(600 * time.Second)).obj(),
 			want: want{
 				State: job.Failed, Reason: job.ReasonDeadlineExceeded, Message: "Job ran past its active deadline of 600s",
-				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0)},
+				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteSvc},
 				Events:  []string{"Warning/DeadlineExceeded"},
 			},
 		},
@@ -33,7 +33,7 @@ func TestPlanDeadline(t *testing.T) {
 			in: mk().observe(withPod(allRunning(), pod(job.Worker, 1, job.PodFailed))...).now(started.Add(601 * time.Second)).obj(),
 			want: want{
 				State: job.Failed, Reason: job.ReasonDeadlineExceeded,
-				Actions: []job.Action{captureLog(job.Worker, 1, 0), deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.PS, 0, 0)},
+				Actions: []job.Action{captureLog(job.Worker, 1, 0), deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.PS, 0, 0), deleteSvc},
 				Events:  []string{"Warning/DeadlineExceeded"},
 			},
 		},
@@ -42,7 +42,7 @@ func TestPlanDeadline(t *testing.T) {
 				observe(withPod(allRunning(), pod(job.Chief, 0, job.PodSucceeded))...).now(started.Add(601 * time.Second)).obj(),
 			want: want{
 				State: job.Succeeded, Reason: job.ReasonSucceeded,
-				Actions: []job.Action{deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0)},
+				Actions: []job.Action{deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteSvc},
 				Events:  []string{"Normal/JobSucceeded"},
 			},
 		},
@@ -75,18 +75,18 @@ func TestPlanFinished(t *testing.T) {
 			in:   failed().clean(job.CleanNone).obj(),
 			want: want{State: job.Failed, Forget: true},
 		},
-		"CleanPodPolicy Running: unfinished pods and tensorboard deleted, service kept": {
+		"CleanPodPolicy Running: unfinished pods, tensorboard and service deleted": {
 			in: failed().clean(job.CleanRunning).obj(),
 			want: want{
 				State:   job.Failed,
-				Actions: []job.Action{deletePod(job.Worker, 0, 0), deletePod(job.PS, 0, 0), deleteTB},
+				Actions: []job.Action{deletePod(job.Worker, 0, 0), deletePod(job.PS, 0, 0), deleteTB, deleteSvc},
 			},
 		},
 		"CleanPodPolicy Running, deletions under way: wait": {
 			in: failed().clean(job.CleanRunning).observe(pod(job.Chief, 0, job.PodFailed), pod(job.Worker, 0, job.PodRunning, deleting)).obj(),
 			want: want{
 				State:   job.Failed,
-				Actions: []job.Action{deleteTB},
+				Actions: []job.Action{deleteTB, deleteSvc},
 			},
 		},
 		"CleanPodPolicy Running, done: forgotten": {
@@ -95,7 +95,7 @@ func TestPlanFinished(t *testing.T) {
 				b.in.Observed.TensorBoardPod, b.in.Observed.TensorBoardSvc = false, false
 				return b.obj()
 			}(),
-			want: want{State: job.Failed, Forget: true},
+			want: want{State: job.Failed, Actions: []job.Action{deleteSvc}},
 		},
 		"CleanPodPolicy All: everything deleted": {
 			in: failed().clean(job.CleanAll).obj(),
@@ -108,17 +108,25 @@ func TestPlanFinished(t *testing.T) {
 			in:   failed().clean(job.CleanAll).nothingLeft().obj(),
 			want: want{State: job.Failed, CleanedUp: true, Forget: true},
 		},
+		"CleanPodPolicy None, a kept replica still runs: the Service stays with it": {
+			in:   chiefWorkersPS().clean(job.CleanNone).state(job.Succeeded).observe(pod(job.Chief, 0, job.PodSucceeded), pod(job.Worker, 0, job.PodRunning)).obj(),
+			want: want{State: job.Succeeded, Forget: true},
+		},
+		"CleanPodPolicy Running, every replica finished: the Service goes, the pods stay": {
+			in:   chiefWorkersPS().clean(job.CleanRunning).state(job.Succeeded).observe(pod(job.Chief, 0, job.PodSucceeded), pod(job.Worker, 0, job.PodSucceeded)).obj(),
+			want: want{State: job.Succeeded, Actions: []job.Action{deleteSvc}},
+		},
 		"a finished job never recreates a replica": {
 			in:   chiefWorkersPS().clean(job.CleanNone).state(job.Succeeded).observe(pod(job.Chief, 0, job.PodSucceeded)).obj(),
-			want: want{State: job.Succeeded, Forget: true},
+			want: want{State: job.Succeeded, Actions: []job.Action{deleteSvc}},
 		},
 		"a finished job ignores a failed pod": {
 			in:   chiefWorkersPS().clean(job.CleanNone).state(job.Succeeded).observe(pod(job.Chief, 0, job.PodSucceeded), pod(job.Worker, 0, job.PodFailed, exit(137, "OOMKilled"))).obj(),
-			want: want{State: job.Succeeded, Forget: true},
+			want: want{State: job.Succeeded, Actions: []job.Action{deleteSvc}},
 		},
 		"TTL pending: kept until then, timer set": {
 			in:   succeededAgo(20 * time.Second).observe(finishedPods...).obj(),
-			want: want{State: job.Succeeded, RequeueAfter: 40 * time.Second},
+			want: want{State: job.Succeeded, Actions: []job.Action{deleteSvc}},
 		},
 		"TTL passed: everything deleted": {
 			in: succeededAgo(60 * time.Second).observe(finishedPods...).obj(),
@@ -203,7 +211,7 @@ func TestPlanCancel(t *testing.T) {
 		},
 		"already final: a cancel changes nothing": {
 			in:   chiefWorkersPS().clean(job.CleanNone).state(job.Succeeded).cancel().observe(pod(job.Chief, 0, job.PodSucceeded)).obj(),
-			want: want{State: job.Succeeded, Forget: true},
+			want: want{State: job.Succeeded, Actions: []job.Action{deleteSvc}},
 		},
 	})
 }

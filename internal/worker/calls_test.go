@@ -41,9 +41,10 @@ func TestKubeCallsPerJob(t *testing.T) {
 		want        map[string]int
 	}{
 		// The EndpointSlice is created when the pods have addresses and
-		// emptied when they finish; it goes with the Service (its owner).
-		{name: "succeeds, pods and Service kept", kept: true,
-			want: map[string]int{"create pods": 5, "create services": 1, "create endpointslices": 1, "update endpointslices": 1}},
+		// updated as they finish; it goes with the Service (its owner),
+		// which goes when the job ends with no replica running.
+		{name: "succeeds, pods kept, Service deleted", kept: true,
+			want: map[string]int{"create pods": 5, "create services": 1, "delete services": 1, "create endpointslices": 1, "update endpointslices": 1}},
 		{name: "succeeds, removed after the worker's default TTL", finishedTTL: oneDay,
 			want: map[string]int{"create pods": 5, "create services": 1, "delete pods": 5, "delete services": 1, "create endpointslices": 1, "update endpointslices": 1}},
 		{name: "succeeds, removed at once by the job's own TTL", finishedTTL: oneDay, jobTTL: new(int32(0)),
@@ -239,7 +240,16 @@ func TestEndpointSliceFollowsPods(t *testing.T) {
 	b.kubelet(t, "tj-chief-0", corev1.PodSucceeded)
 	b.reconcileUntilLetGo(t, key)
 	require.Equal(t, job.Succeeded, b.load(t, key).Job.Status.State)
-	require.Empty(t, slice().Endpoints, "the finished job's slice lists nobody")
+	// No replica runs: the Service goes, and the slice with it (the
+	// garbage collector, which this fake clientset lacks, deletes what the
+	// Service owns), instead of an update that empties the slice.
+	require.Len(t, b.actions("delete", "services"), 1, "the finished job's Service is deleted")
+	deleted := b.actionIndex("delete", "services")
+	for i, a := range b.kube.Actions() {
+		if i > deleted && a.GetVerb() == "update" && a.GetResource().Resource == "endpointslices" {
+			t.Errorf("action %d updates the slice of a Service already deleted", i)
+		}
+	}
 }
 
 // The informers list and watch through Config.Watch, and every call goes

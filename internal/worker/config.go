@@ -91,10 +91,10 @@ type Config struct {
 	// pass (the pods of a job are created at once), and its concurrent log
 	// reads. Defaults to 16.
 	CreateParallelism int
-	// FinishedTTL is how long a finished job's pods and Service are kept
-	// when its run policy sets no ttlSecondsAfterFinished; then they are
-	// deleted, and the job's record, events and kept log tails stay. A
-	// job's own TTL always wins. 0, the default here, keeps them until the
+	// FinishedTTL is how long a finished job's kept pods (and a Service
+	// still naming running ones) are kept when its run policy sets no
+	// ttlSecondsAfterFinished; then they are deleted, and the job's record,
+	// events and kept log tails stay. A job's own TTL always wins. 0, the default here, keeps them until the
 	// job is deleted; `trainyard worker` defaults to DefaultFinishedTTLFlag.
 	FinishedTTL time.Duration
 	// NamespacePrefix names a tenant's namespace when its record names
