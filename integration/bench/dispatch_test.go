@@ -84,18 +84,18 @@ type levelResult struct {
 // benchDispatch measures, on the cluster, raw client-go pod creation and
 // Trainyard's submit-to-pods path at the same rate, once per seeding level
 // (cfg.seeded: that many finished pods already in the tenant's namespace,
-// seed_test.go). Within a level the paths alternate in blocks (raw,
-// Trainyard, raw, ...) so that both meet the same outside load on this
-// shared machine, and both create in the tenant's namespace: the same
-// state. At the seeded levels a third block per pair submits the same
-// jobs to a tenant whose namespace holds no finished pods (emptyTenant):
-// Trainyard's own figure on an empty namespace beside its figure on the
-// seeded one, in the same cluster (the seeding also loads kwok, etcd and
-// the informers of every process, which a level earlier in the run did
-// not meet). The blocks of a pair take turns going first, so that no path
-// always follows the same one. After each block the bench waits until its pods have finished
-// (and, for Trainyard, the worker owns no job): the next block starts on a
-// quiet control plane.
+// seed_test.go). Within a level the paths run in pairs of blocks so that
+// all meet the same outside load on this shared machine, and raw and
+// Trainyard both create in the tenant's namespace: the same state. At the
+// seeded levels a third block per pair submits the same jobs to a tenant
+// whose namespace holds no finished pods (emptyTenant): Trainyard's own
+// figure on an empty namespace beside its figure on the seeded one, in the
+// same cluster (the seeding also loads kwok, etcd and the informers of
+// every process, which a level earlier in the run did not meet). The
+// blocks of a pair take turns going first, so that no path always follows
+// the same one. After each block the bench waits, at most quietTimeout,
+// until its pods have finished and the worker owns no job: the next block
+// starts on a quiet control plane.
 func benchDispatch(b *testing.B, cfg config, rep *report) {
 	first := len(rep.levels)
 	runDispatch(b, cfg, rep)
