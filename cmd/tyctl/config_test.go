@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"io/fs"
+	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -161,4 +164,19 @@ func TestSecretDataNeverEchoesValues(t *testing.T) {
 	}
 	_, err = a.secretData(nil, []string{"/missing"})
 	require.True(t, errors.Is(err, fs.ErrNotExist))
+}
+
+// A boolean flag is shown as kubectl shows one: `--insecure`, not
+// `--insecure[=true|false]` (pflag v1.1.0's usage, which is why go.mod
+// holds pflag at v1.0.x).
+func TestHelpShowsBooleanFlagsPlainly(t *testing.T) {
+	var out bytes.Buffer
+	a := &app{stdout: &out, stderr: &out, getenv: func(string) (string, bool) { return "", false }}
+	if code := run(context.Background(), []string{"--help"}, a); code != 0 {
+		t.Fatalf("tyctl --help exited %d: %s", code, out.String())
+	}
+	help := out.String()
+	if !strings.Contains(help, "--insecure ") || strings.Contains(help, "[=true|false]") {
+		t.Errorf("help's boolean flags:\n%s", help)
+	}
 }
