@@ -134,12 +134,14 @@ func TestStreamEndsWhenTheTokenExpires(t *testing.T) {
 }
 
 // After --max-stream-lifetime a watch ends with UNAVAILABLE; reopened
-// after the last event id received, it misses nothing. The lifetime leaves
-// room for an event held back (store/doc.go, "Events"): the watermark is
-// the whole Postgres cluster's, and the other tests' databases share it —
-// their migrations' transactions included — so in CI runs the first event
-// came after a 3 s lifetime, and once after an 8 s one, had ended the
-// stream. When that happens the test says which transactions were open.
+// after the last event id received, it misses nothing. The job is created
+// only once the watch is established (its response headers came): a watch
+// that starts "now" begins after the newest event, and one whose start
+// raced the create began after the create's event and waited for it until
+// its lifetime ended (CI, 2026-12-04). The lifetime still leaves room for
+// an event held back (store/doc.go, "Events": the watermark is the whole
+// Postgres cluster's); when the event does not come, the test says which
+// transactions were open.
 func TestStreamLifetimeAndResume(t *testing.T) {
 	env := harness.Start(t, harness.Options{ServeArgs: []string{"--max-stream-lifetime", "15s"}})
 	env.CreateTenant(t, "acme", harness.Subject("alice", pb.Role_ROLE_EDITOR))
@@ -147,6 +149,8 @@ func TestStreamLifetimeAndResume(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	stream, err := jobs.WatchJobs(ctx, &pb.WatchJobsRequest{Parent: "tenants/acme"})
+	require.NoError(t, err)
+	_, err = stream.Header() // established
 	require.NoError(t, err)
 	_, err = jobs.CreateJob(ctx, &pb.CreateJobRequest{Parent: "tenants/acme", JobId: "first", Job: queuedJob()})
 	require.NoError(t, err)
