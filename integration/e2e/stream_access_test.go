@@ -207,3 +207,34 @@ func openTransactions(t *testing.T, dbURL string) string {
 	}
 	return strings.Join(out, " ")
 }
+
+// List, then watch from the list's watchAfterEventId: a job created between
+// the two (after the list, before the watch begins) still arrives, over
+// gRPC and over REST, and no job is missed — the race a watch started
+// "now" has.
+func TestListThenWatchFromTheList(t *testing.T) {
+	env := harness.Start(t, harness.Options{})
+	env.CreateTenant(t, "acme", harness.Subject("alice", pb.Role_ROLE_EDITOR))
+	jobs := env.Jobs(t, env.Token("alice"))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := jobs.CreateJob(ctx, &pb.CreateJobRequest{Parent: "tenants/acme", JobId: "before", Job: queuedJob()})
+	require.NoError(t, err)
+
+	list, err := jobs.ListJobs(ctx, &pb.ListJobsRequest{Parent: "tenants/acme"})
+	require.NoError(t, err)
+	require.Len(t, list.GetJobs(), 1)
+	require.Positive(t, list.GetWatchAfterEventId())
+	var rest pb.ListJobsResponse
+	r := env.REST(env.Token("alice")).Do(t, "GET", "/v1/tenants/acme/jobs", nil)
+	require.Equal(t, 200, r.Status, string(r.Body))
+	require.Contains(t, string(r.Body), `"watchAfterEventId":"`)
+	r.JSON(t, &rest)
+	require.GreaterOrEqual(t, rest.GetWatchAfterEventId(), list.GetWatchAfterEventId())
+
+	_, err = jobs.CreateJob(ctx, &pb.CreateJobRequest{Parent: "tenants/acme", JobId: "between", Job: queuedJob()})
+	require.NoError(t, err)
+	stream, err := jobs.WatchJobs(ctx, &pb.WatchJobsRequest{Parent: "tenants/acme", AfterEventId: list.GetWatchAfterEventId()})
+	require.NoError(t, err)
+	recvUntil(t, stream, "between")
+}

@@ -27,7 +27,7 @@ type Store interface {
 	JobGet(ctx context.Context, tenant, name string) (job.Job, error)
 	JobGetMany(ctx context.Context, tenant string, uids []string) ([]job.Job, error)
 	JobGetByRequestID(ctx context.Context, tenant, requestID string) (job.Job, bool, error)
-	JobList(ctx context.Context, tenant string, p store.JobListParams) ([]job.Job, int64, error)
+	JobList(ctx context.Context, tenant string, p store.JobListParams) (store.JobPage, error)
 	JobCancel(ctx context.Context, tenant, name string) (job.Job, error)
 	JobDelete(ctx context.Context, tenant, name string) error
 	QueueGet(ctx context.Context, tenant string) (map[string]job.QueueInfo, time.Time, error)

@@ -25,15 +25,16 @@ import (
 type fakeStore struct {
 	Store
 
-	mu        sync.Mutex
-	tenants   map[string]tenant.Tenant
-	jobs      []job.Job // by uid; deleted ones kept with their name
-	deleted   map[string]bool
-	requests  map[string]string // tenant/request id → uid
-	events    []job.Event
-	secrets   map[string]tenant.Secret // tenant/name
-	calls     map[string]int
-	createdID string
+	mu         sync.Mutex
+	tenants    map[string]tenant.Tenant
+	jobs       []job.Job // by uid; deleted ones kept with their name
+	deleted    map[string]bool
+	requests   map[string]string // tenant/request id → uid
+	events     []job.Event
+	secrets    map[string]tenant.Secret // tenant/name
+	calls      map[string]int
+	createdID  string
+	watchAfter int64 // JobList's
 }
 
 func newFakeStore() *fakeStore {
@@ -159,9 +160,9 @@ func (f *fakeStore) QueueGet(context.Context, string) (map[string]job.QueueInfo,
 	return nil, time.Time{}, nil
 }
 
-func (f *fakeStore) JobList(context.Context, string, store.JobListParams) ([]job.Job, int64, error) {
+func (f *fakeStore) JobList(context.Context, string, store.JobListParams) (store.JobPage, error) {
 	f.called("JobList")
-	return f.jobs, 0, nil
+	return store.JobPage{Jobs: f.jobs, WatchAfter: f.watchAfter}, nil
 }
 
 func (f *fakeStore) EventList(_ context.Context, tenantID, name string, after int64, limit int) ([]job.Event, error) {

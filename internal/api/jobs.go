@@ -260,15 +260,15 @@ func (s *JobServer) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (*pb.
 	if err != nil {
 		return nil, err
 	}
-	jobs, next, err := s.store.JobList(ctx, tenantID, store.JobListParams{
+	page, err := s.store.JobList(ctx, tenantID, store.JobListParams{
 		States: f.States, LabelEquals: f.LabelEquals, LabelExists: f.LabelExists, Creator: f.Creator,
 		PageSize: size, Before: cursor,
 	})
 	if err != nil {
 		return nil, err
 	}
-	resp := &pb.ListJobsResponse{NextPageToken: encodePageToken(next, q)}
-	for _, j := range jobs {
+	resp := &pb.ListJobsResponse{NextPageToken: encodePageToken(page.Next, q), WatchAfterEventId: page.WatchAfter}
+	for _, j := range page.Jobs {
 		resp.Jobs = append(resp.Jobs, jobSummaryToPB(j))
 	}
 	return resp, s.withQueue(ctx, tenantID, resp.Jobs...)

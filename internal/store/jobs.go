@@ -160,38 +160,58 @@ func (s *Store) JobGetMany(ctx context.Context, tenantID string, uids []string) 
 	return out, translate(rows.Err(), "jobs")
 }
 
-// JobList returns a page of a tenant's jobs, newest first, and the cursor of
-// the next page (0 when this is the last). Pages are keyset on seq, so rows
-// inserted meanwhile never shift a page: each row is returned at most once,
-// and every row that existed at the first call is returned.
-func (s *Store) JobList(ctx context.Context, tenantID string, p JobListParams) ([]job.Job, int64, error) {
+// JobPage is a page of JobList.
+type JobPage struct {
+	Jobs []job.Job
+	// Next is the cursor of the next page (0 when this is the last).
+	Next int64
+	// WatchAfter is where an event read picks up what this page may not
+	// show: the event watermark (doc.go, "Events") as read just before the
+	// page, less one. Every event below it belongs to a transaction that
+	// had ended, so the page shows its effect; reading events after it
+	// gets every later change, and maybe some the page already shows.
+	WatchAfter int64
+}
+
+// JobList returns a page of a tenant's jobs, newest first. Pages are keyset
+// on seq, so rows inserted meanwhile never shift a page: each row is
+// returned at most once, and every row that existed at the first call is
+// returned. The watermark and the page are two statements in one round
+// trip, the watermark first.
+func (s *Store) JobList(ctx context.Context, tenantID string, p JobListParams) (JobPage, error) {
 	size := clampPageSize(p.PageSize)
 	query, args := jobListQuery(tenantID, p, size+1)
-	rows, err := s.pool.Query(ctx, query, args...)
+	batch := &pgx.Batch{}
+	batch.Queue(`SELECT trainyard_event_watermark()`)
+	batch.Queue(query, args...)
+	br := s.pool.SendBatch(ctx, batch)
+	defer br.Close()
+	var page JobPage
+	if err := br.QueryRow().Scan(&page.WatchAfter); err != nil {
+		return JobPage{}, translate(err, "jobs")
+	}
+	page.WatchAfter--
+	rows, err := br.Query()
 	if err != nil {
-		return nil, 0, translate(err, "jobs")
+		return JobPage{}, translate(err, "jobs")
 	}
 	defer rows.Close()
-	var (
-		list []job.Job
-		seqs []int64
-	)
+	var seqs []int64
 	for rows.Next() {
 		w, seq, err := scanJob(rows)
 		if err != nil {
-			return nil, 0, translate(err, "jobs")
+			return JobPage{}, translate(err, "jobs")
 		}
-		list, seqs = append(list, w.Job), append(seqs, seq)
+		page.Jobs, seqs = append(page.Jobs, w.Job), append(seqs, seq)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, 0, translate(err, "jobs")
+		return JobPage{}, translate(err, "jobs")
 	}
-	var next int64
-	if len(list) > size {
-		list = list[:size]
-		next = seqs[size-1]
+	if len(page.Jobs) > size {
+		page.Jobs = page.Jobs[:size]
+		page.Next = seqs[size-1]
 	}
-	return list, next, nil
+	return page, nil
 }
 
 // jobListQuery builds JobList's statement. Each shape is one ordered range

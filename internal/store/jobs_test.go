@@ -178,8 +178,9 @@ func TestJobListPaginationConcurrentInserts(t *testing.T) {
 	var last job.Job
 	pages := 0
 	for {
-		page, next, err := b.store.JobList(b.ctx, "a", JobListParams{PageSize: 7, Before: cursor})
+		got, err := b.store.JobList(b.ctx, "a", JobListParams{PageSize: 7, Before: cursor})
 		require.NoError(t, err)
+		page, next := got.Jobs, got.Next
 		pages++
 		for _, j := range page {
 			require.False(t, seen[j.UID], "job %s returned twice", j.Name)
@@ -209,6 +210,72 @@ func TestJobListPaginationConcurrentInserts(t *testing.T) {
 	t.Logf("%d pages; %d jobs inserted while paging", pages, lateCount)
 }
 
+// A list, then the events after its WatchAfter, leave no job out: under
+// creates from several writers, every job is in the list or has an event
+// after it (issue: a watch started "now" beside a list could miss a job
+// created between the two).
+func TestJobListWatchAfterMissesNothing(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := range 4 {
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, _, err := b.store.JobCreate(b.ctx, JobCreateParams{
+					Job: job.Job{Tenant: "a", Name: fmt.Sprintf("w%d-%04d", w, n), Spec: testSpec()}}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	var pages []JobPage
+	for range 20 {
+		time.Sleep(5 * time.Millisecond)
+		page, err := b.store.JobList(b.ctx, "a", JobListParams{PageSize: MaxPageSize})
+		require.NoError(t, err)
+		require.Zero(t, page.Next, "one page holds them all")
+		pages = append(pages, page)
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	require.NoError(t, <-errs)
+
+	all, err := b.store.JobList(b.ctx, "a", JobListParams{PageSize: MaxPageSize})
+	require.NoError(t, err)
+	require.Zero(t, all.Next)
+	for i, page := range pages {
+		covered := map[string]bool{}
+		for _, j := range page.Jobs {
+			covered[j.UID] = true
+		}
+		for after := page.WatchAfter; ; {
+			events, err := b.store.EventListTenant(b.ctx, "a", after, MaxPageSize)
+			require.NoError(t, err)
+			if len(events) == 0 {
+				break
+			}
+			for _, e := range events {
+				covered[e.JobUID] = true
+			}
+			after = events[len(events)-1].ID
+		}
+		for _, j := range all.Jobs {
+			require.True(t, covered[j.UID], "list %d (%d jobs, watch after %d): job %s neither listed nor in an event after it",
+				i, len(page.Jobs), page.WatchAfter, j.Name)
+		}
+	}
+	require.Greater(t, len(all.Jobs), len(pages[0].Jobs), "jobs were created between the lists")
+}
+
 func TestJobListFilters(t *testing.T) {
 	b := setup(t)
 	b.tenantCreate(t, "a")
@@ -232,9 +299,10 @@ func TestJobListFilters(t *testing.T) {
 		t.Helper()
 		var out []string
 		for {
-			page, next, err := b.store.JobList(b.ctx, "a", p)
+			page, err := b.store.JobList(b.ctx, "a", p)
 			require.NoError(t, err)
-			for _, j := range page {
+			next := page.Next
+			for _, j := range page.Jobs {
 				out = append(out, j.Name)
 			}
 			if next == 0 {
@@ -274,10 +342,10 @@ func TestTenantScoping(t *testing.T) {
 	_, err = b.store.JobCancel(b.ctx, "b", "secret-project")
 	require.ErrorIs(t, err, ErrNotFound)
 	require.ErrorIs(t, b.store.JobDelete(b.ctx, "b", "finished"), ErrNotFound)
-	list, next, err := b.store.JobList(b.ctx, "b", JobListParams{})
+	list, err := b.store.JobList(b.ctx, "b", JobListParams{})
 	require.NoError(t, err)
-	require.Empty(t, list)
-	require.Zero(t, next)
+	require.Empty(t, list.Jobs)
+	require.Zero(t, list.Next)
 	_, err = b.store.EventList(b.ctx, "b", "secret-project", 0, 0)
 	require.ErrorIs(t, err, ErrNotFound)
 	events, err := b.store.EventListTenant(b.ctx, "b", 0, 0)

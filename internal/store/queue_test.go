@@ -418,9 +418,9 @@ func TestJobDeletePurge(t *testing.T) {
 	active, err := b.store.JobListActiveByTenant(b.ctx, "a")
 	require.NoError(t, err)
 	require.ElementsMatch(t, []JobKey{keyOf(running.Job), keyOf(queued), keyOf(reborn)}, active)
-	list, _, err := b.store.JobList(b.ctx, "a", JobListParams{})
+	list, err := b.store.JobList(b.ctx, "a", JobListParams{})
 	require.NoError(t, err)
-	require.Len(t, list, 2)
+	require.Len(t, list.Jobs, 2)
 
 	// Purge: only the owner, only deleted jobs.
 	require.ErrorIs(t, b.store.JobPurge(b.ctx, "w", "a", queued.UID), ErrLeaseLost)

@@ -3213,8 +3213,15 @@ type ListJobsResponse struct {
 	Jobs  []*Job                 `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
 	// Empty on the last page.
 	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Where a watch of this list picks up: WatchJobs with after_event_id set
+	// to this value receives every change committed after the page was read
+	// (and may repeat a few the page already shows: compare update_time).
+	// List, then watch from the first page's value, and nothing falls
+	// between the two. A position in the tenant's event stream, not always
+	// the id of an event.
+	WatchAfterEventId int64 `protobuf:"varint,3,opt,name=watch_after_event_id,json=watchAfterEventId,proto3" json:"watch_after_event_id,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *ListJobsResponse) Reset() {
@@ -3259,6 +3266,13 @@ func (x *ListJobsResponse) GetNextPageToken() string {
 		return x.NextPageToken
 	}
 	return ""
+}
+
+func (x *ListJobsResponse) GetWatchAfterEventId() int64 {
+	if x != nil {
+		return x.WatchAfterEventId
+	}
+	return 0
 }
 
 type CancelJobRequest struct {
@@ -3724,7 +3738,8 @@ type WatchJobsRequest struct {
 	Parent string                 `protobuf:"bytes,1,opt,name=parent,proto3" json:"parent,omitempty"`
 	// As in ListJobs.
 	Filter string `protobuf:"bytes,2,opt,name=filter,proto3" json:"filter,omitempty"`
-	// Resume after this event id; 0 starts with events from now on.
+	// Resume after this event id (or a ListJobsResponse's
+	// watch_after_event_id); 0 starts with events from now on.
 	AfterEventId  int64 `protobuf:"varint,3,opt,name=after_event_id,json=afterEventId,proto3" json:"after_event_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -4077,10 +4092,11 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x03 \x01(\tR\tpageToken\x12\x16\n" +
-	"\x06filter\x18\x04 \x01(\tR\x06filter\"a\n" +
+	"\x06filter\x18\x04 \x01(\tR\x06filter\"\x92\x01\n" +
 	"\x10ListJobsResponse\x12%\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x11.trainyard.v1.JobR\x04jobs\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12/\n" +
+	"\x14watch_after_event_id\x18\x03 \x01(\x03R\x11watchAfterEventId\"&\n" +
 	"\x10CancelJobRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"&\n" +
 	"\x10DeleteJobRequest\x12\x12\n" +

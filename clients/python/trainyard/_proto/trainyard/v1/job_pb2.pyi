@@ -338,12 +338,14 @@ class ListJobsRequest(_message.Message):
     def __init__(self, parent: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., filter: _Optional[str] = ...) -> None: ...
 
 class ListJobsResponse(_message.Message):
-    __slots__ = ["jobs", "next_page_token"]
+    __slots__ = ["jobs", "next_page_token", "watch_after_event_id"]
     JOBS_FIELD_NUMBER: _ClassVar[int]
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    WATCH_AFTER_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
     jobs: _containers.RepeatedCompositeFieldContainer[Job]
     next_page_token: str
-    def __init__(self, jobs: _Optional[_Iterable[_Union[Job, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+    watch_after_event_id: int
+    def __init__(self, jobs: _Optional[_Iterable[_Union[Job, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., watch_after_event_id: _Optional[int] = ...) -> None: ...
 
 class NodeSelectorRequirement(_message.Message):
     __slots__ = ["key", "operator", "values"]
