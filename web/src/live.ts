@@ -24,43 +24,33 @@ export function freshest(read: Job[], shown: Job[] | undefined): Job[] {
   });
 }
 
-// onOpen runs at the first message of each new (not resumed) watch, and
-// 1.5 s after it was asked for: from then on nothing is missed, so a list
-// read now is complete.
-export function useJobWatch(api: Api, tenant: string, onMessage: (m: WatchJobResponse) => void, onOpen: () => void) {
-  const handlers = useRef({ onMessage, onOpen });
+// useJobWatch follows a tenant's jobs from `from`, the watchAfterEventId
+// of the list the page first read (undefined: not read yet, nothing
+// starts), so that no change between that list and the watch is lost; it
+// resumes after the last event whenever the stream ends.
+export function useJobWatch(api: Api, tenant: string, from: string | undefined, onMessage: (m: WatchJobResponse) => void) {
+  const handler = useRef(onMessage);
   useEffect(() => {
-    handlers.current = { onMessage, onOpen };
+    handler.current = onMessage;
   });
   useEffect(() => {
+    if (from === undefined) return;
     const ctl = new AbortController();
-    let after = "0";
+    let after = from;
     void (async () => {
       let failures = 0;
       while (!ctl.signal.aborted) {
-        let first = after === "0";
-        // A watch "from now" takes its starting point as the request
-        // arrives, and the REST gateway answers only with the first
-        // message, which may be long in coming: the list read at page load
-        // may predate it, and a change in between would be lost until
-        // then. Read the list again once the watch has surely begun.
-        const settle = first ? window.setTimeout(() => handlers.current.onOpen(), 1500) : undefined;
         try {
           await api.lines<WatchJobResponse>(
             `${paths.jobs(tenant)}:watch?afterEventId=${after}`,
             (m) => {
               if (m.event?.id) after = m.event.id;
               failures = 0;
-              handlers.current.onMessage(m);
-              if (first) {
-                first = false;
-                handlers.current.onOpen();
-              }
+              handler.current(m);
             },
             ctl.signal,
           );
         } catch (e) {
-          window.clearTimeout(settle);
           if (ctl.signal.aborted) return;
           // Signed out, or not allowed: no point in retrying.
           if (e instanceof ApiError && (e.status === 401 || e.status === 403 || e.status === 404)) return;
@@ -71,5 +61,5 @@ export function useJobWatch(api: Api, tenant: string, onMessage: (m: WatchJobRes
       }
     })();
     return () => ctl.abort();
-  }, [api, tenant]);
+  }, [api, tenant, from]);
 }

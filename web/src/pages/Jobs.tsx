@@ -36,6 +36,8 @@ export function JobsPage() {
   const [tokens, setTokens] = useState<string[]>([""]); // page tokens of the pages seen, the current last
   const [jobs, setJobs] = useState<Job[]>();
   const [next, setNext] = useState("");
+  // The first list's watchAfterEventId, by tenant: the watch starts there.
+  const [watchFrom, setWatchFrom] = useState<{ tenant: string; after: string }>();
   const [error, setError] = useState<string>();
   const [sort, setSort] = useState<{ key: SortKey; desc: boolean }>({ key: "age", desc: false });
   const [selected, setSelected] = useState<Set<string>>(new Set());
@@ -49,10 +51,11 @@ export function JobsPage() {
     const q = new URLSearchParams({ pageSize: String(pageSize) });
     if (expr) q.set("filter", expr);
     if (token) q.set("pageToken", token);
-    api.get<{ jobs?: Job[]; nextPageToken?: string }>(`${paths.jobs(tenant)}?${q}`).then(
+    api.get<{ jobs?: Job[]; nextPageToken?: string; watchAfterEventId?: string }>(`${paths.jobs(tenant)}?${q}`).then(
       (r) => {
         setJobs((shown) => freshest(r.jobs ?? [], shown));
         setNext(r.nextPageToken ?? "");
+        setWatchFrom((w) => (w?.tenant === tenant ? w : { tenant, after: r.watchAfterEventId ?? "0" }));
         setError(undefined);
       },
       (e: Error) => setError(e.message),
@@ -87,7 +90,7 @@ export function JobsPage() {
     // eslint-disable-next-line react-hooks/exhaustive-deps
     [expr, firstPage],
   );
-  useJobWatch(api, tenant, onMessage, load);
+  useJobWatch(api, tenant, watchFrom?.tenant === tenant ? watchFrom.after : undefined, onMessage);
 
   // Queue positions and start estimates change with every scheduling
   // cycle, without an event: re-read the page now and then while it shows
