@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -130,4 +131,34 @@ func loginAtIssuer(t *testing.T, iss *oidctest.Issuer) string {
 	require.NoError(t, err)
 	require.NotEmpty(t, tok.RefreshToken)
 	return tok.RefreshToken
+}
+
+// snapshot, then watch from its position: a job submitted in between still
+// arrives.
+func TestPythonClientSnapshotThenWatch(t *testing.T) {
+	env := harness.Start(t, harness.Options{})
+	env.CreateTenant(t, "acme", harness.Subject("alice", pb.Role_ROLE_EDITOR))
+	const script = `
+import trainyard
+ty = trainyard.Client()
+spec = {"replicas": [{"type": "WORKER", "image": "tensorflow/tensorflow:2.16.1", "command": ["python", "train.py"]}]}
+ty.submit(spec, job_id="before")
+jobs, position = ty.snapshot()
+print("listed", [j.name.rsplit("/", 1)[-1] for j in jobs], position > 0)
+ty.submit(spec, job_id="between")
+for update in ty.watch(after_event_id=position):
+    if update.job.name.endswith("/jobs/between"):
+        print("watched between")
+        break
+`
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python(t), "-c", script)
+	cmd.Env = append(os.Environ(),
+		"PYTHONPATH="+clientDir(),
+		"TYCTL_SERVER="+env.GRPCAddr, "TYCTL_INSECURE=true", "TYCTL_TENANT=acme", "TYCTL_TOKEN="+env.Token("alice"),
+		"TYCTL_CONFIG="+filepath.Join(t.TempDir(), "config.yaml"))
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Equal(t, "listed ['before'] True\nwatched between\n", string(out))
 }

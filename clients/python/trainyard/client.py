@@ -7,7 +7,7 @@ import time
 import uuid
 import warnings
 from pathlib import Path
-from typing import Iterable, Iterator, List, Optional, Union
+from typing import Iterable, Iterator, List, Optional, Tuple, Union
 
 import grpc
 
@@ -177,11 +177,32 @@ class Client:
             filter: as tyctl's: ``state = RUNNING``, ``labels.team = "nlp"``, joined by AND.
             page_size: jobs per call (the server's default, 50, when 0).
         """
+        for resp in self._pages(filter, page_size):
+            yield from resp.jobs
+
+    def snapshot(self, filter: str = "", page_size: int = 0) -> Tuple[List[job_pb2.Job], int]:
+        """Reads every job that matches filter, and where to follow them from.
+
+        Returns the jobs, newest first, and the position the first page was
+        read at: ``watch(filter=filter, after_event_id=position)`` then
+        yields every change committed after the list was read, so nothing
+        created or changed between the two is missed. A change the list
+        already shows may come again; a job's ``update_time`` says which
+        read is newer.
+        """
+        jobs: List[job_pb2.Job] = []
+        position = 0
+        for resp in self._pages(filter, page_size):
+            position = position or resp.watch_after_event_id
+            jobs.extend(resp.jobs)
+        return jobs, position
+
+    def _pages(self, filter: str, page_size: int) -> Iterator[job_pb2.ListJobsResponse]:
         token = ""
         while True:
             resp = self._call(self._jobs.ListJobs, job_pb2.ListJobsRequest(
                 parent=self._parent(), filter=filter, page_size=page_size, page_token=token))
-            yield from resp.jobs
+            yield resp
             token = resp.next_page_token
             if not token:
                 return
@@ -228,6 +249,8 @@ class Client:
         the tenant that matches filter): each event with the job as it was
         after it. A dropped stream is reopened after the last event seen, so
         nothing is missed or repeated. A job's watch ends once it is final.
+        A tenant's watch starts now, or after after_event_id: the position
+        ``snapshot`` returns follows on from its list.
         """
         yield from self._watch(job, filter, after_event_id, None)
 
