@@ -33,6 +33,16 @@ func TestListJobsAndWatchLeaveLogTailsOut(t *testing.T) {
 	require.NotEmpty(t, got.GetStatus().GetReplicas()[0].GetLastTermination().GetLogTail(), "GetJob keeps it")
 }
 
+// ListJobs hands on the store's position for a watch to follow the list
+// from.
+func TestListJobsCarriesWatchAfterEventID(t *testing.T) {
+	st := newFakeStore()
+	st.watchAfter = 42 << 20
+	resp, err := NewJobServer(Deps{Store: st}).ListJobs(context.Background(), &pb.ListJobsRequest{Parent: "tenants/a"})
+	require.NoError(t, err)
+	require.EqualValues(t, 42<<20, resp.GetWatchAfterEventId())
+}
+
 // WatchJobs reads the jobs of a batch of events in one query, matches
 // events to jobs by uid (a name is reused after a delete), and sends the
 // events of deleted and purged jobs instead of dropping them.

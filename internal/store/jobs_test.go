@@ -212,8 +212,8 @@ func TestJobListPaginationConcurrentInserts(t *testing.T) {
 
 // A list, then the events after its WatchAfter, leave no job out: under
 // creates from several writers, every job is in the list or has an event
-// after it (issue: a watch started "now" beside a list could miss a job
-// created between the two).
+// after it. (A watch started "now" beside a list could miss a job created
+// between the two.)
 func TestJobListWatchAfterMissesNothing(t *testing.T) {
 	b := setup(t)
 	b.tenantCreate(t, "a")
