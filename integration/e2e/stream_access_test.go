@@ -7,6 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -237,4 +241,69 @@ func TestListThenWatchFromTheList(t *testing.T) {
 	stream, err := jobs.WatchJobs(ctx, &pb.WatchJobsRequest{Parent: "tenants/acme", AfterEventId: list.GetWatchAfterEventId()})
 	require.NoError(t, err)
 	recvUntil(t, stream, "between")
+}
+
+// A watch resumed from a position that event retention has passed is
+// refused (OUT_OF_RANGE over gRPC, 400 with code 11 over REST, naming
+// afterEventId) instead of silently skipping what was deleted; a new list
+// gives a position to watch from again. Retention runs for real: a second
+// API server on the same database with --event-retention, which expires at
+// start.
+func TestWatchFromBeforeRetentionIsRefused(t *testing.T) {
+	env := harness.Start(t, harness.Options{})
+	env.CreateTenant(t, "acme", harness.Subject("alice", pb.Role_ROLE_EDITOR))
+	jobs := env.Jobs(t, env.Token("alice"))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	before, err := jobs.ListJobs(ctx, &pb.ListJobsRequest{Parent: "tenants/acme"})
+	require.NoError(t, err)
+	_, err = jobs.CreateJob(ctx, &pb.CreateJobRequest{Parent: "tenants/acme", JobId: "old", Job: queuedJob()})
+	require.NoError(t, err)
+	time.Sleep(10 * time.Millisecond) // its event older than the retention below
+
+	srv, _, _ := env.StartServer(t, "--event-retention", "1ms")
+	srv.WaitFor(t, regexp.MustCompile(`msg="expired job events" deleted=[1-9]`), 30*time.Second)
+
+	from := before.GetWatchAfterEventId()
+	stream, err := jobs.WatchJobs(ctx, &pb.WatchJobsRequest{Parent: "tenants/acme", AfterEventId: from})
+	require.NoError(t, err)
+	_, err = stream.Recv()
+	require.Equal(t, codes.OutOfRange, status.Code(err), "%v", err)
+	require.Contains(t, status.Convert(err).Message(), "afterEventId: events up to position")
+	one, err := jobs.WatchJob(ctx, &pb.WatchJobRequest{Name: "tenants/acme/jobs/old", AfterEventId: from})
+	require.NoError(t, err)
+	_, err = one.Recv()
+	require.Equal(t, codes.OutOfRange, status.Code(err), "%v", err)
+
+	r := env.REST(env.Token("alice")).Do(t, "GET", "/v1/tenants/acme/jobs:watch?afterEventId="+strconv.FormatInt(from, 10), nil)
+	require.Equal(t, http.StatusBadRequest, r.Status, string(r.Body))
+	require.Contains(t, string(r.Body), `"code":11`)
+	require.Contains(t, string(r.Body), `"field":"afterEventId"`)
+
+	// The Python client raises OutOfRange rather than resuming or retrying.
+	script := `
+import trainyard
+try:
+    next(iter(trainyard.Client().watch(after_event_id=` + strconv.FormatInt(from, 10) + `)))
+except trainyard.OutOfRange as e:
+    print("OutOfRange", "afterEventId" in e.message)
+`
+	cmd := exec.CommandContext(ctx, python(t), "-c", script)
+	cmd.Env = append(os.Environ(),
+		"PYTHONPATH="+clientDir(),
+		"TYCTL_SERVER="+env.GRPCAddr, "TYCTL_INSECURE=true", "TYCTL_TENANT=acme", "TYCTL_TOKEN="+env.Token("alice"),
+		"TYCTL_CONFIG="+filepath.Join(t.TempDir(), "config.yaml"))
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Equal(t, "OutOfRange True\n", string(out))
+
+	// List again, and watch from there.
+	again, err := jobs.ListJobs(ctx, &pb.ListJobsRequest{Parent: "tenants/acme"})
+	require.NoError(t, err)
+	require.Len(t, again.GetJobs(), 1, "retention deletes events, never jobs")
+	stream, err = jobs.WatchJobs(ctx, &pb.WatchJobsRequest{Parent: "tenants/acme", AfterEventId: again.GetWatchAfterEventId()})
+	require.NoError(t, err)
+	_, err = jobs.CreateJob(ctx, &pb.CreateJobRequest{Parent: "tenants/acme", JobId: "new", Job: queuedJob()})
+	require.NoError(t, err)
+	recvUntil(t, stream, "new")
 }

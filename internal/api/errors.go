@@ -41,6 +41,16 @@ const maxViolations = 100
 // invalid returns INVALID_ARGUMENT with a google.rpc.BadRequest detail
 // listing every violation (the first maxViolations of them).
 func invalid(vs ...job.FieldViolation) error {
+	return withViolations(codes.InvalidArgument, vs...)
+}
+
+// outOfRange returns OUT_OF_RANGE with the violation as its BadRequest
+// detail: a well-formed position the server can no longer serve from.
+func outOfRange(v job.FieldViolation) error {
+	return withViolations(codes.OutOfRange, v)
+}
+
+func withViolations(code codes.Code, vs ...job.FieldViolation) error {
 	msg := "invalid request"
 	if len(vs) > 0 {
 		msg = vs[0].Field + ": " + vs[0].Description
@@ -48,7 +58,7 @@ func invalid(vs ...job.FieldViolation) error {
 			msg += " (and more, see details)"
 		}
 	}
-	st := status.New(codes.InvalidArgument, msg)
+	st := status.New(code, msg)
 	br := &errdetails.BadRequest{}
 	for i, v := range vs {
 		if i == maxViolations {

@@ -35,6 +35,7 @@ type fakeStore struct {
 	calls      map[string]int
 	createdID  string
 	watchAfter int64 // JobList's
+	horizon    int64 // EventHorizon's
 }
 
 func newFakeStore() *fakeStore {
@@ -206,6 +207,13 @@ func (f *fakeStore) EventListByJob(_ context.Context, tenantID, uid string, afte
 }
 
 func (f *fakeStore) EventLastID(context.Context, string) (int64, error) { return 0, nil }
+
+func (f *fakeStore) EventHorizon(context.Context) (int64, error) {
+	f.called("EventHorizon")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.horizon, nil
+}
 
 func (f *fakeStore) SecretList(_ context.Context, tenantID string) ([]tenant.Secret, error) {
 	f.called("SecretList")

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"google.golang.org/grpc"
@@ -53,11 +54,18 @@ func (s *JobServer) WatchJob(req *pb.WatchJobRequest, stream grpc.ServerStreamin
 			return err
 		}
 	}
+	resumed := req.GetAfterEventId() > 0
 	return s.follow(ctx, wake, func() (bool, error) {
 		for {
 			events, err := s.store.EventListByJob(ctx, tenantID, j.UID, cursor, maxPageSize)
 			if err != nil {
 				return false, err
+			}
+			if resumed {
+				if err := s.resumable(ctx, req.GetAfterEventId()); err != nil {
+					return false, err
+				}
+				resumed = false
 			}
 			if len(events) == 0 {
 				return j.Status.State.Final(), nil
@@ -120,6 +128,7 @@ func (s *JobServer) WatchJobs(req *pb.WatchJobsRequest, stream grpc.ServerStream
 	if err := watchEstablished(stream); err != nil {
 		return err
 	}
+	resumed := req.GetAfterEventId() > 0
 	return s.follow(ctx, wake, func() (bool, error) {
 		// What the notification that woke this poll announced must be in
 		// what it reads: a read that started after the notification
@@ -129,6 +138,12 @@ func (s *JobServer) WatchJobs(req *pb.WatchJobsRequest, stream grpc.ServerStream
 			t, err := s.tails.read(ctx, tenantID, cursor, maxPageSize, since)
 			if err != nil {
 				return false, err
+			}
+			if resumed {
+				if err := s.resumable(ctx, req.GetAfterEventId()); err != nil {
+					return false, err
+				}
+				resumed = false
 			}
 			if len(t.events) == 0 {
 				return false, nil
@@ -159,6 +174,29 @@ func (s *JobServer) WatchJobs(req *pb.WatchJobsRequest, stream grpc.ServerStream
 			}
 		}
 	})
+}
+
+// resumable refuses a watch resumed from a position that event retention
+// has passed (store.EventHorizon): events after it may be gone, and a
+// watch that sent the rest would lose them silently. Called after the
+// watch's first read, before it sends what it read: retention deletes and
+// raises the horizon in one transaction, so a horizon read afterwards at
+// or below the position means that read saw everything after it. (Later
+// reads need no check: a live stream is younger than any retention age,
+// and ends after --max-stream-lifetime.) Kubernetes answers such a watch
+// 410 Gone; clients list again and watch from the list's
+// watchAfterEventId.
+func (s *JobServer) resumable(ctx context.Context, after int64) error {
+	h, err := s.store.EventHorizon(ctx)
+	if err != nil {
+		return err
+	}
+	if after < h {
+		return outOfRange(violation("afterEventId", fmt.Sprintf(
+			"events up to position %d were deleted by event retention, so a watch from %d could miss some; "+
+				"list the jobs again and watch from the list's watchAfterEventId", h, after)))
+	}
+	return nil
 }
 
 // watchEstablished sends the response headers as soon as a watch has its

@@ -138,3 +138,48 @@ func TestWatchMessageFiltersOnTheEventsState(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, pb.JobState_JOB_STATE_CANCELLED, msg.GetJob().GetStatus().GetState(), "sent with the job as it is")
 }
+
+// A watch resumed from a position that event retention has passed is
+// refused with OUT_OF_RANGE naming afterEventId, before it sends anything:
+// the events after it may be gone. From the horizon on, or starting now,
+// it is served.
+func TestWatchResumedBehindRetentionIsOutOfRange(t *testing.T) {
+	st := newFakeStore()
+	st.jobs = []job.Job{{Tenant: "a", Name: "j", UID: "u1", Status: job.Status{State: job.Running}}}
+	st.events = []job.Event{{ID: 7, Tenant: "a", Job: "j", JobUID: "u1", Reason: "Queued"}}
+	st.horizon = 5
+	srv := NewJobServer(Deps{Store: st, WatchPoll: time.Hour})
+
+	watches := map[string]func(after int64, stream *fakeStream[pb.WatchJobResponse]) error{
+		"WatchJobs": func(after int64, stream *fakeStream[pb.WatchJobResponse]) error {
+			return srv.WatchJobs(&pb.WatchJobsRequest{Parent: "tenants/a", AfterEventId: after}, stream)
+		},
+		"WatchJob": func(after int64, stream *fakeStream[pb.WatchJobResponse]) error {
+			return srv.WatchJob(&pb.WatchJobRequest{Name: "tenants/a/jobs/j", AfterEventId: after}, stream)
+		},
+	}
+	for name, watch := range watches {
+		t.Run(name, func(t *testing.T) {
+			stream := &fakeStream[pb.WatchJobResponse]{ctx: context.Background()}
+			err := watch(4, stream)
+			require.Equal(t, codes.OutOfRange, status.Code(err), "%v", err)
+			require.Contains(t, status.Convert(err).Message(), "afterEventId: events up to position 5 were deleted")
+			require.Equal(t, "afterEventId", badRequest(t, err).GetFieldViolations()[0].GetField())
+			require.Empty(t, stream.got(), "nothing sent from a position that may have lost events")
+
+			for _, after := range []int64{5, 0} {
+				ctx, cancel := context.WithCancel(context.Background())
+				stream := &fakeStream[pb.WatchJobResponse]{ctx: ctx}
+				done := make(chan error, 1)
+				go func() { done <- watch(after, stream) }()
+				if after > 0 {
+					require.Eventually(t, func() bool { return len(stream.got()) == 1 }, 5*time.Second, 5*time.Millisecond,
+						"from the horizon itself nothing is missing")
+					require.EqualValues(t, 7, stream.got()[0].GetEvent().GetId())
+				}
+				cancel()
+				require.Equal(t, codes.Canceled, status.Code(<-done), "after %d", after)
+			}
+		})
+	}
+}

@@ -336,3 +336,8 @@ const (
 	EventNormal  = "Normal"
 	EventWarning = "Warning"
 )
+
+// ReasonDeleted is the reason of the event DeleteJob writes. It is a job's
+// last event and outlives the job's row (a tombstone, until event
+// retention): watchers that resume later still learn that the job went.
+const ReasonDeleted = "Deleted"

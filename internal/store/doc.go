@@ -15,7 +15,10 @@
 //	                   active, worker_id, claim_after, version,
 //	                   times; the scheduler's queued_at, start_time, not_before,
 //	                   preempt_for, preempt_message, preempted_by, wait_reason
-//	job_events         bigserial id; (tenant, job uid) → jobs, cascade on purge
+//	job_events         id in watermark order (below); (tenant, job uid); a purge
+//	                   deletes a job's events but its Deleted one (a tombstone)
+//	event_horizon      one row: the highest event id retention deleted; a watch
+//	                   resumed below it is refused (EventHorizon)
 //	idempotency_keys   (tenant, request_id) → job uid
 //	secrets            (tenant, name) → key names; values never reach Postgres
 //	audit_records      bigserial id; tenant, who (subject, groups, issuer, address,

@@ -374,7 +374,7 @@ func (s *Store) JobDelete(ctx context.Context, tenantID, name string) error {
 		if err != nil {
 			return err
 		}
-		ev := job.Event{Type: job.EventNormal, Reason: "Deleted", Message: "job deleted",
+		ev := job.Event{Type: job.EventNormal, Reason: job.ReasonDeleted, Message: "job deleted",
 			State: w.Job.Status.State, CreateTime: now}
 		if err := eventsInsert(ctx, tx, w.Job, []job.Event{ev}, now); err != nil {
 			return err

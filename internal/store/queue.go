@@ -611,8 +611,8 @@ func saveStatement(items []saveItem) (string, []any) {
 			afters, preemptedBy, parks, evItems, ev.types, ev.reasons, ev.messages, ev.states, ev.times}
 }
 
-// JobPurge removes a deleted job's row, its events and idempotency keys,
-// once its worker has removed what was left in Kubernetes. Only the job's
+// JobPurge removes a deleted job's row, its idempotency keys and its
+// events but the Deleted one, once its worker has removed what was left in Kubernetes. Only the job's
 // owner may purge it (else ErrLeaseLost); a job that is not deleted is
 // ErrFailedPrecondition.
 func (s *Store) JobPurge(ctx context.Context, workerID, tenantID, uid string) error {
@@ -635,8 +635,11 @@ func (s *Store) JobPurge(ctx context.Context, workerID, tenantID, uid string) er
 		// Its events have no foreign key to the row (migration 000005: the
 		// check cost every event insert a lookup), so they go by hand; every
 		// event writer updates the job's row first, and this one holds it.
-		_, err = tx.Exec(ctx, `WITH e AS (DELETE FROM job_events WHERE tenant_id = $1 AND job_uid = $2)
-			DELETE FROM jobs WHERE tenant_id = $1 AND uid = $2`, tenantID, uid)
+		// The Deleted event stays, a tombstone, until retention takes it:
+		// a watch resumed from before the purge still learns that the job
+		// went (with its name and uid; nothing else is left to send).
+		_, err = tx.Exec(ctx, `WITH e AS (DELETE FROM job_events WHERE tenant_id = $1 AND job_uid = $2 AND reason <> $3)
+			DELETE FROM jobs WHERE tenant_id = $1 AND uid = $2`, tenantID, uid, job.ReasonDeleted)
 		return err
 	})
 	return translate(err, what)

@@ -430,7 +430,15 @@ func TestJobDeletePurge(t *testing.T) {
 	require.NoError(t, b.store.JobPurge(b.ctx, "w", "a", queued.UID))
 	_, err = b.store.JobLoad(b.ctx, "a", queued.UID)
 	require.ErrorIs(t, err, ErrNotFound)
-	require.Zero(t, b.count(t, `SELECT count(*) FROM job_events WHERE job_uid = $1`, queued.UID))
+	// Its events go but the Deleted one: a tenant watch resumed from
+	// before the purge still learns that the job went.
+	left, err := b.store.EventListByJob(b.ctx, "a", queued.UID, 0, 0)
+	require.NoError(t, err)
+	require.Len(t, left, 1, "the tombstone")
+	require.Equal(t, job.ReasonDeleted, left[0].Reason)
+	tenantEvents, err := b.store.EventListTenant(b.ctx, "a", 0, 0)
+	require.NoError(t, err)
+	require.Contains(t, tenantEvents, left[0])
 	require.ErrorIs(t, b.store.JobPurge(b.ctx, "w", "a", queued.UID), ErrNotFound)
 
 	// Deleting a finished job whose worker still holds it (cleanup pending)

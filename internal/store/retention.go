@@ -21,23 +21,46 @@ const DefaultRetentionBatch = 1000
 // trainyard_event_id) and stops at the first batch holding none older than
 // t, so it reads only what it deletes and one batch more, whatever the
 // table's size; an old event behind a newer id waits for the next run.
+// Each statement raises the event horizon (EventHorizon) to the highest id
+// it deleted, in the same transaction.
 func (s *Store) EventDeleteBefore(ctx context.Context, t time.Time, batch int) (int64, error) {
 	if batch <= 0 {
 		batch = DefaultRetentionBatch
 	}
 	var total int64
 	for {
-		tag, err := s.pool.Exec(ctx, `DELETE FROM job_events WHERE id IN (
-			SELECT id FROM (SELECT id, create_time FROM job_events ORDER BY id LIMIT $2) oldest
-			WHERE create_time < $1)`, t, batch)
+		var n int64
+		err := s.pool.QueryRow(ctx, `
+			WITH d AS (
+				DELETE FROM job_events WHERE id IN (
+					SELECT id FROM (SELECT id, create_time FROM job_events ORDER BY id LIMIT $2) oldest
+					WHERE create_time < $1)
+				RETURNING id
+			), h AS (
+				UPDATE event_horizon SET deleted_through = d.m
+				FROM (SELECT max(id) AS m FROM d) d WHERE d.m > deleted_through
+			)
+			SELECT count(*) FROM d`, t, batch).Scan(&n)
 		if err != nil {
 			return total, translate(err, "events")
 		}
-		total += tag.RowsAffected()
-		if tag.RowsAffected() == 0 {
+		total += n
+		if n == 0 {
 			return total, nil
 		}
 	}
+}
+
+// EventHorizon returns the position up to which retention has deleted
+// events: a watch resumed from a smaller position might miss events, and
+// is refused (the API's OUT_OF_RANGE). Read it after the events a resumed
+// watch delivers first: deleting and raising the horizon commit together,
+// so a horizon at or below the position, read after the events, means
+// nothing after the position had been deleted when they were read.
+func (s *Store) EventHorizon(ctx context.Context) (int64, error) {
+	var h int64
+	err := s.pool.QueryRow(ctx, `SELECT deleted_through FROM event_horizon`).Scan(&h)
+	return h, translate(err, "events")
 }
 
 // RequestIDDeleteBefore forgets the request ids (AIP-155 idempotency keys)

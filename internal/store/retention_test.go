@@ -47,3 +47,46 @@ func TestRetentionDeletesOldEventsAndRequestIDsInBatches(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, found)
 }
+
+// TestRetentionRaisesTheEventHorizon: every statement that deletes events
+// raises the horizon to the highest id it deleted (a watch resumed below it
+// is refused), and nothing else moves it: not a purge, not a run that
+// deletes nothing.
+func TestRetentionRaisesTheEventHorizon(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	start, err := b.store.EventHorizon(b.ctx)
+	require.NoError(t, err)
+	for i := range 6 {
+		_, _, err := b.store.JobCreate(b.ctx, JobCreateParams{Job: job.Job{Tenant: "a", Name: fmt.Sprintf("j%d", i), Spec: testSpec()}})
+		require.NoError(t, err)
+	}
+	events, err := b.store.EventListTenant(b.ctx, "a", 0, 0)
+	require.NoError(t, err)
+	require.Len(t, events, 6)
+	require.Less(t, start, events[0].ID, "a new database's horizon is below its first event")
+
+	week := time.Now().Add(-7 * 24 * time.Hour)
+	n, err := b.store.EventDeleteBefore(b.ctx, week, 2)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	h, err := b.store.EventHorizon(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, start, h, "nothing deleted, nothing moved")
+
+	// Every event but the fifth is old: the sixth, past a newer id, is
+	// deleted too (its batch holds an old one), and the horizon goes past
+	// the fifth, which stays.
+	_, err = b.pool.Exec(b.ctx, `UPDATE job_events SET create_time = $1 WHERE id = ANY($2)`, week.Add(-time.Hour),
+		[]int64{events[0].ID, events[1].ID, events[2].ID, events[3].ID, events[5].ID})
+	require.NoError(t, err)
+	n, err = b.store.EventDeleteBefore(b.ctx, week, 2)
+	require.NoError(t, err)
+	require.EqualValues(t, 5, n)
+	h, err = b.store.EventHorizon(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, events[5].ID, h, "the highest id deleted")
+	left, err := b.store.EventListTenant(b.ctx, "a", 0, 0)
+	require.NoError(t, err)
+	require.Equal(t, []job.Event{events[4]}, left, "an event below the horizon can be left; the horizon says only what may be gone")
+}

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from trainyard import _documents, _progress, _settings  # noqa: E402
 from trainyard._proto.google.rpc import error_details_pb2, status_pb2  # noqa: E402
 from trainyard._proto.trainyard.v1 import job_pb2  # noqa: E402
-from trainyard.errors import InvalidArgument, NotFound, from_rpc_error  # noqa: E402
+from trainyard.errors import InvalidArgument, NotFound, OutOfRange, from_rpc_error  # noqa: E402
 
 
 class Documents(unittest.TestCase):
@@ -98,6 +98,7 @@ class Errors(unittest.TestCase):
 
     def test_codes(self):
         self.assertIsInstance(from_rpc_error(FakeRpcError(grpc.StatusCode.NOT_FOUND, "no job")), NotFound)
+        self.assertIsInstance(from_rpc_error(FakeRpcError(grpc.StatusCode.OUT_OF_RANGE, "afterEventId: too old")), OutOfRange)
 
 
 class Settings(unittest.TestCase):

@@ -21,6 +21,7 @@ from trainyard.errors import (
     JobCancelled,
     JobFailed,
     NotFound,
+    OutOfRange,
     PermissionDenied,
     TrainyardError,
     Unauthenticated,
@@ -33,5 +34,5 @@ __all__ = [
     "Client", "TFJobWarning", "FINAL_STATES",
     "Job", "JobEvent", "JobSpec", "JobState", "WatchJobResponse",
     "TrainyardError", "InvalidArgument", "FieldViolation", "Unauthenticated", "PermissionDenied", "NotFound",
-    "AlreadyExists", "FailedPrecondition", "Unavailable", "JobFailed", "JobCancelled",
+    "AlreadyExists", "FailedPrecondition", "Unavailable", "OutOfRange", "JobFailed", "JobCancelled",
 ]

@@ -251,6 +251,11 @@ class Client:
         nothing is missed or repeated. A job's watch ends once it is final.
         A tenant's watch starts now, or after after_event_id: the position
         ``snapshot`` returns follows on from its list.
+
+        Raises:
+            OutOfRange: after_event_id (or, after a long outage, the last
+                event seen) is older than the events the server keeps; take
+                a new ``snapshot`` and watch from its position.
         """
         yield from self._watch(job, filter, after_event_id, None)
 

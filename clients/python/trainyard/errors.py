@@ -82,6 +82,13 @@ class Unavailable(TrainyardError):
     """The server, or its database, cannot be reached right now; safe to retry."""
 
 
+class OutOfRange(TrainyardError):
+    """A watch was resumed from a position older than the events the server
+    keeps (event retention deleted some after it): nothing after it can be
+    promised. Call :meth:`trainyard.Client.snapshot` again and watch from
+    its position."""
+
+
 class JobFailed(TrainyardError):
     """A job ended FAILED (raised by :meth:`trainyard.Client.wait`).
 
@@ -129,6 +136,7 @@ _BY_CODE = {
     grpc.StatusCode.ALREADY_EXISTS: AlreadyExists,
     grpc.StatusCode.FAILED_PRECONDITION: FailedPrecondition,
     grpc.StatusCode.UNAVAILABLE: Unavailable,
+    grpc.StatusCode.OUT_OF_RANGE: OutOfRange,
 }
 
 

@@ -3684,6 +3684,8 @@ type WatchJobRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Resume after this event id; 0 starts with the job's current state.
+	// OUT_OF_RANGE when event retention has deleted events after it: read
+	// the job again and watch from 0.
 	AfterEventId  int64 `protobuf:"varint,2,opt,name=after_event_id,json=afterEventId,proto3" json:"after_event_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3739,7 +3741,9 @@ type WatchJobsRequest struct {
 	// As in ListJobs.
 	Filter string `protobuf:"bytes,2,opt,name=filter,proto3" json:"filter,omitempty"`
 	// Resume after this event id (or a ListJobsResponse's
-	// watch_after_event_id); 0 starts with events from now on.
+	// watch_after_event_id); 0 starts with events from now on. OUT_OF_RANGE
+	// when event retention has deleted events after it: list again and
+	// watch from the new list's watch_after_event_id.
 	AfterEventId  int64 `protobuf:"varint,3,opt,name=after_event_id,json=afterEventId,proto3" json:"after_event_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -71,7 +71,8 @@ type JobServiceClient interface {
 	WatchJob(ctx context.Context, in *WatchJobRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchJobResponse], error)
 	// Streams the changes of every job of a tenant that matches the filter.
 	// Events of a job deleted since are still sent, with the job as it was
-	// last (or, once it is purged, with only its name and uid). Log tails are
+	// last; once it is purged only its Deleted event is left, sent with only
+	// its name and uid. Log tails are
 	// omitted in lists and watches; GetJob and GetJobLogs return them.
 	WatchJobs(ctx context.Context, in *WatchJobsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchJobResponse], error)
 	// Converts an unmodified Kubeflow TFJob (apiVersion kubeflow.org/v1) into
@@ -277,7 +278,8 @@ type JobServiceServer interface {
 	WatchJob(*WatchJobRequest, grpc.ServerStreamingServer[WatchJobResponse]) error
 	// Streams the changes of every job of a tenant that matches the filter.
 	// Events of a job deleted since are still sent, with the job as it was
-	// last (or, once it is purged, with only its name and uid). Log tails are
+	// last; once it is purged only its Deleted event is left, sent with only
+	// its name and uid. Log tails are
 	// omitted in lists and watches; GetJob and GetJobLogs return them.
 	WatchJobs(*WatchJobsRequest, grpc.ServerStreamingServer[WatchJobResponse]) error
 	// Converts an unmodified Kubeflow TFJob (apiVersion kubeflow.org/v1) into

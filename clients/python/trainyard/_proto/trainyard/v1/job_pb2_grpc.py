@@ -152,7 +152,8 @@ class JobServiceServicer(object):
     def WatchJobs(self, request, context):
         """Streams the changes of every job of a tenant that matches the filter.
         Events of a job deleted since are still sent, with the job as it was
-        last (or, once it is purged, with only its name and uid). Log tails are
+        last; once it is purged only its Deleted event is left, sent with only
+        its name and uid. Log tails are
         omitted in lists and watches; GetJob and GetJobLogs return them.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
