@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Job } from "./api/types";
-import { freshest, newer } from "./live";
+import { ApiError } from "./api/client";
+import { afterWatchError, freshest, newer } from "./live";
 
 describe("live list", () => {
   const job = (name: string, state: Job["status"], updateTime: string): Job => ({ name, status: state, updateTime });
@@ -19,5 +20,17 @@ describe("live list", () => {
     expect(got.map((j) => j.status?.state)).toEqual(["JOB_STATE_STARTING", "JOB_STATE_RUNNING", undefined]);
     expect(got.map((j) => j.name)).toEqual(["a", "b", "c"]);
     expect(freshest(read, undefined)).toBe(read);
+  });
+});
+
+describe("watch errors", () => {
+  it("lists again when the position is older than the events kept, stops when refused, else retries", () => {
+    expect(afterWatchError(new ApiError(400, "afterEventId: events up to position 5 were deleted", [], 11))).toBe("relist");
+    expect(afterWatchError(new ApiError(400, "filter: bad", [], 3))).toBe("retry");
+    expect(afterWatchError(new ApiError(401, "expired", [], 16))).toBe("stop");
+    expect(afterWatchError(new ApiError(403, "no", [], 7))).toBe("stop");
+    expect(afterWatchError(new ApiError(404, "gone", [], 5))).toBe("stop");
+    expect(afterWatchError(new ApiError(503, "later", [], 14))).toBe("retry");
+    expect(afterWatchError(new TypeError("network"))).toBe("retry");
   });
 });

@@ -2,7 +2,7 @@
 // JSON), resumed after the last event id whenever the stream ends (the
 // server ends every stream after --max-stream-lifetime).
 import { useEffect, useRef } from "react";
-import { ApiError, paths, type Api } from "./api/client";
+import { ApiError, codeOutOfRange, paths, type Api } from "./api/client";
 import type { Job, WatchJobResponse } from "./api/types";
 
 // newer reports whether a is a later read of a job than b (by updateTime;
@@ -24,14 +24,36 @@ export function freshest(read: Job[], shown: Job[] | undefined): Job[] {
   });
 }
 
+// afterWatchError says what a watch does once its stream failed with e:
+// stop (signed out, not allowed, no such tenant), relist (its position is
+// older than the events the server keeps: only a new list and a watch from
+// that list's position miss nothing), or retry from where it got to.
+export function afterWatchError(e: unknown): "stop" | "relist" | "retry" {
+  if (!(e instanceof ApiError)) return "retry";
+  if (e.status === 401 || e.status === 403 || e.status === 404) return "stop";
+  if (e.code === codeOutOfRange) return "relist";
+  return "retry";
+}
+
 // useJobWatch follows a tenant's jobs from `from`, the watchAfterEventId
 // of the list the page first read (undefined: not read yet, nothing
 // starts), so that no change between that list and the watch is lost; it
-// resumes after the last event whenever the stream ends.
-export function useJobWatch(api: Api, tenant: string, from: string | undefined, onMessage: (m: WatchJobResponse) => void) {
+// resumes after the last event whenever the stream ends. When the server
+// no longer keeps the events after that position (event retention, after
+// a long sleep of the laptop), it stops and calls onExpired: the page
+// lists again and gives a new `from`.
+export function useJobWatch(
+  api: Api,
+  tenant: string,
+  from: string | undefined,
+  onMessage: (m: WatchJobResponse) => void,
+  onExpired: () => void,
+) {
   const handler = useRef(onMessage);
+  const expired = useRef(onExpired);
   useEffect(() => {
     handler.current = onMessage;
+    expired.current = onExpired;
   });
   useEffect(() => {
     if (from === undefined) return;
@@ -52,8 +74,12 @@ export function useJobWatch(api: Api, tenant: string, from: string | undefined, 
           );
         } catch (e) {
           if (ctl.signal.aborted) return;
-          // Signed out, or not allowed: no point in retrying.
-          if (e instanceof ApiError && (e.status === 401 || e.status === 403 || e.status === 404)) return;
+          const next = afterWatchError(e);
+          if (next === "stop") return;
+          if (next === "relist") {
+            expired.current();
+            return;
+          }
           failures++;
         }
         // Back off a little between reconnects after failures.

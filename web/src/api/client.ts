@@ -6,12 +6,21 @@ import type { FieldViolation } from "./types";
 export class ApiError extends Error {
   readonly status: number;
   readonly violations: FieldViolation[];
-  constructor(status: number, message: string, violations: FieldViolation[] = []) {
+  // code is the gRPC status code the API answered with (0 when unknown):
+  // it tells apart errors that share an HTTP status, such as
+  // INVALID_ARGUMENT (3) and OUT_OF_RANGE (11), both 400.
+  readonly code: number;
+  constructor(status: number, message: string, violations: FieldViolation[] = [], code = 0) {
     super(message);
     this.status = status;
     this.violations = violations;
+    this.code = code;
   }
 }
+
+// OUT_OF_RANGE: a watch resumed from a position older than the events the
+// server keeps.
+export const codeOutOfRange = 11;
 
 interface Status {
   code?: number;
@@ -21,7 +30,7 @@ interface Status {
 
 function statusError(httpStatus: number, body: Status | undefined): ApiError {
   const violations = (body?.details ?? []).flatMap((d) => d.fieldViolations ?? []);
-  return new ApiError(httpStatus, body?.message || `HTTP ${httpStatus}`, violations);
+  return new ApiError(httpStatus, body?.message || `HTTP ${httpStatus}`, violations, body?.code ?? 0);
 }
 
 export type TokenSource = () => string | undefined;

@@ -90,7 +90,12 @@ export function JobsPage() {
     // eslint-disable-next-line react-hooks/exhaustive-deps
     [expr, firstPage],
   );
-  useJobWatch(api, tenant, watchFrom?.tenant === tenant ? watchFrom.after : undefined, onMessage);
+  // The watch's position expired: list again, and watch from that list.
+  const relist = useCallback(() => {
+    setWatchFrom(undefined);
+    load();
+  }, [load]);
+  useJobWatch(api, tenant, watchFrom?.tenant === tenant ? watchFrom.after : undefined, onMessage, relist);
 
   // Queue positions and start estimates change with every scheduling
   // cycle, without an event: re-read the page now and then while it shows
