@@ -8,7 +8,7 @@
 //	tyctl jobs submit -f job.yaml [--id NAME] [--request-id ID] [--allow-warnings]
 //	tyctl jobs submit -f jobs.yaml|DIR [--request-id ID]   several documents: one batch
 //	tyctl jobs get NAME
-//	tyctl jobs list [--filter F] [--limit N] [--all-pages] [--page-token T]
+//	tyctl jobs list [--filter F] [--limit N] [--all-pages] [--page-token T] [-w]
 //	tyctl jobs cancel NAME
 //	tyctl jobs delete NAME
 //	tyctl jobs events NAME

@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/trainyard/trainyard/internal/resname"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
@@ -136,7 +138,7 @@ func newJobsListCmd(a *app) *cobra.Command {
 	var (
 		filter, pageToken string
 		limit             int32
-		allPages          bool
+		allPages, watch   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -146,9 +148,15 @@ server's default, 50, when 0). --all-pages follows the pages to the end.
 
 Filters join conditions with AND:
   state = RUNNING    state = QUEUED OR state = RUNNING
-  labels.team = "nlp"    labels.team:*   (has the label)`,
-		Example: `  tyctl jobs list --filter 'state = RUNNING AND labels.team = "nlp"' --all-pages`,
-		Args:    cobra.NoArgs,
+  labels.team = "nlp"    labels.team:*   (has the label)
+
+--watch then prints every change of a matching job from the moment the list
+was read (nothing between the two is missed), one line each as 'jobs watch'
+does, until interrupted. If the watch falls further behind than the server
+keeps events (a long outage), the list is read and printed again.`,
+		Example: `  tyctl jobs list --filter 'state = RUNNING AND labels.team = "nlp"' --all-pages
+  tyctl jobs list --filter 'state = QUEUED' --watch`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			parent, err := a.tenantParent()
 			if err != nil {
@@ -158,37 +166,57 @@ Filters join conditions with AND:
 			if err != nil {
 				return err
 			}
-			resp := &pb.ListJobsResponse{NextPageToken: pageToken}
 			for {
-				ctx, cancel := a.callCtx(cmd)
-				page, err := c.ListJobs(ctx, &pb.ListJobsRequest{Parent: parent, PageSize: limit, PageToken: resp.NextPageToken, Filter: filter})
-				cancel()
-				if err != nil {
+				after, err := a.listJobs(cmd, c, parent, filter, pageToken, limit, allPages)
+				if err != nil || !watch {
 					return err
 				}
-				resp.Jobs = append(resp.Jobs, page.GetJobs()...)
-				resp.NextPageToken = page.GetNextPageToken()
-				if !allPages || resp.NextPageToken == "" {
-					break
+				err = a.watchTenant(cmd.Context(), c, parent, filter, after)
+				if status.Code(err) != codes.OutOfRange {
+					return err
 				}
+				fmt.Fprintf(a.stderr, "tyctl: the watch fell behind the events the server keeps (%s); listing again\n", status.Convert(err).Message())
 			}
-			return a.print(resp, func(w io.Writer) {
-				if len(resp.Jobs) == 0 {
-					fmt.Fprintf(a.stderr, "No jobs found in tenant %s.\n", tenantOf(parent))
-				} else {
-					writeJobsTable(w, resp.Jobs, a.now())
-				}
-				if resp.NextPageToken != "" {
-					fmt.Fprintf(a.stderr, "More jobs: --all-pages, or --page-token %s\n", resp.NextPageToken)
-				}
-			})
 		},
 	}
 	cmd.Flags().StringVar(&filter, "filter", "", "filter, e.g. 'state = RUNNING' or 'labels.team = \"nlp\"'")
 	cmd.Flags().Int32Var(&limit, "limit", 0, "jobs per page (at most 1000); 0 for the server's default")
 	cmd.Flags().BoolVar(&allPages, "all-pages", false, "list every page")
 	cmd.Flags().StringVar(&pageToken, "page-token", "", "continue a listing from this token")
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "after the list, print every change of the listed jobs as it happens")
 	return cmd
+}
+
+// listJobs prints one listing (a page, or every page) and returns where a
+// watch of it picks up: the first page's watchAfterEventId.
+func (a *app) listJobs(cmd *cobra.Command, c pb.JobServiceClient, parent, filter, pageToken string, limit int32, allPages bool) (int64, error) {
+	resp := &pb.ListJobsResponse{NextPageToken: pageToken}
+	for {
+		ctx, cancel := a.callCtx(cmd)
+		page, err := c.ListJobs(ctx, &pb.ListJobsRequest{Parent: parent, PageSize: limit, PageToken: resp.NextPageToken, Filter: filter})
+		cancel()
+		if err != nil {
+			return 0, err
+		}
+		if resp.WatchAfterEventId == 0 {
+			resp.WatchAfterEventId = page.GetWatchAfterEventId()
+		}
+		resp.Jobs = append(resp.Jobs, page.GetJobs()...)
+		resp.NextPageToken = page.GetNextPageToken()
+		if !allPages || resp.NextPageToken == "" {
+			break
+		}
+	}
+	return resp.GetWatchAfterEventId(), a.print(resp, func(w io.Writer) {
+		if len(resp.Jobs) == 0 {
+			fmt.Fprintf(a.stderr, "No jobs found in tenant %s.\n", tenantOf(parent))
+		} else {
+			writeJobsTable(w, resp.Jobs, a.now())
+		}
+		if resp.NextPageToken != "" {
+			fmt.Fprintf(a.stderr, "More jobs: --all-pages, or --page-token %s\n", resp.NextPageToken)
+		}
+	})
 }
 
 func newJobsCancelCmd(a *app) *cobra.Command {

@@ -70,6 +70,8 @@ type fakeJobs struct {
 	jobs       []*pb.Job
 	pageSize   int
 	watch      []watchScript // one per WatchJob call
+	watchAll   []watchScript // one per WatchJobs call
+	positions  []int64       // ListJobs' watchAfterEventId, one per call (then 0)
 	logs       []string
 }
 
@@ -106,6 +108,7 @@ func (f *fakeJobs) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.Job, 
 
 // ListJobs pages through f.jobs; the token is the index to start at.
 func (f *fakeJobs) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (*pb.ListJobsResponse, error) {
+	n := len(f.methodCalls("ListJobs"))
 	f.record(ctx, "ListJobs", req)
 	start := 0
 	if tok := req.GetPageToken(); tok != "" {
@@ -113,6 +116,9 @@ func (f *fakeJobs) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (*pb.L
 	}
 	end := min(start+f.pageSize, len(f.jobs))
 	resp := &pb.ListJobsResponse{Jobs: f.jobs[start:end]}
+	if n < len(f.positions) {
+		resp.WatchAfterEventId = f.positions[n]
+	}
 	if end < len(f.jobs) {
 		resp.NextPageToken = string(rune('0' + end))
 	}
@@ -127,15 +133,26 @@ func (f *fakeJobs) CancelJob(ctx context.Context, req *pb.CancelJobRequest) (*pb
 func (f *fakeJobs) WatchJob(req *pb.WatchJobRequest, stream grpc.ServerStreamingServer[pb.WatchJobResponse]) error {
 	n := len(f.methodCalls("WatchJob"))
 	f.record(stream.Context(), "WatchJob", req)
-	if n >= len(f.watch) {
+	return playWatch(f.watch, n, stream)
+}
+
+func (f *fakeJobs) WatchJobs(req *pb.WatchJobsRequest, stream grpc.ServerStreamingServer[pb.WatchJobResponse]) error {
+	n := len(f.methodCalls("WatchJobs"))
+	f.record(stream.Context(), "WatchJobs", req)
+	return playWatch(f.watchAll, n, stream)
+}
+
+// playWatch sends the n-th script's messages and ends as it says.
+func playWatch(scripts []watchScript, n int, stream grpc.ServerStreamingServer[pb.WatchJobResponse]) error {
+	if n >= len(scripts) {
 		return status.Error(codes.Internal, "no more watch scripts")
 	}
-	for _, m := range f.watch[n].send {
+	for _, m := range scripts[n].send {
 		if err := stream.Send(m); err != nil {
 			return err
 		}
 	}
-	return f.watch[n].end
+	return scripts[n].end
 }
 
 func (f *fakeJobs) GetJobLogs(req *pb.GetJobLogsRequest, stream grpc.ServerStreamingServer[httpbody.HttpBody]) error {
@@ -324,6 +341,39 @@ func TestListPagesAndTable(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, 3, strings.Count(r.stdout, "\n"))
 	require.Equal(t, "More jobs: --all-pages, or --page-token 2\n", r.stderr)
+}
+
+// list --watch lists, then watches from the list's position with the same
+// filter; a watch that fell behind what the server keeps (OUT_OF_RANGE)
+// lists again and watches from the new list, and any other end of the
+// watch but a disconnect ends the command.
+func TestListWatchFollowsTheList(t *testing.T) {
+	f := startFake(t)
+	f.jobs.pageSize = 10
+	f.jobs.jobs = []*pb.Job{runningJob("a")}
+	f.jobs.positions = []int64{40, 70}
+	f.jobs.watchAll = []watchScript{
+		{send: []*pb.WatchJobResponse{watchEvent(41, pb.JobState_JOB_STATE_RUNNING, "JobRunning")},
+			end: status.Error(codes.OutOfRange, "afterEventId: events up to position 60 were deleted by event retention")},
+		{send: []*pb.WatchJobResponse{watchEvent(71, pb.JobState_JOB_STATE_SUCCEEDED, "JobSucceeded")},
+			end: status.Error(codes.PermissionDenied, "no longer a member of tenant ml")},
+	}
+	r := f.tyctl(t, map[string]string{envTenant: "ml", envToken: testToken}, "jobs", "list", "--filter", "state = RUNNING", "-w")
+	require.Equal(t, 1, r.code, r.stderr)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	require.Len(t, lines, 6, r.stdout)
+	require.True(t, strings.HasPrefix(lines[0], "NAME "), lines[0])
+	require.True(t, strings.HasPrefix(lines[1], "a "), lines[1])
+	require.Contains(t, lines[2], "JobRunning")
+	require.True(t, strings.HasPrefix(lines[3], "NAME "), "listed again: %s", lines[3])
+	require.Contains(t, lines[5], "JobSucceeded")
+	require.Contains(t, r.stderr, "tyctl: the watch fell behind the events the server keeps (afterEventId: events up to position 60")
+	require.Contains(t, r.stderr, "PermissionDenied: no longer a member of tenant ml")
+
+	watches := f.rec.methodCalls("WatchJobs")
+	require.Len(t, watches, 2)
+	require.True(t, proto.Equal(&pb.WatchJobsRequest{Parent: "tenants/ml", Filter: "state = RUNNING", AfterEventId: 40}, watches[0].req.(*pb.WatchJobsRequest)))
+	require.EqualValues(t, 70, watches[1].req.(*pb.WatchJobsRequest).GetAfterEventId(), "from the second list")
 }
 
 func TestGetByFullNameAsJSON(t *testing.T) {
