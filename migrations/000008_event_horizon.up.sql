@@ -11,7 +11,11 @@ CREATE TABLE event_horizon (
     deleted_through bigint NOT NULL
 );
 -- Retention and purges before this migration kept no record: every id
--- below the oldest event left (below now, when none is) may have been
--- deleted.
+-- below the oldest event left may have been deleted, and below now when
+-- none is left of jobs that exist. A database without jobs has lost none.
 INSERT INTO event_horizon (deleted_through)
-SELECT coalesce((SELECT min(id) - 1 FROM job_events), trainyard_event_watermark() - 1);
+SELECT CASE
+    WHEN EXISTS (SELECT FROM job_events) THEN (SELECT min(id) - 1 FROM job_events)
+    WHEN EXISTS (SELECT FROM jobs) THEN trainyard_event_watermark() - 1
+    ELSE 0
+END;

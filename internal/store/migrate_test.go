@@ -62,3 +62,33 @@ func TestMigrateUpDownUp(t *testing.T) {
 
 	require.Error(t, Migrate(ctx, dbURL, "sideways"))
 }
+
+// Migration 000008 starts the event horizon where what was deleted before
+// it may end: below the oldest event left on a database that has events,
+// and at 0 on one without jobs, which has lost none.
+func TestMigrateEventHorizonStart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	horizonAfterUpgrade := func(seed string) int64 {
+		dbURL := pgtest.NewDatabase(t)
+		m, err := newMigrate(dbURL)
+		require.NoError(t, err)
+		defer m.Close()
+		require.NoError(t, m.Migrate(7))
+		conn, err := pgx.Connect(ctx, dbURL)
+		require.NoError(t, err)
+		defer conn.Close(ctx)
+		if seed != "" {
+			_, err = conn.Exec(ctx, seed)
+			require.NoError(t, err)
+		}
+		require.NoError(t, m.Up())
+		var h int64
+		require.NoError(t, conn.QueryRow(ctx, `SELECT deleted_through FROM event_horizon`).Scan(&h))
+		return h
+	}
+	require.Zero(t, horizonAfterUpgrade(""))
+	require.EqualValues(t, 41, horizonAfterUpgrade(`INSERT INTO job_events (id, tenant_id, job_uid, job_name, type, reason, message, state, create_time)
+		VALUES (42, 't', gen_random_uuid(), 'j', 'Normal', 'Queued', '', 'QUEUED', now()),
+		       (57, 't', gen_random_uuid(), 'j', 'Normal', 'Queued', '', 'QUEUED', now())`))
+}

@@ -64,7 +64,7 @@ func TestRetentionRaisesTheEventHorizon(t *testing.T) {
 	events, err := b.store.EventListTenant(b.ctx, "a", 0, 0)
 	require.NoError(t, err)
 	require.Len(t, events, 6)
-	require.Less(t, start, events[0].ID, "a new database's horizon is below its first event")
+	require.Zero(t, start, "a new database has lost no events")
 
 	week := time.Now().Add(-7 * 24 * time.Hour)
 	n, err := b.store.EventDeleteBefore(b.ctx, week, 2)
