@@ -35,7 +35,8 @@ func startConsole(t *testing.T) *consoleEnv {
 	// it are the test issuer's JWTs, which carry an expiry.
 	devTokens := filepath.Join(t.TempDir(), "tokens.yaml")
 	require.NoError(t, os.WriteFile(devTokens, []byte("tokens:\n  - {token: carol-local-token, subject: carol}\n"), 0o600))
-	env := harness.Start(t, harness.Options{Cluster: true, Workers: 1, ServeArgs: []string{"--dev-auth", devTokens}})
+	env := harness.Start(t, harness.Options{Cluster: true, Workers: 1, ServeArgs: []string{"--dev-auth", devTokens},
+		DatabaseProxy: true}) // for JobsPageComesUpAfterAnOutage
 	env.CreateTenantWith(t, "vision", &pb.Tenant{
 		DisplayName: "Vision team",
 		Quota:       &pb.Quota{Gpu: 2, Cpu: "32", Memory: "128Gi", Pods: 20},
@@ -327,6 +328,22 @@ func TestConsole(t *testing.T) {
 		tb.waitText("[role=alert]", "expired", 5*time.Second)
 		stored := eval[string](tb, `sessionStorage.getItem("trainyard.session") || ""`)
 		require.Empty(t, stored, "the expired token is forgotten")
+	})
+
+	// Last: the database goes away for a moment, and every process sees it.
+	t.Run("JobsPageComesUpAfterAnOutage", func(t *testing.T) {
+		// The page's first list fails (503): it says so, lists again by
+		// itself once the API answers, and its watch, which starts from
+		// that list, then brings new jobs in.
+		alice := aliceTab.in(t)
+		e.DBProxy.SetDown(true)
+		alice.open("/tenants/vision/jobs")
+		alice.waitText("main [role=alert]", "unavailable", 15*time.Second)
+		e.DBProxy.SetDown(false)
+		alice.waitJS(`!!document.querySelector('tr[data-job="mnist"]')`, 20*time.Second)
+		require.Empty(t, eval[string](alice, `document.querySelector("main [role=alert]")?.innerText ?? ""`), "the error is gone")
+		e.submit(t, "after-outage", replica(pb.ReplicaType_REPLICA_TYPE_WORKER, 0, nil))
+		alice.waitJS(`!!document.querySelector('tr[data-job="after-outage"]')`, 20*time.Second)
 	})
 }
 

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useMemo, useState, type FormEvent } from "react";
 import { Link, useParams, useSearchParams } from "react-router";
-import { paths } from "../api/client";
+import { ApiError, paths } from "../api/client";
 import type { Job, WatchJobResponse } from "../api/types";
 import { Confirm } from "../components/Confirm";
 import { useNow } from "../components/useNow";
@@ -39,6 +39,9 @@ export function JobsPage() {
   // The first list's watchAfterEventId, by tenant: the watch starts there.
   const [watchFrom, setWatchFrom] = useState<{ tenant: string; after: string }>();
   const [error, setError] = useState<string>();
+  // The last list failed for a reason that may pass (the API or its
+  // database restarting): read it again shortly.
+  const [transient, setTransient] = useState(false);
   const [sort, setSort] = useState<{ key: SortKey; desc: boolean }>({ key: "age", desc: false });
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [confirm, setConfirm] = useState<"cancel" | "delete">();
@@ -57,12 +60,24 @@ export function JobsPage() {
         setNext(r.nextPageToken ?? "");
         setWatchFrom((w) => (w?.tenant === tenant ? w : { tenant, after: r.watchAfterEventId ?? "0" }));
         setError(undefined);
+        setTransient(false);
       },
-      (e: Error) => setError(e.message),
+      (e: Error) => {
+        setError(e.message);
+        setTransient(!(e instanceof ApiError) || e.status >= 500);
+      },
     );
   }, [api, tenant, expr, token]);
 
   useEffect(load, [load]);
+  // Until a first list arrives nothing is shown and no watch runs (it
+  // starts from the list's position): retry a list that failed for a
+  // passing reason, so the page comes up by itself once the API answers.
+  useEffect(() => {
+    if (jobs || !transient) return;
+    const t = window.setInterval(load, 5_000);
+    return () => window.clearInterval(t);
+  }, [jobs, transient, load]);
   useEffect(() => {
     setTokens([""]);
     setSelected(new Set());
