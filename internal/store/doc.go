@@ -191,7 +191,10 @@
 // back until the older transactions end; a read that meets one waits for
 // them (up to holdBackWait, 500 ms, re-reading after 1, 2, 4 ... 20 ms), so
 // that whoever just wrote an event reads it and a watcher woken by its
-// NOTIFY delivers it at once.
+// NOTIFY delivers it at once. The other way an event can go missing for a
+// resuming reader is deletion: retention (EventDeleteBefore) raises
+// event_horizon in the statement that deletes, and the API refuses a
+// resume below it; a purge deletes a job's events but its Deleted one.
 //
 //	writer A:  xid 100, event 100<<20 ... still open
 //	writer B:  xid 101, event 101<<20, commits     watermark = 100<<20:
