@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -344,6 +345,23 @@ func TestConsole(t *testing.T) {
 		require.Empty(t, eval[string](alice, `document.querySelector("main [role=alert]")?.innerText ?? ""`), "the error is gone")
 		e.submit(t, "after-outage", replica(pb.ReplicaType_REPLICA_TYPE_WORKER, 0, nil))
 		alice.waitJS(`!!document.querySelector('tr[data-job="after-outage"]')`, 20*time.Second)
+	})
+
+	// Last too: event retention deletes every event of the installation.
+	t.Run("JobPageListsAgainWhenItsPositionExpires", func(t *testing.T) {
+		// A finished job's page re-opens its watch after its last event
+		// (the server ends a final job's watch at once). Once retention
+		// has deleted the events, that position is refused (OUT_OF_RANGE):
+		// the page reads the events and the job again, and shows what is
+		// kept (nothing) instead of retrying the old position for ever.
+		alice := aliceTab.in(t)
+		alice.open("/tenants/vision/jobs/mnist")
+		alice.waitText(`[data-testid=job-state]`, "SUCCEEDED", 20*time.Second)
+		alice.waitJS(`document.querySelectorAll("ol.timeline li").length > 0`, 10*time.Second)
+		srv, _, _ := e.StartServer(t, "--event-retention", "1ms")
+		srv.WaitFor(t, regexp.MustCompile(`msg="expired job events" deleted=[1-9]`), 30*time.Second)
+		alice.waitJS(`document.querySelectorAll("ol.timeline li").length === 0`, 20*time.Second)
+		require.Equal(t, "SUCCEEDED", alice.text(`[data-testid=job-state]`), "the job itself is read again")
 	})
 }
 

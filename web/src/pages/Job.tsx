@@ -7,6 +7,7 @@ import { Confirm } from "../components/Confirm";
 import { Logs } from "../components/Logs";
 import { useNow } from "../components/useNow";
 import { age, displayState, duration, isFinal, jobDuration, localTime, replicaTypeName, shortEnum, stateName, waitingFor } from "../format";
+import { afterWatchError } from "../live";
 import { useSession } from "../session";
 
 export const replicaId = (r: ReplicaStatus) => `${replicaTypeName(r.type)}-${r.index ?? 0}`;
@@ -43,7 +44,9 @@ export function JobPage() {
   useEffect(() => {
     const ctl = new AbortController();
     let after = "0";
-    void (async () => {
+    // read lists the events and reads the job; false when the page has
+    // nothing to show (the job is gone, or the read failed).
+    const read = async (): Promise<boolean> => {
       try {
         const r = await api.get<{ events?: JobEvent[] }>(`${paths.job(name)}/events?pageSize=1000`, ctl.signal);
         const listed = r.events ?? [];
@@ -51,14 +54,20 @@ export function JobPage() {
         after = listed[listed.length - 1]?.id ?? "0";
       } catch {
         // No list: the watch starts from now.
+        after = "0";
       }
       try {
         setJob(await api.get<Job>(paths.job(name), ctl.signal));
+        return true;
       } catch (e) {
-        if (ctl.signal.aborted) return;
-        setError(e instanceof ApiError && e.status === 404 ? `No job ${job} in ${tenant}.` : (e as Error).message);
-        return;
+        if (!ctl.signal.aborted) {
+          setError(e instanceof ApiError && e.status === 404 ? `No job ${job} in ${tenant}.` : (e as Error).message);
+        }
+        return false;
       }
+    };
+    void (async () => {
+      if (!(await read())) return;
       while (!ctl.signal.aborted) {
         try {
           await api.lines<{ event?: JobEvent; job?: Job }>(`${paths.job(name)}:watch?afterEventId=${after}`, (m) => {
@@ -69,7 +78,13 @@ export function JobPage() {
             api.get<Job>(paths.job(name)).then(setJob, () => undefined);
           }, ctl.signal);
         } catch (e) {
-          if (ctl.signal.aborted || (e instanceof ApiError && [401, 403, 404].includes(e.status))) return;
+          if (ctl.signal.aborted) return;
+          const next = afterWatchError(e);
+          if (next === "stop") return;
+          // The server no longer keeps the events after `after` (event
+          // retention): read the events and the job again, and watch on
+          // from there.
+          if (next === "relist" && !(await read())) return;
         }
         // The server ends the watch when the job is final; nothing more comes.
         if (ctl.signal.aborted) return;
