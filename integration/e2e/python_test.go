@@ -58,20 +58,25 @@ func TestPythonClientUnit(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 }
 
-func TestPythonClientExample(t *testing.T) {
-	e := startWorkers(t, 1)
-	cmd := exec.Command(python(t), "examples/train_mnist.py")
+// asMember runs the Python client (cmd, in clients/python) against env's
+// server as user in tenant, with a token in the environment and a tyctl
+// config of its own (never the user's), and returns what it printed once
+// it exited 0.
+func asMember(t *testing.T, env *harness.Env, tenant, user string, cmd *exec.Cmd) string {
+	t.Helper()
 	cmd.Dir = clientDir()
 	cmd.Env = append(os.Environ(),
 		"PYTHONPATH="+clientDir(),
-		"TYCTL_SERVER="+e.GRPCAddr, "TYCTL_INSECURE=true", "TYCTL_TENANT="+workerTenant,
-		"TYCTL_TOKEN="+e.Token("alice"),
-		// Not the user's own tyctl config.
-		"TYCTL_CONFIG="+filepath.Join(t.TempDir(), "config.yaml"),
-	)
+		"TYCTL_SERVER="+env.GRPCAddr, "TYCTL_INSECURE=true", "TYCTL_TENANT="+tenant, "TYCTL_TOKEN="+env.Token(user),
+		"TYCTL_CONFIG="+filepath.Join(t.TempDir(), "config.yaml"))
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	text := string(out)
+	return string(out)
+}
+
+func TestPythonClientExample(t *testing.T) {
+	e := startWorkers(t, 1)
+	text := asMember(t, e.Env, workerTenant, "alice", exec.Command(python(t), "examples/train_mnist.py"))
 	require.Contains(t, text, "finished JOB_STATE_SUCCEEDED")
 	require.Contains(t, text, "tfjob finished JOB_STATE_SUCCEEDED")
 	require.Regexp(t, `chief-0 \| .+`, text, "a log line of the chief")
@@ -153,12 +158,6 @@ for update in ty.watch(after_event_id=position):
 `
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, python(t), "-c", script)
-	cmd.Env = append(os.Environ(),
-		"PYTHONPATH="+clientDir(),
-		"TYCTL_SERVER="+env.GRPCAddr, "TYCTL_INSECURE=true", "TYCTL_TENANT=acme", "TYCTL_TOKEN="+env.Token("alice"),
-		"TYCTL_CONFIG="+filepath.Join(t.TempDir(), "config.yaml"))
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	require.Equal(t, "listed ['before'] True\nwatched between\n", string(out))
+	out := asMember(t, env, "acme", "alice", exec.CommandContext(ctx, python(t), "-c", script))
+	require.Equal(t, "listed ['before'] True\nwatched between\n", out)
 }

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -288,14 +286,8 @@ try:
 except trainyard.OutOfRange as e:
     print("OutOfRange", "afterEventId" in e.message)
 `
-	cmd := exec.CommandContext(ctx, python(t), "-c", script)
-	cmd.Env = append(os.Environ(),
-		"PYTHONPATH="+clientDir(),
-		"TYCTL_SERVER="+env.GRPCAddr, "TYCTL_INSECURE=true", "TYCTL_TENANT=acme", "TYCTL_TOKEN="+env.Token("alice"),
-		"TYCTL_CONFIG="+filepath.Join(t.TempDir(), "config.yaml"))
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	require.Equal(t, "OutOfRange True\n", string(out))
+	out := asMember(t, env, "acme", "alice", exec.CommandContext(ctx, python(t), "-c", script))
+	require.Equal(t, "OutOfRange True\n", out)
 
 	// List again, and watch from there.
 	again, err := jobs.ListJobs(ctx, &pb.ListJobsRequest{Parent: "tenants/acme"})
