@@ -54,18 +54,15 @@ func (s *JobServer) WatchJob(req *pb.WatchJobRequest, stream grpc.ServerStreamin
 			return err
 		}
 	}
-	resumed := req.GetAfterEventId() > 0
+	checkResume := s.resumeCheck(req.GetAfterEventId())
 	return s.follow(ctx, wake, func() (bool, error) {
 		for {
 			events, err := s.store.EventListByJob(ctx, tenantID, j.UID, cursor, maxPageSize)
 			if err != nil {
 				return false, err
 			}
-			if resumed {
-				if err := s.resumable(ctx, req.GetAfterEventId()); err != nil {
-					return false, err
-				}
-				resumed = false
+			if err := checkResume(ctx); err != nil {
+				return false, err
 			}
 			if len(events) == 0 {
 				return j.Status.State.Final(), nil
@@ -128,7 +125,7 @@ func (s *JobServer) WatchJobs(req *pb.WatchJobsRequest, stream grpc.ServerStream
 	if err := watchEstablished(stream); err != nil {
 		return err
 	}
-	resumed := req.GetAfterEventId() > 0
+	checkResume := s.resumeCheck(req.GetAfterEventId())
 	return s.follow(ctx, wake, func() (bool, error) {
 		// What the notification that woke this poll announced must be in
 		// what it reads: a read that started after the notification
@@ -139,11 +136,8 @@ func (s *JobServer) WatchJobs(req *pb.WatchJobsRequest, stream grpc.ServerStream
 			if err != nil {
 				return false, err
 			}
-			if resumed {
-				if err := s.resumable(ctx, req.GetAfterEventId()); err != nil {
-					return false, err
-				}
-				resumed = false
+			if err := checkResume(ctx); err != nil {
+				return false, err
 			}
 			if len(t.events) == 0 {
 				return false, nil
@@ -174,6 +168,20 @@ func (s *JobServer) WatchJobs(req *pb.WatchJobsRequest, stream grpc.ServerStream
 			}
 		}
 	})
+}
+
+// resumeCheck returns what a watch resumed after position after checks
+// after its first read (resumable), and nothing after that; nothing at
+// all for a watch that starts now (after 0).
+func (s *JobServer) resumeCheck(after int64) func(context.Context) error {
+	pending := after > 0
+	return func(ctx context.Context) error {
+		if !pending {
+			return nil
+		}
+		pending = false
+		return s.resumable(ctx, after)
+	}
 }
 
 // resumable refuses a watch resumed from a position that event retention

@@ -70,14 +70,16 @@ export function JobsPage() {
   }, [api, tenant, expr, token]);
 
   useEffect(load, [load]);
-  // Until a first list arrives nothing is shown and no watch runs (it
-  // starts from the list's position): retry a list that failed for a
-  // passing reason, so the page comes up by itself once the API answers.
+  // Until a list arrives nothing is shown, and until one gives a position
+  // no watch runs (the first list, or the one after the position expired):
+  // retry a list that failed for a passing reason, so the page comes up by
+  // itself once the API answers.
+  const watching = watchFrom?.tenant === tenant;
   useEffect(() => {
-    if (jobs || !transient) return;
+    if ((jobs && watching) || !transient) return;
     const t = window.setInterval(load, 5_000);
     return () => window.clearInterval(t);
-  }, [jobs, transient, load]);
+  }, [jobs, watching, transient, load]);
   useEffect(() => {
     setTokens([""]);
     setSelected(new Set());
@@ -110,7 +112,7 @@ export function JobsPage() {
     setWatchFrom(undefined);
     load();
   }, [load]);
-  useJobWatch(api, tenant, watchFrom?.tenant === tenant ? watchFrom.after : undefined, onMessage, relist);
+  useJobWatch(api, tenant, watching ? watchFrom.after : undefined, onMessage, relist);
 
   // Queue positions and start estimates change with every scheduling
   // cycle, without an event: re-read the page now and then while it shows
