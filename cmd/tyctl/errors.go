@@ -108,6 +108,10 @@ func (a *app) hint(st *status.Status) string {
 		}
 	case codes.DeadlineExceeded:
 		return "the request took longer than --timeout"
+	case codes.OutOfRange:
+		if strings.Contains(msg, "afterEventId") {
+			return "the server no longer keeps events that old: 'tyctl jobs list --watch' lists the jobs as they are and follows from there"
+		}
 	}
 	return ""
 }

@@ -81,7 +81,10 @@ interrupted.
 
 A dropped connection is resumed after the last event seen; --after-event
 resumes an earlier watch the same way (event ids are in the -o json output
-and in 'tyctl jobs events').`,
+and in 'tyctl jobs events'). When the server no longer keeps the events after
+that point (event retention), a watch of NAME goes on from the job's current
+state and says so on stderr; a tenant-wide watch fails with OUT_OF_RANGE
+('tyctl jobs list --watch' lists again instead).`,
 		Example: `  tyctl jobs watch mnist-1 && echo trained`,
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -154,6 +157,16 @@ func (a *app) watchJob(ctx context.Context, c pb.JobServiceClient, name string, 
 				return exitStatus(1)
 			}
 			err = status.Error(codes.Unavailable, "the watch ended before the job did")
+		}
+		if status.Code(err) == codes.OutOfRange && r.cursor > 0 {
+			// The server no longer keeps the events after the cursor (event
+			// retention, a long outage). A fresh watch starts with the job as
+			// it is now, which is what the exit code depends on; only the
+			// events in between are lost, and the user is told so.
+			fmt.Fprintf(a.stderr, "tyctl: the events after %d are no longer kept (%s); following the job from its current state\n",
+				r.cursor, status.Convert(err).Message())
+			r.cursor = 0
+			continue
 		}
 		if werr := r.wait(ctx, a.stderr, err); werr != nil {
 			return werr

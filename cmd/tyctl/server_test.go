@@ -543,3 +543,37 @@ func TestFlagsBeatEnvThroughCobra(t *testing.T) {
 	require.Equal(t, "tenants/env-tenant/jobs/mnist-2", c.req.(*pb.CancelJobRequest).GetName())
 	require.Equal(t, []string{"Bearer env-token-123"}, c.auth)
 }
+
+// A watch of one job resumed behind the server's event retention goes on
+// from the job's current state (a fresh watch), says so on stderr, and
+// still exits by the job's outcome; a tenant-wide one fails with a hint.
+func TestWatchBehindRetentionFollowsTheJobAsItIs(t *testing.T) {
+	f := startFake(t)
+	expired := status.Error(codes.OutOfRange, "afterEventId: events up to position 60 were deleted by event retention")
+	f.jobs.watch = []watchScript{
+		{send: []*pb.WatchJobResponse{watchEvent(41, pb.JobState_JOB_STATE_RUNNING, "Running")}, end: status.Error(codes.Unavailable, "server shutting down")},
+		{end: expired},
+		{send: []*pb.WatchJobResponse{{Job: runningJob("mnist-1")}, watchEvent(77, pb.JobState_JOB_STATE_SUCCEEDED, "Succeeded")}},
+	}
+	r := f.tyctl(t, nil, "--tenant", "ml", "jobs", "watch", "mnist-1", "--after-event", "40")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "the events after 41 are no longer kept")
+	require.Contains(t, r.stderr, "following the job from its current state")
+	calls := f.rec.methodCalls("WatchJob")
+	require.Len(t, calls, 3)
+	for i, want := range []int64{40, 41, 0} {
+		require.Equal(t, want, calls[i].req.(*pb.WatchJobRequest).GetAfterEventId(), "call %d", i)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	require.Len(t, lines, 3)
+	require.Contains(t, lines[1], "current state")
+	require.Regexp(t, `SUCCEEDED +Normal +Succeeded$`, lines[2])
+
+	f = startFake(t)
+	f.jobs.watchAll = []watchScript{{end: expired}}
+	r = f.tyctl(t, nil, "--tenant", "ml", "jobs", "watch", "--after-event", "40")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "tyctl: OutOfRange: afterEventId")
+	require.Contains(t, r.stderr, "hint: the server no longer keeps events that old: 'tyctl jobs list --watch'")
+	require.Len(t, f.rec.methodCalls("WatchJobs"), 1)
+}
