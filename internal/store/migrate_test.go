@@ -69,7 +69,10 @@ func TestMigrateUpDownUp(t *testing.T) {
 func TestMigrateEventHorizonStart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	horizonAfterUpgrade := func(seed string) int64 {
+	// horizonAfterUpgrade seeds a database at version 7, migrates it and
+	// returns the horizon it started with, and the event watermark just
+	// before and just after the migration.
+	horizonAfterUpgrade := func(seed string) (h, before, after int64) {
 		dbURL := pgtest.NewDatabase(t)
 		m, err := newMigrate(dbURL)
 		require.NoError(t, err)
@@ -82,13 +85,31 @@ func TestMigrateEventHorizonStart(t *testing.T) {
 			_, err = conn.Exec(ctx, seed)
 			require.NoError(t, err)
 		}
+		watermark := func() (w int64) {
+			require.NoError(t, conn.QueryRow(ctx, `SELECT trainyard_event_watermark()`).Scan(&w))
+			return w
+		}
+		before = watermark()
 		require.NoError(t, m.Up())
-		var h int64
+		after = watermark()
 		require.NoError(t, conn.QueryRow(ctx, `SELECT deleted_through FROM event_horizon`).Scan(&h))
-		return h
+		return h, before, after
 	}
-	require.Zero(t, horizonAfterUpgrade(""))
-	require.EqualValues(t, 41, horizonAfterUpgrade(`INSERT INTO job_events (id, tenant_id, job_uid, job_name, type, reason, message, state, create_time)
+	first := func(h, _, _ int64) int64 { return h }
+	// A database without jobs has lost no event.
+	require.Zero(t, first(horizonAfterUpgrade("")))
+	// With events left, everything below the oldest may have been deleted.
+	require.EqualValues(t, 41, first(horizonAfterUpgrade(`INSERT INTO job_events (id, tenant_id, job_uid, job_name, type, reason, message, state, create_time)
 		VALUES (42, 't', gen_random_uuid(), 'j', 'Normal', 'Queued', '', 'QUEUED', now()),
-		       (57, 't', gen_random_uuid(), 'j', 'Normal', 'Queued', '', 'QUEUED', now())`))
+		       (57, 't', gen_random_uuid(), 'j', 'Normal', 'Queued', '', 'QUEUED', now())`)))
+	// Jobs whose events are all gone (retention before there was a
+	// horizon): every event written before the migration may have been
+	// deleted, so the horizon is the watermark of the migration's moment.
+	h, before, after := horizonAfterUpgrade(`
+		INSERT INTO tenants (id, namespace, create_time, update_time) VALUES ('t', 'ty-t', now(), now());
+		INSERT INTO jobs (tenant_id, uid, name, spec, status, state, create_time, update_time)
+		VALUES ('t', gen_random_uuid(), 'j', '{}', '{}', 'SUCCEEDED', now(), now())`)
+	require.Positive(t, before)
+	require.GreaterOrEqual(t, h, before-1)
+	require.LessOrEqual(t, h, after-1)
 }
