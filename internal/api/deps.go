@@ -36,7 +36,7 @@ type Store interface {
 	EventListByJob(ctx context.Context, tenant, uid string, afterID int64, limit int) ([]job.Event, error)
 	EventListTenant(ctx context.Context, tenant string, afterID int64, limit int) ([]job.Event, error)
 	EventLastID(ctx context.Context, tenant string) (int64, error)
-	EventHorizon(ctx context.Context) (int64, error)
+	EventHorizon(ctx context.Context, tenant string) (int64, error)
 
 	SecretPut(ctx context.Context, s tenant.Secret) (tenant.Secret, error)
 	SecretGet(ctx context.Context, tenant, name string) (tenant.Secret, error)

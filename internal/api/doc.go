@@ -43,8 +43,10 @@
 // WatchJob and WatchJobs follow a tenant's events, woken by the
 // trainyard_events notification (store.Wakeups) and polling as a fallback;
 // they resume after an event id, unless event retention has deleted events
-// after it (store.EventHorizon): such a watch ends with OUT_OF_RANGE
-// before it sends anything, and the client lists again (resumable).
+// of the tenant after it (store.EventHorizon): such a watch ends with
+// OUT_OF_RANGE before it sends what it read — at its first read, or at any
+// later one whose events the store found past a gap (a read stalled longer
+// than the retention age) — and the client lists again (resumable).
 // GetJobLogs streams from the pod while it
 // exists and from the tail the worker kept once it is gone. Access to an
 // open stream is re-checked by the auth interceptor, not here.

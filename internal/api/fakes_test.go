@@ -190,7 +190,16 @@ func (f *fakeStore) EventListTenant(_ context.Context, tenantID string, after in
 			out = append(out, e)
 		}
 	}
-	return out, nil
+	return out, f.expired(out, after)
+}
+
+// expired is what the store's watch reads say when the events they found
+// are after a position below the horizon.
+func (f *fakeStore) expired(found []job.Event, after int64) error {
+	if len(found) > 0 && f.horizon > after {
+		return &store.EventsExpiredError{After: after, Horizon: f.horizon}
+	}
+	return nil
 }
 
 func (f *fakeStore) EventListByJob(_ context.Context, tenantID, uid string, after int64, limit int) ([]job.Event, error) {
@@ -203,12 +212,19 @@ func (f *fakeStore) EventListByJob(_ context.Context, tenantID, uid string, afte
 			out = append(out, e)
 		}
 	}
-	return out, nil
+	return out, f.expired(out, after)
 }
 
-func (f *fakeStore) EventLastID(context.Context, string) (int64, error) { return 0, nil }
+// EventLastID is 0, so that a watch that starts now gets every event of
+// the fake, or the horizon when there is one, as the store's is never below
+// it.
+func (f *fakeStore) EventLastID(context.Context, string) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.horizon, nil
+}
 
-func (f *fakeStore) EventHorizon(context.Context) (int64, error) {
+func (f *fakeStore) EventHorizon(context.Context, string) (int64, error) {
 	f.called("EventHorizon")
 	f.mu.Lock()
 	defer f.mu.Unlock()

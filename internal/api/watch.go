@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/trainyard/trainyard/internal/auth"
 	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/store"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
 
@@ -54,7 +56,7 @@ func (s *JobServer) WatchJob(req *pb.WatchJobRequest, stream grpc.ServerStreamin
 			return err
 		}
 	}
-	checkResume := s.resumeCheck(req.GetAfterEventId())
+	checkResume := s.resumeCheck(tenantID, req.GetAfterEventId())
 	return s.follow(ctx, wake, func() (bool, error) {
 		for {
 			events, err := s.store.EventListByJob(ctx, tenantID, j.UID, cursor, maxPageSize)
@@ -125,7 +127,7 @@ func (s *JobServer) WatchJobs(req *pb.WatchJobsRequest, stream grpc.ServerStream
 	if err := watchEstablished(stream); err != nil {
 		return err
 	}
-	checkResume := s.resumeCheck(req.GetAfterEventId())
+	checkResume := s.resumeCheck(tenantID, req.GetAfterEventId())
 	return s.follow(ctx, wake, func() (bool, error) {
 		// What the notification that woke this poll announced must be in
 		// what it reads: a read that started after the notification
@@ -173,38 +175,44 @@ func (s *JobServer) WatchJobs(req *pb.WatchJobsRequest, stream grpc.ServerStream
 // resumeCheck returns what a watch resumed after position after checks
 // after its first read (resumable), and nothing after that; nothing at
 // all for a watch that starts now (after 0).
-func (s *JobServer) resumeCheck(after int64) func(context.Context) error {
+func (s *JobServer) resumeCheck(tenantID string, after int64) func(context.Context) error {
 	pending := after > 0
 	return func(ctx context.Context) error {
 		if !pending {
 			return nil
 		}
 		pending = false
-		return s.resumable(ctx, after)
+		return s.resumable(ctx, tenantID, after)
 	}
 }
 
 // resumable refuses a watch resumed from a position that event retention
-// has passed (store.EventHorizon): events after it may be gone, and a
-// watch that sent the rest would lose them silently. Called after the
-// watch's first read, before it sends what it read: retention deletes and
-// raises the horizon in one transaction, so a horizon read afterwards at
-// or below the position means that read saw everything after it. (Later
-// reads need no check: a live stream is younger than any retention age,
-// and ends after --max-stream-lifetime.) Kubernetes answers such a watch
-// 410 Gone; clients list again and watch from the list's
-// watchAfterEventId.
-func (s *JobServer) resumable(ctx context.Context, after int64) error {
-	h, err := s.store.EventHorizon(ctx)
+// has passed for the tenant (store.EventHorizon): events after it may be
+// gone, and a watch that sent the rest would lose them silently. Every
+// read that finds events checks this itself, in the same statement
+// (store.EventsExpiredError, toStatus); this check, after a resumed
+// watch's first read, covers a position after which nothing is left.
+// Retention deletes and raises the horizon in one transaction, so a
+// horizon read afterwards at or below the position means that read saw
+// everything after it. Kubernetes answers such a watch 410 Gone; clients
+// list again and watch from the list's watchAfterEventId.
+func (s *JobServer) resumable(ctx context.Context, tenantID string, after int64) error {
+	h, err := s.store.EventHorizon(ctx, tenantID)
 	if err != nil {
 		return err
 	}
 	if after < h {
-		return outOfRange(violation("afterEventId", fmt.Sprintf(
-			"events up to position %d were deleted by event retention, so a watch from %d could miss some; "+
-				"list the jobs again and watch from the list's watchAfterEventId", h, after)))
+		return expiredPosition(h, after)
 	}
 	return nil
+}
+
+// expiredPosition is the OUT_OF_RANGE of a watch whose position retention
+// has passed.
+func expiredPosition(horizon, after int64) error {
+	return outOfRange(violation("afterEventId", fmt.Sprintf(
+		"events up to position %d were deleted by event retention, so a watch from %d could miss some; "+
+			"list the jobs again and watch from the list's watchAfterEventId", horizon, after)))
 }
 
 // watchEstablished sends the response headers as soon as a watch has its
@@ -247,6 +255,9 @@ func (s *JobServer) follow(ctx context.Context, wake <-chan struct{}, poll func(
 	defer t.Stop()
 	for {
 		done, err := poll()
+		if expired := (*store.EventsExpiredError)(nil); errors.As(err, &expired) {
+			return expiredPosition(expired.Horizon, expired.After)
+		}
 		if err != nil || done {
 			return err
 		}

@@ -183,3 +183,42 @@ func TestWatchResumedBehindRetentionIsOutOfRange(t *testing.T) {
 		})
 	}
 }
+
+// A watch that is already streaming ends with OUT_OF_RANGE too when
+// retention deletes events it has not read yet (a read stalled past the
+// retention age): the store's read meets the horizon above its cursor, and
+// nothing after the gap is sent.
+func TestWatchThatFallsBehindRetentionIsOutOfRange(t *testing.T) {
+	for _, name := range []string{"WatchJobs", "WatchJob"} {
+		t.Run(name, func(t *testing.T) {
+			st := newFakeStore()
+			st.jobs = []job.Job{{Tenant: "a", Name: "j", UID: "u1", Status: job.Status{State: job.Running}}}
+			st.events = []job.Event{{ID: 7, Tenant: "a", Job: "j", JobUID: "u1", Reason: "Queued"}}
+			srv := NewJobServer(Deps{Store: st, WatchPoll: 5 * time.Millisecond})
+			stream := &fakeStream[pb.WatchJobResponse]{ctx: context.Background()}
+			done := make(chan error, 1)
+			go func() {
+				if name == "WatchJobs" {
+					done <- srv.WatchJobs(&pb.WatchJobsRequest{Parent: "tenants/a", AfterEventId: 6}, stream)
+				} else {
+					done <- srv.WatchJob(&pb.WatchJobRequest{Name: "tenants/a/jobs/j", AfterEventId: 6}, stream)
+				}
+			}()
+			require.Eventually(t, func() bool { return len(stream.got()) == 1 }, 5*time.Second, time.Millisecond)
+
+			st.mu.Lock()
+			st.horizon = 8 // event 8 went before the stream read it
+			st.events = append(st.events, job.Event{ID: 9, Tenant: "a", Job: "j", JobUID: "u1", Reason: "Running"})
+			st.mu.Unlock()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the stream went on past the gap")
+			}
+			require.Equal(t, codes.OutOfRange, status.Code(err), "%v", err)
+			require.Contains(t, status.Convert(err).Message(), "afterEventId: events up to position 8 were deleted")
+			require.Len(t, stream.got(), 1, "nothing after the gap")
+		})
+	}
+}

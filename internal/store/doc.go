@@ -17,8 +17,10 @@
 //	                   preempt_for, preempt_message, preempted_by, wait_reason
 //	job_events         id in watermark order (below); (tenant, job uid); a purge
 //	                   deletes a job's events but its Deleted one (a tombstone)
-//	event_horizon      one row: the highest event id retention deleted; a watch
-//	                   resumed below it is refused (EventHorizon)
+//	tenant_event_horizons tenant → the highest of its event ids retention deleted;
+//	                   a watch of the tenant from below it is refused (EventHorizon)
+//	event_horizon      one row: the same for the whole installation, from before
+//	                   horizons were kept per tenant (a floor under each tenant's)
 //	idempotency_keys   (tenant, request_id) → job uid
 //	secrets            (tenant, name) → key names; values never reach Postgres
 //	audit_records      bigserial id; tenant, who (subject, groups, issuer, address,
@@ -192,9 +194,13 @@
 // them (up to holdBackWait, 500 ms, re-reading after 1, 2, 4 ... 20 ms), so
 // that whoever just wrote an event reads it and a watcher woken by its
 // NOTIFY delivers it at once. The other way an event can go missing for a
-// resuming reader is deletion: retention (EventDeleteBefore) raises
-// event_horizon in the statement that deletes, and the API refuses a
-// resume below it; a purge deletes a job's events but its Deleted one.
+// resuming reader is deletion: retention (EventDeleteBefore) raises the
+// horizon of each tenant whose events it deletes, in the statement that
+// deletes; the watches' reads (EventListTenant, EventListByJob) read the
+// tenant's horizon with their events and fail with EventsExpiredError when
+// it is above their position, and the API refuses the watch; a purge
+// deletes a job's events but its Deleted one. Per tenant, so that a
+// tenant quiet for longer than the retention age keeps its position.
 //
 //	writer A:  xid 100, event 100<<20 ... still open
 //	writer B:  xid 101, event 101<<20, commits     watermark = 100<<20:

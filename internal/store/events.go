@@ -36,25 +36,31 @@ const sqlHeld = `e.id >= (SELECT trainyard_event_watermark())`
 // holdBackWait bounds how long a read waits for held-back events.
 const holdBackWait = 500 * time.Millisecond
 
-// heldEvent is an event read with whether it is held back.
+// heldEvent is an event read with whether it is held back and, for the
+// watches' reads, the tenant's event horizon as the same statement saw it.
 type heldEvent struct {
 	job.Event
-	held bool
+	held    bool
+	horizon int64
 }
 
+// scanHeldEvent scans eventCols, sqlHeld and sqlHorizon.
 func scanHeldEvent(row pgx.CollectableRow) (heldEvent, error) {
 	var (
 		e     heldEvent
 		state string
 	)
-	err := row.Scan(&e.ID, &e.JobUID, &e.Tenant, &e.Job, &e.Type, &e.Reason, &e.Message, &state, &e.CreateTime, &e.held)
+	err := row.Scan(&e.ID, &e.JobUID, &e.Tenant, &e.Job, &e.Type, &e.Reason, &e.Message, &state, &e.CreateTime, &e.held, &e.horizon)
 	e.State = job.State(state)
 	return e, err
 }
 
 // deliverable calls read (events with ids above after, at most limit, in id
 // order) until what it returns holds nothing back, the limit is reached or
-// holdBackWait has passed, and returns the events below the watermark.
+// holdBackWait has passed, and returns the events below the watermark. A
+// page whose horizon is above its after fails with *EventsExpiredError:
+// retention may have deleted events it would have had. (Reads that do not
+// select the horizon leave it 0.)
 func deliverable(ctx context.Context, after int64, limit int, read func(after int64, limit int) ([]heldEvent, error)) ([]job.Event, error) {
 	out := []job.Event{}
 	deadline := time.Now().Add(holdBackWait)
@@ -63,6 +69,9 @@ func deliverable(ctx context.Context, after int64, limit int, read func(after in
 		page, err := read(after, limit-len(out))
 		if err != nil {
 			return nil, err
+		}
+		if len(page) > 0 && page[0].horizon > after {
+			return nil, &EventsExpiredError{After: after, Horizon: page[0].horizon}
 		}
 		held := false
 		for _, e := range page {
@@ -135,7 +144,7 @@ func (s *Store) EventList(ctx context.Context, tenantID, jobName string, afterID
 				continue
 			}
 			events = append(events, heldEvent{job.Event{ID: *id, JobUID: uid, Tenant: tenant, Job: name, Type: typ,
-				Reason: reason, Message: msg, State: job.State(state), CreateTime: *created}, *held})
+				Reason: reason, Message: msg, State: job.State(state), CreateTime: *created}, *held, 0})
 		}
 		if err := rows.Err(); err != nil {
 			return nil, err
@@ -159,7 +168,7 @@ func (s *Store) EventListByJob(ctx context.Context, tenantID, uid string, afterI
 		return []job.Event{}, nil
 	}
 	events, err := deliverable(ctx, afterID, clampEventLimit(limit), func(after int64, limit int) ([]heldEvent, error) {
-		rows, err := s.pool.Query(ctx, `SELECT `+eventCols+`, `+sqlHeld+` FROM job_events e
+		rows, err := s.pool.Query(ctx, `SELECT `+eventCols+`, `+sqlHeld+`, `+sqlHorizon+` FROM job_events e
 			WHERE e.tenant_id = $1 AND e.job_uid = $2 AND e.id > $3 ORDER BY e.id LIMIT $4`,
 			tenantID, uid, after, limit)
 		if err != nil {
@@ -174,7 +183,7 @@ func (s *Store) EventListByJob(ctx context.Context, tenantID, uid string, afterI
 // afterID, oldest first (for watching a tenant).
 func (s *Store) EventListTenant(ctx context.Context, tenantID string, afterID int64, limit int) ([]job.Event, error) {
 	events, err := deliverable(ctx, afterID, clampEventLimit(limit), func(after int64, limit int) ([]heldEvent, error) {
-		rows, err := s.pool.Query(ctx, `SELECT `+eventCols+`, `+sqlHeld+` FROM job_events e
+		rows, err := s.pool.Query(ctx, `SELECT `+eventCols+`, `+sqlHeld+`, `+sqlHorizon+` FROM job_events e
 			WHERE e.tenant_id = $1 AND e.id > $2 ORDER BY e.id LIMIT $3`, tenantID, after, limit)
 		if err != nil {
 			return nil, err
@@ -187,7 +196,10 @@ func (s *Store) EventListTenant(ctx context.Context, tenantID string, afterID in
 // EventLastID returns the id of the tenant's newest event below the
 // watermark (0 when none): a watch that starts "now" resumes after it, and
 // so also gets whatever committed above the watermark just before it
-// started, never less.
+// started, never less. When retention has deleted events of the tenant
+// past that (a tenant quiet for longer than the retention age), it is the
+// tenant's event horizon instead, so that the watch's reads find their
+// position good (EventsExpiredError).
 func (s *Store) EventLastID(ctx context.Context, tenantID string) (int64, error) {
 	var id int64
 	deadline := time.Now().Add(holdBackWait)
@@ -195,7 +207,7 @@ func (s *Store) EventLastID(ctx context.Context, tenantID string) (int64, error)
 		var held bool
 		err := s.pool.QueryRow(ctx, `
 			WITH w AS (SELECT trainyard_event_watermark() AS wm)
-			SELECT (SELECT coalesce(max(id), 0) FROM job_events WHERE tenant_id = $1 AND id < w.wm),
+			SELECT greatest((SELECT coalesce(max(id), 0) FROM job_events WHERE tenant_id = $1 AND id < w.wm), `+sqlHorizon+`),
 			       EXISTS (SELECT FROM job_events WHERE tenant_id = $1 AND id >= w.wm)
 			FROM w`, tenantID).Scan(&id, &held)
 		if err != nil || !held || time.Now().After(deadline) {

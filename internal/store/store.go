@@ -111,6 +111,9 @@ func translate(err error, what string) error {
 		errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrUnavailable) {
 		return err
 	}
+	if expired := (*EventsExpiredError)(nil); errors.As(err, &expired) {
+		return err
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("%w: %s", ErrNotFound, what)
 	}
