@@ -363,6 +363,35 @@ func TestConsole(t *testing.T) {
 		alice.waitJS(`document.querySelectorAll("ol.timeline li").length === 0`, 20*time.Second)
 		require.Equal(t, "SUCCEEDED", alice.text(`[data-testid=job-state]`), "the job itself is read again")
 	})
+
+	// After it: a second retention server.
+	t.Run("JobsPageListsAgainWhenItsPositionExpires", func(t *testing.T) {
+		// The jobs page's watch is cut off (the database goes away); while
+		// it is, a job is submitted and retention deletes its events, through
+		// servers of their own on the database itself. When the database
+		// comes back, the page's resumed watch is refused (OUT_OF_RANGE): it
+		// lists again and shows the job, which it could learn of no other
+		// way (its events are gone). The page lists only the job's label,
+		// so that it shows no queued job and does not re-read its list
+		// every 10 s for their positions.
+		alice := aliceTab.in(t)
+		alice.open("/tenants/vision/jobs?labels=away%3Dyes")
+		alice.waitText("td.empty", "No jobs match this filter", 20*time.Second)
+		e.DBProxy.SetDown(true)
+		_, addr, _ := e.StartServer(t, "--database-url", e.DBProxy.DirectURL)
+		direct := pb.NewJobServiceClient(harness.Dial(t, addr, e.Token("alice")))
+		_, err := direct.CreateJob(ctxT(t), &pb.CreateJobRequest{Parent: "tenants/vision", JobId: "while-away", Job: &pb.Job{
+			Labels: map[string]string{"away": "yes"},
+			Spec: &pb.JobSpec{Replicas: []*pb.ReplicaSpec{replica(pb.ReplicaType_REPLICA_TYPE_WORKER, 0, nil)}},
+		}})
+		require.NoError(t, err)
+		time.Sleep(10 * time.Millisecond) // its events older than the retention below
+		srv, _, _ := e.StartServer(t, "--database-url", e.DBProxy.DirectURL, "--event-retention", "1ms")
+		srv.WaitFor(t, regexp.MustCompile(`msg="expired job events" deleted=[1-9]`), 30*time.Second)
+		require.False(t, eval[bool](alice, `!!document.querySelector('tr[data-job="while-away"]')`))
+		e.DBProxy.SetDown(false)
+		alice.waitJS(`!!document.querySelector('tr[data-job="while-away"]')`, 30*time.Second)
+	})
 }
 
 func without(list []string, drop string) []string {

@@ -12,6 +12,10 @@ import (
 // the database away from them (every connection cut, new ones refused) and
 // give it back, without touching the machine's shared Postgres.
 type DBProxy struct {
+	// DirectURL is the database itself, not through the proxy: for a
+	// process the test means to keep while the others lose the database.
+	DirectURL string
+
 	ln     net.Listener
 	target string
 
@@ -32,7 +36,7 @@ func newDBProxy(t testing.TB, databaseURL string) (*DBProxy, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &DBProxy{ln: ln, target: u.Host, conns: map[net.Conn]struct{}{}}
+	p := &DBProxy{DirectURL: databaseURL, ln: ln, target: u.Host, conns: map[net.Conn]struct{}{}}
 	go p.serve()
 	t.Cleanup(func() {
 		ln.Close()
