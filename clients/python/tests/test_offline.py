@@ -1,4 +1,5 @@
-"""Unit tests of the client's parts that need no server: documents, settings, errors, progress.
+"""Unit tests of the client's parts that need no server: documents, settings, errors, progress,
+and watch resumption against an in-process fake JobService.
 
 Run: python3 -m unittest discover -s clients/python/tests (the end-to-end
 suite does, with Debian's python3-grpcio and python3-protobuf).
@@ -10,15 +11,18 @@ import sys
 import tempfile
 import types
 import unittest
+from concurrent import futures
 from pathlib import Path
 
 import grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import trainyard  # noqa: E402
 from trainyard import _documents, _progress, _settings  # noqa: E402
+from trainyard import client as client_mod  # noqa: E402
 from trainyard._proto.google.rpc import error_details_pb2, status_pb2  # noqa: E402
-from trainyard._proto.trainyard.v1 import job_pb2  # noqa: E402
+from trainyard._proto.trainyard.v1 import job_pb2, job_pb2_grpc  # noqa: E402
 from trainyard.errors import InvalidArgument, NotFound, OutOfRange, from_rpc_error  # noqa: E402
 
 
@@ -213,6 +217,62 @@ class Progress(unittest.TestCase):
         p.update(_job(job_pb2.JOB_STATE_RUNNING, 2))
         p.close()
         self.assertEqual((handle.shown, out.getvalue()), ([], ""))
+
+
+class _ScriptedJobs(job_pb2_grpc.JobServiceServicer):
+    """An in-process JobService whose WatchJob plays one script per call."""
+
+    def __init__(self, gets, scripts):
+        self.gets, self.scripts, self.afters = gets, scripts, []
+
+    def GetJob(self, request, context):
+        return self.gets.pop(0)
+
+    def WatchJob(self, request, context):
+        self.afters.append(request.after_event_id)
+        send, end = self.scripts[len(self.afters) - 1]
+        yield from send
+        if end is not None:
+            context.abort(*end)
+
+
+class WaitAcrossRetention(unittest.TestCase):
+    """wait() outlives a resume the server refuses (event retention passed
+    the last event seen during an outage); watch() raises it."""
+
+    def test_a_resume_behind_retention_watches_the_job_afresh(self):
+        running = job_pb2.Job(name="tenants/ml/jobs/j", status=job_pb2.JobStatus(state=job_pb2.JOB_STATE_RUNNING))
+        done = job_pb2.Job(name="tenants/ml/jobs/j", status=job_pb2.JobStatus(state=job_pb2.JOB_STATE_SUCCEEDED))
+        event = job_pb2.WatchJobResponse(event=job_pb2.JobEvent(id=41, reason="Running"), job=running)
+        jobs = _ScriptedJobs([running, done], [
+            ([job_pb2.WatchJobResponse(job=running), event], (grpc.StatusCode.UNAVAILABLE, "server shutting down")),
+            ([], (grpc.StatusCode.OUT_OF_RANGE, "afterEventId: events up to position 60 were deleted by event retention")),
+            ([job_pb2.WatchJobResponse(job=done)], None),
+        ])
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        job_pb2_grpc.add_JobServiceServicer_to_server(jobs, server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        self.addCleanup(server.stop, None)
+        with trainyard.Client(f"127.0.0.1:{port}", token="t", tenant="ml", insecure=True) as c:
+            real_sleep, client_mod.time.sleep = client_mod.time.sleep, lambda _: None
+            try:
+                final = c.wait("j", timeout=30, progress=False)
+            finally:
+                client_mod.time.sleep = real_sleep
+        self.assertEqual(jobs.afters, [0, 41, 0], "resumed after the last event, then afresh")
+        self.assertEqual(final.status.state, job_pb2.JOB_STATE_SUCCEEDED)
+
+    def test_a_plain_watch_still_raises(self):
+        jobs = _ScriptedJobs([], [([], (grpc.StatusCode.OUT_OF_RANGE, "afterEventId: gone"))])
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        job_pb2_grpc.add_JobServiceServicer_to_server(jobs, server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        self.addCleanup(server.stop, None)
+        with trainyard.Client(f"127.0.0.1:{port}", token="t", tenant="ml", insecure=True) as c:
+            with self.assertRaises(OutOfRange):
+                list(c.watch("j", after_event_id=7))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import grpc
 
 from trainyard import _documents, _progress, _settings
 from trainyard._proto.trainyard.v1 import job_pb2, job_pb2_grpc
-from trainyard.errors import JobCancelled, JobFailed, TrainyardError, Unavailable, from_rpc_error
+from trainyard.errors import JobCancelled, JobFailed, OutOfRange, TrainyardError, Unavailable, from_rpc_error
 
 JobRef = Union[str, job_pb2.Job]
 
@@ -260,7 +260,10 @@ class Client:
         yield from self._watch(job, filter, after_event_id, None)
 
     def _watch(self, job: Optional[JobRef], filter: str, after_event_id: int,
-               deadline: Optional[float]) -> Iterator[job_pb2.WatchJobResponse]:
+               deadline: Optional[float], fresh_when_expired: bool = False) -> Iterator[job_pb2.WatchJobResponse]:
+        """watch's loop. fresh_when_expired: when the server no longer keeps
+        the events after the last one seen (OutOfRange), watch the job
+        afresh, from its current state, instead of raising (``wait``)."""
         last = after_event_id
         backoff = 0.5
         while True:
@@ -283,6 +286,9 @@ class Client:
                 if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED and deadline is not None:
                     raise TimeoutError(f"{self._name(job) if job is not None else 'the watch'} did not end within the timeout") from None
                 err = from_rpc_error(e)
+                if isinstance(err, OutOfRange) and fresh_when_expired and last > 0:
+                    last = 0
+                    continue
                 # The server ends long streams (UNAVAILABLE), and restarts:
                 # both resume after the last event seen.
                 if not isinstance(err, Unavailable):
@@ -296,7 +302,9 @@ class Client:
         """Waits for a job to end and returns it as it ended.
 
         Shows the job's progress (state and replicas) as it changes: one
-        line updated in place in a terminal, a live line in Jupyter.
+        line updated in place in a terminal, a live line in Jupyter. A
+        dropped watch is resumed; if the server no longer keeps the events
+        since (event retention, a long outage), it watches the job afresh.
 
         Raises:
             JobFailed: the job FAILED; carries its reason and the failed
@@ -311,7 +319,10 @@ class Client:
             current = self.get(name)
             show.update(current)
             if current.status.state not in FINAL_STATES:
-                for msg in self._watch(name, "", 0, deadline):
+                # A resume after an outage longer than the server's event
+                # retention goes on from the job as it is then: waiting
+                # needs its end, not every event on the way.
+                for msg in self._watch(name, "", 0, deadline, fresh_when_expired=True):
                     show.update(msg.job)
         finally:
             show.close()
