@@ -215,9 +215,9 @@ func (f *fakeStore) EventListByJob(_ context.Context, tenantID, uid string, afte
 	return out, f.expired(out, after)
 }
 
-// EventLastID is 0, so that a watch that starts now gets every event of
-// the fake, or the horizon when there is one, as the store's is never below
-// it.
+// EventLastID is the horizon (0 without one): a watch that starts now
+// gets every event of the fake above it, and, as with the store's, never
+// starts below the horizon.
 func (f *fakeStore) EventLastID(context.Context, string) (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -190,7 +190,8 @@ func (s *JobServer) resumeCheck(tenantID string, after int64) func(context.Conte
 // has passed for the tenant (store.EventHorizon): events after it may be
 // gone, and a watch that sent the rest would lose them silently. Every
 // read that finds events checks this itself, in the same statement
-// (store.EventsExpiredError, toStatus); this check, after a resumed
+// (store.EventsExpiredError, turned into this error by follow); this
+// check, after a resumed
 // watch's first read, covers a position after which nothing is left.
 // Retention deletes and raises the horizon in one transaction, so a
 // horizon read afterwards at or below the position means that read saw

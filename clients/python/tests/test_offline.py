@@ -240,6 +240,15 @@ class WaitAcrossRetention(unittest.TestCase):
     """wait() outlives a resume the server refuses (event retention passed
     the last event seen during an outage); watch() raises it."""
 
+    def client(self, jobs: _ScriptedJobs) -> trainyard.Client:
+        """A client of jobs served in-process, stopped when the test ends."""
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        job_pb2_grpc.add_JobServiceServicer_to_server(jobs, server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        self.addCleanup(server.stop, None)
+        return trainyard.Client(f"127.0.0.1:{port}", token="t", tenant="ml", insecure=True)
+
     def test_a_resume_behind_retention_watches_the_job_afresh(self):
         running = job_pb2.Job(name="tenants/ml/jobs/j", status=job_pb2.JobStatus(state=job_pb2.JOB_STATE_RUNNING))
         done = job_pb2.Job(name="tenants/ml/jobs/j", status=job_pb2.JobStatus(state=job_pb2.JOB_STATE_SUCCEEDED))
@@ -249,12 +258,7 @@ class WaitAcrossRetention(unittest.TestCase):
             ([], (grpc.StatusCode.OUT_OF_RANGE, "afterEventId: events up to position 60 were deleted by event retention")),
             ([job_pb2.WatchJobResponse(job=done)], None),
         ])
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-        job_pb2_grpc.add_JobServiceServicer_to_server(jobs, server)
-        port = server.add_insecure_port("127.0.0.1:0")
-        server.start()
-        self.addCleanup(server.stop, None)
-        with trainyard.Client(f"127.0.0.1:{port}", token="t", tenant="ml", insecure=True) as c:
+        with self.client(jobs) as c:
             real_sleep, client_mod.time.sleep = client_mod.time.sleep, lambda _: None
             try:
                 final = c.wait("j", timeout=30, progress=False)
@@ -265,12 +269,7 @@ class WaitAcrossRetention(unittest.TestCase):
 
     def test_a_plain_watch_still_raises(self):
         jobs = _ScriptedJobs([], [([], (grpc.StatusCode.OUT_OF_RANGE, "afterEventId: gone"))])
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-        job_pb2_grpc.add_JobServiceServicer_to_server(jobs, server)
-        port = server.add_insecure_port("127.0.0.1:0")
-        server.start()
-        self.addCleanup(server.stop, None)
-        with trainyard.Client(f"127.0.0.1:{port}", token="t", tenant="ml", insecure=True) as c:
+        with self.client(jobs) as c:
             with self.assertRaises(OutOfRange):
                 list(c.watch("j", after_event_id=7))
 
