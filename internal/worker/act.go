@@ -157,11 +157,16 @@ func (w *Worker) logTail(ctx context.Context, ns, pod string) (string, error) {
 	return strings.ToValidUTF8(string(b), "\uFFFD"), nil
 }
 
-// act runs the plan's Kubernetes actions: every create of the pass at
-// once (bounded), then every delete at once. Plan never asks, in one pass,
-// to create a pod under a name whose old pod it deletes, so the two groups
-// are independent; creates go first because they are what the user waits
-// for. AlreadyExists on create is adoption (names are deterministic),
+// act runs the plan's Kubernetes actions in three groups, each at once
+// (bounded): the pod creates, then the other creates (the headless
+// Service, TensorBoard), then the deletes. Plan never asks, in one pass,
+// to create a pod under a name whose old pod it deletes, so the groups are
+// independent; they run in that order because the pods are what the user
+// and the kube-scheduler wait for. The Service goes after them, not beside
+// them: it has no selector, and nothing reads it before the worker writes
+// its EndpointSlice, which needs the pods' addresses anyway; beside the
+// pods its create took API-server time from theirs (issue 13's
+// measurements). AlreadyExists on create is adoption (names are deterministic),
 // NotFound on delete is success. The error is the first terminal one if
 // any (the job fails), else all retryable ones joined.
 //
@@ -172,13 +177,13 @@ func (w *Worker) logTail(ctx context.Context, ns, pod string) (string, error) {
 // lease, and a worker that stalled must not go on creating pods for a job
 // another worker owns by now.
 func (w *Worker) act(ctx context.Context, p *pass, actions []job.Action) error {
-	var creates, deletes []func(context.Context) error
+	var pods, creates, deletes []func(context.Context) error
 	for _, a := range actions {
 		switch a.Kind {
+		case job.ActCreatePod:
+			pods = append(pods, func(ctx context.Context) error { return w.createPod(ctx, p, a) })
 		case job.ActCreateService:
 			creates = append(creates, func(ctx context.Context) error { return w.createService(ctx, p) })
-		case job.ActCreatePod:
-			creates = append(creates, func(ctx context.Context) error { return w.createPod(ctx, p, a) })
 		case job.ActCreateTensorBoard:
 			creates = append(creates, func(ctx context.Context) error { return w.createTensorBoard(ctx, p) })
 		case job.ActDeletePod:
@@ -191,7 +196,7 @@ func (w *Worker) act(ctx context.Context, p *pass, actions []job.Action) error {
 			deletes = append(deletes, func(ctx context.Context) error { return w.deleteTensorBoard(ctx, p) })
 		}
 	}
-	if len(creates)+len(deletes) == 0 {
+	if len(pods)+len(creates)+len(deletes) == 0 {
 		return nil
 	}
 	ctx, stop := w.leaseContext(ctx, p.key)
@@ -202,9 +207,11 @@ func (w *Worker) act(ctx context.Context, p *pass, actions []job.Action) error {
 		}
 		return nil
 	}
-	err := w.parallel(ctx, creates, leased)
-	if err == nil {
-		err = w.parallel(ctx, deletes, leased)
+	var err error
+	for _, group := range [][]func(context.Context) error{pods, creates, deletes} {
+		if err = w.parallel(ctx, group, leased); err != nil {
+			break
+		}
 	}
 	if err != nil && !isTerminal(err) && (errors.Is(err, errLeaseEnding) || errors.Is(context.Cause(ctx), errLeaseEnding)) {
 		return errorf(errReasonLease, fmt.Errorf("job %s: %w", p.key, errLeaseEnding))

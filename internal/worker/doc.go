@@ -122,7 +122,7 @@
 //	                                 end there); beyond the bounds, no tail
 //	JobSave                          only when status or events changed (or Done); fenced:
 //	                                 ErrConflict → re-read at once, ErrLeaseLost → drop
-//	creates, then deletes            each group in parallel (bounded), under the lease
+//	pods, other creates, deletes     each group in parallel (bounded), under the lease
 //	                                 (above); AlreadyExists = adopt (below), NotFound = done;
 //	                                 invalid/forbidden → the job FAILS with the API server's
 //	                                 reason and message and a Warning event

@@ -63,6 +63,32 @@ func TestDispatchCreatesServiceAndPods(t *testing.T) {
 	require.Equal(t, 1, testCount(t, b.w.metrics.dispatchLatency), "dispatch latency observed once")
 }
 
+// The pods go first and the headless Service after every one of them has
+// returned: on a busy API server the Service's create beside the pods
+// made them later (issue 13), and nothing reads the Service before the
+// worker writes its EndpointSlice from the pods' addresses.
+func TestPodsAreCreatedBeforeTheService(t *testing.T) {
+	b := setup(t)
+	b.tenant(t, "acme", tenant.Quota{})
+	key := b.submit(t, "acme", "tj", spec(replica(job.Chief, 1, job.RestartNever), replica(job.Worker, 4, job.RestartNever)))
+	b.own(t, key)
+	var podsDone, podsAtService atomic.Int32
+	b.kube.PrependReactor("create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		time.Sleep(20 * time.Millisecond) // a slow API server
+		podsDone.Add(1)
+		return false, nil, nil
+	})
+	b.kube.PrependReactor("create", "services", func(k8stesting.Action) (bool, runtime.Object, error) {
+		podsAtService.Store(podsDone.Load())
+		return false, nil, nil
+	})
+
+	b.reconcile(t, key)
+	require.Len(t, b.actions("create", "pods"), 5)
+	require.Len(t, b.actions("create", "services"), 1)
+	require.EqualValues(t, 5, podsAtService.Load(), "pods created when the Service's create began")
+}
+
 func TestAlreadyExistsIsAdoption(t *testing.T) {
 	b := setup(t)
 	b.tenant(t, "acme", tenant.Quota{})
