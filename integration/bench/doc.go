@@ -56,8 +56,8 @@
 // (default 10), open loop (a slow answer never delays the next submit),
 // TRAINYARD_BENCH_DISPATCH_FOR (default 15s) per path and level, split into
 // TRAINYARD_BENCH_BLOCKS (default 3) blocks per path. The paths run in
-// pairs of blocks (raw, Trainyard; at a seeded level a third, Trainyard in
-// a tenant whose namespace holds no finished pods), each pair started by
+// pairs of blocks (raw, Trainyard; at the most seeded level a third,
+// Trainyard in a tenant whose namespace holds no finished pods), each pair started by
 // the next path in turn, so that all meet the same outside load on a
 // shared machine and none always follows the same one. After every block
 // the bench waits, at most 10 s in all and the same for every path, until
@@ -95,8 +95,8 @@
 //	               them (no Service selects them: their job uid is their
 //	               own)
 //	trainyard      CreateJob over gRPC to `trainyard serve`; one `trainyard
-//	               worker` creates the Service and the 5 pods
-//	trainyard-empty-ns  the same, at a seeded level, in another tenant
+//	               worker` creates the 5 pods, then the Service
+//	trainyard-empty-ns  the same, at the most seeded level, in another tenant
 //	               whose namespace is never seeded: Trainyard's own figure
 //	               on an empty namespace in the same cluster state (issue
 //	               13), beside "at 0", the first level's, measured minutes

@@ -118,7 +118,7 @@ func (r *report) printDispatch(out io.Writer) {
 	fmt.Fprintf(out, "\nDispatch: sets of 1 chief + 4 worker pods at %.4g/s, %d blocks of %d sets per path and level, the paths taking turns (%s cluster),\n",
 		r.cfg.rate, r.blocks, r.perBlock, r.clusterKind)
 	fmt.Fprintf(out, "with finished pods already in the tenant's namespace (seeded: finished jobs with their pods, as CleanPodPolicy Running keeps them); both paths create there.\n")
-	fmt.Fprintf(out, "At a seeded level Trainyard also runs its blocks in a tenant whose namespace holds none (\"empty ns\", in the same pairs: the same cluster state).\n")
+	fmt.Fprintf(out, "At the most seeded level Trainyard also runs its blocks in a tenant whose namespace holds none (\"empty ns\", in the same pairs: the same cluster state).\n")
 	if len(r.cfg.workerArgs) > 0 {
 		fmt.Fprintf(out, "Extra worker flags: %s\n", strings.Join(r.cfg.workerArgs, " "))
 	}
