@@ -165,8 +165,9 @@ func (w *Worker) logTail(ctx context.Context, ns, pod string) (string, error) {
 // and the kube-scheduler wait for. The Service goes after them, not beside
 // them: it has no selector, and nothing reads it before the worker writes
 // its EndpointSlice, which needs the pods' addresses anyway; beside the
-// pods its create took API-server time from theirs (issue 13's
-// measurements). AlreadyExists on create is adoption (names are deterministic),
+// pods its create competes with theirs for the API server (measured, it
+// did not change dispatch beyond the bench's spread: RESULTS.md, the run
+// of 2026-12-04 21:14). AlreadyExists on create is adoption (names are deterministic),
 // NotFound on delete is success. The error is the first terminal one if
 // any (the job fails), else all retryable ones joined.
 //

@@ -64,9 +64,9 @@ func TestDispatchCreatesServiceAndPods(t *testing.T) {
 }
 
 // The pods go first and the headless Service after every one of them has
-// returned: on a busy API server the Service's create beside the pods
-// made them later (issue 13), and nothing reads the Service before the
-// worker writes its EndpointSlice from the pods' addresses.
+// returned: the pods are what the kube-scheduler and the user wait for,
+// and nothing reads the Service before the worker writes its
+// EndpointSlice from the pods' addresses.
 func TestPodsAreCreatedBeforeTheService(t *testing.T) {
 	b := setup(t)
 	b.tenant(t, "acme", tenant.Quota{})
