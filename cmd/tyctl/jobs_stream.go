@@ -175,11 +175,13 @@ func (a *app) watchJob(ctx context.Context, c pb.JobServiceClient, name string, 
 }
 
 // watchTenant follows a tenant's jobs until interrupted, which is its
-// normal end: exit code 0.
+// normal end: exit code 0. It asks for bookmarks, so that a filter that
+// rarely matches resumes from where the server read to, not from its
+// last match; they move the cursor and are not printed.
 func (a *app) watchTenant(ctx context.Context, c pb.JobServiceClient, parent, filter string, after int64) error {
 	r := resumer{cursor: after}
 	for {
-		stream, err := c.WatchJobs(ctx, &pb.WatchJobsRequest{Parent: parent, Filter: filter, AfterEventId: r.cursor})
+		stream, err := c.WatchJobs(ctx, &pb.WatchJobsRequest{Parent: parent, Filter: filter, AfterEventId: r.cursor, Bookmarks: true})
 		if err == nil {
 			err = a.drain(stream, &r, func(*pb.WatchJobResponse) {})
 		}
@@ -203,6 +205,9 @@ func (a *app) drain(stream grpc.ServerStreamingClient[pb.WatchJobResponse], r *r
 			return err
 		}
 		r.received(m)
+		if m.GetEvent() == nil && m.GetJob() == nil {
+			continue // a bookmark
+		}
 		seen(m)
 		if err := a.printWatch(m); err != nil {
 			return err
@@ -244,6 +249,8 @@ func (r *resumer) received(m *pb.WatchJobResponse) {
 	r.failures = 0
 	if e := m.GetEvent(); e != nil {
 		r.cursor = e.GetId()
+	} else if b := m.GetBookmarkEventId(); b > r.cursor {
+		r.cursor = b
 	}
 }
 

@@ -372,8 +372,32 @@ func TestListWatchFollowsTheList(t *testing.T) {
 
 	watches := f.rec.methodCalls("WatchJobs")
 	require.Len(t, watches, 2)
-	require.True(t, proto.Equal(&pb.WatchJobsRequest{Parent: "tenants/ml", Filter: "state = RUNNING", AfterEventId: 40}, watches[0].req.(*pb.WatchJobsRequest)))
+	require.True(t, proto.Equal(&pb.WatchJobsRequest{Parent: "tenants/ml", Filter: "state = RUNNING", AfterEventId: 40, Bookmarks: true}, watches[0].req.(*pb.WatchJobsRequest)))
 	require.EqualValues(t, 70, watches[1].req.(*pb.WatchJobsRequest).GetAfterEventId(), "from the second list")
+}
+
+// A tenant watch asks for bookmarks, resumes after the latest one, and
+// prints none.
+func TestListWatchResumesAfterABookmark(t *testing.T) {
+	f := startFake(t)
+	f.jobs.pageSize = 10
+	f.jobs.jobs = []*pb.Job{runningJob("a")}
+	f.jobs.positions = []int64{40}
+	f.jobs.watchAll = []watchScript{
+		{send: []*pb.WatchJobResponse{watchEvent(41, pb.JobState_JOB_STATE_RUNNING, "JobRunning"), {BookmarkEventId: 900}},
+			end: status.Error(codes.Unavailable, "stream lifetime reached")},
+		{send: []*pb.WatchJobResponse{{BookmarkEventId: 950}},
+			end: status.Error(codes.PermissionDenied, "no longer a member of tenant ml")},
+	}
+	r := f.tyctl(t, map[string]string{envTenant: "ml", envToken: testToken}, "-o", "json", "jobs", "list", "-w")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, "resuming after event 900")
+	require.NotContains(t, r.stdout, "900", "bookmarks are not printed")
+	require.NotContains(t, r.stdout, "950")
+	watches := f.rec.methodCalls("WatchJobs")
+	require.Len(t, watches, 2)
+	require.True(t, watches[0].req.(*pb.WatchJobsRequest).GetBookmarks())
+	require.EqualValues(t, 900, watches[1].req.(*pb.WatchJobsRequest).GetAfterEventId())
 }
 
 func TestGetByFullNameAsJSON(t *testing.T) {

@@ -360,6 +360,73 @@ func TestWatchJobsFilter(t *testing.T) {
 	cancel()
 }
 
+// A filtered tenant watch that asks for bookmarks learns how far the
+// server read past the events its filter left out, over gRPC and REST,
+// and a watch resumed after the bookmark starts there: it gets the next
+// match and none of what came before.
+func TestWatchJobsBookmarks(t *testing.T) {
+	env := harness.Start(t, harness.Options{ServeArgs: []string{"--watch-bookmark-every", "200ms"}})
+	env.CreateTenant(t, "acme", harness.Group("ml-team", pb.Role_ROLE_EDITOR))
+	alice := env.Token("alice", "ml-team")
+	jobs := env.Jobs(t, alice)
+	labelled := func(team string) *pb.Job {
+		j := workerJob("tensorflow/tensorflow:2.16.1", 1)
+		j.Labels = map[string]string{"team": team}
+		return j
+	}
+	createJob(t, jobs, "acme", "marker", labelled("none"))
+	marker, err := jobs.ListJobEvents(ctxT(t), &pb.ListJobEventsRequest{Parent: "tenants/acme/jobs/marker"})
+	require.NoError(t, err)
+	after := marker.GetEvents()[0].GetId()
+
+	ctx, cancel := streamCtx(t, time.Minute)
+	defer cancel()
+	w, err := jobs.WatchJobs(ctx, &pb.WatchJobsRequest{Parent: "tenants/acme", Filter: "labels.team = nlp", AfterEventId: after, Bookmarks: true})
+	require.NoError(t, err)
+	plain, err := jobs.WatchJobs(ctx, &pb.WatchJobsRequest{Parent: "tenants/acme", Filter: "labels.team = nlp", AfterEventId: after})
+	require.NoError(t, err)
+	createJob(t, jobs, "acme", "cv-1", labelled("cv"))
+	createJob(t, jobs, "acme", "cv-2", labelled("cv"))
+	cv2, err := jobs.ListJobEvents(ctxT(t), &pb.ListJobEventsRequest{Parent: "tenants/acme/jobs/cv-2"})
+	require.NoError(t, err)
+	last := cv2.GetEvents()[0].GetId()
+
+	// Bookmarks only: one may come between the two creates on a slow
+	// machine, and the last names cv-2's event.
+	var m *pb.WatchJobResponse
+	for {
+		m, err = w.Recv()
+		require.NoError(t, err)
+		require.Nil(t, m.GetEvent())
+		require.Nil(t, m.GetJob())
+		require.LessOrEqual(t, m.GetBookmarkEventId(), last)
+		require.Greater(t, m.GetBookmarkEventId(), after)
+		if m.GetBookmarkEventId() == last {
+			break
+		}
+	}
+
+	// REST: {"result": {"bookmarkEventId": "N"}}.
+	rest := restStream(t, ctx, env, alice, "/v1/tenants/acme/jobs:watch?filter=labels.team%3Dnlp&bookmarks=true&afterEventId="+strconv.FormatInt(after, 10))
+	require.Equal(t, http.StatusOK, rest.StatusCode)
+	defer rest.Body.Close()
+	readUntil(t, rest.Body, `{"result":{"bookmarkEventId":"`+strconv.FormatInt(last, 10)+`"}}`)
+
+	// Resumed after the bookmark: the next match, nothing before it.
+	createJob(t, jobs, "acme", "nlp-1", labelled("nlp"))
+	resumed, err := jobs.WatchJobs(ctx, &pb.WatchJobsRequest{Parent: "tenants/acme", Filter: "labels.team = nlp", AfterEventId: m.GetBookmarkEventId(), Bookmarks: true})
+	require.NoError(t, err)
+	m, err = resumed.Recv()
+	require.NoError(t, err)
+	require.Equal(t, "tenants/acme/jobs/nlp-1", m.GetJob().GetName())
+	require.Equal(t, "Queued", m.GetEvent().GetReason())
+
+	// Without asking: no bookmark, the match is the first message.
+	m, err = plain.Recv()
+	require.NoError(t, err)
+	require.Equal(t, "tenants/acme/jobs/nlp-1", m.GetJob().GetName())
+}
+
 // TestStreamsPerCallerAreCapped: with --max-streams-per-caller 2, a third
 // concurrent stream of the same caller is RESOURCE_EXHAUSTED (429 over
 // REST), another caller is not affected, and closing one frees a slot.

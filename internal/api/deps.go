@@ -82,8 +82,11 @@ type deps struct {
 	log       *slog.Logger
 	now       func() time.Time
 	pollEvery time.Duration
-	nsPrefix  string
-	wakeups   *store.Wakeups
+	// bookmarkEvery is how long a watch that asked for bookmarks may go
+	// without sending before its position is sent as one.
+	bookmarkEvery time.Duration
+	nsPrefix      string
+	wakeups       *store.Wakeups
 	// tfjobPriorities map PriorityClass names to priorities (ImportTFJob).
 	tfjobPriorities map[string]int32
 }
@@ -105,6 +108,10 @@ type Deps struct {
 	Now func() time.Time
 	// WatchPoll is how often watchers poll without a notification. Defaults to 2s.
 	WatchPoll time.Duration
+	// WatchBookmark is how long a tenant watch that asked for bookmarks
+	// goes without sending anything before it sends its read position
+	// (when events its filter left out moved it). Defaults to 30s.
+	WatchBookmark time.Duration
 	// NamespacePrefix is put before a tenant id to make its namespace
 	// (tenant.NamespaceName). Defaults to tenant.DefaultNamespacePrefix.
 	NamespacePrefix string
@@ -115,8 +122,8 @@ type Deps struct {
 }
 
 func (d Deps) withDefaults() deps {
-	out := deps{store: d.Store, kube: d.Kube, log: d.Logger, now: d.Now, pollEvery: d.WatchPoll, nsPrefix: d.NamespacePrefix,
-		tfjobPriorities: d.TFJobPriorityClasses}
+	out := deps{store: d.Store, kube: d.Kube, log: d.Logger, now: d.Now, pollEvery: d.WatchPoll, bookmarkEvery: d.WatchBookmark,
+		nsPrefix: d.NamespacePrefix, tfjobPriorities: d.TFJobPriorityClasses}
 	if out.log == nil {
 		out.log = slog.Default()
 	}
@@ -125,6 +132,9 @@ func (d Deps) withDefaults() deps {
 	}
 	if out.pollEvery <= 0 {
 		out.pollEvery = 2 * time.Second
+	}
+	if out.bookmarkEvery <= 0 {
+		out.bookmarkEvery = 30 * time.Second
 	}
 	if out.nsPrefix == "" {
 		out.nsPrefix = tenant.DefaultNamespacePrefix

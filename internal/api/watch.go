@@ -99,7 +99,10 @@ func (s *JobServer) WatchJob(req *pb.WatchJobRequest, stream grpc.ServerStreamin
 }
 
 // WatchJobs streams the events of every job of a tenant that matches the
-// filter, each with its job as it is when sent (log tails left out). The
+// filter, each with its job as it is when sent (log tails left out), and,
+// when asked, bookmarks: the position the stream has read to, once the
+// events the filter left out have moved it and nothing was sent for
+// bookmarkEvery (checked at each poll). The
 // jobs of a batch of events are read in one query, by uid: events of a job
 // that was deleted since still arrive, with the job as it was last; if even
 // its row is gone (purged), with only its name and uid, whatever the filter.
@@ -128,6 +131,9 @@ func (s *JobServer) WatchJobs(req *pb.WatchJobsRequest, stream grpc.ServerStream
 		return err
 	}
 	checkResume := s.resumeCheck(tenantID, req.GetAfterEventId())
+	// sent is the position the client knows (the last event or bookmark
+	// it got), sentAt when it got it.
+	sent, sentAt := cursor, s.now()
 	return s.follow(ctx, wake, func() (bool, error) {
 		// What the notification that woke this poll announced must be in
 		// what it reads: a read that started after the notification
@@ -142,7 +148,7 @@ func (s *JobServer) WatchJobs(req *pb.WatchJobsRequest, stream grpc.ServerStream
 				return false, err
 			}
 			if len(t.events) == 0 {
-				return false, nil
+				break
 			}
 			var msgs []*pb.WatchJobResponse
 			for _, e := range t.events {
@@ -165,10 +171,20 @@ func (s *JobServer) WatchJobs(req *pb.WatchJobsRequest, stream grpc.ServerStream
 				}
 			}
 			cursor = t.events[len(t.events)-1].ID
+			if len(msgs) > 0 {
+				sent, sentAt = msgs[len(msgs)-1].GetEvent().GetId(), s.now()
+			}
 			if len(t.events) < maxPageSize {
-				return false, nil
+				break
 			}
 		}
+		if req.GetBookmarks() && cursor > sent && s.now().Sub(sentAt) >= s.bookmarkEvery {
+			if err := stream.Send(&pb.WatchJobResponse{BookmarkEventId: cursor}); err != nil {
+				return false, err
+			}
+			sent, sentAt = cursor, s.now()
+		}
+		return false, nil
 	})
 }
 

@@ -222,3 +222,62 @@ func TestWatchThatFallsBehindRetentionIsOutOfRange(t *testing.T) {
 		})
 	}
 }
+
+// A tenant watch that asked for bookmarks sends its read position once the
+// events its filter left out moved it past the last message and nothing
+// was sent for WatchBookmark; one that did not ask, or whose last message
+// is its position already, gets none.
+func TestWatchJobsBookmarks(t *testing.T) {
+	ev := func(id int64, uid string) job.Event {
+		return job.Event{ID: id, Tenant: "a", Job: "j-" + uid, JobUID: uid, Reason: "Queued"}
+	}
+	nlp := job.Job{Tenant: "a", Name: "j-nlp", UID: "nlp", Labels: map[string]string{"team": "nlp"}}
+	cv := job.Job{Tenant: "a", Name: "j-cv", UID: "cv", Labels: map[string]string{"team": "cv"}}
+	// Each watch resumes after event 1 (one that starts now would begin
+	// after the fake's last event).
+	resumed := func(t *testing.T, events []job.Event, bookmarks bool, every time.Duration) *fakeStream[pb.WatchJobResponse] {
+		st := newFakeStore()
+		st.jobs = []job.Job{nlp, cv}
+		st.events = events
+		srv := NewJobServer(Deps{Store: st, WatchPoll: 5 * time.Millisecond, WatchBookmark: every})
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		stream := &fakeStream[pb.WatchJobResponse]{ctx: ctx}
+		go func() {
+			_ = srv.WatchJobs(&pb.WatchJobsRequest{Parent: "tenants/a", Filter: "labels.team = nlp", AfterEventId: 1, Bookmarks: bookmarks}, stream)
+		}()
+		return stream
+	}
+	got := func(s *fakeStream[pb.WatchJobResponse]) []string {
+		var out []string
+		for _, m := range s.got() {
+			if m.GetEvent() != nil {
+				out = append(out, fmt.Sprintf("event %d", m.GetEvent().GetId()))
+			} else {
+				require.Nil(t, m.GetJob(), "a bookmark carries no job")
+				out = append(out, fmt.Sprintf("bookmark %d", m.GetBookmarkEventId()))
+			}
+		}
+		return out
+	}
+	filtered := []job.Event{ev(1, "cv"), ev(2, "nlp"), ev(3, "cv"), ev(4, "cv")}
+
+	s := resumed(t, filtered, true, time.Nanosecond)
+	require.Eventually(t, func() bool { return len(s.got()) == 2 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, []string{"event 2", "bookmark 4"}, got(s))
+	require.Never(t, func() bool { return len(s.got()) > 2 }, 50*time.Millisecond, 5*time.Millisecond, "one bookmark per position")
+
+	s = resumed(t, filtered, false, time.Nanosecond)
+	require.Eventually(t, func() bool { return len(s.got()) == 1 }, 5*time.Second, time.Millisecond)
+	require.Never(t, func() bool { return len(s.got()) > 1 }, 50*time.Millisecond, 5*time.Millisecond, "not asked for")
+	require.Equal(t, []string{"event 2"}, got(s))
+
+	s = resumed(t, filtered, true, time.Hour)
+	require.Eventually(t, func() bool { return len(s.got()) == 1 }, 5*time.Second, time.Millisecond)
+	require.Never(t, func() bool { return len(s.got()) > 1 }, 50*time.Millisecond, 5*time.Millisecond, "sent a moment ago")
+
+	s = resumed(t, []job.Event{ev(1, "cv"), ev(2, "nlp"), ev(3, "nlp")}, true, time.Nanosecond)
+	require.Eventually(t, func() bool { return len(s.got()) == 2 }, 5*time.Second, time.Millisecond)
+	require.Never(t, func() bool { return len(s.got()) > 2 }, 50*time.Millisecond, 5*time.Millisecond, "the last event is the position")
+	require.Equal(t, []string{"event 2", "event 3"}, got(s))
+}

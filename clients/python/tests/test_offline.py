@@ -220,26 +220,31 @@ class Progress(unittest.TestCase):
 
 
 class _ScriptedJobs(job_pb2_grpc.JobServiceServicer):
-    """An in-process JobService whose WatchJob plays one script per call."""
+    """An in-process JobService whose WatchJob and WatchJobs play one
+    script per call."""
 
     def __init__(self, gets, scripts):
-        self.gets, self.scripts, self.afters = gets, scripts, []
+        self.gets, self.scripts, self.afters, self.requests = gets, scripts, [], []
 
     def GetJob(self, request, context):
         return self.gets.pop(0)
 
     def WatchJob(self, request, context):
+        yield from self._play(request, context)
+
+    def WatchJobs(self, request, context):
+        yield from self._play(request, context)
+
+    def _play(self, request, context):
         self.afters.append(request.after_event_id)
+        self.requests.append(request)
         send, end = self.scripts[len(self.afters) - 1]
         yield from send
         if end is not None:
             context.abort(*end)
 
 
-class WaitAcrossRetention(unittest.TestCase):
-    """wait() outlives a resume the server refuses (event retention passed
-    the last event seen during an outage); watch() raises it."""
-
+class _InProcess(unittest.TestCase):
     def client(self, jobs: _ScriptedJobs) -> trainyard.Client:
         """A client of jobs served in-process, stopped when the test ends."""
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
@@ -248,6 +253,37 @@ class WaitAcrossRetention(unittest.TestCase):
         server.start()
         self.addCleanup(server.stop, None)
         return trainyard.Client(f"127.0.0.1:{port}", token="t", tenant="ml", insecure=True)
+
+
+class WatchBookmarks(_InProcess):
+    """A tenant watch asks for bookmarks, reopens after the latest one and
+    yields none of them."""
+
+    def test_a_resume_starts_after_the_bookmark(self):
+        job = job_pb2.Job(name="tenants/ml/jobs/j", labels={"team": "nlp"})
+        event = job_pb2.WatchJobResponse(event=job_pb2.JobEvent(id=41, reason="Running"), job=job)
+        later = job_pb2.WatchJobResponse(event=job_pb2.JobEvent(id=950, reason="Succeeded"), job=job)
+        jobs = _ScriptedJobs([], [
+            ([event, job_pb2.WatchJobResponse(bookmark_event_id=900)], (grpc.StatusCode.UNAVAILABLE, "stream lifetime reached")),
+            ([later], (grpc.StatusCode.PERMISSION_DENIED, "no longer a member")),
+        ])
+        got = []
+        with self.client(jobs) as c:
+            real_sleep, client_mod.time.sleep = client_mod.time.sleep, lambda _: None
+            try:
+                with self.assertRaises(trainyard.PermissionDenied):
+                    for msg in c.watch(filter="labels.team = nlp", after_event_id=40):
+                        got.append(msg.event.id)
+            finally:
+                client_mod.time.sleep = real_sleep
+        self.assertEqual(got, [41, 950], "events only")
+        self.assertEqual(jobs.afters, [40, 900], "reopened after the bookmark")
+        self.assertTrue(all(r.bookmarks for r in jobs.requests))
+
+
+class WaitAcrossRetention(_InProcess):
+    """wait() outlives a resume the server refuses (event retention passed
+    the last event seen during an outage); watch() raises it."""
 
     def test_a_resume_behind_retention_watches_the_job_afresh(self):
         running = job_pb2.Job(name="tenants/ml/jobs/j", status=job_pb2.JobStatus(state=job_pb2.JOB_STATE_RUNNING))

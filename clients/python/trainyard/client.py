@@ -250,7 +250,9 @@ class Client:
         after it. A dropped stream is reopened after the last event seen, so
         nothing is missed or repeated. A job's watch ends once it is final.
         A tenant's watch starts now, or after after_event_id: the position
-        ``snapshot`` returns follows on from its list.
+        ``snapshot`` returns follows on from its list. It asks the server
+        for bookmarks (the position it has read to, past events the filter
+        left out) and reopens after the latest; they are not yielded.
 
         Raises:
             OutOfRange: after_event_id (or, after a long outage, the last
@@ -272,13 +274,16 @@ class Client:
                 req = job_pb2.WatchJobRequest(name=self._name(job), after_event_id=last)
                 stream = self._jobs.WatchJob(req, metadata=self._metadata, timeout=timeout)
             else:
-                req = job_pb2.WatchJobsRequest(parent=self._parent(), filter=filter, after_event_id=last)
+                req = job_pb2.WatchJobsRequest(parent=self._parent(), filter=filter, after_event_id=last, bookmarks=True)
                 stream = self._jobs.WatchJobs(req, metadata=self._metadata, timeout=timeout)
             try:
                 for msg in stream:
                     backoff = 0.5
                     if msg.HasField("event"):
                         last = msg.event.id
+                    elif not msg.HasField("job"):
+                        last = max(last, msg.bookmark_event_id)  # a bookmark
+                        continue
                     yield msg
                     if job is not None and msg.job.status.state in FINAL_STATES:
                         return

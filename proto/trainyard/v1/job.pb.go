@@ -3744,7 +3744,15 @@ type WatchJobsRequest struct {
 	// watch_after_event_id); 0 starts with events from now on. OUT_OF_RANGE
 	// when event retention has deleted events after it: list again and
 	// watch from the new list's watch_after_event_id.
-	AfterEventId  int64 `protobuf:"varint,3,opt,name=after_event_id,json=afterEventId,proto3" json:"after_event_id,omitempty"`
+	AfterEventId int64 `protobuf:"varint,3,opt,name=after_event_id,json=afterEventId,proto3" json:"after_event_id,omitempty"`
+	// Also send bookmarks: messages with only bookmark_event_id set, the
+	// position up to which the stream has read the tenant's events. One is
+	// sent when events the filter left out have moved that position past
+	// the last message sent and nothing was sent for a while (30 s), so
+	// that a watch whose filter rarely matches resumes from where it read,
+	// not from its last match: a resume re-reads less and stays within
+	// event retention.
+	Bookmarks     bool `protobuf:"varint,4,opt,name=bookmarks,proto3" json:"bookmarks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3800,14 +3808,24 @@ func (x *WatchJobsRequest) GetAfterEventId() int64 {
 	return 0
 }
 
+func (x *WatchJobsRequest) GetBookmarks() bool {
+	if x != nil {
+		return x.Bookmarks
+	}
+	return false
+}
+
 type WatchJobResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The event; absent in the first message of a watch that did not resume,
-	// which carries the job's current state.
-	Event         *JobEvent `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
-	Job           *Job      `protobuf:"bytes,2,opt,name=job,proto3" json:"job,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// which carries the job's current state, and in a bookmark.
+	Event *JobEvent `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
+	Job   *Job      `protobuf:"bytes,2,opt,name=job,proto3" json:"job,omitempty"`
+	// A bookmark (WatchJobsRequest.bookmarks): resume after this event id.
+	// Set only in messages that have neither event nor job.
+	BookmarkEventId int64 `protobuf:"varint,3,opt,name=bookmark_event_id,json=bookmarkEventId,proto3" json:"bookmark_event_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *WatchJobResponse) Reset() {
@@ -3852,6 +3870,13 @@ func (x *WatchJobResponse) GetJob() *Job {
 		return x.Job
 	}
 	return nil
+}
+
+func (x *WatchJobResponse) GetBookmarkEventId() int64 {
+	if x != nil {
+		return x.BookmarkEventId
+	}
+	return 0
 }
 
 var File_trainyard_v1_job_proto protoreflect.FileDescriptor
@@ -4131,14 +4156,16 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"tail_lines\x18\x04 \x01(\x05R\ttailLines\"K\n" +
 	"\x0fWatchJobRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
-	"\x0eafter_event_id\x18\x02 \x01(\x03R\fafterEventId\"h\n" +
+	"\x0eafter_event_id\x18\x02 \x01(\x03R\fafterEventId\"\x86\x01\n" +
 	"\x10WatchJobsRequest\x12\x16\n" +
 	"\x06parent\x18\x01 \x01(\tR\x06parent\x12\x16\n" +
 	"\x06filter\x18\x02 \x01(\tR\x06filter\x12$\n" +
-	"\x0eafter_event_id\x18\x03 \x01(\x03R\fafterEventId\"e\n" +
+	"\x0eafter_event_id\x18\x03 \x01(\x03R\fafterEventId\x12\x1c\n" +
+	"\tbookmarks\x18\x04 \x01(\bR\tbookmarks\"\x91\x01\n" +
 	"\x10WatchJobResponse\x12,\n" +
 	"\x05event\x18\x01 \x01(\v2\x16.trainyard.v1.JobEventR\x05event\x12#\n" +
-	"\x03job\x18\x02 \x01(\v2\x11.trainyard.v1.JobR\x03job*\x8d\x01\n" +
+	"\x03job\x18\x02 \x01(\v2\x11.trainyard.v1.JobR\x03job\x12*\n" +
+	"\x11bookmark_event_id\x18\x03 \x01(\x03R\x0fbookmarkEventId*\x8d\x01\n" +
 	"\vReplicaType\x12\x1c\n" +
 	"\x18REPLICA_TYPE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12REPLICA_TYPE_CHIEF\x10\x01\x12\x17\n" +

@@ -611,22 +611,26 @@ class WatchJobRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., after_event_id: _Optional[int] = ...) -> None: ...
 
 class WatchJobResponse(_message.Message):
-    __slots__ = ["event", "job"]
+    __slots__ = ["bookmark_event_id", "event", "job"]
+    BOOKMARK_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
     EVENT_FIELD_NUMBER: _ClassVar[int]
     JOB_FIELD_NUMBER: _ClassVar[int]
+    bookmark_event_id: int
     event: JobEvent
     job: Job
-    def __init__(self, event: _Optional[_Union[JobEvent, _Mapping]] = ..., job: _Optional[_Union[Job, _Mapping]] = ...) -> None: ...
+    def __init__(self, event: _Optional[_Union[JobEvent, _Mapping]] = ..., job: _Optional[_Union[Job, _Mapping]] = ..., bookmark_event_id: _Optional[int] = ...) -> None: ...
 
 class WatchJobsRequest(_message.Message):
-    __slots__ = ["after_event_id", "filter", "parent"]
+    __slots__ = ["after_event_id", "bookmarks", "filter", "parent"]
     AFTER_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    BOOKMARKS_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
     PARENT_FIELD_NUMBER: _ClassVar[int]
     after_event_id: int
+    bookmarks: bool
     filter: str
     parent: str
-    def __init__(self, parent: _Optional[str] = ..., filter: _Optional[str] = ..., after_event_id: _Optional[int] = ...) -> None: ...
+    def __init__(self, parent: _Optional[str] = ..., filter: _Optional[str] = ..., after_event_id: _Optional[int] = ..., bookmarks: bool = ...) -> None: ...
 
 class ReplicaType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
