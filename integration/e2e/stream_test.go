@@ -279,6 +279,22 @@ func TestWatchJobResumesWithoutLossOrRepeat(t *testing.T) {
 	require.True(t, reasons["Restarting"], "the restart is among them: %v", reasons)
 }
 
+// teamJob is a one-worker job labelled team=team.
+func teamJob(team string) *pb.Job {
+	j := workerJob("tensorflow/tensorflow:2.16.1", 1)
+	j.Labels = map[string]string{"team": team}
+	return j
+}
+
+// firstEventID is the id of the job's first event (Queued): a watch
+// resumed after it sees what happened since.
+func firstEventID(t *testing.T, jobs pb.JobServiceClient, name string) int64 {
+	t.Helper()
+	evs, err := jobs.ListJobEvents(ctxT(t), &pb.ListJobEventsRequest{Parent: name})
+	require.NoError(t, err)
+	return evs.GetEvents()[0].GetId()
+}
+
 // TestWatchJobsFilter: a tenant watch with a filter sends the events of the
 // matching jobs only — of a job deleted since too, with its last state —
 // over gRPC and REST.
@@ -288,15 +304,8 @@ func TestWatchJobsFilter(t *testing.T) {
 	env.CreateTenant(t, "other", harness.Group("ml-team", pb.Role_ROLE_EDITOR))
 	alice := env.Token("alice", "ml-team")
 	jobs := env.Jobs(t, alice)
-	labelled := func(team string) *pb.Job {
-		j := workerJob("tensorflow/tensorflow:2.16.1", 1)
-		j.Labels = map[string]string{"team": team}
-		return j
-	}
-	createJob(t, jobs, "acme", "marker", labelled("none"))
-	marker, err := jobs.ListJobEvents(ctxT(t), &pb.ListJobEventsRequest{Parent: "tenants/acme/jobs/marker"})
-	require.NoError(t, err)
-	after := marker.GetEvents()[0].GetId()
+	createJob(t, jobs, "acme", "marker", teamJob("none"))
+	after := firstEventID(t, jobs, "tenants/acme/jobs/marker")
 
 	ctx, cancel := streamCtx(t, time.Minute)
 	nlp, err := jobs.WatchJobs(ctx, &pb.WatchJobsRequest{Parent: "tenants/acme", Filter: "labels.team = nlp", AfterEventId: after})
@@ -309,10 +318,10 @@ func TestWatchJobsFilter(t *testing.T) {
 		require.NotNil(t, md, "the watch is established before anything happens")
 	}
 
-	createJob(t, jobs, "acme", "nlp-1", labelled("nlp"))
-	createJob(t, jobs, "acme", "cv-1", labelled("cv"))
-	createJob(t, jobs, "other", "nlp-1", labelled("nlp"))
-	createJob(t, jobs, "acme", "nlp-2", labelled("nlp"))
+	createJob(t, jobs, "acme", "nlp-1", teamJob("nlp"))
+	createJob(t, jobs, "acme", "cv-1", teamJob("cv"))
+	createJob(t, jobs, "other", "nlp-1", teamJob("nlp"))
+	createJob(t, jobs, "acme", "nlp-2", teamJob("nlp"))
 	_, err = jobs.CancelJob(ctxT(t), &pb.CancelJobRequest{Name: "tenants/acme/jobs/nlp-1"})
 	require.NoError(t, err)
 	_, err = jobs.CancelJob(ctxT(t), &pb.CancelJobRequest{Name: "tenants/acme/jobs/cv-1"})
@@ -369,15 +378,8 @@ func TestWatchJobsBookmarks(t *testing.T) {
 	env.CreateTenant(t, "acme", harness.Group("ml-team", pb.Role_ROLE_EDITOR))
 	alice := env.Token("alice", "ml-team")
 	jobs := env.Jobs(t, alice)
-	labelled := func(team string) *pb.Job {
-		j := workerJob("tensorflow/tensorflow:2.16.1", 1)
-		j.Labels = map[string]string{"team": team}
-		return j
-	}
-	createJob(t, jobs, "acme", "marker", labelled("none"))
-	marker, err := jobs.ListJobEvents(ctxT(t), &pb.ListJobEventsRequest{Parent: "tenants/acme/jobs/marker"})
-	require.NoError(t, err)
-	after := marker.GetEvents()[0].GetId()
+	createJob(t, jobs, "acme", "marker", teamJob("none"))
+	after := firstEventID(t, jobs, "tenants/acme/jobs/marker")
 
 	ctx, cancel := streamCtx(t, time.Minute)
 	defer cancel()
@@ -385,11 +387,9 @@ func TestWatchJobsBookmarks(t *testing.T) {
 	require.NoError(t, err)
 	plain, err := jobs.WatchJobs(ctx, &pb.WatchJobsRequest{Parent: "tenants/acme", Filter: "labels.team = nlp", AfterEventId: after})
 	require.NoError(t, err)
-	createJob(t, jobs, "acme", "cv-1", labelled("cv"))
-	createJob(t, jobs, "acme", "cv-2", labelled("cv"))
-	cv2, err := jobs.ListJobEvents(ctxT(t), &pb.ListJobEventsRequest{Parent: "tenants/acme/jobs/cv-2"})
-	require.NoError(t, err)
-	last := cv2.GetEvents()[0].GetId()
+	createJob(t, jobs, "acme", "cv-1", teamJob("cv"))
+	createJob(t, jobs, "acme", "cv-2", teamJob("cv"))
+	last := firstEventID(t, jobs, "tenants/acme/jobs/cv-2")
 
 	// Bookmarks only: one may come between the two creates on a slow
 	// machine, and the last names cv-2's event.
@@ -413,7 +413,7 @@ func TestWatchJobsBookmarks(t *testing.T) {
 	readUntil(t, rest.Body, `{"result":{"bookmarkEventId":"`+strconv.FormatInt(last, 10)+`"}}`)
 
 	// Resumed after the bookmark: the next match, nothing before it.
-	createJob(t, jobs, "acme", "nlp-1", labelled("nlp"))
+	createJob(t, jobs, "acme", "nlp-1", teamJob("nlp"))
 	resumed, err := jobs.WatchJobs(ctx, &pb.WatchJobsRequest{Parent: "tenants/acme", Filter: "labels.team = nlp", AfterEventId: m.GetBookmarkEventId(), Bookmarks: true})
 	require.NoError(t, err)
 	m, err = resumed.Recv()
