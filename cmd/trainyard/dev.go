@@ -41,6 +41,9 @@ Takes every flag of "serve" and "worker".`,
 			if err := bindEnv(cmd.Flags()); err != nil {
 				return err
 			}
+			if err := serve.validate(); err != nil {
+				return err
+			}
 			return wf.validate()
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {

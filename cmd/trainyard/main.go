@@ -93,7 +93,10 @@ func newServeCmd() *cobra.Command {
 The database must be migrated first (trainyard migrate up).`,
 		Args: cobra.NoArgs,
 		PreRunE: func(cmd *cobra.Command, _ []string) error {
-			return bindEnv(cmd.Flags())
+			if err := bindEnv(cmd.Flags()); err != nil {
+				return err
+			}
+			return serve.validate()
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()

@@ -64,6 +64,14 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxStreams, "max-streams-per-caller", 32, "watches and log streams one caller (OIDC subject) may have open at once on this server, REST and gRPC together; more are RESOURCE_EXHAUSTED (HTTP 429). Raise it for a service token that streams for many users")
 }
 
+// validate refuses flag values that would change behaviour silently.
+func (f *serveFlags) validate() error {
+	if f.watchBookmark <= 0 {
+		return fmt.Errorf("--watch-bookmark-every must be positive, not %s", f.watchBookmark)
+	}
+	return nil
+}
+
 // authenticator builds the authenticator from the flags: OIDC, dev tokens,
 // or both (dev first).
 func (f *serveFlags) authenticator(ctx context.Context, log *slog.Logger) (auth.Authenticator, func() error, error) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -30,5 +31,22 @@ func TestServeConnectionFlags(t *testing.T) {
 			require.NotNil(t, fl, "%s --%s", cmd, name)
 			require.Equal(t, def, fl.DefValue)
 		}
+	}
+}
+
+// --watch-bookmark-every must be positive: 0 would otherwise mean the
+// default without saying so.
+func TestServeWatchBookmarkFlag(t *testing.T) {
+	for _, cmd := range []string{"serve", "dev"} {
+		f := newServeCmd().Flags()
+		if cmd == "dev" {
+			f = newDevCmd().Flags()
+		}
+		require.Equal(t, "30s", f.Lookup("watch-bookmark-every").DefValue, cmd)
+	}
+	require.NoError(t, (&serveFlags{watchBookmark: 30 * time.Second}).validate())
+	for _, v := range []time.Duration{0, -time.Second} {
+		err := (&serveFlags{watchBookmark: v}).validate()
+		require.ErrorContains(t, err, "--watch-bookmark-every must be positive")
 	}
 }
