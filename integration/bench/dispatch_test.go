@@ -166,7 +166,7 @@ func runDispatch(b testing.TB, cfg config, rep *report) {
 		logStart := len(env.Workers[0].Logs())
 		began := time.Now()
 		if li > 0 {
-			lr.trimmed = seeds.trim(b, tenantNS, rawNS, emptyNS)
+			lr.trimmed = seeds.trim(b, watch, tenantNS, rawNS, emptyNS)
 		}
 		if d := seeds.seed(b, level); d > 0 || lr.trimmed > 0 {
 			watch.settle(b, 5*time.Minute) // the seeded pods kwok started end a second later
@@ -240,7 +240,7 @@ func runDispatch(b testing.TB, cfg config, rep *report) {
 			// last pair nothing is measured before the next level's own
 			// trim (or the cluster's end), so that pair's pods stay.
 			if pair < cfg.blocks-1 {
-				lr.trimmedBlocks += seeds.trim(b, tenantNS, rawNS, emptyNS)
+				lr.trimmedBlocks += seeds.trim(b, watch, tenantNS, rawNS, emptyNS)
 				watch.settle(b, quietTimeout)
 			}
 		}

@@ -208,7 +208,17 @@ func cpuNodes(b testing.TB, kc kubernetes.Interface) []string {
 // (12,500) in the middle of the 10,000 level, whose force deletes of
 // hundreds of pods then loaded the control plane during whichever path was
 // running (seen in the controller manager's log during Trainyard's blocks).
-func (s *seeder) trim(b testing.TB, namespaces ...string) int {
+//
+// The deletes have no grace period, and trim returns once the bench's
+// informer has delivered every one of them: a graceful delete of a pod on
+// a node is two writes, the second kwok's, which came seconds later. The
+// block after a trim then started while kwok still removed its hundreds
+// of pods, and every pod watch of the cluster (the worker's, the
+// bench's) delivered its first events up to half a second late
+// (2026-12-04: the five jobs submitted first in such a block, 180-540 ms
+// to their pods against 40 at p50; single-pod probe creates 420 ms to the
+// informer at p99 in the same block).
+func (s *seeder) trim(b testing.TB, watch *podWatch, namespaces ...string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	var doomed []types.NamespacedName
@@ -230,7 +240,7 @@ func (s *seeder) trim(b testing.TB, namespaces ...string) int {
 	for range seedParallelism {
 		wg.Go(func() {
 			for p := range work {
-				if err := s.kc.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				if err := s.kc.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil && !apierrors.IsNotFound(err) {
 					select {
 					case errs <- err:
 					default:
@@ -249,5 +259,10 @@ func (s *seeder) trim(b testing.TB, namespaces ...string) int {
 		b.Fatalf("deleting the earlier levels' pods: %v", err)
 	default:
 	}
+	keys := make([]string, len(doomed))
+	for i, p := range doomed {
+		keys[i] = p.String()
+	}
+	watch.waitGone(b, keys, 2*time.Minute)
 	return len(doomed)
 }

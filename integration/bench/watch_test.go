@@ -25,6 +25,7 @@ type podWatch struct {
 	mu         sync.Mutex
 	sets       map[string]*podSet
 	unfinished map[string]bool // namespace/name of pods not Succeeded or Failed, the probe's left out
+	present    map[string]bool // namespace/name of every pod it holds
 	bytes      map[string]int  // protobuf size of the first pod per name prefix
 	changed    chan struct{}   // closed and replaced on every event
 }
@@ -38,7 +39,7 @@ type podSet struct {
 // startPodWatch runs an informer on the pods of each namespace until ctx
 // ends. Set names must be unique across the namespaces.
 func startPodWatch(ctx context.Context, b testing.TB, kc kubernetes.Interface, namespaces ...string) *podWatch {
-	w := &podWatch{sets: map[string]*podSet{}, unfinished: map[string]bool{}, bytes: map[string]int{}, changed: make(chan struct{})}
+	w := &podWatch{sets: map[string]*podSet{}, unfinished: map[string]bool{}, present: map[string]bool{}, bytes: map[string]int{}, changed: make(chan struct{})}
 	for _, ns := range namespaces {
 		factory := informers.NewSharedInformerFactoryWithOptions(kc, 0, informers.WithNamespace(ns),
 			informers.WithTransform(func(obj any) (any, error) {
@@ -107,10 +108,18 @@ func (w *podWatch) trackLocked(obj any, gone bool) {
 		obj, gone = tomb.Obj, true
 	}
 	pod, ok := obj.(*corev1.Pod)
-	if !ok || strings.HasPrefix(pod.Name, probePrefix) {
+	if !ok {
 		return
 	}
 	key := pod.Namespace + "/" + pod.Name
+	if gone {
+		delete(w.present, key)
+	} else {
+		w.present[key] = true
+	}
+	if strings.HasPrefix(pod.Name, probePrefix) {
+		return
+	}
 	if gone || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		delete(w.unfinished, key)
 	} else {
@@ -164,6 +173,21 @@ func (w *podWatch) waitFull(names []string, n int, timeout time.Duration) bool {
 func (w *podWatch) settle(b testing.TB, timeout time.Duration) {
 	if !w.waitFor(timeout, func() bool { return len(w.unfinished) == 0 }) {
 		b.Logf("pods still running %s after the phase; going on", timeout)
+	}
+}
+
+// waitGone waits until the informer has delivered the deletion of every
+// pod in keys (namespace/name), at most timeout.
+func (w *podWatch) waitGone(b testing.TB, keys []string, timeout time.Duration) {
+	if !w.waitFor(timeout, func() bool {
+		for _, k := range keys {
+			if w.present[k] {
+				return false
+			}
+		}
+		return true
+	}) {
+		b.Logf("pods deleted %s ago still in the bench's informer; going on", timeout)
 	}
 }
 
