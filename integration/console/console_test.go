@@ -382,7 +382,7 @@ func TestConsole(t *testing.T) {
 		direct := pb.NewJobServiceClient(harness.Dial(t, addr, e.Token("alice")))
 		_, err := direct.CreateJob(ctxT(t), &pb.CreateJobRequest{Parent: "tenants/vision", JobId: "while-away", Job: &pb.Job{
 			Labels: map[string]string{"away": "yes"},
-			Spec: &pb.JobSpec{Replicas: []*pb.ReplicaSpec{replica(pb.ReplicaType_REPLICA_TYPE_WORKER, 0, nil)}},
+			Spec:   &pb.JobSpec{Replicas: []*pb.ReplicaSpec{replica(pb.ReplicaType_REPLICA_TYPE_WORKER, 0, nil)}},
 		}})
 		require.NoError(t, err)
 		time.Sleep(10 * time.Millisecond) // its events older than the retention below
