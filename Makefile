@@ -107,8 +107,10 @@ test-unit: ## Unit tests only: no Postgres, no cluster.
 	$(GO) test -count=1 ./...
 
 .PHONY: lint
-lint: $(PROTO_DEPS) web/node_modules/.package-lock.json ## go vet, buf lint, buf breaking against main, and the console's eslint and tsc.
+lint: $(PROTO_DEPS) web/node_modules/.package-lock.json ## gofmt, go vet, buf lint, buf breaking against main, and the console's eslint and tsc.
 	cd web && $(NPM) run lint
+	@# Every Go file, whatever its build tags (go vet sees only the tags it is given).
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$unformatted" || { echo "not gofmt'd: $$unformatted" >&2; exit 1; }
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./...
 	$(GO) vet -tags bench ./integration/bench/
