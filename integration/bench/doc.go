@@ -77,8 +77,11 @@
 // nodes, then a status update; the pods carry sim.trainyard.dev/history,
 // so kwok never runs them), then waits until the namespace is quiet and the worker owns no
 // job. Before that, and after each pair of blocks, it deletes the finished
-// pods the blocks and the probe left (seeder.trim), so every block meets
-// the level's seeded pods and no more, and the cluster's finished pods
+// pods the blocks and the probe left (seeder.trim: without a grace period,
+// waiting until the bench's informer has delivered every delete, so that
+// no block starts while kwok still removes the last pair's pods), so every
+// block meets the level's seeded pods and no more, and the cluster's
+// finished pods
 // stay under the pod garbage collector's threshold (12,500, oldest
 // force-deleted first): before, at 30 s per path, the earlier levels'
 // 6,000 pods, and then the 10,000 level's own 3,000, took it past it, and
