@@ -179,6 +179,12 @@ func (s *JobServer) WatchJobs(req *pb.WatchJobsRequest, stream grpc.ServerStream
 			}
 		}
 		if req.GetBookmarks() && cursor > sent && s.now().Sub(sentAt) >= s.bookmarkEvery {
+			// A position says that events happened: whoever lost access
+			// before them gets the end a new call would, not a bookmark
+			// (one tenant read, at most every bookmarkEvery).
+			if err := auth.Recheck(ctx); err != nil {
+				return false, err
+			}
 			if err := stream.Send(&pb.WatchJobResponse{BookmarkEventId: cursor}); err != nil {
 				return false, err
 			}
