@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -31,6 +32,10 @@ func TestTextBoundary(t *testing.T) {
 		{&pb.CreateTenantRequest{TenantId: "t", Tenant: &pb.Tenant{Members: []*pb.Member{{Principal: &pb.Member_Subject{Subject: nul}}}}},
 			[]string{"tenant.members[0].subject"}},
 		{&pb.CreateJobRequest{Parent: "tenants/t", RequestId: nul}, []string{"requestId"}},
+		{&pb.BatchCreateJobsRequest{Parent: "tenants/t", Requests: []*pb.CreateJobRequest{
+			{Job: &pb.Job{Labels: map[string]string{"a": "b"}, Spec: &pb.JobSpec{Replicas: []*pb.ReplicaSpec{{Command: []string{"python"}}}}}},
+			{JobId: "j", Job: &pb.Job{DisplayName: nul}},
+		}}, []string{"requests[1].job.displayName"}},
 	} {
 		vs := textViolations(c.req)
 		var got []string
@@ -47,6 +52,28 @@ func TestTextBoundary(t *testing.T) {
 	require.Empty(t, textViolations(&pb.GetJobRequest{Name: "tenants/t/jobs/" + nul}))
 	require.Empty(t, textViolations(&pb.PutSecretRequest{Secret: &pb.Secret{Name: "tenants/t/secrets/s", Data: map[string]string{"k": nul}}}))
 	require.Len(t, textViolations(&pb.PutSecretRequest{Secret: &pb.Secret{Data: map[string]string{nul: "v"}}}), 1, "keys are checked")
+}
+
+// The walk of a batch of 1,000 jobs, which every BatchCreateJobs pays
+// before its handler runs.
+func BenchmarkTextViolations(b *testing.B) {
+	req := &pb.BatchCreateJobsRequest{Parent: "tenants/t"}
+	for i := range 1000 {
+		rep := func(t pb.ReplicaType, n int32) *pb.ReplicaSpec {
+			return &pb.ReplicaSpec{Type: t, Count: n, Image: "tensorflow/tensorflow:2.16.1", Command: []string{"python", "/app/train.py"},
+				Env: []*pb.EnvVar{{Name: "EPOCHS", Source: &pb.EnvVar_Value{Value: "10"}}}, Resources: &pb.Resources{Cpu: "1", Memory: "2Gi"}}
+		}
+		req.Requests = append(req.Requests, &pb.CreateJobRequest{JobId: fmt.Sprintf("j-%d", i), RequestId: fmt.Sprintf("r-%d", i), Job: &pb.Job{
+			Labels: map[string]string{"team": "vision"},
+			Spec:   &pb.JobSpec{Replicas: []*pb.ReplicaSpec{rep(pb.ReplicaType_REPLICA_TYPE_CHIEF, 1), rep(pb.ReplicaType_REPLICA_TYPE_WORKER, 4)}},
+		}})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if vs := textViolations(req); len(vs) > 0 {
+			b.Fatal(vs)
+		}
+	}
 }
 
 func TestTextBoundaryIsBounded(t *testing.T) {
