@@ -5,7 +5,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -18,6 +17,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/trainyard/trainyard/integration/cluster"
 )
 
 // postgres is a Postgres server of the suite's own, on a port of its own,
@@ -75,9 +76,12 @@ func startPostgres(t testing.TB) *postgres {
 	if out, err := initdb.CombinedOutput(); err != nil {
 		t.Fatalf("initdb: %v\n%s", err, out)
 	}
-	if p.port, err = freePort(); err != nil {
+	// A port below the ephemeral range: restart binds it again.
+	ports, err := cluster.FreePorts(1)
+	if err != nil {
 		t.Fatal(err)
 	}
+	p.port = ports[0]
 	if err := p.start(); err != nil {
 		t.Fatal(err)
 	}
@@ -173,13 +177,4 @@ func (p *postgres) logTail() string {
 	data, _ := os.ReadFile(filepath.Join(p.dir, "postgres.log"))
 	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-15):], "\n")
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -61,7 +61,7 @@ func StartLocal(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return nil, fmt.Errorf("%s already holds a cluster: stop it first (StopDir)", dir)
 	}
 
-	ports, err := freePorts(6)
+	ports, err := FreePorts(6)
 	if err != nil {
 		return nil, err
 	}

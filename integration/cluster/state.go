@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -131,10 +132,16 @@ func portOpen(port int) bool {
 	return true
 }
 
-// freePorts asks the kernel for n distinct free loopback ports. A port can
-// in principle be taken between here and the component's bind; Start then
-// fails with the component's log naming the port.
-func freePorts(n int) ([]int, error) {
+// FreePorts returns n distinct ports free on 127.0.0.1 now, below the
+// kernel's ephemeral range when there is room there. A port from the
+// ephemeral range (what ":0" gives) can be taken meanwhile as the source
+// port of any outgoing connection on the machine, and a component that
+// restarts on its recorded port then cannot listen: the chaos suite's
+// etcd restart failed so ("bind: address already in use" on its peer
+// port, 2026-12-05). A port can still be taken by another listener
+// between here and the component's bind; Start then fails with the
+// component's log naming the port.
+func FreePorts(n int) ([]int, error) {
 	var ports []int
 	var ls []net.Listener
 	defer func() {
@@ -142,7 +149,22 @@ func freePorts(n int) ([]int, error) {
 			_ = l.Close()
 		}
 	}()
-	for range n {
+	lo, _ := ephemeralPorts()
+	const first = 10000
+	if lo-first >= 100*n {
+		for _, i := range rand.Perm(lo - first) {
+			if len(ports) == n {
+				return ports, nil
+			}
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(first+i))
+			if err != nil {
+				continue // taken
+			}
+			ls = append(ls, l)
+			ports = append(ports, first+i)
+		}
+	}
+	for len(ports) < n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, err
@@ -151,6 +173,21 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// ephemeralPorts is the kernel's range of source ports for outgoing
+// connections (Linux's default when it cannot be read).
+func ephemeralPorts() (lo, hi int) {
+	lo, hi = 32768, 60999
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return lo, hi
+	}
+	var a, b int
+	if _, err := fmt.Sscan(string(data), &a, &b); err == nil && a > 0 && a <= b {
+		return a, b
+	}
+	return lo, hi
 }
 
 // lockDir takes an exclusive lock on dir+".lock" so two `localcluster up`
