@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/backoff"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/trainyard/trainyard/integration/cluster"
 	"github.com/trainyard/trainyard/integration/harness"
 	"github.com/trainyard/trainyard/internal/kube"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
@@ -107,15 +108,22 @@ func setup(t *testing.T, cfg Config) *suite {
 	t.Logf("chaos: seed %d", seed)
 	s := &suite{t: t, cfg: cfg, rng: rand.New(rand.NewPCG(seed, seed>>1))}
 	s.pg = startPostgres(t)
-	s.env = harness.Start(t, harness.Options{Cluster: true, DatabaseURL: s.pg.URL(), RestartsAPIServer: true})
+	// The API servers restart on their ports: ports below the ephemeral
+	// range, which no outgoing connection takes meanwhile.
+	ports, err := cluster.FreePorts(4)
+	require.NoError(t, err)
+	addrs := func(grpcPort, httpPort int) []string {
+		return []string{"--grpc-addr", fmt.Sprintf("127.0.0.1:%d", grpcPort), "--http-addr", fmt.Sprintf("127.0.0.1:%d", httpPort)}
+	}
+	s.env = harness.Start(t, harness.Options{Cluster: true, DatabaseURL: s.pg.URL(), RestartsAPIServer: true,
+		ServeArgs: addrs(ports[0], ports[1])})
 	t.Cleanup(s.keepLogs)
-	var err error
 	s.db, err = pgxpool.New(context.Background(), s.pg.URL())
 	require.NoError(t, err)
 	t.Cleanup(s.db.Close)
 
 	s.servers = []*apiServer{{proc: s.env.Server, grpcAddr: s.env.GRPCAddr, httpURL: s.env.HTTPURL}}
-	p, grpcAddr, httpURL := s.env.StartServer(t)
+	p, grpcAddr, httpURL := s.env.StartServer(t, addrs(ports[2], ports[3])...)
 	s.servers = append(s.servers, &apiServer{proc: p, grpcAddr: grpcAddr, httpURL: httpURL})
 	for slot := range 2 {
 		s.workers = append(s.workers, s.startWorker(slot, 0))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,6 +91,9 @@ func (c *Cluster) RestartExited(ctx context.Context) ([]string, error) {
 func (c *Cluster) startAgain(ctx context.Context, i int) error {
 	s := c.state
 	old := s.Processes[i]
+	if err := waitPortsFree(ctx, c.portsOf(old.Name)); err != nil {
+		return fmt.Errorf("cluster: restarting %s: %w", old.Name, err)
+	}
 	p, err := startProcess(old.Name, old.Binary, old.Args, componentEnv(s.Dir), s.Dir, old.Log, s.Detached)
 	if err != nil {
 		return err
@@ -102,6 +106,48 @@ func (c *Cluster) startAgain(ctx context.Context, i int) error {
 		return fmt.Errorf("cluster: restarting %s: %w\n%s", p.Name, err, p.LogTail(15))
 	}
 	return nil
+}
+
+// portsOf is the ports the component listens on: its own, or, for etcd,
+// etcd-client and etcd-peer.
+func (c *Cluster) portsOf(name string) []int {
+	var out []int
+	for k, port := range c.state.Ports {
+		if k == name || strings.HasPrefix(k, name+"-") {
+			out = append(out, port)
+		}
+	}
+	return out
+}
+
+// waitPortsFree waits until every port can be listened on again. A process
+// killed with SIGKILL shows as a zombie (Alive false) once its main thread
+// has exited, while its other threads, which share its listening sockets,
+// may still be exiting: etcd restarted in that moment failed with "bind:
+// address already in use" on its peer port (the chaos smoke, 2 runs in 15
+// on 2026-12-05).
+func waitPortsFree(ctx context.Context, ports []int) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		busy := 0
+		for _, port := range ports {
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+			if err != nil {
+				busy = port
+				break
+			}
+			_ = l.Close()
+		}
+		if busy == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("port %d still in use", busy)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // waitHealthy waits for a restarted component's health check: what

@@ -136,9 +136,10 @@ func portOpen(port int) bool {
 // kernel's ephemeral range when there is room there. A port from the
 // ephemeral range (what ":0" gives) can be taken meanwhile as the source
 // port of any outgoing connection on the machine, and a component that
-// restarts on its recorded port then cannot listen: the chaos suite's
-// etcd restart failed so ("bind: address already in use" on its peer
-// port, 2026-12-05). A port can still be taken by another listener
+// restarts on its recorded port (Restart) could not listen then. (The
+// chaos suite's etcd restart that failed with "bind: address already in
+// use" had another cause: waitPortsFree.) A port can still be taken by
+// another listener
 // between here and the component's bind; Start then fails with the
 // component's log naming the port.
 func FreePorts(n int) ([]int, error) {
