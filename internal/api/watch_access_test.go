@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -13,12 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/trainyard/trainyard/internal/auth"
+	"github.com/trainyard/trainyard/internal/grpctest"
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/tenant"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
@@ -78,14 +76,7 @@ func TestWatchJobsBookmarkRechecksAccess(t *testing.T) {
 			auth.WithStreamPolicy(auth.StreamPolicy{Recheck: time.Hour}))
 		srv := grpc.NewServer(grpc.ChainStreamInterceptor(ic.Stream()))
 		pb.RegisterJobServiceServer(srv, NewJobServer(Deps{Store: st, WatchPoll: 5 * time.Millisecond, WatchBookmark: 300 * time.Millisecond}))
-		lis := bufconn.Listen(1 << 20)
-		go func() { _ = srv.Serve(lis) }()
-		t.Cleanup(srv.Stop)
-		conn, err := grpc.NewClient("passthrough:///bufnet",
-			grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-			grpc.WithTransportCredentials(insecure.NewCredentials()))
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = conn.Close() })
+		conn := grpctest.Serve(t, srv)
 
 		ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer vera"), 10*time.Second)
 		t.Cleanup(cancel)

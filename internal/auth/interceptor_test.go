@@ -4,23 +4,21 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/trainyard/trainyard/internal/auth/oidctest"
+	"github.com/trainyard/trainyard/internal/grpctest"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
 
@@ -91,24 +89,11 @@ func startServer(t *testing.T, authn Authenticator, logs *logBuffer) *grpc.Clien
 	pb.RegisterTenantServiceServer(srv, tenantsServer{})
 	healthpb.RegisterHealthServer(srv, health.NewServer())
 	reflection.Register(srv)
-	return serveInMemory(t, srv)
+	return grpctest.Serve(t, srv)
 }
 
 // serveInMemory serves srv over an in-memory listener and returns a client
 // connection to it; both stop when the test ends.
-func serveInMemory(t *testing.T, srv *grpc.Server) *grpc.ClientConn {
-	t.Helper()
-	lis := bufconn.Listen(1 << 20)
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
-	return conn
-}
-
 func withAuth(values ...string) context.Context {
 	md := metadata.MD{}
 	for _, v := range values {

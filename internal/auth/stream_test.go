@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/trainyard/trainyard/internal/grpctest"
 	"github.com/trainyard/trainyard/internal/tenant"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
@@ -91,7 +92,7 @@ func newStreamWorld(t *testing.T, authn Authenticator, pol StreamPolicy) *stream
 	ic := NewInterceptor(authn, NewAuthorizer(w.tenants), WithLogger(discardLogger()), WithStreamPolicy(pol))
 	srv := grpc.NewServer(grpc.ChainStreamInterceptor(ic.Stream()))
 	pb.RegisterJobServiceServer(srv, holdingJobs{more: w.more})
-	w.jobs = pb.NewJobServiceClient(serveInMemory(t, srv))
+	w.jobs = pb.NewJobServiceClient(grpctest.Serve(t, srv))
 	return w
 }
 
