@@ -109,14 +109,14 @@ for _ in $(seq 1 600); do
   if [[ "$state" != "$last" ]]; then say "$(date +%T)  $state"; last="$state"; fi
   if [[ "$state" == RUNNING && -z "$shown" ]]; then
     echo
-    say "TF_CONFIG of each pod (addresses resolve through the headless Service ty-demo/mnist):"
+    say "TF_CONFIG of each pod (addresses resolve through the namespace's headless Service ty-demo/replicas):"
     kubectl -n ty-demo get pods -l trainyard.dev/job=mnist \
       -o jsonpath='{range .items[*]}{.metadata.name}{"  "}{.spec.containers[0].env[?(@.name=="TF_CONFIG")].value}{"\n"}{end}' | sed 's/^/    /'
     echo
-    say "EndpointSlice of the Service (what DNS would answer):"
-    # The EndpointSlice controller catches up with the pods on its own time.
+    say "The job's EndpointSlice of that Service (what DNS would answer):"
+    # The worker writes it as the pods get their addresses.
     for _ in $(seq 1 20); do
-      kubectl -n ty-demo get endpointslices -l kubernetes.io/service-name=mnist \
+      kubectl -n ty-demo get endpointslices -l kubernetes.io/service-name=replicas,trainyard.dev/job=mnist \
         -o jsonpath='{range .items[*].endpoints[*]}{.hostname}{" -> "}{.addresses[0]}{"\n"}{end}' >"$work/endpoints"
       [[ "$(grep -c . "$work/endpoints")" -ge 4 ]] && break
       sleep 0.25

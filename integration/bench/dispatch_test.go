@@ -505,8 +505,8 @@ func splitAtDecision(logs string, acks map[string]time.Time, watch *podWatch) (d
 
 // actionsApplied reads the worker's debug line "actions applied" (only
 // with TRAINYARD_BENCH_WORKER_ARGS=--log-level=debug): how long the
-// Kubernetes calls of each pass with 6 or more actions (a job's Service
-// and pods) took.
+// Kubernetes calls of each pass with 5 or more actions (a job's pods)
+// took.
 func actionsApplied(logs string) latencies {
 	var out []time.Duration
 	for _, line := range splitLines(logs) {
@@ -514,7 +514,7 @@ func actionsApplied(logs string) latencies {
 		if m == nil {
 			continue
 		}
-		if n, _ := strconv.Atoi(m[1]); n < podsPerJob+1 {
+		if n, _ := strconv.Atoi(m[1]); n < podsPerJob {
 			continue
 		}
 		if d, err := time.ParseDuration(m[2]); err == nil {

@@ -72,7 +72,7 @@
 // already in the tenant's namespace, where both paths create. Before a
 // level the bench seeds the difference (seed_test.go): finished jobs as
 // Trainyard leaves them by default — a SUCCEEDED, inactive job row and five
-// Succeeded pods (the Service went when the job ended) — made
+// Succeeded pods (the EndpointSlice went when the job ended) — made
 // directly (one INSERT; client-go creates of pods already bound to the CPU
 // nodes, then a status update; the pods carry sim.trainyard.dev/history,
 // so kwok never runs them), then waits until the namespace is quiet and the worker owns no
@@ -95,10 +95,10 @@
 //	               priority level and admission policies) and QPS/burst
 //	               (200/400), in the tenant's namespace, without the
 //	               managed-by label so the worker's informers never see
-//	               them (no Service selects them: their job uid is their
-//	               own)
+//	               them (their job uid is their own)
 //	trainyard      CreateJob over gRPC to `trainyard serve`; one `trainyard
-//	               worker` creates the 5 pods, then the Service
+//	               worker` creates the 5 pods, then the EndpointSlice as
+//	               they get addresses
 //	trainyard-empty-ns  the same, at the most seeded level, in another tenant
 //	               whose namespace is never seeded: Trainyard's own figure
 //	               on an empty namespace in the same cluster state (issue

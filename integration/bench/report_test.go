@@ -224,9 +224,9 @@ func (r *report) printLevel(out io.Writer, l levelResult) {
 	span("raw: start → 1st pod", l.raw.toFirst, "")
 	span("raw: 1st → 5th pod", l.raw.spread, "")
 	span("Trainyard: ack → saved STARTING", t.decided, "NOTIFY, claim, queue, JobLoad, JobAdmit, plan, JobSave")
-	span("Trainyard: saved → 1st pod", t.toPods, "the creates (5 pods at once, then the Service), informer delivery")
+	span("Trainyard: saved → 1st pod", t.toPods, "the creates (5 pods at once), informer delivery")
 	span("Trainyard: 1st → 5th pod", t.spread, "")
-	span("Trainyard: worker's creates", t.acted, "its debug log's \"actions applied\" took= (5 pods, then the Service)")
+	span("Trainyard: worker's creates", t.acted, "its debug log's \"actions applied\" took= (5 pods)")
 	for _, p := range l.probe {
 		if p.call.n == 0 {
 			continue
@@ -325,7 +325,7 @@ func printWorkerMetrics(out io.Writer, m map[string]float64) {
 	slices.Sort(errs)
 	fmt.Fprintf(out, "  Kubernetes calls: %s\n", strings.Join(calls, ", "))
 	var timed []string
-	for _, c := range []struct{ verb, resource string }{{"create", "pods"}, {"create", "services"}, {"update", "endpointslices"}, {"delete", "pods"}} {
+	for _, c := range []struct{ verb, resource string }{{"create", "pods"}, {"create", "endpointslices"}, {"update", "endpointslices"}, {"delete", "pods"}} {
 		if t := mean("trainyard_worker_kube_request_seconds", `{resource="`+c.resource+`",verb="`+c.verb+`"}`); t != "-" {
 			timed = append(timed, c.verb+" "+c.resource+" "+t)
 		}

@@ -26,7 +26,7 @@ import (
 
 // A tenant's history, made fast: finished jobs as Trainyard leaves them by
 // default (CleanPodPolicy Running: the job row SUCCEEDED and its finished
-// pods kept; the headless Service went when the last replica stopped
+// pods kept; the job's EndpointSlice went when the last replica stopped
 // running), without running them. Running 2,000 jobs
 // through the worker and kwok would take longer than the whole bench.
 //
@@ -42,11 +42,13 @@ import (
 //     that write makes their status, and kwok writes no log object or
 //     status patch of its own for them (it did, racing the bench's write,
 //     before 2026-12-04: seeding 8,000 pods took 88 s).
-//   - No Service: Trainyard deletes a job's Service when the job ends with
-//     no replica running (job.Plan's cleanup). Before 2026-12-04 it kept
-//     it until the TTL, and the bench seeded one per job with its emptied
-//     EndpointSlice: 2,000 Services at the 10,000 level, which every pod
-//     change in the namespace made the controller manager scan.
+//   - No EndpointSlice: Trainyard deletes a job's slice when the job ends
+//     with no replica running (job.Plan's cleanup; until 2026-12-05 the
+//     job's own Service, which took its slice with it). Before 2026-12-04
+//     it kept the Service until the TTL, and the bench seeded one per job
+//     with its emptied EndpointSlice: 2,000 Services at the 10,000 level,
+//     which every pod change in the namespace made the controller manager
+//     scan.
 //
 // So the API server, etcd, the controller manager, the schedulers and the
 // worker hold what they would hold for that history, and nobody spends CPU

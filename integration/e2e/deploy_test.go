@@ -395,6 +395,7 @@ func TestDeployWorkerRoleRunsTheTenantReconciler(t *testing.T) {
 		{Verb: "list", Resource: "services"}, {Verb: "watch", Resource: "services"},
 		{Namespace: ns, Verb: "create", Resource: "endpointslices", Group: "discovery.k8s.io"},
 		{Namespace: ns, Verb: "update", Resource: "endpointslices", Group: "discovery.k8s.io"},
+		{Namespace: ns, Verb: "delete", Resource: "endpointslices", Group: "discovery.k8s.io"},
 		{Verb: "list", Resource: "endpointslices", Group: "discovery.k8s.io"}, {Verb: "watch", Resource: "endpointslices", Group: "discovery.k8s.io"},
 		// The scheduler's view of the cluster.
 		{Verb: "list", Resource: "nodes"}, {Verb: "watch", Resource: "nodes"},
@@ -408,10 +409,10 @@ func TestDeployWorkerRoleRunsTheTenantReconciler(t *testing.T) {
 		{Namespace: ns, Verb: "escalate", Resource: "roles", Group: "rbac.authorization.k8s.io"},
 		{Verb: "create", Resource: "clusterrolebindings", Group: "rbac.authorization.k8s.io"},
 		{Namespace: ns, Verb: "patch", Resource: "pods"},
-		// Slices go with their Service (garbage collector); endpoints of
-		// the old API are not written.
-		{Namespace: ns, Verb: "delete", Resource: "endpointslices", Group: "discovery.k8s.io"},
+		// Endpoints of the old API are not written, nor Services updated
+		// (the Service of replicas is deleted and created again).
 		{Namespace: ns, Verb: "create", Resource: "endpoints"},
+		{Namespace: ns, Verb: "update", Resource: "services"},
 		{Verb: "create", Resource: "events"}, {Namespace: ns, Verb: "create", Resource: "leases", Group: "coordination.k8s.io"},
 		// The scheduler reads nodes; it never writes them (nor binds pods).
 		{Verb: "get", Resource: "nodes"}, {Verb: "update", Resource: "nodes"}, {Verb: "patch", Resource: "nodes"},

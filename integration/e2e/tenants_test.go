@@ -412,31 +412,30 @@ func TestTenantPrivilegedJobFailsWithPodSecurityReason(t *testing.T) {
 	require.Empty(t, jobPods(t, env, "psa", "priv"), "no pod was admitted")
 }
 
-// A job whose Service name is taken by a Service Trainyard did not make
-// fails with NameConflict. The worker finds out with a live read of the
-// Service (the informer holds only Trainyard's objects), which deploy/'s
-// worker role must allow: without "get" on services the read is refused
-// and the job retries forever (and the harness fails the test on the
-// worker's RBAC refusal).
+// A job whose pod name is taken by a pod Trainyard did not make fails with
+// NameConflict. The worker finds out with a live read of the pod (its
+// informer's handlers ignore what is not Trainyard's), which deploy/'s
+// worker role must allow: without "get" on pods the read is refused and
+// the job retries forever (and the harness fails the test on the worker's
+// RBAC refusal).
 func TestTenantJobNameConflictUnderDeployRBAC(t *testing.T) {
 	env := startWithDeployRBAC(t)
 	env.CreateTenantWith(t, "clash", &pb.Tenant{Members: []*pb.Member{harness.Group("clash-team", pb.Role_ROLE_EDITOR)}})
 	waitTenantNamespace(t, env, "clash")
-	_, err := env.Cluster.Client().CoreV1().Services(env.Namespace("clash")).Create(ctxT(t), &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "taken"},
-		Spec:       corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
+	_, err := env.Cluster.Client().CoreV1().Pods(env.Namespace("clash")).Create(ctxT(t), &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "taken-worker-1"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 
 	jobs := env.Jobs(t, env.Token("cy", "clash-team"))
-	// Two replicas, so the job has a headless Service.
 	j := oneWorker(runForever(), nil)
 	j.Spec.Replicas[0].Count = 2
 	createJob(t, jobs, "clash", "taken", j)
 	failed := harness.WaitJob(t, jobs, harness.JobName("clash", "taken"), 60*time.Second, harness.InState(pb.JobState_JOB_STATE_FAILED))
 	require.Equal(t, "NameConflict", failed.GetStatus().GetReason(), "status: %s", protojson.Format(failed.GetStatus()))
 
-	svc, err := env.Cluster.Client().CoreV1().Services(env.Namespace("clash")).Get(ctxT(t), "taken", metav1.GetOptions{})
+	pod, err := env.Cluster.Client().CoreV1().Pods(env.Namespace("clash")).Get(ctxT(t), "taken-worker-1", metav1.GetOptions{})
 	require.NoError(t, err)
-	require.Empty(t, svc.Labels, "the other Service is left as it was")
+	require.Empty(t, pod.Labels, "the other pod is left as it was")
 }

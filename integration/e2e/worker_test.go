@@ -104,15 +104,28 @@ func (e *workerEnv) pods(t *testing.T, jobID string) []corev1.Pod {
 	return list.Items
 }
 
-// waitGone waits until the job has no pods and no Services left.
+// waitGone waits until the job has no pods, Services or EndpointSlices
+// left.
 func (e *workerEnv) waitGone(t *testing.T, jobID string, timeout time.Duration) {
 	t.Helper()
 	sel := labels.SelectorFromSet(labels.Set{kube.LabelJob: jobID}).String()
 	require.Eventually(t, func() bool {
-		pods, err1 := e.Cluster.Client().CoreV1().Pods(e.ns).List(ctxT(t), metav1.ListOptions{LabelSelector: sel})
-		svcs, err2 := e.Cluster.Client().CoreV1().Services(e.ns).List(ctxT(t), metav1.ListOptions{LabelSelector: sel})
-		return err1 == nil && err2 == nil && len(pods.Items) == 0 && len(svcs.Items) == 0
-	}, timeout, 100*time.Millisecond, "job %s still has pods or services", jobID)
+		return e.jobObjects(ctxT(t), sel) == 0
+	}, timeout, 100*time.Millisecond, "job %s still has pods, services or endpointslices", jobID)
+}
+
+// jobObjects counts the pods, Services and EndpointSlices that sel selects
+// in the tenant's namespace, or -1 when the API server did not answer.
+func (e *workerEnv) jobObjects(ctx context.Context, sel string) int {
+	opts := metav1.ListOptions{LabelSelector: sel}
+	c := e.Cluster.Client()
+	pods, err1 := c.CoreV1().Pods(e.ns).List(ctx, opts)
+	svcs, err2 := c.CoreV1().Services(e.ns).List(ctx, opts)
+	slices, err3 := c.DiscoveryV1().EndpointSlices(e.ns).List(ctx, opts)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return -1
+	}
+	return len(pods.Items) + len(svcs.Items) + len(slices.Items)
 }
 
 // podRecorder records every pod creation in a namespace (from a watch
@@ -201,10 +214,11 @@ type tfConfig struct {
 // A 1 chief + 4 worker + 2 PS + 1 evaluator job reaches SUCCEEDED, and
 // while it runs every pod's TF_CONFIG is correct and resolvable by name
 // the way cluster DNS would answer: the pod's hostname and subdomain (the
-// headless Service) make the listed name, and the Service's EndpointSlice,
-// which the worker writes (the Service has no selector: the controller
-// manager would scan the whole namespace for every change), lists it under
-// that hostname with its address.
+// namespace's headless Service of replicas) make the listed name, and the
+// job's EndpointSlice of that Service, which the worker writes (the
+// Service has no selector: the controller manager would scan the whole
+// namespace for every change), lists it under that hostname with its
+// address.
 func TestWorkerRunsDistributedJobWithResolvableTFConfig(t *testing.T) {
 	e := startWorkers(t, 1)
 	forever := annot(cluster.AnnotationRunForever, "true")
@@ -218,11 +232,11 @@ func TestWorkerRunsDistributedJobWithResolvableTFConfig(t *testing.T) {
 	})
 	e.wait(t, name, 60*time.Second, pb.JobState_JOB_STATE_RUNNING)
 
-	svc, err := e.Cluster.Client().CoreV1().Services(e.ns).Get(ctxT(t), "dist", metav1.GetOptions{})
-	require.NoError(t, err)
+	svc, err := e.Cluster.Client().CoreV1().Services(e.ns).Get(ctxT(t), "replicas", metav1.GetOptions{})
+	require.NoError(t, err, "the tenant namespace's Service of replicas")
 	require.Equal(t, corev1.ClusterIPNone, svc.Spec.ClusterIP)
 	require.True(t, svc.Spec.PublishNotReadyAddresses)
-	addr := func(pod string) string { return fmt.Sprintf("%s.dist.%s.svc:2222", pod, e.ns) }
+	addr := func(pod string) string { return fmt.Sprintf("%s.replicas.%s.svc:2222", pod, e.ns) }
 	wantCluster := map[string][]string{
 		"chief":     {addr("dist-chief-0")},
 		"worker":    {addr("dist-worker-0"), addr("dist-worker-1"), addr("dist-worker-2"), addr("dist-worker-3")},
@@ -259,7 +273,7 @@ func TestWorkerRunsDistributedJobWithResolvableTFConfig(t *testing.T) {
 	// would answer each TF_CONFIG name with the pod's address.
 	require.Eventually(t, func() bool {
 		slices, err := e.Cluster.Client().DiscoveryV1().EndpointSlices(e.ns).List(ctxT(t), metav1.ListOptions{
-			LabelSelector: discoveryv1.LabelServiceName + "=dist",
+			LabelSelector: discoveryv1.LabelServiceName + "=replicas," + kube.LabelJob + "=dist",
 		})
 		if err != nil {
 			return false
@@ -281,7 +295,7 @@ func TestWorkerRunsDistributedJobWithResolvableTFConfig(t *testing.T) {
 			}
 		}
 		return len(listed) == len(pods)
-	}, 20*time.Second, 200*time.Millisecond, "the EndpointSlice of Service dist lists every pod under its hostname")
+	}, 20*time.Second, 200*time.Millisecond, "the job's EndpointSlice of Service replicas lists every pod under its hostname")
 
 	j := e.wait(t, name, 60*time.Second, pb.JobState_JOB_STATE_SUCCEEDED)
 	require.Equal(t, "chief-0 succeeded", j.GetStatus().GetMessage())
@@ -291,17 +305,15 @@ func TestWorkerRunsDistributedJobWithResolvableTFConfig(t *testing.T) {
 		pods := e.pods(t, "dist")
 		return len(pods) == 1 && pods[0].Name == "dist-chief-0"
 	}, 30*time.Second, 100*time.Millisecond)
-	// No replica runs any more: the Service goes, and the garbage
-	// collector takes its EndpointSlice with it (the Service owns it), so
-	// the finished pods' addresses are not listed anywhere.
-	require.Eventually(t, func() bool {
-		_, err := e.Cluster.Client().CoreV1().Services(e.ns).Get(ctxT(t), "dist", metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	}, 30*time.Second, 100*time.Millisecond, "the finished job's Service is still there")
+	// No replica runs any more: the job's EndpointSlice goes, so the
+	// finished pods' addresses are not listed anywhere; the namespace's
+	// Service stays for the next jobs.
 	require.Eventually(t, func() bool {
 		_, err := e.Cluster.Client().DiscoveryV1().EndpointSlices(e.ns).Get(ctxT(t), "dist", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
-	}, 60*time.Second, 200*time.Millisecond, "the finished job's EndpointSlice outlived its Service")
+	}, 30*time.Second, 100*time.Millisecond, "the finished job's EndpointSlice is still there")
+	_, err = e.Cluster.Client().CoreV1().Services(e.ns).Get(ctxT(t), "replicas", metav1.GetOptions{})
+	require.NoError(t, err)
 }
 
 // A replica that fails with an exit code the ExitCode policy retries (137,
@@ -364,7 +376,7 @@ func TestWorkerFailsPastBackoffLimitWithLogTail(t *testing.T) {
 
 // A job with a 3 s deadline whose pods never end is FAILED by the
 // deadline's timer within 2 s of it, and its running pods are deleted
-// (and with no replica left running, the headless Service). The deadline counts from admission, so the test waits for the
+// (and with no replica left running, its EndpointSlice). The deadline counts from admission, so the test waits for the
 // end itself: slow pods (never RUNNING before the deadline) do not make it
 // hang, they make the job fail the same way.
 func TestWorkerDeadlineFiresOnTime(t *testing.T) {
@@ -573,19 +585,15 @@ func (e *workerEnv) waitNS(t *testing.T, ns string) {
 	}, 60*time.Second, 100*time.Millisecond, "the worker's tenant reconciler never provisioned namespace %s", ns)
 }
 
-// objectCount counts the Trainyard pods and Services in the tenant's
-// namespace, or -1 when the API server did not answer. It does not fail
-// the test: it runs in require.Eventually's and require.Never's goroutines.
+// objectCount counts the objects of Trainyard jobs (pods, Services,
+// EndpointSlices: not the tenant's own, such as its Service of replicas)
+// in the tenant's namespace, or -1 when the API server did not answer. It
+// does not fail the test: it runs in require.Eventually's and
+// require.Never's goroutines.
 func (e *workerEnv) objectCount() int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	sel := metav1.ListOptions{LabelSelector: kube.ManagedSelector().String()}
-	pods, err1 := e.Cluster.Client().CoreV1().Pods(e.ns).List(ctx, sel)
-	svcs, err2 := e.Cluster.Client().CoreV1().Services(e.ns).List(ctx, sel)
-	if err1 != nil || err2 != nil {
-		return -1
-	}
-	return len(pods.Items) + len(svcs.Items)
+	return e.jobObjects(ctx, kube.ManagedSelector().String()+","+kube.LabelJobUID)
 }
 
 // A big job cancelled while its worker is still creating its pods (the

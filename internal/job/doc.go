@@ -9,8 +9,8 @@
 //
 //	Plan(PlanInput{Job, Admitted, Deleted, Observed, Now}) → PlanResult{Status, Events, Actions, Requeue, RequeueAfter, Forget}
 //
-// The worker reads the job row from Postgres and the job's pods and
-// Services from its informers, calls Plan, and applies the result in this
+// The worker reads the job row from Postgres and the job's pods,
+// TensorBoard Service and EndpointSlice from its informers, calls Plan, and applies the result in this
 // order:
 //
 //  1. run the CaptureLogTail actions, writing each log tail into the
@@ -51,8 +51,9 @@
 // until PlanInput.Admitted. A job past admission goes back only by a
 // requeue, which is not a failure: restarts are untouched. On admission the
 // job becomes STARTING, its StartTime (from which activeDeadlineSeconds
-// counts) is set, and the Service, every replica pod
-// (chief, workers, PS, evaluator, by index) and the TensorBoard are created.
+// counts) is set, and every replica pod (chief, workers, PS, evaluator,
+// by index) and the TensorBoard are created; the worker writes the job's
+// EndpointSlice as the pods get addresses.
 // STARTING and RESTARTING end when every replica that has not succeeded has
 // its current pod Running; a pod in phase Unknown or pending again does not
 // move a RUNNING job back. Each state change emits one event; entering
@@ -144,12 +145,11 @@
 //	None     everything is kept (until the TTL, or until the job is deleted)
 //	Running  pods still Pending, Running or Unknown are deleted, and the
 //	         TensorBoard (a running pod too); finished pods are kept
-//	All      every pod, the TensorBoard and the Service are deleted
+//	All      every pod, the TensorBoard and the EndpointSlice are deleted
 //
-// The headless Service goes as soon as no kept replica runs (under None it
-// stays while kept pods run): it names running replicas only, and one kept
-// per finished job would cost the controller manager on every later pod
-// change in the namespace.
+// The job's EndpointSlice (its replicas' DNS names under the namespace's
+// Service of replicas) goes as soon as no kept replica runs (under None
+// it stays while kept pods run): it names running replicas only.
 //
 // A cancelled job, a job whose TTL has passed and a deleted job lose
 // everything, whatever the policy. Status.CleanedUp is set once nothing of

@@ -167,12 +167,12 @@ func tensorFlowAccepts(cfg, jobName string) error {
 
 func TestTensorFlowAcceptsRefusesWhatTensorFlowRefuses(t *testing.T) {
 	for cfg, want := range map[string]string{
-		`{"cluster":{"master":["j-master-0.j.ns.svc:2222"]},"task":{"type":"master","index":0},"environment":"cloud"}`:                            "not one TensorFlow allows",
-		`{"cluster":{"chief":["j-chief-0.j.ns.svc:2222","j-chief-1.j.ns.svc:2222"]},"task":{"type":"chief","index":0},"environment":"cloud"}`:     "at most one 'chief'",
-		`{"cluster":{"worker":["j-worker-0.j.ns.svc:2222"]},"task":{"type":"worker","index":1},"environment":"cloud"}`:                            "exceeds",
-		`{"cluster":{"worker":["j-worker-0.j.ns.svc:2222"]},"task":{"type":"ps","index":0},"environment":"cloud"}`:                                "not found",
-		`{"cluster":{"worker":["j-worker-0.j.ns.svc"]},"task":{"type":"worker","index":0},"environment":"cloud"}`:                                 "host:port",
-		`{"cluster":{"worker":["j-worker-0.j.ns.svc:2222","j-worker-0.j.ns.svc:2222"]},"task":{"type":"worker","index":0},"environment":"cloud"}`: "not task 1's pod",
+		`{"cluster":{"master":["j-master-0.replicas.ns.svc:2222"]},"task":{"type":"master","index":0},"environment":"cloud"}`:                                   "not one TensorFlow allows",
+		`{"cluster":{"chief":["j-chief-0.replicas.ns.svc:2222","j-chief-1.replicas.ns.svc:2222"]},"task":{"type":"chief","index":0},"environment":"cloud"}`:     "at most one 'chief'",
+		`{"cluster":{"worker":["j-worker-0.replicas.ns.svc:2222"]},"task":{"type":"worker","index":1},"environment":"cloud"}`:                                   "exceeds",
+		`{"cluster":{"worker":["j-worker-0.replicas.ns.svc:2222"]},"task":{"type":"ps","index":0},"environment":"cloud"}`:                                       "not found",
+		`{"cluster":{"worker":["j-worker-0.replicas.ns.svc"]},"task":{"type":"worker","index":0},"environment":"cloud"}`:                                        "host:port",
+		`{"cluster":{"worker":["j-worker-0.replicas.ns.svc:2222","j-worker-0.replicas.ns.svc:2222"]},"task":{"type":"worker","index":0},"environment":"cloud"}`: "not task 1's pod",
 	} {
 		err := tensorFlowAccepts(cfg, "j")
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -180,7 +180,7 @@ func TestTensorFlowAcceptsRefusesWhatTensorFlowRefuses(t *testing.T) {
 		}
 	}
 	// An evaluator may be left out of the cluster.
-	if err := tensorFlowAccepts(`{"cluster":{"worker":["j-worker-0.j.ns.svc:2222"]},"task":{"type":"evaluator","index":0},"environment":"cloud"}`, "j"); err != nil {
+	if err := tensorFlowAccepts(`{"cluster":{"worker":["j-worker-0.replicas.ns.svc:2222"]},"task":{"type":"evaluator","index":0},"environment":"cloud"}`, "j"); err != nil {
 		t.Error(err)
 	}
 }

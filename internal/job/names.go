@@ -31,22 +31,26 @@ func PodName(job string, t ReplicaType, index int32) string {
 	return job + "-" + ReplicaName(t, index)
 }
 
-// ServiceName is the name of the job's headless Service, which is also the
-// pods' subdomain.
-func ServiceName(job string) string { return job }
+// ReplicaService names the headless Service every replica pod of a tenant
+// namespace is under (the pods' subdomain): one per namespace, kept there
+// by the tenant controller with the namespace's other objects, not one per
+// job. A replica's DNS name is <pod>.replicas.<namespace>.svc; the worker
+// writes each distributed job's EndpointSlice of it, named after the job
+// (kube.RenderEndpointSlice says why one Service and not one per job).
+const ReplicaService = "replicas"
 
 // TensorBoardName names the TensorBoard pod and its Service.
 func TensorBoardName(job string) string { return job + tensorBoardSuffix }
 
 const tensorBoardSuffix = "-tensorboard"
 
-// ReservedJobID reports whether id would collide with a name Trainyard
-// derives from another job's id. Job <x> names its TensorBoard Service
-// <x>-tensorboard, which is also the headless Service name of a job with
-// id <x>-tensorboard: so no job id may end in "-tensorboard". (Nothing else
-// collides: a replica pod's name ends in -<type>-<index>, which no other
-// derived pod name does unless it comes from the same id, and Services
-// and pods do not share names.)
+// ReservedJobID reports whether id ends in "-tensorboard", the suffix job
+// <x> names its TensorBoard pod and Service with. Since the replicas' Service
+// is the namespace's (ReplicaService) no derived name collides any more
+// (job <x>-tensorboard's EndpointSlice shares the name of <x>'s TensorBoard
+// Service, but they are different kinds, and a replica pod's name ends in
+// -<type>-<index>); the rule stays because ids were refused by it before,
+// and so that <x>-tensorboard in kubectl's output is always x's TensorBoard.
 func ReservedJobID(id string) error {
 	if base, ok := strings.CutSuffix(id, tensorBoardSuffix); ok {
 		return fmt.Errorf("%q ends in %q, which is how job %q names its TensorBoard; choose another id", id, tensorBoardSuffix, base)
@@ -116,7 +120,7 @@ func ValidJobID(id string) error {
 // assumes ValidJobID(id) holds; counts outside 1..MaxReplicaCount are
 // clamped (they are reported by Validate on their own).
 func ValidNames(id string, spec Spec) error {
-	longest := ServiceName(id)
+	longest := id // the job's EndpointSlice
 	for _, r := range spec.Replicas {
 		if !r.Type.Valid() {
 			continue

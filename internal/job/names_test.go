@@ -10,7 +10,6 @@ import (
 
 func TestNames(t *testing.T) {
 	require.Equal(t, "mnist-worker-3", PodName("mnist", Worker, 3))
-	require.Equal(t, "mnist", ServiceName("mnist"))
 	require.Equal(t, "mnist-tensorboard", TensorBoardName("mnist"))
 	require.Equal(t, "evaluator-0", ReplicaName(Evaluator, 0))
 }
@@ -137,6 +136,4 @@ func TestReservedJobID(t *testing.T) {
 	require.NoError(t, ReservedJobID("tensorboard"))
 	err := ReservedJobID("mnist-tensorboard")
 	require.EqualError(t, err, `"mnist-tensorboard" ends in "-tensorboard", which is how job "mnist" names its TensorBoard; choose another id`)
-	// The collision it prevents.
-	require.Equal(t, ServiceName("mnist-tensorboard"), TensorBoardName("mnist"))
 }

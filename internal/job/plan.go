@@ -412,9 +412,6 @@ func (p *planner) restart(r *replica) {
 // attempts and strays.
 func (p *planner) converge() {
 	obs := p.in.Observed
-	if !obs.Service && p.in.Job.Spec.Distributed() {
-		p.act(Action{Kind: ActCreateService})
-	}
 	for _, r := range p.reps {
 		for _, pod := range r.stale {
 			p.deletePod(pod)

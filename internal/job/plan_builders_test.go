@@ -82,7 +82,7 @@ func (b *jobBuilder) state(s job.State) *jobBuilder {
 
 func (b *jobBuilder) observe(pods ...job.ObservedPod) *jobBuilder {
 	b.in.Observed.Pods = pods
-	b.in.Observed.Service = true
+	b.in.Observed.Endpoints = true
 	if b.in.Job.Spec.TensorBoard != nil {
 		b.in.Observed.TensorBoardPod, b.in.Observed.TensorBoardSvc = true, true
 	}
@@ -123,7 +123,7 @@ func (b *jobBuilder) now(t time.Time) *jobBuilder { b.in.Now = t; return b }
 func (b *jobBuilder) notAdmitted() *jobBuilder    { b.in.Admitted = false; return b }
 func (b *jobBuilder) cancel() *jobBuilder         { b.in.Job.Status.CancelRequested = true; return b }
 func (b *jobBuilder) deleted() *jobBuilder        { b.in.Deleted = true; return b }
-func (b *jobBuilder) noService() *jobBuilder      { b.in.Observed.Service = false; return b }
+func (b *jobBuilder) noSlice() *jobBuilder        { b.in.Observed.Endpoints = false; return b }
 func (b *jobBuilder) nothingLeft() *jobBuilder    { b.in.Observed = job.Observed{}; return b }
 func (b *jobBuilder) obj() job.PlanInput          { return b.in }
 
@@ -212,10 +212,9 @@ func captureLog(t job.ReplicaType, i, att int32) job.Action {
 }
 
 var (
-	createSvc = job.Action{Kind: job.ActCreateService}
-	deleteSvc = job.Action{Kind: job.ActDeleteService}
-	createTB  = job.Action{Kind: job.ActCreateTensorBoard}
-	deleteTB  = job.Action{Kind: job.ActDeleteTensorBoard}
+	deleteSlice = job.Action{Kind: job.ActDeleteEndpoints}
+	createTB    = job.Action{Kind: job.ActCreateTensorBoard}
+	deleteTB    = job.Action{Kind: job.ActDeleteTensorBoard}
 )
 
 // want is the part of a PlanResult a table case checks. Events are

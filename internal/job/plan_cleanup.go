@@ -7,13 +7,11 @@ import "time"
 //
 // Pods follow CleanPodPolicy: None keeps them, Running deletes those not
 // yet finished (and TensorBoard, a running pod too), All deletes them all.
-// The headless Service names running replicas: it goes once no kept
+// The job's EndpointSlice names running replicas: it goes once no kept
 // replica runs, which under Running and All (and after a cancel, the TTL
-// or a delete of the job) is at once. A Service kept per finished job
-// would cost the cluster on every later pod change in the namespace: the
-// controller manager's Endpoints and EndpointSlice controllers find a
-// changed pod's Services by listing all of the namespace's (27 % of its
-// CPU in issue 13's bench, with 2,000 kept). Kept objects wait for the TTL
+// or a delete of the job) is at once; nothing else would delete it (it
+// belongs to the namespace's Service of replicas, which outlives every
+// job). Kept objects wait for the TTL
 // (RequeueAfter); without a TTL they stay until the job is deleted.
 func (p *planner) cleanup() {
 	if p.status.CompletionTime == nil {
@@ -52,15 +50,15 @@ func (p *planner) cleanup() {
 			kept = true
 		}
 	}
-	if obs.Service {
+	if obs.Endpoints {
 		if all || !keptRunning {
 			outstanding = true
-			p.act(Action{Kind: ActDeleteService})
+			p.act(Action{Kind: ActDeleteEndpoints})
 		} else {
 			kept = true
 		}
 	}
-	if len(obs.Pods) == 0 && !obs.Service && !obs.TensorBoardPod && !obs.TensorBoardSvc {
+	if len(obs.Pods) == 0 && !obs.Endpoints && !obs.TensorBoardPod && !obs.TensorBoardSvc {
 		p.status.CleanedUp = true
 	}
 	switch {

@@ -25,7 +25,7 @@ func TestPlanDeadline(t *testing.T) {
 			in: mk().observe(allRunning()...).now(started.Add(600 * time.Second)).obj(),
 			want: want{
 				State: job.Failed, Reason: job.ReasonDeadlineExceeded, Message: "Job ran past its active deadline of 600s",
-				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteSvc},
+				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteSlice},
 				Events:  []string{"Warning/DeadlineExceeded"},
 			},
 		},
@@ -33,7 +33,7 @@ func TestPlanDeadline(t *testing.T) {
 			in: mk().observe(withPod(allRunning(), pod(job.Worker, 1, job.PodFailed))...).now(started.Add(601 * time.Second)).obj(),
 			want: want{
 				State: job.Failed, Reason: job.ReasonDeadlineExceeded,
-				Actions: []job.Action{captureLog(job.Worker, 1, 0), deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.PS, 0, 0), deleteSvc},
+				Actions: []job.Action{captureLog(job.Worker, 1, 0), deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.PS, 0, 0), deleteSlice},
 				Events:  []string{"Warning/DeadlineExceeded"},
 			},
 		},
@@ -42,7 +42,7 @@ func TestPlanDeadline(t *testing.T) {
 				observe(withPod(allRunning(), pod(job.Chief, 0, job.PodSucceeded))...).now(started.Add(601 * time.Second)).obj(),
 			want: want{
 				State: job.Succeeded, Reason: job.ReasonSucceeded,
-				Actions: []job.Action{deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteSvc},
+				Actions: []job.Action{deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteSlice},
 				Events:  []string{"Normal/JobSucceeded"},
 			},
 		},
@@ -79,14 +79,14 @@ func TestPlanFinished(t *testing.T) {
 			in: failed().clean(job.CleanRunning).obj(),
 			want: want{
 				State:   job.Failed,
-				Actions: []job.Action{deletePod(job.Worker, 0, 0), deletePod(job.PS, 0, 0), deleteTB, deleteSvc},
+				Actions: []job.Action{deletePod(job.Worker, 0, 0), deletePod(job.PS, 0, 0), deleteTB, deleteSlice},
 			},
 		},
 		"CleanPodPolicy Running, deletions under way: wait": {
 			in: failed().clean(job.CleanRunning).observe(pod(job.Chief, 0, job.PodFailed), pod(job.Worker, 0, job.PodRunning, deleting)).obj(),
 			want: want{
 				State:   job.Failed,
-				Actions: []job.Action{deleteTB, deleteSvc},
+				Actions: []job.Action{deleteTB, deleteSlice},
 			},
 		},
 		"CleanPodPolicy Running, done: forgotten": {
@@ -95,13 +95,13 @@ func TestPlanFinished(t *testing.T) {
 				b.in.Observed.TensorBoardPod, b.in.Observed.TensorBoardSvc = false, false
 				return b.obj()
 			}(),
-			want: want{State: job.Failed, Actions: []job.Action{deleteSvc}},
+			want: want{State: job.Failed, Actions: []job.Action{deleteSlice}},
 		},
 		"CleanPodPolicy All: everything deleted": {
 			in: failed().clean(job.CleanAll).obj(),
 			want: want{
 				State:   job.Failed,
-				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteTB, deleteSvc},
+				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteTB, deleteSlice},
 			},
 		},
 		"CleanPodPolicy All, all gone: cleaned up, forgotten": {
@@ -114,25 +114,25 @@ func TestPlanFinished(t *testing.T) {
 		},
 		"CleanPodPolicy Running, every replica finished: the Service goes, the pods stay": {
 			in:   chiefWorkersPS().clean(job.CleanRunning).state(job.Succeeded).observe(pod(job.Chief, 0, job.PodSucceeded), pod(job.Worker, 0, job.PodSucceeded)).obj(),
-			want: want{State: job.Succeeded, Actions: []job.Action{deleteSvc}},
+			want: want{State: job.Succeeded, Actions: []job.Action{deleteSlice}},
 		},
 		"a finished job never recreates a replica": {
 			in:   chiefWorkersPS().clean(job.CleanNone).state(job.Succeeded).observe(pod(job.Chief, 0, job.PodSucceeded)).obj(),
-			want: want{State: job.Succeeded, Actions: []job.Action{deleteSvc}},
+			want: want{State: job.Succeeded, Actions: []job.Action{deleteSlice}},
 		},
 		"a finished job ignores a failed pod": {
 			in:   chiefWorkersPS().clean(job.CleanNone).state(job.Succeeded).observe(pod(job.Chief, 0, job.PodSucceeded), pod(job.Worker, 0, job.PodFailed, exit(137, "OOMKilled"))).obj(),
-			want: want{State: job.Succeeded, Actions: []job.Action{deleteSvc}},
+			want: want{State: job.Succeeded, Actions: []job.Action{deleteSlice}},
 		},
 		"TTL pending: kept until then, timer set": {
 			in:   succeededAgo(20 * time.Second).observe(finishedPods...).obj(),
-			want: want{State: job.Succeeded, Actions: []job.Action{deleteSvc}},
+			want: want{State: job.Succeeded, Actions: []job.Action{deleteSlice}},
 		},
 		"TTL passed: everything deleted": {
 			in: succeededAgo(60 * time.Second).observe(finishedPods...).obj(),
 			want: want{
 				State:   job.Succeeded,
-				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteSvc},
+				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteSlice},
 			},
 		},
 		"TTL passed, all gone: cleaned up, forgotten": {
@@ -147,7 +147,7 @@ func TestPlanFinished(t *testing.T) {
 			in: failed().clean(job.CleanNone).deleted().obj(),
 			want: want{
 				State:   job.Failed,
-				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteTB, deleteSvc},
+				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteTB, deleteSlice},
 			},
 		},
 		"deleted, pods still terminating: wait": {
@@ -166,7 +166,7 @@ func TestPlanFinished(t *testing.T) {
 			in: chiefWorkersPS().state(job.Running).deleted().observe(allRunning()...).obj(),
 			want: want{
 				State: job.Cancelled, Reason: job.ReasonCancelled,
-				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteSvc},
+				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteSlice},
 				Events:  []string{"Normal/Cancelled"},
 			},
 		},
@@ -174,7 +174,7 @@ func TestPlanFinished(t *testing.T) {
 }
 
 func TestPlanCancel(t *testing.T) {
-	deleteAll := []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteTB, deleteSvc}
+	deleteAll := []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteTB, deleteSlice}
 	runTable(t, map[string]struct {
 		in   job.PlanInput
 		want want
@@ -197,7 +197,7 @@ func TestPlanCancel(t *testing.T) {
 				observe(withPod(allRunning(), pod(job.Worker, 1, job.PodFailed, deleting))...).obj(),
 			want: want{
 				State: job.Cancelled, Reason: job.ReasonCancelled, Restarts: 1,
-				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.PS, 0, 0), deleteSvc},
+				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.PS, 0, 0), deleteSlice},
 				Events:  []string{"Normal/Cancelled"},
 			},
 		},
@@ -205,13 +205,13 @@ func TestPlanCancel(t *testing.T) {
 			in: chiefWorkersPS().state(job.Running).cancel().observe(withPod(allRunning(), pod(job.Worker, 0, job.PodFailed))...).obj(),
 			want: want{
 				State: job.Cancelled, Reason: job.ReasonCancelled,
-				Actions: []job.Action{captureLog(job.Worker, 0, 0), deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteSvc},
+				Actions: []job.Action{captureLog(job.Worker, 0, 0), deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteSlice},
 				Events:  []string{"Normal/Cancelled"},
 			},
 		},
 		"already final: a cancel changes nothing": {
 			in:   chiefWorkersPS().clean(job.CleanNone).state(job.Succeeded).cancel().observe(pod(job.Chief, 0, job.PodSucceeded)).obj(),
-			want: want{State: job.Succeeded, Actions: []job.Action{deleteSvc}},
+			want: want{State: job.Succeeded, Actions: []job.Action{deleteSlice}},
 		},
 	})
 }

@@ -67,7 +67,8 @@ func (p *planner) condition(typ string) *Condition {
 }
 
 // planRequeue deletes the job's pods and, once none is left, puts the job
-// back in the queue. The Service stays (the pods will need it again).
+// back in the queue. The EndpointSlice stays (the worker keeps it listing
+// the live pods, none by then; the next pods will be in it again).
 func (p *planner) planRequeue() {
 	p.buildReplicas()
 	obs := p.in.Observed

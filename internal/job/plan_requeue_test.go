@@ -42,7 +42,7 @@ func TestPlanRequeue(t *testing.T) {
 		"preempted while being cancelled: the cancel wins": {
 			in: preempt(running()).cancel().obj(),
 			want: want{State: job.Cancelled, Reason: job.ReasonCancelled, Restarts: 2,
-				Actions: append(allPods, job.Action{Kind: job.ActDeleteService}), Events: []string{"Normal/Cancelled"}},
+				Actions: append(allPods, deleteSlice), Events: []string{"Normal/Cancelled"}},
 		},
 		"pods unschedulable for less than the timeout: wait, and look again when it passes": {
 			in:   unschedulableSince(t0.Add(-4 * time.Minute)).obj(),
@@ -86,7 +86,7 @@ func TestPlanRequeue(t *testing.T) {
 		again.in.Job.Status = second.Status
 		third := job.Plan(again.obj())
 		require.Equal(t, job.Starting, third.Status.State)
-		require.Len(t, third.Actions, 5) // the Service (nothingLeft shows none) and four pods
+		require.Len(t, third.Actions, 4) // the four pods
 		for _, c := range third.Status.Conditions {
 			if c.Type == job.CondPreempted {
 				require.False(t, c.Status)

@@ -33,7 +33,7 @@ type Preemption struct {
 type Observed struct {
 	// Pods labelled with the job's uid, at most one per replica name.
 	Pods           []ObservedPod
-	Service        bool // the headless Service exists
+	Endpoints      bool // the job's EndpointSlice exists (distributed jobs: the worker writes it)
 	TensorBoardPod bool
 	TensorBoardSvc bool
 }
@@ -93,12 +93,11 @@ type ObservedPod struct {
 type ActionKind string
 
 const (
-	ActCreateService     ActionKind = "CreateService"
 	ActCreatePod         ActionKind = "CreatePod"
 	ActDeletePod         ActionKind = "DeletePod"
 	ActCaptureLogTail    ActionKind = "CaptureLogTail"
 	ActCreateTensorBoard ActionKind = "CreateTensorBoard" // pod and Service
-	ActDeleteService     ActionKind = "DeleteService"
+	ActDeleteEndpoints   ActionKind = "DeleteEndpoints"
 	ActDeleteTensorBoard ActionKind = "DeleteTensorBoard" // pod and Service
 )
 

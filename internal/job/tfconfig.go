@@ -31,9 +31,9 @@ type tfTask struct {
 
 // Distributed reports whether the spec has more than one replica in total
 // (counts not yet defaulted count as 1). Only such a job gets TF_CONFIG and
-// the headless Service its replicas find each other through: a single
-// replica has no peer to resolve, and its Service would cost the API server
-// a write (and the worker an EndpointSlice) per job for
+// the EndpointSlice its replicas find each other through: a single
+// replica has no peer to resolve, and its slice would cost the API server
+// a write or more per job for
 // nothing — in issue 8's admission benchmark of 15,000 single-pod jobs,
 // about as much API server CPU as the pods themselves.
 func (s Spec) Distributed() bool {
@@ -47,10 +47,10 @@ func (s Spec) Distributed() bool {
 // TFConfig returns the TF_CONFIG of one replica of a job running in
 // namespace, as compact JSON:
 //
-//	{"cluster":{"chief":["j-chief-0.j.ns.svc:2222"],"worker":[...]},"task":{"type":"worker","index":0},"environment":"cloud"}
+//	{"cluster":{"chief":["j-chief-0.replicas.ns.svc:2222"],"worker":[...]},"task":{"type":"worker","index":0},"environment":"cloud"}
 //
-// Each address is the replica pod's name under the job's headless Service,
-// <job>-<type>-<i>.<job>.<namespace>.svc, with the port of that replica's
+// Each address is the replica pod's name under the namespace's headless
+// Service of replicas, <job>-<type>-<i>.replicas.<namespace>.svc, with the port of that replica's
 // own type. The evaluator is listed like the other types, as DESIGN.md asks
 // (Kubeflow's TFJob leaves it out of the cluster).
 //
@@ -106,7 +106,7 @@ func (c *tfCluster) list(t ReplicaType) *[]string {
 }
 
 // replicaAddress is where a replica's TensorFlow server listens, resolvable
-// through the job's headless Service.
+// through the namespace's headless Service of replicas.
 func replicaAddress(job, namespace string, t ReplicaType, index, port int32) string {
-	return PodName(job, t, index) + "." + ServiceName(job) + "." + namespace + ".svc:" + strconv.FormatInt(int64(port), 10)
+	return PodName(job, t, index) + "." + ReplicaService + "." + namespace + ".svc:" + strconv.FormatInt(int64(port), 10)
 }

@@ -31,31 +31,31 @@ func TestTFConfigExact(t *testing.T) {
 			name: "chief and one worker, as the chief",
 			spec: specOf(Chief, 1, Worker, 1),
 			typ:  Chief, index: 0,
-			want: `{"cluster":{"chief":["j-chief-0.j.ns.svc:2222"],"worker":["j-worker-0.j.ns.svc:2222"]},"task":{"type":"chief","index":0},"environment":"cloud"}`,
+			want: `{"cluster":{"chief":["j-chief-0.replicas.ns.svc:2222"],"worker":["j-worker-0.replicas.ns.svc:2222"]},"task":{"type":"chief","index":0},"environment":"cloud"}`,
 		},
 		{
 			name: "two workers",
 			spec: specOf(Worker, 2),
 			typ:  Worker, index: 1,
-			want: `{"cluster":{"worker":["j-worker-0.j.ns.svc:2222","j-worker-1.j.ns.svc:2222"]},"task":{"type":"worker","index":1},"environment":"cloud"}`,
+			want: `{"cluster":{"worker":["j-worker-0.replicas.ns.svc:2222","j-worker-1.replicas.ns.svc:2222"]},"task":{"type":"worker","index":1},"environment":"cloud"}`,
 		},
 		{
 			name: "worker and ps, given ps first: keys still chief, worker, ps, evaluator",
 			spec: specOf(PS, 1, Worker, 2),
 			typ:  PS, index: 0,
-			want: `{"cluster":{"worker":["j-worker-0.j.ns.svc:2222","j-worker-1.j.ns.svc:2222"],"ps":["j-ps-0.j.ns.svc:2222"]},"task":{"type":"ps","index":0},"environment":"cloud"}`,
+			want: `{"cluster":{"worker":["j-worker-0.replicas.ns.svc:2222","j-worker-1.replicas.ns.svc:2222"],"ps":["j-ps-0.replicas.ns.svc:2222"]},"task":{"type":"ps","index":0},"environment":"cloud"}`,
 		},
 		{
 			name: "chief and evaluator",
 			spec: specOf(Evaluator, 1, Chief, 1),
 			typ:  Evaluator, index: 0,
-			want: `{"cluster":{"chief":["j-chief-0.j.ns.svc:2222"],"evaluator":["j-evaluator-0.j.ns.svc:2222"]},"task":{"type":"evaluator","index":0},"environment":"cloud"}`,
+			want: `{"cluster":{"chief":["j-chief-0.replicas.ns.svc:2222"],"evaluator":["j-evaluator-0.replicas.ns.svc:2222"]},"task":{"type":"evaluator","index":0},"environment":"cloud"}`,
 		},
 		{
 			name: "all four types",
 			spec: specOf(Chief, 1, Worker, 1, PS, 1, Evaluator, 1),
 			typ:  Worker, index: 0,
-			want: `{"cluster":{"chief":["j-chief-0.j.ns.svc:2222"],"worker":["j-worker-0.j.ns.svc:2222"],"ps":["j-ps-0.j.ns.svc:2222"],"evaluator":["j-evaluator-0.j.ns.svc:2222"]},"task":{"type":"worker","index":0},"environment":"cloud"}`,
+			want: `{"cluster":{"chief":["j-chief-0.replicas.ns.svc:2222"],"worker":["j-worker-0.replicas.ns.svc:2222"],"ps":["j-ps-0.replicas.ns.svc:2222"],"evaluator":["j-evaluator-0.replicas.ns.svc:2222"]},"task":{"type":"worker","index":0},"environment":"cloud"}`,
 		},
 		{
 			name: "custom port per type",
@@ -66,13 +66,13 @@ func TestTFConfigExact(t *testing.T) {
 				{Type: Evaluator, Count: 1, Port: 8000},
 			}},
 			typ: Worker, index: 1,
-			want: `{"cluster":{"chief":["j-chief-0.j.ns.svc:5000"],"worker":["j-worker-0.j.ns.svc:6000","j-worker-1.j.ns.svc:6000"],"ps":["j-ps-0.j.ns.svc:7000"],"evaluator":["j-evaluator-0.j.ns.svc:8000"]},"task":{"type":"worker","index":1},"environment":"cloud"}`,
+			want: `{"cluster":{"chief":["j-chief-0.replicas.ns.svc:5000"],"worker":["j-worker-0.replicas.ns.svc:6000","j-worker-1.replicas.ns.svc:6000"],"ps":["j-ps-0.replicas.ns.svc:7000"],"evaluator":["j-evaluator-0.replicas.ns.svc:8000"]},"task":{"type":"worker","index":1},"environment":"cloud"}`,
 		},
 		{
 			name: "count and port not yet defaulted count as 1 and 2222",
 			spec: Spec{Replicas: []ReplicaSpec{{Type: Chief}, {Type: PS, Count: 1, Port: 1234}}},
 			typ:  Chief, index: 0,
-			want: `{"cluster":{"chief":["j-chief-0.j.ns.svc:2222"],"ps":["j-ps-0.j.ns.svc:1234"]},"task":{"type":"chief","index":0},"environment":"cloud"}`,
+			want: `{"cluster":{"chief":["j-chief-0.replicas.ns.svc:2222"],"ps":["j-ps-0.replicas.ns.svc:1234"]},"task":{"type":"chief","index":0},"environment":"cloud"}`,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,10 +87,10 @@ func TestTFConfigExact(t *testing.T) {
 // TF_CONFIG, exactly.
 func TestTFConfigEightReplicas(t *testing.T) {
 	spec := specOf(Chief, 1, Worker, 4, PS, 2, Evaluator, 1)
-	const cluster = `{"chief":["mnist-chief-0.mnist.team-a.svc:2222"],` +
-		`"worker":["mnist-worker-0.mnist.team-a.svc:2222","mnist-worker-1.mnist.team-a.svc:2222","mnist-worker-2.mnist.team-a.svc:2222","mnist-worker-3.mnist.team-a.svc:2222"],` +
-		`"ps":["mnist-ps-0.mnist.team-a.svc:2222","mnist-ps-1.mnist.team-a.svc:2222"],` +
-		`"evaluator":["mnist-evaluator-0.mnist.team-a.svc:2222"]}`
+	const cluster = `{"chief":["mnist-chief-0.replicas.team-a.svc:2222"],` +
+		`"worker":["mnist-worker-0.replicas.team-a.svc:2222","mnist-worker-1.replicas.team-a.svc:2222","mnist-worker-2.replicas.team-a.svc:2222","mnist-worker-3.replicas.team-a.svc:2222"],` +
+		`"ps":["mnist-ps-0.replicas.team-a.svc:2222","mnist-ps-1.replicas.team-a.svc:2222"],` +
+		`"evaluator":["mnist-evaluator-0.replicas.team-a.svc:2222"]}`
 	want := map[string]string{
 		"chief-0":     `{"cluster":` + cluster + `,"task":{"type":"chief","index":0},"environment":"cloud"}`,
 		"worker-0":    `{"cluster":` + cluster + `,"task":{"type":"worker","index":0},"environment":"cloud"}`,
@@ -134,7 +134,7 @@ func TestTFConfigEveryMix(t *testing.T) {
 				total += int(r.Count)
 				for i := range r.Count {
 					wantCluster[string(r.Type)] = append(wantCluster[string(r.Type)],
-						fmt.Sprintf("j-%s-%d.j.ns.svc:%d", r.Type, i, r.Port))
+						fmt.Sprintf("j-%s-%d.replicas.ns.svc:%d", r.Type, i, r.Port))
 				}
 			}
 			for _, r := range spec.Replicas {

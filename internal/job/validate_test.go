@@ -101,8 +101,7 @@ func TestValidate(t *testing.T) {
 		"pod name over 63":         {func(j *Job) { j.Spec.TensorBoard = nil; j.Name = strings.Repeat("a", 55) }, []string{"jobId"}},
 		"tensorboard name over 63": {func(j *Job) { j.Name = strings.Repeat("a", 52) }, []string{"jobId"}},
 		"pod name of 63 fits":      {func(j *Job) { j.Spec.TensorBoard = nil; j.Name = strings.Repeat("a", 54) }, nil},
-		// Job "mnist"'s TensorBoard Service is mnist-tensorboard: the
-		// headless Service of a job of that id would collide with it.
+		// Job "mnist"'s TensorBoard is mnist-tensorboard (ReservedJobID).
 		"job id ending in -tensorboard":      {func(j *Job) { j.Name = "mnist-tensorboard" }, []string{"jobId"}},
 		"-tensorboard without TensorBoard":   {func(j *Job) { j.Spec.TensorBoard = nil; j.Name = "mnist-tensorboard" }, []string{"jobId"}},
 		"tensorboard elsewhere in the id":    {func(j *Job) { j.Name = "tensorboard-mnist" }, nil},

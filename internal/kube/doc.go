@@ -36,6 +36,8 @@
 //	RoleBinding               trainyard-api-tensorboard: the same account to ClusterRole
 //	                          trainyard-api-tensorboard (create pods/portforward, in deploy/): the
 //	                          API server's TensorBoard proxy port-forwards here and only here
+//	Service                   replicas (job.ReplicaService): headless, publishNotReadyAddresses,
+//	                          no selector, no ports; every replica pod of every job is under it
 //	Secret (RenderSecret)     one per tenant secret, named by its id, Opaque
 //
 // A nil object in TenantObjects is one the tenant must not have; the worker
@@ -43,18 +45,18 @@
 //
 // Per job, in its tenant's namespace:
 //
-//	Service   <job>                headless, publishNotReadyAddresses, one port tf-<port> per
-//	                               distinct replica port, no selector; only for a job of more
-//	                               than one replica (job.Spec.Distributed)
-//	EndpointSlice <job>            the Service's, written by the worker (endpoints.go says
-//	                               why): each live replica's address under its hostname;
-//	                               owned by the Service, deleted with it
-//	Pod       <job>-<type>-<i>     hostname <job>-<type>-<i>, subdomain <job>: DNS name
-//	                               <job>-<type>-<i>.<job>.<ns>.svc, as TF_CONFIG lists it
+//	EndpointSlice <job>            of Service replicas, written by the worker (endpoints.go says
+//	                               why one Service per namespace, and slices by the worker):
+//	                               each live replica's address under its hostname, one port
+//	                               tf-<port> per distinct replica port; only for a job of more
+//	                               than one replica (job.Spec.Distributed); deleted by the job's
+//	                               cleanup
+//	Pod       <job>-<type>-<i>     hostname <job>-<type>-<i>, subdomain replicas: DNS name
+//	                               <job>-<type>-<i>.replicas.<ns>.svc, as TF_CONFIG lists it
 //	Pod       <job>-tensorboard    optional; checkpoint claim read-only, port 6006
 //	Service   <job>-tensorboard    ClusterIP on 6006
 //
-// Names come from job.PodName, job.ServiceName and job.TensorBoardName. They
+// Names come from job.PodName, job.ReplicaService and job.TensorBoardName. They
 // are deterministic, so a create repeated after a crash is AlreadyExists,
 // which the worker adopts: there is never a second pod for a replica.
 //

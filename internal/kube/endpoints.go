@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -19,55 +20,65 @@ import (
 // EndpointSlice controller leaves slices managed by anyone else alone.
 const EndpointSliceManagedBy = "worker.trainyard.dev"
 
-// Why the worker writes each job's EndpointSlice itself.
+// Why one Service of replicas per namespace, and EndpointSlices the worker
+// writes.
 //
-// A headless Service with a selector has the controller manager's Endpoints
-// and EndpointSlice controllers keep its endpoints: every change of one of
-// its pods makes each of them sync the Service, and a sync lists the pods
-// of the Service's namespace from their cache and matches the selector
-// against every one. A tenant namespace holds every finished pod its jobs
-// kept (a day, by default), so each job costs the controller manager work
-// in proportion to the namespace's history: with 10,000 finished pods in
-// the namespace, issue 13's dispatch bench saw it spend half a core on
-// those scans alone (pprof: endpointslice syncService → ListAllByNamespace,
-// 88 % of its CPU), on a machine the API server needed.
+// Replicas find each other by DNS: a pod with a hostname and a subdomain
+// is <hostname>.<subdomain>.<ns>.svc once a headless Service named like
+// the subdomain has an EndpointSlice listing it under that hostname.
 //
-// So the Service has no selector, and the worker, which already watches
-// the job's pods and reconciles on their changes, writes one EndpointSlice
-// per job: what the EndpointSlice controller would write for it. Its cost
-// per job is a create and an update per change of a replica's address,
-// whatever the namespace holds; the Endpoints object of the old API is not
-// written at all (cluster DNS reads EndpointSlices).
+// The Service has no selector. With one, the controller manager's
+// Endpoints and EndpointSlice controllers keep its endpoints: every change
+// of one of its pods makes each of them sync the Service, and a sync lists
+// the pods of the Service's namespace from their cache and matches the
+// selector against every one. A tenant namespace holds every finished pod
+// its jobs kept (a day, by default), so each job cost the controller
+// manager work in proportion to the namespace's history: with 10,000
+// finished pods in the namespace, issue 13's dispatch bench saw it spend
+// half a core on those scans alone (pprof: endpointslice syncService →
+// ListAllByNamespace, 88 % of its CPU), on a machine the API server
+// needed. So the worker, which already watches the job's pods and
+// reconciles on their changes, writes the job's EndpointSlice itself: what
+// the EndpointSlice controller would write. Its cost per job is a create
+// and an update per change of a replica's address, whatever the namespace
+// holds; the Endpoints object of the old API is not written at all
+// (cluster DNS reads EndpointSlices).
+//
+// There is one such Service per tenant namespace (job.ReplicaService, kept
+// by the tenant controller), not one per job. A Service per job was a
+// create and a delete per job in the worker's client rate limiter (QPS
+// 200 by default) and the API server: at issue 11's 50 jobs a second, one
+// request in seven of what a job asked for, past the limiter's rate. Pod
+// names are unique in a namespace, so hostnames under one Service are too,
+// and DNS serves a Service's names from all of its slices: each job's
+// slice, named after the job, lists its own replicas and their ports.
 
-// RenderEndpointSlice renders the EndpointSlice of a job's headless Service
-// svc (the one RenderService made, as created: its UID owns the slice, so
-// the garbage collector removes it with the Service) from the job's replica
-// pods. It lists every replica pod that has an address, is not being
+// RenderEndpointSlice renders the EndpointSlice of job j's replicas under
+// the namespace's Service of replicas, from the job's replica pods. It
+// lists every replica pod that has an address, is not being
 // deleted and has not finished, under its hostname (the pod's name, which
 // TF_CONFIG uses), ready and serving whether or not the pod is: the
 // Service only names the replicas (it publishes not-ready addresses:
 // TensorFlow servers find each other while starting), and a readiness flip
-// would be a write per pod for nothing. The address family is the first listed pod's
+// would be a write per pod for nothing. The ports are the job's replica
+// ports. The address family is the first listed pod's
 // (pods of the other family, on a dual-stack cluster, are left out: a
-// slice holds one family); IPv4 when there is none.
-func RenderEndpointSlice(j job.Job, svc *corev1.Service, pods []*corev1.Pod) *discoveryv1.EndpointSlice {
+// slice holds one family); IPv4 when there is none. It has no owner: the
+// job's cleanup deletes it (job.ActDeleteEndpoints), and the worker's
+// orphan sweep what a cleanup missed.
+func RenderEndpointSlice(j job.Job, ns string, pods []*corev1.Pod) *discoveryv1.EndpointSlice {
 	labels := jobLabels(j)
-	labels[discoveryv1.LabelServiceName] = svc.Name
+	labels[discoveryv1.LabelServiceName] = job.ReplicaService
 	labels[discoveryv1.LabelManagedBy] = EndpointSliceManagedBy
 	es := &discoveryv1.EndpointSlice{
-		TypeMeta: metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name: svc.Name, Namespace: svc.Namespace, Labels: labels,
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "v1", Kind: "Service", Name: svc.Name, UID: svc.UID, Controller: ptr.To(true),
-			}},
-		},
+		TypeMeta:    metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"},
+		ObjectMeta:  metav1.ObjectMeta{Name: j.Name, Namespace: ns, Labels: labels},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints:   []discoveryv1.Endpoint{},
 	}
-	for _, p := range svc.Spec.Ports {
+	for _, port := range replicaPorts(j) {
 		es.Ports = append(es.Ports, discoveryv1.EndpointPort{
-			Name: ptr.To(p.Name), Protocol: ptr.To(p.Protocol), Port: ptr.To(p.TargetPort.IntVal),
+			Name: ptr.To(fmt.Sprintf("tf-%d", port)), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(port),
 		})
 	}
 	pods = slices.Clone(pods)
@@ -111,7 +122,7 @@ func RenderEndpointSlice(j job.Job, svc *corev1.Service, pods []*corev1.Pod) *di
 }
 
 // EndpointSliceCurrent reports whether have already says what want does:
-// same address type, ports, endpoints, owner and labels. An update is
+// same address type, ports, endpoints, owners and labels. An update is
 // needed otherwise.
 func EndpointSliceCurrent(have, want *discoveryv1.EndpointSlice) bool {
 	return have.AddressType == want.AddressType &&

@@ -29,8 +29,6 @@ func replicaPod(t *testing.T, j job.Job, rt job.ReplicaType, i int32, ip string,
 
 func TestRenderEndpointSlice(t *testing.T) {
 	j := distributedJob()
-	svc := RenderService(j, testNS)
-	svc.UID = "svc-uid"
 	chief := replicaPod(t, j, job.Chief, 0, "10.0.0.5", corev1.PodRunning, true)
 	w0 := replicaPod(t, j, job.Worker, 0, "10.0.0.7", corev1.PodRunning, false)
 	w1 := replicaPod(t, j, job.Worker, 1, "", corev1.PodPending, false) // no address yet
@@ -39,7 +37,7 @@ func TestRenderEndpointSlice(t *testing.T) {
 	ps := replicaPod(t, j, job.PS, 0, "10.0.0.8", corev1.PodRunning, true)
 	ps.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)} // going away
 
-	got := RenderEndpointSlice(j, svc, []*corev1.Pod{w2, w1, w0, ps, chief})
+	got := RenderEndpointSlice(j, testNS, []*corev1.Pod{w2, w1, w0, ps, chief})
 	ep := func(pod *corev1.Pod) discoveryv1.Endpoint {
 		return discoveryv1.Endpoint{
 			Addresses:  []string{pod.Status.PodIP},
@@ -57,10 +55,9 @@ func TestRenderEndpointSlice(t *testing.T) {
 				"trainyard.dev/tenant":                   "vision",
 				"trainyard.dev/job":                      "mnist",
 				"trainyard.dev/job-uid":                  "0b7c6f1e-uid",
-				"kubernetes.io/service-name":             "mnist",
+				"kubernetes.io/service-name":             "replicas",
 				"endpointslice.kubernetes.io/managed-by": "worker.trainyard.dev",
 			},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: "mnist", UID: "svc-uid", Controller: ptr.To(true)}},
 		},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		// By pod name: the chief (ready), worker-0 (not ready: listed as
@@ -79,24 +76,23 @@ func TestRenderEndpointSlice(t *testing.T) {
 	// pod under the hostname the pod carries.
 	require.Equal(t, chief.Spec.Hostname, *got.Endpoints[0].Hostname)
 
-	require.True(t, EndpointSliceCurrent(got, RenderEndpointSlice(j, svc, []*corev1.Pod{chief, w0, w1})))
+	require.True(t, EndpointSliceCurrent(got, RenderEndpointSlice(j, testNS, []*corev1.Pod{chief, w0, w1})))
 	w0.Status.ContainerStatuses[0].Ready = true
-	require.True(t, EndpointSliceCurrent(got, RenderEndpointSlice(j, svc, []*corev1.Pod{chief, w0, w1})), "readiness writes nothing")
+	require.True(t, EndpointSliceCurrent(got, RenderEndpointSlice(j, testNS, []*corev1.Pod{chief, w0, w1})), "readiness writes nothing")
 	w1.Status.PodIP = "10.0.0.6"
-	require.False(t, EndpointSliceCurrent(got, RenderEndpointSlice(j, svc, []*corev1.Pod{chief, w0, w1})), "a new address needs an update")
-	require.False(t, EndpointSliceCurrent(got, RenderEndpointSlice(j, svc, []*corev1.Pod{chief})), "a pod gone needs an update")
+	require.False(t, EndpointSliceCurrent(got, RenderEndpointSlice(j, testNS, []*corev1.Pod{chief, w0, w1})), "a new address needs an update")
+	require.False(t, EndpointSliceCurrent(got, RenderEndpointSlice(j, testNS, []*corev1.Pod{chief})), "a pod gone needs an update")
 }
 
 func TestRenderEndpointSliceFamilies(t *testing.T) {
 	j := distributedJob()
-	svc := RenderService(j, testNS)
-	empty := RenderEndpointSlice(j, svc, nil)
+	empty := RenderEndpointSlice(j, testNS, nil)
 	require.Equal(t, discoveryv1.AddressTypeIPv4, empty.AddressType)
 	require.NotNil(t, empty.Endpoints, "an empty slice lists no endpoints, not null")
 
 	v6 := replicaPod(t, j, job.Chief, 0, "fd00::5", corev1.PodRunning, true)
 	v4 := replicaPod(t, j, job.Worker, 0, "10.0.0.7", corev1.PodRunning, true)
-	got := RenderEndpointSlice(j, svc, []*corev1.Pod{v6, v4})
+	got := RenderEndpointSlice(j, testNS, []*corev1.Pod{v6, v4})
 	require.Equal(t, discoveryv1.AddressTypeIPv6, got.AddressType)
 	require.Len(t, got.Endpoints, 1, "one family per slice")
 	require.Equal(t, []string{"fd00::5"}, got.Endpoints[0].Addresses)

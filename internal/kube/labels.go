@@ -34,7 +34,7 @@ func ManagedSelector() labels.Selector {
 }
 
 // JobSelector selects every object of the job with this uid (replica pods,
-// the headless Service, the TensorBoard pod and Service).
+// its EndpointSlice, the TensorBoard pod and Service).
 func JobSelector(uid string) labels.Selector {
 	return labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedByValue, LabelJobUID: uid})
 }

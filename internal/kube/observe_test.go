@@ -213,7 +213,7 @@ func TestJobKeyOf(t *testing.T) {
 	j := distributedJob()
 	pod := renderedPod(t)
 	tb, tbSvc := RenderTensorBoard(j, testNS, PodOptions{})
-	for _, obj := range []metav1.Object{pod, RenderService(j, testNS), tb, tbSvc} {
+	for _, obj := range []metav1.Object{pod, RenderEndpointSlice(j, testNS, nil), tb, tbSvc} {
 		tenantID, uid, ok := JobKeyOf(obj)
 		require.True(t, ok, obj.GetName())
 		require.Equal(t, "vision", tenantID)
@@ -222,10 +222,12 @@ func TestJobKeyOf(t *testing.T) {
 
 	tn, err := RenderTenant(visionTenant(), TenantOptions{})
 	require.NoError(t, err)
-	_, _, ok := JobKeyOf(tn.ServiceAccount)
-	require.False(t, ok, "tenant objects belong to no job")
+	for _, obj := range []metav1.Object{tn.ServiceAccount, tn.ReplicaService} {
+		_, _, ok := JobKeyOf(obj)
+		require.False(t, ok, "tenant objects belong to no job: %s", obj.GetName())
+	}
 
 	foreign := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{LabelTenant: "vision", LabelJobUID: "u"}}}
-	_, _, ok = JobKeyOf(foreign)
+	_, _, ok := JobKeyOf(foreign)
 	require.False(t, ok, "not managed by Trainyard")
 }

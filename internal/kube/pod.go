@@ -90,7 +90,7 @@ func RenderPod(j job.Job, ns string, t job.ReplicaType, index, attempt int32, op
 	}
 	spec := podSpec(opts, c, volumes)
 	spec.Hostname = name
-	spec.Subdomain = job.ServiceName(j.Name)
+	spec.Subdomain = job.ReplicaService
 	// Trainyard restarts a replica by recreating its pod, so that every
 	// restart is seen, counted against backoffLimit and can be placed anew.
 	spec.RestartPolicy = corev1.RestartPolicyNever

@@ -91,9 +91,9 @@ func TestRenderPodGolden(t *testing.T) {
 	got, err := RenderPod(j, testNS, job.Worker, 1, 2, PodOptions{ServiceAccount: "trainyard-job"})
 	require.NoError(t, err)
 
-	tfConfig := `{"cluster":{"chief":["mnist-chief-0.mnist.ty-vision.svc:2222"],` +
-		`"worker":["mnist-worker-0.mnist.ty-vision.svc:2222","mnist-worker-1.mnist.ty-vision.svc:2222"],` +
-		`"ps":["mnist-ps-0.mnist.ty-vision.svc:2223"]},"task":{"type":"worker","index":1},"environment":"cloud"}`
+	tfConfig := `{"cluster":{"chief":["mnist-chief-0.replicas.ty-vision.svc:2222"],` +
+		`"worker":["mnist-worker-0.replicas.ty-vision.svc:2222","mnist-worker-1.replicas.ty-vision.svc:2222"],` +
+		`"ps":["mnist-ps-0.replicas.ty-vision.svc:2223"]},"task":{"type":"worker","index":1},"environment":"cloud"}`
 	want := &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -114,7 +114,7 @@ func TestRenderPodGolden(t *testing.T) {
 		},
 		Spec: corev1.PodSpec{
 			Hostname:                      "mnist-worker-1",
-			Subdomain:                     "mnist",
+			Subdomain:                     "replicas",
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			TerminationGracePeriodSeconds: new(int64(30)),
 			ServiceAccountName:            "trainyard-job",
@@ -191,9 +191,9 @@ type tfConfigJSON struct {
 func TestRenderPodEveryReplica(t *testing.T) {
 	j := distributedJob()
 	cluster := map[string][]string{
-		"chief":  {"mnist-chief-0.mnist.ty-vision.svc:2222"},
-		"worker": {"mnist-worker-0.mnist.ty-vision.svc:2222", "mnist-worker-1.mnist.ty-vision.svc:2222"},
-		"ps":     {"mnist-ps-0.mnist.ty-vision.svc:2223"},
+		"chief":  {"mnist-chief-0.replicas.ty-vision.svc:2222"},
+		"worker": {"mnist-worker-0.replicas.ty-vision.svc:2222", "mnist-worker-1.replicas.ty-vision.svc:2222"},
+		"ps":     {"mnist-ps-0.replicas.ty-vision.svc:2223"},
 	}
 	for _, tc := range []struct {
 		typ   job.ReplicaType
@@ -212,7 +212,7 @@ func TestRenderPodEveryReplica(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, tc.name, pod.Name)
 			require.Equal(t, tc.name, pod.Spec.Hostname)
-			require.Equal(t, "mnist", pod.Spec.Subdomain)
+			require.Equal(t, "replicas", pod.Spec.Subdomain)
 			require.Equal(t, DefaultJobServiceAccount, pod.Spec.ServiceAccountName)
 			require.Equal(t, new(false), pod.Spec.AutomountServiceAccountToken, "no token unless asked")
 			require.Equal(t, corev1.RestartPolicyNever, pod.Spec.RestartPolicy)

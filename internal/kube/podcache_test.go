@@ -66,10 +66,9 @@ func TestSlimPodKeepsWhatTheWorkerReads(t *testing.T) {
 	obj, err = SlimPod(live)
 	require.NoError(t, err)
 	j := job.Job{Tenant: "acme", Name: "w", UID: "u1"}
-	headless := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: "ns", UID: "svc-uid"}}
-	fromFull := RenderEndpointSlice(j, headless, []*corev1.Pod{live})
+	fromFull := RenderEndpointSlice(j, "ns", []*corev1.Pod{live})
 	require.Len(t, fromFull.Endpoints, 1)
-	require.Equal(t, fromFull, RenderEndpointSlice(j, headless, []*corev1.Pod{obj.(*corev1.Pod)}))
+	require.Equal(t, fromFull, RenderEndpointSlice(j, "ns", []*corev1.Pod{obj.(*corev1.Pod)}))
 }
 
 func identity(p *corev1.Pod) []string {

@@ -12,36 +12,25 @@ import (
 	"github.com/trainyard/trainyard/internal/job"
 )
 
-// RenderService renders the job's headless Service. It gives every replica
-// pod (hostname <pod>, subdomain <job>) the DNS name
-// <pod>.<job>.<ns>.svc that TF_CONFIG lists. Addresses are published before
-// pods are ready: TensorFlow servers find each other while starting, and
-// replica pods have no readiness probe anyway. It has no selector: the
-// worker writes its EndpointSlice (RenderEndpointSlice says why).
-func RenderService(j job.Job, ns string) *corev1.Service {
-	var ports []int32
-	for _, r := range j.Spec.Replicas {
-		ports = append(ports, replicaPort(r))
-	}
-	slices.Sort(ports)
-	ports = slices.Compact(ports)
-	svc := &corev1.Service{
+// RenderReplicaService renders the tenant namespace's headless Service of
+// replicas (job.ReplicaService): every replica pod has hostname <pod> and
+// subdomain replicas, so the Service gives it the DNS name
+// <pod>.replicas.<ns>.svc that TF_CONFIG lists. It has no selector and no
+// ports: each distributed job's EndpointSlice of it (RenderEndpointSlice,
+// written by the worker) lists the job's replicas and their ports.
+// Addresses are published before pods are ready: TensorFlow servers find
+// each other while starting, and replica pods have no readiness probe
+// anyway. The tenant controller keeps it with the namespace's other
+// objects (RenderTenant).
+func RenderReplicaService(tenantID, ns string) *corev1.Service {
+	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: metav1.ObjectMeta{Name: job.ServiceName(j.Name), Namespace: ns, Labels: jobLabels(j)},
+		ObjectMeta: tenantMeta(tenantID, ns, job.ReplicaService),
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                corev1.ClusterIPNone,
 			PublishNotReadyAddresses: true,
 		},
 	}
-	for _, p := range ports {
-		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{
-			Name:       fmt.Sprintf("tf-%d", p),
-			Protocol:   corev1.ProtocolTCP,
-			Port:       p,
-			TargetPort: intstr.FromInt32(p),
-		})
-	}
-	return svc
 }
 
 // TensorBoard pod details.
@@ -122,4 +111,14 @@ func RenderTensorBoard(j job.Job, ns string, opts PodOptions) (*corev1.Pod, *cor
 		},
 	}
 	return pod, svc
+}
+
+// replicaPorts are the distinct ports of a job's replicas, sorted.
+func replicaPorts(j job.Job) []int32 {
+	var ports []int32
+	for _, r := range j.Spec.Replicas {
+		ports = append(ports, replicaPort(r))
+	}
+	slices.Sort(ports)
+	return slices.Compact(ports)
 }

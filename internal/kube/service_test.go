@@ -6,54 +6,49 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/trainyard/trainyard/internal/job"
 )
 
-func TestRenderService(t *testing.T) {
-	j := distributedJob()
-	got := RenderService(j, testNS)
+func TestRenderReplicaService(t *testing.T) {
+	got := RenderReplicaService("vision", testNS)
 	want := &corev1.Service{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: metav1.ObjectMeta{Name: "mnist", Namespace: testNS, Labels: map[string]string{
+		ObjectMeta: metav1.ObjectMeta{Name: "replicas", Namespace: testNS, Labels: map[string]string{
 			"app.kubernetes.io/managed-by": "trainyard",
 			"trainyard.dev/tenant":         "vision",
-			"trainyard.dev/job":            "mnist",
-			"trainyard.dev/job-uid":        "0b7c6f1e-uid",
 		}},
-		Spec: corev1.ServiceSpec{
-			ClusterIP:                "None",
-			PublishNotReadyAddresses: true,
-			Ports: []corev1.ServicePort{
-				{Name: "tf-2222", Protocol: corev1.ProtocolTCP, Port: 2222, TargetPort: intstr.FromInt32(2222)},
-				{Name: "tf-2223", Protocol: corev1.ProtocolTCP, Port: 2223, TargetPort: intstr.FromInt32(2223)},
-			},
-		},
+		Spec: corev1.ServiceSpec{ClusterIP: "None", PublishNotReadyAddresses: true},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("RenderService mismatch (-want +got):\n%s", diff)
+		t.Errorf("RenderReplicaService mismatch (-want +got):\n%s", diff)
 	}
 	requireValidNames(t, &got.ObjectMeta)
 
-	// Every replica pod lives under the Service's name (its subdomain);
-	// the Service selects nothing: its EndpointSlice is the worker's.
+	// Every replica pod of every job lives under the Service's name (its
+	// subdomain), and its job's slice names the Service.
+	j := distributedJob()
 	for _, r := range j.Spec.Replicas {
 		for i := range r.Count {
 			pod, err := RenderPod(j, testNS, r.Type, i, 0, PodOptions{})
 			require.NoError(t, err)
 			require.Equal(t, got.Name, pod.Spec.Subdomain)
+			require.Equal(t, pod.Name, pod.Spec.Hostname)
 		}
 	}
+	require.Equal(t, got.Name, RenderEndpointSlice(j, testNS, nil).Labels["kubernetes.io/service-name"])
 }
 
-func TestRenderServiceDefaultPort(t *testing.T) {
+func TestRenderEndpointSliceDefaultPort(t *testing.T) {
 	j := job.Job{UID: "u", Tenant: "t", Name: "j", Spec: job.Spec{Replicas: []job.ReplicaSpec{
 		{Type: job.Worker, Count: 2}, {Type: job.PS, Count: 1, Port: 2222},
 	}}}
-	svc := RenderService(j, "ns")
-	require.Equal(t, []corev1.ServicePort{{Name: "tf-2222", Protocol: corev1.ProtocolTCP, Port: 2222, TargetPort: intstr.FromInt32(2222)}}, svc.Spec.Ports)
+	es := RenderEndpointSlice(j, "ns", nil)
+	require.Equal(t, []discoveryv1.EndpointPort{{Name: ptr.To("tf-2222"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](2222)}}, es.Ports)
 }
 
 func TestRenderTensorBoard(t *testing.T) {

@@ -212,6 +212,9 @@ type TenantObjects struct {
 	// APITensorBoard lets the API server's ServiceAccount port-forward to
 	// pods in the namespace, for its TensorBoard proxy, and nowhere else.
 	APITensorBoard *rbacv1.RoleBinding
+	// ReplicaService is the headless Service the replicas of every job in
+	// the namespace are named under (RenderReplicaService).
+	ReplicaService *corev1.Service
 }
 
 // RenderTenant renders the namespace of t and what lives in it (except
@@ -260,6 +263,7 @@ func RenderTenant(t tenant.Tenant, opts TenantOptions) (TenantObjects, error) {
 		// port-forward right: deploy/ gives it "bind" on exactly this
 		// ClusterRole (rbac-worker.yaml).
 		APITensorBoard: renderAPIBinding(t.ID, ns, opts.APIServiceAccount, APITensorBoardName),
+		ReplicaService: RenderReplicaService(t.ID, ns),
 	}
 	objs.Role, objs.RoleBinding = renderPodReaders(t, ns)
 	return objs, nil

@@ -103,6 +103,11 @@ func TestRenderTenant(t *testing.T) {
 			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "trainyard-api", Namespace: "trainyard"}},
 			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "trainyard-api-tensorboard"},
 		},
+		ReplicaService: &corev1.Service{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+			ObjectMeta: meta("replicas"),
+			Spec:       corev1.ServiceSpec{ClusterIP: "None", PublishNotReadyAddresses: true},
+		},
 	}
 	if diff := cmp.Diff(want, objs); diff != "" {
 		t.Errorf("RenderTenant mismatch (-want +got):\n%s", diff)
@@ -110,7 +115,7 @@ func TestRenderTenant(t *testing.T) {
 	for _, m := range []*metav1.ObjectMeta{
 		&objs.Namespace.ObjectMeta, &objs.ServiceAccount.ObjectMeta, &objs.Role.ObjectMeta, &objs.RoleBinding.ObjectMeta,
 		&objs.ResourceQuota.ObjectMeta, &objs.LimitRange.ObjectMeta, &objs.NetworkPolicy.ObjectMeta, &objs.APIPodLogs.ObjectMeta,
-		&objs.APITensorBoard.ObjectMeta,
+		&objs.APITensorBoard.ObjectMeta, &objs.ReplicaService.ObjectMeta,
 	} {
 		requireValidNames(t, m)
 	}

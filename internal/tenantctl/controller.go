@@ -45,6 +45,7 @@ type Controller struct {
 	roles      rbaclisters.RoleLister
 	bindings   rbaclisters.RoleBindingLister
 	policies   networkinglisters.NetworkPolicyLister
+	services   corelisters.ServiceLister
 	synced     []cache.InformerSynced
 
 	// offboarding holds the ids of tenants being offboarded, so that a
@@ -102,10 +103,11 @@ func New(cfg Config) (*Controller, error) {
 	roleInf := rbac.Roles()
 	rbInf := rbac.RoleBindings()
 	npInf := c.factory.Networking().V1().NetworkPolicies()
+	svcInf := core.Services()
 	c.namespaces, c.accounts, c.quotas, c.limits = nsInf.Lister(), saInf.Lister(), rqInf.Lister(), lrInf.Lister()
-	c.roles, c.bindings, c.policies = roleInf.Lister(), rbInf.Lister(), npInf.Lister()
+	c.roles, c.bindings, c.policies, c.services = roleInf.Lister(), rbInf.Lister(), npInf.Lister(), svcInf.Lister()
 	for _, inf := range []cache.SharedIndexInformer{nsInf.Informer(), saInf.Informer(), rqInf.Informer(),
-		lrInf.Informer(), roleInf.Informer(), rbInf.Informer(), npInf.Informer()} {
+		lrInf.Informer(), roleInf.Informer(), rbInf.Informer(), npInf.Informer(), svcInf.Informer()} {
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.enqueueOwner,
 			UpdateFunc: func(_, obj any) { c.enqueueOwner(obj) },

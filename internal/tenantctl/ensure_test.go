@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/tenant"
 )
@@ -158,7 +159,19 @@ func checkTenantObjects(c kubernetes.Interface, ns, id string, readers []string,
 	if d := cmp.Diff([]rbacv1.Subject{{Kind: "ServiceAccount", Name: "trainyard-api", Namespace: "trainyard"}}, logs.Subjects); d != "" {
 		return fmt.Errorf("api pod-logs subjects (-want +got):\n%s", d)
 	}
-	return hasLabels("api pod-logs rolebinding", logs.Labels, mine)
+	if err := hasLabels("api pod-logs rolebinding", logs.Labels, mine); err != nil {
+		return err
+	}
+
+	// Every replica pod's DNS name is under this Service.
+	svc, err := c.CoreV1().Services(ns).Get(ctx, job.ReplicaService, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if svc.Spec.ClusterIP != corev1.ClusterIPNone || !svc.Spec.PublishNotReadyAddresses || len(svc.Spec.Selector) > 0 || len(svc.Spec.Ports) > 0 {
+		return fmt.Errorf("service of replicas %+v, want headless, publishing not-ready addresses, no selector, no ports", svc.Spec)
+	}
+	return hasLabels("service of replicas", svc.Labels, mine)
 }
 
 // wantNetworkPolicy is the tenant NetworkPolicy as the API server returns
@@ -294,6 +307,18 @@ func TestDriftIsRepaired(t *testing.T) {
 			}
 			rb.Subjects = append(rb.Subjects, rbacv1.Subject{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "system:authenticated"})
 			_, err = rbac.RoleBindings(ns).Update(ctx, rb, metav1.UpdateOptions{})
+			return err
+		}},
+		{"service of replicas deleted", func() error {
+			return core.Services(ns).Delete(ctx, job.ReplicaService, metav1.DeleteOptions{})
+		}},
+		{"service of replicas made to hide starting replicas", func() error {
+			svc, err := core.Services(ns).Get(ctx, job.ReplicaService, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			svc.Spec.PublishNotReadyAddresses = false
+			_, err = core.Services(ns).Update(ctx, svc, metav1.UpdateOptions{})
 			return err
 		}},
 		{"api pod-logs binding deleted", func() error {

@@ -196,3 +196,23 @@ func networkPolicies(c *Controller) kind[*networkingv1.NetworkPolicy] {
 		apply: func(have, want *networkingv1.NetworkPolicy) { have.Spec = want.Spec },
 	}
 }
+
+// services keeps the namespace's Service of replicas. A Service that
+// differs is deleted and created again rather than updated: the fields
+// that matter (clusterIP None, no selector) are partly immutable, it is
+// read by DNS only, and the worker then needs no update right on Services.
+// A Service of that name that is not Trainyard's (made by hand in a tenant
+// namespace, which is Trainyard's) is replaced the same way.
+func services(c *Controller) kind[*corev1.Service] {
+	return kind[*corev1.Service]{
+		name:   "Service",
+		cached: func(ns, name string) (*corev1.Service, error) { return c.services.Services(ns).Get(name) },
+		client: func(ns string) typedClient[*corev1.Service] { return c.client.CoreV1().Services(ns) },
+		same: func(have, want *corev1.Service) bool {
+			return have.Spec.ClusterIP == want.Spec.ClusterIP && have.Spec.PublishNotReadyAddresses == want.Spec.PublishNotReadyAddresses &&
+				len(have.Spec.Selector) == 0 && len(have.Spec.Ports) == 0 && have.Spec.Type == corev1.ServiceTypeClusterIP
+		},
+		apply:   func(have, want *corev1.Service) {},
+		replace: func(have, want *corev1.Service) bool { return true },
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenant"
@@ -103,6 +104,9 @@ func (c *Controller) ensure(ctx context.Context, t tenant.Tenant) (result, error
 		},
 		func() error {
 			return ensureObject(ctx, c, roleBindings(c), objs.APITensorBoard, ns.Name, kube.APITensorBoardName)
+		},
+		func() error {
+			return ensureObject(ctx, c, services(c), objs.ReplicaService, ns.Name, job.ReplicaService)
 		},
 	} {
 		if err := step(); err != nil {

@@ -75,7 +75,7 @@ func (c *converter) ports(at path, r *job.ReplicaSpec, ports []corev1.ContainerP
 	for i, p := range ports {
 		pp := at.i(i)
 		if p.HostPort != 0 || p.HostIP != "" {
-			c.issues.unsupported(string(pp.f("hostPort")), "%s: replicas are reached through the job's headless Service", notSupported)
+			c.issues.unsupported(string(pp.f("hostPort")), "%s: replicas are reached through their namespace's headless Service", notSupported)
 		}
 		if p.Name == PortName {
 			r.Port = p.ContainerPort

@@ -158,16 +158,12 @@ func (w *Worker) logTail(ctx context.Context, ns, pod string) (string, error) {
 }
 
 // act runs the plan's Kubernetes actions in three groups, each at once
-// (bounded): the pod creates, then the other creates (the headless
-// Service, TensorBoard), then the deletes. Plan never asks, in one pass,
-// to create a pod under a name whose old pod it deletes, so the groups are
-// independent; they run in that order because the pods are what the user
-// and the kube-scheduler wait for. The Service goes after them, not beside
-// them: it has no selector, and nothing reads it before the worker writes
-// its EndpointSlice, which needs the pods' addresses anyway; beside the
-// pods its create competes with theirs for the API server (measured, it
-// did not change dispatch beyond the bench's spread: RESULTS.md, the run
-// of 2026-12-04 21:14). AlreadyExists on create is adoption (names are deterministic),
+// (bounded): the pod creates, then the other creates (TensorBoard), then
+// the deletes. Plan never asks, in one pass, to create a pod under a name
+// whose old pod it deletes, so the groups are independent; they run in
+// that order because the pods are what the user and the kube-scheduler
+// wait for. (The job's EndpointSlice is written after the actions, by
+// syncEndpoints: it needs the pods' addresses.) AlreadyExists on create is adoption (names are deterministic),
 // NotFound on delete is success. The error is the first terminal one if
 // any (the job fails), else all retryable ones joined.
 //
@@ -183,16 +179,12 @@ func (w *Worker) act(ctx context.Context, p *pass, actions []job.Action) error {
 		switch a.Kind {
 		case job.ActCreatePod:
 			pods = append(pods, func(ctx context.Context) error { return w.createPod(ctx, p, a) })
-		case job.ActCreateService:
-			creates = append(creates, func(ctx context.Context) error { return w.createService(ctx, p) })
 		case job.ActCreateTensorBoard:
 			creates = append(creates, func(ctx context.Context) error { return w.createTensorBoard(ctx, p) })
 		case job.ActDeletePod:
 			deletes = append(deletes, func(ctx context.Context) error { return w.deletePod(ctx, p, a.Pod) })
-		case job.ActDeleteService:
-			deletes = append(deletes, func(ctx context.Context) error {
-				return w.deleteService(ctx, p, p.objs.svc, job.ServiceName(p.wj.Job.Name))
-			})
+		case job.ActDeleteEndpoints:
+			deletes = append(deletes, func(ctx context.Context) error { return w.deleteSlice(ctx, p) })
 		case job.ActDeleteTensorBoard:
 			deletes = append(deletes, func(ctx context.Context) error { return w.deleteTensorBoard(ctx, p) })
 		}
@@ -294,10 +286,6 @@ func (w *Worker) createPod(ctx context.Context, p *pass, a job.Action) error {
 		return err
 	}
 	return w.createPodObject(ctx, p, pod)
-}
-
-func (w *Worker) createService(ctx context.Context, p *pass) error {
-	return w.createServiceObject(ctx, p, kube.RenderService(p.wj.Job, p.ns))
 }
 
 func (w *Worker) createTensorBoard(ctx context.Context, p *pass) error {
@@ -455,11 +443,19 @@ func (w *Worker) deletePod(ctx context.Context, p *pass, name string) error {
 	return w.deleteObject(ctx, "pods", pod.Namespace, name, pod.UID)
 }
 
-func (w *Worker) deleteService(ctx context.Context, p *pass, svc *corev1.Service, name string) error {
-	if svc == nil {
+// deleteSlice deletes the job's EndpointSlice, the one the pass observed.
+func (w *Worker) deleteSlice(ctx context.Context, p *pass) error {
+	es := p.objs.slice
+	if es == nil {
 		return nil
 	}
-	return w.deleteObject(ctx, "services", svc.Namespace, name, svc.UID)
+	err := w.deleteObject(ctx, "endpointslices", es.Namespace, es.Name, es.UID)
+	if err == nil {
+		// Gone, or going: a memo of the last write must not bring it back
+		// into a later pass's view (observeSlice).
+		w.sliceWrites.Delete(jobIndexKey(p.ns, p.key.UID))
+	}
+	return err
 }
 
 func (w *Worker) deleteTensorBoard(ctx context.Context, p *pass) error {
@@ -474,7 +470,7 @@ func (w *Worker) deleteTensorBoard(ctx context.Context, p *pass) error {
 	return errors.Join(errs...)
 }
 
-// deleteObject deletes a pod or Service with a UID precondition, in the
+// deleteObject deletes a pod, Service or EndpointSlice with a UID precondition, in the
 // background (dependents, if any, go on their own). NotFound and a failed
 // precondition (the name now holds a newer object) are success.
 func (w *Worker) deleteObject(ctx context.Context, resource, ns, name string, uid types.UID) error {
@@ -495,6 +491,10 @@ func (w *Worker) deleteObject(ctx context.Context, resource, ns, name string, ui
 		err = w.kube.CoreV1().Pods(ns).Delete(ctx, name, opts)
 	case "services":
 		err = w.kube.CoreV1().Services(ns).Delete(ctx, name, opts)
+	case "endpointslices":
+		err = w.kube.DiscoveryV1().EndpointSlices(ns).Delete(ctx, name, opts)
+	default:
+		err = fmt.Errorf("worker: no delete of %q", resource)
 	}
 	w.count("delete", resource, start, err)
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {

@@ -4,6 +4,7 @@ package worker
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,17 +41,17 @@ func TestKubeCallsPerJob(t *testing.T) {
 		kept        bool // the job is let go with its objects
 		want        map[string]int
 	}{
-		// The EndpointSlice is created when the pods have addresses and
-		// updated as they finish; it goes with the Service (its owner),
-		// which goes when the job ends with no replica running.
-		{name: "succeeds, pods kept, Service deleted", kept: true,
-			want: map[string]int{"create pods": 5, "create services": 1, "delete services": 1, "create endpointslices": 1, "update endpointslices": 1}},
+		// No Service: the replicas' is the namespace's. The EndpointSlice
+		// is created when the pods have addresses and updated as they
+		// finish; it is deleted when the job ends with no replica running.
+		{name: "succeeds, pods kept, EndpointSlice deleted", kept: true,
+			want: map[string]int{"create pods": 5, "create endpointslices": 1, "update endpointslices": 1, "delete endpointslices": 1}},
 		{name: "succeeds, removed after the worker's default TTL", finishedTTL: oneDay,
-			want: map[string]int{"create pods": 5, "create services": 1, "delete pods": 5, "delete services": 1, "create endpointslices": 1, "update endpointslices": 1}},
+			want: map[string]int{"create pods": 5, "delete pods": 5, "create endpointslices": 1, "update endpointslices": 1, "delete endpointslices": 1}},
 		{name: "succeeds, removed at once by the job's own TTL", finishedTTL: oneDay, jobTTL: new(int32(0)),
-			want: map[string]int{"create pods": 5, "create services": 1, "delete pods": 5, "delete services": 1, "create endpointslices": 1, "update endpointslices": 1}},
+			want: map[string]int{"create pods": 5, "delete pods": 5, "create endpointslices": 1, "update endpointslices": 1, "delete endpointslices": 1}},
 		{name: "cancelled while running", cancel: true,
-			want: map[string]int{"create pods": 5, "create services": 1, "delete pods": 5, "delete services": 1, "create endpointslices": 1}},
+			want: map[string]int{"create pods": 5, "delete pods": 5, "create endpointslices": 1, "delete endpointslices": 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := setup(t, func(c *Config) { c.FinishedTTL = tc.finishedTTL })
@@ -185,9 +186,7 @@ func TestEndpointSliceFollowsPods(t *testing.T) {
 	b.own(t, key)
 	b.reconcile(t, key)
 	b.waitCache(t, key, 3)
-	svc, err := b.kube.CoreV1().Services("ty-acme").Get(b.ctx, "tj", metav1.GetOptions{})
-	require.NoError(t, err)
-	require.Empty(t, svc.Spec.Selector, "the controller manager does not keep its endpoints")
+	require.Empty(t, b.actions("create", "services"), "the replicas' Service is the namespace's, not the job's")
 
 	slice := func() *discoveryv1.EndpointSlice {
 		es, err := b.kube.DiscoveryV1().EndpointSlices("ty-acme").Get(b.ctx, "tj", metav1.GetOptions{})
@@ -218,8 +217,8 @@ func TestEndpointSliceFollowsPods(t *testing.T) {
 	es := slice()
 	require.NotNil(t, es)
 	require.Equal(t, []string{"tj-chief-0"}, hostnames(es))
-	require.Equal(t, svc.UID, es.OwnerReferences[0].UID, "owned by the Service: deleted with it")
-	require.Equal(t, "tj", es.Labels[discoveryv1.LabelServiceName])
+	require.Empty(t, es.OwnerReferences, "deleted by the job's cleanup, not with a Service")
+	require.Equal(t, job.ReplicaService, es.Labels[discoveryv1.LabelServiceName])
 
 	// Passes that come before the cache shows the worker's last write
 	// start from what it wrote: no second create, no stale update.
@@ -240,14 +239,14 @@ func TestEndpointSliceFollowsPods(t *testing.T) {
 	b.kubelet(t, "tj-chief-0", corev1.PodSucceeded)
 	b.reconcileUntilLetGo(t, key)
 	require.Equal(t, job.Succeeded, b.load(t, key).Job.Status.State)
-	// No replica runs: the Service goes, and the slice with it (the
-	// garbage collector, which this fake clientset lacks, deletes what the
-	// Service owns), instead of an update that empties the slice.
-	require.Len(t, b.actions("delete", "services"), 1, "the finished job's Service is deleted")
-	deleted := b.actionIndex("delete", "services")
+	// No replica runs: the slice is deleted, instead of an update that
+	// empties it, and not written again.
+	require.Len(t, b.actions("delete", "endpointslices"), 1, "the finished job's EndpointSlice is deleted")
+	require.Nil(t, slice())
+	deleted := b.actionIndex("delete", "endpointslices")
 	for i, a := range b.kube.Actions() {
-		if i > deleted && a.GetVerb() == "update" && a.GetResource().Resource == "endpointslices" {
-			t.Errorf("action %d updates the slice of a Service already deleted", i)
+		if i > deleted && a.GetResource().Resource == "endpointslices" && slices.Contains([]string{"create", "update", "patch", "delete"}, a.GetVerb()) {
+			t.Errorf("action %d (%s) writes the slice after its delete", i, a.GetVerb())
 		}
 	}
 }
@@ -277,8 +276,7 @@ func TestInformersUseTheWatchClient(t *testing.T) {
 		require.Zero(t, k["list "+r]+k["watch "+r], "nothing lists or watches %s through Kube", r)
 	}
 	require.Equal(t, 2, k["create pods"], "the pods are created through Kube")
-	require.Equal(t, 1, k["create services"], "the Service is created through Kube")
-	require.Zero(t, w["create pods"]+w["create services"], "nothing is created through Watch")
+	require.Zero(t, w["create pods"]+w["create endpointslices"], "nothing is created through Watch")
 }
 
 // Given the process's pod informer (Config.Pods), the worker lists and

@@ -16,44 +16,34 @@ import (
 )
 
 // endpointsRecheck is how soon a pass whose update of the slice found it
-// changed or gone (by a worker that had the job before, or with its
-// Service) is run again, once the cache has caught up.
+// changed or gone (by a worker that had the job before, or by the job's
+// cleanup) is run again, once the cache has caught up.
 const endpointsRecheck = 100 * time.Millisecond
 
-// syncEndpoints keeps the EndpointSlice of a job's headless Service
-// listing its live replica pods (kube.RenderEndpointSlice says why the
-// worker writes it and not the controller manager). It runs once the
-// Service is in the cache (the slice is owned by its UID, so the garbage
-// collector deletes it with the Service); pod changes that move an address
+// syncEndpoints keeps the EndpointSlice of a distributed job listing its
+// live replica pods under the namespace's Service of replicas
+// (kube.RenderEndpointSlice says why the worker writes it and why the
+// Service is the namespace's). Pod changes that move an address
 // (kube.ObservePod's IP) bring the job back here, and the passes that see
 // a finished job's pods end or go leave the slice empty, as the controller
-// manager would for a Service whose pods all finished. It returns how soon
-// to look again when the slice could not be brought up to date now.
+// manager would for a Service whose pods all finished; the job's cleanup
+// deletes it (job.ActDeleteEndpoints). It returns how soon to look again
+// when the slice could not be brought up to date now.
 //
 // No slice is created while it would be empty (DNS answers a missing slice
 // as it does an empty one), nor for a finished job, nor in a pass that
-// deletes the Service (the pass's caller skips those).
+// deletes it (the pass's caller skips those).
 func (w *Worker) syncEndpoints(ctx context.Context, p *pass, final bool) (time.Duration, error) {
-	svc := p.objs.svc
-	if svc == nil || svc.UID == "" || svc.DeletionTimestamp != nil || !p.wj.Job.Spec.Distributed() {
+	if !p.wj.Job.Spec.Distributed() {
 		return 0, nil
 	}
 	pods := make([]*corev1.Pod, 0, len(p.objs.pods))
 	for _, pod := range p.objs.pods {
 		pods = append(pods, pod)
 	}
-	want := kube.RenderEndpointSlice(p.wj.Job, svc, pods)
+	want := kube.RenderEndpointSlice(p.wj.Job, p.ns, pods)
 	memoKey := jobIndexKey(p.ns, p.key.UID)
-	cached, _ := w.endpoints.GetIndexer().ByIndex(indexJobUID, memoKey)
-	have := observedSlice(cached, svc.Name)
-	if m, ok := w.sliceWrites.Load(memoKey); ok {
-		// This worker wrote the slice since the cache last showed it: what
-		// it wrote is the slice now (nobody else writes it), so the next
-		// write neither repeats it nor conflicts on a stale version.
-		if ws := m.(*discoveryv1.EndpointSlice); have == nil || have.ResourceVersion != ws.ResourceVersion {
-			have = ws
-		}
-	}
+	have := p.objs.slice
 	if have != nil && kube.EndpointSliceCurrent(have, want) {
 		return 0, nil
 	}
@@ -81,8 +71,8 @@ func (w *Worker) syncEndpoints(ctx context.Context, p *pass, final bool) (time.D
 		written, err = slices.Update(ctx, want, metav1.UpdateOptions{})
 		w.count("update", "endpointslices", start, err)
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			// Written by a worker that had the job before, or deleted with
-			// its Service: the cache brings the news.
+			// Written by a worker that had the job before, or deleted by
+			// someone: the cache brings the news.
 			w.sliceWrites.Delete(memoKey)
 			return endpointsRecheck, nil
 		}
@@ -110,23 +100,36 @@ func (w *Worker) sliceSeen(obj any, gone bool) {
 	}
 }
 
-// observedSlice is the job's EndpointSlice in the cache: the one named
-// after its Service and managed by Trainyard's worker.
-func observedSlice(objs []any, service string) *discoveryv1.EndpointSlice {
-	for _, o := range objs {
-		if es, ok := o.(*discoveryv1.EndpointSlice); ok && es.Name == service &&
-			es.Labels[discoveryv1.LabelManagedBy] == kube.EndpointSliceManagedBy {
-			return es
+// observeSlice adds the job's EndpointSlice to what a pass observed: the
+// one in the cache named after the job and written by Trainyard's worker,
+// or this worker's last write of it when the cache does not show that yet
+// (nobody else writes it, so the write is the slice now: the next write
+// neither repeats it nor conflicts on a stale version, and a cleanup in
+// the next pass deletes it even before the cache shows it).
+func (w *Worker) observeSlice(ns, uid string, obs *job.Observed, objs *objects) {
+	key := jobIndexKey(ns, uid)
+	cached, _ := w.endpoints.GetIndexer().ByIndex(indexJobUID, key)
+	for _, o := range cached {
+		// Whatever Service it names: a slice of a job dispatched before
+		// the Service of replicas was the namespace's named the job's own,
+		// and is rewritten to name the namespace's.
+		if es, ok := o.(*discoveryv1.EndpointSlice); ok && es.Labels[discoveryv1.LabelManagedBy] == kube.EndpointSliceManagedBy {
+			objs.slice = es
+			break
 		}
 	}
-	return nil
+	if m, ok := w.sliceWrites.Load(key); ok {
+		if ws := m.(*discoveryv1.EndpointSlice); objs.slice == nil || objs.slice.ResourceVersion != ws.ResourceVersion {
+			objs.slice = ws
+		}
+	}
+	obs.Endpoints = objs.slice != nil
 }
 
-// deletesService reports whether a plan deletes the job's headless
-// Service: its slice goes with it.
-func deletesService(actions []job.Action) bool {
+// deletesEndpoints reports whether a plan deletes the job's EndpointSlice.
+func deletesEndpoints(actions []job.Action) bool {
 	for _, a := range actions {
-		if a.Kind == job.ActDeleteService {
+		if a.Kind == job.ActDeleteEndpoints {
 			return true
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -40,8 +41,10 @@ type pass struct {
 type objects struct {
 	pods  map[string]*corev1.Pod // replica pods by name
 	tbPod *corev1.Pod
-	svc   *corev1.Service
 	tbSvc *corev1.Service
+	// slice is the job's EndpointSlice: the cache's, or this worker's last
+	// write of it when the cache does not show that yet (sliceWrites).
+	slice *discoveryv1.EndpointSlice
 }
 
 // reconcile loads a job (the first pass over a job claimed QUEUED takes
@@ -119,16 +122,19 @@ func (w *Worker) planInput(p *pass, obs job.Observed) job.PlanInput {
 	return in
 }
 
-// observe reads the job's pods and Services from the informer caches: the
-// objects labelled with its uid in its tenant's namespace (an object
-// elsewhere carrying the label is not the job's).
+// observe reads the job's pods, Services and EndpointSlice from the
+// informer caches: the objects labelled with its uid in its tenant's
+// namespace (an object elsewhere carrying the label is not the job's).
 func (w *Worker) observe(ns, uid string) (job.Observed, objects) {
 	pods, _ := w.pods.GetIndexer().ByIndex(indexJobUID, jobIndexKey(ns, uid))
 	svcs, _ := w.services.GetIndexer().ByIndex(indexJobUID, jobIndexKey(ns, uid))
-	return observed(pods, svcs)
+	obs, objs := observed(pods, svcs)
+	w.observeSlice(ns, uid, &obs, &objs)
+	return obs, objs
 }
 
-// observed builds Plan's view of a job from its pods and Services.
+// observed builds Plan's view of a job from its pods and Services (the
+// EndpointSlice is observeSlice's).
 func observed(pods, svcs []any) (job.Observed, objects) {
 	var obs job.Observed
 	objs := objects{pods: map[string]*corev1.Pod{}}
@@ -151,10 +157,10 @@ func observed(pods, svcs []any) (job.Observed, objects) {
 		if !ok {
 			continue
 		}
+		// A job has no Service of its own but its TensorBoard's (the
+		// replicas' is the namespace's, kube.RenderReplicaService).
 		if svc.Labels[kube.LabelComponent] == kube.ComponentTensorBoard {
 			obs.TensorBoardSvc, objs.tbSvc = true, svc
-		} else {
-			obs.Service, objs.svc = true, svc
 		}
 	}
 	return obs, objs
@@ -201,6 +207,7 @@ func (w *Worker) observeLapsed(ctx context.Context, p *pass, lapsed []string) (o
 		}
 	}
 	obs, objs = observed(pods, svcs)
+	w.observeSlice(p.ns, p.key.UID, &obs, &objs)
 	return obs, objs, found, nil
 }
 
@@ -240,7 +247,7 @@ func (w *Worker) apply(ctx context.Context, p *pass, plan job.PlanResult) (resul
 	if mustSave {
 		park = w.parkFor(p, plan)
 	}
-	if (done || park > 0) && !deletesService(plan.Actions) {
+	if (done || park > 0) && !deletesEndpoints(plan.Actions) {
 		// The last pass: the slice must not go on listing the addresses
 		// the finished pods gave back.
 		if !w.own.leased(p.key, time.Now(), w.cfg.LeaseTTL/10) {
@@ -295,7 +302,7 @@ func (w *Worker) apply(ctx context.Context, p *pass, plan job.PlanResult) (resul
 	}
 	w.noteDispatch(p)
 	var recheck time.Duration
-	if !purge && !deletesService(plan.Actions) {
+	if !purge && !deletesEndpoints(plan.Actions) {
 		if recheck, err = w.syncEndpoints(ctx, p, plan.Status.State.Final()); err != nil {
 			return result{}, errorf(errReasonKube, err)
 		}
@@ -385,7 +392,7 @@ func (w *Worker) finishing(ctx context.Context, p *pass, plan job.PlanResult) (j
 		}
 		if found {
 			w.log.Info("the job ended with objects the informers never showed; deleting them before letting it go",
-				"job", p.key, "pods", len(obs.Pods), "service", obs.Service)
+				"job", p.key, "pods", len(obs.Pods), "endpoints", obs.Endpoints)
 			p.objs = objs
 			plan = job.Plan(w.planInput(p, obs))
 		}
@@ -393,7 +400,7 @@ func (w *Worker) finishing(ctx context.Context, p *pass, plan job.PlanResult) (j
 	// Plan only ever sets CleanedUp; what is let go must say exactly
 	// whether anything is left, because the orphan sweep deletes what is
 	// left of a job that says nothing is.
-	plan.Status.CleanedUp = len(p.objs.pods) == 0 && p.objs.svc == nil && p.objs.tbPod == nil && p.objs.tbSvc == nil
+	plan.Status.CleanedUp = len(p.objs.pods) == 0 && p.objs.slice == nil && p.objs.tbPod == nil && p.objs.tbSvc == nil
 	if plan.Forget && len(plan.Actions) == 0 {
 		return plan, true, result{}, nil
 	}

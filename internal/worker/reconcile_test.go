@@ -30,7 +30,7 @@ import (
 
 var podsGR = schema.GroupResource{Resource: "pods"}
 
-func TestDispatchCreatesServiceAndPods(t *testing.T) {
+func TestDispatchCreatesPods(t *testing.T) {
 	b := setup(t)
 	b.tenant(t, "acme", tenant.Quota{})
 	key := b.submit(t, "acme", "tj", spec(replica(job.Chief, 1, job.RestartNever), replica(job.Worker, 2, job.RestartOnFailure)))
@@ -39,7 +39,7 @@ func TestDispatchCreatesServiceAndPods(t *testing.T) {
 	res := b.reconcile(t, key)
 	require.Zero(t, res.after, "no deadline, no timer")
 
-	require.Len(t, b.actions("create", "services"), 1)
+	require.Empty(t, b.actions("create", "services"), "the replicas' Service is the namespace's")
 	creates := b.actions("create", "pods")
 	require.Len(t, creates, 3)
 	var names []string
@@ -61,32 +61,6 @@ func TestDispatchCreatesServiceAndPods(t *testing.T) {
 	evs := b.events(t, key)
 	require.Equal(t, job.ReasonAdmitted, evs[len(evs)-1].Reason)
 	require.Equal(t, 1, testCount(t, b.w.metrics.dispatchLatency), "dispatch latency observed once")
-}
-
-// The pods go first and the headless Service after every one of them has
-// returned: the pods are what the kube-scheduler and the user wait for,
-// and nothing reads the Service before the worker writes its
-// EndpointSlice from the pods' addresses.
-func TestPodsAreCreatedBeforeTheService(t *testing.T) {
-	b := setup(t)
-	b.tenant(t, "acme", tenant.Quota{})
-	key := b.submit(t, "acme", "tj", spec(replica(job.Chief, 1, job.RestartNever), replica(job.Worker, 4, job.RestartNever)))
-	b.own(t, key)
-	var podsDone, podsAtService atomic.Int32
-	b.kube.PrependReactor("create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
-		time.Sleep(20 * time.Millisecond) // a slow API server
-		podsDone.Add(1)
-		return false, nil, nil
-	})
-	b.kube.PrependReactor("create", "services", func(k8stesting.Action) (bool, runtime.Object, error) {
-		podsAtService.Store(podsDone.Load())
-		return false, nil, nil
-	})
-
-	b.reconcile(t, key)
-	require.Len(t, b.actions("create", "pods"), 5)
-	require.Len(t, b.actions("create", "services"), 1)
-	require.EqualValues(t, 5, podsAtService.Load(), "pods created when the Service's create began")
 }
 
 func TestAlreadyExistsIsAdoption(t *testing.T) {
@@ -125,10 +99,9 @@ func TestAlreadyExistsIsAdoption(t *testing.T) {
 func TestAlreadyExistsForeignObjectFailsJob(t *testing.T) {
 	b := setup(t)
 	b.tenant(t, "acme", tenant.Quota{})
-	// Two replicas: a job of one has no Service (job.Spec.Distributed).
 	key := b.submit(t, "acme", "tj", spec(replica(job.Worker, 2, job.RestartNever)))
-	foreign := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "tj", Namespace: "ty-acme", Labels: map[string]string{"app": "mine"}}}
-	_, err := b.kube.CoreV1().Services("ty-acme").Create(b.ctx, foreign, metav1.CreateOptions{})
+	foreign := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "tj-worker-1", Namespace: "ty-acme", Labels: map[string]string{"app": "mine"}}}
+	_, err := b.kube.CoreV1().Pods("ty-acme").Create(b.ctx, foreign, metav1.CreateOptions{})
 	require.NoError(t, err)
 	b.own(t, key)
 
@@ -137,10 +110,10 @@ func TestAlreadyExistsForeignObjectFailsJob(t *testing.T) {
 	st := b.load(t, key).Job.Status
 	require.Equal(t, job.Failed, st.State)
 	require.Equal(t, ReasonNameConflict, st.Reason)
-	require.Equal(t, `service "tj" already exists in namespace ty-acme and was not created by Trainyard; delete it or submit the job under another id`, st.Message)
-	svc, err := b.kube.CoreV1().Services("ty-acme").Get(b.ctx, "tj", metav1.GetOptions{})
+	require.Equal(t, `pod "tj-worker-1" already exists in namespace ty-acme and was not created by Trainyard; delete it or submit the job under another id`, st.Message)
+	pod, err := b.kube.CoreV1().Pods("ty-acme").Get(b.ctx, "tj-worker-1", metav1.GetOptions{})
 	require.NoError(t, err)
-	require.Equal(t, "mine", svc.Labels["app"], "the foreign Service is left alone")
+	require.Equal(t, "mine", pod.Labels["app"], "the foreign pod is left alone")
 }
 
 func TestAlreadyExistsOfAnotherJobIsRetried(t *testing.T) {
@@ -511,16 +484,17 @@ func TestCancelRunningDeletesEverything(t *testing.T) {
 	b.reconcile(t, key)
 	b.waitCache(t, key, 2)
 	for _, n := range []string{"tj-worker-0", "tj-worker-1"} {
-		b.setPhase(t, "ty-acme", n, corev1.PodRunning, 0, "")
+		b.kubelet(t, n, corev1.PodRunning) // with addresses: the job's EndpointSlice lists them
 	}
 	b.reconcile(t, key)
+	require.Len(t, b.actions("create", "endpointslices"), 1)
 	_, err := b.store.JobCancel(b.ctx, "acme", "tj")
 	require.NoError(t, err)
 
 	b.reconcile(t, key)
 	require.Equal(t, job.Cancelled, b.load(t, key).Job.Status.State)
 	require.Len(t, b.actions("delete", "pods"), 2)
-	require.Len(t, b.actions("delete", "services"), 1)
+	require.Len(t, b.actions("delete", "endpointslices"), 1)
 	for _, a := range b.actions("delete", "pods") {
 		require.NotNil(t, a.(k8stesting.DeleteActionImpl).DeleteOptions.Preconditions.UID)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/trainyard/trainyard/internal/tenant"
 )
 
-// The orphan sweep deletes Trainyard pods and Services that no job will
+// The orphan sweep deletes Trainyard pods, Services and EndpointSlices that no job will
 // ever clean up: their job was purged, or is finished, let go and was
 // cleaned up (Status.CleanedUp) — objects that appeared after their job
 // let go of them, because a worker past its lease was still creating, or
@@ -68,7 +68,7 @@ func (w *Worker) sweep(ctx context.Context) (int, error) {
 		obj      metav1.Object
 	}
 	seen := map[store.JobKey][]orphan{}
-	for resource, inf := range map[string]cache.SharedIndexInformer{"pods": w.pods, "services": w.services} {
+	for resource, inf := range map[string]cache.SharedIndexInformer{"pods": w.pods, "services": w.services, "endpointslices": w.endpoints} {
 		for _, o := range inf.GetStore().List() {
 			m, ok := o.(metav1.Object)
 			if !ok || m.GetDeletionTimestamp() != nil {

@@ -37,7 +37,7 @@ type Worker struct {
 	factory   informers.SharedInformerFactory
 	pods      cache.SharedIndexInformer
 	services  cache.SharedIndexInformer
-	endpoints cache.SharedIndexInformer // the EndpointSlices of headless Services (endpoints.go)
+	endpoints cache.SharedIndexInformer // the jobs' EndpointSlices (endpoints.go)
 	// podFactory holds the pod informer (Config.Pods or the worker's own).
 	podFactory informers.SharedInformerFactory
 	podLister  listerscorev1.PodLister
@@ -158,13 +158,15 @@ func New(cfg Config) (*Worker, error) {
 			return nil, err
 		}
 	}
-	// A slice's own changes are the worker's writes; only its deletion by
-	// someone else calls for a pass (which writes it again).
+	// A slice's own changes are the worker's writes; only its deletion
+	// calls for a pass (the cleanup's, which then lets the job go; or
+	// someone else's, and the pass writes it again).
 	if _, err := w.endpoints.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { w.sliceSeen(obj, false) },
 		UpdateFunc: func(_, cur any) { w.sliceSeen(cur, false) },
 		DeleteFunc: func(obj any) {
 			w.sliceSeen(obj, true)
+			w.observed("endpointslice", obj, true)
 			w.enqueueOwner(obj, 0)
 		},
 	}); err != nil {
