@@ -20,11 +20,14 @@ import (
 //
 // TRAINYARD_BENCH_RATES lists the rates, default 50,100 (issue 11 asks for
 // both). On this project's 2-core machine neither path keeps up at either
-// rate: at 50 both are held by that client's rate limiter (and Trainyard
-// asks it for a Service and an EndpointSlice write per job besides the
-// five pods); with --kube-qps 1000 for both (2026-12-03) raw's p50 fell
-// from 946 to 576 ms while Trainyard's did not (2,028 and 2,247 ms), and
-// the machine, 99 % busy in both paths' blocks, held them instead.
+// rate: both are held by that client's rate limiter and by the machine,
+// 99 % busy in both paths' blocks. Until 2026-12-05 Trainyard asked the
+// limiter for a Service create per job besides the five pods and the
+// EndpointSlice writes, and its p99 at 50 jobs/s was 0.93-2.94× of raw's
+// across runs; with one Service per tenant namespace (aee6caa) the
+// section alone gave 0.99× at 50 and 1.08× at 100. With --kube-qps 1000
+// for both (2026-12-03) raw's p50 fell from 946 to 576 ms while
+// Trainyard's did not (2,028 and 2,247 ms): the machine held them.
 
 func benchDispatchRates(b *testing.B, cfg config, rep *report) {
 	var rates []float64

@@ -81,7 +81,7 @@ func (c *converter) ports(at path, r *job.ReplicaSpec, ports []corev1.ContainerP
 			r.Port = p.ContainerPort
 			continue
 		}
-		c.issues.note(string(pp), "port %d (%s) is only declared: as in TFJob, only %s is in TF_CONFIG and the job's Service", p.ContainerPort, p.Name, PortName)
+		c.issues.note(string(pp), "port %d (%s) is only declared: as in TFJob, only %s is in TF_CONFIG and the job's EndpointSlice", p.ContainerPort, p.Name, PortName)
 	}
 }
 

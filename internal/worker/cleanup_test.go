@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -215,13 +216,20 @@ func TestOrphanSweep(t *testing.T) {
 	lateSlice := kube.RenderEndpointSlice(job.Job{UID: cleaned.UID, Tenant: "acme", Name: "cleaned"}, "ty-acme", nil)
 	_, err = b.kube.DiscoveryV1().EndpointSlices("ty-acme").Create(b.ctx, lateSlice, metav1.CreateOptions{})
 	require.NoError(t, err)
+	// A TensorBoard Service's slice, made by the controller manager with
+	// the Service's labels: it goes with its Service, not by the sweep.
+	tbSlice := lateSlice.DeepCopy()
+	tbSlice.Name = "cleaned-tensorboard-x7k2p"
+	tbSlice.Labels[discoveryv1.LabelManagedBy] = "endpointslice-controller.k8s.io"
+	_, err = b.kube.DiscoveryV1().EndpointSlices("ty-acme").Create(b.ctx, tbSlice, metav1.CreateOptions{})
+	require.NoError(t, err)
 	replicas := kube.RenderReplicaService("acme", "ty-acme")
 	_, err = b.kube.CoreV1().Services("ty-acme").Create(b.ctx, replicas, metav1.CreateOptions{})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		_, err1 := b.w.svcLister.Services("ty-acme").Get(replicas.Name)
 		objs, _ := b.w.endpoints.GetIndexer().ByIndex(indexJobUID, jobIndexKey("ty-acme", cleaned.UID))
-		return err1 == nil && len(objs) == 1
+		return err1 == nil && len(objs) == 2
 	}, 10*time.Second, 5*time.Millisecond)
 
 	n, err := b.w.sweep(b.ctx)
@@ -241,6 +249,8 @@ func TestOrphanSweep(t *testing.T) {
 	require.Error(t, err, "the cleaned-up job's EndpointSlice is deleted")
 	_, err = b.kube.CoreV1().Services("ty-acme").Get(b.ctx, replicas.Name, metav1.GetOptions{})
 	require.NoError(t, err, "the namespace's Service of replicas is kept")
+	_, err = b.kube.DiscoveryV1().EndpointSlices("ty-acme").Get(b.ctx, tbSlice.Name, metav1.GetOptions{})
+	require.NoError(t, err, "the controller manager's slice is left to it")
 	require.EqualValues(t, 2, testutil.ToFloat64(b.w.metrics.orphans.WithLabelValues("pods")))
 	for _, a := range b.actions("delete", "pods") {
 		require.NotNil(t, a.(k8stesting.DeleteActionImpl).DeleteOptions.Preconditions.UID)

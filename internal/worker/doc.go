@@ -1,6 +1,6 @@
 // Package worker runs Trainyard's jobs on Kubernetes: it takes the jobs the
 // scheduler admitted (internal/scheduler) from Postgres, creates their
-// headless Service and replica pods, follows the pods, carries out
+// replica pods and EndpointSlice, follows the pods, carries out
 // preemptions, and writes status and events back until each job has ended
 // and been cleaned up. The decisions are job.Plan's (pure, table-tested);
 // this package is the shell of I/O around it.
@@ -126,10 +126,11 @@
 //	                                 (above); AlreadyExists = adopt (below), NotFound = done;
 //	                                 invalid/forbidden → the job FAILS with the API server's
 //	                                 reason and message and a Warning event
-//	EndpointSlice                    the headless Service's (it has no selector), written
-//	                                 when its replicas' addresses differ from what the
-//	                                 cache shows (endpoints.go); not in a pass that deletes
-//	                                 the Service, whose garbage it is
+//	EndpointSlice                    the job's, of its namespace's headless Service of
+//	                                 replicas (no selector), written when its replicas'
+//	                                 addresses differ from what the cache (or this worker's
+//	                                 last write) shows (endpoints.go); not in a pass that
+//	                                 deletes it
 //	Forget                           letting go (below), then: final job: JobSave Done
 //	                                 (inactive, unowned); deleted job: JobPurge
 //	requeue                          Requeue → now; RequeueAfter → AddAfter (the deadline
@@ -141,13 +142,15 @@
 // Trainyard job's object (a deleted job of the same name, still going)
 // makes the create retry until the name is free. An object Trainyard did
 // not make fails the job, reason NameConflict: waiting will not free the
-// name. (Job ids ending in "-tensorboard" are refused at submit: their
-// Service would take the name of another job's TensorBoard.)
+// name. (Job ids ending in "-tensorboard" are refused at submit:
+// job.ReservedJobID.)
 //
 // Letting go. Once a job is let go (Done, or purged) its informer events
 // are dropped, so anything of it that exists without the caches showing it
-// yet — a cancel or deadline during dispatch, a failure after the Service
-// was created in the same pass — would stay for ever. The caches are
+// yet — a cancel or deadline during dispatch, a failure after the
+// TensorBoard was created in the same pass — would stay for ever. (The
+// job's EndpointSlice is seen through this worker's memo of its last write
+// as well as through the cache: observeSlice.) The caches are
 // trusted for the rest: what this worker did not just create, they show.
 // So a job is not let go while creates of it are awaited by the caches
 // (expectations), and a create whose expectation lapsed (30 s without its

@@ -367,7 +367,7 @@ const lateRecheck = time.Second
 // that nothing of it is left in Kubernetes that the caches do not show.
 // Once a job is let go its informer events are dropped (it is not owned),
 // so an object created moments ago — a cancel or deadline during dispatch,
-// a failure after the Service was created in the same pass — would be left
+// a failure after the TensorBoard was created in the same pass — would be left
 // behind for ever. The caches are good enough for everything this worker
 // did not create just now, so it reads no list (a label-selected LIST
 // costs the API server work in proportion to every pod of the namespace,

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -76,6 +77,11 @@ func (w *Worker) sweep(ctx context.Context) (int, error) {
 			}
 			tenantID, uid, ok := kube.JobKeyOf(m)
 			if !ok {
+				continue
+			}
+			if resource == "endpointslices" && m.GetLabels()[discoveryv1.LabelManagedBy] != kube.EndpointSliceManagedBy {
+				// The controller manager's, of a TensorBoard Service (which
+				// copies its labels): they go with the Service.
 				continue
 			}
 			k := store.JobKey{Tenant: tenantID, UID: uid}
