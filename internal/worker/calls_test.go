@@ -327,3 +327,53 @@ func TestPodsComeFromTheSharedInformer(t *testing.T) {
 		require.NotEqual(t, "pods", a.GetResource().Resource, "pods are not listed or watched through Watch: %s", a.GetVerb())
 	}
 }
+
+// A job dispatched before the Service of replicas was the namespace's has
+// its own headless Service, and its pods' TF_CONFIG names their peers
+// under it: a worker of this version keeps its slice naming that Service
+// (not taking the names away from a running job), deletes the slice when
+// the job ends, and the orphan sweep deletes the old Service once the job
+// is let go with nothing else left.
+func TestJobDispatchedWithItsOwnServiceKeepsItsNames(t *testing.T) {
+	b := setup(t)
+	b.tenant(t, "acme", tenant.Quota{})
+	key := b.submit(t, "acme", "tj", spec(replica(job.Chief, 1, job.RestartNever), replica(job.Worker, 1, job.RestartNever)))
+	b.own(t, key)
+	b.reconcile(t, key)
+	b.waitCache(t, key, 2)
+	// What the earlier version made beside the pods.
+	legacy := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "tj", Namespace: "ty-acme", Labels: map[string]string{
+			kube.LabelManagedBy: kube.ManagedByValue, kube.LabelTenant: "acme", kube.LabelJob: "tj", kube.LabelJobUID: key.UID,
+		}},
+		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, PublishNotReadyAddresses: true},
+	}
+	legacy, err := b.kube.CoreV1().Services("ty-acme").Create(b.ctx, legacy, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { _, err := b.w.svcLister.Services("ty-acme").Get("tj"); return err == nil },
+		10*time.Second, 5*time.Millisecond)
+
+	b.kubelet(t, "tj-chief-0", corev1.PodRunning)
+	b.kubelet(t, "tj-worker-0", corev1.PodRunning)
+	b.reconcile(t, key)
+	es, err := b.kube.DiscoveryV1().EndpointSlices("ty-acme").Get(b.ctx, "tj", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "tj", es.Labels[discoveryv1.LabelServiceName], "the names its pods were given")
+	require.Len(t, es.Endpoints, 2)
+
+	// Cancelled: nothing of it is kept, so it is let go cleaned up (a
+	// job that keeps finished pods keeps the old Service as long).
+	_, err = b.store.JobCancel(b.ctx, "acme", "tj")
+	require.NoError(t, err)
+	b.reconcileUntilLetGo(t, key)
+	wj := b.load(t, key)
+	require.Equal(t, job.Cancelled, wj.Job.Status.State)
+	require.True(t, wj.Job.Status.CleanedUp)
+	require.Len(t, b.actions("delete", "endpointslices"), 1)
+	require.Empty(t, b.actions("delete", "services"), "the job's passes leave the old Service to the sweep")
+
+	_, err = b.w.sweep(b.ctx)
+	require.NoError(t, err)
+	_, err = b.kube.CoreV1().Services("ty-acme").Get(b.ctx, legacy.Name, metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "the sweep deletes the old Service of a job let go: %v", err)
+}

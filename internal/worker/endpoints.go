@@ -42,6 +42,11 @@ func (w *Worker) syncEndpoints(ctx context.Context, p *pass, final bool) (time.D
 		pods = append(pods, pod)
 	}
 	want := kube.RenderEndpointSlice(p.wj.Job, p.ns, pods)
+	if legacy := p.objs.legacySvc; legacy != nil {
+		// Dispatched before the Service of replicas was the namespace's:
+		// its replicas' names are under its own Service.
+		want.Labels[discoveryv1.LabelServiceName] = legacy.Name
+	}
 	memoKey := jobIndexKey(p.ns, p.key.UID)
 	have := p.objs.slice
 	if have != nil && kube.EndpointSliceCurrent(have, want) {
@@ -110,9 +115,10 @@ func (w *Worker) observeSlice(ns, uid string, obs *job.Observed, objs *objects) 
 	key := jobIndexKey(ns, uid)
 	cached, _ := w.endpoints.GetIndexer().ByIndex(indexJobUID, key)
 	for _, o := range cached {
-		// Whatever Service it names: a slice of a job dispatched before
-		// the Service of replicas was the namespace's named the job's own,
-		// and is rewritten to name the namespace's.
+		// Whatever Service it names: a job dispatched before the Service
+		// of replicas was the namespace's has a slice of its own Service
+		// (owned by it: rewritten without the owner, so that the job's
+		// cleanup is what deletes it).
 		if es, ok := o.(*discoveryv1.EndpointSlice); ok && es.Labels[discoveryv1.LabelManagedBy] == kube.EndpointSliceManagedBy {
 			objs.slice = es
 			break

@@ -42,6 +42,11 @@ type objects struct {
 	pods  map[string]*corev1.Pod // replica pods by name
 	tbPod *corev1.Pod
 	tbSvc *corev1.Service
+	// legacySvc is the headless Service of a job dispatched before the
+	// Service of replicas was the namespace's: its pods' TF_CONFIG names
+	// their peers under it, so its slice goes on naming it (syncEndpoints);
+	// the orphan sweep deletes it once the job is let go.
+	legacySvc *corev1.Service
 	// slice is the job's EndpointSlice: the cache's, or this worker's last
 	// write of it when the cache does not show that yet (sliceWrites).
 	slice *discoveryv1.EndpointSlice
@@ -158,9 +163,12 @@ func observed(pods, svcs []any) (job.Observed, objects) {
 			continue
 		}
 		// A job has no Service of its own but its TensorBoard's (the
-		// replicas' is the namespace's, kube.RenderReplicaService).
+		// replicas' is the namespace's, kube.RenderReplicaService), unless
+		// it was dispatched before that.
 		if svc.Labels[kube.LabelComponent] == kube.ComponentTensorBoard {
 			obs.TensorBoardSvc, objs.tbSvc = true, svc
+		} else {
+			objs.legacySvc = svc
 		}
 	}
 	return obs, objs
