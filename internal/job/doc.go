@@ -10,8 +10,8 @@
 //	Plan(PlanInput{Job, Admitted, Deleted, Observed, Now}) → PlanResult{Status, Events, Actions, Requeue, RequeueAfter, Forget}
 //
 // The worker reads the job row from Postgres and the job's pods,
-// TensorBoard Service and EndpointSlice from its informers, calls Plan, and applies the result in this
-// order:
+// TensorBoard Service and EndpointSlice from its informers, calls Plan,
+// and applies the result in this order:
 //
 //  1. run the CaptureLogTail actions, writing each log tail into the
 //     matching Status.Replicas[i].LastTermination (by pod name);

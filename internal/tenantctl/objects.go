@@ -208,11 +208,13 @@ func services(c *Controller) kind[*corev1.Service] {
 		name:   "Service",
 		cached: func(ns, name string) (*corev1.Service, error) { return c.services.Services(ns).Get(name) },
 		client: func(ns string) typedClient[*corev1.Service] { return c.client.CoreV1().Services(ns) },
+		// want sets no selector, ports or type: have must not either (the
+		// API server defaults the type to ClusterIP).
 		same: func(have, want *corev1.Service) bool {
 			return have.Spec.ClusterIP == want.Spec.ClusterIP && have.Spec.PublishNotReadyAddresses == want.Spec.PublishNotReadyAddresses &&
 				len(have.Spec.Selector) == 0 && len(have.Spec.Ports) == 0 && have.Spec.Type == corev1.ServiceTypeClusterIP
 		},
-		apply:   func(have, want *corev1.Service) {},
+		apply:   func(have, want *corev1.Service) {}, // never called: replace
 		replace: func(have, want *corev1.Service) bool { return true },
 	}
 }
