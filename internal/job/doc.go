@@ -50,8 +50,9 @@
 // QUEUED waits for the scheduler (internal/sched): Plan changes nothing
 // until PlanInput.Admitted. A job past admission goes back only by a
 // requeue, which is not a failure: restarts are untouched. On admission the
-// job becomes STARTING, its StartTime (from which activeDeadlineSeconds
-// counts) is set, and every replica pod (chief, workers, PS, evaluator,
+// job becomes STARTING and its StartTime (from which activeDeadlineSeconds
+// counts) is set — the scheduler writes that status (Admit) with its
+// decision — and then the worker creates every replica pod (chief, workers, PS, evaluator,
 // by index) and the TensorBoard are created; the worker writes the job's
 // EndpointSlice as the pods get addresses.
 // STARTING and RESTARTING end when every replica that has not succeeded has

@@ -23,6 +23,21 @@ func Fail(s Status, reason, message string, now time.Time) (Status, []EventDraft
 	return p.status, p.out.Events
 }
 
+// Admit is what admission makes of a QUEUED job: the status and events of
+// the pass that starts it — STARTING, its start time (the deadline counts
+// from admission), the Admitted condition, a Pending entry per replica —
+// so that the scheduler writes them with its decision, in the same row
+// update. The worker's first pass then only creates the pods: Plan of the
+// admitted job with none observed leaves its status as it is, and a job's
+// row is written once fewer before its pods exist. A requeue the job went
+// through is over by the time it waits for admission.
+func Admit(j Job, now time.Time) (Status, []EventDraft) {
+	j.Status = copyStatus(j.Status)
+	j.Status.Requeuing = nil
+	out := Plan(PlanInput{Job: j, Admitted: true, Now: now})
+	return out.Status, out.Events
+}
+
 // Wait records on a QUEUED job why the scheduler does not admit it yet:
 // the condition Admitted=false, with a reason per WaitReason and message.
 // Its LastTransitionTime moves when the condition is added, flips or its

@@ -1,6 +1,7 @@
 package job_test
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -74,4 +75,68 @@ func TestWait(t *testing.T) {
 	if c := fourth.Conditions[1]; c.Reason != "InsufficientCapacity" || !c.LastTransitionTime.Equal(later.Add(2*time.Minute)) || len(events) != 1 {
 		t.Errorf("reason change: %+v, events %v", c, events)
 	}
+}
+
+// Admission writes the status of the pass that starts the job, so that the
+// worker's first pass — the admitted job, no pods yet, later — creates
+// every pod and changes nothing in the status: no save before the creates.
+func TestAdmitLeavesTheFirstPassNothingToSave(t *testing.T) {
+	for name, b := range map[string]*jobBuilder{
+		"chief, workers, PS, TensorBoard": chiefWorkersPS().tensorBoard(),
+		"with a deadline":                 chiefWorkersPS().deadline(600),
+		"after an unschedulable requeue":  requeuedUnschedulable(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			in := b.obj()
+			queued := in.Job
+			before, _ := json.Marshal(queued.Status)
+			st, events := job.Admit(queued, t0)
+			if st.State != job.Starting || st.StartTime == nil || !st.StartTime.Equal(t0) || st.Requeuing != nil {
+				t.Fatalf("admitted status: state %s, start %v, requeuing %v", st.State, st.StartTime, st.Requeuing)
+			}
+			want := []job.EventDraft{{Type: job.EventNormal, Reason: job.ReasonAdmitted, Message: "Admitted; starting 4 replicas"}}
+			if diff := cmp.Diff(want, events); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			if after, _ := json.Marshal(queued.Status); string(after) != string(before) {
+				t.Errorf("Admit wrote into its input: %s", after)
+			}
+
+			in.Job.Status = st
+			in.Now = t0.Add(300 * time.Millisecond)
+			in.UnschedulableTimeout = time.Minute
+			first := job.Plan(in)
+			if diff := cmp.Diff(st, first.Status); diff != "" {
+				t.Errorf("the first pass changed the admitted status (-admitted +pass):\n%s", diff)
+			}
+			if len(first.Events) != 0 {
+				t.Errorf("the first pass emitted %v", first.Events)
+			}
+			var creates int
+			for _, a := range first.Actions {
+				if a.Kind == job.ActCreatePod {
+					creates++
+				}
+			}
+			if creates != 4 {
+				t.Errorf("the first pass creates %d pods, want 4: %v", creates, first.Actions)
+			}
+		})
+	}
+}
+
+// requeuedUnschedulable is a job that went back to the queue after its pods
+// stayed unschedulable, as that requeue's pass left it.
+func requeuedUnschedulable() *jobBuilder {
+	b := chiefWorkersPS().state(job.Starting)
+	b.in.Job.Status.Conditions = append(b.in.Job.Status.Conditions, job.Condition{
+		Type: job.CondUnschedulable, Status: true, Reason: job.ReasonUnschedulable, Message: "chief-0: no room", LastTransitionTime: t0.Add(-6 * time.Minute)})
+	b.in.UnschedulableTimeout = 5 * time.Minute
+	res := job.Plan(b.obj())
+	if res.Requeued == nil || res.Status.State != job.Queued {
+		panic("the unschedulable job was not requeued")
+	}
+	q := chiefWorkersPS()
+	q.in.Job.Status = res.Status
+	return q
 }

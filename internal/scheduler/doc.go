@@ -36,8 +36,10 @@
 // source of truth, within LeaseTTL. A graceful stop releases the lease
 // for an immediate takeover.
 //
-// Admission is a flag in the job's row that makes it claimable; workers
-// dispatch admitted jobs (internal/worker) and carry out preemptions
+// Admission is a flag in the job's row that makes it claimable, written
+// with the status the job starts with (job.Admit: STARTING, its start time,
+// an Admitted event), so that the worker's first pass only creates pods;
+// workers dispatch admitted jobs (internal/worker) and carry out preemptions
 // (job.Plan requeues a preempted job once its pods are gone). The
 // scheduler itself writes nothing to Kubernetes: its only rights there
 // are to list and watch nodes and pods (deploy/base/rbac-worker.yaml).

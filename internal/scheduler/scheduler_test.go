@@ -176,9 +176,14 @@ func TestSchedulerLeaderFailover(t *testing.T) {
 	require.Equal(t, 1.0, metric(t, reg2, "trainyard_scheduler_leader"))
 	events, err := b.store.EventListTenant(b.ctx, "a", 0, 100)
 	require.NoError(t, err)
+	admissions := map[string]int{}
 	for _, e := range events {
-		require.NotEqual(t, "Admitted", e.Reason, "admission writes no event itself; the worker's dispatch does")
+		if e.Reason == job.ReasonAdmitted {
+			admissions[e.JobUID]++
+			require.Equal(t, job.Starting, e.State, "an admission starts the job")
+		}
 	}
+	require.Equal(t, map[string]int{k1.UID: 1, k2.UID: 1}, admissions, "each job admitted once, with one event")
 }
 
 // A pending job of priority 900 preempts the tenant's priority-0 job that

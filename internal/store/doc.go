@@ -135,8 +135,11 @@
 // cancel or delete that lands between a worker's read and write is never
 // lost: the write fails and the worker sees the request on its re-read.
 // Concurrent JobSaves share statements as JobCreates do (shared.go): a
-// claim hands a worker's reconcile goroutines many jobs at once, and each
-// saves STARTING before it creates pods; the fence is each row's own.
+// claim hands a worker's reconcile goroutines many jobs at once; the fence
+// is each row's own. A job just admitted is already STARTING (the
+// scheduler's commit wrote it), so its first pass creates its pods without
+// a save: its worker acts then on the strength of the lease its claim just
+// renewed, as every pass that acts without saving does.
 //
 // # Scheduling
 //
@@ -153,9 +156,10 @@
 // A cycle reads SchedulerTenants and SchedulerJobs (scalar columns of the
 // unfinished jobs only, jobs_unfinished_idx; specs through JobSpecs once
 // per job) and writes everything it decided in one SchedulerCommit:
-// admissions (admitted, claim_after '-infinity'; only jobs still QUEUED,
-// unadmitted and uncancelled: a cancel that committed since the snapshot
-// wins), preemptions (preempt_for and preempt_message on running jobs not
+// admissions (admitted, claim_after '-infinity', and the status job.Admit
+// makes of the job: STARTING, its start time, an Admitted event; only jobs
+// still QUEUED, unadmitted and uncancelled: a cancel that committed since
+// the snapshot wins), preemptions (preempt_for and preempt_message on running jobs not
 // already stopping, a Preempting event, a NOTIFY to the owner), and wait
 // reasons that changed (the Admitted condition and a Waiting event, so
 // that events are written only when the reason changes). Rows are locked
@@ -232,7 +236,8 @@
 // (identical ones once). Nothing is sent for a transaction that rolled
 // back. There is no trigger: a trigger fires per row, and under load floods
 // the listeners (river removed theirs for this reason). Channels:
-// ChannelJobs ("<tenant>/<uid>" — a job needs a worker's attention),
+// ChannelJobs ("<tenant>/<uid>" — a job needs a worker's attention;
+// "<tenant>/" — the tenant's jobs were admitted, claimers wake up),
 // ChannelEvents (tenant id — new events for watchers), ChannelTenants
 // (tenant id — tenant or secrets changed), ChannelSchedule (tenant id — a
 // job waits for the scheduler), ChannelFreed (tenant id — capacity or quota

@@ -14,7 +14,9 @@ import (
 // NOTIFY channels. Payloads are wake-up hints, never the only signal:
 // readers re-read Postgres, and poll on a timer in case a hint was lost.
 const (
-	// ChannelJobs: a job needs a worker's attention. Payload "<tenant>/<uid>".
+	// ChannelJobs: a job needs a worker's attention. Payload "<tenant>/<uid>",
+	// or "<tenant>/" when jobs of the tenant became claimable (admitted:
+	// nobody owns them yet, so one wake-up of the claimers serves them all).
 	ChannelJobs = "trainyard_jobs"
 	// ChannelEvents: new events were written. Payload: the tenant id.
 	ChannelEvents = "trainyard_events"

@@ -311,7 +311,8 @@ func TestJobCancel(t *testing.T) {
 		wantCondition string
 	}{
 		{state: job.Queued, final: job.Cancelled, wantCondition: job.CondCancelled},
-		{state: job.Queued, admitted: true, final: job.Queued, requested: true, wantActive: true},
+		// Admission starts the job (STARTING, job.Admit): a worker stops it.
+		{state: job.Queued, admitted: true, final: job.Starting, requested: true, wantActive: true},
 		{state: job.Starting, admitted: true, final: job.Starting, requested: true, wantActive: true},
 		{state: job.Running, admitted: true, final: job.Running, requested: true, wantActive: true},
 		{state: job.Restarting, admitted: true, final: job.Restarting, requested: true, wantActive: true},

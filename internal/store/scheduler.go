@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -281,8 +280,9 @@ type AdmittedJob struct {
 
 // SchedulerCommit writes one cycle's decisions in one transaction, fenced
 // by the lease: ErrLeaseLost when p.Lease is no longer the live lease, and
-// then nothing is written. Admitted jobs become claimable at once; a NOTIFY
-// per admitted or preempted job wakes the workers (sent after commit).
+// then nothing is written. Admitted jobs become claimable at once, STARTING
+// (admitWrite); a NOTIFY per tenant with admitted jobs and one per
+// preempted job wake the workers (sent after commit).
 //
 // Rows are locked (the updates) before events are written, tenant by
 // tenant and job by job in one order, so a commit does not deadlock with
@@ -300,27 +300,15 @@ func (s *Store) SchedulerCommit(ctx context.Context, p SchedulerCommitParams) (S
 		var notifies []string
 
 		if len(p.Admit) > 0 {
-			tenants, uids := keyArrays(p.Admit)
-			rows, err := tx.Query(ctx, `
-				UPDATE jobs j SET admitted = true, claim_after = '-infinity', not_before = NULL,
-				                  version = j.version + 1, update_time = $3
-				FROM unnest($1::text[], $2::uuid[]) AS k(tenant_id, uid)
-				WHERE j.tenant_id = k.tenant_id AND j.uid = k.uid AND j.state = 'QUEUED' AND NOT j.admitted
-				  AND NOT j.cancel_requested AND NOT j.deleted AND j.active
-				RETURNING j.tenant_id, j.uid::text, j.queued_at`, tenants, uids, now)
+			admitted, err := admitWrite(ctx, tx, p.Admit, now, jobs, events)
 			if err != nil {
 				return err
 			}
-			res.Admitted, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (AdmittedJob, error) {
-				var a AdmittedJob
-				err := r.Scan(&a.Key.Tenant, &a.Key.UID, &a.QueuedAt)
-				return a, err
-			})
-			if err != nil {
-				return err
-			}
+			res.Admitted = admitted
+			// Nobody owns an admitted job yet: one wake-up per tenant
+			// for the claimers, not one per job.
 			for _, a := range res.Admitted {
-				notifies = append(notifies, a.Key.String())
+				notifies = append(notifies, a.Key.Tenant+"/")
 			}
 		}
 
@@ -350,21 +338,9 @@ func (s *Store) SchedulerCommit(ctx context.Context, p SchedulerCommitParams) (S
 			return err
 		}
 
-		// Events last, in one order.
-		keys := make([]JobKey, 0, len(events))
-		for k := range events {
-			keys = append(keys, k)
-		}
-		slices.SortFunc(keys, func(a, b JobKey) int {
-			if a.Tenant != b.Tenant {
-				return cmp.Compare(a.Tenant, b.Tenant)
-			}
-			return cmp.Compare(a.UID, b.UID)
-		})
-		for _, k := range keys {
-			if err := eventsInsert(ctx, tx, jobs[k], events[k], now); err != nil {
-				return err
-			}
+		// Events last, in one statement.
+		if err := eventsInsertMany(ctx, tx, jobs, events, now); err != nil {
+			return err
 		}
 		for _, n := range notifies {
 			tx.notify(ChannelJobs, n)
@@ -375,6 +351,70 @@ func (s *Store) SchedulerCommit(ctx context.Context, p SchedulerCommitParams) (S
 		return SchedulerCommitResult{}, translate(err, "scheduler commit")
 	}
 	return res, nil
+}
+
+// admitWrite admits the jobs of keys that are still QUEUED, pending and
+// uncancelled (others are skipped), and queues their events. An admitted
+// job gets the status its start gives it (job.Admit: STARTING, its start
+// time, the Admitted condition), written here in the same row update, so
+// that its worker's first pass only creates the pods: a job's row is
+// written once fewer before its pods exist. Rows are locked in key order.
+func admitWrite(ctx context.Context, tx pgx.Tx, keys []JobKey, now time.Time, jobs map[JobKey]job.Job, events map[JobKey][]job.Event) ([]AdmittedJob, error) {
+	tenants, uids := keyArrays(keys)
+	rows, err := tx.Query(ctx, `
+		SELECT j.tenant_id, j.uid, j.name, j.spec, j.status, j.queued_at
+		FROM unnest($1::text[], $2::uuid[]) AS k(tenant_id, uid)
+		JOIN jobs j ON j.tenant_id = k.tenant_id AND j.uid = k.uid
+		WHERE j.state = 'QUEUED' AND NOT j.admitted AND NOT j.cancel_requested AND NOT j.deleted AND j.active
+		ORDER BY j.tenant_id, j.uid
+		FOR UPDATE OF j`, tenants, uids)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		admitted  []AdmittedJob
+		aTenants  []string
+		aUIDs     []uuid.UUID
+		aStatuses []job.Status
+		aStates   []string
+		aStarts   []*time.Time
+	)
+	for rows.Next() {
+		var (
+			j        job.Job
+			uid      uuid.UUID
+			queuedAt time.Time
+		)
+		if err := rows.Scan(&j.Tenant, &uid, &j.Name, &j.Spec, &j.Status, &queuedAt); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		j.UID = uid.String()
+		st, drafts := job.Admit(j, now)
+		j.Status = st
+		k := JobKey{Tenant: j.Tenant, UID: j.UID}
+		jobs[k] = j
+		for _, d := range drafts {
+			events[k] = append(events[k], job.Event{Type: d.Type, Reason: d.Reason, Message: d.Message})
+		}
+		admitted = append(admitted, AdmittedJob{Key: k, QueuedAt: queuedAt})
+		aTenants, aUIDs = append(aTenants, j.Tenant), append(aUIDs, uid)
+		aStatuses, aStates, aStarts = append(aStatuses, st), append(aStates, string(st.State)), append(aStarts, st.StartTime)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(admitted) == 0 {
+		return nil, nil
+	}
+	_, err = tx.Exec(ctx, `
+		UPDATE jobs j SET admitted = true, claim_after = '-infinity', not_before = NULL,
+		                  status = k.status, state = k.state, start_time = k.start_time,
+		                  version = j.version + 1, update_time = $6
+		FROM unnest($1::text[], $2::uuid[], $3::jsonb[], $4::text[], $5::timestamptz[]) AS k(tenant_id, uid, status, state, start_time)
+		WHERE j.tenant_id = k.tenant_id AND j.uid = k.uid`, aTenants, aUIDs, aStatuses, aStates, aStarts, now)
+	return admitted, err
 }
 
 // waitsWrite records changed wait reasons in the jobs' statuses (the

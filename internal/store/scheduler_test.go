@@ -84,6 +84,13 @@ func TestSchedulerCommit(t *testing.T) {
 	w, err := b.store.JobLoad(b.ctx, "a", pending.UID)
 	require.NoError(t, err)
 	require.True(t, w.Admitted)
+	// Admission writes the status the job starts with (job.Admit) and its
+	// Admitted event, in the state and start_time columns too.
+	require.Equal(t, job.Starting, w.Job.Status.State)
+	require.NotNil(t, w.Job.Status.StartTime)
+	require.Len(t, w.Job.Status.Replicas, 2, "a Pending entry per replica")
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM jobs WHERE uid = $1 AND state = 'STARTING' AND start_time IS NOT NULL`, pending.UID))
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM job_events WHERE job_uid = $1 AND reason = 'Admitted' AND state = 'STARTING'`, pending.UID))
 	require.Equal(t, []string{"pending"}, b.claimAll(t, "w"), "admitted jobs are claimable")
 
 	v, err := b.store.JobLoad(b.ctx, "a", running.Job.UID)

@@ -55,9 +55,20 @@ type Store struct {
 	saves *sharedQueue[saveItem, int64]
 }
 
+// Option configures a Store.
+type Option func(*Store)
+
+// WithClock stamps rows and JSON with now instead of time.Now: tests that
+// drive a worker's clock give the store the same one, so that a start time
+// written at admission and the deadline a worker plans agree.
+func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+
 // New returns a Store using pool. The caller keeps ownership of pool.
-func New(pool *pgxpool.Pool) *Store {
+func New(pool *pgxpool.Pool, opts ...Option) *Store {
 	s := &Store{pool: pool, now: time.Now, notifier: newNotifier(pool)}
+	for _, o := range opts {
+		o(s)
+	}
 	s.creates = newCreateQueue(s.insertShared)
 	s.saves = newSaveQueue(s.saveShared)
 	return s

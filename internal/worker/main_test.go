@@ -71,8 +71,9 @@ func setup(t *testing.T, opts ...func(*Config)) *bundle {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	pool, url := pgtest.Schema(t)
-	b := &bundle{ctx: ctx, pool: pool, url: url, store: store.New(pool), kube: fake.NewClientset(),
-		clock: &clock{t: time.Now().UTC().Truncate(time.Second)}}
+	clk := &clock{t: time.Now().UTC().Truncate(time.Second)}
+	b := &bundle{ctx: ctx, pool: pool, url: url, store: store.New(pool, store.WithClock(clk.Now)), kube: fake.NewClientset(),
+		clock: clk}
 	withUIDs(b.kube)
 	b.w = b.newWorker(t, "w1", opts...)
 	return b

@@ -53,21 +53,42 @@ func (o *ownership) add(keys []store.JobKey, until time.Time) {
 
 // stash keeps a job's row as its claim returned it, for the first pass,
 // which then needs no load: in a burst of admissions that is one read of
-// Postgres less for every job dispatched. Only a QUEUED job's row is kept.
-// Its first pass saves before it acts (STARTING, or the end a cancel or
-// delete brings), and every write of a job by others (cancel, delete,
-// preemption, the scheduler's) moves its version, so a row gone stale
-// meanwhile fails that save with a conflict and the pass runs again on a
-// load. A job claimed in another state may be acted on without a save
-// (a takeover recreating a lost pod), so it is always loaded.
+// Postgres less for every job dispatched. Only a QUEUED or STARTING job's
+// row is kept: a job just admitted is STARTING (job.Admit), and its first
+// pass creates its pods without a save before them. Every write of a job by others (cancel, preemption, offboarding)
+// notifies the job's channel, and a notification drops the row
+// (dropClaimed), so the pass loads the job instead; one that comes while
+// the pass runs makes another pass, on a load. A notification that comes
+// before the claim returns (a cancel committed just after it) is not tied
+// to the row: that first pass may create pods of a cancelled job, whose
+// creation events bring the pass that cleans them up. A job claimed in
+// another state (a takeover) is always loaded.
 func (o *ownership) stash(w store.WorkerJob) {
-	if w.Job.Status.State != job.Queued {
+	if s := w.Job.Status.State; s != job.Queued && s != job.Starting {
 		return
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if j := o.jobs[w.Key()]; j != nil {
 		j.claimed = &w
+	}
+}
+
+// dropClaimed forgets the rows stashed for keys (all of them when keys is
+// empty): the jobs changed since their claim.
+func (o *ownership) dropClaimed(keys ...store.JobKey) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(keys) == 0 {
+		for _, j := range o.jobs {
+			j.claimed = nil
+		}
+		return
+	}
+	for _, k := range keys {
+		if j := o.jobs[k]; j != nil {
+			j.claimed = nil
+		}
 	}
 }
 
@@ -169,12 +190,13 @@ func (o *ownership) drop(k store.JobKey) bool {
 }
 
 // unstarted reports whether the worker owns k and has not started it:
-// claimed and not loaded yet, or QUEUED (admitted, its objects next).
+// claimed and not loaded yet, QUEUED (admitted before admissions wrote
+// STARTING), or its pods still to be created (markDispatch).
 func (o *ownership) unstarted(k store.JobKey) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	j := o.jobs[k]
-	return j != nil && (j.state == "" || j.state == job.Queued)
+	return j != nil && (j.state == "" || j.state == job.Queued || j.dispatchPending)
 }
 
 // loaded records a pass's load of k at at, and the state it read.

@@ -52,7 +52,7 @@ type objects struct {
 	slice *discoveryv1.EndpointSlice
 }
 
-// reconcile loads a job (the first pass over a job claimed QUEUED takes
+// reconcile loads a job (the first pass over a job claimed unstarted takes
 // the row its claim returned: ownership.stash), plans from what the
 // informers show and applies the plan in the order of the job package's
 // documentation.
@@ -272,9 +272,11 @@ func (w *Worker) apply(ctx context.Context, p *pass, plan job.PlanResult) (resul
 			return res, err
 		}
 		saved = true
-		if p.loaded == job.Queued && plan.Status.State == job.Starting {
-			w.own.markDispatch(p.key, true)
-		}
+	}
+	if plan.Status.State == job.Starting && len(p.objs.pods) == 0 && createsPods(plan.Actions) {
+		// The pass that dispatches the job (admitted STARTING, or saved so
+		// just now by a job admitted QUEUED before admissions wrote it).
+		w.own.markDispatch(p.key, true)
 	}
 	if done {
 		w.log.Debug("job needs no more work", "job", p.key, "state", plan.Status.State)
@@ -481,14 +483,19 @@ func (w *Worker) failTerminal(ctx context.Context, p *pass, st job.Status, cause
 	return result{requeue: true}, nil
 }
 
-// noteDispatch observes the dispatch latency of a job this worker admitted
-// once a pass created all its objects without error: the admission pass
-// itself, or the retry that completed it.
+// noteDispatch observes the dispatch latency of a job this worker
+// dispatches once a pass created all its objects without error: its first
+// pass, or the retry that completed it.
 func (w *Worker) noteDispatch(p *pass) {
 	if !w.own.markDispatch(p.key, false) || p.wj.Job.Status.State.Final() {
 		return
 	}
 	w.metrics.dispatchLatency.Observe(time.Since(p.wj.Job.CreateTime).Seconds())
+}
+
+// createsPods reports whether actions create a replica pod.
+func createsPods(actions []job.Action) bool {
+	return slices.ContainsFunc(actions, func(a job.Action) bool { return a.Kind == job.ActCreatePod })
 }
 
 // equalStatus reports whether a plan changed nothing worth a write.

@@ -332,14 +332,18 @@ func TestCancelBeforeAdmissionCreatesNothing(t *testing.T) {
 	require.Equal(t, job.Cancelled, b.load(t, key).Job.Status.State)
 }
 
-// The first pass over a job claimed QUEUED works from the row its claim
-// returned: it reads nothing more (a write that moves no version, as no
-// real writer's does, is not seen).
+// The first pass over a job just admitted (STARTING, job.Admit) works from
+// the row its claim returned: it reads nothing more (a write that moves no
+// version, as no real writer's does, is not seen), and it writes nothing
+// before it creates the pods: the admission wrote the status it starts
+// with.
 func TestFirstPassUsesTheClaimedRow(t *testing.T) {
 	b := setup(t)
 	b.tenant(t, "acme", tenant.Quota{})
 	key := b.submit(t, "acme", "tj", spec(replica(job.Worker, 1, job.RestartNever)))
 	b.own(t, key)
+	claimed := b.load(t, key)
+	require.Equal(t, job.Starting, claimed.Job.Status.State)
 	_, err := b.pool.Exec(b.ctx, `UPDATE jobs SET spec = jsonb_set(spec, '{replicas,0,image}', '"unseen:1"') WHERE uid = $1`, key.UID)
 	require.NoError(t, err)
 
@@ -347,14 +351,16 @@ func TestFirstPassUsesTheClaimedRow(t *testing.T) {
 	creates := b.actions("create", "pods")
 	require.Len(t, creates, 1)
 	require.NotEqual(t, "unseen:1", creates[0].(k8stesting.CreateAction).GetObject().(*corev1.Pod).Spec.Containers[0].Image)
-	require.Equal(t, job.Starting, b.load(t, key).Job.Status.State)
+	after := b.load(t, key)
+	require.Equal(t, job.Starting, after.Job.Status.State)
+	require.Equal(t, claimed.Version, after.Version, "the first pass saved nothing")
 	_, again := b.w.own.takeClaimed(key)
 	require.False(t, again, "the row serves one pass")
 }
 
-// A cancel that lands between the claim and the first pass moves the
-// job's version: the pass's save on the claimed row conflicts, and the
-// pass that follows loads the job and creates nothing.
+// A cancel that lands between the claim and the first pass notifies the
+// job's channel: the worker drops the row its claim returned, and the pass
+// loads the job and creates nothing.
 func TestCancelAfterClaimCreatesNothing(t *testing.T) {
 	b := setup(t)
 	b.tenant(t, "acme", tenant.Quota{})
@@ -362,9 +368,9 @@ func TestCancelAfterClaimCreatesNothing(t *testing.T) {
 	b.own(t, key)
 	_, err := b.store.JobCancel(b.ctx, "acme", "tj")
 	require.NoError(t, err)
+	b.w.jobNotified(key.String()) // the cancel's NOTIFY, as the listener hands it over
 
-	res := b.reconcile(t, key)
-	require.True(t, res.requeue, "the save conflicted: decide again")
+	b.reconcile(t, key)
 	require.Empty(t, b.writes(), "nothing created on the stale row")
 	for range 3 {
 		if !b.w.own.owns(key) {
@@ -373,6 +379,26 @@ func TestCancelAfterClaimCreatesNothing(t *testing.T) {
 		b.reconcile(t, key)
 	}
 	require.Empty(t, b.writes(), "nothing created")
+	require.Equal(t, job.Cancelled, b.load(t, key).Job.Status.State)
+}
+
+// A cancel whose notification comes only after the first pass took the
+// claimed row: that pass creates the pods of the cancelled job, and the
+// pass the notification brings removes them and ends the job.
+func TestCancelSeenLateRemovesWhatTheFirstPassCreated(t *testing.T) {
+	b := setup(t)
+	b.tenant(t, "acme", tenant.Quota{})
+	key := b.submit(t, "acme", "tj", spec(replica(job.Worker, 2, job.RestartNever)))
+	b.own(t, key)
+	_, err := b.store.JobCancel(b.ctx, "acme", "tj")
+	require.NoError(t, err)
+
+	b.reconcile(t, key)
+	require.Len(t, b.actions("create", "pods"), 2, "the stale row's pass created the pods")
+	b.waitCache(t, key, 2)
+	b.w.jobNotified(key.String())
+	b.reconcile(t, key)
+	require.Len(t, b.actions("delete", "pods"), 2)
 	require.Equal(t, job.Cancelled, b.load(t, key).Job.Status.State)
 }
 
@@ -620,6 +646,9 @@ func TestLostLeaseStopsWork(t *testing.T) {
 	b.own(t, key)
 	_, err := b.pool.Exec(b.ctx, `UPDATE jobs SET worker_id = 'w2' WHERE uid = $1`, key.UID)
 	require.NoError(t, err)
+	// A takeover comes only after this worker's lease ran out, long after
+	// the first pass used the claimed row: the pass loads the job.
+	b.w.own.dropClaimed(key)
 
 	b.reconcile(t, key)
 	require.False(t, b.w.own.owns(key))

@@ -254,8 +254,8 @@ func (w *Worker) stop(loops, workers *sync.WaitGroup) {
 }
 
 // listen wakes the worker on notifications: a job that needs attention
-// (queued if owned, else claimed: the scheduler notifies each job it
-// admits), a tenant that changed (its cached record is dropped), and a
+// (queued if owned, else claimed; the scheduler notifies each tenant whose
+// jobs it admits), a tenant that changed (its cached record is dropped), and a
 // reconnect (notifications were lost: claim and requeue everything).
 func (w *Worker) listen(ctx context.Context, l *store.Listener) {
 	jobs, stopJobs := l.Subscribe(store.ChannelJobs)
@@ -266,21 +266,14 @@ func (w *Worker) listen(ctx context.Context, l *store.Listener) {
 			return
 		}
 		w.wakeClaimer()
+		w.own.dropClaimed()
 		for _, k := range w.own.keys() {
 			w.queue.Add(k)
 		}
 	})
 	go func() {
 		for payload := range jobs {
-			tenantID, uid, ok := strings.Cut(payload, "/")
-			if !ok {
-				continue
-			}
-			if k := (store.JobKey{Tenant: tenantID, UID: uid}); w.own.owns(k) {
-				w.queue.Add(k)
-			} else {
-				w.wakeClaimer()
-			}
+			w.jobNotified(payload)
 		}
 	}()
 	go func() {
@@ -288,6 +281,23 @@ func (w *Worker) listen(ctx context.Context, l *store.Listener) {
 			w.tenants.invalidate(id)
 		}
 	}()
+}
+
+// jobNotified acts on a ChannelJobs payload: "<tenant>/<uid>" queues the
+// job if the worker owns it (dropping the row its claim returned, which
+// the write that notified made stale: ownership.stash), else wakes the
+// claimer; "<tenant>/" (jobs admitted) wakes the claimer.
+func (w *Worker) jobNotified(payload string) {
+	tenantID, uid, ok := strings.Cut(payload, "/")
+	if !ok {
+		return
+	}
+	if k := (store.JobKey{Tenant: tenantID, UID: uid}); uid != "" && w.own.owns(k) {
+		w.own.dropClaimed(k)
+		w.queue.Add(k)
+		return
+	}
+	w.wakeClaimer()
 }
 
 // sync is the loop's sync (internal/controller): one reconcile pass of one
