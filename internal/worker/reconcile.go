@@ -312,7 +312,12 @@ func (w *Worker) apply(ctx context.Context, p *pass, plan job.PlanResult) (resul
 	}
 	w.noteDispatch(p)
 	var recheck time.Duration
-	if !purge && !deletesEndpoints(plan.Actions) {
+	// A pass that records how replicas ended (plan.Requeue) is followed at
+	// once by the pass that decides on it, which writes the slice, or
+	// deletes it with the job's cleanup: a job whose pods all end is then
+	// one slice write the less (its addresses were emptied, then the slice
+	// deleted).
+	if !purge && !deletesEndpoints(plan.Actions) && !plan.Requeue {
 		if recheck, err = w.syncEndpoints(ctx, p, plan.Status.State.Final()); err != nil {
 			return result{}, errorf(errReasonKube, err)
 		}
