@@ -27,7 +27,9 @@ const endpointsRecheck = 100 * time.Millisecond
 // (kube.ObservePod's IP) bring the job back here, and the passes that see
 // a finished job's pods end or go leave the slice empty, as the controller
 // manager would for a Service whose pods all finished; the job's cleanup
-// deletes it (job.ActDeleteEndpoints). It returns how soon to look again
+// deletes it (job.ActDeleteEndpoints). A pass that only records how
+// replicas ended leaves the slice to the pass that decides on it, right
+// after (apply). It returns how soon to look again
 // when the slice could not be brought up to date now.
 //
 // No slice is created while it would be empty (DNS answers a missing slice
