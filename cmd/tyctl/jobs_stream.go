@@ -119,12 +119,13 @@ state and says so on stderr; a tenant-wide watch fails with OUT_OF_RANGE
 
 // watchJob follows one job until it is final. The server ends the stream
 // once the job is final and its events are sent; any other end is a
-// disconnect, resumed after the last event seen.
+// disconnect, resumed after the last event or bookmark seen (bookmarks
+// keep a quiet job's position within what event retention keeps).
 func (a *app) watchJob(ctx context.Context, c pb.JobServiceClient, name string, after int64) error {
 	r := resumer{cursor: after}
 	var last pb.JobState
 	for {
-		stream, err := c.WatchJob(ctx, &pb.WatchJobRequest{Name: name, AfterEventId: r.cursor})
+		stream, err := c.WatchJob(ctx, &pb.WatchJobRequest{Name: name, AfterEventId: r.cursor, Bookmarks: true})
 		if err == nil {
 			err = a.drain(stream, &r, func(m *pb.WatchJobResponse) {
 				if e := m.GetEvent(); e != nil {

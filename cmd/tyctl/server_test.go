@@ -452,6 +452,7 @@ func TestWatchExitCodes(t *testing.T) {
 			f.jobs.watch = []watchScript{{send: []*pb.WatchJobResponse{
 				{Job: runningJob("mnist-1")},
 				watchEvent(8, pb.JobState_JOB_STATE_RUNNING, "Running"),
+				{BookmarkEventId: 8}, // not printed, nor taken for a state
 				watchEvent(9, tc.final, "Done"),
 			}}}
 			r := f.tyctl(t, nil, "--tenant", "ml", "--token", testToken, "jobs", "watch", "mnist-1")
@@ -462,7 +463,7 @@ func TestWatchExitCodes(t *testing.T) {
 			require.Contains(t, lines[0], "current state")
 			require.Regexp(t, shortEnum(tc.final)+` +Normal +Done$`, lines[2])
 			c := f.rec.methodCalls("WatchJob")[0]
-			require.True(t, proto.Equal(&pb.WatchJobRequest{Name: "tenants/ml/jobs/mnist-1"}, c.req))
+			require.True(t, proto.Equal(&pb.WatchJobRequest{Name: "tenants/ml/jobs/mnist-1", Bookmarks: true}, c.req), "asks for bookmarks")
 			require.Equal(t, []string{"Bearer " + testToken}, c.auth)
 		})
 	}

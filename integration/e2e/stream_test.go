@@ -427,6 +427,65 @@ func TestWatchJobsBookmarks(t *testing.T) {
 	require.Equal(t, "tenants/acme/jobs/nlp-1", m.GetJob().GetName())
 }
 
+// A job's watch that asks for bookmarks learns, while the job is quiet, how
+// far the tenant's other jobs have moved the position, and a watch of the
+// job resumed from the bookmark gets the job's next event and nothing
+// before it; one that did not ask gets no bookmark.
+func TestWatchJobBookmarks(t *testing.T) {
+	env := harness.Start(t, harness.Options{ServeArgs: []string{"--watch-bookmark-every", "200ms"}})
+	env.CreateTenant(t, "acme", harness.Group("ml-team", pb.Role_ROLE_EDITOR))
+	alice := env.Token("alice", "ml-team")
+	jobs := env.Jobs(t, alice)
+	const name = "tenants/acme/jobs/quiet"
+	createJob(t, jobs, "acme", "quiet", teamJob("nlp")) // no worker: it stays QUEUED, quiet
+	after := firstEventID(t, jobs, name)
+
+	ctx, cancel := streamCtx(t, time.Minute)
+	defer cancel()
+	w, err := jobs.WatchJob(ctx, &pb.WatchJobRequest{Name: name, AfterEventId: after, Bookmarks: true})
+	require.NoError(t, err)
+	plain, err := jobs.WatchJob(ctx, &pb.WatchJobRequest{Name: name, AfterEventId: after})
+	require.NoError(t, err)
+	createJob(t, jobs, "acme", "other-1", teamJob("cv"))
+	createJob(t, jobs, "acme", "other-2", teamJob("cv"))
+	last := firstEventID(t, jobs, "tenants/acme/jobs/other-2")
+
+	var m *pb.WatchJobResponse
+	for {
+		m, err = w.Recv()
+		require.NoError(t, err)
+		require.Nil(t, m.GetEvent(), "the job is quiet: bookmarks only")
+		require.Nil(t, m.GetJob())
+		require.LessOrEqual(t, m.GetBookmarkEventId(), last)
+		require.Greater(t, m.GetBookmarkEventId(), after)
+		if m.GetBookmarkEventId() == last {
+			break
+		}
+	}
+
+	// REST: {"result": {"bookmarkEventId": "N"}}.
+	rest := restStream(t, ctx, env, alice, "/v1/tenants/acme/jobs/quiet:watch?bookmarks=true&afterEventId="+strconv.FormatInt(after, 10))
+	require.Equal(t, http.StatusOK, rest.StatusCode)
+	defer rest.Body.Close()
+	readUntil(t, rest.Body, `{"result":{"bookmarkEventId":"`+strconv.FormatInt(last, 10)+`"}}`)
+
+	// Resumed after the bookmark: the job's next event, nothing before it.
+	_, err = jobs.CancelJob(ctxT(t), &pb.CancelJobRequest{Name: name})
+	require.NoError(t, err)
+	resumed, err := jobs.WatchJob(ctx, &pb.WatchJobRequest{Name: name, AfterEventId: m.GetBookmarkEventId(), Bookmarks: true})
+	require.NoError(t, err)
+	m, err = resumed.Recv()
+	require.NoError(t, err)
+	require.Equal(t, name, m.GetJob().GetName())
+	require.Equal(t, "Cancelled", m.GetEvent().GetReason())
+	require.Greater(t, m.GetEvent().GetId(), last)
+
+	// Without asking: no bookmark, the cancel is the first message.
+	m, err = plain.Recv()
+	require.NoError(t, err)
+	require.Equal(t, "Cancelled", m.GetEvent().GetReason())
+}
+
 // TestStreamsPerCallerAreCapped: with --max-streams-per-caller 2, a third
 // concurrent stream of the same caller is RESOURCE_EXHAUSTED (429 over
 // REST), another caller is not affected, and closing one frees a slot.

@@ -36,6 +36,7 @@ type fakeStore struct {
 	createdID  string
 	watchAfter int64 // JobList's
 	horizon    int64 // EventHorizon's
+	lastID     int64 // EventLastID's, when above the horizon
 }
 
 func newFakeStore() *fakeStore {
@@ -221,7 +222,7 @@ func (f *fakeStore) EventListByJob(_ context.Context, tenantID, uid string, afte
 func (f *fakeStore) EventLastID(context.Context, string) (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.horizon, nil
+	return max(f.horizon, f.lastID), nil
 }
 
 func (f *fakeStore) EventHorizon(context.Context, string) (int64, error) {

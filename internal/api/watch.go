@@ -57,7 +57,20 @@ func (s *JobServer) WatchJob(req *pb.WatchJobRequest, stream grpc.ServerStreamin
 		}
 	}
 	checkResume := s.resumeCheck(tenantID, req.GetAfterEventId())
+	// sent is the position the client knows (its last event or bookmark),
+	// sentAt when it got it.
+	sent, sentAt := cursor, s.now()
 	return s.follow(ctx, wake, func() (bool, error) {
+		// A bookmark's position is read before the job's events: every
+		// event of the job at or below it has committed by then, so the
+		// read below sees it, and once that read is sent the client has
+		// all of them.
+		var mark int64
+		if req.GetBookmarks() && s.now().Sub(sentAt) >= s.bookmarkEvery {
+			if mark, err = s.store.EventLastID(ctx, tenantID); err != nil {
+				return false, err
+			}
+		}
 		for {
 			events, err := s.store.EventListByJob(ctx, tenantID, j.UID, cursor, maxPageSize)
 			if err != nil {
@@ -67,7 +80,7 @@ func (s *JobServer) WatchJob(req *pb.WatchJobRequest, stream grpc.ServerStreamin
 				return false, err
 			}
 			if len(events) == 0 {
-				return j.Status.State.Final(), nil
+				break
 			}
 			jobs, err := s.store.JobGetMany(ctx, tenantID, []string{j.UID})
 			if err != nil {
@@ -89,12 +102,30 @@ func (s *JobServer) WatchJob(req *pb.WatchJobRequest, stream grpc.ServerStreamin
 				}
 				cursor = e.ID
 			}
+			sent, sentAt = cursor, s.now()
 			// A final job: read once more, for events committed between the
 			// two reads, and end when there are none.
 			if len(events) < maxPageSize && !j.Status.State.Final() {
 				return false, nil
 			}
 		}
+		if j.Status.State.Final() {
+			return true, nil
+		}
+		if mark > cursor && mark > sent {
+			// The tenant's other jobs moved the position: a client that
+			// resumes from it reads less, and stays within what event
+			// retention keeps while this job is quiet. Whoever lost access
+			// gets the end a new call would instead.
+			if err := auth.Recheck(ctx); err != nil {
+				return false, err
+			}
+			if err := stream.Send(&pb.WatchJobResponse{BookmarkEventId: mark}); err != nil {
+				return false, err
+			}
+			cursor, sent, sentAt = mark, mark, s.now()
+		}
+		return false, nil
 	})
 }
 

@@ -281,3 +281,53 @@ func TestWatchJobsBookmarks(t *testing.T) {
 	require.Never(t, func() bool { return len(s.got()) > 2 }, 50*time.Millisecond, 5*time.Millisecond, "the last event is the position")
 	require.Equal(t, []string{"event 2", "event 3"}, got(s))
 }
+
+// A job's watch that asked for bookmarks sends one, after the job's own
+// events, once the tenant's position has moved past what it sent and
+// nothing was sent for WatchBookmark; one that did not ask never does.
+func TestWatchJobBookmarks(t *testing.T) {
+	quiet := job.Job{Tenant: "a", Name: "quiet", UID: "q", Status: job.Status{State: job.Queued}}
+	events := []job.Event{
+		{ID: 1, Tenant: "a", Job: "quiet", JobUID: "q", Reason: "Queued"},
+		{ID: 2, Tenant: "a", Job: "quiet", JobUID: "q", Reason: "Waiting"},
+	}
+	watch := func(t *testing.T, bookmarks bool, every time.Duration) *fakeStream[pb.WatchJobResponse] {
+		st := newFakeStore()
+		st.jobs = []job.Job{quiet}
+		st.events = events
+		st.lastID = 7 // the tenant's other jobs' events, 3 to 7
+		srv := NewJobServer(Deps{Store: st, WatchPoll: 5 * time.Millisecond, WatchBookmark: every})
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		stream := &fakeStream[pb.WatchJobResponse]{ctx: ctx}
+		go func() {
+			_ = srv.WatchJob(&pb.WatchJobRequest{Name: "tenants/a/jobs/quiet", AfterEventId: 1, Bookmarks: bookmarks}, stream)
+		}()
+		return stream
+	}
+	got := func(s *fakeStream[pb.WatchJobResponse]) []string {
+		var out []string
+		for _, m := range s.got() {
+			if m.GetEvent() != nil {
+				out = append(out, fmt.Sprintf("event %d", m.GetEvent().GetId()))
+			} else {
+				require.Nil(t, m.GetJob(), "a bookmark carries no job")
+				out = append(out, fmt.Sprintf("bookmark %d", m.GetBookmarkEventId()))
+			}
+		}
+		return out
+	}
+
+	s := watch(t, true, time.Nanosecond)
+	require.Eventually(t, func() bool { return len(s.got()) == 2 }, 5*time.Second, time.Millisecond)
+	require.Never(t, func() bool { return len(s.got()) > 2 }, 50*time.Millisecond, 5*time.Millisecond, "one bookmark per position")
+	require.Equal(t, []string{"event 2", "bookmark 7"}, got(s))
+
+	s = watch(t, false, time.Nanosecond)
+	require.Eventually(t, func() bool { return len(s.got()) == 1 }, 5*time.Second, time.Millisecond)
+	require.Never(t, func() bool { return len(s.got()) > 1 }, 50*time.Millisecond, 5*time.Millisecond, "not asked for")
+
+	s = watch(t, true, time.Hour)
+	require.Eventually(t, func() bool { return len(s.got()) == 1 }, 5*time.Second, time.Millisecond)
+	require.Never(t, func() bool { return len(s.got()) > 1 }, 50*time.Millisecond, 5*time.Millisecond, "an event was sent a moment ago")
+}

@@ -256,8 +256,8 @@ class _InProcess(unittest.TestCase):
 
 
 class WatchBookmarks(_InProcess):
-    """A tenant watch asks for bookmarks, reopens after the latest one and
-    yields none of them."""
+    """A watch (a tenant's, a job's) asks for bookmarks, reopens after the
+    latest one and yields none of them."""
 
     def test_a_resume_starts_after_the_bookmark(self):
         job = job_pb2.Job(name="tenants/ml/jobs/j", labels={"team": "nlp"})
@@ -277,6 +277,26 @@ class WatchBookmarks(_InProcess):
             finally:
                 client_mod.time.sleep = real_sleep
         self.assertEqual(got, [41, 950], "events only")
+        self.assertEqual(jobs.afters, [40, 900], "reopened after the bookmark")
+        self.assertTrue(all(r.bookmarks for r in jobs.requests))
+
+    def test_a_job_watch_resumes_after_the_bookmark(self):
+        """A quiet job's watch moves with the tenant's position, so a
+        resume stays within what event retention keeps."""
+        running = job_pb2.Job(name="tenants/ml/jobs/j", status=job_pb2.JobStatus(state=job_pb2.JOB_STATE_RUNNING))
+        done = job_pb2.Job(name="tenants/ml/jobs/j", status=job_pb2.JobStatus(state=job_pb2.JOB_STATE_SUCCEEDED))
+        jobs = _ScriptedJobs([], [
+            ([job_pb2.WatchJobResponse(event=job_pb2.JobEvent(id=41, reason="JobRunning"), job=running),
+              job_pb2.WatchJobResponse(bookmark_event_id=900)], (grpc.StatusCode.UNAVAILABLE, "stream lifetime reached")),
+            ([job_pb2.WatchJobResponse(event=job_pb2.JobEvent(id=950, reason="JobSucceeded"), job=done)], None),
+        ])
+        with self.client(jobs) as c:
+            real_sleep, client_mod.time.sleep = client_mod.time.sleep, lambda _: None
+            try:
+                got = [msg.event.id for msg in c.watch("j", after_event_id=40)]
+            finally:
+                client_mod.time.sleep = real_sleep
+        self.assertEqual(got, [41, 950], "events only, and the watch ends with the job")
         self.assertEqual(jobs.afters, [40, 900], "reopened after the bookmark")
         self.assertTrue(all(r.bookmarks for r in jobs.requests))
 

@@ -250,9 +250,11 @@ class Client:
         after it. A dropped stream is reopened after the last event seen, so
         nothing is missed or repeated. A job's watch ends once it is final.
         A tenant's watch starts now, or after after_event_id: the position
-        ``snapshot`` returns follows on from its list. It asks the server
+        ``snapshot`` returns follows on from its list. Both ask the server
         for bookmarks (the position it has read to, past events the filter
-        left out) and reopens after the latest; they are not yielded.
+        left out or of other jobs) and reopen after the latest, so a quiet
+        job's watch resumes within what event retention keeps; they are
+        not yielded.
 
         Raises:
             OutOfRange: after_event_id (or, after a long outage, the last
@@ -271,7 +273,7 @@ class Client:
         while True:
             timeout = None if deadline is None else max(deadline - time.monotonic(), 0.001)
             if job is not None:
-                req = job_pb2.WatchJobRequest(name=self._name(job), after_event_id=last)
+                req = job_pb2.WatchJobRequest(name=self._name(job), after_event_id=last, bookmarks=True)
                 stream = self._jobs.WatchJob(req, metadata=self._metadata, timeout=timeout)
             else:
                 req = job_pb2.WatchJobsRequest(parent=self._parent(), filter=filter, after_event_id=last, bookmarks=True)

@@ -3686,7 +3686,14 @@ type WatchJobRequest struct {
 	// Resume after this event id; 0 starts with the job's current state.
 	// OUT_OF_RANGE when event retention has deleted events after it: read
 	// the job again and watch from 0.
-	AfterEventId  int64 `protobuf:"varint,2,opt,name=after_event_id,json=afterEventId,proto3" json:"after_event_id,omitempty"`
+	AfterEventId int64 `protobuf:"varint,2,opt,name=after_event_id,json=afterEventId,proto3" json:"after_event_id,omitempty"`
+	// Also send bookmarks: messages with only bookmark_event_id set, the
+	// position up to which the stream has sent every event of the job. One
+	// is sent when the tenant's other jobs have moved that position past the
+	// last message sent and nothing was sent for a while (30 s), so that a
+	// client resuming after a quiet spell resumes from a recent position:
+	// one that event retention has not passed.
+	Bookmarks     bool `protobuf:"varint,3,opt,name=bookmarks,proto3" json:"bookmarks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3733,6 +3740,13 @@ func (x *WatchJobRequest) GetAfterEventId() int64 {
 		return x.AfterEventId
 	}
 	return 0
+}
+
+func (x *WatchJobRequest) GetBookmarks() bool {
+	if x != nil {
+		return x.Bookmarks
+	}
+	return false
 }
 
 type WatchJobsRequest struct {
@@ -3821,7 +3835,8 @@ type WatchJobResponse struct {
 	// which carries the job's current state, and in a bookmark.
 	Event *JobEvent `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
 	Job   *Job      `protobuf:"bytes,2,opt,name=job,proto3" json:"job,omitempty"`
-	// A bookmark (WatchJobsRequest.bookmarks): resume after this event id.
+	// A bookmark (WatchJobRequest.bookmarks, WatchJobsRequest.bookmarks):
+	// resume after this event id.
 	// Set only in messages that have neither event nor job.
 	BookmarkEventId int64 `protobuf:"varint,3,opt,name=bookmark_event_id,json=bookmarkEventId,proto3" json:"bookmark_event_id,omitempty"`
 	unknownFields   protoimpl.UnknownFields
@@ -4153,10 +4168,11 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\areplica\x18\x02 \x01(\tR\areplica\x12\x16\n" +
 	"\x06follow\x18\x03 \x01(\bR\x06follow\x12\x1d\n" +
 	"\n" +
-	"tail_lines\x18\x04 \x01(\x05R\ttailLines\"K\n" +
+	"tail_lines\x18\x04 \x01(\x05R\ttailLines\"i\n" +
 	"\x0fWatchJobRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
-	"\x0eafter_event_id\x18\x02 \x01(\x03R\fafterEventId\"\x86\x01\n" +
+	"\x0eafter_event_id\x18\x02 \x01(\x03R\fafterEventId\x12\x1c\n" +
+	"\tbookmarks\x18\x03 \x01(\bR\tbookmarks\"\x86\x01\n" +
 	"\x10WatchJobsRequest\x12\x16\n" +
 	"\x06parent\x18\x01 \x01(\tR\x06parent\x12\x16\n" +
 	"\x06filter\x18\x02 \x01(\tR\x06filter\x12$\n" +

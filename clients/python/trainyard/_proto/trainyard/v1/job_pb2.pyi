@@ -603,12 +603,14 @@ class Toleration(_message.Message):
     def __init__(self, key: _Optional[str] = ..., operator: _Optional[str] = ..., value: _Optional[str] = ..., effect: _Optional[str] = ..., toleration_seconds: _Optional[int] = ...) -> None: ...
 
 class WatchJobRequest(_message.Message):
-    __slots__ = ["after_event_id", "name"]
+    __slots__ = ["after_event_id", "bookmarks", "name"]
     AFTER_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    BOOKMARKS_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     after_event_id: int
+    bookmarks: bool
     name: str
-    def __init__(self, name: _Optional[str] = ..., after_event_id: _Optional[int] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., after_event_id: _Optional[int] = ..., bookmarks: bool = ...) -> None: ...
 
 class WatchJobResponse(_message.Message):
     __slots__ = ["bookmark_event_id", "event", "job"]
