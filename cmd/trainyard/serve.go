@@ -58,7 +58,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.eventRetention, "event-retention", 0, "job events older than this are deleted (hourly, 1,000 per statement); 0 keeps them forever")
 	fs.DurationVar(&f.requestIDKeep, "request-id-retention", 30*24*time.Hour, "request ids (idempotency keys) older than this are forgotten (hourly, 1,000 per statement): a retry after it creates a new job; 0 keeps them as long as their jobs")
 	fs.DurationVar(&f.streamLifetime, "max-stream-lifetime", 30*time.Minute, "watches and log streams end after this long with UNAVAILABLE; clients reopen them after the last event id received (tyctl does)")
-	fs.DurationVar(&f.watchBookmark, "watch-bookmark-every", 30*time.Second, "a tenant watch that asks for bookmarks gets its read position once its filter has left events out and it sent nothing for this long")
+	fs.DurationVar(&f.watchBookmark, "watch-bookmark-every", 30*time.Second, "a watch (a tenant's or a job's) that asks for bookmarks gets its read position once events it did not send have moved it and it sent nothing for this long")
 	fs.StringToIntVar(&f.tfjobPriority, "tfjob-priority-class", nil, "NAME=PRIORITY,...: the Trainyard priority (-1000..1000) of a Kubernetes PriorityClass that imported TFJobs name (schedulingPolicy.priorityClass, priorityClassName); a TFJob naming another is refused")
 	f.console.register(fs)
 	fs.IntVar(&f.maxStreams, "max-streams-per-caller", 32, "watches and log streams one caller (OIDC subject) may have open at once on this server, REST and gRPC together; more are RESOURCE_EXHAUSTED (HTTP 429). Raise it for a service token that streams for many users")

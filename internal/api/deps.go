@@ -108,9 +108,10 @@ type Deps struct {
 	Now func() time.Time
 	// WatchPoll is how often watchers poll without a notification. Defaults to 2s.
 	WatchPoll time.Duration
-	// WatchBookmark is how long a tenant watch that asked for bookmarks
-	// goes without sending anything before it sends its read position
-	// (when events its filter left out moved it). Defaults to 30s.
+	// WatchBookmark is how long a watch that asked for bookmarks goes
+	// without sending anything before it sends its read position (when
+	// events it did not send moved it: left out by a tenant watch's
+	// filter, or other jobs' for a job's watch). Defaults to 30s.
 	WatchBookmark time.Duration
 	// NamespacePrefix is put before a tenant id to make its namespace
 	// (tenant.NamespaceName). Defaults to tenant.DefaultNamespacePrefix.
