@@ -31,11 +31,19 @@ func Fail(s Status, reason, message string, now time.Time) (Status, []EventDraft
 // admitted job with none observed leaves its status as it is, and a job's
 // row is written once fewer before its pods exist. A requeue the job went
 // through is over by the time it waits for admission.
-func Admit(j Job, now time.Time) (Status, []EventDraft) {
+//
+// ok is false when the pass would not simply start the job: one requeued
+// right after a replica's end was recorded, before a pass decided on it,
+// restarts the replica or ends the job on admission. That decision is the
+// worker's, in a fenced save: admission then only admits.
+func Admit(j Job, now time.Time) (st Status, events []EventDraft, ok bool) {
 	j.Status = copyStatus(j.Status)
 	j.Status.Requeuing = nil
 	out := Plan(PlanInput{Job: j, Admitted: true, Now: now})
-	return out.Status, out.Events
+	if out.Status.State != Starting {
+		return Status{}, nil, false
+	}
+	return out.Status, out.Events, true
 }
 
 // Wait records on a QUEUED job why the scheduler does not admit it yet:

@@ -90,8 +90,8 @@ func TestAdmitLeavesTheFirstPassNothingToSave(t *testing.T) {
 			in := b.obj()
 			queued := in.Job
 			before, _ := json.Marshal(queued.Status)
-			st, events := job.Admit(queued, t0)
-			if st.State != job.Starting || st.StartTime == nil || !st.StartTime.Equal(t0) || st.Requeuing != nil {
+			st, events, ok := job.Admit(queued, t0)
+			if !ok || st.State != job.Starting || st.StartTime == nil || !st.StartTime.Equal(t0) || st.Requeuing != nil {
 				t.Fatalf("admitted status: state %s, start %v, requeuing %v", st.State, st.StartTime, st.Requeuing)
 			}
 			want := []job.EventDraft{{Type: job.EventNormal, Reason: job.ReasonAdmitted, Message: "Admitted; starting 4 replicas"}}
@@ -139,4 +139,24 @@ func requeuedUnschedulable() *jobBuilder {
 	q := chiefWorkersPS()
 	q.in.Job.Status = res.Status
 	return q
+}
+
+// A job requeued right after a replica's end was recorded, before any pass
+// decided on it: admitting it restarts the replica (or ends the job), and
+// that is the worker's decision to save, not admission's.
+func TestAdmitLeavesADecisionPendingToTheWorker(t *testing.T) {
+	b := chiefWorkersPS()
+	b.in.Job.Status.Replicas = []job.ReplicaStatus{{
+		Type: job.Worker, Index: 1, Pod: job.PodName("tj", job.Worker, 1), State: job.ReplicaFailed,
+		LastTermination: &job.Termination{Attempt: 0, ExitCode: 137, Reason: "OOMKilled", FinishTime: t0.Add(-time.Minute)},
+	}}
+	st, events, ok := job.Admit(b.obj().Job, t0)
+	if ok {
+		t.Fatalf("admitted as %s with %v: the restart is the worker's to decide", st.State, events)
+	}
+	// The worker's pass on the admitted job makes that decision.
+	in := b.obj()
+	if res := job.Plan(in); res.Status.State == job.Starting || res.Status.State == job.Queued {
+		t.Fatalf("the worker's pass left the job %s", res.Status.State)
+	}
 }

@@ -83,7 +83,9 @@ type Job struct {
 
 	// Admitted jobs only.
 	//
-	// StartTime is when its pods were first created (zero: not yet).
+	// StartTime is when it was admitted, its pods created right after
+	// (zero: not recorded; a job admitted before admissions wrote it has
+	// it from its first pass).
 	StartTime time.Time
 	// PreemptingFor is set while the job is being preempted: the pending
 	// job it makes room for.

@@ -80,6 +80,7 @@ type Listener struct {
 	subs      map[string]map[*subscription]struct{}
 	listening map[string]bool // channels LISTENed on the current connection
 	hooks     []func()
+	dropped   map[string]uint64 // payloads not handed to a full subscriber, by channel
 }
 
 type subscription struct{ ch chan string }
@@ -100,6 +101,7 @@ func NewListener(databaseURL string, cfg ListenerConfig) (*Listener, error) {
 		wake:      make(chan struct{}, 1),
 		subs:      map[string]map[*subscription]struct{}{},
 		listening: map[string]bool{},
+		dropped:   map[string]uint64{},
 	}, nil
 }
 
@@ -274,6 +276,17 @@ func (l *Listener) dispatch(channel, payload string) {
 		select {
 		case sub.ch <- payload:
 		default: // full: the subscriber has wake-ups pending and will re-read anyway
+			l.dropped[channel]++
 		}
 	}
+}
+
+// Dropped returns how many payloads of channel were not handed to a
+// subscriber whose buffer was full, so far: a subscriber that keeps state
+// a payload would invalidate (the worker's claimed rows) can tell that it
+// may have missed one.
+func (l *Listener) Dropped(channel string) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.dropped[channel]
 }

@@ -390,12 +390,19 @@ func admitWrite(ctx context.Context, tx pgx.Tx, keys []JobKey, now time.Time, jo
 			return nil, err
 		}
 		j.UID = uid.String()
-		st, drafts := job.Admit(j, now)
-		j.Status = st
 		k := JobKey{Tenant: j.Tenant, UID: j.UID}
-		jobs[k] = j
-		for _, d := range drafts {
-			events[k] = append(events[k], job.Event{Type: d.Type, Reason: d.Reason, Message: d.Message})
+		st, drafts, ok := job.Admit(j, now)
+		if ok {
+			j.Status = st
+			jobs[k] = j
+			for _, d := range drafts {
+				events[k] = append(events[k], job.Event{Type: d.Type, Reason: d.Reason, Message: d.Message})
+			}
+		} else {
+			// A decision on a replica's recorded end is pending: the
+			// worker's first pass takes it, in a fenced save. The row is
+			// admitted as it is.
+			st = j.Status
 		}
 		admitted = append(admitted, AdmittedJob{Key: k, QueuedAt: queuedAt})
 		aTenants, aUIDs = append(aTenants, j.Tenant), append(aUIDs, uid)

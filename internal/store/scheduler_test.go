@@ -119,6 +119,30 @@ func TestSchedulerCommit(t *testing.T) {
 
 // A worker's requeue makes the job pending again: unadmitted, unowned, not
 // claimable, its preemption cleared and who preempted it recorded.
+// A job requeued right after a replica's end was recorded (before a pass
+// decided on it) is admitted as it is: the restart or end that admission
+// would bring is the worker's decision, in a fenced save (job.Admit).
+func TestSchedulerCommitLeavesAPendingDecisionToTheWorker(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	j := b.jobCreate(t, "a", "ended", 1)
+	_, err := b.pool.Exec(b.ctx, `UPDATE jobs SET status = jsonb_set(status, '{replicas}',
+		'[{"type": "worker", "index": 0, "pod": "ended-worker-0", "state": "FAILED", "restarts": 0,
+		   "lastTermination": {"attempt": 0, "exitCode": 137, "reason": "OOMKilled", "finishTime": "2026-12-05T00:00:00Z"}}]')
+		WHERE uid = $1`, j.UID)
+	require.NoError(t, err)
+
+	res, err := b.store.SchedulerCommit(b.ctx, SchedulerCommitParams{Lease: b.lease(t), Admit: []JobKey{keyOf(j)}})
+	require.NoError(t, err)
+	require.Len(t, res.Admitted, 1)
+	w, err := b.store.JobLoad(b.ctx, "a", j.UID)
+	require.NoError(t, err)
+	require.True(t, w.Admitted)
+	require.Equal(t, job.Queued, w.Job.Status.State, "admitted as it is")
+	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM job_events WHERE job_uid = $1 AND reason = 'Admitted'`, j.UID))
+	require.Equal(t, []string{"ended"}, b.claimAll(t, "w"), "claimable")
+}
+
 func TestJobSaveRequeue(t *testing.T) {
 	b := setup(t)
 	b.tenantCreate(t, "a")

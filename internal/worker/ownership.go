@@ -58,10 +58,13 @@ func (o *ownership) add(keys []store.JobKey, until time.Time) {
 // pass creates its pods without a save before them. Every write of a job by others (cancel, preemption, offboarding)
 // notifies the job's channel, and a notification drops the row
 // (dropClaimed), so the pass loads the job instead; one that comes while
-// the pass runs makes another pass, on a load. A notification that comes
-// before the claim returns (a cancel committed just after it) is not tied
-// to the row: that first pass may create pods of a cancelled job, whose
-// creation events bring the pass that cleans them up. A job claimed in
+// the pass runs makes another pass, on a load. One that comes while the
+// claim is under way (a cancel committed just after it, notified before
+// the job was owned) keeps the whole claim's rows out (Worker.stashGuard),
+// as does a payload the listener dropped. A notification lost altogether
+// (its writer died between commit and NOTIFY) can let a first pass create
+// pods of a job cancelled or preempted since its claim: their creation
+// events bring the pass, on a load, that removes them. A job claimed in
 // another state (a takeover) is always loaded.
 func (o *ownership) stash(w store.WorkerJob) {
 	if s := w.Job.Status.State; s != job.Queued && s != job.Starting {
@@ -321,6 +324,7 @@ func (w *Worker) claim(ctx context.Context) {
 			return
 		}
 		sent := time.Now()
+		guard, listening := w.stashGuard()
 		jobs, err := w.store.JobClaim(ctx, w.cfg.ID, room, w.cfg.LeaseTTL)
 		if err != nil {
 			w.listNext = true // it may have committed
@@ -332,8 +336,10 @@ func (w *Worker) claim(ctx context.Context) {
 		w.renewOK.Store(time.Now().UnixNano())
 		keys := store.KeysOf(jobs)
 		w.own.add(keys, sent.Add(w.cfg.LeaseTTL))
-		for _, j := range jobs {
-			w.own.stash(j)
+		if after, _ := w.stashGuard(); listening && after == guard {
+			for _, j := range jobs {
+				w.own.stash(j)
+			}
 		}
 		w.metrics.claimed.Add(float64(len(keys)))
 		for _, k := range keys {

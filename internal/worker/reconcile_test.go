@@ -338,7 +338,7 @@ func TestCancelBeforeAdmissionCreatesNothing(t *testing.T) {
 // before it creates the pods: the admission wrote the status it starts
 // with.
 func TestFirstPassUsesTheClaimedRow(t *testing.T) {
-	b := setup(t)
+	b := setup(t, listening)
 	b.tenant(t, "acme", tenant.Quota{})
 	key := b.submit(t, "acme", "tj", spec(replica(job.Worker, 1, job.RestartNever)))
 	b.own(t, key)
@@ -358,11 +358,52 @@ func TestFirstPassUsesTheClaimedRow(t *testing.T) {
 	require.False(t, again, "the row serves one pass")
 }
 
+// listening gives the worker a listener (not run: nothing arrives), as a
+// worker in a process has: claimed rows are kept for their first passes
+// only then (Worker.stashGuard).
+func listening(c *Config) {
+	l, err := store.NewListener("postgres://127.0.0.1:5432/unused", store.ListenerConfig{})
+	if err != nil {
+		panic(err)
+	}
+	c.Listener = l
+}
+
+// A claim keeps its rows for their first passes only while nothing that
+// could make them stale came in during it: a job's notification (any
+// job's), or a reconnect of the listener. Without a listener it keeps none.
+func TestClaimKeepsRowsOnlyWhenNothingCameIn(t *testing.T) {
+	b := setup(t, listening)
+	b.tenant(t, "acme", tenant.Quota{})
+	before, ok := b.w.stashGuard()
+	require.True(t, ok)
+	b.w.jobNotified("acme/") // admissions: nothing about a claimed row
+	same, _ := b.w.stashGuard()
+	require.Equal(t, before, same)
+	b.w.jobNotified("acme/01a24491-d333-797a-afea-90c295a8053d") // a cancel, a preemption: not owned yet
+	moved, _ := b.w.stashGuard()
+	require.NotEqual(t, before, moved)
+
+	key := b.submit(t, "acme", "tj", spec(replica(job.Worker, 1, job.RestartNever)))
+	b.own(t, key)
+	_, kept := b.w.own.takeClaimed(key)
+	require.True(t, kept, "a quiet claim keeps its rows")
+
+	plain := setup(t)
+	plain.tenant(t, "acme", tenant.Quota{})
+	_, ok = plain.w.stashGuard()
+	require.False(t, ok)
+	key = plain.submit(t, "acme", "tj", spec(replica(job.Worker, 1, job.RestartNever)))
+	plain.own(t, key)
+	_, kept = plain.w.own.takeClaimed(key)
+	require.False(t, kept, "without a listener nothing says a row went stale: the first pass loads")
+}
+
 // A cancel that lands between the claim and the first pass notifies the
 // job's channel: the worker drops the row its claim returned, and the pass
 // loads the job and creates nothing.
 func TestCancelAfterClaimCreatesNothing(t *testing.T) {
-	b := setup(t)
+	b := setup(t, listening)
 	b.tenant(t, "acme", tenant.Quota{})
 	key := b.submit(t, "acme", "tj", spec(replica(job.Worker, 2, job.RestartNever)))
 	b.own(t, key)
@@ -386,7 +427,7 @@ func TestCancelAfterClaimCreatesNothing(t *testing.T) {
 // claimed row: that pass creates the pods of the cancelled job, and the
 // pass the notification brings removes them and ends the job.
 func TestCancelSeenLateRemovesWhatTheFirstPassCreated(t *testing.T) {
-	b := setup(t)
+	b := setup(t, listening)
 	b.tenant(t, "acme", tenant.Quota{})
 	key := b.submit(t, "acme", "tj", spec(replica(job.Worker, 2, job.RestartNever)))
 	b.own(t, key)

@@ -56,6 +56,10 @@ type Worker struct {
 
 	synced  atomic.Bool  // informer caches synced: reconciles may run
 	renewOK atomic.Int64 // unix nanos of the last successful renewal or claim
+	// notified counts what may have made a row a claim returned stale
+	// before its first pass: notifications of a job (any job: the worker
+	// may not own it yet) and reconnects of the listener (stashGuard).
+	notified atomic.Int64
 	// extended counts renewals since the worker last listed its jobs
 	// (ownership.go, renew); listNext asks the next renewal to list them.
 	// Only the ownership goroutine uses them.
@@ -266,6 +270,7 @@ func (w *Worker) listen(ctx context.Context, l *store.Listener) {
 			return
 		}
 		w.wakeClaimer()
+		w.notified.Add(1)
 		w.own.dropClaimed()
 		for _, k := range w.own.keys() {
 			w.queue.Add(k)
@@ -292,12 +297,30 @@ func (w *Worker) jobNotified(payload string) {
 	if !ok {
 		return
 	}
+	if uid != "" {
+		w.notified.Add(1)
+	}
 	if k := (store.JobKey{Tenant: tenantID, UID: uid}); uid != "" && w.own.owns(k) {
 		w.own.dropClaimed(k)
 		w.queue.Add(k)
 		return
 	}
 	w.wakeClaimer()
+}
+
+// stashGuard is what a claim compares before and after it to tell whether
+// the rows it returned may be kept for their first passes (ownership.stash):
+// a job's notification, a dropped payload or a reconnect in between may
+// be about one of them (a cancel or preemption committed just after the
+// claim, whose notification came before the job was owned), and the
+// claim's rows are then loaded again instead. Without a listener nothing
+// tells the worker about such writes, and claimed rows are never kept.
+func (w *Worker) stashGuard() (int64, bool) {
+	l := w.cfg.Listener
+	if l == nil {
+		return 0, false
+	}
+	return w.notified.Load() + int64(l.Dropped(store.ChannelJobs)), true
 }
 
 // sync is the loop's sync (internal/controller): one reconcile pass of one
