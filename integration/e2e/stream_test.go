@@ -393,24 +393,8 @@ func TestWatchJobsBookmarks(t *testing.T) {
 
 	// Bookmarks only: one may come between the two creates on a slow
 	// machine, and the last names cv-2's event.
-	var m *pb.WatchJobResponse
-	for {
-		m, err = w.Recv()
-		require.NoError(t, err)
-		require.Nil(t, m.GetEvent())
-		require.Nil(t, m.GetJob())
-		require.LessOrEqual(t, m.GetBookmarkEventId(), last)
-		require.Greater(t, m.GetBookmarkEventId(), after)
-		if m.GetBookmarkEventId() == last {
-			break
-		}
-	}
-
-	// REST: {"result": {"bookmarkEventId": "N"}}.
-	rest := restStream(t, ctx, env, alice, "/v1/tenants/acme/jobs:watch?filter=labels.team%3Dnlp&bookmarks=true&afterEventId="+strconv.FormatInt(after, 10))
-	require.Equal(t, http.StatusOK, rest.StatusCode)
-	defer rest.Body.Close()
-	readUntil(t, rest.Body, `{"result":{"bookmarkEventId":"`+strconv.FormatInt(last, 10)+`"}}`)
+	m := bookmarksUntil(t, w, after, last)
+	restBookmark(t, ctx, env, alice, "/v1/tenants/acme/jobs:watch?filter=labels.team%3Dnlp&bookmarks=true&afterEventId="+strconv.FormatInt(after, 10), last)
 
 	// Resumed after the bookmark: the next match, nothing before it.
 	createJob(t, jobs, "acme", "nlp-1", teamJob("nlp"))
@@ -450,24 +434,8 @@ func TestWatchJobBookmarks(t *testing.T) {
 	createJob(t, jobs, "acme", "other-2", teamJob("cv"))
 	last := firstEventID(t, jobs, "tenants/acme/jobs/other-2")
 
-	var m *pb.WatchJobResponse
-	for {
-		m, err = w.Recv()
-		require.NoError(t, err)
-		require.Nil(t, m.GetEvent(), "the job is quiet: bookmarks only")
-		require.Nil(t, m.GetJob())
-		require.LessOrEqual(t, m.GetBookmarkEventId(), last)
-		require.Greater(t, m.GetBookmarkEventId(), after)
-		if m.GetBookmarkEventId() == last {
-			break
-		}
-	}
-
-	// REST: {"result": {"bookmarkEventId": "N"}}.
-	rest := restStream(t, ctx, env, alice, "/v1/tenants/acme/jobs/quiet:watch?bookmarks=true&afterEventId="+strconv.FormatInt(after, 10))
-	require.Equal(t, http.StatusOK, rest.StatusCode)
-	defer rest.Body.Close()
-	readUntil(t, rest.Body, `{"result":{"bookmarkEventId":"`+strconv.FormatInt(last, 10)+`"}}`)
+	m := bookmarksUntil(t, w, after, last) // the job is quiet: bookmarks only
+	restBookmark(t, ctx, env, alice, "/v1/tenants/acme/jobs/quiet:watch?bookmarks=true&afterEventId="+strconv.FormatInt(after, 10), last)
 
 	// Resumed after the bookmark: the job's next event, nothing before it.
 	_, err = jobs.CancelJob(ctxT(t), &pb.CancelJobRequest{Name: name})
@@ -484,6 +452,34 @@ func TestWatchJobBookmarks(t *testing.T) {
 	m, err = plain.Recv()
 	require.NoError(t, err)
 	require.Equal(t, "Cancelled", m.GetEvent().GetReason())
+}
+
+// bookmarksUntil reads a watch that sends only bookmarks, each past after
+// and at most last (one may come early on a slow machine), until the one
+// at last, and returns it.
+func bookmarksUntil(t *testing.T, w grpc.ServerStreamingClient[pb.WatchJobResponse], after, last int64) *pb.WatchJobResponse {
+	t.Helper()
+	for {
+		m, err := w.Recv()
+		require.NoError(t, err)
+		require.Nil(t, m.GetEvent())
+		require.Nil(t, m.GetJob())
+		require.LessOrEqual(t, m.GetBookmarkEventId(), last)
+		require.Greater(t, m.GetBookmarkEventId(), after)
+		if m.GetBookmarkEventId() == last {
+			return m
+		}
+	}
+}
+
+// restBookmark opens path, a REST watch asking for bookmarks, and reads
+// until the bookmark at last: {"result": {"bookmarkEventId": "N"}}.
+func restBookmark(t *testing.T, ctx context.Context, env *harness.Env, token, path string, last int64) {
+	t.Helper()
+	rest := restStream(t, ctx, env, token, path)
+	require.Equal(t, http.StatusOK, rest.StatusCode)
+	defer rest.Body.Close()
+	readUntil(t, rest.Body, `{"result":{"bookmarkEventId":"`+strconv.FormatInt(last, 10)+`"}}`)
 }
 
 // TestStreamsPerCallerAreCapped: with --max-streams-per-caller 2, a third

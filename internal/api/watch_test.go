@@ -248,18 +248,7 @@ func TestWatchJobsBookmarks(t *testing.T) {
 		}()
 		return stream
 	}
-	got := func(s *fakeStream[pb.WatchJobResponse]) []string {
-		var out []string
-		for _, m := range s.got() {
-			if m.GetEvent() != nil {
-				out = append(out, fmt.Sprintf("event %d", m.GetEvent().GetId()))
-			} else {
-				require.Nil(t, m.GetJob(), "a bookmark carries no job")
-				out = append(out, fmt.Sprintf("bookmark %d", m.GetBookmarkEventId()))
-			}
-		}
-		return out
-	}
+	got := func(s *fakeStream[pb.WatchJobResponse]) []string { return watchSent(t, s) }
 	filtered := []job.Event{ev(1, "cv"), ev(2, "nlp"), ev(3, "cv"), ev(4, "cv")}
 
 	s := resumed(t, filtered, true, time.Nanosecond)
@@ -305,18 +294,7 @@ func TestWatchJobBookmarks(t *testing.T) {
 		}()
 		return stream
 	}
-	got := func(s *fakeStream[pb.WatchJobResponse]) []string {
-		var out []string
-		for _, m := range s.got() {
-			if m.GetEvent() != nil {
-				out = append(out, fmt.Sprintf("event %d", m.GetEvent().GetId()))
-			} else {
-				require.Nil(t, m.GetJob(), "a bookmark carries no job")
-				out = append(out, fmt.Sprintf("bookmark %d", m.GetBookmarkEventId()))
-			}
-		}
-		return out
-	}
+	got := func(s *fakeStream[pb.WatchJobResponse]) []string { return watchSent(t, s) }
 
 	s := watch(t, true, time.Nanosecond)
 	require.Eventually(t, func() bool { return len(s.got()) == 2 }, 5*time.Second, time.Millisecond)
@@ -330,4 +308,19 @@ func TestWatchJobBookmarks(t *testing.T) {
 	s = watch(t, true, time.Hour)
 	require.Eventually(t, func() bool { return len(s.got()) == 1 }, 5*time.Second, time.Millisecond)
 	require.Never(t, func() bool { return len(s.got()) > 1 }, 50*time.Millisecond, 5*time.Millisecond, "an event was sent a moment ago")
+}
+
+// watchSent is what a watch sent, as "event N" and "bookmark N" (a bookmark
+// carries no job).
+func watchSent(t *testing.T, s *fakeStream[pb.WatchJobResponse]) []string {
+	var out []string
+	for _, m := range s.got() {
+		if m.GetEvent() != nil {
+			out = append(out, fmt.Sprintf("event %d", m.GetEvent().GetId()))
+		} else {
+			require.Nil(t, m.GetJob(), "a bookmark carries no job")
+			out = append(out, fmt.Sprintf("bookmark %d", m.GetBookmarkEventId()))
+		}
+	}
+	return out
 }

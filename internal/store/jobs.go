@@ -414,21 +414,8 @@ func conditionSet(conds []job.Condition, c job.Condition) []job.Condition {
 // 000005): no lock orders them; readers deliver them below the watermark
 // (events.go).
 func eventsInsert(ctx context.Context, tx *txn, j job.Job, events []job.Event, now time.Time) error {
-	if len(events) == 0 {
-		return nil
-	}
-	a := columnsOf(events, j.Status.State, now)
-	_, err := tx.Exec(ctx, `
-		INSERT INTO job_events (tenant_id, job_uid, job_name, type, reason, message, state, create_time)
-		SELECT $1, $2, $3, t, r, m, s, c
-		FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[])
-		     WITH ORDINALITY AS u(t, r, m, s, c, o)
-		ORDER BY o`,
-		j.Tenant, j.UID, j.Name, a.types, a.reasons, a.messages, a.states, a.times)
-	if err == nil {
-		tx.notify(ChannelEvents, j.Tenant)
-	}
-	return err
+	k := JobKey{Tenant: j.Tenant, UID: j.UID}
+	return eventsInsertMany(ctx, tx, map[JobKey]job.Job{k: j}, map[JobKey][]job.Event{k: events}, now)
 }
 
 // eventsInsertMany writes the events of several jobs in one statement,

@@ -55,8 +55,9 @@ func (o *ownership) add(keys []store.JobKey, until time.Time) {
 // which then needs no load: in a burst of admissions that is one read of
 // Postgres less for every job dispatched. Only a QUEUED or STARTING job's
 // row is kept: a job just admitted is STARTING (job.Admit), and its first
-// pass creates its pods without a save before them. Every write of a job by others (cancel, preemption, offboarding)
-// notifies the job's channel, and a notification drops the row
+// pass creates its pods without a save before them. Every write of a job
+// by others (cancel, preemption, offboarding) notifies the job's channel,
+// and a notification drops the row
 // (dropClaimed), so the pass loads the job instead; one that comes while
 // the pass runs makes another pass, on a load. One that comes while the
 // claim is under way (a cancel committed just after it, notified before
