@@ -117,7 +117,10 @@ func TestListenerSubscribeLaterAndFullBuffer(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "ok", waitFor(t, c2, "notification on a new channel"))
 	// 3 and 4 found the buffer full and were coalesced into the pending
-	// wake-ups; the dispatcher never blocked on the slow subscriber.
+	// wake-ups; the dispatcher never blocked on the slow subscriber, and
+	// counted what it dropped.
+	require.Equal(t, uint64(2), l.Dropped("late_channel"))
+	require.Zero(t, l.Dropped("after"))
 	require.Equal(t, "1", waitFor(t, c, "first payload"))
 	require.Equal(t, "2", waitFor(t, c, "second payload"))
 	select {
