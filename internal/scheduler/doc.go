@@ -12,13 +12,15 @@
 //	                                                   │
 //	        only while holding the scheduler lease in Postgres (epoch-fenced)
 //	                                                   ▼
-//	   snapshot: SchedulerTenants, SchedulerJobs (unfinished only), the shapes
-//	             of jobs not seen before (JobSpecs, then cached by job), run
+//	   snapshot: SchedulerRead, one round trip: the tenants, the unfinished
+//	             jobs and the specs of those submitted since the last read
+//	             (shapes cached by job; JobSpecs for any other missing), run
 //	             times (TenantRunTimes, each RunTimeRefresh), nodes and the
 //	             pods on them from the informers
 //	   decide:   sched.Schedule(snapshot)                     ← pure
 //	   commit:   SchedulerCommit: admissions, preemptions and changed wait
-//	             reasons, one transaction, fenced by the lease's epoch
+//	             reasons, one transaction in two round trips, fenced by the
+//	             lease's epoch
 //	   publish:  QueuePublish: the tenants whose queue view changed, at most
 //	             every PublishInterval
 //

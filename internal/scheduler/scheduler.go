@@ -128,9 +128,14 @@ type Scheduler struct {
 	// a cycle. With 15,000 jobs running and none waiting, every finishing
 	// pod would otherwise cost a cycle that reads all of them.
 	idle atomic.Bool
+	// submitted is set when a job starts waiting (ChannelSchedule) and
+	// taken by the next cycle, which then reads at once: an idle cycle's
+	// probe would only find that job.
+	submitted atomic.Bool
 
 	// Owned by the loop goroutine.
 	shapes           map[store.JobKey]shape
+	specsAfter       int64 // the highest seq read: later jobs' specs come with the next read
 	runTimesByTenant map[string]store.RunTime
 	runTimesAt       time.Time
 	published        map[string]map[string]job.QueueInfo
@@ -189,6 +194,12 @@ func (s *Scheduler) wake() {
 	}
 }
 
+// wakeSubmitted asks for a cycle because a job started waiting.
+func (s *Scheduler) wakeSubmitted() {
+	s.submitted.Store(true)
+	s.wake()
+}
+
 // wakeFreed asks for a cycle because capacity or quota was freed, or a
 // node changed: unless no job waits (idle).
 func (s *Scheduler) wakeFreed() {
@@ -201,7 +212,7 @@ func (s *Scheduler) wakeFreed() {
 // and, while it holds it, runs cycles. It returns nil when ctx ends.
 func (s *Scheduler) Run(ctx context.Context) error {
 	if l := s.cfg.Listener; l != nil {
-		for channel, wake := range map[string]func(){store.ChannelSchedule: s.wake, store.ChannelFreed: s.wakeFreed} {
+		for channel, wake := range map[string]func(){store.ChannelSchedule: s.wakeSubmitted, store.ChannelFreed: s.wakeFreed} {
 			ch, stop := l.Subscribe(channel)
 			context.AfterFunc(ctx, stop)
 			go func() {
@@ -336,10 +347,10 @@ func (s *Scheduler) lead(ctx context.Context, lease store.SchedulerLease) {
 // the next cycle is due at the latest (a backoff ending), zero for the
 // period.
 func (s *Scheduler) cycle(ctx context.Context, lease store.SchedulerLease) (time.Time, error) {
-	if s.idle.Load() {
-		// Nothing waited last time: the period's cycle (or a submission's)
-		// first asks whether anything waits now, with an index probe,
-		// instead of reading every unfinished job.
+	if submitted := s.submitted.Swap(false); s.idle.Load() && !submitted {
+		// Nothing waited last time and no job was submitted since: the
+		// period's cycle first asks whether anything waits now, with an
+		// index probe, instead of reading every unfinished job.
 		waiting, err := s.store.SchedulerWaiting(ctx)
 		if err != nil || !waiting {
 			return time.Time{}, err

@@ -258,7 +258,8 @@ func TestSchedulerIdleUntilAJobWaits(t *testing.T) {
 
 // While idle, the period's cycles only probe for a waiting job
 // (store.SchedulerWaiting): no snapshot, no cycle counted; a job submitted
-// meanwhile is found by the probe (no listener here) and admitted.
+// meanwhile is found by the probe (no listener here) and admitted. A
+// submission's notification skips the probe: its cycle reads at once.
 func TestSchedulerIdlePeriodOnlyProbes(t *testing.T) {
 	b := setup(t)
 	_, err := b.store.TenantCreate(b.ctx, tenant.Tenant{ID: "a", Namespace: "ty-a"})
@@ -270,6 +271,9 @@ func TestSchedulerIdlePeriodOnlyProbes(t *testing.T) {
 	before := cycles(t, reg)
 	require.Never(t, func() bool { return cycles(t, reg) != before }, 500*time.Millisecond, 20*time.Millisecond,
 		"idle periods read no snapshot")
+	s.wakeSubmitted() // as ChannelSchedule does; nothing waits, so only a read without the probe counts a cycle
+	require.Eventually(t, func() bool { return cycles(t, reg) > before }, 10*time.Second, 10*time.Millisecond,
+		"a submission's cycle reads without probing")
 	second := b.submit(t, "a", "second", 1, 1, 0)
 	require.Eventually(t, func() bool { return b.admitted(t, second) }, 10*time.Second, 10*time.Millisecond)
 }

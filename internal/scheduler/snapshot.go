@@ -59,7 +59,7 @@ func (s *Scheduler) snapshot(ctx context.Context, now time.Time) (view, error) {
 	v.snap.Now = now
 	v.snap.Config = sched.Config{StarvationAge: s.cfg.StarvationAge}
 
-	tenants, err := s.store.SchedulerTenants(ctx)
+	read, err := s.store.SchedulerRead(ctx, s.specsAfter)
 	if err != nil {
 		return view{}, err
 	}
@@ -67,7 +67,7 @@ func (s *Scheduler) snapshot(ctx context.Context, now time.Time) (view, error) {
 	if err != nil {
 		return view{}, err
 	}
-	for _, t := range tenants {
+	for _, t := range read.Tenants {
 		quota, err := t.Quota.Limits()
 		if err != nil {
 			s.log.Warn("a tenant's quota does not parse; it is scheduled without a quota", "tenant", t.ID, "error", err)
@@ -76,10 +76,7 @@ func (s *Scheduler) snapshot(ctx context.Context, now time.Time) (view, error) {
 		v.tenants = append(v.tenants, t.ID)
 	}
 
-	rows, err := s.store.SchedulerJobs(ctx)
-	if err != nil {
-		return view{}, err
-	}
+	rows := read.Jobs
 	if err := s.loadShapes(ctx, rows); err != nil {
 		return view{}, err
 	}
@@ -120,16 +117,23 @@ func (s *Scheduler) snapshot(ctx context.Context, now time.Time) (view, error) {
 	return v, nil
 }
 
-// loadShapes reads the specs of jobs not seen before and forgets the jobs
-// that are gone.
+// loadShapes keeps the shapes of jobs not seen before — from the specs the
+// read brought (the jobs submitted since the last read), else read now —
+// and forgets the jobs that are gone.
 func (s *Scheduler) loadShapes(ctx context.Context, rows []store.SchedJob) error {
 	live := make(map[store.JobKey]bool, len(rows))
 	var missing []store.JobKey
 	for _, r := range rows {
 		live[r.Key] = true
-		if _, ok := s.shapes[r.Key]; !ok {
-			missing = append(missing, r.Key)
+		s.specsAfter = max(s.specsAfter, r.Seq)
+		if _, ok := s.shapes[r.Key]; ok {
+			continue
 		}
+		if r.Spec != nil {
+			s.addShape(r.Key, *r.Spec)
+			continue
+		}
+		missing = append(missing, r.Key)
 	}
 	for k := range s.shapes {
 		if !live[k] {
@@ -144,15 +148,20 @@ func (s *Scheduler) loadShapes(ctx context.Context, rows []store.SchedJob) error
 			return err
 		}
 		for k, spec := range specs {
-			sh, err := shapeOf(spec)
-			if err != nil {
-				s.log.Error("a job's spec does not give a shape; it is not scheduled", "job", k, "error", err)
-				continue
-			}
-			s.shapes[k] = sh
+			s.addShape(k, spec)
 		}
 	}
 	return nil
+}
+
+// addShape keeps the shape of a job's spec.
+func (s *Scheduler) addShape(k store.JobKey, spec job.Spec) {
+	sh, err := shapeOf(spec)
+	if err != nil {
+		s.log.Error("a job's spec does not give a shape; it is not scheduled", "job", k, "error", err)
+		return
+	}
+	s.shapes[k] = sh
 }
 
 // runTimes returns the tenants' typical run times, read at most every

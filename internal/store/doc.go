@@ -33,9 +33,9 @@
 // API method filters on it: a tenant can not read, cancel, delete or list
 // another tenant's rows even by guessing names or uids. The exceptions are
 // the worker's queue queries (JobClaim, JobLeaseRenew, JobReleaseAll,
-// JobListByKeys, TenantListAll) and the scheduler's (SchedulerJobs,
-// SchedulerTenants, JobSpecs, TenantRunTimes, SchedulerCommit,
-// QueuePublish), which are cross-tenant by nature.
+// JobListByKeys, TenantListAll) and the scheduler's (SchedulerRead,
+// JobSpecs, TenantRunTimes, SchedulerCommit, QueuePublish), which are
+// cross-tenant by nature.
 //
 // # Jobs: API side
 //
@@ -153,9 +153,12 @@
 //	                        the lock is held to commit, so nobody takes the lease
 //	                        over while a cycle writes
 //
-// A cycle reads SchedulerTenants and SchedulerJobs (scalar columns of the
-// unfinished jobs only, jobs_unfinished_idx; specs through JobSpecs once
-// per job) and writes everything it decided in one SchedulerCommit:
+// A cycle reads with SchedulerRead, one batch: the active tenants and
+// scalar columns of the unfinished jobs only (jobs_unfinished_idx), with
+// the specs of the jobs submitted since its last read (a job's spec once;
+// JobSpecs for one missed). It writes everything it decided in one
+// SchedulerCommit, a transaction in two round trips (Store.pipelined: the
+// lease's and the jobs' rows locked and read, then the writes and COMMIT):
 // admissions (admitted, claim_after '-infinity', and the status job.Admit
 // makes of the job: STARTING, its start time, an Admitted event; only jobs
 // still QUEUED, unadmitted and uncancelled: a cancel that committed since

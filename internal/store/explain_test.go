@@ -118,7 +118,7 @@ func TestJobListExplainUsesIndexes(t *testing.T) {
 		require.NotContains(t, plan, "Sort")
 	})
 	t.Run("scheduler snapshot", func(t *testing.T) {
-		nodes := planNodes(t, b.ctx, conn, sqlSchedulerJobs, nil)
+		nodes := planNodes(t, b.ctx, conn, sqlSchedulerJobs, []any{int64(0)})
 		plan := strings.Join(nodes, " > ")
 		t.Log(plan)
 		require.Contains(t, plan, "jobs_unfinished_idx", "the snapshot reads unfinished jobs only, whatever the history")

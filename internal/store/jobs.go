@@ -415,14 +415,25 @@ func conditionSet(conds []job.Condition, c job.Condition) []job.Condition {
 // (events.go).
 func eventsInsert(ctx context.Context, tx *txn, j job.Job, events []job.Event, now time.Time) error {
 	k := JobKey{Tenant: j.Tenant, UID: j.UID}
-	return eventsInsertMany(ctx, tx, map[JobKey]job.Job{k: j}, map[JobKey][]job.Event{k: events}, now)
+	sql, args, tenants, err := eventsStatement(map[JobKey]job.Job{k: j}, map[JobKey][]job.Event{k: events}, now)
+	if err != nil || sql == "" {
+		return err
+	}
+	if _, err := tx.Exec(ctx, sql, args...); err != nil {
+		return err
+	}
+	for _, t := range tenants {
+		tx.notify(ChannelEvents, t)
+	}
+	return nil
 }
 
-// eventsInsertMany writes the events of several jobs in one statement,
-// job by job in key order and each job's in order, and wakes their
-// tenants' watchers once tx commits: a scheduling cycle admits thousands
-// of jobs at once. Defaults as in eventsInsert.
-func eventsInsertMany(ctx context.Context, tx *txn, jobs map[JobKey]job.Job, events map[JobKey][]job.Event, now time.Time) error {
+// eventsStatement is the one statement that writes the events of several
+// jobs, job by job in key order and each job's in order (a scheduling
+// cycle admits thousands of jobs at once), and the tenants whose watchers
+// to wake once it commits; "" when there are none. Defaults as in
+// eventsInsert.
+func eventsStatement(jobs map[JobKey]job.Job, events map[JobKey][]job.Event, now time.Time) (sql string, args []any, tenantIDs []string, err error) {
 	keys := make([]JobKey, 0, len(events))
 	for k, evs := range events {
 		if len(evs) > 0 {
@@ -430,7 +441,7 @@ func eventsInsertMany(ctx context.Context, tx *txn, jobs map[JobKey]job.Job, eve
 		}
 	}
 	if len(keys) == 0 {
-		return nil
+		return "", nil, nil, nil
 	}
 	slices.SortFunc(keys, func(a, b JobKey) int {
 		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.UID, b.UID))
@@ -444,7 +455,7 @@ func eventsInsertMany(ctx context.Context, tx *txn, jobs map[JobKey]job.Job, eve
 		j := jobs[k]
 		uid, err := uuid.Parse(j.UID)
 		if err != nil {
-			return fmt.Errorf("event of job %s: %w", k, err)
+			return "", nil, nil, fmt.Errorf("event of job %s: %w", k, err)
 		}
 		a := columnsOf(events[k], j.Status.State, now)
 		for range events[k] {
@@ -452,21 +463,17 @@ func eventsInsertMany(ctx context.Context, tx *txn, jobs map[JobKey]job.Job, eve
 		}
 		all.types, all.reasons, all.messages = append(all.types, a.types...), append(all.reasons, a.reasons...), append(all.messages, a.messages...)
 		all.states, all.times = append(all.states, a.states...), append(all.times, a.times...)
+		if len(tenantIDs) == 0 || tenantIDs[len(tenantIDs)-1] != k.Tenant { // keys are in tenant order
+			tenantIDs = append(tenantIDs, k.Tenant)
+		}
 	}
-	_, err := tx.Exec(ctx, `
+	return `
 		INSERT INTO job_events (tenant_id, job_uid, job_name, type, reason, message, state, create_time)
 		SELECT tn, u, n, t, r, m, s, c
 		FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[])
 		     WITH ORDINALITY AS x(tn, u, n, t, r, m, s, c, o)
 		ORDER BY o`,
-		tenants, uids, names, all.types, all.reasons, all.messages, all.states, all.times)
-	if err != nil {
-		return err
-	}
-	for _, k := range keys {
-		tx.notify(ChannelEvents, k.Tenant)
-	}
-	return nil
+		[]any{tenants, uids, names, all.types, all.reasons, all.messages, all.states, all.times}, tenantIDs, nil
 }
 
 // eventColumns are a job's events as the arrays the INSERTs unnest, with

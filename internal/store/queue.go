@@ -179,27 +179,28 @@ func (s *Store) JobClaim(ctx context.Context, workerID string, limit int, ttl ti
 	if limit <= 0 {
 		return nil, nil
 	}
+	// One batch, one round trip: its statements run in one implicit
+	// transaction (the lease's extension, the cleanup, the planner
+	// settings, the claim), committed at its end. A claim is on every
+	// job's way to its pods, and on a busy machine each round trip of the
+	// five a BEGIN ... COMMIT took cost the job about half a millisecond.
 	var jobs []WorkerJob
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, sqlLeaseUpsert, workerID, microseconds(ttl)); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, sqlLeaseForget); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, sqlClaimSettings); err != nil {
-			return err
-		}
-		rows, err := tx.Query(ctx, sqlJobClaim, workerID, limit)
-		if err != nil {
-			return err
-		}
+	b := &pgx.Batch{}
+	b.Queue(sqlLeaseUpsert, workerID, microseconds(ttl))
+	b.Queue(sqlLeaseForget)
+	b.Queue(sqlClaimSettings)
+	b.Queue(sqlJobClaim, workerID, limit).Query(func(rows pgx.Rows) error {
+		var err error
 		jobs, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (WorkerJob, error) {
 			w, _, err := scanJob(row)
 			return w, err
 		})
 		return err
 	})
+	err := s.pool.SendBatch(ctx, b).Close()
+	if err != nil {
+		jobs = nil
+	}
 	return jobs, translate(err, "job claim")
 }
 

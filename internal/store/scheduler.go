@@ -58,10 +58,11 @@ func (s *Store) SchedulerLeaseRelease(ctx context.Context, l SchedulerLease) err
 // leaseCheck locks the lease row and fails with ErrLeaseLost unless l is
 // still the live lease. Held to commit, the lock keeps anyone from taking
 // the lease over while a cycle writes.
+const sqlLeaseCheck = `SELECT holder = $1 AND epoch = $2 AND expires_at > now() FROM scheduler_lease WHERE id = 1 FOR UPDATE`
+
 func leaseCheck(ctx context.Context, tx pgx.Tx, l SchedulerLease) error {
 	var ok bool
-	err := tx.QueryRow(ctx, `SELECT holder = $1 AND epoch = $2 AND expires_at > now()
-		FROM scheduler_lease WHERE id = 1 FOR UPDATE`, l.Holder, l.Epoch).Scan(&ok)
+	err := tx.QueryRow(ctx, sqlLeaseCheck, l.Holder, l.Epoch).Scan(&ok)
 	if err != nil {
 		return err
 	}
@@ -96,57 +97,73 @@ type SchedJob struct {
 	PreemptedBy string
 	WaitReason  job.WaitReason
 	Version     int64
+	// Spec is the job's spec when SchedulerRead was asked for it.
+	Spec *job.Spec
 }
 
-// SchedulerTenants returns the active tenants.
-func (s *Store) SchedulerTenants(ctx context.Context) ([]SchedTenant, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, quota, scheduling FROM tenants WHERE state = 'ACTIVE' ORDER BY id`)
-	if err != nil {
-		return nil, translate(err, "tenants")
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (SchedTenant, error) {
-		var t SchedTenant
-		err := r.Scan(&t.ID, &t.Quota, &t.Scheduling)
-		return t, err
+// SchedulerRead is what a scheduling cycle reads of Postgres.
+type SchedulerRead struct {
+	// Tenants are the active tenants.
+	Tenants []SchedTenant
+	// Jobs are every unfinished job the scheduler decides on or counts.
+	Jobs []SchedJob
+}
+
+// SchedulerRead reads the active tenants and every unfinished job the
+// scheduler decides on or counts — the pending ones and the admitted ones,
+// of every tenant, from jobs_unfinished_idx — in one round trip. Jobs carry
+// no status, and their spec only when their seq is above specsAfter (the
+// scheduler keeps each job's shape while the job lives, and asks for the
+// specs of the jobs submitted since it last read; JobSpecs reads any other
+// it lacks).
+func (s *Store) SchedulerRead(ctx context.Context, specsAfter int64) (SchedulerRead, error) {
+	var out SchedulerRead
+	b := &pgx.Batch{}
+	b.Queue(`SELECT id, quota, scheduling FROM tenants WHERE state = 'ACTIVE' ORDER BY id`).Query(func(rows pgx.Rows) error {
+		var err error
+		out.Tenants, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (SchedTenant, error) {
+			var t SchedTenant
+			err := r.Scan(&t.ID, &t.Quota, &t.Scheduling)
+			return t, err
+		})
+		return err
 	})
-	return out, translate(err, "tenants")
+	b.Queue(sqlSchedulerJobs, specsAfter).Query(func(rows pgx.Rows) error {
+		var err error
+		out.Jobs, err = pgx.CollectRows(rows, scanSchedJob)
+		return err
+	})
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return SchedulerRead{}, translate(err, "scheduler read")
+	}
+	return out, nil
 }
 
 const sqlSchedulerJobs = `
 	SELECT tenant_id, uid::text, name, priority, seq, admitted, state, queued_at,
 	       start_time, not_before,
-	       coalesce(preempt_for::text, ''), coalesce(preempted_by::text, ''), wait_reason, version
+	       coalesce(preempt_for::text, ''), coalesce(preempted_by::text, ''), wait_reason, version,
+	       CASE WHEN seq > $1 THEN spec END
 	FROM jobs
 	WHERE active AND NOT deleted AND state IN ('QUEUED', 'STARTING', 'RUNNING', 'RESTARTING')
 	  AND (admitted OR NOT cancel_requested)`
 
-// SchedulerJobs returns every unfinished job the scheduler decides on or
-// counts: the pending ones and the admitted ones, of every tenant, from
-// jobs_unfinished_idx. It reads no spec or status: the scheduler keeps
-// each job's shape (JobSpecs) while the job lives.
-func (s *Store) SchedulerJobs(ctx context.Context) ([]SchedJob, error) {
-	rows, err := s.pool.Query(ctx, sqlSchedulerJobs)
-	if err != nil {
-		return nil, translate(err, "jobs")
+func scanSchedJob(r pgx.CollectableRow) (SchedJob, error) {
+	var (
+		j                    SchedJob
+		state                string
+		startTime, notBefore *time.Time
+	)
+	err := r.Scan(&j.Key.Tenant, &j.Key.UID, &j.Name, &j.Priority, &j.Seq, &j.Admitted, &state, &j.QueuedAt,
+		&startTime, &notBefore, &j.PreemptFor, &j.PreemptedBy, &j.WaitReason, &j.Version, &j.Spec)
+	j.State = job.State(state)
+	if startTime != nil {
+		j.StartTime = *startTime
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (SchedJob, error) {
-		var (
-			j                    SchedJob
-			state                string
-			startTime, notBefore *time.Time
-		)
-		err := r.Scan(&j.Key.Tenant, &j.Key.UID, &j.Name, &j.Priority, &j.Seq, &j.Admitted, &state, &j.QueuedAt,
-			&startTime, &notBefore, &j.PreemptFor, &j.PreemptedBy, &j.WaitReason, &j.Version)
-		j.State = job.State(state)
-		if startTime != nil {
-			j.StartTime = *startTime
-		}
-		if notBefore != nil {
-			j.NotBefore = *notBefore
-		}
-		return j, err
-	})
-	return out, translate(err, "jobs")
+	if notBefore != nil {
+		j.NotBefore = *notBefore
+	}
+	return j, err
 }
 
 // sqlSchedulerWaiting finds a job waiting for admission: created or
@@ -281,69 +298,105 @@ type AdmittedJob struct {
 // SchedulerCommit writes one cycle's decisions in one transaction, fenced
 // by the lease: ErrLeaseLost when p.Lease is no longer the live lease, and
 // then nothing is written. Admitted jobs become claimable at once, STARTING
-// (admitWrite); a NOTIFY per tenant with admitted jobs and one per
-// preempted job wake the workers (sent after commit).
+// (admitted); a NOTIFY per tenant with admitted jobs and one per preempted
+// job wake the workers (sent after commit).
 //
-// Rows are locked (the updates) before events are written, tenant by
-// tenant and job by job in one order, so a commit does not deadlock with
-// a cancel or a worker's save.
+// It takes two round trips (pipelined), as an admission is on every job's
+// way to its pods: first the lease's row and the rows to write are locked
+// and read — the lease first, then jobs in one order (tenant, uid) within
+// each kind, so that a commit does not deadlock with a cancel or a
+// worker's save — then the writes the decisions make of what was read, the
+// events last, and COMMIT.
 func (s *Store) SchedulerCommit(ctx context.Context, p SchedulerCommitParams) (SchedulerCommitResult, error) {
-	var res SchedulerCommitResult
-	err := s.inTx(ctx, func(tx *txn) error {
+	var (
+		res      SchedulerCommitResult
+		leaseOK  bool
+		admits   []job.Job
+		queuedAt = map[JobKey]time.Time{}
+		waiting  = map[JobKey]job.Job{}
+		victims  = map[JobKey]job.Job{}
+	)
+	reads := &pgx.Batch{}
+	reads.Queue(sqlLeaseCheck, p.Lease.Holder, p.Lease.Epoch).QueryRow(func(r pgx.Row) error { return r.Scan(&leaseOK) })
+	if len(p.Admit) > 0 {
+		tenants, uids := keyArrays(p.Admit)
+		reads.Queue(`
+			SELECT j.tenant_id, j.uid::text, j.name, j.spec, j.status, j.queued_at
+			FROM unnest($1::text[], $2::uuid[]) AS k(tenant_id, uid)
+			JOIN jobs j ON j.tenant_id = k.tenant_id AND j.uid = k.uid
+			WHERE j.state = 'QUEUED' AND NOT j.admitted AND NOT j.cancel_requested AND NOT j.deleted AND j.active
+			ORDER BY j.tenant_id, j.uid
+			FOR UPDATE OF j`, tenants, uids).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var (
+					j  job.Job
+					at time.Time
+				)
+				if err := rows.Scan(&j.Tenant, &j.UID, &j.Name, &j.Spec, &j.Status, &at); err != nil {
+					return err
+				}
+				admits = append(admits, j)
+				queuedAt[JobKey{Tenant: j.Tenant, UID: j.UID}] = at
+			}
+			return rows.Err()
+		})
+	}
+	if len(p.Waits) > 0 {
+		keys := make([]JobKey, len(p.Waits))
+		for i, w := range p.Waits {
+			keys[i] = w.Key
+		}
+		reads.Queue(`
+			SELECT j.tenant_id, j.uid::text, j.name, j.status
+			FROM unnest($1::text[], $2::uuid[]) AS k(tenant_id, uid)
+			JOIN jobs j ON j.tenant_id = k.tenant_id AND j.uid = k.uid
+			WHERE j.state = 'QUEUED' AND NOT j.admitted AND NOT j.cancel_requested AND NOT j.deleted
+			ORDER BY j.tenant_id, j.uid
+			FOR UPDATE OF j`, tenantsUIDs(keys)...).Query(collectJobs(waiting))
+	}
+	if len(p.Preempt) > 0 {
+		keys := make([]JobKey, len(p.Preempt))
+		for i, pw := range p.Preempt {
+			keys[i] = pw.Victim
+		}
+		reads.Queue(`
+			SELECT j.tenant_id, j.uid::text, j.name, j.status
+			FROM unnest($1::text[], $2::uuid[]) AS k(tenant_id, uid)
+			JOIN jobs j ON j.tenant_id = k.tenant_id AND j.uid = k.uid
+			WHERE j.admitted AND j.preempt_for IS NULL AND NOT j.deleted
+			  AND j.state IN ('QUEUED', 'STARTING', 'RUNNING', 'RESTARTING')
+			ORDER BY j.tenant_id, j.uid
+			FOR UPDATE OF j`, tenantsUIDs(keys)...).Query(collectJobs(victims))
+	}
+	err := s.pipelined(ctx, reads, func(b *pgx.Batch, tx *txn) error {
 		res = SchedulerCommitResult{}
-		if err := leaseCheck(ctx, tx, p.Lease); err != nil {
-			return err
+		if !leaseOK {
+			return fmt.Errorf("%w: the scheduler lease of %s at epoch %d", ErrLeaseLost, p.Lease.Holder, p.Lease.Epoch)
 		}
 		now := s.timestamp()
-		events := map[JobKey][]job.Event{}
 		jobs := map[JobKey]job.Job{}
-		var notifies []string
-
-		if len(p.Admit) > 0 {
-			admitted, err := admitWrite(ctx, tx, p.Admit, now, jobs, events)
-			if err != nil {
-				return err
-			}
-			res.Admitted = admitted
-			// Nobody owns an admitted job yet: one wake-up per tenant
-			// for the claimers, not one per job.
-			for _, a := range res.Admitted {
-				notifies = append(notifies, a.Key.Tenant+"/")
-			}
+		events := map[JobKey][]job.Event{}
+		res.Admitted = admitted(b, admits, queuedAt, now, jobs, events)
+		for _, a := range res.Admitted {
+			// Nobody owns an admitted job yet: one wake-up per tenant for
+			// the claimers, not one per job.
+			tx.notify(ChannelJobs, a.Key.Tenant+"/")
 		}
-
-		for _, pw := range p.Preempt {
-			var j job.Job
-			err := tx.QueryRow(ctx, `
-				UPDATE jobs SET preempt_for = $3, preempt_message = $4, version = version + 1, update_time = $5
-				WHERE tenant_id = $1 AND uid = $2 AND admitted AND preempt_for IS NULL AND NOT deleted
-				  AND state IN ('QUEUED', 'STARTING', 'RUNNING', 'RESTARTING')
-				RETURNING name, state`, pw.Victim.Tenant, pw.Victim.UID, pw.For, pw.Message, now).
-				Scan(&j.Name, &j.Status.State)
-			if errors.Is(err, pgx.ErrNoRows) {
-				continue // ended or stopping meanwhile
-			}
-			if err != nil {
-				return err
-			}
-			j.Tenant, j.UID = pw.Victim.Tenant, pw.Victim.UID
-			jobs[pw.Victim] = j
-			events[pw.Victim] = append(events[pw.Victim], job.Event{
-				Type: job.EventWarning, Reason: job.ReasonPreempting, Message: pw.Message})
-			res.Preempted = append(res.Preempted, pw.Victim)
-			notifies = append(notifies, pw.Victim.String())
+		res.Preempted = preempted(b, p.Preempt, victims, now, jobs, events)
+		for _, k := range res.Preempted {
+			tx.notify(ChannelJobs, k.String())
 		}
-
-		if err := waitsWrite(ctx, tx, p.Waits, now, jobs, events); err != nil {
-			return err
-		}
-
+		waited(b, p.Waits, waiting, now, jobs, events)
 		// Events last, in one statement.
-		if err := eventsInsertMany(ctx, tx, jobs, events, now); err != nil {
+		sql, args, tenants, err := eventsStatement(jobs, events, now)
+		if err != nil {
 			return err
 		}
-		for _, n := range notifies {
-			tx.notify(ChannelJobs, n)
+		if sql != "" {
+			b.Queue(sql, args...)
+		}
+		for _, t := range tenants {
+			tx.notify(ChannelEvents, t)
 		}
 		return nil
 	})
@@ -353,138 +406,138 @@ func (s *Store) SchedulerCommit(ctx context.Context, p SchedulerCommitParams) (S
 	return res, nil
 }
 
-// admitWrite admits the jobs of keys that are still QUEUED, pending and
-// uncancelled (others are skipped), and queues their events. An admitted
-// job gets the status its start gives it (job.Admit: STARTING, its start
-// time, the Admitted condition), written here in the same row update, so
-// that its worker's first pass only creates the pods: a job's row is
-// written once fewer before its pods exist. Rows are locked in key order.
-func admitWrite(ctx context.Context, tx pgx.Tx, keys []JobKey, now time.Time, jobs map[JobKey]job.Job, events map[JobKey][]job.Event) ([]AdmittedJob, error) {
+// tenantsUIDs are keys as unnest's two arguments (keyArrays).
+func tenantsUIDs(keys []JobKey) []any {
 	tenants, uids := keyArrays(keys)
-	rows, err := tx.Query(ctx, `
-		SELECT j.tenant_id, j.uid, j.name, j.spec, j.status, j.queued_at
-		FROM unnest($1::text[], $2::uuid[]) AS k(tenant_id, uid)
-		JOIN jobs j ON j.tenant_id = k.tenant_id AND j.uid = k.uid
-		WHERE j.state = 'QUEUED' AND NOT j.admitted AND NOT j.cancel_requested AND NOT j.deleted AND j.active
-		ORDER BY j.tenant_id, j.uid
-		FOR UPDATE OF j`, tenants, uids)
-	if err != nil {
-		return nil, err
+	return []any{tenants, uids}
+}
+
+// collectJobs reads rows of (tenant, uid, name, status) into into.
+func collectJobs(into map[JobKey]job.Job) func(pgx.Rows) error {
+	return func(rows pgx.Rows) error {
+		for rows.Next() {
+			var j job.Job
+			if err := rows.Scan(&j.Tenant, &j.UID, &j.Name, &j.Status); err != nil {
+				return err
+			}
+			into[JobKey{Tenant: j.Tenant, UID: j.UID}] = j
+		}
+		return rows.Err()
+	}
+}
+
+// admitted queues the admission of the jobs read (still QUEUED, pending
+// and uncancelled; the others were skipped) and their events. An admitted
+// job gets the status its start gives it (job.Admit: STARTING, its start
+// time, the Admitted condition), written in the same row update, so that
+// its worker's first pass only creates the pods: a job's row is written
+// once fewer before its pods exist.
+func admitted(b *pgx.Batch, read []job.Job, queuedAt map[JobKey]time.Time, now time.Time, jobs map[JobKey]job.Job, events map[JobKey][]job.Event) []AdmittedJob {
+	if len(read) == 0 {
+		return nil
 	}
 	var (
-		admitted  []AdmittedJob
-		aTenants  []string
-		aUIDs     []uuid.UUID
+		out       []AdmittedJob
+		aKeys     []JobKey
 		aStatuses []job.Status
 		aStates   []string
 		aStarts   []*time.Time
 	)
-	for rows.Next() {
-		var (
-			j        job.Job
-			uid      uuid.UUID
-			queuedAt time.Time
-		)
-		if err := rows.Scan(&j.Tenant, &uid, &j.Name, &j.Spec, &j.Status, &queuedAt); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		j.UID = uid.String()
+	for _, j := range read {
 		k := JobKey{Tenant: j.Tenant, UID: j.UID}
 		st, drafts, ok := job.Admit(j, now)
 		if ok {
 			j.Status = st
 			jobs[k] = j
-			for _, d := range drafts {
-				events[k] = append(events[k], job.Event{Type: d.Type, Reason: d.Reason, Message: d.Message})
-			}
+			events[k] = append(events[k], eventsOf(drafts)...)
 		} else {
 			// A decision on a replica's recorded end is pending: the
 			// worker's first pass takes it, in a fenced save. The row is
 			// admitted as it is.
 			st = j.Status
 		}
-		admitted = append(admitted, AdmittedJob{Key: k, QueuedAt: queuedAt})
-		aTenants, aUIDs = append(aTenants, j.Tenant), append(aUIDs, uid)
+		out = append(out, AdmittedJob{Key: k, QueuedAt: queuedAt[k]})
+		aKeys = append(aKeys, k)
 		aStatuses, aStates, aStarts = append(aStatuses, st), append(aStates, string(st.State)), append(aStarts, st.StartTime)
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	if len(admitted) == 0 {
-		return nil, nil
-	}
-	_, err = tx.Exec(ctx, `
+	tenants, uids := keyArrays(aKeys)
+	b.Queue(`
 		UPDATE jobs j SET admitted = true, claim_after = '-infinity', not_before = NULL,
 		                  status = k.status, state = k.state, start_time = k.start_time,
 		                  version = j.version + 1, update_time = $6
 		FROM unnest($1::text[], $2::uuid[], $3::jsonb[], $4::text[], $5::timestamptz[]) AS k(tenant_id, uid, status, state, start_time)
-		WHERE j.tenant_id = k.tenant_id AND j.uid = k.uid`, aTenants, aUIDs, aStatuses, aStates, aStarts, now)
-	return admitted, err
+		WHERE j.tenant_id = k.tenant_id AND j.uid = k.uid`, tenants, uids, aStatuses, aStates, aStarts, now)
+	return out
 }
 
-// waitsWrite records changed wait reasons in the jobs' statuses (the
-// Admitted condition) and queues a Waiting event for each.
-func waitsWrite(ctx context.Context, tx pgx.Tx, waits []WaitWrite, now time.Time, jobs map[JobKey]job.Job, events map[JobKey][]job.Event) error {
-	if len(waits) == 0 {
-		return nil
-	}
-	keys := make([]JobKey, len(waits))
-	for i, w := range waits {
-		keys[i] = w.Key
-	}
-	tenants, uids := keyArrays(keys)
-	rows, err := tx.Query(ctx, `
-		SELECT j.tenant_id, j.uid::text, j.name, j.status
-		FROM unnest($1::text[], $2::uuid[]) AS k(tenant_id, uid)
-		JOIN jobs j ON j.tenant_id = k.tenant_id AND j.uid = k.uid
-		WHERE j.state = 'QUEUED' AND NOT j.admitted AND NOT j.cancel_requested AND NOT j.deleted
-		FOR UPDATE OF j`, tenants, uids)
-	if err != nil {
-		return err
-	}
-	current := map[JobKey]job.Job{}
-	for rows.Next() {
-		var j job.Job
-		if err := rows.Scan(&j.Tenant, &j.UID, &j.Name, &j.Status); err != nil {
-			rows.Close()
-			return err
+// preempted queues the preemption marks of the victims read (the others
+// ended or are stopping meanwhile) and their Preempting events.
+func preempted(b *pgx.Batch, writes []PreemptWrite, read map[JobKey]job.Job, now time.Time, jobs map[JobKey]job.Job, events map[JobKey][]job.Event) []JobKey {
+	var (
+		out            []JobKey
+		fors, messages []string
+		pTenants       []string
+		pUIDs          []uuid.UUID
+	)
+	for _, pw := range writes {
+		j, ok := read[pw.Victim]
+		u, err := uuid.Parse(pw.Victim.UID) // read's keys come from rows: valid
+		if !ok || err != nil || slices.Contains(out, pw.Victim) {
+			continue
 		}
-		current[JobKey{Tenant: j.Tenant, UID: j.UID}] = j
+		jobs[pw.Victim] = j
+		events[pw.Victim] = append(events[pw.Victim], job.Event{Type: job.EventWarning, Reason: job.ReasonPreempting, Message: pw.Message})
+		out = append(out, pw.Victim)
+		pTenants, pUIDs = append(pTenants, pw.Victim.Tenant), append(pUIDs, u)
+		fors, messages = append(fors, pw.For), append(messages, pw.Message)
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
+	if len(out) > 0 {
+		b.Queue(`
+			UPDATE jobs j SET preempt_for = k.preempt_for::uuid, preempt_message = k.message, version = j.version + 1, update_time = $5
+			FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[]) AS k(tenant_id, uid, preempt_for, message)
+			WHERE j.tenant_id = k.tenant_id AND j.uid = k.uid`, pTenants, pUIDs, fors, messages, now)
 	}
+	return out
+}
+
+// waited queues the wait reasons that changed, in the jobs' statuses (the
+// Admitted condition), and a Waiting event for each; jobs admitted,
+// cancelled or gone meanwhile (not read) are skipped.
+func waited(b *pgx.Batch, waits []WaitWrite, read map[JobKey]job.Job, now time.Time, jobs map[JobKey]job.Job, events map[JobKey][]job.Event) {
 	var (
 		wTenants, wReasons []string
 		wUIDs              []uuid.UUID
 		wStatuses          []job.Status
 	)
 	for _, w := range waits {
-		j, ok := current[w.Key]
-		u, err := uuid.Parse(w.Key.UID) // current's keys come from rows: valid
+		j, ok := read[w.Key]
+		u, err := uuid.Parse(w.Key.UID) // read's keys come from rows: valid
 		if !ok || err != nil {
-			continue // admitted, cancelled or gone meanwhile
+			continue
 		}
 		st, drafts := job.Wait(j.Status, w.Reason, w.Message, now)
 		j.Status = st
 		jobs[w.Key] = j
-		for _, d := range drafts {
-			events[w.Key] = append(events[w.Key], job.Event{Type: d.Type, Reason: d.Reason, Message: d.Message})
-		}
+		events[w.Key] = append(events[w.Key], eventsOf(drafts)...)
 		wTenants, wUIDs = append(wTenants, w.Key.Tenant), append(wUIDs, u)
 		wReasons, wStatuses = append(wReasons, string(w.Reason)), append(wStatuses, st)
 	}
 	if len(wUIDs) == 0 {
-		return nil
+		return
 	}
-	_, err = tx.Exec(ctx, `
+	b.Queue(`
 		UPDATE jobs j SET wait_reason = k.reason, status = k.status, version = j.version + 1, update_time = $5
 		FROM unnest($1::text[], $2::uuid[], $3::text[], $4::jsonb[]) AS k(tenant_id, uid, reason, status)
 		WHERE j.tenant_id = k.tenant_id AND j.uid = k.uid`, wTenants, wUIDs, wReasons, wStatuses, now)
-	return err
+}
+
+// eventsOf are drafts as events to write.
+func eventsOf(drafts []job.EventDraft) []job.Event {
+	out := make([]job.Event, len(drafts))
+	for i, d := range drafts {
+		out[i] = job.Event{Type: d.Type, Reason: d.Reason, Message: d.Message}
+	}
+	return out
 }
 
 // keyArrays are keys as the parameters of unnest($1::text[], $2::uuid[]),

@@ -57,12 +57,20 @@ func TestSchedulerCommit(t *testing.T) {
 	running := b.jobInState(t, "a", "running", job.Running, true)
 	urgent := b.jobCreate(t, "a", "urgent", 1)
 
-	snap, err := b.store.SchedulerJobs(b.ctx)
+	read, err := b.store.SchedulerRead(b.ctx, 0)
 	require.NoError(t, err)
-	require.Len(t, snap, 4)
+	require.Len(t, read.Jobs, 4)
+	for _, j := range read.Jobs {
+		require.NotNil(t, j.Spec, "every job's spec above seq 0")
+	}
 	specs, err := b.store.JobSpecs(b.ctx, []JobKey{keyOf(pending)})
 	require.NoError(t, err)
 	require.Equal(t, int32(1), specs[keyOf(pending)].Replicas[0].Resources.GPU)
+	read, err = b.store.SchedulerRead(b.ctx, read.Jobs[2].Seq)
+	require.NoError(t, err)
+	for _, j := range read.Jobs {
+		require.Equal(t, j.Seq > read.Jobs[2].Seq, j.Spec != nil, "specs only above the seq asked for")
+	}
 
 	// A cancel commits between the snapshot and the commit.
 	_, err = b.store.JobCancel(b.ctx, "a", "cancelled")
@@ -160,9 +168,9 @@ func TestJobSaveRequeue(t *testing.T) {
 	require.Empty(t, w.WorkerID)
 	require.True(t, w.Active)
 	require.Empty(t, b.claimAll(t, "w"))
-	snap, err := b.store.SchedulerJobs(b.ctx)
+	read, err := b.store.SchedulerRead(b.ctx, 0)
 	require.NoError(t, err)
-	for _, j := range snap {
+	for _, j := range read.Jobs {
 		if j.Key.UID == running.Job.UID {
 			require.Equal(t, urgent.UID, j.PreemptedBy)
 			require.False(t, j.Admitted)
@@ -176,9 +184,9 @@ func TestJobSaveRequeue(t *testing.T) {
 	_, err = b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "w2", Tenant: "a", UID: running.Job.UID,
 		Version: w.Version, Status: st, Requeue: &Requeue{After: time.Hour}})
 	require.NoError(t, err)
-	snap, err = b.store.SchedulerJobs(b.ctx)
+	read, err = b.store.SchedulerRead(b.ctx, 0)
 	require.NoError(t, err)
-	for _, j := range snap {
+	for _, j := range read.Jobs {
 		if j.Key.UID == running.Job.UID {
 			require.WithinDuration(t, time.Now().Add(time.Hour), j.NotBefore, time.Minute)
 			require.Empty(t, j.PreemptedBy)

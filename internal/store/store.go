@@ -210,6 +210,42 @@ func (s *Store) inTx(ctx context.Context, fn func(*txn) error) error {
 	return err
 }
 
+// pipelined runs a transaction in two round trips where inTx takes one per
+// statement and two more, for the writers on a job's way to its pods (the
+// scheduler's commit): BEGIN and reads in one batch, then the writes that
+// writes queues on b once every read's callback has run, and COMMIT, in
+// another. An error from writes rolls back; so does any statement's. Once
+// committed, the NOTIFYs writes asked for (tx.notify; tx has no Tx) go to
+// the notifier.
+func (s *Store) pipelined(ctx context.Context, reads *pgx.Batch, writes func(b *pgx.Batch, tx *txn) error) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// A connection released inside a transaction (a rollback that failed
+	// too) is closed by the pool, not reused.
+	defer conn.Release()
+	first := &pgx.Batch{QueuedQueries: append([]*pgx.QueuedQuery{{SQL: "BEGIN"}}, reads.QueuedQueries...)}
+	err = conn.SendBatch(ctx, first).Close()
+	tx := &txn{}
+	var second pgx.Batch
+	if err == nil {
+		err = writes(&second, tx)
+	}
+	if err == nil {
+		second.Queue("COMMIT")
+		err = conn.SendBatch(ctx, &second).Close()
+	}
+	if err != nil {
+		rollback, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		_, _ = conn.Exec(rollback, "ROLLBACK")
+		return err
+	}
+	s.notifier.add(tx.notes)
+	return nil
+}
+
 func clampPageSize(n int) int {
 	switch {
 	case n <= 0:
