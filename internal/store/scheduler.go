@@ -55,11 +55,13 @@ func (s *Store) SchedulerLeaseRelease(ctx context.Context, l SchedulerLease) err
 	return translate(err, "scheduler lease")
 }
 
+// sqlLeaseCheck locks the lease row and says whether ($1, $2) is still
+// the live lease.
+const sqlLeaseCheck = `SELECT holder = $1 AND epoch = $2 AND expires_at > now() FROM scheduler_lease WHERE id = 1 FOR UPDATE`
+
 // leaseCheck locks the lease row and fails with ErrLeaseLost unless l is
 // still the live lease. Held to commit, the lock keeps anyone from taking
 // the lease over while a cycle writes.
-const sqlLeaseCheck = `SELECT holder = $1 AND epoch = $2 AND expires_at > now() FROM scheduler_lease WHERE id = 1 FOR UPDATE`
-
 func leaseCheck(ctx context.Context, tx pgx.Tx, l SchedulerLease) error {
 	var ok bool
 	err := tx.QueryRow(ctx, sqlLeaseCheck, l.Holder, l.Epoch).Scan(&ok)
@@ -148,6 +150,7 @@ const sqlSchedulerJobs = `
 	WHERE active AND NOT deleted AND state IN ('QUEUED', 'STARTING', 'RUNNING', 'RESTARTING')
 	  AND (admitted OR NOT cancel_requested)`
 
+// scanSchedJob scans a row of sqlSchedulerJobs.
 func scanSchedJob(r pgx.CollectableRow) (SchedJob, error) {
 	var (
 		j                    SchedJob

@@ -3,6 +3,7 @@
 package store
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +38,23 @@ func TestSchedulerLease(t *testing.T) {
 	require.Greater(t, l2.Epoch, l1.Epoch)
 	_, err = b.store.SchedulerCommit(b.ctx, SchedulerCommitParams{Lease: l1})
 	require.ErrorIs(t, err, ErrLeaseLost)
+	// The stale commit read and locked its job before finding the lease
+	// lost (one round trip, Store.pipelined): it rolled back, admitted
+	// nothing, and left neither the row locked nor a connection inside a
+	// transaction.
+	b.tenantCreate(t, "a")
+	stale := b.jobCreate(t, "a", "stale", 1)
+	_, err = b.store.SchedulerCommit(b.ctx, SchedulerCommitParams{Lease: l1, Admit: []JobKey{keyOf(stale)}})
+	require.ErrorIs(t, err, ErrLeaseLost)
+	w, err := b.store.JobLoad(b.ctx, "a", stale.UID)
+	require.NoError(t, err)
+	require.False(t, w.Admitted)
+	require.Zero(t, b.count(t, `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND state LIKE 'idle in transaction%'`))
+	locked, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	defer cancel()
+	_, err = b.store.JobCancel(locked, "a", "stale")
+	require.NoError(t, err, "the row is not locked")
 	require.ErrorIs(t, b.store.QueuePublish(b.ctx, l1, map[string]map[string]job.QueueInfo{"a": {}}), ErrLeaseLost)
 	_, err = b.store.SchedulerCommit(b.ctx, SchedulerCommitParams{Lease: l2})
 	require.NoError(t, err)
