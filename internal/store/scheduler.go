@@ -320,6 +320,7 @@ func (s *Store) SchedulerCommit(ctx context.Context, p SchedulerCommitParams) (S
 		victims  = map[JobKey]job.Job{}
 	)
 	reads := &pgx.Batch{}
+	reads.Queue(sqlCustomPlans)
 	reads.Queue(sqlLeaseCheck, p.Lease.Holder, p.Lease.Epoch).QueryRow(func(r pgx.Row) error { return r.Scan(&leaseOK) })
 	if len(p.Admit) > 0 {
 		tenants, uids := keyArrays(p.Admit)
@@ -408,6 +409,14 @@ func (s *Store) SchedulerCommit(ctx context.Context, p SchedulerCommitParams) (S
 	}
 	return res, nil
 }
+
+// sqlCustomPlans makes the transaction's statements plan for their
+// arguments. A connection's prepared statement gets a generic plan from
+// its sixth run on, made for ten keys; a commit of thousands of admissions
+// took 2.2 s with it instead of 0.35 s (TestSchedulerCommitStaysLinear),
+// and a scheduler's connections run its statements thousands of times.
+// Planning each costs a cycle well under a millisecond.
+const sqlCustomPlans = `SELECT set_config('plan_cache_mode', 'force_custom_plan', true)`
 
 // tenantsUIDs are keys as unnest's two arguments (keyArrays).
 func tenantsUIDs(keys []JobKey) []any {
