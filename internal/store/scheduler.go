@@ -350,27 +350,15 @@ func (s *Store) SchedulerCommit(ctx context.Context, p SchedulerCommitParams) (S
 		for i, w := range p.Waits {
 			keys[i] = w.Key
 		}
-		reads.Queue(`
-			SELECT j.tenant_id, j.uid::text, j.name, j.status
-			FROM unnest($1::text[], $2::uuid[]) AS k(tenant_id, uid)
-			JOIN jobs j ON j.tenant_id = k.tenant_id AND j.uid = k.uid
-			WHERE j.state = 'QUEUED' AND NOT j.admitted AND NOT j.cancel_requested AND NOT j.deleted
-			ORDER BY j.tenant_id, j.uid
-			FOR UPDATE OF j`, tenantsUIDs(keys)...).Query(collectJobs(waiting))
+		queueLocking(reads, keys, `j.state = 'QUEUED' AND NOT j.admitted AND NOT j.cancel_requested AND NOT j.deleted`, waiting)
 	}
 	if len(p.Preempt) > 0 {
 		keys := make([]JobKey, len(p.Preempt))
 		for i, pw := range p.Preempt {
 			keys[i] = pw.Victim
 		}
-		reads.Queue(`
-			SELECT j.tenant_id, j.uid::text, j.name, j.status
-			FROM unnest($1::text[], $2::uuid[]) AS k(tenant_id, uid)
-			JOIN jobs j ON j.tenant_id = k.tenant_id AND j.uid = k.uid
-			WHERE j.admitted AND j.preempt_for IS NULL AND NOT j.deleted
-			  AND j.state IN ('QUEUED', 'STARTING', 'RUNNING', 'RESTARTING')
-			ORDER BY j.tenant_id, j.uid
-			FOR UPDATE OF j`, tenantsUIDs(keys)...).Query(collectJobs(victims))
+		queueLocking(reads, keys, `j.admitted AND j.preempt_for IS NULL AND NOT j.deleted
+			AND j.state IN ('QUEUED', 'STARTING', 'RUNNING', 'RESTARTING')`, victims)
 	}
 	err := s.pipelined(ctx, reads, func(b *pgx.Batch, tx *txn) error {
 		res = SchedulerCommitResult{}
@@ -418,15 +406,17 @@ func (s *Store) SchedulerCommit(ctx context.Context, p SchedulerCommitParams) (S
 // Planning each costs a cycle well under a millisecond.
 const sqlCustomPlans = `SELECT set_config('plan_cache_mode', 'force_custom_plan', true)`
 
-// tenantsUIDs are keys as unnest's two arguments (keyArrays).
-func tenantsUIDs(keys []JobKey) []any {
+// queueLocking queues on b the read of the jobs of keys that meet where
+// (a condition on j), locked in key order, into into by key.
+func queueLocking(b *pgx.Batch, keys []JobKey, where string, into map[JobKey]job.Job) {
 	tenants, uids := keyArrays(keys)
-	return []any{tenants, uids}
-}
-
-// collectJobs reads rows of (tenant, uid, name, status) into into.
-func collectJobs(into map[JobKey]job.Job) func(pgx.Rows) error {
-	return func(rows pgx.Rows) error {
+	b.Queue(`
+		SELECT j.tenant_id, j.uid::text, j.name, j.status
+		FROM unnest($1::text[], $2::uuid[]) AS k(tenant_id, uid)
+		JOIN jobs j ON j.tenant_id = k.tenant_id AND j.uid = k.uid
+		WHERE `+where+`
+		ORDER BY j.tenant_id, j.uid
+		FOR UPDATE OF j`, tenants, uids).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var j job.Job
 			if err := rows.Scan(&j.Tenant, &j.UID, &j.Name, &j.Status); err != nil {
@@ -435,7 +425,7 @@ func collectJobs(into map[JobKey]job.Job) func(pgx.Rows) error {
 			into[JobKey{Tenant: j.Tenant, UID: j.UID}] = j
 		}
 		return rows.Err()
-	}
+	})
 }
 
 // admitted queues the admission of the jobs read (still QUEUED, pending
