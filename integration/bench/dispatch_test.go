@@ -227,9 +227,20 @@ func runDispatch(b testing.TB, cfg config, rep *report) {
 				empty.runBlock(cfg, perBlock, watch, procs, quiet)
 			})
 		}
+		// With TRAINYARD_BENCH_PROFILE_DIR, the API server's CPU profile of
+		// every block of the most seeded level, for
+		// `go tool pprof -diff_base`: what Trainyard's blocks cost it that
+		// raw's do not.
+		names := []string{"raw", "trainyard", "empty"}
 		for pair := range cfg.blocks {
 			for i := range blocks {
-				blocks[(pair+i)%len(blocks)]()
+				k := (pair + i) % len(blocks)
+				profiled := func() {}
+				if level > 0 && level == slices.Max(cfg.seeded) {
+					profiled = profileAPIServer(b, c.RESTConfig(), fmt.Sprintf("dispatch-%d-%s-%d", level, names[k], pair), 0)
+				}
+				blocks[k]()
+				profiled()
 			}
 			probe.setPhase("")
 			// The pair's pods go before the next pair, so that every block

@@ -118,7 +118,10 @@
 // and of the machine, the worker's /metrics over the Trainyard blocks —
 // its Kubernetes calls per job by verb and resource in the summary table
 // — and pg_stat_activity samples of Trainyard's database; peak RSS (VmHWM)
-// of the server and the worker over the run.
+// of the server and the worker over the run. With TRAINYARD_BENCH_PROFILE_DIR
+// (and TRAINYARD_CLUSTER_PROFILING=1), a CPU profile of the API server over
+// each block of the most seeded level, TRAINYARD_BENCH_PROFILE_SECONDS long
+// (set it to the block's length), named dispatch-<level>-<path>-<pair>.
 //
 // # Issue 11 and issue 8: batch, million, watchers, rates, memory, replicas, admission
 //

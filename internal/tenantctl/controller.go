@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -109,8 +110,12 @@ func New(cfg Config) (*Controller, error) {
 	for _, inf := range []cache.SharedIndexInformer{nsInf.Informer(), saInf.Informer(), rqInf.Informer(),
 		lrInf.Informer(), roleInf.Informer(), rbInf.Informer(), npInf.Informer(), svcInf.Informer()} {
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.enqueueOwner,
-			UpdateFunc: func(_, obj any) { c.enqueueOwner(obj) },
+			AddFunc: c.enqueueOwner,
+			UpdateFunc: func(old, obj any) {
+				if !quotaUsageOnly(old, obj) {
+					c.enqueueOwner(obj)
+				}
+			},
 			DeleteFunc: c.enqueueOwner,
 		}); err != nil {
 			return nil, err
@@ -231,6 +236,24 @@ func (c *Controller) resync(ctx context.Context) {
 		}
 		c.queue.Add(t.ID)
 	}
+}
+
+// quotaUsageOnly reports whether an update changed nothing of a
+// ResourceQuota that a reconcile keeps (its spec and labels) or acts on
+// (its deletion, its owners): its status, which the API server's quota
+// admission and the controller manager's recount rewrite with every pod
+// created or ended in the namespace. Those updates, several per job, need
+// no pass (each pass reads the tenant from Postgres).
+func quotaUsageOnly(old, obj any) bool {
+	o, ok1 := old.(*corev1.ResourceQuota)
+	n, ok2 := obj.(*corev1.ResourceQuota)
+	if !ok1 || !ok2 {
+		return false
+	}
+	return semantic.DeepEqual(o.Spec, n.Spec) &&
+		maps.Equal(o.Labels, n.Labels) &&
+		o.DeletionTimestamp.Equal(n.DeletionTimestamp) &&
+		semantic.DeepEqual(o.OwnerReferences, n.OwnerReferences)
 }
 
 // enqueueOwner queues the tenant an informer's object belongs to.

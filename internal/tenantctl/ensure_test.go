@@ -494,3 +494,56 @@ func TestEgressAndAPIAccountAreConfigurable(t *testing.T) {
 	_, err = New(Config{Store: b.st, Client: b.admin, Options: kube.TenantOptions{APIServiceAccount: "trainyard-api"}})
 	require.ErrorContains(t, err, "namespace:name")
 }
+
+// A ResourceQuota's usage changes with every pod created or ended in the
+// namespace (the API server's quota admission writes it at each create).
+// None of those updates is a reason for a pass: at a job's five pods they
+// were five passes a job, each reading the tenant from Postgres.
+func TestQuotaUsageNeedsNoPass(t *testing.T) {
+	b := setup(t, setupOpts{})
+	tn := b.createTenant(t, visionTenant())
+	ns := b.ns(tn.ID)
+	readers := []string{"oidc:ml-platform", "oidc:vision-readers"}
+	inShape := func() error { return checkTenantObjects(b.admin, ns, tn.ID, readers, visionHard) }
+	eventually(t, 30*time.Second, inShape)
+	b.reconcileNow(t, tn.ID)
+	ctx := ctxT(t)
+	core := b.admin.CoreV1()
+	before := b.passCount(tn.ID)
+
+	const pods = 8
+	for i := range pods {
+		_, err := core.Pods(ns).Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("train-worker-%d", i),
+				Annotations: map[string]string{"sim.trainyard.dev/run-forever": "true"}},
+			Spec: corev1.PodSpec{ServiceAccountName: "trainyard-job", AutomountServiceAccountToken: new(false),
+				Containers: []corev1.Container{{Name: "tensorflow", Image: "tensorflow/tensorflow:2.16.1"}}},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	eventually(t, 30*time.Second, func() error {
+		rq, err := core.ResourceQuotas(ns).Get(ctx, "trainyard-quota", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if used := rq.Status.Used[corev1.ResourcePods]; used.Value() != pods {
+			return fmt.Errorf("quota counts %s pods, want %d", used.String(), pods)
+		}
+		return nil
+	})
+	// A barrier: the informer delivers the quota's updates in order, so a
+	// spec edit after the usage's reaches the controller after them. Its
+	// pass repairs it, and the repair's own update may bring one more.
+	rq, err := core.ResourceQuotas(ns).Get(ctx, "trainyard-quota", metav1.GetOptions{})
+	require.NoError(t, err)
+	rq.Spec.Hard[corev1.ResourcePods] = resource.MustParse("1000")
+	_, err = core.ResourceQuotas(ns).Update(ctx, rq, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	eventually(t, 30*time.Second, inShape)
+	b.reconcileNow(t, tn.ID)
+	passes := b.passCount(tn.ID) - before
+	t.Logf("%d passes over %d pod creates, a quota edit and its repair", passes, pods)
+	// The edit's pass, the repair's echo, reconcileNow's and a spare (3-4
+	// seen); a pass per usage update made it 11-13.
+	require.LessOrEqual(t, passes, 5, "the quota's usage updates must not cost a pass each")
+}
