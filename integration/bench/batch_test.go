@@ -48,8 +48,8 @@ type batchResult struct {
 	load          string
 }
 
-func measureBatch(tb testing.TB, size, clients int, d time.Duration) batchResult {
-	env := harness.Start(tb, harness.Options{})
+func measureBatch(tb testing.TB, size, clients int, d time.Duration, serveArgs []string) batchResult {
+	env := harness.Start(tb, harness.Options{ServeArgs: serveArgs})
 	env.CreateTenant(tb, benchTenant, harness.Subject("alice", pb.Role_ROLE_EDITOR))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -111,7 +111,7 @@ func measureBatch(tb testing.TB, size, clients int, d time.Duration) batchResult
 }
 
 func benchBatch(b *testing.B, cfg config, rep *report) {
-	r := measureBatch(b, store.MaxBatchCreate, 2, cfg.storeFor)
+	r := measureBatch(b, store.MaxBatchCreate, 2, cfg.storeFor, cfg.serveArgs)
 	b.ReportMetric(r.rows[len(r.rows)-1].jobsSec, "jobs/s")
 	rep.sections = append(rep.sections, r.print)
 }

@@ -39,36 +39,48 @@ func newPath(name, prefix string, submit submitFunc) *path {
 	return &path{name: name, prefix: prefix, submit: submit, starts: map[string]time.Time{}, cpu: newCPUTotals()}
 }
 
-// runBlock submits n sets at cfg.rate per second, open loop (a slow answer
-// never delays the next submit), waits up to cfg.drain for all their pods,
-// then calls quiet (which waits for the cluster and Trainyard to finish
-// the block's work). CPU is counted from the first submit to quiet's end.
-func (p *path) runBlock(cfg config, n int, watch *podWatch, procs []*proc, quiet func()) {
+// runBlock submits n sets of each of paths at cfg.rate per second in all,
+// open loop (a slow answer never delays the next submit), the paths taking
+// turns set by set, so that each meets the machine at the same moments;
+// then waits up to cfg.drain for all their pods and calls quiet (which
+// waits for the cluster and Trainyard to finish the block's work). CPU is
+// counted from the first submit to quiet's end; it and the submit and
+// quiet times go to the first path, the block's owner.
+func runBlock(cfg config, n int, watch *podWatch, procs []*proc, quiet func(), paths ...*path) {
+	owner := paths[0]
 	interval := time.Duration(float64(time.Second) / cfg.rate)
-	p.loads = append(p.loads, loadavg())
+	load := loadavg()
+	for _, p := range paths {
+		p.loads = append(p.loads, load)
+	}
 	before := sampleCPU(procs)
-	names := make([]string, 0, n)
+	names := make([][]string, len(paths))
 	var wg sync.WaitGroup
 	begin := time.Now()
-	for i := range n {
+	for i := range n * len(paths) {
 		time.Sleep(time.Until(begin.Add(time.Duration(i) * interval)))
+		k := i % len(paths)
+		p := paths[k]
 		name := fmt.Sprintf("%s-%05d", p.prefix, p.next)
 		p.next++
-		names = append(names, name)
+		names[k] = append(names[k], name)
 		wg.Go(func() {
 			p.submit(name, func(t time.Time) { p.started(name, t) }, func(d time.Duration, err error) { p.called(name, d, err) })
 		})
 	}
 	wg.Wait()
-	p.submitFor += time.Since(begin)
-	p.mu.Lock()
-	accepted := slices.DeleteFunc(names, func(name string) bool { _, ok := p.starts[name]; return !ok })
-	p.mu.Unlock()
+	owner.submitFor += time.Since(begin)
+	var accepted []string
+	for k, p := range paths {
+		p.mu.Lock()
+		accepted = append(accepted, slices.DeleteFunc(names[k], func(name string) bool { _, ok := p.starts[name]; return !ok })...)
+		p.mu.Unlock()
+	}
 	watch.waitFull(accepted, podsPerJob, cfg.drain)
 	q := time.Now()
 	quiet()
-	p.quietFor += time.Since(q)
-	p.cpu.add(before, sampleCPU(procs))
+	owner.quietFor += time.Since(q)
+	owner.cpu.add(before, sampleCPU(procs))
 }
 
 func (p *path) started(name string, t time.Time) {
