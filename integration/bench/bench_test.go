@@ -27,6 +27,7 @@ type config struct {
 	blocks      int           // TRAINYARD_BENCH_BLOCKS: dispatchFor is split into this many blocks per path
 	rate        float64       // TRAINYARD_BENCH_RATE, sets per second
 	drain       time.Duration // TRAINYARD_BENCH_DRAIN: most wait for the last sets after the submits
+	quiet       time.Duration // most wait for a quiet cluster after a block (quietTimeout when 0)
 	workerArgs  []string      // TRAINYARD_BENCH_WORKER_ARGS: extra `trainyard worker` flags, space-separated
 	serveArgs   []string      // TRAINYARD_BENCH_SERVE_ARGS: extra `trainyard serve` flags of the store and batch sections (e.g. --pprof-addr)
 	seeded      []int         // TRAINYARD_BENCH_SEEDED: finished pods in the tenant's namespace per level, ascending, comma-separated

@@ -3,6 +3,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -199,10 +200,11 @@ func runDispatch(b testing.TB, cfg config, rep *report) {
 		empty := newPath("Trainyard, empty namespace", fmt.Sprintf("tye%d", li), submitTo(emptyTenant))
 		rawPhase, tyPhase := fmt.Sprintf("raw@%d", lr.seeded), fmt.Sprintf("trainyard@%d", lr.seeded)
 		// After every block: its pods finished and the worker idle, or
-		// quietTimeout.
+		// cfg.quiet (quietTimeout when unset).
+		quietFor := cmp.Or(cfg.quiet, quietTimeout)
 		quiet := func() {
-			until := time.Now().Add(quietTimeout)
-			watch.settle(b, quietTimeout)
+			until := time.Now().Add(quietFor)
+			watch.settle(b, quietFor)
 			waitWorkerIdle(b, metricsURL, time.Until(until))
 		}
 		// At the most seeded level Trainyard's block submits to the seeded

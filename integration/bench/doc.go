@@ -131,13 +131,13 @@
 //	                             store.JobCreateMany and pgbench's multi-row INSERT of as many
 //	                             like rows (the baseline)
 //	million    million_test.go   1,000,000 jobs (TRAINYARD_BENCH_MILLION_JOBS) over 100 tenants,
-//	                             half in one, seeded by COPY; ListJobs first and 10,000-deep pages
+//	                             half in one, seeded by COPY (indexes built after); ListJobs first and 10,000-deep pages
 //	                             with and without filters, GetJob, ListJobEvents and a resumed
 //	                             watch, 200 times each over gRPC, beside one SQL SELECT of GetJob's
 //	                             row; then --event-retention's deletes with a writer beside
 //	watchers   fanout_test.go    1,000 WatchJobs streams (TRAINYARD_BENCH_WATCHERS) on one server:
 //	                             memory per stream, commit → last stream, beside one stream
-//	rates      rates_test.go     the dispatch comparison above at TRAINYARD_BENCH_RATES jobs/s
+//	rates      rates_test.go     the dispatch comparison above (5 s for quiet) at TRAINYARD_BENCH_RATES jobs/s
 //	                             (50,100), nothing seeded, TRAINYARD_BENCH_RATES_FOR (10s)
 //	                             per path
 //	memory     memory_test.go    one worker owning 2,000 running 1 chief + 4 worker jobs

@@ -42,6 +42,11 @@ func benchDispatchRates(b *testing.B, cfg config, rep *report) {
 		b.Run(fmt.Sprintf("rate=%g", rate), func(b *testing.B) {
 			c := cfg
 			c.rate, c.seeded, c.blocks = rate, []int{0}, 2
+			// At these rates kwok has not ended a block's pods 10 s after
+			// it (every wait ran its full 10 s, 80 s of the section, on
+			// 2026-12-05); the blocks take turns going first, so each path
+			// meets the other's leftovers as often.
+			c.quiet = 5 * time.Second
 			c.dispatchFor = envDuration(b, "TRAINYARD_BENCH_RATES_FOR", 10*time.Second)
 			sub := newReport(c)
 			benchDispatch(b, c, sub)
