@@ -100,10 +100,11 @@
 //	               worker` creates the 5 pods, then the EndpointSlice as
 //	               they get addresses
 //	trainyard-empty-ns  the same, at the most seeded level, in another tenant
-//	               whose namespace is never seeded: Trainyard's own figure
-//	               on an empty namespace in the same cluster state (issue
-//	               13), beside "at 0", the first level's, measured minutes
-//	               earlier on a cluster without the seeded history
+//	               whose namespace is never seeded, every other job of
+//	               Trainyard's blocks: its own figure on an empty namespace
+//	               at the same moments (issue 13), beside "at 0", the first
+//	               level's, measured minutes earlier on a cluster without
+//	               the seeded history
 //
 // A set's latency runs from its start (raw: before rendering; Trainyard:
 // the acknowledged CreateJob answer) to the moment the bench's own pod
