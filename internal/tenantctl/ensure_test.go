@@ -207,17 +207,25 @@ var visionHard = corev1.ResourceList{
 	"pods":                    resource.MustParse("20"),
 }
 
+// startVision stores visionTenant and waits until its namespace is in
+// shape; inShape checks that again.
+func (b *bundle) startVision(t *testing.T) (tn tenant.Tenant, ns string, inShape func() error) {
+	t.Helper()
+	tn = b.createTenant(t, visionTenant())
+	ns = b.ns(tn.ID)
+	inShape = func() error {
+		return checkTenantObjects(b.admin, ns, tn.ID, []string{"oidc:ml-platform", "oidc:vision-readers"}, visionHard)
+	}
+	eventually(t, 30*time.Second, inShape)
+	return tn, ns, inShape
+}
+
 // Two controllers run, as two worker replicas would: they must agree, and
 // once the namespace is in shape neither writes anything.
 func TestCreateTenantYieldsEveryObject(t *testing.T) {
 	b := setup(t, setupOpts{controllers: 2})
 	began := time.Now()
-	tn := b.createTenant(t, visionTenant())
-	ns := b.ns(tn.ID)
-
-	eventually(t, 30*time.Second, func() error {
-		return checkTenantObjects(b.admin, ns, tn.ID, []string{"oidc:ml-platform", "oidc:vision-readers"}, visionHard)
-	})
+	tn, _, _ := b.startVision(t)
 	// The resync is an hour away: LISTEN/NOTIFY brought the tenant in.
 	t.Logf("tenant namespace complete %s after the tenant was created", time.Since(began).Round(time.Millisecond))
 
@@ -231,11 +239,7 @@ func TestCreateTenantYieldsEveryObject(t *testing.T) {
 
 func TestDriftIsRepaired(t *testing.T) {
 	b := setup(t, setupOpts{})
-	tn := b.createTenant(t, visionTenant())
-	ns := b.ns(tn.ID)
-	readers := []string{"oidc:ml-platform", "oidc:vision-readers"}
-	inShape := func() error { return checkTenantObjects(b.admin, ns, tn.ID, readers, visionHard) }
-	eventually(t, 30*time.Second, inShape)
+	tn, ns, inShape := b.startVision(t)
 	ctx := ctxT(t)
 	core, rbac := b.admin.CoreV1(), b.admin.RbacV1()
 
@@ -414,11 +418,7 @@ func TestDriftIsRepaired(t *testing.T) {
 // removed take their objects with them; a later quota brings it back.
 func TestTenantUpdateAddsAndRemovesObjects(t *testing.T) {
 	b := setup(t, setupOpts{})
-	tn := b.createTenant(t, visionTenant())
-	ns := b.ns(tn.ID)
-	eventually(t, 30*time.Second, func() error {
-		return checkTenantObjects(b.admin, ns, tn.ID, []string{"oidc:ml-platform", "oidc:vision-readers"}, visionHard)
-	})
+	tn, ns, _ := b.startVision(t)
 
 	_, err := b.st.TenantUpdate(ctxT(t), tn.ID, func(t *tenant.Tenant) error {
 		t.Quota = tenant.Quota{}
@@ -501,11 +501,7 @@ func TestEgressAndAPIAccountAreConfigurable(t *testing.T) {
 // were five passes a job, each reading the tenant from Postgres.
 func TestQuotaUsageNeedsNoPass(t *testing.T) {
 	b := setup(t, setupOpts{})
-	tn := b.createTenant(t, visionTenant())
-	ns := b.ns(tn.ID)
-	readers := []string{"oidc:ml-platform", "oidc:vision-readers"}
-	inShape := func() error { return checkTenantObjects(b.admin, ns, tn.ID, readers, visionHard) }
-	eventually(t, 30*time.Second, inShape)
+	tn, ns, inShape := b.startVision(t)
 	b.reconcileNow(t, tn.ID)
 	ctx := ctxT(t)
 	core := b.admin.CoreV1()
