@@ -153,6 +153,6 @@ demo: build ## Run Trainyard on the local cluster and train a 1 chief + 2 worker
 bench: cluster-build build ## Measure next to same-run baselines: JobCreate vs pgbench INSERTs, batch submit, a million jobs, 1,000 watchers, submit-to-pods vs raw client-go at 0, 2,000 and 10,000 finished pods and at 50 and 100 jobs/s, worker memory, replicas, admission (19-20 minutes on 2 cores at load average 2-5, more on a slow hour).
 	@pg_isready -q -h 127.0.0.1 -p 5432 || { echo "PostgreSQL is not answering on 127.0.0.1:5432" >&2; exit 1; }
 	@# One scheduling cycle (sched.Schedule) at 10,000 pending jobs, 1,000 running, 100 tenants and
-	@# 1,000 nodes, and its cost from 1,000 to 100,000 pending jobs (internal/sched/bench_test.go).
-	$(GO) test -run '^$$' -bench 'Schedule' -benchtime 10x -benchmem ./internal/sched/
+	@# 1,000 nodes, and its cost from 1,000 to 100,000 pending jobs (internal/admission/bench_test.go).
+	$(GO) test -run '^$$' -bench 'Schedule' -benchtime 10x -benchmem ./internal/admission/
 	TRAINYARD_BIN=$(BIN)/trainyard $(GO) test -tags bench -run '^$$' -bench . -benchtime 1x -timeout 90m ./integration/bench/

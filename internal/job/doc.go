@@ -47,7 +47,7 @@
 //	STARTING, RUNNING, RESTARTING ── preempted, or pods unschedulable past
 //	                                  the timeout; once its pods are gone ─► QUEUED (plan_requeue.go)
 //
-// QUEUED waits for the scheduler (internal/sched): Plan changes nothing
+// QUEUED waits for the scheduler (internal/admission): Plan changes nothing
 // until PlanInput.Admitted. A job past admission goes back only by a
 // requeue, which is not a failure: restarts are untouched. On admission the
 // job becomes STARTING and its StartTime (from which activeDeadlineSeconds

@@ -3,7 +3,7 @@ package job
 import "time"
 
 // WaitReason says why a QUEUED job is not admitted yet. The scheduler
-// (internal/sched) decides it every cycle; the job's Admitted condition
+// (internal/admission) decides it every cycle; the job's Admitted condition
 // keeps the latest one, and a Waiting event is written when it changes.
 type WaitReason string
 

@@ -302,7 +302,7 @@ func gracePeriod(s job.Spec, opts PodOptions) time.Duration {
 }
 
 // Placement is where a replica's pods may run, in the form the pods carry
-// it. The scheduler (internal/sched) checks nodes against exactly what
+// it. The scheduler (internal/admission) checks nodes against exactly what
 // RenderPod writes into the pods.
 type Placement struct {
 	NodeSelector map[string]string

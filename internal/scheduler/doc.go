@@ -1,5 +1,5 @@
 // Package scheduler runs Trainyard's scheduling loop: the I/O around the
-// pure decision in internal/sched.
+// pure decision in internal/admission.
 //
 //	NOTIFY trainyard_schedule ─┐  NOTIFY trainyard_freed, ─┐  period, backoff ends ─┐
 //	(a job submitted or        │  node/pod informers       │                       │
@@ -17,7 +17,7 @@
 //	             (shapes cached by job; JobSpecs for any other missing), run
 //	             times (TenantRunTimes, each RunTimeRefresh), nodes and the
 //	             pods on them from the informers
-//	   decide:   sched.Schedule(snapshot)                     ← pure
+//	   decide:   admission.Schedule(snapshot)                     ← pure
 //	   commit:   SchedulerCommit: admissions, preemptions and changed wait
 //	             reasons, one transaction in two round trips, fenced by the
 //	             lease's epoch

@@ -5,8 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/trainyard/trainyard/internal/admission"
 	"github.com/trainyard/trainyard/internal/job"
-	"github.com/trainyard/trainyard/internal/sched"
 	"github.com/trainyard/trainyard/internal/store"
 )
 
@@ -53,7 +53,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"reason"}),
 		cycleSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "trainyard_scheduler_cycle_duration_seconds",
-			Help:    "Time of a scheduling cycle, by phase: snapshot (Postgres and informers), decide (sched.Schedule), commit (decisions and queue view), total.",
+			Help:    "Time of a scheduling cycle, by phase: snapshot (Postgres and informers), decide (admission.Schedule), commit (decisions and queue view), total.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"phase"}),
 		cycleErrors: prometheus.NewCounter(prometheus.CounterOpts{
@@ -73,7 +73,7 @@ func (m *metrics) observeCycle(start, read, decided, end time.Time) {
 }
 
 // observeDecision counts what the commit did and sets the queue gauges.
-func (m *metrics) observeDecision(v view, d sched.Decision, res store.SchedulerCommitResult, now time.Time) {
+func (m *metrics) observeDecision(v view, d admission.Decision, res store.SchedulerCommitResult, now time.Time) {
 	for _, a := range res.Admitted {
 		m.admissions.Inc()
 		m.admissionLatency.Observe(max(now.Sub(a.QueuedAt), 0).Seconds())
@@ -88,7 +88,7 @@ func (m *metrics) observeDecision(v view, d sched.Decision, res store.SchedulerC
 		}
 	}
 	m.resetQueue()
-	demand := map[sched.Key]job.Vector{}
+	demand := map[admission.Key]job.Vector{}
 	for _, j := range v.snap.Jobs {
 		for _, g := range j.Groups {
 			demand[j.Key] = demand[j.Key].Add(g.Request.Times(int64(g.Count)))

@@ -15,9 +15,9 @@ import (
 	listerscorev1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/trainyard/trainyard/internal/admission"
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/kube"
-	"github.com/trainyard/trainyard/internal/sched"
 	"github.com/trainyard/trainyard/internal/store"
 )
 
@@ -49,7 +49,7 @@ type Config struct {
 	// PublishInterval bounds how often the queue view is rewritten.
 	// Defaults to 1s.
 	PublishInterval time.Duration
-	// StarvationAge is sched.Config.StarvationAge. Defaults to 30m.
+	// StarvationAge is admission.Config.StarvationAge. Defaults to 30m.
 	StarvationAge time.Duration
 	// RunTimeRefresh is how often the tenants' typical run times are read
 	// again. Defaults to 1m.
@@ -363,7 +363,7 @@ func (s *Scheduler) cycle(ctx context.Context, lease store.SchedulerLease) (time
 		return time.Time{}, fmt.Errorf("snapshot: %w", err)
 	}
 	read := time.Now()
-	d := sched.Schedule(v.snap)
+	d := admission.Schedule(v.snap)
 	decided := time.Now()
 	res, err := s.commit(ctx, lease, v, d)
 	if err != nil {
@@ -390,7 +390,7 @@ func (s *Scheduler) cycle(ctx context.Context, lease store.SchedulerLease) (time
 
 // commit writes the decision: admissions, preemptions, and the wait
 // reasons that changed.
-func (s *Scheduler) commit(ctx context.Context, lease store.SchedulerLease, v view, d sched.Decision) (store.SchedulerCommitResult, error) {
+func (s *Scheduler) commit(ctx context.Context, lease store.SchedulerLease, v view, d admission.Decision) (store.SchedulerCommitResult, error) {
 	p := store.SchedulerCommitParams{Lease: lease}
 	for _, k := range d.Admit {
 		p.Admit = append(p.Admit, store.JobKey(k))
@@ -432,7 +432,7 @@ func lacks(r job.WaitReason) string {
 // at most every PublishInterval; the first publish of a leadership covers
 // every active tenant, so that views a former leader left behind are
 // replaced.
-func (s *Scheduler) publish(ctx context.Context, lease store.SchedulerLease, v view, d sched.Decision, now time.Time) error {
+func (s *Scheduler) publish(ctx context.Context, lease store.SchedulerLease, v view, d admission.Decision, now time.Time) error {
 	if !s.publishedAt.IsZero() && now.Sub(s.publishedAt) < s.cfg.PublishInterval {
 		return nil
 	}

@@ -7,9 +7,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/trainyard/trainyard/internal/admission"
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/kube"
-	"github.com/trainyard/trainyard/internal/sched"
 	"github.com/trainyard/trainyard/internal/store"
 )
 
@@ -17,7 +17,7 @@ import (
 // its pod groups (placement included), deadline and grace period. Specs
 // never change, so a job's spec is read once.
 type shape struct {
-	groups      []sched.Group
+	groups      []admission.Group
 	maxRunTime  time.Duration
 	gracePeriod time.Duration
 }
@@ -32,14 +32,14 @@ func shapeOf(spec job.Spec) (shape, error) {
 		if err != nil {
 			return shape{}, fmt.Errorf("%s resources: %w", r.Type, err)
 		}
-		s.groups = append(s.groups, sched.NewGroup(string(r.Type), max(r.Count, 1), req, sched.Placement(kube.ReplicaPlacement(r))))
+		s.groups = append(s.groups, admission.NewGroup(string(r.Type), max(r.Count, 1), req, admission.Placement(kube.ReplicaPlacement(r))))
 	}
 	if spec.TensorBoard != nil {
 		req, err := job.TensorBoardResources.PodRequests()
 		if err != nil {
 			return shape{}, err
 		}
-		s.groups = append(s.groups, sched.NewGroup(kube.ComponentTensorBoard, 1, req, sched.Placement{}))
+		s.groups = append(s.groups, admission.NewGroup(kube.ComponentTensorBoard, 1, req, admission.Placement{}))
 	}
 	return s, nil
 }
@@ -47,17 +47,17 @@ func shapeOf(spec job.Spec) (shape, error) {
 // view is one cycle's inputs beside the Snapshot: what the commit compares
 // against.
 type view struct {
-	snap sched.Snapshot
-	jobs map[sched.Key]store.SchedJob
+	snap admission.Snapshot
+	jobs map[admission.Key]store.SchedJob
 	// tenants are the active tenants' ids.
 	tenants []string
 }
 
 // snapshot reads Postgres and the informers into one Snapshot.
 func (s *Scheduler) snapshot(ctx context.Context, now time.Time) (view, error) {
-	v := view{jobs: map[sched.Key]store.SchedJob{}}
+	v := view{jobs: map[admission.Key]store.SchedJob{}}
 	v.snap.Now = now
-	v.snap.Config = sched.Config{StarvationAge: s.cfg.StarvationAge}
+	v.snap.Config = admission.Config{StarvationAge: s.cfg.StarvationAge}
 
 	read, err := s.store.SchedulerRead(ctx, s.specsAfter)
 	if err != nil {
@@ -72,7 +72,7 @@ func (s *Scheduler) snapshot(ctx context.Context, now time.Time) (view, error) {
 		if err != nil {
 			s.log.Warn("a tenant's quota does not parse; it is scheduled without a quota", "tenant", t.ID, "error", err)
 		}
-		v.snap.Tenants = append(v.snap.Tenants, sched.Tenant{ID: t.ID, Quota: quota, Scheduling: t.Scheduling, RunTime: runTimes[t.ID].Median})
+		v.snap.Tenants = append(v.snap.Tenants, admission.Tenant{ID: t.ID, Quota: quota, Scheduling: t.Scheduling, RunTime: runTimes[t.ID].Median})
 		v.tenants = append(v.tenants, t.ID)
 	}
 
@@ -89,20 +89,20 @@ func (s *Scheduler) snapshot(ctx context.Context, now time.Time) (view, error) {
 		if !ok {
 			continue // its spec could not be read: logged by loadShapes
 		}
-		k := sched.Key(r.Key)
-		j := sched.Job{
+		k := admission.Key(r.Key)
+		j := admission.Job{
 			Key: k, Name: r.Name, Priority: r.Priority, Seq: r.Seq, QueuedAt: r.QueuedAt,
 			MaxRunTime: sh.maxRunTime, GracePeriod: sh.gracePeriod, Admitted: r.Admitted,
 			NotBefore: r.NotBefore, StartTime: r.StartTime,
 		}
-		j.Groups = append([]sched.Group(nil), sh.groups...)
+		j.Groups = append([]admission.Group(nil), sh.groups...)
 		if r.PreemptedBy != "" {
 			by := store.JobKey{Tenant: r.Key.Tenant, UID: r.PreemptedBy}
-			j.PreemptedBy, j.PreemptedByName = sched.Key(by), names[by]
+			j.PreemptedBy, j.PreemptedByName = admission.Key(by), names[by]
 		}
 		if r.Admitted {
 			if r.PreemptFor != "" {
-				j.PreemptingFor = sched.Key{Tenant: r.Key.Tenant, UID: r.PreemptFor}
+				j.PreemptingFor = admission.Key{Tenant: r.Key.Tenant, UID: r.PreemptFor}
 			}
 			var placed map[string]int32
 			j.OnNodes, placed = s.usage.job(r.Key.UID)
@@ -178,11 +178,11 @@ func (s *Scheduler) runTimes(ctx context.Context, now time.Time) (map[string]sto
 }
 
 // nodes are the cluster's nodes with what the pods bound to them take.
-func (s *Scheduler) nodes() []sched.Node {
+func (s *Scheduler) nodes() []admission.Node {
 	list, _ := s.nodeLister.List(labels.Everything())
-	out := make([]sched.Node, 0, len(list))
+	out := make([]admission.Node, 0, len(list))
 	for _, n := range list {
-		out = append(out, sched.Node{
+		out = append(out, admission.Node{
 			Name: n.Name, Labels: n.Labels, Taints: n.Spec.Taints, Unschedulable: !ready(n),
 			Allocatable: vectorOf(n.Status.Allocatable), Used: s.usage.nodeUsed(n.Name),
 		})

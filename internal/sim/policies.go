@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/trainyard/trainyard/internal/admission"
 	"github.com/trainyard/trainyard/internal/job"
-	"github.com/trainyard/trainyard/internal/sched"
 )
 
 // stepScheduler runs one scheduling cycle as the scheduler loop would:
@@ -19,17 +19,17 @@ func (r *run) stepScheduler() { r.schedule(3) }
 // schedule decides; when it preempted, it decides again (at most depth
 // times) since the victims' room is free at once.
 func (r *run) schedule(depth int) {
-	snap := sched.Snapshot{Now: epoch.Add(r.now), Config: sched.Config{StarvationAge: 30 * time.Minute}}
+	snap := admission.Snapshot{Now: epoch.Add(r.now), Config: admission.Config{StarvationAge: 30 * time.Minute}}
 	for _, t := range r.tenants {
 		snap.Tenants = append(snap.Tenants, t)
 	}
-	byKey := map[sched.Key]*simJob{}
+	byKey := map[admission.Key]*simJob{}
 	for _, j := range r.jobs {
 		if !r.arrived(j) {
 			continue
 		}
 		byKey[j.key] = j
-		sj := sched.Job{
+		sj := admission.Job{
 			Key: j.key, Name: j.Name, Priority: j.Priority, Seq: j.seq, QueuedAt: epoch.Add(j.queuedAt),
 			Groups: j.Groups, MaxRunTime: 0, Admitted: j.admitted,
 		}
@@ -43,7 +43,7 @@ func (r *run) schedule(depth int) {
 			for i := range sj.Groups {
 				sj.Groups[i].Placed = sj.Groups[i].Count
 			}
-		} else if j.preempted != (sched.Key{}) {
+		} else if j.preempted != (admission.Key{}) {
 			sj.PreemptedBy, sj.PreemptedByName = j.preempted, byKeyName(r.jobs, j.preempted)
 		}
 		snap.Jobs = append(snap.Jobs, sj)
@@ -52,7 +52,7 @@ func (r *run) schedule(depth int) {
 		n.Used = n.Used.Add(r.used[n.Name])
 		snap.Nodes = append(snap.Nodes, n)
 	}
-	d := sched.Schedule(snap)
+	d := admission.Schedule(snap)
 	for _, p := range d.Preempt {
 		v := byKey[p.Victim]
 		v.left -= r.now - v.started // it checkpointed: the rest is to go
@@ -72,7 +72,7 @@ func (r *run) schedule(depth int) {
 				i++
 			}
 		}
-		j.admitted, j.preempted = true, sched.Key{}
+		j.admitted, j.preempted = true, admission.Key{}
 		r.start(j)
 	}
 	if len(d.Preempt) > 0 && depth > 1 {
@@ -82,7 +82,7 @@ func (r *run) schedule(depth int) {
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func byKeyName(jobs []*simJob, k sched.Key) string {
+func byKeyName(jobs []*simJob, k admission.Key) string {
 	for _, j := range jobs {
 		if j.key == k {
 			return j.Name
@@ -164,7 +164,7 @@ func (r *run) stepQuotaFIFO() {
 
 // firstFit finds the first node (in trace order) that allows the pod and
 // has room for it.
-func (r *run) firstFit(g sched.Group) (string, bool) {
+func (r *run) firstFit(g admission.Group) (string, bool) {
 	for _, n := range r.nodes {
 		if n.Unschedulable || !g.Request.LessEq(n.Allocatable.Sub(n.Used).Sub(r.used[n.Name])) || !allows(g.Placement, n) {
 			continue
@@ -176,7 +176,7 @@ func (r *run) firstFit(g sched.Group) (string, bool) {
 
 // allows is the placement check for the quota-fifo model: node selector
 // labels only (traces keep placements simple).
-func allows(p sched.Placement, n sched.Node) bool {
+func allows(p admission.Placement, n admission.Node) bool {
 	for k, v := range p.NodeSelector {
 		if n.Labels[k] != v {
 			return false
@@ -185,7 +185,7 @@ func allows(p sched.Placement, n sched.Node) bool {
 	return true
 }
 
-func demand(groups []sched.Group) job.Vector {
+func demand(groups []admission.Group) job.Vector {
 	var d job.Vector
 	for _, g := range groups {
 		d = d.Add(g.Request.Times(int64(g.Count)))

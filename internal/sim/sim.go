@@ -4,7 +4,7 @@
 //
 // Two policies run the same trace:
 //
-//   - "scheduler": Trainyard's scheduler, sched.Schedule itself, every time
+//   - "scheduler": Trainyard's scheduler, admission.Schedule itself, every time
 //     something happens (a job arrives or ends). An admitted job's pods go
 //     where the decision found room (Decision.Assigned); preempted jobs
 //     stop at once and go back to the queue keeping their progress (they
@@ -29,14 +29,14 @@ import (
 	"slices"
 	"time"
 
+	"github.com/trainyard/trainyard/internal/admission"
 	"github.com/trainyard/trainyard/internal/job"
-	"github.com/trainyard/trainyard/internal/sched"
 )
 
 // Trace is a workload: tenants, nodes and the jobs they submit.
 type Trace struct {
-	Tenants []sched.Tenant
-	Nodes   []sched.Node
+	Tenants []admission.Tenant
+	Nodes   []admission.Node
 	Jobs    []Job
 }
 
@@ -46,7 +46,7 @@ type Job struct {
 	Name     string
 	Submit   time.Duration // since the trace's start
 	Priority int32
-	Groups   []sched.Group
+	Groups   []admission.Group
 	Run      time.Duration // how long it runs once all of its pods run
 }
 
@@ -89,7 +89,7 @@ type Stats struct {
 // state of one job during a run.
 type simJob struct {
 	Job
-	key        sched.Key
+	key        admission.Key
 	seq        int64
 	queuedAt   time.Duration
 	admitted   bool
@@ -98,9 +98,9 @@ type simJob struct {
 	firstStart time.Duration
 	end        time.Duration
 	done       bool
-	placed     []placement   // pods on nodes
-	pendingPod []sched.Group // quota-fifo: admitted pods not placed yet (Count 1 each)
-	preempted  sched.Key     // scheduler: who preempted it, while it waits
+	placed     []placement       // pods on nodes
+	pendingPod []admission.Group // quota-fifo: admitted pods not placed yet (Count 1 each)
+	preempted  admission.Key     // scheduler: who preempted it, while it waits
 }
 
 type placement struct {
@@ -143,8 +143,8 @@ type run struct {
 	policy  string
 	now     time.Duration
 	jobs    []*simJob
-	tenants map[string]sched.Tenant
-	nodes   []sched.Node
+	tenants map[string]admission.Tenant
+	nodes   []admission.Node
 	used    map[string]job.Vector // by node
 	res     Result
 	// held accumulates GPU-seconds held by pods of jobs not running.
@@ -154,7 +154,7 @@ type run struct {
 }
 
 func newRun(tr Trace, policy string) *run {
-	r := &run{policy: policy, tenants: map[string]sched.Tenant{}, nodes: tr.Nodes, used: map[string]job.Vector{}}
+	r := &run{policy: policy, tenants: map[string]admission.Tenant{}, nodes: tr.Nodes, used: map[string]job.Vector{}}
 	r.res.Policy = policy
 	for _, t := range tr.Tenants {
 		r.tenants[t.ID] = t
@@ -163,7 +163,7 @@ func newRun(tr Trace, policy string) *run {
 	slices.SortStableFunc(jobs, func(a, b Job) int { return cmp.Compare(a.Submit, b.Submit) })
 	for i, j := range jobs {
 		r.jobs = append(r.jobs, &simJob{
-			Job: j, key: sched.Key{Tenant: j.Tenant, UID: fmt.Sprintf("%s/%s", j.Tenant, j.Name)},
+			Job: j, key: admission.Key{Tenant: j.Tenant, UID: fmt.Sprintf("%s/%s", j.Tenant, j.Name)},
 			seq: int64(i + 1), queuedAt: j.Submit, started: -1, firstStart: -1, left: j.Run,
 		})
 	}

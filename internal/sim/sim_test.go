@@ -5,23 +5,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainyard/trainyard/internal/admission"
 	"github.com/trainyard/trainyard/internal/job"
-	"github.com/trainyard/trainyard/internal/sched"
 	"github.com/trainyard/trainyard/internal/tenant"
 )
 
-func gpuNodes(n int) []sched.Node {
-	var nodes []sched.Node
+func gpuNodes(n int) []admission.Node {
+	var nodes []admission.Node
 	for i := range n {
-		nodes = append(nodes, sched.Node{Name: string(rune('a' + i)),
+		nodes = append(nodes, admission.Node{Name: string(rune('a' + i)),
 			Allocatable: job.Vector{job.CPU: 64000, job.Memory: 512 << 30, job.GPU: 8, job.Pods: 110}})
 	}
 	return nodes
 }
 
 func gang(tenantID, name string, submit, run time.Duration, workers int32, gpus int64) Job {
-	return Job{Tenant: tenantID, Name: name, Submit: submit, Run: run, Groups: []sched.Group{
-		sched.NewGroup("worker", workers, job.Vector{job.CPU: 1000, job.Memory: 1 << 30, job.GPU: gpus, job.Pods: 1}, sched.Placement{}),
+	return Job{Tenant: tenantID, Name: name, Submit: submit, Run: run, Groups: []admission.Group{
+		admission.NewGroup("worker", workers, job.Vector{job.CPU: 1000, job.Memory: 1 << 30, job.GPU: gpus, job.Pods: 1}, admission.Placement{}),
 	}}
 }
 
@@ -31,7 +31,7 @@ func gang(tenantID, name string, submit, run time.Duration, workers int32, gpus 
 // then the other.
 func TestGangsDeadlockOnlyWithoutGangAdmission(t *testing.T) {
 	tr := Trace{
-		Tenants: []sched.Tenant{{ID: "t"}},
+		Tenants: []admission.Tenant{{ID: "t"}},
 		Nodes:   gpuNodes(2),
 		Jobs: []Job{
 			gang("t", "a", 0, time.Hour, 3, 4),
@@ -67,7 +67,7 @@ func TestPreemptedJobResumesWithItsProgress(t *testing.T) {
 	urgent := gang("r", "urgent", 30*time.Minute, 20*time.Minute, 2, 8)
 	urgent.Priority = 100
 	tr := Trace{
-		Tenants: []sched.Tenant{{ID: "r", Scheduling: tenant.Scheduling{Preemption: tenant.PreemptLowerPriority}}},
+		Tenants: []admission.Tenant{{ID: "r", Scheduling: tenant.Scheduling{Preemption: tenant.PreemptLowerPriority}}},
 		Nodes:   gpuNodes(2),
 		Jobs:    []Job{gang("r", "long", 0, time.Hour, 2, 8), urgent},
 	}

@@ -9,8 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/trainyard/trainyard/internal/admission"
 	"github.com/trainyard/trainyard/internal/job"
-	"github.com/trainyard/trainyard/internal/sched"
 	"github.com/trainyard/trainyard/internal/tenant"
 )
 
@@ -88,7 +88,7 @@ func (f File) Trace() (Trace, error) {
 		if err != nil {
 			return Trace{}, fmt.Errorf("tenants[%d].quota.%w", i, err)
 		}
-		tr.Tenants = append(tr.Tenants, sched.Tenant{ID: t.ID, Quota: q,
+		tr.Tenants = append(tr.Tenants, admission.Tenant{ID: t.ID, Quota: q,
 			Scheduling: tenant.Scheduling{Preemption: t.Preemption, Queueing: t.Queueing}})
 	}
 	for i, n := range f.Nodes {
@@ -100,7 +100,7 @@ func (f File) Trace() (Trace, error) {
 			alloc[job.Pods] = 110 // the kubelet's default
 		}
 		for k := range max(n.Count, 1) {
-			tr.Nodes = append(tr.Nodes, sched.Node{Name: fmt.Sprintf("%s-%d", n.Name, k), Labels: n.Labels, Allocatable: alloc})
+			tr.Nodes = append(tr.Nodes, admission.Node{Name: fmt.Sprintf("%s-%d", n.Name, k), Labels: n.Labels, Allocatable: alloc})
 		}
 	}
 	for i, j := range f.Jobs {
@@ -123,7 +123,7 @@ func (f File) Trace() (Trace, error) {
 			if r.Count < 1 {
 				return Trace{}, fmt.Errorf("jobs[%d].replicas[%d].count: must be at least 1", i, k)
 			}
-			sj.Groups = append(sj.Groups, sched.NewGroup(r.Name, r.Count, req, sched.Placement{NodeSelector: r.NodeSelector}))
+			sj.Groups = append(sj.Groups, admission.NewGroup(r.Name, r.Count, req, admission.Placement{NodeSelector: r.NodeSelector}))
 		}
 		tr.Jobs = append(tr.Jobs, sj)
 	}
@@ -197,12 +197,12 @@ func Generate(seed uint64, nodes, jobs int, load float64) Trace {
 	gi := func(n int64) int64 { return n << 30 }
 	var tr Trace
 	for i := range nodes {
-		tr.Nodes = append(tr.Nodes, sched.Node{Name: fmt.Sprintf("gpu-%d", i),
+		tr.Nodes = append(tr.Nodes, admission.Node{Name: fmt.Sprintf("gpu-%d", i),
 			Allocatable: job.Vector{job.CPU: cpu(96), job.Memory: gi(768), job.GPU: 8, job.Pods: 110}})
 	}
 	gpus := int64(8 * nodes)
 	quota := func(share int64) job.Vector { return job.Vector{job.GPU: max(8, gpus*share/100)} }
-	tr.Tenants = []sched.Tenant{
+	tr.Tenants = []admission.Tenant{
 		{ID: "vision", Quota: quota(100)},
 		{ID: "nlp", Quota: quota(50)},
 		{ID: "research", Quota: quota(50), Scheduling: tenant.Scheduling{Preemption: tenant.PreemptLowerPriority}},
@@ -218,19 +218,19 @@ func Generate(seed uint64, nodes, jobs int, load float64) Trace {
 		case x < 0.25:
 			per := int64(4 << rng.IntN(2))
 			j.Tenant, j.Run = "vision", uniform(time.Hour, 6*time.Hour)
-			j.Groups = []sched.Group{
-				sched.NewGroup("worker", int32(2+rng.IntN(3)), pod(8*per, 64*per, per), sched.Placement{}),
-				sched.NewGroup("ps", 1, pod(8, 32, 0), sched.Placement{}),
+			j.Groups = []admission.Group{
+				admission.NewGroup("worker", int32(2+rng.IntN(3)), pod(8*per, 64*per, per), admission.Placement{}),
+				admission.NewGroup("ps", 1, pod(8, 32, 0), admission.Placement{}),
 			}
 		case x < 0.85:
 			j.Tenant, j.Run = "nlp", uniform(10*time.Minute, 90*time.Minute)
-			j.Groups = []sched.Group{sched.NewGroup("chief", 1, pod(8, 64, 1), sched.Placement{})}
+			j.Groups = []admission.Group{admission.NewGroup("chief", 1, pod(8, 64, 1), admission.Placement{})}
 		default:
 			j.Tenant, j.Run = "research", uniform(30*time.Minute, 3*time.Hour)
 			if rng.IntN(4) == 0 {
 				j.Priority = 100
 			}
-			j.Groups = []sched.Group{sched.NewGroup("worker", int32(1+rng.IntN(2)), pod(16, 128, 2), sched.Placement{})}
+			j.Groups = []admission.Group{admission.NewGroup("worker", int32(1+rng.IntN(2)), pod(16, 128, 2), admission.Placement{})}
 		}
 		gpuSeconds += float64(demand(j.Groups)[job.GPU]) * j.Run.Seconds()
 		tr.Jobs = append(tr.Jobs, j)

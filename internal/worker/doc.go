@@ -87,7 +87,7 @@
 // # Admission
 //
 // The scheduler admits jobs: one leader decides over every tenant, job and
-// node at once (internal/sched, internal/scheduler) and sets the admitted
+// node at once (internal/admission, internal/scheduler) and sets the admitted
 // flag, which makes a job claimable; until then a QUEUED job is nobody's,
 // and the scheduler records why it waits. A worker never admits, and
 // never dispatches a job that is not admitted: a cancel before admission

@@ -1,4 +1,4 @@
-// Package sched is Trainyard's admission decision: one pure function over
+// Package admission is Trainyard's admission decision: one pure function over
 // the whole installation at one instant.
 //
 //	Schedule(Snapshot{Now, Config, Tenants, Jobs, Nodes}) → Decision{Admit, Assigned, Preempt, Waiting}
@@ -106,4 +106,4 @@
 // request, a cursor past the nodes that could not hold it. BenchmarkSchedule
 // (10,000 pending, 1,000 running, 100 tenants, 1,000 nodes) and
 // BenchmarkScheduleSweep measure it; make bench prints them.
-package sched
+package admission

@@ -1,4 +1,4 @@
-package sched
+package admission
 
 import (
 	"github.com/go-logr/logr"
