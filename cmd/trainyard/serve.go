@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,6 +29,7 @@ type serveFlags struct {
 	oidcIssuer      string
 	oidcAudience    string
 	oidcGroupsClaim string
+	oidcTokenCache  int
 	adminGroup      string
 	devAuth         string
 	maxRequestBytes int
@@ -49,6 +51,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.oidcIssuer, "oidc-issuer", "", "OIDC issuer URL whose ID tokens are accepted (discovery and JWKS are fetched from it); required unless --dev-auth is given")
 	fs.StringVar(&f.oidcAudience, "oidc-audience", "trainyard", "audience (client id) tokens must carry")
 	fs.StringVar(&f.oidcGroupsClaim, "oidc-groups-claim", "groups", "token claim holding the caller's groups (a dotted path reads nested claims)")
+	fs.IntVar(&f.oidcTokenCache, "oidc-token-cache", 10000, "verified tokens remembered until their expiry or the issuer's next key set (0 turns it off); memberships are still checked on every call")
 	fs.StringVar(&f.adminGroup, "admin-group", "trainyard-admins", "OIDC group whose members are platform admins (manage tenants)")
 	fs.StringVar(&f.devAuth, "dev-auth", "", "FILE of static tokens for local use; off by default, never in production")
 	fs.IntVar(&f.maxRequestBytes, "max-request-bytes", 4<<20, "largest request body (REST) or message (gRPC) accepted")
@@ -89,7 +92,7 @@ func (f *serveFlags) authenticator(ctx context.Context, log *slog.Logger) (auth.
 	if f.oidcIssuer != "" {
 		oidc, err := auth.NewOIDC(ctx, auth.OIDCConfig{
 			Issuer: f.oidcIssuer, Audience: f.oidcAudience, GroupsClaim: f.oidcGroupsClaim,
-			AdminGroup: f.adminGroup, Logger: log,
+			AdminGroup: f.adminGroup, Logger: log, TokenCacheSize: cmp.Or(f.oidcTokenCache, -1),
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("--oidc-issuer: %w", err)

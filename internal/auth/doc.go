@@ -40,6 +40,12 @@
 // which still picks up key rotation); and it reports a fetch failure like
 // a bad signature, where ours makes it UNAVAILABLE.
 //
+// A token that verified is remembered (tokencache.go, --oidc-token-cache):
+// keyed by its SHA-256, bounded, used only until the token's exp and while
+// the key set is the one it verified against (any JWKS fetch forgets every
+// entry). Only authentication is remembered: memberships are read on every
+// call, so revoking one is still immediate.
+//
 // Claim mapping: Subject is "sub" (required); Groups come from the
 // configured claim (default "groups"), a list of strings or a single
 // string, a dotted path for nested claims; any other shape refuses the

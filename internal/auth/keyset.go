@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
@@ -26,6 +27,7 @@ type keySet struct {
 	minInterval time.Duration
 
 	fetching chan struct{} // a one-slot semaphore: one fetch at a time
+	fetches  atomic.Uint64 // successful fetches: the keys' version
 
 	mu        sync.RWMutex
 	keys      []jose.JSONWebKey
@@ -127,8 +129,12 @@ func (k *keySet) refresh(ctx context.Context) ([]jose.JSONWebKey, error) {
 		return nil, err
 	}
 	k.keys = fresh
+	k.fetches.Add(1)
 	return fresh, nil
 }
+
+// version changes whenever the keys may have: on every successful fetch.
+func (k *keySet) version() uint64 { return k.fetches.Load() }
 
 func (k *keySet) fetch(ctx context.Context) ([]jose.JSONWebKey, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, k.url, nil)

@@ -47,6 +47,11 @@ type OIDCConfig struct {
 	// KeyRefreshInterval is the least time between two JWKS fetches that
 	// tokens signed by an unknown key can trigger. Defaults to 10 s.
 	KeyRefreshInterval time.Duration
+	// TokenCacheSize bounds how many verified tokens are remembered
+	// (tokencache.go). Defaults to 10,000; negative turns the cache off.
+	TokenCacheSize int
+	// Now is the clock for expiry checks. Defaults to time.Now.
+	Now func() time.Time
 }
 
 const (
@@ -86,6 +91,12 @@ func (c OIDCConfig) withDefaults() OIDCConfig {
 	}
 	if c.KeyRefreshInterval <= 0 {
 		c.KeyRefreshInterval = defaultKeyRefreshWait
+	}
+	if c.TokenCacheSize == 0 {
+		c.TokenCacheSize = defaultTokenCacheSize
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 	return c
 }
@@ -134,7 +145,9 @@ type OIDC struct {
 	cfg OIDCConfig
 	log *slog.Logger
 
-	state atomic.Pointer[oidcState] // nil until discovery succeeded
+	state    atomic.Pointer[oidcState] // nil until discovery succeeded
+	tokens   *tokenCache               // nil when turned off
+	verified atomic.Int64              // signature checks run (tests)
 
 	mu      sync.Mutex
 	lastErr error // of the latest failed discovery attempt
@@ -155,7 +168,7 @@ func NewOIDC(ctx context.Context, cfg OIDCConfig) (*OIDC, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	o := &OIDC{cfg: cfg, log: cfg.Logger.With("component", "oidc", "issuer", cfg.Issuer)}
+	o := &OIDC{cfg: cfg, log: cfg.Logger.With("component", "oidc", "issuer", cfg.Issuer), tokens: newTokenCache(cfg.TokenCacheSize)}
 	if err := o.discover(ctx); err != nil {
 		o.setErr(err)
 		o.log.Warn("oidc discovery failed; retrying in the background, requests get UNAVAILABLE until it succeeds", "err", err)
@@ -237,13 +250,16 @@ func (o *OIDC) discover(ctx context.Context) error {
 	verifier := oidc.NewVerifier(o.cfg.Issuer, keys, &oidc.Config{
 		ClientID:             o.cfg.Audience,
 		SupportedSigningAlgs: signingAlgs,
+		Now:                  o.cfg.Now,
 	})
 	o.state.Store(&oidcState{verifier: verifier, keys: keys})
 	return nil
 }
 
 // Authenticate verifies rawToken's signature (against the issuer's JWKS),
-// issuer, audience, expiry and not-before, then maps its claims.
+// issuer, audience, expiry and not-before, then maps its claims. A token
+// that verified before against the same keys and has not expired is not
+// checked again (tokencache.go).
 func (o *OIDC) Authenticate(ctx context.Context, rawToken string) (Principal, error) {
 	st := o.state.Load()
 	if st == nil {
@@ -255,6 +271,21 @@ func (o *OIDC) Authenticate(ctx context.Context, rawToken string) (Principal, er
 	if len(rawToken) > maxTokenBytes {
 		return Principal{}, unauthenticated(fmt.Sprintf("token of %d bytes exceeds %d", len(rawToken), maxTokenBytes), nil)
 	}
+	keys := st.keys.version()
+	if p, ok := o.tokens.get(rawToken, keys, o.cfg.Now()); ok {
+		return p, nil
+	}
+	p, err := o.verify(ctx, st, rawToken)
+	if err != nil {
+		return Principal{}, err
+	}
+	o.tokens.put(rawToken, keys, p)
+	return p, nil
+}
+
+// verify checks rawToken's signature and claims and maps them.
+func (o *OIDC) verify(ctx context.Context, st *oidcState, rawToken string) (Principal, error) {
+	o.verified.Add(1)
 	ctx, probe := withFetchProbe(ctx)
 	tok, err := st.verifier.Verify(ctx, rawToken)
 	if err != nil {

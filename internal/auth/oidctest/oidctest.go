@@ -148,6 +148,19 @@ func (i *Issuer) RotateKey() {
 	i.mu.Unlock()
 }
 
+// ReplaceKey publishes a new signing key in place of every earlier one, as
+// an issuer does when a key is compromised: tokens signed before no longer
+// verify once a verifier fetches the key set again.
+func (i *Issuer) ReplaceKey() {
+	k, err := newKey()
+	if err != nil {
+		panic(err)
+	}
+	i.mu.Lock()
+	i.keys = []signingKey{k}
+	i.mu.Unlock()
+}
+
 // JWKSFetches counts JWKS requests served so far.
 func (i *Issuer) JWKSFetches() int { return int(i.jwksFetches.Load()) }
 
