@@ -42,6 +42,19 @@
 //	grpc-CreateJob   the same job through `trainyard serve` over gRPC with
 //	                 an OIDC token (interceptors, authorization, validation,
 //	                 then store.JobCreate)
+//	rest-CreateJob   the same through serve's REST gateway (JSON body,
+//	                 a kept-alive connection per client)
+//	grpc-floor       the floor: this test binary run again as a gRPC
+//	                 server whose CreateJob answers a job serve returned,
+//	                 doing nothing (the same message sizes); and
+//	grpc-floor-auth  the same, authenticating the token first (auth.OIDC,
+//	                 as serve does), so the table shows what gRPC costs
+//	                 here and what Trainyard adds on top (issue 47)
+//
+// The gRPC and REST rows report the server process's CPU per call and the
+// bench's own (its clients share the two cores), and a line after the
+// table the ratios issue 47 sets targets for: gRPC CreateJob against
+// store.JobCreate, REST against gRPC.
 //
 // TRAINYARD_BENCH_SERVE_ARGS adds flags to that `trainyard serve` (e.g.
 // --pprof-addr 127.0.0.1:6063 to profile the gRPC rows).

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"runtime"
@@ -94,18 +95,20 @@ func (r *report) printStore(out io.Writer) {
 		}
 		width = max(width, len(o.path))
 	}
-	fmt.Fprintf(tw, "%-*s\tclients\tops/s\tmean ms\tp50 ms\tp99 ms\tmean vs baseline\tops/s vs baseline\tserve CPU ms/op\tload avg\t\n", width, "path")
+	fmt.Fprintf(tw, "%-*s\tclients\tops/s\tmean ms\tp50 ms\tp99 ms\tmean vs baseline\tops/s vs baseline\tserver CPU ms/op\tbench client CPU ms/op\tload avg\t\n", width, "path")
 	for _, o := range r.store {
 		b := base[o.clients]
-		serveCPU := "-"
+		serveCPU, clientCPU := "-", "-"
 		if o.serveCPU > 0 {
-			serveCPU = fmt.Sprintf("%.2f", ms(o.serveCPU))
+			serveCPU = fmt.Sprintf("%.3f", ms(o.serveCPU))
+			clientCPU = fmt.Sprintf("%.3f", ms(o.clientCPU))
 		}
-		fmt.Fprintf(tw, "%-*s\t%d\t%.0f\t%.3f\t%.3f\t%.3f\t%s\t%s\t%s\t%s\t\n", width, o.path, o.clients, o.perSec,
+		fmt.Fprintf(tw, "%-*s\t%d\t%.0f\t%.3f\t%.3f\t%.3f\t%s\t%s\t%s\t%s\t%s\t\n", width, o.path, o.clients, o.perSec,
 			ms(o.lat.mean), ms(o.lat.p50), ms(o.lat.p99),
-			ratio(ms(o.lat.mean), ms(b.lat.mean)), ratio(o.perSec, b.perSec), serveCPU, o.load)
+			ratio(ms(o.lat.mean), ms(b.lat.mean)), ratio(o.perSec, b.perSec), serveCPU, clientCPU, o.load)
 	}
 	tw.Flush()
+	r.printStoreRatios(out)
 	fmt.Fprintf(out, "Row sizes (avg pg_column_size): jobs %d B + its first job_events row %d B; pgbench's row %d B.\n",
 		r.jobRowBytes, r.eventRowBytes, r.rawRowBytes)
 	fmt.Fprintf(out, "Postgres backends of the database during each row (pg_stat_activity every 50 ms; average backends by state and wait event):\n")
@@ -408,4 +411,26 @@ func diffMetrics(before, after map[string]float64) map[string]float64 {
 		out[k] = v - before[k]
 	}
 	return out
+}
+
+// printStoreRatios prints issue 47's ratios: the API's submits against the
+// store beneath them and REST against gRPC, per client count.
+func (r *report) printStoreRatios(out io.Writer) {
+	by := map[string]map[int]opResult{}
+	for _, o := range r.store {
+		if by[o.path] == nil {
+			by[o.path] = map[int]opResult{}
+		}
+		by[o.path][o.clients] = o
+	}
+	st, grpcRows, rest := by["store.JobCreate"], by["gRPC CreateJob (serve)"], by["REST CreateJob (serve's gateway)"]
+	var parts []string
+	for _, c := range slices.Sorted(maps.Keys(grpcRows)) {
+		g := grpcRows[c]
+		parts = append(parts, fmt.Sprintf("%d clients: gRPC %s of store.JobCreate, REST %s of gRPC", c,
+			ratio(g.perSec, st[c].perSec), ratio(rest[c].perSec, g.perSec)))
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(out, "Submits through the API (ops/s): %s.\n", strings.Join(parts, "; "))
+	}
 }

@@ -4,9 +4,12 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -21,6 +24,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/trainyard/trainyard/integration/harness"
 	"github.com/trainyard/trainyard/internal/job"
@@ -69,12 +73,14 @@ type opResult struct {
 	perSec  float64
 	load    string
 	waits   pgWaits
-	// serveCPU is the CPU `trainyard serve` used per op (gRPC rows).
-	serveCPU time.Duration
+	// serveCPU is the CPU the server process used per op (serve, or the
+	// floor's server: gRPC and REST rows); clientCPU the bench's own.
+	serveCPU, clientCPU time.Duration
 }
 
 // benchStore runs, in one fresh database behind a real `trainyard serve`:
-// pgbench's raw INSERT, store.JobCreate and gRPC CreateJob, each with 1
+// pgbench's raw INSERT, store.JobCreate, gRPC and REST CreateJob, and the
+// gRPC floor (floor_test.go) with and without authentication, each with 1
 // and cfg.clients clients.
 func benchStore(b *testing.B, cfg config, rep *report) {
 	if _, err := exec.LookPath("pgbench"); err != nil {
@@ -137,6 +143,32 @@ func benchStore(b *testing.B, cfg config, rep *report) {
 			b.Fatalf("CreateJob: %v", err)
 		}
 	}
+	// The floor servers answer what serve answers.
+	created, err := jobs.CreateJob(ctx, &pb.CreateJobRequest{Parent: harness.TenantName(benchTenant),
+		JobId: fmt.Sprintf("floor-%07d", seq.Add(1)), Job: &pb.Job{Spec: specPB}})
+	if err != nil {
+		b.Fatalf("CreateJob: %v", err)
+	}
+	floorAddr, floorPid := startFloor(b, created, "")
+	floorAuthAddr, floorAuthPid := startFloor(b, created, env.Issuer.URL())
+	floorJobs := pb.NewJobServiceClient(harness.Dial(b, floorAddr, env.Token("alice")))
+	floorAuthJobs := pb.NewJobServiceClient(harness.Dial(b, floorAuthAddr, env.Token("alice")))
+	floorCall := func(c pb.JobServiceClient) func(context.Context, int) error {
+		return func(ctx context.Context, _ int) error {
+			_, err := c.CreateJob(ctx, &pb.CreateJobRequest{Parent: harness.TenantName(benchTenant),
+				JobId: fmt.Sprintf("floor-%07d", seq.Add(1)), Job: &pb.Job{Spec: specPB}})
+			return err
+		}
+	}
+	restCreate := restCreateJob(b, env.HTTPURL, env.Token("alice"), specPB, cfg.clients, &seq)
+	for _, call := range []func(context.Context, int) error{floorCall(floorJobs), floorCall(floorAuthJobs), restCreate} {
+		for range cfg.clients {
+			if err := call(ctx, 0); err != nil {
+				b.Fatalf("warm-up: %v", err)
+			}
+		}
+	}
+
 	var specJSON, statusJSON string
 	if err := conn.QueryRow(ctx, `SELECT spec::text, status::text FROM jobs LIMIT 1`).Scan(&specJSON, &statusJSON); err != nil {
 		b.Fatal(err)
@@ -151,37 +183,51 @@ func benchStore(b *testing.B, cfg config, rep *report) {
 
 	// row runs one path as a sub-benchmark, sampling what the database's
 	// backends do meanwhile.
-	row := func(name, path string, clients int, run func(*testing.B) (latencies, float64)) {
+	// server is the pid whose CPU per op the row reports (0: none).
+	row := func(name, path string, clients, server int, run func(*testing.B) (latencies, float64)) {
 		b.Run(fmt.Sprintf("%s/clients=%d", name, clients), func(b *testing.B) {
 			load := loadavg()
 			stop := samplePG(b, env.DatabaseURL)
-			cpu0, _ := cpuSeconds(serve.pid)
+			cpu0, _ := cpuSeconds(server)
+			self0, _ := cpuSeconds(os.Getpid())
 			lat, perSec := run(b)
 			r := opResult{path: path, clients: clients, lat: lat, perSec: perSec, load: load, waits: stop()}
-			if cpu1, ok := cpuSeconds(serve.pid); ok && strings.HasPrefix(name, "grpc") && lat.n > 0 {
+			cpu1, ok := cpuSeconds(server)
+			self1, _ := cpuSeconds(os.Getpid())
+			if server != 0 && ok && lat.n > 0 {
 				r.serveCPU = time.Duration((cpu1 - cpu0) / float64(lat.n) * float64(time.Second))
+				r.clientCPU = time.Duration((self1 - self0) / float64(lat.n) * float64(time.Second))
 			}
 			rep.store = append(rep.store, reportOps(b, r))
 		})
 	}
 	// 1 client, then 8 and the most (issue 11's 8 and 32).
 	for _, clients := range slices.Compact(slices.Sorted(slices.Values([]int{1, min(8, cfg.clients), cfg.clients}))) {
-		row("pgbench-insert", baselinePath, clients, func(b *testing.B) (latencies, float64) {
+		row("pgbench-insert", baselinePath, clients, 0, func(b *testing.B) (latencies, float64) {
 			return runPgbench(b, env.DatabaseURL, script, clients, cfg.storeFor, specJSON, statusJSON)
 		})
-		row("pgbench-insert-notify", "pgbench INSERT + pg_notify, 1 tx", clients, func(b *testing.B) (latencies, float64) {
+		row("pgbench-insert-notify", "pgbench INSERT + pg_notify, 1 tx", clients, 0, func(b *testing.B) (latencies, float64) {
 			return runPgbench(b, env.DatabaseURL, notifyScript, clients, cfg.storeFor, specJSON, statusJSON)
 		})
-		row("store-JobCreate", "store.JobCreate", clients, func(b *testing.B) (latencies, float64) {
+		row("store-JobCreate", "store.JobCreate", clients, 0, func(b *testing.B) (latencies, float64) {
 			return runFor(b, clients, cfg.storeFor, func(ctx context.Context, _ int) error { return jobCreate(ctx, "st") })
 		})
 		if clients > 1 {
-			row("store-JobCreate-tenant-per-client", "store.JobCreate, a tenant per client", clients, func(b *testing.B) (latencies, float64) {
+			row("store-JobCreate-tenant-per-client", "store.JobCreate, a tenant per client", clients, 0, func(b *testing.B) (latencies, float64) {
 				return runFor(b, clients, cfg.storeFor, func(ctx context.Context, i int) error { return jobCreateIn(ctx, tenants[i], "stt") })
 			})
 		}
-		row("grpc-CreateJob", "gRPC CreateJob (serve)", clients, func(b *testing.B) (latencies, float64) {
+		row("grpc-CreateJob", "gRPC CreateJob (serve)", clients, serve.pid, func(b *testing.B) (latencies, float64) {
 			return runFor(b, clients, cfg.storeFor, func(ctx context.Context, _ int) error { return createJob(ctx, "api") })
+		})
+		row("rest-CreateJob", "REST CreateJob (serve's gateway)", clients, serve.pid, func(b *testing.B) (latencies, float64) {
+			return runFor(b, clients, cfg.storeFor, restCreate)
+		})
+		row("grpc-floor", "gRPC no-op CreateJob (floor)", clients, floorPid, func(b *testing.B) (latencies, float64) {
+			return runFor(b, clients, cfg.storeFor, floorCall(floorJobs))
+		})
+		row("grpc-floor-auth", "gRPC no-op CreateJob + OIDC (floor)", clients, floorAuthPid, func(b *testing.B) (latencies, float64) {
+			return runFor(b, clients, cfg.storeFor, floorCall(floorAuthJobs))
 		})
 	}
 
@@ -328,4 +374,36 @@ func databaseName(raw string) string {
 		return strings.TrimPrefix(u.Path, "/")
 	}
 	return "?"
+}
+
+// restCreateJob returns a REST CreateJob call through serve's gateway, on
+// a client that keeps a connection per bench client.
+func restCreateJob(b *testing.B, base, token string, spec *pb.JobSpec, clients int, seq *atomic.Int64) func(context.Context, int) error {
+	body, err := protojson.Marshal(&pb.Job{Spec: spec})
+	if err != nil {
+		b.Fatal(err)
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients + 1}}
+	b.Cleanup(client.CloseIdleConnections)
+	return func(ctx context.Context, _ int) error {
+		u := fmt.Sprintf("%s/v1/tenants/%s/jobs?jobId=rest-%07d", base, benchTenant, seq.Add(1))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("REST CreateJob: %s", resp.Status)
+		}
+		return nil
+	}
 }
