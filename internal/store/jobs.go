@@ -500,3 +500,10 @@ func columnsOf(events []job.Event, state job.State, now time.Time) eventColumns 
 	}
 	return a
 }
+
+// sqlUnfinished selects the jobs that have not reached a final state. It is
+// written once, as a literal: it is also the predicate of the partial index
+// jobs_unfinished_idx (migration 000003), and Postgres uses a partial index
+// only for a query whose condition implies the index's, which a parameter
+// would not show it. TestUnfinishedStates checks it against job.State.Final.
+const sqlUnfinished = `state IN ('QUEUED', 'STARTING', 'RUNNING', 'RESTARTING')`

@@ -690,7 +690,7 @@ func (s *Store) JobCounts(ctx context.Context) (byState map[job.State]int64, wai
 		SELECT state, count(*),
 		       count(*) FILTER (WHERE NOT admitted AND NOT cancel_requested)
 		FROM jobs
-		WHERE active AND NOT deleted AND state IN ('QUEUED', 'STARTING', 'RUNNING', 'RESTARTING')
+		WHERE active AND NOT deleted AND `+sqlUnfinished+`
 		GROUP BY state`)
 	if err != nil {
 		return nil, 0, translate(err, "job counts")

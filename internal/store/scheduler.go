@@ -147,7 +147,7 @@ const sqlSchedulerJobs = `
 	       coalesce(preempt_for::text, ''), coalesce(preempted_by::text, ''), wait_reason, version,
 	       CASE WHEN seq > $1 THEN spec END
 	FROM jobs
-	WHERE active AND NOT deleted AND state IN ('QUEUED', 'STARTING', 'RUNNING', 'RESTARTING')
+	WHERE active AND NOT deleted AND ` + sqlUnfinished + `
 	  AND (admitted OR NOT cancel_requested)`
 
 // scanSchedJob scans a row of sqlSchedulerJobs.
@@ -358,7 +358,7 @@ func (s *Store) SchedulerCommit(ctx context.Context, p SchedulerCommitParams) (S
 			keys[i] = pw.Victim
 		}
 		queueLocking(reads, keys, `j.admitted AND j.preempt_for IS NULL AND NOT j.deleted
-			AND j.state IN ('QUEUED', 'STARTING', 'RUNNING', 'RESTARTING')`, victims)
+			AND j.`+sqlUnfinished, victims)
 	}
 	err := s.pipelined(ctx, reads, func(b *pgx.Batch, tx *txn) error {
 		res = SchedulerCommitResult{}

@@ -149,7 +149,7 @@ func (s *Store) TenantListAll(ctx context.Context) ([]tenant.Tenant, error) {
 // sqlTenantUsage reads through jobs_unfinished_idx (explain_test.go).
 const sqlTenantUsage = `SELECT spec FROM jobs
 	WHERE tenant_id = $1 AND active AND NOT deleted AND admitted
-	  AND state IN ('QUEUED', 'STARTING', 'RUNNING', 'RESTARTING')`
+	  AND ` + sqlUnfinished
 
 // TenantUsage is what a tenant's admitted jobs that have not finished
 // request together: the jobs the scheduler counts against the tenant's
