@@ -102,26 +102,6 @@ func Validate(j *Job) []FieldViolation {
 	return v
 }
 
-// SecretRefs lists, sorted and without repeats, the ids of the tenant
-// secrets the spec uses (env and volumes). The API checks they exist.
-func SecretRefs(spec Spec) []string {
-	var ids []string
-	for _, r := range spec.Replicas {
-		for _, e := range r.Env {
-			if e.Secret != nil && e.Secret.Secret != "" {
-				ids = append(ids, e.Secret.Secret)
-			}
-		}
-		for _, sv := range r.SecretVolumes {
-			if sv.Secret != "" {
-				ids = append(ids, sv.Secret)
-			}
-		}
-	}
-	slices.Sort(ids)
-	return slices.Compact(ids)
-}
-
 func (v *Violations) spec(s *Spec) {
 	v.replicas(s)
 	resourcesOK := true

@@ -396,11 +396,3 @@ func TestImageReferences(t *testing.T) {
 		})
 	}
 }
-
-func TestSecretRefs(t *testing.T) {
-	require.Empty(t, SecretRefs(Spec{Replicas: []ReplicaSpec{{Type: Worker}}}))
-	spec := valJob().Spec
-	spec.Replicas[0].Env = []EnvVar{{Name: "A", Secret: &SecretKeyRef{Secret: "zeta", Key: "k"}}, {Name: "B", Value: "plain"}}
-	spec.Replicas[2].SecretVolumes = []SecretVolume{{Secret: "alpha", MountPath: "/a"}, {Secret: "hf", MountPath: "/b"}}
-	require.Empty(t, cmp.Diff([]string{"alpha", "gcs", "hf", "zeta"}, SecretRefs(spec)))
-}

@@ -33,12 +33,6 @@ func ManagedSelector() labels.Selector {
 	return labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedByValue})
 }
 
-// JobSelector selects every object of the job with this uid (replica pods,
-// its EndpointSlice, the TensorBoard pod and Service).
-func JobSelector(uid string) labels.Selector {
-	return labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedByValue, LabelJobUID: uid})
-}
-
 // jobLabels are the labels every object of job j carries.
 func jobLabels(j job.Job) map[string]string {
 	return map[string]string{

@@ -41,13 +41,6 @@ func auditInsert(ctx context.Context, tx pgx.Tx, tenantID string, action audit.A
 	return err
 }
 
-// auditQueue is auditInsert as part of a batch.
-func auditQueue(ctx context.Context, b *pgx.Batch, tenantID string, action audit.Action, resource string, details map[string]any) {
-	if args, ok := auditArgs(ctx, tenantID, action, resource, details); ok {
-		b.Queue(sqlAuditInsert, args...)
-	}
-}
-
 // AuditWrite records a change the store did not make itself: the API
 // deleting a Kubernetes Secret that had no metadata row. Without an actor
 // in ctx it records nothing.

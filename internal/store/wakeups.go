@@ -113,10 +113,3 @@ func (w *Wakeups) Last(tenantID string) time.Time {
 	defer w.mu.Unlock()
 	return w.last[tenantID]
 }
-
-// subscribers counts the subscribers of tenantID (for tests).
-func (w *Wakeups) subscribers(tenantID string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.subs[tenantID])
-}

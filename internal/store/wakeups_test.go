@@ -64,3 +64,10 @@ func TestWakeupsLast(t *testing.T) {
 	require.True(t, w.Last("a").IsZero(), "forgotten with the last subscriber")
 	require.True(t, (*Wakeups)(nil).Last("a").IsZero())
 }
+
+// subscribers counts the subscribers of tenantID.
+func (w *Wakeups) subscribers(tenantID string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.subs[tenantID])
+}

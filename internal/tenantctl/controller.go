@@ -125,17 +125,6 @@ func New(cfg Config) (*Controller, error) {
 	return c, nil
 }
 
-// HasSynced reports whether the informers have listed everything once (for
-// a readiness check).
-func (c *Controller) HasSynced() bool {
-	for _, s := range c.synced {
-		if !s() {
-			return false
-		}
-	}
-	return true
-}
-
 // Run reconciles until ctx ends, then returns nil. It returns an error when
 // the informers cannot sync within Config.CacheSyncTimeout (typically a
 // missing list or watch permission) or when it is already running.

@@ -117,7 +117,7 @@ func (b *bundle) startController(t *testing.T, client kubernetes.Interface, opts
 		}
 		<-ldone
 	})
-	require.Eventually(t, c.HasSynced, time.Minute, 20*time.Millisecond, "informers did not sync")
+	require.Eventually(t, func() bool { return hasSynced(c) }, time.Minute, 20*time.Millisecond, "informers did not sync")
 	b.ctrls = append(b.ctrls, c)
 	b.regs = append(b.regs, reg)
 	return c
@@ -244,4 +244,14 @@ func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// hasSynced reports whether c's informers have listed everything once.
+func hasSynced(c *Controller) bool {
+	for _, s := range c.synced {
+		if !s() {
+			return false
+		}
+	}
+	return true
 }

@@ -40,22 +40,6 @@ type Result struct {
 	Issues []Issue
 }
 
-// Unsupported are the issues that change what runs.
-func (r Result) Unsupported() []Issue { return r.filter(Unsupported) }
-
-// Notes are the issues that do not.
-func (r Result) Notes() []Issue { return r.filter(Note) }
-
-func (r Result) filter(s Severity) []Issue {
-	var out []Issue
-	for _, i := range r.Issues {
-		if i.Severity == s {
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
 // Convert turns a TFJob manifest (YAML or JSON, one document) into a
 // Trainyard job. The error wraps ErrNotTFJob; everything else the manifest
 // holds that Trainyard does not carry over as written is in

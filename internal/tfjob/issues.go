@@ -22,13 +22,6 @@ const (
 	Note
 )
 
-func (s Severity) String() string {
-	if s == Note {
-		return "note"
-	}
-	return "unsupported"
-}
-
 // Issue is one field of the TFJob that is not carried over as written.
 type Issue struct {
 	// Field is the path in the manifest, as kubectl explain writes it:
@@ -37,8 +30,6 @@ type Issue struct {
 	Message  string
 	Severity Severity
 }
-
-func (i Issue) String() string { return i.Field + ": " + i.Message }
 
 // issues collects a conversion's issues.
 type issues []Issue
