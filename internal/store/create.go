@@ -65,7 +65,7 @@ func (e *BatchError) Unwrap() []error {
 // ErrAlreadyExists; a missing tenant ErrNotFound; a tenant that is not
 // ACTIVE ErrFailedPrecondition.
 //
-// Concurrent calls share statements (creates.go): the job is committed in
+// Concurrent calls share statements (createshare.go): the job is committed in
 // the same transaction as other callers' jobs, but its outcome is its own.
 // A caller whose ctx ends before its job was sent creates nothing; one
 // whose ctx ends after may or may not have created it, as with any

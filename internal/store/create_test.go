@@ -176,7 +176,7 @@ func TestJobCreateManyIdempotent(t *testing.T) {
 }
 
 // Concurrent JobCreates of several tenants and callers share statements
-// (creates.go), and each caller still gets its own outcome: its job, a
+// (createshare.go), and each caller still gets its own outcome: its job, a
 // replay of its earlier request, a name taken, a tenant not active; each
 // job's audit record names the caller who asked for it.
 func TestJobCreateConcurrentCallers(t *testing.T) {

@@ -42,7 +42,7 @@
 // JobCreateMany (BatchCreateJobs, up to 1,000 jobs) is one statement, so
 // one round trip and one transaction; concurrent JobCreates share such
 // statements, of any tenants and callers, each keeping its own outcome
-// (creates.go, shared.go: most of a create's cost is per statement and per
+// (createshare.go, shared.go: most of a create's cost is per statement and per
 // commit, so under load the commits per job fall). The statement takes a share lock on
 // each tenant's row (FOR SHARE of an ACTIVE tenant, which waits for a TenantUpdate
 // — an offboarding — in flight and then sees its state, so no job is

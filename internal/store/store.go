@@ -49,7 +49,7 @@ type Store struct {
 	now func() time.Time
 	// notifier sends the NOTIFYs of committed transactions (notifier.go).
 	notifier *notifier
-	// creates shares statements between concurrent JobCreates (creates.go).
+	// creates shares statements between concurrent JobCreates (createshare.go).
 	creates *createQueue
 	// saves shares statements between concurrent JobSaves (queue.go).
 	saves *sharedQueue[saveItem, int64]
