@@ -144,6 +144,7 @@ func BenchmarkTrainyard(b *testing.B) {
 		rep.took = append(rep.took, sectionTime{name, time.Since(start)})
 	}
 	section("store", func(b *testing.B) { benchStore(b, cfg, rep) })
+	section("noisy", func(b *testing.B) { benchNoisy(b, cfg, rep) })
 	section("batch", func(b *testing.B) { benchBatch(b, cfg, rep) })
 	section("million", func(b *testing.B) { benchMillion(b, rep) })
 	section("watchers", func(b *testing.B) { benchFanout(b, rep) })

@@ -63,6 +63,15 @@
 // throughput is calls over wall time. Meanwhile pg_stat_activity is
 // sampled every 50 ms: what the database's backends wait on.
 //
+// # Noisy neighbour: BenchmarkTrainyard/noisy
+//
+// Issue 41: through one `trainyard serve`, tenant A submits with 64
+// clients as fast as it can while tenant B submits 5 jobs a second (open
+// loop), in three phases of twice TRAINYARD_BENCH_STORE_FOR: B alone, A
+// alone, both. It prints B's p50 and p99 with A flooding against B alone
+// (target: p99 within 2x) and A's throughput beside B against A alone
+// (target: 0.8x). A's clients retry a RESOURCE_EXHAUSTED after 20 ms.
+//
 // # Dispatch: BenchmarkTrainyard/dispatch
 //
 // Sets of 1 chief + 4 worker pods at TRAINYARD_BENCH_RATE per second

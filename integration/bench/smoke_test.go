@@ -67,6 +67,19 @@ func TestDispatchSmoke(t *testing.T) {
 	require.Contains(t, out.String(), "vs empty ns")
 }
 
+func TestNoisySmoke(t *testing.T) {
+	r := measureNoisy(t, time.Second, 8, 5, nil)
+	t.Logf("B alone p99 %.1f ms, with A %.1f ms; A alone %.0f/s, with B %.0f/s", ms(r.bAlone.p99), ms(r.bWithA.p99), r.aAlone, r.aWithB)
+	require.Positive(t, r.bAlone.n)
+	require.Positive(t, r.bWithA.n)
+	require.Positive(t, r.aAlone)
+	require.Positive(t, r.aWithB)
+	require.Zero(t, r.bErrors+r.bRefused, "tenant B is never refused for A's load")
+	var out strings.Builder
+	r.print(&out)
+	require.Contains(t, out.String(), "Noisy neighbour")
+}
+
 func TestBatchSmoke(t *testing.T) {
 	r := measureBatch(t, 100, 1, time.Second, nil)
 	for _, row := range r.rows {
