@@ -146,7 +146,7 @@ cluster-status: ## Show the local control plane's processes and health.
 	@$(LOCALCLUSTER) status
 
 .PHONY: demo
-demo: build ## Run Trainyard on the local cluster and train a 1 chief + 2 worker + 1 PS job to SUCCEEDED, then stop it all.
+demo: build ## Run Trainyard on the local cluster, train a 1 chief + 2 worker + 1 PS job to SUCCEEDED and keep it up for the console until Ctrl-C (not at a terminal: stop at once; DEMO_KEEP=1/0 overrides).
 	bash integration/demo.sh
 
 .PHONY: bench
