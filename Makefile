@@ -57,12 +57,22 @@ web: web/node_modules/.package-lock.json ## Build the web console into web/dist 
 web-test: web/node_modules/.package-lock.json ## The console's unit tests (vitest).
 	cd web && $(NPM) test
 
+# --- the Python client (clients/python): Debian's python3-pytest,
+# python3-mypy and python3-typeshed beside python3-grpcio, -protobuf and
+# -yaml (.ci/run installs them). /usr/bin/python3, not the first python3 on
+# PATH, which a pyenv or venv without them may shadow.
+PYTHON ?= /usr/bin/python3
+
+.PHONY: python-test
+python-test: ## The Python client's offline tests (pytest) and its type check (mypy --strict); make test also runs it against a live server.
+	cd clients/python && $(PYTHON) -m pytest -q && $(PYTHON) -m mypy
+
 .PHONY: screenshots
 screenshots: cluster-build build ## Run the console's browser tests and keep their screenshots in web/screenshots (the README shows them).
 	TRAINYARD_BIN=$(BIN)/trainyard TRAINYARD_SCREENSHOTS=$(CURDIR)/web/screenshots $(GO) test -tags integration -count=1 -run TestConsole ./integration/console/
 
 .PHONY: test
-test: cluster-build build fuzz-smoke web-test ## Every test: unit, Postgres and end to end on the local cluster, and each fuzz target briefly (what CI runs).
+test: cluster-build build fuzz-smoke web-test python-test ## Every test: unit, Postgres and end to end on the local cluster, and each fuzz target briefly (what CI runs).
 	@pg_isready -q -h 127.0.0.1 -p 5432 || { echo "PostgreSQL is not answering on 127.0.0.1:5432 (.ci/run starts it)" >&2; exit 1; }
 	TRAINYARD_BIN=$(BIN)/trainyard $(GO) test -tags integration -count=1 -p 1 -timeout 60m ./...
 	$(GO) vet -tags bench ./integration/bench/
