@@ -29,16 +29,18 @@ $(PROTO_DEPS): go.mod
 	chmod -R u+w $(PROTO_DEPS)
 
 .PHONY: generate
-generate: $(PROTO_DEPS) ## Regenerate Go code, the OpenAPI document and the Python client's stubs from proto/.
+generate: $(PROTO_DEPS) web/node_modules/.package-lock.json ## Regenerate Go code, the OpenAPI document, the console's API types and the Python client's stubs from proto/.
 	$(GO) tool buf generate --path proto/trainyard
+	@# The console's types (web/src/api/openapi.gen.ts) from the OpenAPI document: openapi-typescript.
+	cd web && $(NPM) run --silent generate
 	@# Debian's protoc and grpc_python_plugin (protobuf-compiler, protobuf-compiler-grpc).
 	bash clients/python/generate.sh
 
 .PHONY: verify
-verify: generate web ## Fail when generated files or the console's build (web/dist) are stale, or go.mod is untidy.
+verify: generate web ## Fail when generated files (Go, OpenAPI, the console's API types, Python stubs) or the console's build (web/dist) are stale, or go.mod is untidy.
 	$(GO) mod tidy
-	@git diff --exit-code -- proto web-openapi clients/python/trainyard/_proto go.mod go.sum || { echo "generated files are stale: run 'make generate' and commit" >&2; exit 1; }
-	@test -z "$$(git status --porcelain -- proto web-openapi clients/python/trainyard/_proto)" || { git status --porcelain -- proto web-openapi clients/python/trainyard/_proto; echo "untracked generated files: run 'make generate' and commit" >&2; exit 1; }
+	@git diff --exit-code -- proto web-openapi web/src/api/openapi.gen.ts clients/python/trainyard/_proto go.mod go.sum || { echo "generated files are stale: run 'make generate' and commit" >&2; exit 1; }
+	@test -z "$$(git status --porcelain -- proto web-openapi web/src/api/openapi.gen.ts clients/python/trainyard/_proto)" || { git status --porcelain -- proto web-openapi web/src/api/openapi.gen.ts clients/python/trainyard/_proto; echo "untracked generated files: run 'make generate' and commit" >&2; exit 1; }
 	@test -z "$$(git status --porcelain -- web/dist web/package-lock.json)" || { git status --porcelain -- web/dist web/package-lock.json; echo "the console's build (web/dist) is stale: run 'make web' and commit" >&2; exit 1; }
 
 # --- the web console (web/): TypeScript and React, built by Vite with npm.
