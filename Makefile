@@ -29,16 +29,18 @@ $(PROTO_DEPS): go.mod
 	chmod -R u+w $(PROTO_DEPS)
 
 .PHONY: generate
-generate: $(PROTO_DEPS) ## Regenerate Go code, the OpenAPI document and the Python client's stubs from proto/.
+generate: $(PROTO_DEPS) web/node_modules/.package-lock.json ## Regenerate Go code, the OpenAPI document, the console's API types and the Python client's stubs from proto/.
 	$(GO) tool buf generate --path proto/trainyard
+	@# The console's types (web/src/api/openapi.gen.ts) from the OpenAPI document: openapi-typescript.
+	cd web && $(NPM) run --silent generate
 	@# Debian's protoc and grpc_python_plugin (protobuf-compiler, protobuf-compiler-grpc).
 	bash clients/python/generate.sh
 
 .PHONY: verify
-verify: generate web ## Fail when generated files or the console's build (web/dist) are stale, or go.mod is untidy.
+verify: generate web ## Fail when generated files (Go, OpenAPI, the console's API types, Python stubs) or the console's build (web/dist) are stale, or go.mod is untidy.
 	$(GO) mod tidy
-	@git diff --exit-code -- proto web-openapi clients/python/trainyard/_proto go.mod go.sum || { echo "generated files are stale: run 'make generate' and commit" >&2; exit 1; }
-	@test -z "$$(git status --porcelain -- proto web-openapi clients/python/trainyard/_proto)" || { git status --porcelain -- proto web-openapi clients/python/trainyard/_proto; echo "untracked generated files: run 'make generate' and commit" >&2; exit 1; }
+	@git diff --exit-code -- proto web-openapi web/src/api/openapi.gen.ts clients/python/trainyard/_proto go.mod go.sum || { echo "generated files are stale: run 'make generate' and commit" >&2; exit 1; }
+	@test -z "$$(git status --porcelain -- proto web-openapi web/src/api/openapi.gen.ts clients/python/trainyard/_proto)" || { git status --porcelain -- proto web-openapi web/src/api/openapi.gen.ts clients/python/trainyard/_proto; echo "untracked generated files: run 'make generate' and commit" >&2; exit 1; }
 	@test -z "$$(git status --porcelain -- web/dist web/package-lock.json)" || { git status --porcelain -- web/dist web/package-lock.json; echo "the console's build (web/dist) is stale: run 'make web' and commit" >&2; exit 1; }
 
 # --- the web console (web/): TypeScript and React, built by Vite with npm.
@@ -57,12 +59,22 @@ web: web/node_modules/.package-lock.json ## Build the web console into web/dist 
 web-test: web/node_modules/.package-lock.json ## The console's unit tests (vitest).
 	cd web && $(NPM) test
 
+# --- the Python client (clients/python): Debian's python3-pytest,
+# python3-mypy and python3-typeshed beside python3-grpcio, -protobuf and
+# -yaml (.ci/run installs them). /usr/bin/python3, not the first python3 on
+# PATH, which a pyenv or venv without them may shadow.
+PYTHON ?= /usr/bin/python3
+
+.PHONY: python-test
+python-test: ## The Python client's offline tests (pytest) and its type check (mypy --strict); make test also runs it against a live server.
+	cd clients/python && $(PYTHON) -m pytest -q && $(PYTHON) -m mypy
+
 .PHONY: screenshots
 screenshots: cluster-build build ## Run the console's browser tests and keep their screenshots in web/screenshots (the README shows them).
 	TRAINYARD_BIN=$(BIN)/trainyard TRAINYARD_SCREENSHOTS=$(CURDIR)/web/screenshots $(GO) test -tags integration -count=1 -run TestConsole ./integration/console/
 
 .PHONY: test
-test: cluster-build build fuzz-smoke web-test ## Every test: unit, Postgres and end to end on the local cluster, and each fuzz target briefly (what CI runs).
+test: cluster-build build fuzz-smoke web-test python-test ## Every test: unit, Postgres and end to end on the local cluster, and each fuzz target briefly (what CI runs).
 	@pg_isready -q -h 127.0.0.1 -p 5432 || { echo "PostgreSQL is not answering on 127.0.0.1:5432 (.ci/run starts it)" >&2; exit 1; }
 	TRAINYARD_BIN=$(BIN)/trainyard $(GO) test -tags integration -count=1 -p 1 -timeout 60m ./...
 	$(GO) vet -tags bench ./integration/bench/
@@ -146,7 +158,7 @@ cluster-status: ## Show the local control plane's processes and health.
 	@$(LOCALCLUSTER) status
 
 .PHONY: demo
-demo: build ## Run Trainyard on the local cluster and train a 1 chief + 2 worker + 1 PS job to SUCCEEDED, then stop it all.
+demo: build ## Run Trainyard on the local cluster, train a 1 chief + 2 worker + 1 PS job to SUCCEEDED and keep it up for the console until Ctrl-C (not at a terminal: stop at once; DEMO_KEEP=1/0 overrides).
 	bash integration/demo.sh
 
 .PHONY: bench

@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# `make demo`: Trainyard end to end on this machine, then everything it started
-# is stopped again.
+# `make demo`: Trainyard end to end on this machine.
 #
 #   1. Postgres on 127.0.0.1:5432 (started if down), a fresh database
 #   2. the local Kubernetes control plane (built from source the first time)
@@ -10,8 +9,10 @@
 #   6. its progress to SUCCEEDED, with every pod's TF_CONFIG
 # and at the end, the web console's address and a token to sign in with.
 #
-# At a terminal (or with DEMO_KEEP=1) it all keeps running at the end, for
-# the console; Ctrl-C stops it.
+# At a terminal it all keeps running at the end, for the console, until
+# Ctrl-C stops it. Elsewhere (CI, scripts: stdin or stdout not a terminal) it
+# stops at once. DEMO_KEEP=1 keeps it running anyway; DEMO_KEEP=0 stops it
+# even at a terminal. TRAINYARD_BIN names the binary (bin/trainyard).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +22,7 @@ SERVER_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=
 DB=trainyard_demo
 DB_URL="${SERVER_URL%%/postgres\?*}/$DB?sslmode=disable"
 CLUSTER=trainyard-demo
+TRAINYARD="${TRAINYARD_BIN:-bin/trainyard}"
 work="$(mktemp -d)"
 dev_pid=""
 
@@ -30,6 +32,7 @@ localcluster() { go run ./integration/cluster/cmd/localcluster --name "$CLUSTER"
 
 cleanup() {
   status=$?
+  trap '' INT TERM   # a second Ctrl-C must not leave half of it running
   bold "Stopping everything the demo started"
   if [[ -n "$dev_pid" ]]; then kill "$dev_pid" 2>/dev/null || true; wait "$dev_pid" 2>/dev/null || true; fi
   localcluster down >/dev/null 2>&1 || true
@@ -60,7 +63,7 @@ say "kubeconfig $KUBECONFIG_PATH"
 kubectl get nodes -o 'custom-columns=NODE:.metadata.name,READY:.status.conditions[?(@.type=="Ready")].status,GPUS:.status.capacity.nvidia\.com/gpu' | sed 's/^/  /'
 
 bold "3/6 trainyard dev (API + worker)"
-bin/trainyard dev --database-url "$DB_URL" --kubeconfig "$KUBECONFIG_PATH" \
+"$TRAINYARD" dev --database-url "$DB_URL" --kubeconfig "$KUBECONFIG_PATH" \
   --http-addr "$HTTP_ADDR" --grpc-addr "$GRPC_ADDR" --metrics-addr 127.0.0.1:0 \
   >"$work/dev.log" 2>&1 &
 dev_pid=$!
@@ -136,15 +139,23 @@ if [[ "$last" != SUCCEEDED ]]; then
 fi
 bold "The job SUCCEEDED."
 # At a terminal the demo keeps running, so that the console can be tried;
-# elsewhere (scripts, CI) it stops unless DEMO_KEEP=1.
+# elsewhere (scripts, CI) it stops at once, unless DEMO_KEEP=1.
 keep="${DEMO_KEEP:-}"
-if [[ -z "$keep" && -t 0 && -t 1 ]]; then keep=1; fi
-if [[ "$keep" == 1 ]]; then
-  say "Still running. curl: export TOKEN=$TOKEN; curl -H \"Authorization: Bearer \$TOKEN\" $TY/v1/tenants/demo/jobs"
-  say "Ctrl-C stops everything."
-else
-  say "DEMO_KEEP=1 keeps it running after the demo; it stops now."
+if [[ -z "$keep" ]]; then
+  if [[ -t 0 && -t 1 ]]; then keep=1; else keep=0; fi
+fi
+if [[ "$keep" != 1 ]]; then
+  say "Not at a terminal (or DEMO_KEEP=0): everything stops now. DEMO_KEEP=1 keeps it running for the console."
+  exit 0
 fi
 bold "The web console: open $TY/ and sign in with this token"
 say "$TOKEN"
-if [[ "$keep" == 1 ]]; then wait "$dev_pid"; fi
+say "curl: export TOKEN=<the token above>; curl -H \"Authorization: Bearer \$TOKEN\" $TY/v1/tenants/demo/jobs"
+say "Everything keeps running until Ctrl-C."
+# Ctrl-C here is the way out, not a failure: stop everything and exit 0.
+trap 'exit 0' INT TERM
+rc=0
+wait "$dev_pid" || rc=$?
+dev_pid=""
+echo "trainyard dev exited ($rc)"
+exit 1

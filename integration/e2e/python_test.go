@@ -23,10 +23,10 @@ import (
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
 
-// The Python client (clients/python) against the live server: its offline
-// unit tests, then the notebook-style example, which submits a job and a
-// Kubeflow TFJob, waits for both, reads a log and catches a validation
-// error with its field violations.
+// The Python client (clients/python) against the live server: the
+// notebook-style example, which submits a job and a Kubeflow TFJob, waits
+// for both, reads a log and catches a validation error with its field
+// violations. Its offline tests are `make python-test` (pytest, mypy).
 
 // python is the interpreter with Debian's python3-grpcio, python3-protobuf
 // and python3-yaml (.ci/run installs them): $TRAINYARD_PYTHON, else the
@@ -49,13 +49,6 @@ func python(t *testing.T) string {
 func clientDir() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..", "clients", "python")
-}
-
-func TestPythonClientUnit(t *testing.T) {
-	cmd := exec.Command(python(t), "-m", "unittest", "discover", "-s", "tests", "-v")
-	cmd.Dir = clientDir()
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
 }
 
 // asMember runs the Python client (cmd, in clients/python) against env's

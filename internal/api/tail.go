@@ -38,6 +38,7 @@ type tailReads struct {
 // flight is one shared read: done closes when val and err are set.
 type flight struct {
 	started time.Time
+	readers int // the reads that joined it, its first included (tests wait on it)
 	done    chan struct{}
 	val     *tail
 	err     error
@@ -88,6 +89,7 @@ func (t *tailReads) read(ctx context.Context, tenantID string, cursor int64, lim
 			close(f.done)
 		}()
 	}
+	f.readers++
 	t.mu.Unlock()
 	select {
 	case <-ctx.Done():

@@ -41,6 +41,16 @@ func (g *gatedStore) TenantGet(_ context.Context, id string) (tenant.Tenant, err
 	return tenant.Tenant{ID: id, State: tenant.Active}, nil
 }
 
+// readers counts the reads that joined key's read in flight (0: none).
+func (t *tailReads) readers(key string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if f := t.flights[key]; f != nil {
+		return f.readers
+	}
+	return 0
+}
+
 // Streams of a tenant at the same cursor share one read; a stream that goes
 // away meanwhile neither fails the others nor cancels their read.
 func TestTailReadsShareOneReadPerCursor(t *testing.T) {
@@ -54,18 +64,16 @@ func TestTailReadsShareOneReadPerCursor(t *testing.T) {
 		goneErr <- err
 	}()
 	var wg sync.WaitGroup
-	var started atomic.Int32
 	results := make([]*tail, 50)
 	for i := range results {
 		wg.Go(func() {
-			started.Add(1)
 			r, err := tails.read(context.Background(), "acme", 7, 100, time.Time{})
 			require.NoError(t, err)
 			results[i] = r
 		})
 	}
-	require.Eventually(t, func() bool { return started.Load() == 50 && st.calls.Load() == 1 }, 5*time.Second, time.Millisecond)
-	time.Sleep(100 * time.Millisecond) // the last ones from started to waiting
+	// All 51 joined the one read before the first goes away.
+	require.Eventually(t, func() bool { return tails.readers("acme/7/100") == 51 && st.calls.Load() == 1 }, 5*time.Second, time.Millisecond)
 	cancel()
 	require.Equal(t, codes.Canceled, status.Code(<-goneErr))
 	close(st.gate)

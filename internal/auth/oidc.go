@@ -151,6 +151,8 @@ type OIDC struct {
 
 	mu      sync.Mutex
 	lastErr error // of the latest failed discovery attempt
+
+	retried chan struct{} // closed when the background discovery (retry) has ended
 }
 
 type oidcState struct {
@@ -172,6 +174,7 @@ func NewOIDC(ctx context.Context, cfg OIDCConfig) (*OIDC, error) {
 	if err := o.discover(ctx); err != nil {
 		o.setErr(err)
 		o.log.Warn("oidc discovery failed; retrying in the background, requests get UNAVAILABLE until it succeeds", "err", err)
+		o.retried = make(chan struct{})
 		go o.retry(ctx)
 		return o, nil
 	}
@@ -197,6 +200,7 @@ func (o *OIDC) setErr(err error) {
 }
 
 func (o *OIDC) retry(ctx context.Context) {
+	defer close(o.retried)
 	delay := o.cfg.RetryMin
 	for attempt := 2; ; attempt++ {
 		// Full jitter in [delay/2, delay) keeps many replicas from

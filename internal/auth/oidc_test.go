@@ -153,8 +153,12 @@ func TestOIDCDiscoveryStopsWithContext(t *testing.T) {
 	o, err := NewOIDC(ctx, OIDCConfig{Issuer: iss.URL(), Audience: "a", Logger: discardLogger(), RetryMin: 5 * time.Millisecond, RetryMax: 5 * time.Millisecond})
 	require.NoError(t, err)
 	cancel()
-	iss.SetAvailable(true)
-	time.Sleep(50 * time.Millisecond) // proving a negative: nothing to wait for
+	select {
+	case <-o.retried:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the background discovery did not end with its context")
+	}
+	iss.SetAvailable(true) // nothing is left to discover it
 	require.Error(t, o.Ready())
 }
 

@@ -220,6 +220,7 @@ func TestJobListWatchAfterMissesNothing(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
+	var created atomic.Int64
 	for w := range 4 {
 		wg.Go(func() {
 			for n := 0; ; n++ {
@@ -233,12 +234,15 @@ func TestJobListWatchAfterMissesNothing(t *testing.T) {
 					errs <- err
 					return
 				}
+				created.Add(1)
 			}
 		})
 	}
 	var pages []JobPage
 	for range 20 {
-		time.Sleep(5 * time.Millisecond)
+		// Each list after more creates committed.
+		seen := created.Load()
+		require.Eventually(t, func() bool { return created.Load() > seen }, 10*time.Second, time.Millisecond)
 		page, err := b.store.JobList(b.ctx, "a", JobListParams{PageSize: MaxPageSize})
 		require.NoError(t, err)
 		require.Zero(t, page.Next, "one page holds them all")

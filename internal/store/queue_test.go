@@ -184,11 +184,10 @@ func TestJobLeaseExtend(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, live, "no lease")
 
-	// The lease runs out; a takeover locks it; the extension waits for it
-	// and then finds the lease run out, and leaves it so.
-	_, err = b.pool.Exec(b.ctx, `UPDATE worker_leases SET expires_at = now() + interval '300 milliseconds' WHERE worker_id = 'w1'`)
+	// The lease has run out; a takeover locks it; the extension waits for
+	// it and then finds the lease run out, and leaves it so.
+	_, err = b.pool.Exec(b.ctx, `UPDATE worker_leases SET expires_at = now() - interval '1 second' WHERE worker_id = 'w1'`)
 	require.NoError(t, err)
-	time.Sleep(400 * time.Millisecond)
 	tx, err := b.pool.Begin(b.ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(context.Background()) }()

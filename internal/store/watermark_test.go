@@ -104,7 +104,7 @@ func TestEventsResumeUnderInterleavedWriters(t *testing.T) {
 					if err := eventsInsert(b.ctx, tx, jobs[rng.IntN(len(jobs))], events, time.Now()); err != nil {
 						return err
 					}
-					time.Sleep(hold) // the ids are taken; others commit meanwhile
+					time.Sleep(hold) // the workload, not a wait: the ids are taken, the transaction stays open, others commit meanwhile
 					if rollback {
 						return errRollback
 					}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -193,17 +194,7 @@ func (b *bundle) deleteNamespaces(t *testing.T) {
 // after timeout.
 func eventually(t *testing.T, timeout time.Duration, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %v", timeout, err)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+	require.EventuallyWithT(t, func(c *assert.CollectT) { assert.NoError(c, check()) }, timeout, 25*time.Millisecond)
 }
 
 func getNS(t *testing.T, c kubernetes.Interface, name string) (*corev1.Namespace, error) {

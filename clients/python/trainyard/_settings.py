@@ -22,7 +22,7 @@ import urllib.request
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, cast
 
 DEFAULT_SERVER = "localhost:9090"
 # A token this close to its expiry is refreshed before use, as tyctl does.
@@ -59,8 +59,8 @@ def _read_config(path: Path) -> Dict[str, Any]:
     try:
         import yaml  # tyctl writes YAML; PyYAML reads it
     except ImportError:  # pragma: no cover - PyYAML is a dependency
-        return json.loads(text)
-    return yaml.safe_load(text) or {}
+        return cast(Dict[str, Any], json.loads(text))
+    return cast(Dict[str, Any], yaml.safe_load(text) or {})
 
 
 def resolve(target: Optional[str], token: Optional[str], tenant: Optional[str],
@@ -96,11 +96,11 @@ def _stored_token(path: Path, cfg: Dict[str, Any]) -> Optional[str]:
     login = cfg["login"]
     expiry = _parse_time(login.get("expiry"))
     if expiry is None or expiry - EXPIRY_SKEW_SECONDS > time.time() or not login.get("refreshToken"):
-        return login.get("idToken")
+        return cast(Optional[str], login.get("idToken"))
     fresh = _refresh(login)
     login.update(fresh)
     _write_config(path, cfg)
-    return login.get("idToken")
+    return cast(Optional[str], login.get("idToken"))
 
 
 def _parse_time(s: Any) -> Optional[float]:

@@ -7,7 +7,7 @@ import time
 import uuid
 import warnings
 from pathlib import Path
-from typing import Iterable, Iterator, List, Optional, Tuple, Union
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Tuple, Union, cast
 
 import grpc
 
@@ -59,7 +59,7 @@ class Client:
         else:
             roots = Path(s.ca_file).read_bytes() if s.ca_file else None
             self._channel = grpc.secure_channel(s.server, grpc.ssl_channel_credentials(root_certificates=roots), options=options)
-        self._jobs = job_pb2_grpc.JobServiceStub(self._channel)
+        self._jobs = job_pb2_grpc.JobServiceStub(self._channel)  # type: ignore[no-untyped-call]  # generated, untyped
 
     def __repr__(self) -> str:  # never the token
         return f"Client(target={self.target!r}, tenant={self.tenant!r})"
@@ -88,7 +88,7 @@ class Client:
             return job
         return f"{self._parent()}/jobs/{job}"
 
-    def _call(self, method, request, timeout: Optional[float] = None):
+    def _call(self, method: Callable[..., Any], request: Any, timeout: Optional[float] = None) -> Any:
         try:
             return method(request, metadata=self._metadata, timeout=timeout or self.timeout)
         except grpc.RpcError as e:
@@ -121,9 +121,9 @@ class Client:
                 parent=self._parent(), tfjob=doc, job_id=job_id or "", request_id=request_id, allow_warnings=allow_warnings))
             for w in resp.warnings:
                 warnings.warn(f"{w.field}: {w.description}", TFJobWarning, stacklevel=2)
-            return resp.job
-        return self._call(self._jobs.CreateJob, job_pb2.CreateJobRequest(
-            parent=self._parent(), job=doc, job_id=job_id or "", request_id=request_id))
+            return cast(job_pb2.Job, resp.job)
+        return cast(job_pb2.Job, self._call(self._jobs.CreateJob, job_pb2.CreateJobRequest(
+            parent=self._parent(), job=doc, job_id=job_id or "", request_id=request_id)))
 
     def submit_many(self, specs: Union[str, "os.PathLike[str]", Iterable[_documents.Document]], *,
                     request_id: Optional[str] = None) -> List[job_pb2.Job]:
@@ -168,7 +168,7 @@ class Client:
 
     def get(self, job: JobRef) -> job_pb2.Job:
         """Returns a job, with the log tails of replicas that ended."""
-        return self._call(self._jobs.GetJob, job_pb2.GetJobRequest(name=self._name(job)))
+        return cast(job_pb2.Job, self._call(self._jobs.GetJob, job_pb2.GetJobRequest(name=self._name(job))))
 
     def list(self, filter: str = "", page_size: int = 0) -> Iterator[job_pb2.Job]:
         """Iterates over the tenant's jobs, newest first, page after page.
@@ -220,7 +220,7 @@ class Client:
 
     def cancel(self, job: JobRef) -> job_pb2.Job:
         """Cancels a job; a finished one is returned as it is."""
-        return self._call(self._jobs.CancelJob, job_pb2.CancelJobRequest(name=self._name(job)))
+        return cast(job_pb2.Job, self._call(self._jobs.CancelJob, job_pb2.CancelJobRequest(name=self._name(job))))
 
     def delete(self, job: JobRef) -> None:
         """Deletes a finished job and what it left in Kubernetes."""

@@ -123,10 +123,11 @@ class JobCancelled(TrainyardError):
         super().__init__(grpc.StatusCode.CANCELLED, f"job {job.name} was cancelled")
 
 
-def _replica_name(r) -> str:
+def _replica_name(r: "job_pb2.ReplicaStatus") -> str:
     from trainyard._proto.trainyard.v1 import job_pb2
 
-    return job_pb2.ReplicaType.Name(r.type).removeprefix("REPLICA_TYPE_").lower() + f"-{r.index}"
+    kind: str = job_pb2.ReplicaType.Name(r.type)
+    return kind.removeprefix("REPLICA_TYPE_").lower() + f"-{r.index}"
 
 
 _BY_CODE = {
