@@ -87,4 +87,5 @@ var waitConditionReasons = map[WaitReason]string{
 	WaitOrder:         "EarlierJobFirst",
 	WaitPreempted:     ReasonPreempted,
 	WaitUnschedulable: ReasonUnschedulable,
+	WaitBudget:        "BudgetExhausted",
 }
