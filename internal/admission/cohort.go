@@ -247,6 +247,7 @@ func (c *cycle) preemptAcross(j *jobState, reason job.WaitReason, v variant, nee
 		return nil, inFlight
 	}
 	victims = tr.minimal(n)
+	tr.undoAll() // the explanations give the figures before the preemption
 	for _, a := range victims {
 		a.PreemptingFor, a.preempting = j.Key, j
 		k := kind
