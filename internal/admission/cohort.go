@@ -133,10 +133,12 @@ func (c *cycle) everOver(t *tenantState, j *jobState, need acct) ([]job.Resource
 }
 
 // borrowingIn reports whether t uses more than its nominal quota in a
-// dimension need asks for: only then may another tenant preempt its jobs.
+// dimension need asks for, and did when the cycle began (what it borrowed
+// in this cycle came after every job within its nominal quota): only
+// then may another tenant preempt its jobs.
 func (c *cycle) borrowingIn(t *tenantState, need acct) bool {
 	for k := range need {
-		if need[k] > 0 && t.sh.limited[k] && t.use[k] > t.sh.nominal[k] {
+		if need[k] > 0 && t.sh.limited[k] && t.use[k] > t.sh.nominal[k] && t.sh.start[k] > t.sh.nominal[k] {
 			return true
 		}
 	}

@@ -251,8 +251,31 @@ func (c *cycle) reserveAdmitted() {
 
 // admitInOrder walks the pending jobs in cluster order and admits each
 // that its tenant's order, quota and the nodes allow.
+//
+// Jobs that would borrow in a cohort go after every other job (under
+// STRICT_FIFO their tenant's later jobs with them): a cycle never
+// lends what a member's own job within its nominal quota needs in that
+// cycle, and so never admits a borrower only to reclaim from it.
 func (c *cycle) admitInOrder() {
+	var later []*jobState
+	deferred := map[*tenantState]bool{}
 	for _, j := range c.clusterOrder() {
+		if t := j.t; t.sh != nil && t.sh.co != nil {
+			borrows := false
+			if !deferred[t] && t.blocker == nil {
+				_, _, within := c.quotaCheck(t, j, c.needOf(j, j.Groups, j.GPUType))
+				borrows = !within
+				// Under STRICT_FIFO the tenant's later jobs wait behind it.
+				deferred[t] = borrows && t.Scheduling.Queueing == tenant.StrictFIFO
+			}
+			if borrows || deferred[t] {
+				later = append(later, j)
+				continue
+			}
+		}
+		c.consider(j)
+	}
+	for _, j := range later {
 		c.consider(j)
 	}
 }

@@ -135,6 +135,8 @@ type shareState struct {
 	weight                      float64
 	overBudget                  bool
 	models                      []string // models it has nominal quota of, sorted
+	// start is what it used when the cycle began.
+	start acct
 }
 
 type cohortState struct {
@@ -260,6 +262,7 @@ func (c *cycle) setupSharing(s *Snapshot) {
 			j.need = c.needOf(j, j.Groups, j.GPUType)
 			t.use.add(j.need)
 		}
+		st.start = slices.Clone(t.use)
 	}
 }
 

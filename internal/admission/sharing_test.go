@@ -366,14 +366,24 @@ func TestFairShareNoOscillation(t *testing.T) {
 				tenants = append(tenants, tn)
 			}
 			nodes := []Node{gpuNode("n1", 8), gpuNode("n2", 8), gpuNode("n3", 8), gpuNode("n4", 8), gpuNode("n5", 8)}
-			var jobs []Job
+			// t2 and t3 start alone and borrow; t0's and t1's jobs arrive
+			// at the third cycle and reclaim or take by fair share.
+			var jobs, arriving []Job
 			for i := range 24 {
 				tn := tenants[(i*7+seed)%4]
-				jobs = append(jobs, makeJob(tn.ID, fmt.Sprintf("j%02d", i), int64(i+1)).Workers(1, int64(1+(i+seed)%8)).Obj())
+				j := makeJob(tn.ID, fmt.Sprintf("j%02d", i), int64(i+1)).Workers(1, int64(1+(i+seed)%8)).Obj()
+				if tn.ID == "t0" || tn.ID == "t1" {
+					arriving = append(arriving, j)
+				} else {
+					jobs = append(jobs, j)
+				}
 			}
 			preemptedBy := map[Key]Key{}
 			quiet := 0
 			for cycle := 0; cycle < 200 && quiet < 3; cycle++ {
+				if cycle == 3 {
+					jobs = append(jobs, arriving...)
+				}
 				s := snapshot(tenants, nodes, jobs...)
 				s.Now = t0.Add(time.Duration(cycle) * time.Minute)
 				d := Schedule(s)
@@ -418,7 +428,7 @@ func TestFairShareNoOscillation(t *testing.T) {
 						}
 					}
 				}
-				if len(d.Preempt)+len(d.Admit) == 0 {
+				if len(d.Preempt)+len(d.Admit) == 0 && cycle >= 3 {
 					quiet++
 				} else {
 					quiet = 0
