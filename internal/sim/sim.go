@@ -54,7 +54,17 @@ type Job struct {
 const (
 	PolicyScheduler = "scheduler"
 	PolicyQuotaFIFO = "quota-fifo"
+	// PolicyCohort is the scheduler with every tenant of the trace that
+	// names no cohort in one cohort: borrowing, reclaim and weighted fair
+	// share (sharing.go).
+	PolicyCohort = "cohort"
+	// PolicyCohortHistory is PolicyCohort with fair share that counts
+	// each tenant's decayed usage (half life HistoryHalfLife).
+	PolicyCohortHistory = "cohort-history"
 )
+
+// Policies lists every policy.
+var Policies = []string{PolicyScheduler, PolicyQuotaFIFO, PolicyCohort, PolicyCohortHistory}
 
 // Result is what a policy made of a trace.
 type Result struct {
@@ -78,12 +88,14 @@ type Result struct {
 	// relative to its work, 1/n when one tenant gets everything.
 	Fairness    float64
 	Preemptions int
+	// Sharing are the figures of issue 42 (sharing.go).
+	Sharing SharingStats
 }
 
 // Stats summarize durations.
 type Stats struct {
-	N             int
-	P50, P95, Max time.Duration
+	N                  int
+	P50, P95, P99, Max time.Duration
 }
 
 // state of one job during a run.
@@ -110,8 +122,8 @@ type placement struct {
 
 // Run plays the trace under a policy until every job ended or the horizon.
 func Run(tr Trace, policy string, horizon time.Duration) (Result, error) {
-	if policy != PolicyScheduler && policy != PolicyQuotaFIFO {
-		return Result{}, fmt.Errorf("sim: unknown policy %q (%s or %s)", policy, PolicyScheduler, PolicyQuotaFIFO)
+	if !slices.Contains(Policies, policy) {
+		return Result{}, fmt.Errorf("sim: unknown policy %q (one of %v)", policy, Policies)
 	}
 	r := newRun(tr, policy)
 	if len(r.jobs) > 0 {
@@ -120,11 +132,12 @@ func Run(tr Trace, policy string, horizon time.Duration) (Result, error) {
 	r.lastAcct = r.now
 	for {
 		r.finishDue()
-		if policy == PolicyScheduler {
-			r.stepScheduler()
-		} else {
+		if policy == PolicyQuotaFIFO {
 			r.stepQuotaFIFO()
+		} else {
+			r.stepScheduler()
 		}
+		r.share.observe(r)
 		t, ok := r.nextEvent()
 		if !ok || t > horizon {
 			break
@@ -151,14 +164,21 @@ type run struct {
 	heldGPU, busyGPU float64
 	lastAcct         time.Duration
 	preemptions      int
+	share            *shareRun
 }
 
 func newRun(tr Trace, policy string) *run {
 	r := &run{policy: policy, tenants: map[string]admission.Tenant{}, nodes: tr.Nodes, used: map[string]job.Vector{}}
 	r.res.Policy = policy
 	for _, t := range tr.Tenants {
+		if policy == PolicyCohort || policy == PolicyCohortHistory {
+			if t.Sharing.Cohort == "" {
+				t.Sharing.Cohort = "all"
+			}
+		}
 		r.tenants[t.ID] = t
 	}
+	r.share = newShareRun(r)
 	jobs := slices.Clone(tr.Jobs)
 	slices.SortStableFunc(jobs, func(a, b Job) int { return cmp.Compare(a.Submit, b.Submit) })
 	for i, j := range jobs {
@@ -223,6 +243,7 @@ func (r *run) account() {
 			r.heldGPU += float64(gpus) * dt
 		}
 	}
+	r.share.account(r, dt)
 }
 
 func (r *run) free(j *simJob) {
