@@ -2,13 +2,13 @@
 // submissions, so that their fairness and utilization can be compared on
 // the same workload without a cluster (`trainyard simulate`).
 //
-// Two policies run the same trace:
+// Four policies run the same trace:
 //
 //   - "scheduler": Trainyard's scheduler, admission.Schedule itself, every time
 //     something happens (a job arrives or ends). An admitted job's pods go
 //     where the decision found room (Decision.Assigned); preempted jobs
-//     stop at once and go back to the queue keeping their progress (they
-//     checkpoint).
+//     stop at once and go back to the queue keeping their progress up to
+//     their last checkpoint (every CheckpointEvery); the rest is lost.
 //   - "quota-fifo": the admission Trainyard had before the scheduler: each
 //     tenant's queue in (priority, submission) order, strictly, against
 //     the tenant's quota only; admitted jobs' pods are then placed one by
@@ -18,6 +18,18 @@
 //     before that hold their room. Gangs can then hold parts of each
 //     other's room for ever: the simulation reports jobs that never run as
 //     stuck.
+//   - "cohort": the scheduler with the trace's tenants in one cohort
+//     (unless they name theirs): each tenant's quota is its nominal
+//     share; it borrows what the others leave idle and gets it back by
+//     reclaim; weighted fair share orders the borrowers.
+//   - "cohort-history": "cohort" whose fair share also counts each
+//     tenant's usage decayed with a half life of HistoryHalfLife.
+//
+// Besides utilisation and waits, every run keeps the figures of issue 42
+// (SharingStats): each tenant's received GPU-time against its
+// entitlement, how long tenants were owed their nominal quota, GPU-hours
+// lost to preemption, waits by gang size. GenerateBursty makes the trace
+// on which they matter.
 //
 // Time is virtual: a trace of weeks runs in seconds. Pods start the moment
 // they are placed; a job's run time counts from when all of its pods run.
