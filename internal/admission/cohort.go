@@ -45,6 +45,10 @@ func (c *cycle) considerShared(j *jobState) {
 	for i := range tries {
 		tr := &tries[i]
 		tr.over, tr.msg, tr.within = c.quotaCheck(t, j, tr.need)
+		if len(tr.over) == 0 && !tr.within && t.sh.co != nil && t.sh.co.reclaiming {
+			tr.over = c.aboveNominal(t, tr.need)
+			tr.msg = fmt.Sprintf("cohort %s is giving a tenant back its nominal quota this cycle; borrowing waits for the next", t.sh.co.name)
+		}
 		if len(tr.over) > 0 {
 			continue
 		}
@@ -132,6 +136,20 @@ func (c *cycle) everOver(t *tenantState, j *jobState, need acct) ([]job.Resource
 	return over, strings.Join(parts, "; ")
 }
 
+// aboveNominal lists the dimensions in which need takes t above its
+// nominal quota.
+func (c *cycle) aboveNominal(t *tenantState, need acct) []job.Resource {
+	var over []job.Resource
+	for k := range need {
+		if need[k] > 0 && t.sh.limited[k] && t.use[k]+need[k] > t.sh.nominal[k] {
+			if r := dimResource(k); !slices.Contains(over, r) {
+				over = append(over, r)
+			}
+		}
+	}
+	return over
+}
+
 // borrowingIn reports whether t uses more than its nominal quota in a
 // dimension need asks for, and did when the cycle began (what it borrowed
 // in this cycle came after every job within its nominal quota): only
@@ -216,6 +234,7 @@ func (c *cycle) preemptAcross(j *jobState, reason job.WaitReason, v variant, nee
 		tr.release(a)
 	}
 	if tr.fits() {
+		st.co.reclaiming = st.co.reclaiming || len(inFlight) > 0
 		return nil, inFlight
 	}
 	n := len(tr.released)
@@ -246,9 +265,11 @@ func (c *cycle) preemptAcross(j *jobState, reason job.WaitReason, v variant, nee
 	}
 	if !fit {
 		c.noReclaim[rk] = max(c.noReclaim[rk], j.Priority)
+		st.co.reclaiming = st.co.reclaiming || len(inFlight) > 0
 		return nil, inFlight
 	}
 	victims = tr.minimal(n)
+	st.co.reclaiming = true
 	tr.undoAll() // the explanations give the figures before the preemption
 	for _, a := range victims {
 		a.PreemptingFor, a.preempting = j.Key, j

@@ -143,6 +143,9 @@ type cohortState struct {
 	name    string
 	members []*tenantState
 	pool    acct // what members may borrow in all: the cohort's own and what members lend
+	// reclaiming: this cycle preempts borrowed jobs of the cohort; no job
+	// may borrow in it until the next (it would take the room being made).
+	reclaiming bool
 }
 
 // setupSharing builds the accounting of sharing tenants: dimensions,
