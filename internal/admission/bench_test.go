@@ -2,10 +2,12 @@ package admission
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/trainyard/trainyard/internal/job"
@@ -128,5 +130,107 @@ func TestScheduleSmoke(t *testing.T) {
 	checkInvariants(t, s, d)
 	if len(d.Admit) == 0 || len(d.Waiting) == 0 {
 		t.Fatalf("a half-full cluster with 1,000 pending jobs admits some and queues some: %d admitted, %d waiting", len(d.Admit), len(d.Waiting))
+	}
+}
+
+// cohortSnapshot is largeSnapshot with the tenants in 10 cohorts, half of
+// them borrowing (their running jobs use twice their nominal GPUs), some
+// with decayed history, weights and fair-share preemption.
+func cohortSnapshot(pending, running, tenants, nodes int) Snapshot {
+	s := largeSnapshot(pending, running, tenants, nodes)
+	use := map[string]int64{}
+	for _, j := range s.Jobs {
+		if j.Admitted {
+			use[j.Key.Tenant] += demandOf(j.Groups)[job.GPU]
+		}
+	}
+	for i := range s.Tenants {
+		t := &s.Tenants[i]
+		t.Sharing.Cohort = fmt.Sprintf("cohort-%d", i%10)
+		u := use[t.ID]
+		if i%2 == 0 && u >= 2 {
+			t.Quota[job.GPU] = u / 2
+		} else {
+			t.Quota[job.GPU] = max(t.Quota[job.GPU], u)
+		}
+		t.Sharing.Weight = float64(1 + i%3)
+		t.Sharing.FairSharePreemption = i%4 == 1
+		if i%5 == 0 {
+			t.Sharing.Usage[job.GPU] = float64(u)
+		}
+	}
+	return s
+}
+
+// BenchmarkScheduleCohorts is BenchmarkScheduleSweep with cohorts: 1,000
+// running jobs, 1,000 nodes, 100 tenants in 10 cohorts, half of them
+// borrowing, and 1,000 / 10,000 / 50,000 pending jobs.
+func BenchmarkScheduleCohorts(b *testing.B) {
+	for _, pending := range []int{1_000, 10_000, 50_000} {
+		b.Run(fmt.Sprintf("pending=%d", pending), func(b *testing.B) {
+			s := cohortSnapshot(pending, 1_000, 100, 1_000)
+			b.ReportAllocs()
+			b.ResetTimer()
+			var d Decision
+			for b.Loop() {
+				d = Schedule(s)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(pending), "ns/pending-job")
+			b.ReportMetric(float64(len(d.Admit)), "admitted")
+			b.ReportMetric(float64(len(d.Preempt)), "preempted")
+		})
+	}
+}
+
+// TestScheduleCohortsSmoke runs the cohort benchmark's snapshot once, small.
+func TestScheduleCohortsSmoke(t *testing.T) {
+	s := cohortSnapshot(2_000, 200, 20, 100)
+	d := Schedule(s)
+	if len(d.Admit) == 0 || len(d.Waiting) == 0 {
+		t.Fatalf("admits some and queues some: %d admitted, %d waiting", len(d.Admit), len(d.Waiting))
+	}
+	checkCohortInvariants(t, s, d)
+}
+
+// checkCohortInvariants: after the decision (victims still counted: they
+// hold their resources until they stop), each cohort's members use no
+// more of its pool than it lends, in GPUs, counting only what they use
+// beyond their protected part; every cross-tenant victim's tenant used
+// more than its nominal quota; admissions never make a tenant that was
+// within its nominal quota the victim of another.
+func checkCohortInvariants(t *testing.T, s Snapshot, d Decision) {
+	t.Helper()
+	tenants := map[string]Tenant{}
+	for _, tn := range s.Tenants {
+		tenants[tn.ID] = tn
+	}
+	used := map[string]int64{}
+	byKey := map[Key]Job{}
+	for _, j := range s.Jobs {
+		byKey[j.Key] = j
+		if j.Admitted {
+			used[j.Key.Tenant] += demandOf(j.Groups)[job.GPU]
+		}
+	}
+	before := maps.Clone(used)
+	for _, k := range d.Admit {
+		used[k.Tenant] += demandOf(byKey[k].Groups)[job.GPU]
+	}
+	pool, inPool := map[string]int64{}, map[string]int64{}
+	for _, tn := range s.Tenants {
+		c := tn.Sharing.Cohort
+		pool[c] += tn.Quota[job.GPU]
+		inPool[c] += used[tn.ID]
+	}
+	for c := range pool {
+		require.LessOrEqual(t, inPool[c], pool[c], "cohort %s uses more GPUs than its members' nominal quotas", c)
+	}
+	for _, p := range d.Preempt {
+		if p.Victim.Tenant != p.By.Tenant {
+			v := tenants[p.Victim.Tenant]
+			require.Equal(t, v.Sharing.Cohort, tenants[p.By.Tenant].Sharing.Cohort, "reclaim stays within the cohort")
+			require.Greater(t, before[p.Victim.Tenant], v.Quota[job.GPU], "victim's tenant borrowed: %s", p.Message)
+			require.NotEmpty(t, p.Message)
+		}
 	}
 }

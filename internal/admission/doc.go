@@ -87,7 +87,76 @@
 // for them and is first in the cluster order once they are gone, so
 // nobody else takes the room. Jobs already stopping for it count first: a
 // cycle chooses no new victims while those will do. Preemption never
-// crosses tenants.
+// crosses tenants, except by the sharing rules below.
+//
+// # Sharing: cohorts, reclaim, fair share, budgets, GPU models
+//
+// Tenant.Sharing is optional; its zero value keeps every rule above as it
+// was. A tenant that names a Cohort has Quota as its nominal
+// (guaranteed) quota. Per dimension it limits:
+//
+//	guaranteed = nominal − LendingLimit       (0 without a lending limit)
+//	pool       = cohort's own nominal + Σ members' (nominal − guaranteed)
+//	admit j    ⇔ use+j ≤ nominal + BorrowingLimit   (no limit: the pool)
+//	           ∧ Σ members' max(0, use − guaranteed) ≤ pool, with j
+//
+// so a tenant within its nominal quota always fits when nobody borrows,
+// and what others leave unused is borrowed up to the limits. Jobs that
+// would borrow are considered after every other job of the cycle, so a
+// cycle never lends what a member's own job needs in it.
+//
+// Reclaim: a job that stays within its tenant's nominal quota and does
+// not fit (the pool or the nodes) preempts borrowed jobs of its cohort:
+// only jobs of tenants using more than their nominal quota, in a
+// dimension it needs, now and when the cycle began; the tenant furthest
+// over its entitlement (largest weighted share) first, then its lowest
+// priority, then its most recently started job; as few as will do
+// (Sharing.Reclaim ANY, LOWER_PRIORITY: only lower priority, NEVER). A
+// tenant within its nominal quota is never preempted by another. While
+// a cohort reclaims, nobody borrows in it until the next cycle, so the
+// room being made is not taken.
+//
+// Weighted share (Kueue's, at the largest dimension): what a tenant uses
+// above its nominal quota over its cohort's pool, divided by its Weight;
+// with history (Sharing.Usage, the decayed average DecayUsage keeps) its
+// usage is the mean of what it uses now and that. The cluster order puts
+// the tenants whose next job stays within nominal first, then the lowest
+// weighted share, then the dominant share above.
+//
+// Fair-share preemption (Sharing.FairSharePreemption, off by default): a
+// job that would borrow may preempt borrowed jobs of a tenant m only
+// while S_t(with j) ≤ S_m(without the victims), the preemptor's final
+// share at most the victim tenant's final share (Kueue's
+// LessThanOrEqualToFinalShare). Why it cannot oscillate: shares grow
+// with usage, so S_m(without) < S_m(before) and, after the preemption,
+// both S_t(with j) and S_m(without) are at most S_m(before) − ε: the
+// largest share among the tenants involved strictly falls and none rises
+// above it. Sort all tenants' shares in descending order: every
+// preemption makes that vector lexicographically smaller, and with a
+// fixed set of jobs there are finitely many such vectors, so preemptions
+// alone come to rest; in particular m's victim can not preempt j back
+// without something else changing (it would need S_m(before) ≤
+// S_t(without j) < S_t(with j) ≤ S_m(without) < S_m(before)).
+// TestFairShareNoOscillation replays decisions on fixed jobs to check it.
+//
+// Budgets: a tenant whose Budget of GPU-hours is used up has its GPU jobs
+// wait with reason BUDGET and an estimate of the period's reset; with
+// OverBudget BORROW_ONLY (in a cohort) its guarantee is suspended: its
+// whole nominal quota is lent, its jobs only borrow, and reclaim takes
+// them first (kind BUDGET).
+//
+// GPU models: Sharing.GPUTypes is a nominal quota per model (the node
+// label Config.GPUTypeLabel), each model a dimension of its own for the
+// rules above, borrowed and reclaimed per model. A job with GPUType runs
+// on that model's nodes; one of any model is tried per model the tenant
+// has quota of or may borrow, and Decision.GPUTypes says which one it was
+// counted against (its pods must be pinned there).
+//
+// Non-preemptible jobs (Job.NonPreemptible) are never victims, of any
+// rule, and never borrow. Every preemption carries its Kind, the two
+// tenants' weighted shares and a Message with the figures, for the
+// victim's events; the preemptor's message never names other tenants'
+// jobs.
 //
 // Start estimates play the queue forward: running jobs end after their
 // tenant's typical run time (the median of its recent jobs, from their

@@ -48,6 +48,9 @@ func (c *cycle) estimate() {
 		if w.Reason == job.WaitUnschedulable && w.EstimatedStart == nil {
 			continue // never fits: no estimate
 		}
+		if w.Reason == job.WaitBudget {
+			continue // it starts when the budget's period resets, if at all
+		}
 		if stuck {
 			w.EstimatedStart, w.EstimateBasis = nil, ""
 			continue
@@ -56,7 +59,7 @@ func (c *cycle) estimate() {
 		if j.NotBefore.After(at) {
 			at, basis = j.NotBefore, job.ETABackoff
 		}
-		fits := func() bool { return j.demand.LessEq(free) && used[j.t].Add(j.demand).Within(j.t.Quota) }
+		fits := func() bool { return j.demand.LessEq(free) && used[j.t].Add(j.demand).Within(j.t.etaQuota()) }
 		pop := func() end {
 			e := heap.Pop(ends).(end)
 			free = free.Add(e.j.demand)
@@ -136,4 +139,23 @@ func (h *endHeap) Pop() any {
 	x := h.items[len(h.items)-1]
 	h.items = h.items[:len(h.items)-1]
 	return x
+}
+
+// etaQuota is the limit start estimates hold a tenant's jobs to: its
+// quota; for a tenant of a cohort, its nominal quota plus its borrowing
+// limit (none when it may borrow the whole pool; the pool is not modelled).
+func (t *tenantState) etaQuota() job.Vector {
+	if t.sh == nil || t.sh.co == nil {
+		return t.Quota
+	}
+	if t.Sharing.BorrowingLimit == nil {
+		return job.Vector{}
+	}
+	q := t.Quota
+	for r := range q {
+		if q[r] > 0 {
+			q[r] += t.Sharing.BorrowingLimit[r]
+		}
+	}
+	return q
 }

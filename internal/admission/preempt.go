@@ -2,6 +2,7 @@ package admission
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 
 	"github.com/trainyard/trainyard/internal/job"
@@ -17,20 +18,20 @@ const maxCandidates = 256
 // lose the least work), as few as will do. inFlight are the jobs already
 // stopping for j; when they are enough, no new victim is chosen. Nothing
 // is changed: victims hold their resources until their pods are gone.
-func (c *cycle) preempt(j *jobState) (victims, inFlight []*jobState) {
+func (c *cycle) preempt(j *jobState, groups []Group, shape uint64, need acct) (victims, inFlight []*jobState) {
 	t := j.t
 	var cands []*jobState
 	for _, v := range t.admitted {
 		switch {
 		case v.preempting == j:
 			inFlight = append(inFlight, v)
-		case v.PreemptingFor != (Key{}):
-			// Stopping for another job already.
+		case v.PreemptingFor != (Key{}) || v.NonPreemptible:
+			// Stopping for another job already, or never preempted.
 		case v.Priority < j.Priority:
 			cands = append(cands, v)
 		}
 	}
-	if p, ok := c.noPreempt[j.shape]; ok && p >= j.Priority && len(inFlight) == 0 {
+	if p, ok := c.noPreempt[shape]; ok && p >= j.Priority && len(inFlight) == 0 {
 		return nil, nil // a job of this shape and no lower priority found nothing
 	}
 	slices.SortFunc(cands, func(a, b *jobState) int {
@@ -40,27 +41,34 @@ func (c *cycle) preempt(j *jobState) (victims, inFlight []*jobState) {
 		cands = cands[:maxCandidates]
 	}
 
-	tr := &trial{c: c, t: t}
+	tr := &trial{c: c, j: j, groups: groups, need: need}
 	defer tr.undoAll()
 	for _, v := range inFlight {
 		tr.release(v)
 	}
-	if tr.fits(j) {
+	if tr.fits() {
 		return nil, inFlight
 	}
 	n := len(tr.released)
 	fit := false
 	for _, v := range cands {
 		tr.release(v)
-		if tr.fits(j) {
+		if tr.fits() {
 			fit = true
 			break
 		}
 	}
 	if !fit {
-		c.noPreempt[j.shape] = max(c.noPreempt[j.shape], j.Priority)
+		c.noPreempt[shape] = max(c.noPreempt[shape], j.Priority)
 		return nil, inFlight
 	}
+	return tr.minimal(n), inFlight
+}
+
+// minimal drops, from the victims released after the first n (the last
+// one was needed), every earlier one the job fits without, and returns
+// those left.
+func (tr *trial) minimal(n int) (victims []*jobState) {
 	// The last victim was needed; drop any earlier one that was not.
 	keep := make([]bool, len(tr.released))
 	for k := range keep {
@@ -68,7 +76,7 @@ func (c *cycle) preempt(j *jobState) (victims, inFlight []*jobState) {
 	}
 	for k := len(tr.released) - 2; k >= n; k-- {
 		tr.unrelease(k)
-		if tr.fits(j) {
+		if tr.fits() {
 			keep[k] = false
 		} else {
 			tr.rerelease(k)
@@ -79,7 +87,7 @@ func (c *cycle) preempt(j *jobState) (victims, inFlight []*jobState) {
 			victims = append(victims, tr.released[k].v)
 		}
 	}
-	return victims, inFlight
+	return victims
 }
 
 // announce records the preemptions and marks the victims as stopping for
@@ -89,14 +97,28 @@ func (c *cycle) announce(j *jobState, reason job.WaitReason, victims []*jobState
 		v.PreemptingFor, v.preempting = j.Key, j
 		c.out.Preempt = append(c.out.Preempt, Preemption{
 			Victim: v.Key, VictimName: v.Name, By: j.Key, ByName: j.Name, ByPriority: j.Priority, Reason: reason,
+			Kind: PreemptPriority,
+			Message: fmt.Sprintf("preempted by job %q of the same tenant, of priority %d above its %d, which needs its %s",
+				j.Name, j.Priority, v.Priority, reasonWord(reason)),
 		})
 	}
 }
 
-// trial releases running jobs' resources for a what-if and puts them back.
+func reasonWord(r job.WaitReason) string {
+	if r == job.WaitQuota {
+		return "quota"
+	}
+	return "capacity"
+}
+
+// trial releases running jobs' resources for a what-if and puts them back:
+// whether j, run as groups (need its quota need, for a sharing tenant),
+// would fit.
 type trial struct {
 	c        *cycle
-	t        *tenantState
+	j        *jobState
+	groups   []Group
+	need     acct
 	released []released
 }
 
@@ -112,14 +134,20 @@ func (tr *trial) release(v *jobState) {
 	for _, p := range v.reserved {
 		undo = append(undo, placed{node: p.node, req: p.req.Times(-1)})
 	}
-	tr.t.used = tr.t.used.Sub(v.demand)
+	v.t.used = v.t.used.Sub(v.demand)
+	if v.t.sh != nil {
+		v.t.use.sub(v.need)
+	}
 	tr.released = append(tr.released, released{v: v, undo: undo, active: true})
 }
 
 func (tr *trial) unrelease(k int) {
 	r := &tr.released[k]
 	tr.c.cl.give(r.undo)
-	tr.t.used = tr.t.used.Add(r.v.demand)
+	r.v.t.used = r.v.t.used.Add(r.v.demand)
+	if r.v.t.sh != nil {
+		r.v.t.use.add(r.v.need)
+	}
 	r.active = false
 }
 
@@ -128,7 +156,10 @@ func (tr *trial) rerelease(k int) {
 	for _, p := range r.undo {
 		tr.c.cl.give([]placed{{node: p.node, req: p.req.Times(-1)}})
 	}
-	tr.t.used = tr.t.used.Sub(r.v.demand)
+	r.v.t.used = r.v.t.used.Sub(r.v.demand)
+	if r.v.t.sh != nil {
+		r.v.t.use.sub(r.v.need)
+	}
 	r.active = true
 }
 
@@ -141,11 +172,16 @@ func (tr *trial) undoAll() {
 }
 
 // fits reports whether j would fit its quota and the nodes now.
-func (tr *trial) fits(j *jobState) bool {
-	if !tr.t.used.Add(j.demand).Within(tr.t.Quota) {
+func (tr *trial) fits() bool {
+	j := tr.j
+	if j.t.sh != nil {
+		if over, _, _ := tr.c.quotaCheck(j.t, j, tr.need); len(over) > 0 {
+			return false
+		}
+	} else if !j.t.used.Add(j.demand).Within(j.t.Quota) {
 		return false
 	}
-	ps, ok := tr.c.cl.gang(j.Groups, true)
+	ps, ok := tr.c.cl.gang(tr.groups, true)
 	tr.c.cl.give(ps)
 	return ok
 }

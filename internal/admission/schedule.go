@@ -50,6 +50,21 @@ type cycle struct {
 	waiting []*jobState
 	waits   []Waiting
 	out     Decision
+
+	// Sharing (sharing.go): the GPU models quotas name, each a dimension
+	// after job.Vector's, and the model of each node.
+	gpuLabel  string
+	models    []string
+	modelIdx  map[string]int
+	nodeModel map[string]string
+	// noReclaim: (tenant, shape) for which cross-tenant preemption found
+	// nothing, by the highest priority that tried.
+	noReclaim map[reclaimKey]int32
+}
+
+type reclaimKey struct {
+	t     *tenantState
+	shape uint64
 }
 
 type tenantState struct {
@@ -64,6 +79,10 @@ type tenantState struct {
 	blockedMsg map[job.WaitReason]string
 	waiting    int  // waiting jobs ordered so far
 	gone       bool // not in the snapshot's tenants: holds, admits nothing
+	// sh is set for a sharing tenant (a cohort, or quotas per GPU
+	// model), and use is then what it uses in every quota dimension.
+	sh  *shareState
+	use acct
 }
 
 type jobState struct {
@@ -79,6 +98,10 @@ type jobState struct {
 	preempting *jobState
 	wait       *Waiting
 	short      []job.Resource // what it lacks, while it waits
+	// Sharing tenants' jobs: what the job counts against quotas (admitted:
+	// its own; pending: once admitted), and the ways it may run.
+	need     acct
+	variants []variant
 }
 
 func newCycle(s *Snapshot) *cycle {
@@ -86,6 +109,11 @@ func newCycle(s *Snapshot) *cycle {
 		now: s.Now, cfg: s.Config, cl: newCluster(sortedNodes(s.Nodes)),
 		tenants: map[string]*tenantState{}, jobs: map[Key]*jobState{},
 		failed: map[uint64]bool{}, never: map[uint64]bool{}, ever: map[uint64]bool{}, noPreempt: map[uint64]int32{},
+		noReclaim: map[reclaimKey]int32{},
+	}
+	label := s.Config.GPUTypeLabel
+	if label == "" {
+		label = DefaultGPUTypeLabel
 	}
 	for _, t := range s.Tenants {
 		t.Scheduling = t.Scheduling.WithDefaults()
@@ -105,7 +133,12 @@ func newCycle(s *Snapshot) *cycle {
 			continue // its tenant is gone or not active: nothing to admit
 		}
 		js := &states[i]
-		*js = jobState{Job: *j, t: t, demand: demandOf(j.Groups), shape: shapeOf(j.Groups)}
+		*js = jobState{Job: *j, t: t, demand: demandOf(j.Groups)}
+		if j.GPUType != "" {
+			// It asks for a model: its GPU pods go to nodes of that model.
+			js.Groups = withModel(j.Groups, label, j.GPUType)
+		}
+		js.shape = shapeOf(js.Groups)
 		c.jobs[j.Key] = js
 		if j.Admitted {
 			t.admitted = append(t.admitted, js)
@@ -135,6 +168,7 @@ func newCycle(s *Snapshot) *cycle {
 			}
 		}
 	}
+	c.setupSharing(s)
 	return c
 }
 
@@ -217,8 +251,31 @@ func (c *cycle) reserveAdmitted() {
 
 // admitInOrder walks the pending jobs in cluster order and admits each
 // that its tenant's order, quota and the nodes allow.
+//
+// Jobs that would borrow in a cohort go after every other job (under
+// STRICT_FIFO their tenant's later jobs with them): a cycle never
+// lends what a member's own job within its nominal quota needs in that
+// cycle, and so never admits a borrower only to reclaim from it.
 func (c *cycle) admitInOrder() {
+	var later []*jobState
+	deferred := map[*tenantState]bool{}
 	for _, j := range c.clusterOrder() {
+		if t := j.t; t.sh != nil && t.sh.co != nil {
+			borrows := false
+			if !deferred[t] && t.blocker == nil {
+				_, _, within := c.quotaCheck(t, j, c.needOf(j, j.Groups, j.GPUType))
+				borrows = !within
+				// Under STRICT_FIFO the tenant's later jobs wait behind it.
+				deferred[t] = borrows && t.Scheduling.Queueing == tenant.StrictFIFO
+			}
+			if borrows || deferred[t] {
+				later = append(later, j)
+				continue
+			}
+		}
+		c.consider(j)
+	}
+	for _, j := range later {
 		c.consider(j)
 	}
 }
@@ -253,7 +310,7 @@ func (c *cycle) clusterOrder() []*jobState {
 			}
 		}
 	}
-	h := &shareHeap{capacity: c.cl.capacity}
+	h := &shareHeap{capacity: c.cl.capacity, c: c}
 	for _, t := range c.order {
 		if len(t.queue) > 0 {
 			h.items = append(h.items, t)
@@ -296,6 +353,21 @@ func (c *cycle) consider(j *jobState) {
 		c.wait(j, reason, t.blockedMessage(reason), nil)
 		j.wait.BlockedBy = t.blocker.Name
 		return
+	case t.Sharing.Budget.Exhausted() && j.demand[job.GPU] > 0 && (t.sh == nil || !t.sh.overBudget):
+		b := t.Sharing.Budget
+		msg := fmt.Sprintf("the tenant's GPU-hour budget is used up (%.1f of %.1f GPU-hours)", b.UsedGPUHours, b.GPUHours)
+		if !b.ResetAt.IsZero() {
+			msg += "; the period resets at " + b.ResetAt.UTC().Format(time.RFC3339)
+		}
+		c.wait(j, job.WaitBudget, msg, []job.Resource{job.GPU})
+		if !b.ResetAt.IsZero() {
+			eta := laterOf(b.ResetAt, c.now)
+			j.wait.EstimatedStart, j.wait.EstimateBasis = &eta, job.ETABackoff
+		}
+		return // holds nobody up: the tenant's CPU jobs may start
+	case t.sh != nil:
+		c.considerShared(j)
+		return
 	}
 	if over := j.demand.Over(t.Quota); len(over) > 0 {
 		// The quota was lowered after the job was accepted: it can not
@@ -332,7 +404,7 @@ func (c *cycle) consider(j *jobState) {
 		msg = "waiting for capacity: " + c.capacityMessage(j, short)
 	}
 	if t.Scheduling.Preemption == tenant.PreemptLowerPriority {
-		if victims, inFlight := c.preempt(j); len(victims)+len(inFlight) > 0 {
+		if victims, inFlight := c.preempt(j, j.Groups, j.shape, nil); len(victims)+len(inFlight) > 0 {
 			c.announce(j, reason, victims)
 			names := namesOf(append(slices.Clone(inFlight), victims...))
 			c.wait(j, reason, fmt.Sprintf("%s; preempting %s, which must stop first", msg, strings.Join(names, ", ")), short)
@@ -351,37 +423,17 @@ func (c *cycle) consider(j *jobState) {
 
 // everFits reports, once per shape, whether j's pods could be placed at
 // all if nothing else ran.
-func (c *cycle) everFits(j *jobState) bool {
-	if c.never[j.shape] {
-		return false
-	}
-	if c.ever[j.shape] {
-		return true
-	}
-	ok := c.cl.everFits(j.Groups)
-	if ok {
-		c.ever[j.shape] = true
-	} else {
-		c.never[j.shape] = true
-	}
-	return ok
-}
+func (c *cycle) everFits(j *jobState) bool { return c.everFitsShape(j.Groups, j.shape) }
 
 // placeOnce places j's gang, remembering a shape that did not fit.
-func (c *cycle) placeOnce(j *jobState) ([]placed, bool) {
-	if c.failed[j.shape] {
-		return nil, false
-	}
-	ps, ok := c.cl.gang(j.Groups, false)
-	if !ok {
-		c.failed[j.shape] = true
-	}
-	return ps, ok
-}
+func (c *cycle) placeOnce(j *jobState) ([]placed, bool) { return c.placeShape(j.Groups, j.shape) }
 
 func (c *cycle) admit(j *jobState, ps []placed) {
 	j.reserved = ps
 	j.t.used = j.t.used.Add(j.demand)
+	if j.t.sh != nil {
+		j.t.use.add(j.need)
+	}
 	c.out.Admit = append(c.out.Admit, j.Key)
 	nodes := make([]string, len(ps))
 	for i, p := range ps {
@@ -500,10 +552,13 @@ func namesOf(js []*jobState) []string {
 	return names
 }
 
-// shareHeap orders tenants by dominant share of the cluster, then id.
+// shareHeap orders tenants: those whose next job stays within their
+// nominal quota first, then by weighted share in their cohort (0 outside
+// cohorts), then by dominant share of the cluster, then id.
 type shareHeap struct {
 	items    []*tenantState
 	capacity job.Vector
+	c        *cycle
 }
 
 func (h *shareHeap) share(t *tenantState) float64 {
@@ -518,6 +573,16 @@ func (h *shareHeap) share(t *tenantState) float64 {
 
 func (h *shareHeap) Len() int { return len(h.items) }
 func (h *shareHeap) Less(i, k int) bool {
+	if h.items[i].sh != nil || h.items[k].sh != nil {
+		ba, sa := h.c.orderShare(h.items[i])
+		bb, sb := h.c.orderShare(h.items[k])
+		if ba != bb {
+			return !ba
+		}
+		if sa != sb {
+			return sa < sb
+		}
+	}
 	a, b := h.share(h.items[i]), h.share(h.items[k])
 	if a != b {
 		return a < b

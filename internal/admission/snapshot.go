@@ -21,6 +21,19 @@ type Snapshot struct {
 	// cancelled) and admitted (holding quota and capacity until they end).
 	Jobs  []Job
 	Nodes []Node
+	// Cohorts are the cohorts' own nominal pools (nobody owns them); a
+	// cohort that tenants name but that is not listed has none.
+	Cohorts []Cohort
+}
+
+// Cohort is a group of tenants that lend one another their unused
+// nominal quota (sharing.go).
+type Cohort struct {
+	Name string
+	// Nominal is a pool of the cohort's own, lent to its members.
+	Nominal job.Vector
+	// GPUTypes is the pool's GPUs per model.
+	GPUTypes map[string]int64
 }
 
 // Config holds the scheduler's tunables.
@@ -31,7 +44,14 @@ type Config struct {
 	// job of any tenant may take the resources it lacks. Zero disables
 	// starvation protection.
 	StarvationAge time.Duration
+	// GPUTypeLabel is the node label that names a node's GPU model
+	// (default "nvidia.com/gpu.product"): quotas per GPU model count a
+	// job's GPUs on the model of the nodes it runs on.
+	GPUTypeLabel string
 }
+
+// DefaultGPUTypeLabel is the label GPU Feature Discovery puts on nodes.
+const DefaultGPUTypeLabel = "nvidia.com/gpu.product"
 
 // Tenant is a tenant as the scheduler sees it.
 type Tenant struct {
@@ -43,6 +63,10 @@ type Tenant struct {
 	// RunTime is the typical run time of the tenant's recent jobs (their
 	// median), for start estimates; zero when there is no history.
 	RunTime time.Duration
+	// Sharing is the tenant's cohort, borrowing, lending, fair share and
+	// budget (sharing.go). Its zero value is today's wall: the quota
+	// limits the tenant, nobody borrows from it, nobody preempts it.
+	Sharing Sharing
 }
 
 // Key identifies a job.
@@ -68,6 +92,14 @@ type Job struct {
 	MaxRunTime time.Duration
 	// GracePeriod is how long its pods take to stop when preempted.
 	GracePeriod time.Duration
+	// NonPreemptible (spec.preemptible: false): never preempted, by its
+	// own tenant or any other; it runs only inside its tenant's nominal
+	// quota (it never borrows).
+	NonPreemptible bool
+	// GPUType is the GPU model the job asks for ("": any). The decision
+	// places its GPU pods on nodes of that model and counts its GPUs
+	// against the tenant's quota of that model.
+	GPUType string
 
 	Admitted bool
 
@@ -157,6 +189,11 @@ type Decision struct {
 	// each of its pods (group by group): the proof that the gang fits.
 	// kube-scheduler places the pods; it may choose other nodes.
 	Assigned map[Key][]string
+	// GPUTypes is, for each admitted job that asked for any GPU model of
+	// a tenant with quotas per model, the model it was counted against:
+	// its GPU pods must go to nodes of that model (a node selector on
+	// Config.GPUTypeLabel).
+	GPUTypes map[Key]string
 	// Preempt lists the running jobs to preempt, with why.
 	Preempt []Preemption
 	// Waiting has one entry per pending job that is not admitted, in
@@ -165,7 +202,10 @@ type Decision struct {
 }
 
 // Preemption is a running job to stop and requeue so that a pending job
-// of higher priority, of the same tenant, fits.
+// fits: one of higher priority of the same tenant (PreemptPriority), one
+// of a tenant taking back its nominal quota (PreemptReclaim, or
+// PreemptBudget when the victim's tenant is over its GPU-hour budget),
+// or one of a tenant with a smaller weighted share (PreemptFairShare).
 type Preemption struct {
 	Victim     Key
 	VictimName string
@@ -174,7 +214,34 @@ type Preemption struct {
 	ByPriority int32
 	// Reason is what the preemptor lacked: WaitQuota or WaitCapacity.
 	Reason job.WaitReason
+	// Kind is the rule that chose the victim.
+	Kind PreemptionKind
+	// Message explains it, with the figures that decided it, for the
+	// victim's events and Preempted condition.
+	Message string
+	// ByShare and VictimShare are the two tenants' weighted shares
+	// (sharing.go) that decided a cross-tenant preemption: the
+	// preemptor's once its job runs, the victim tenant's before it loses
+	// the victim. Zero for PreemptPriority.
+	ByShare, VictimShare float64
 }
+
+// PreemptionKind is the rule behind a preemption.
+type PreemptionKind string
+
+const (
+	// PreemptPriority: a job of higher priority of the same tenant.
+	PreemptPriority PreemptionKind = "PRIORITY"
+	// PreemptReclaim: a tenant takes back its nominal quota from a
+	// borrower in its cohort.
+	PreemptReclaim PreemptionKind = "RECLAIM"
+	// PreemptFairShare: a borrower with a smaller weighted share takes
+	// borrowed capacity from one with a larger share.
+	PreemptFairShare PreemptionKind = "FAIR_SHARE"
+	// PreemptBudget: the victim's tenant is over its GPU-hour budget and
+	// ran on borrowed capacity; its jobs are first in line for reclaim.
+	PreemptBudget PreemptionKind = "BUDGET"
+)
 
 // Waiting is where a pending job stands.
 type Waiting struct {

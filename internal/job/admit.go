@@ -74,4 +74,5 @@ var waitConditionReasons = map[WaitReason]string{
 	WaitOrder:         "EarlierJobFirst",
 	WaitPreempted:     ReasonPreempted,
 	WaitUnschedulable: ReasonUnschedulable,
+	WaitBudget:        "BudgetExhausted",
 }

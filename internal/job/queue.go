@@ -21,10 +21,13 @@ const (
 	// WaitUnschedulable: the job's pods could not be placed (it was
 	// requeued and backs off), or no node could ever hold them.
 	WaitUnschedulable WaitReason = "UNSCHEDULABLE"
+	// WaitBudget: the tenant's GPU-hour budget for the period is used up;
+	// the job waits for the period to reset (its estimated start).
+	WaitBudget WaitReason = "BUDGET"
 )
 
 // WaitReasons lists every reason, for metrics and validation.
-var WaitReasons = []WaitReason{WaitQuota, WaitCapacity, WaitPriority, WaitOrder, WaitPreempted, WaitUnschedulable}
+var WaitReasons = []WaitReason{WaitQuota, WaitCapacity, WaitPriority, WaitOrder, WaitPreempted, WaitUnschedulable, WaitBudget}
 
 // ETABasis says what an estimated start time rests on.
 type ETABasis string

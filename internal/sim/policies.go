@@ -21,6 +21,9 @@ func (r *run) stepScheduler() { r.schedule(3) }
 func (r *run) schedule(depth int) {
 	snap := admission.Snapshot{Now: epoch.Add(r.now), Config: admission.Config{StarvationAge: 30 * time.Minute}}
 	for _, t := range r.tenants {
+		if r.policy == PolicyCohortHistory {
+			t.Sharing.Usage = r.share.usage[t.ID]
+		}
 		snap.Tenants = append(snap.Tenants, t)
 	}
 	byKey := map[admission.Key]*simJob{}
@@ -55,7 +58,11 @@ func (r *run) schedule(depth int) {
 	d := admission.Schedule(snap)
 	for _, p := range d.Preempt {
 		v := byKey[p.Victim]
-		v.left -= r.now - v.started // it checkpointed: the rest is to go
+		// It resumes from its last checkpoint: the work since is lost.
+		ran := r.now - v.started
+		lost := ran % CheckpointEvery
+		v.left -= ran - lost
+		r.share.lost(v, lost)
 		v.started = -1
 		r.free(v)
 		v.queuedAt, v.preempted = r.now, p.By
@@ -223,13 +230,14 @@ func (r *run) result(horizon time.Duration) Result {
 		res.Held = r.heldGPU / total
 	}
 	res.Fairness = jain(slowdown)
+	res.Sharing = r.share.result(r)
 	return res
 }
 
 func statsOf(ds []time.Duration) Stats {
 	slices.Sort(ds)
 	at := func(q float64) time.Duration { return ds[min(len(ds)-1, int(math.Ceil(q*float64(len(ds))))-1)] }
-	return Stats{N: len(ds), P50: at(0.5), P95: at(0.95), Max: ds[len(ds)-1]}
+	return Stats{N: len(ds), P50: at(0.5), P95: at(0.95), P99: at(0.99), Max: ds[len(ds)-1]}
 }
 
 // jain is Jain's fairness index of the tenants' mean slowdowns.

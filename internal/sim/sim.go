@@ -2,13 +2,13 @@
 // submissions, so that their fairness and utilization can be compared on
 // the same workload without a cluster (`trainyard simulate`).
 //
-// Two policies run the same trace:
+// Four policies run the same trace:
 //
 //   - "scheduler": Trainyard's scheduler, admission.Schedule itself, every time
 //     something happens (a job arrives or ends). An admitted job's pods go
 //     where the decision found room (Decision.Assigned); preempted jobs
-//     stop at once and go back to the queue keeping their progress (they
-//     checkpoint).
+//     stop at once and go back to the queue keeping their progress up to
+//     their last checkpoint (every CheckpointEvery); the rest is lost.
 //   - "quota-fifo": the admission Trainyard had before the scheduler: each
 //     tenant's queue in (priority, submission) order, strictly, against
 //     the tenant's quota only; admitted jobs' pods are then placed one by
@@ -18,6 +18,18 @@
 //     before that hold their room. Gangs can then hold parts of each
 //     other's room for ever: the simulation reports jobs that never run as
 //     stuck.
+//   - "cohort": the scheduler with the trace's tenants in one cohort
+//     (unless they name theirs): each tenant's quota is its nominal
+//     share; it borrows what the others leave idle and gets it back by
+//     reclaim; weighted fair share orders the borrowers.
+//   - "cohort-history": "cohort" whose fair share also counts each
+//     tenant's usage decayed with a half life of HistoryHalfLife.
+//
+// Besides utilisation and waits, every run keeps the figures of issue 42
+// (SharingStats): each tenant's received GPU-time against its
+// entitlement, how long tenants were owed their nominal quota, GPU-hours
+// lost to preemption, waits by gang size. GenerateBursty makes the trace
+// on which they matter.
 //
 // Time is virtual: a trace of weeks runs in seconds. Pods start the moment
 // they are placed; a job's run time counts from when all of its pods run.
@@ -54,7 +66,17 @@ type Job struct {
 const (
 	PolicyScheduler = "scheduler"
 	PolicyQuotaFIFO = "quota-fifo"
+	// PolicyCohort is the scheduler with every tenant of the trace that
+	// names no cohort in one cohort: borrowing, reclaim and weighted fair
+	// share (sharing.go).
+	PolicyCohort = "cohort"
+	// PolicyCohortHistory is PolicyCohort with fair share that counts
+	// each tenant's decayed usage (half life HistoryHalfLife).
+	PolicyCohortHistory = "cohort-history"
 )
+
+// Policies lists every policy.
+var Policies = []string{PolicyScheduler, PolicyQuotaFIFO, PolicyCohort, PolicyCohortHistory}
 
 // Result is what a policy made of a trace.
 type Result struct {
@@ -78,12 +100,14 @@ type Result struct {
 	// relative to its work, 1/n when one tenant gets everything.
 	Fairness    float64
 	Preemptions int
+	// Sharing are the figures of issue 42 (sharing.go).
+	Sharing SharingStats
 }
 
 // Stats summarize durations.
 type Stats struct {
-	N             int
-	P50, P95, Max time.Duration
+	N                  int
+	P50, P95, P99, Max time.Duration
 }
 
 // state of one job during a run.
@@ -110,8 +134,8 @@ type placement struct {
 
 // Run plays the trace under a policy until every job ended or the horizon.
 func Run(tr Trace, policy string, horizon time.Duration) (Result, error) {
-	if policy != PolicyScheduler && policy != PolicyQuotaFIFO {
-		return Result{}, fmt.Errorf("sim: unknown policy %q (%s or %s)", policy, PolicyScheduler, PolicyQuotaFIFO)
+	if !slices.Contains(Policies, policy) {
+		return Result{}, fmt.Errorf("sim: unknown policy %q (one of %v)", policy, Policies)
 	}
 	r := newRun(tr, policy)
 	if len(r.jobs) > 0 {
@@ -120,11 +144,12 @@ func Run(tr Trace, policy string, horizon time.Duration) (Result, error) {
 	r.lastAcct = r.now
 	for {
 		r.finishDue()
-		if policy == PolicyScheduler {
-			r.stepScheduler()
-		} else {
+		if policy == PolicyQuotaFIFO {
 			r.stepQuotaFIFO()
+		} else {
+			r.stepScheduler()
 		}
+		r.share.observe(r)
 		t, ok := r.nextEvent()
 		if !ok || t > horizon {
 			break
@@ -151,14 +176,21 @@ type run struct {
 	heldGPU, busyGPU float64
 	lastAcct         time.Duration
 	preemptions      int
+	share            *shareRun
 }
 
 func newRun(tr Trace, policy string) *run {
 	r := &run{policy: policy, tenants: map[string]admission.Tenant{}, nodes: tr.Nodes, used: map[string]job.Vector{}}
 	r.res.Policy = policy
 	for _, t := range tr.Tenants {
+		if policy == PolicyCohort || policy == PolicyCohortHistory {
+			if t.Sharing.Cohort == "" {
+				t.Sharing.Cohort = "all"
+			}
+		}
 		r.tenants[t.ID] = t
 	}
+	r.share = newShareRun(r)
 	jobs := slices.Clone(tr.Jobs)
 	slices.SortStableFunc(jobs, func(a, b Job) int { return cmp.Compare(a.Submit, b.Submit) })
 	for i, j := range jobs {
@@ -223,6 +255,7 @@ func (r *run) account() {
 			r.heldGPU += float64(gpus) * dt
 		}
 	}
+	r.share.account(r, dt)
 }
 
 func (r *run) free(j *simJob) {
