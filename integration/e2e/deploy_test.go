@@ -762,3 +762,50 @@ func allowedFor(t *testing.T, admin kubernetes.Interface, spec authorizationv1.S
 	require.NoError(t, err)
 	return r.Status.Allowed
 }
+
+// The TLS overlay adds cert-manager's Certificate and serves TLS from the
+// API server with the Secret's files; the base says plaintext explicitly.
+func TestDeployTLSOverlay(t *testing.T) {
+	c := harness.Cluster(t)
+	base := deploytest.Build(t, c, "")
+	objs := deploytest.Build(t, c, "tls")
+	require.Len(t, objs, len(base)+1, "the base plus the Certificate")
+	plaintext := func(objs []*unstructured.Unstructured) string {
+		for _, o := range objs {
+			if o.GetKind() == "ConfigMap" && o.GetName() == "trainyard-config" {
+				data, _, _ := unstructured.NestedStringMap(o.Object, "data")
+				return data["TRAINYARD_PLAINTEXT"]
+			}
+		}
+		return ""
+	}
+	require.Equal(t, "true", plaintext(base))
+	require.Equal(t, "false", plaintext(objs))
+	var secretName string
+	env := map[string]string{}
+	for _, o := range objs {
+		switch {
+		case o.GetKind() == "Certificate":
+			require.Equal(t, "cert-manager.io/v1", o.GetAPIVersion())
+			secretName, _, _ = unstructured.NestedString(o.Object, "spec", "secretName")
+		case o.GetKind() == "Deployment" && o.GetName() == "trainyard-api":
+			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			api := containers[0].(map[string]any)
+			for _, e := range api["env"].([]any) {
+				m := e.(map[string]any)
+				if v, ok := m["value"].(string); ok {
+					env[m["name"].(string)] = v
+				}
+			}
+			probe, _, _ := unstructured.NestedString(api, "readinessProbe", "httpGet", "scheme")
+			require.Equal(t, "HTTPS", probe)
+			path, _, _ := unstructured.NestedString(api, "readinessProbe", "httpGet", "path")
+			require.Equal(t, "/readyz", path, "the patch keeps the probe's path")
+			volumes, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "volumes")
+			require.Contains(t, volumes, map[string]any{"name": "tls", "secret": map[string]any{"secretName": "trainyard-api-tls"}})
+		}
+	}
+	require.Equal(t, "trainyard-api-tls", secretName)
+	require.Equal(t, "/etc/trainyard/tls/tls.crt", env["TRAINYARD_TLS_CERT_FILE"])
+	require.Equal(t, "/etc/trainyard/tls/tls.key", env["TRAINYARD_TLS_KEY_FILE"])
+}
