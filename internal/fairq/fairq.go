@@ -40,7 +40,7 @@ type Limits struct {
 
 // Rejected is the error of a request refused for lack of a seat.
 type Rejected struct {
-	Tenant string
+	Lane   string // the tenant, as Acquire was given it
 	Limits Limits
 	// Waited is true when the request was queued and its wait ran out.
 	Waited bool
@@ -48,11 +48,11 @@ type Rejected struct {
 
 func (e *Rejected) Error() string {
 	if e.Waited {
-		return fmt.Sprintf("tenant %q is at its limit of %d concurrent requests and this one waited %s for a turn; retry later",
-			e.Tenant, e.Limits.Concurrency, e.Limits.Wait)
+		return fmt.Sprintf("%s is at its limit of %d concurrent requests and this one waited %s for a turn; retry later",
+			e.Lane, e.Limits.Concurrency, e.Limits.Wait)
 	}
-	return fmt.Sprintf("tenant %q is at its limit of %d concurrent requests with %d more waiting; retry later",
-		e.Tenant, e.Limits.Concurrency, e.Limits.Queue)
+	return fmt.Sprintf("%s is at its limit of %d concurrent requests with %d more waiting; retry later",
+		e.Lane, e.Limits.Concurrency, e.Limits.Queue)
 }
 
 // Admitter hands out the seats.
@@ -88,7 +88,8 @@ func New(l Limits) *Admitter {
 // Limits returns the admitter's limits.
 func (a *Admitter) Limits() Limits { return a.limits }
 
-// Acquire takes a seat of tenant for caller, waiting for one if need be.
+// Acquire takes a seat of tenant (any lane name, as errors should show it:
+// `tenant "vision"`) for caller, waiting for one if need be.
 // It returns the function that gives the seat back (call it once, when the
 // request ends), or a *Rejected, or ctx's error when ctx ended first.
 func (a *Admitter) Acquire(ctx context.Context, tenant, caller string) (release func(), err error) {
@@ -105,7 +106,7 @@ func (a *Admitter) Acquire(ctx context.Context, tenant, caller string) (release 
 	}
 	if q.waiting >= a.limits.Queue {
 		a.mu.Unlock()
-		return nil, &Rejected{Tenant: tenant, Limits: a.limits}
+		return nil, &Rejected{Lane: tenant, Limits: a.limits}
 	}
 	w := &waiter{granted: make(chan struct{})}
 	if len(q.callers[caller]) == 0 {
@@ -127,7 +128,7 @@ func (a *Admitter) Acquire(ctx context.Context, tenant, caller string) (release 
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-timeout:
-		err = &Rejected{Tenant: tenant, Limits: a.limits, Waited: true}
+		err = &Rejected{Lane: tenant, Limits: a.limits, Waited: true}
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()

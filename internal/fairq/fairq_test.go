@@ -37,7 +37,7 @@ func TestSeatsQueueAndRefusal(t *testing.T) {
 	var rej *Rejected
 	require.ErrorAs(t, err, &rej)
 	require.False(t, rej.Waited)
-	require.Contains(t, err.Error(), `tenant "vision" is at its limit of 2 concurrent requests with 1 more waiting`)
+	require.Contains(t, err.Error(), `vision is at its limit of 2 concurrent requests with 1 more waiting`)
 
 	// Another tenant is not affected.
 	r, err := a.Acquire(ctx, "speech", "dave")
