@@ -169,6 +169,8 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 		Audit:               api.NewAuditServer(apiDeps),
 		AuthUnary:           ic.Unary(),
 		AuthStream:          ic.Stream(),
+		AuthTap:             ic.Tap,
+		AuthHTTP:            ic.AuthenticateHTTP,
 		ErrorsUnary:         errUnary,
 		ErrorsStream:        errStream,
 		TensorBoard:         tensorBoard,

@@ -11,8 +11,14 @@
 //
 // so a panic is INTERNAL, every log line of a call carries its request id,
 // metrics and logs see the final status code, no handler runs
-// unauthenticated, and internal errors are masked before they leave. The gateway is a gRPC client of the same services over loopback, so
-// REST and gRPC cannot drift apart.
+// unauthenticated, and internal errors are masked before they leave. The
+// gateway is a gRPC client of the same services, in memory, so REST and
+// gRPC cannot drift apart.
+//
+// Authentication comes before decoding: on the public gRPC server a tap
+// (AuthTap) checks the token from the call's headers before the message is
+// read, and on REST AuthHTTP checks the Authorization header before the
+// body is (issue 41, finding 1). The interceptor then authorizes.
 //
 // # Limits
 //
@@ -27,9 +33,12 @@
 // watch) end and stop counting; clients may ping it every 15 s at most.
 //
 // The gateway does not dial the public gRPC port: it has a gRPC server of
-// its own on a loopback port, with the same services and interceptors but
-// without the per-connection cap, because all REST traffic shares its one
-// connection and would otherwise queue behind MaxConcurrentStreams.
+// its own on an in-memory listener (bufconn) that no one else can reach,
+// with the same services and interceptors but without the per-connection
+// cap, because all REST traffic shares its one connection and would
+// otherwise queue behind MaxConcurrentStreams. Only there is the client
+// address taken from X-Forwarded-For, which the gateway sets: a direct
+// gRPC caller's is never trusted (finding 9).
 //
 // Connections: each listener holds at most MaxConnections at once (more
 // wait to be accepted), and a connection must say what it wants within
@@ -41,10 +50,8 @@
 // HTTP: ReadHeaderTimeout HandshakeTimeout, ReadTimeout 30 s for the whole request
 // (headers and body), IdleTimeout 2 min between requests of a keep-alive
 // connection; no WriteTimeout, which would cut log streams. REST bodies are
-// read in full, up to MaxRequestBytes, before the gateway sees them and so
-// before authentication (the gateway authenticates only by calling gRPC):
-// an unauthenticated client can make the server hold at most
-// MaxRequestBytes per request it keeps open, for at most ReadTimeout.
+// read in full, up to MaxRequestBytes, after AuthHTTP and before the
+// gateway sees them; they are decoded strictly within Document's budget.
 package server
 
 import (
@@ -70,8 +77,11 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
+	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/trainyard/trainyard/internal/audit"
+	"github.com/trainyard/trainyard/internal/document"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 	webopenapi "github.com/trainyard/trainyard/web-openapi"
 )
@@ -94,6 +104,15 @@ type Config struct {
 	// server without them would serve every tenant to anyone.
 	AuthUnary  grpc.UnaryServerInterceptor
 	AuthStream grpc.StreamServerInterceptor
+	// AuthTap authenticates a gRPC call from its headers, before its
+	// message is decoded (auth.Interceptor.Tap), and AuthHTTP a REST
+	// request before its body is read (auth.Interceptor.AuthenticateHTTP).
+	// Optional, but without them strangers' bodies are decoded.
+	AuthTap  tap.ServerInHandle
+	AuthHTTP func(*http.Request) error
+	// Document bounds what one REST body may hold once decoded (values,
+	// nesting). Defaults to package document's defaults.
+	Document document.Limits
 	// Errors map handler errors to statuses (api.ErrorInterceptors).
 	ErrorsUnary  grpc.UnaryServerInterceptor
 	ErrorsStream grpc.StreamServerInterceptor
@@ -236,7 +255,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		pb.RegisterAuditServiceServer(g, cfg.Audit)
 		return g
 	}
-	s.grpc = newGRPC(false,
+	public := []grpc.ServerOption{}
+	if cfg.AuthTap != nil {
+		public = append(public, grpc.InTapHandle(cfg.AuthTap))
+	}
+	s.grpc = newGRPC(false, append(public,
 		grpc.MaxConcurrentStreams(cfg.MaxConcurrentStreams),
 		grpc.ConnectionTimeout(cfg.HandshakeTimeout),
 		// MaxConnectionIdle: a connection that has made no call for this
@@ -244,7 +267,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		// so idle connections do not count against MaxConnections forever.
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Minute, Timeout: 20 * time.Second, MaxConnectionIdle: 15 * time.Minute}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}),
-	)
+	)...)
 	s.gwGRPC = newGRPC(true, grpc.MaxRecvMsgSize(gatewayMessageLimit(cfg.MaxRequestBytes)))
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
@@ -261,12 +284,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.grpcLn = netutil.LimitListener(s.grpcLn, cfg.MaxConnections)
 	s.httpLn = netutil.LimitListener(s.httpLn, cfg.MaxConnections)
-	if s.gwLn, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-		s.grpcLn.Close()
-		s.httpLn.Close()
-		return nil, fmt.Errorf("listen on loopback for the gateway: %w", err)
-	}
-	s.gwConn, err = grpc.NewClient("passthrough:///"+s.gwLn.Addr().String(),
+	// In memory: no socket anyone else could connect to (finding 9).
+	gwLn := bufconn.Listen(1 << 20)
+	s.gwLn = gwLn
+	s.gwConn, err = grpc.NewClient("passthrough:///gateway",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return gwLn.DialContext(ctx) }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(gatewayMessageLimit(cfg.MaxRequestBytes)), grpc.MaxCallRecvMsgSize(64<<20)),
 	)
@@ -274,7 +296,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.closeListeners()
 		return nil, err
 	}
-	gw, err := newGateway(ctx, s.gwConn)
+	limits := cfg.Document
+	if limits.MaxBytes <= 0 {
+		limits.MaxBytes = 2 * cfg.MaxRequestBytes
+	}
+	gw, err := newGateway(ctx, s.gwConn, limits, gatewayMessageLimit(cfg.MaxRequestBytes))
 	if err != nil {
 		s.closeListeners()
 		return nil, err
@@ -289,7 +315,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		// with the gateway's "/v1/". The console answers GETs only.
 		mux.Handle("/", cfg.Console)
 	}
-	mux.Handle("/v1/", limitBody(cfg.MaxRequestBytes, gw))
+	mux.Handle("/v1/", authenticateFirst(cfg.AuthHTTP, limitBody(cfg.MaxRequestBytes, gw)))
 	s.routeTensorBoard(mux, gw)
 	s.http = &http.Server{
 		Handler:           mux,

@@ -148,7 +148,7 @@ func TestUnavailableHasRetryAfter(t *testing.T) {
 // bytes of JSON, 10 of protobuf each) reaches validation: 400, not 429.
 func TestBodyThatExpandsReachesValidation(t *testing.T) {
 	const max = 1 << 20
-	s := startServer(t, &stubJobs{}, func(c *Config) { c.MaxRequestBytes = max })
+	s := startServer(t, &stubJobs{}, func(c *Config) { c.MaxRequestBytes = max; c.Document.MaxValues = max })
 	codes := strings.Repeat("-1,", (max-200)/3)
 	body := `{"spec":{"replicas":[{"retryableExitCodes":[` + codes + `-1]}]}}`
 	require.Less(t, len(body), max)

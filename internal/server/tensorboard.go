@@ -221,7 +221,7 @@ func (s *Server) routeTensorBoard(mux *http.ServeMux, gw http.Handler) {
 	gwMux, _ := gw.(*runtime.ServeMux)
 	marshaler := &runtime.JSONPb{}
 	t := newTensorBoardProxy(s.gwConn, s.cfg.TensorBoard, s.cfg.Logger, func(w http.ResponseWriter, r *http.Request, err error) {
-		errorHandler(r.Context(), gwMux, marshaler, w, r, err)
+		errorHandler(gatewayMessageLimit(s.cfg.MaxRequestBytes))(r.Context(), gwMux, marshaler, w, r, err)
 	})
 	mux.HandleFunc("GET "+tensorBoardPath, t.redirect)
 	mux.Handle("POST "+tensorBoardPath+":open", limitBody(s.cfg.MaxRequestBytes, http.HandlerFunc(t.open)))

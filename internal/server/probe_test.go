@@ -1,0 +1,92 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// The regression tests of issue 41's probe findings that need no more than
+// the server with stub services; the rest are in integration/e2e/probe_test.go.
+
+// Finding 1: a REST request without a valid token is refused before its
+// body is read or decoded, whatever the body.
+func TestProbeAuthenticatesBeforeTheBody(t *testing.T) {
+	refuse := func(r *http.Request) error {
+		if r.Header.Get("Authorization") != "Bearer good" {
+			return status.Error(codes.Unauthenticated, "authentication required")
+		}
+		return nil
+	}
+	s := startServer(t, &stubJobs{}, func(c *Config) { c.AuthHTTP = refuse })
+	yamlBody := "apiVersion: kubeflow.org/v1\nkind: TFJob\nspec:\n  args: [" + strings.Repeat("0,", 1_000_000) + "0]\n"
+	// 401, not the 400 that decoding this body gives: it was not decoded.
+	resp, got := do(t, s, "POST", "/v1/tenants/t/jobs:importTFJob", strings.NewReader(yamlBody), "Content-Type", "application/yaml")
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, got)
+
+	resp, got = do(t, s, "POST", "/v1/tenants", strings.NewReader(yamlBody), "Content-Type", "application/yaml")
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, got)
+	require.NotContains(t, got, "apiVersion")
+
+	// With a token, the same body is refused by the value budget, naming it.
+	resp, got = do(t, s, "POST", "/v1/tenants/t/jobs:importTFJob", strings.NewReader(yamlBody), "Content-Type", "application/yaml", "Authorization", "Bearer good")
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, got)
+	require.Contains(t, got, "more than 100000 values")
+}
+
+// Finding 5: a JSON body of millions of values is 400 naming the limit,
+// not 429 with grpc-go's text.
+func TestProbeManyValuesNameTheLimit(t *testing.T) {
+	s := startServer(t, &stubJobs{})
+	body := `{"spec":{"replicas":[{"retryableExitCodes":[` + strings.Repeat("0,", 1_900_000) + `0]}]}}`
+	resp, got := do(t, s, "POST", "/v1/tenants/t/jobs", strings.NewReader(body))
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, got)
+	require.Contains(t, got, "the body has more than 100000 values (the server's limit)")
+	require.NotContains(t, got, "larger than max")
+}
+
+// Findings 6 and 7: bodies are read strictly; errors name the field in
+// plain words; a compressed body is 415.
+func TestProbeStrictBodies(t *testing.T) {
+	s := startServer(t, &stubJobs{})
+	for _, tc := range []struct {
+		name, body, contentType, want string
+	}{
+		{"not json", `{not json`, "", "the body is not valid JSON: unexpected character 'n' at byte 1"},
+		{"trailing garbage", `{"spec":{}}garbage`, "", "unexpected data after the JSON value"},
+		{"two objects", `{"spec":{}}{"spec":{}}`, "", "unexpected data after the JSON value"},
+		{"duplicate key", `{"displayName":"a","displayName":"b"}`, "", "displayName: the key appears twice"},
+		{"invalid UTF-8", "{\"displayName\":\"a\xffb\"}", "", "displayName: not valid UTF-8"},
+		{"wrong type", `{"spec":{"priority":"high"}}`, "", `spec.priority: invalid value \"high\": expected an integer`},
+		{"unknown field", `{"spec":{"nope":1}}`, "", "spec.nope: unknown field"},
+		{"yaml duplicate key", "kind: TFJob\nkind: Pod\n", "application/yaml", "kind: the key appears twice"},
+		{"yaml second document", "kind: TFJob\n---\nkind: Pod\n", "application/yaml", "more than one YAML document"},
+		{"yaml huge int", "spec:\n  priority: 99999999999999999999999999\n", "application/yaml", "spec.priority: 99999999999999999999999999 is too large"},
+		{"yaml nan", "spec:\n  priority: .nan\n", "application/yaml", "spec.priority: .nan is not a finite number"},
+		{"yaml complex key", "? [a]\n: b\n", "application/yaml", "a key must be a plain value"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := []string{}
+			if tc.contentType != "" {
+				h = append(h, "Content-Type", tc.contentType)
+			}
+			resp, got := do(t, s, "POST", "/v1/tenants/t/jobs", strings.NewReader(tc.body), h...)
+			require.Equal(t, http.StatusBadRequest, resp.StatusCode, got)
+			require.Contains(t, got, tc.want)
+			require.NotContains(t, got, "proto:")
+			require.NotContains(t, got, "json:")
+			require.NotContains(t, got, "looking for")
+		})
+	}
+
+	resp, got := do(t, s, "POST", "/v1/tenants/t/jobs", strings.NewReader(`{"spec":{}}`), "Content-Encoding", "gzip")
+	require.Equal(t, http.StatusUnsupportedMediaType, resp.StatusCode, got)
+	require.Contains(t, got, `Content-Encoding \"gzip\" is not supported`)
+	resp, got = do(t, s, "POST", "/v1/tenants/t/jobs", strings.NewReader(`{"spec":{}}`), "Content-Encoding", "identity")
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, got)
+	require.Contains(t, got, "reached the handler")
+}
