@@ -156,7 +156,6 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 		}
 		tensorBoard = pd.DialTensorBoard
 	}
-	errUnary, errStream := api.ErrorInterceptors(log)
 	srv, err := server.New(ctx, server.Config{
 		HTTPAddr:            f.httpAddr,
 		GRPCAddr:            f.grpcAddr,
@@ -171,8 +170,8 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 		AuthStream:          ic.Stream(),
 		AuthTap:             ic.Tap,
 		AuthHTTP:            ic.AuthenticateHTTP,
-		ErrorsUnary:         errUnary,
-		ErrorsStream:        errStream,
+		ErrorCode:           api.Code,
+		CheckRequest:        api.CheckRequest,
 		TensorBoard:         tensorBoard,
 		Console:             f.console.handler(f),
 		Logger:              log,

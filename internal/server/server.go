@@ -113,9 +113,14 @@ type Config struct {
 	// Document bounds what one REST body may hold once decoded (values,
 	// nesting). Defaults to package document's defaults.
 	Document document.Limits
-	// Errors map handler errors to statuses (api.ErrorInterceptors).
-	ErrorsUnary  grpc.UnaryServerInterceptor
-	ErrorsStream grpc.StreamServerInterceptor
+	// ErrorCode classifies the errors handlers return (api.Code, the one
+	// mapping); the error interceptor (errors.go) masks what must not
+	// leave. Required.
+	ErrorCode func(error) codes.Code
+	// CheckRequest checks every request message before its handler
+	// (api.CheckRequest, the text boundary); an error is returned as it
+	// is. Optional.
+	CheckRequest func(any) error
 	// MaxStreamsPerCaller caps the server-streaming calls (watches, log
 	// streams) one caller, by OIDC subject, may have open at once on this
 	// server; more are RESOURCE_EXHAUSTED. Defaults to 32.
@@ -183,8 +188,8 @@ func (c *Config) withDefaults() error {
 		return errors.New("server: Jobs, Tenants and Audit are required")
 	case c.AuthUnary == nil || c.AuthStream == nil:
 		return errors.New("server: auth interceptors are required")
-	case c.ErrorsUnary == nil || c.ErrorsStream == nil:
-		return errors.New("server: error interceptors are required")
+	case c.ErrorCode == nil:
+		return errors.New("server: ErrorCode is required")
 	}
 	return nil
 }
@@ -227,6 +232,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	// values and tokens.
 	logOpts := []logging.Option{logging.WithLogOnEvents(logging.FinishCall), logging.WithFieldsFromContext(requestFields)}
 	streams := newStreamLimiter(cfg.MaxStreamsPerCaller)
+	errorsUnary, errorsStream := errorInterceptors(log, cfg.ErrorCode, cfg.CheckRequest)
 	newGRPC := func(viaGateway bool, extra ...grpc.ServerOption) *grpc.Server {
 		reqUnary, reqStream := requestInterceptors(viaGateway)
 		opts := append([]grpc.ServerOption{
@@ -237,7 +243,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 				metrics.UnaryServerInterceptor(),
 				logging.UnaryServerInterceptor(slogAdapter(log), logOpts...),
 				cfg.AuthUnary,
-				cfg.ErrorsUnary,
+				errorsUnary,
 			),
 			grpc.ChainStreamInterceptor(
 				recovery.StreamServerInterceptor(recoverOpt),
@@ -246,7 +252,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 				logging.StreamServerInterceptor(slogAdapter(log), logOpts...),
 				cfg.AuthStream,
 				streams.interceptor(),
-				cfg.ErrorsStream,
+				errorsStream,
 			),
 		}, extra...)
 		g := grpc.NewServer(opts...)

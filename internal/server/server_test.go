@@ -54,7 +54,7 @@ func startServer(t *testing.T, jobs *stubJobs, opts ...func(*Config)) *Server {
 	cfg := Config{
 		HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0",
 		Jobs: jobs, Tenants: pb.UnimplementedTenantServiceServer{}, Audit: pb.UnimplementedAuditServiceServer{},
-		AuthUnary: passUnary, AuthStream: passStream, ErrorsUnary: passUnary, ErrorsStream: passStream,
+		AuthUnary: passUnary, AuthStream: passStream, ErrorCode: status.Code,
 	}
 	for _, o := range opts {
 		o(&cfg)
