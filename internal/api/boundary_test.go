@@ -82,4 +82,3 @@ func TestTextBoundaryIsBounded(t *testing.T) {
 	require.Len(t, details.GetFieldViolations(), maxViolations+1)
 	require.Contains(t, details.GetFieldViolations()[maxViolations].GetDescription(), "more problems")
 }
-

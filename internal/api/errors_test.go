@@ -32,8 +32,8 @@ func TestCode(t *testing.T) {
 		fmt.Errorf("%w: job is RUNNING", store.ErrFailedPrecondition): codes.FailedPrecondition,
 		store.ErrConflict: codes.Aborted,
 		fmt.Errorf("%w: connect: 55000", store.ErrUnavailable): codes.Unavailable,
-		context.Canceled:         codes.Canceled,
-		context.DeadlineExceeded: codes.DeadlineExceeded,
+		context.Canceled:                           codes.Canceled,
+		context.DeadlineExceeded:                   codes.DeadlineExceeded,
 		status.Error(codes.PermissionDenied, "no"): codes.PermissionDenied,
 		errors.New("SQLSTATE 42P01"):               codes.Internal,
 	} {
