@@ -324,3 +324,24 @@ func watchSent(t *testing.T, s *fakeStream[pb.WatchJobResponse]) []string {
 	}
 	return out
 }
+
+// stallingStore answers nothing to a watch's poll, as a database behind a
+// stalled connection does, until the poll's context ends.
+type stallingStore struct{ *fakeStore }
+
+func (s stallingStore) EventListByJob(ctx context.Context, _, _ string, _ int64, _ int) ([]job.Event, error) {
+	<-ctx.Done()
+	return nil, fmt.Errorf("store: events: %w", ctx.Err())
+}
+
+// Issue 41, finding 3: a watch whose database stops answering ends
+// UNAVAILABLE (clients reopen it) after WatchPollTimeout, not never.
+func TestWatchEndsUnavailableWhenTheDatabaseStalls(t *testing.T) {
+	st := newFakeStore()
+	st.jobs = []job.Job{{Tenant: "a", Name: "j", UID: "u1", Status: job.Status{State: job.Running}}}
+	srv := NewJobServer(Deps{Store: stallingStore{st}, WatchPoll: time.Hour, WatchPollTimeout: 50 * time.Millisecond})
+	stream := &fakeStream[pb.WatchJobResponse]{ctx: context.Background()}
+	err := srv.WatchJob(&pb.WatchJobRequest{Name: "tenants/a/jobs/j"}, stream)
+	require.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
+	require.Contains(t, status.Convert(err).Message(), "reopen the watch")
+}

@@ -1,13 +1,19 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+
+	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
 
 // The regression tests of issue 41's probe findings that need no more than
@@ -89,4 +95,25 @@ func TestProbeStrictBodies(t *testing.T) {
 	resp, got = do(t, s, "POST", "/v1/tenants/t/jobs", strings.NewReader(`{"spec":{}}`), "Content-Encoding", "identity")
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode, got)
 	require.Contains(t, got, "reached the handler")
+}
+
+// Finding 3: a call the database does not answer ends at the server's
+// request timeout as UNAVAILABLE with Retry-After, over REST and gRPC; a
+// caller's own shorter deadline stays DEADLINE_EXCEEDED.
+func TestProbeRequestTimeout(t *testing.T) {
+	s := startServer(t, &stubJobs{stall: true}, func(c *Config) { c.RequestTimeout = 200 * time.Millisecond })
+	resp, got := do(t, s, "GET", "/v1/tenants/t/jobs/j1", nil)
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, got)
+	require.Equal(t, retryAfter, resp.Header.Get("Retry-After"))
+	require.Contains(t, got, "could not answer within 200ms")
+
+	conn, err := grpc.NewClient(s.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = pb.NewJobServiceClient(conn).GetJob(context.Background(), &pb.GetJobRequest{Name: "tenants/t/jobs/j1"})
+	require.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err = pb.NewJobServiceClient(conn).GetJob(ctx, &pb.GetJobRequest{Name: "tenants/t/jobs/j1"})
+	require.Equal(t, codes.DeadlineExceeded, status.Code(err), "%v", err)
 }

@@ -7,7 +7,8 @@
 // same interceptor chain, outermost first:
 //
 //	recovery → request id and client address → metrics → logging →
-//	authentication + authorization → streams per caller → error mapping → handler
+//	request timeout (unary) → authentication + authorization →
+//	streams per caller → error mapping → handler
 //
 // so a panic is INTERNAL, every log line of a call carries its request id,
 // metrics and logs see the final status code, no handler runs
@@ -121,6 +122,10 @@ type Config struct {
 	// (api.CheckRequest, the text boundary); an error is returned as it
 	// is. Optional.
 	CheckRequest func(any) error
+	// RequestTimeout bounds every unary call on the server, within the
+	// caller's own deadline; a call it ends is UNAVAILABLE (503 with
+	// Retry-After). Defaults to 30s.
+	RequestTimeout time.Duration
 	// MaxStreamsPerCaller caps the server-streaming calls (watches, log
 	// streams) one caller, by OIDC subject, may have open at once on this
 	// server; more are RESOURCE_EXHAUSTED. Defaults to 32.
@@ -170,6 +175,9 @@ func (c *Config) withDefaults() error {
 	if c.Registry == nil {
 		c.Registry = prometheus.NewRegistry()
 		c.Registry.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = 30 * time.Second
 	}
 	if c.MaxStreamsPerCaller <= 0 {
 		c.MaxStreamsPerCaller = 32
@@ -242,6 +250,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 				reqUnary,
 				metrics.UnaryServerInterceptor(),
 				logging.UnaryServerInterceptor(slogAdapter(log), logOpts...),
+				timeoutInterceptor(cfg.RequestTimeout),
 				cfg.AuthUnary,
 				errorsUnary,
 			),

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -26,11 +27,16 @@ import (
 // a test sees whether a request reached a handler.
 type stubJobs struct {
 	pb.UnimplementedJobServiceServer
-	err error
+	err   error
+	stall bool // GetJob waits for its context to end, as on a stalled database
 }
 
 // GetJob answers with the call's audit.Request in the job's creator field.
 func (s *stubJobs) GetJob(ctx context.Context, _ *pb.GetJobRequest) (*pb.Job, error) {
+	if s.stall {
+		<-ctx.Done()
+		return nil, fmt.Errorf("store: job: %w", ctx.Err())
+	}
 	r, _ := audit.RequestFrom(ctx)
 	return &pb.Job{Creator: r.ID + " " + r.Address}, s.err
 }
