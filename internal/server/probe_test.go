@@ -117,3 +117,77 @@ func TestProbeRequestTimeout(t *testing.T) {
 	_, err = pb.NewJobServiceClient(conn).GetJob(ctx, &pb.GetJobRequest{Name: "tenants/t/jobs/j1"})
 	require.Equal(t, codes.DeadlineExceeded, status.Code(err), "%v", err)
 }
+
+// rawBytes is a client codec that sends bytes as they are: a client that
+// writes messages no protobuf decoder accepts.
+type rawBytes struct{}
+
+func (rawBytes) Marshal(v any) ([]byte, error)      { return v.([]byte), nil }
+func (rawBytes) Unmarshal(data []byte, v any) error { *(v.(*[]byte)) = data; return nil }
+func (rawBytes) Name() string                       { return "proto" }
+
+// nestedStruct is an ImportTFJobRequest whose tfjob Struct nests depth
+// levels: {"a": {"a": …}}.
+func nestedStruct(depth int) []byte {
+	s := []byte{}
+	for range depth {
+		value := append([]byte{0x2a}, protowireLen(s)...) // Value.struct_value
+		value = append(value, s...)
+		entry := append([]byte{0x0a, 0x01, 'a', 0x12}, protowireLen(value)...)
+		entry = append(entry, value...)
+		s = append([]byte{0x0a}, protowireLen(entry)...) // Struct.fields
+		s = append(s, entry...)
+	}
+	return append(append([]byte{0x12}, protowireLen(s)...), s...) // ImportTFJobRequest.tfjob
+}
+
+func protowireLen(b []byte) []byte {
+	var out []byte
+	n := uint64(len(b))
+	for n >= 0x80 {
+		out = append(out, byte(n)|0x80)
+		n >>= 7
+	}
+	return append(out, byte(n))
+}
+
+// Finding 4: a request message that is not valid protobuf is
+// INVALID_ARGUMENT with a plain reason, on unary calls and streams, not
+// INTERNAL with grpc-go's text; the handler never sees it.
+func TestProbeMalformedMessages(t *testing.T) {
+	s := startServer(t, &stubJobs{})
+	conn, err := grpc.NewClient(s.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	for _, tc := range []struct {
+		name, method string
+		msg          []byte
+		want         string
+	}{
+		{"wire garbage", "/trainyard.v1.JobService/GetJob", []byte{0xff, 0xff, 0xff, 0xff}, "not valid protobuf"},
+		{"invalid UTF-8", "/trainyard.v1.JobService/CreateJob", []byte{0x0a, 0x02, 'a', 0xff}, "a string field is not valid UTF-8"},
+		{"nested too deep", "/trainyard.v1.JobService/ImportTFJob", nestedStruct(150), "nested more than 200 levels deep"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out []byte
+			err := conn.Invoke(context.Background(), tc.method, tc.msg, &out, grpc.ForceCodec(rawBytes{}))
+			require.Equal(t, codes.InvalidArgument, status.Code(err), "%v", err)
+			require.Contains(t, status.Convert(err).Message(), tc.want)
+			require.NotContains(t, status.Convert(err).Message(), "grpc:")
+		})
+	}
+
+	desc := &grpc.StreamDesc{ServerStreams: true}
+	cs, err := conn.NewStream(context.Background(), desc, "/trainyard.v1.JobService/WatchJob", grpc.ForceCodec(rawBytes{}))
+	require.NoError(t, err)
+	require.NoError(t, cs.SendMsg([]byte{0xff, 0xff, 0xff, 0xff}))
+	require.NoError(t, cs.CloseSend())
+	var out []byte
+	err = cs.RecvMsg(&out)
+	require.Equal(t, codes.InvalidArgument, status.Code(err), "%v", err)
+	require.Contains(t, status.Convert(err).Message(), "not valid protobuf")
+
+	// A well-formed message still reaches the handler.
+	_, err = pb.NewJobServiceClient(conn).CreateJob(context.Background(), &pb.CreateJobRequest{Parent: "tenants/t"})
+	require.Contains(t, status.Convert(err).Message(), "reached the handler")
+}

@@ -6,7 +6,8 @@
 // Every RPC, whether it arrives over gRPC or through the gateway, passes the
 // same interceptor chain, outermost first:
 //
-//	recovery → request id and client address → metrics → logging →
+//	recovery → undecodable messages (codec.go) → request id and client
+//	address → metrics → logging →
 //	request timeout (unary) → authentication + authorization →
 //	streams per caller → error mapping → handler
 //
@@ -241,12 +242,15 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	logOpts := []logging.Option{logging.WithLogOnEvents(logging.FinishCall), logging.WithFieldsFromContext(requestFields)}
 	streams := newStreamLimiter(cfg.MaxStreamsPerCaller)
 	errorsUnary, errorsStream := errorInterceptors(log, cfg.ErrorCode, cfg.CheckRequest)
+	decodeUnary, decodeStream := decodeErrorInterceptors()
 	newGRPC := func(viaGateway bool, extra ...grpc.ServerOption) *grpc.Server {
 		reqUnary, reqStream := requestInterceptors(viaGateway)
 		opts := append([]grpc.ServerOption{
 			grpc.MaxRecvMsgSize(cfg.MaxRequestBytes),
+			grpc.ForceServerCodecV2(newRequestCodec()),
 			grpc.ChainUnaryInterceptor(
 				recovery.UnaryServerInterceptor(recoverOpt),
+				decodeUnary,
 				reqUnary,
 				metrics.UnaryServerInterceptor(),
 				logging.UnaryServerInterceptor(slogAdapter(log), logOpts...),
@@ -256,6 +260,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			),
 			grpc.ChainStreamInterceptor(
 				recovery.StreamServerInterceptor(recoverOpt),
+				decodeStream,
 				reqStream,
 				metrics.StreamServerInterceptor(),
 				logging.StreamServerInterceptor(slogAdapter(log), logOpts...),
