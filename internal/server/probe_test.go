@@ -191,3 +191,18 @@ func TestProbeMalformedMessages(t *testing.T) {
 	_, err = pb.NewJobServiceClient(conn).CreateJob(context.Background(), &pb.CreateJobRequest{Parent: "tenants/t"})
 	require.Contains(t, status.Convert(err).Message(), "reached the handler")
 }
+
+// Finding 8: with the console at every other path, the server's own GET
+// paths still answer other methods 405 with Allow, not the console.
+func TestProbeMethodNotAllowedBesideTheConsole(t *testing.T) {
+	console := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("console")) })
+	s := startServer(t, &stubJobs{}, func(c *Config) { c.Console = console })
+	for _, p := range []string{"/healthz", "/metrics", "/openapi.json", "/docs"} {
+		resp, body := do(t, s, "POST", p, nil)
+		require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, "%s: %s", p, body)
+		require.Equal(t, "GET, HEAD", resp.Header.Get("Allow"))
+	}
+	resp, body := do(t, s, "GET", "/jobs", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "console", body)
+}

@@ -335,7 +335,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		// with the gateway's "/v1/". The console answers GETs only.
 		mux.Handle("/", cfg.Console)
 	}
-	mux.Handle("/v1/", authenticateFirst(cfg.AuthHTTP, limitBody(cfg.MaxRequestBytes, gw)))
+	onlyGET(mux, "/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/docs/swagger-ui-bundle.js", "/docs/swagger-ui.css")
+	rs := append(routesOf(pb.File_trainyard_v1_job_proto, pb.File_trainyard_v1_tenant_proto, pb.File_trainyard_v1_audit_proto),
+		newRoute(http.MethodPost, tensorBoardPath+":open"))
+	mux.Handle("/v1/", rs.methodCheck(authenticateFirst(cfg.AuthHTTP, limitBody(cfg.MaxRequestBytes, gw))))
 	s.routeTensorBoard(mux, gw)
 	s.http = &http.Server{
 		Handler:           mux,

@@ -99,7 +99,15 @@ func TestMethodNotAllowed(t *testing.T) {
 		{"PUT", "/v1/tenants/t/jobs/j", "DELETE, GET"},
 		{"OPTIONS", "/v1/tenants/t/jobs", "GET, POST"},
 		{"TRACE", "/v1/tenants/t/jobs/j", "DELETE, GET"},
-		{"PATCH", "/v1/tenants/t/jobs/j:cancel", "DELETE, GET, POST"}, // a job id may end in :cancel as far as routing goes
+		{"PATCH", "/v1/tenants/t/jobs/j:cancel", "POST"}, // job ids hold no colon: this is CancelJob's path
+		// Issue 41, finding 8: known paths, wrong methods.
+		{"GET", "/v1/tenants/t/jobs/j1:cancel", "POST"},
+		{"DELETE", "/v1/tenants/t/jobs/j1:cancel", "POST"},
+		{"GET", "/v1/tenants/t/jobs/j1/tensorboard:open", "POST"},
+		{"POST", "/healthz", "GET, HEAD"},
+		{"POST", "/metrics", "GET, HEAD"},
+		{"POST", "/openapi.json", "GET, HEAD"},
+		{"PUT", "/docs", "GET, HEAD"},
 		{"PUT", "/v1/tenants/t", "DELETE, GET, PATCH"},
 	} {
 		resp, body := do(t, s, c.method, c.path, nil)
