@@ -206,3 +206,13 @@ func TestProbeMethodNotAllowedBesideTheConsole(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, "console", body)
 }
+
+// Finding 9: the gateway's gRPC server listens on no socket: it is served
+// in memory, so no one can connect to it and claim an X-Forwarded-For
+// (TestRequestIDAndClientAddress checks the public port ignores it).
+func TestProbeGatewayHasNoListener(t *testing.T) {
+	s := startServer(t, &stubJobs{})
+	require.Equal(t, "bufconn", s.gwLn.Addr().Network())
+	resp, body := do(t, s, "GET", "/v1/tenants/t/jobs/j", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+}
