@@ -202,17 +202,19 @@ func Describe(err error, data []byte) error {
 		reason = "the field is given twice"
 	case protojsonInvalid.MatchString(reason):
 		mm := protojsonInvalid.FindStringSubmatch(reason)
-		reason = fmt.Sprintf("invalid value %s: expected %s", mm[2], kindWord(mm[1]))
+		reason = fmt.Sprintf("invalid value %s: expected %s", mm[2], Expected(mm[1]))
 	case protojsonWKT.MatchString(reason):
 		mm := protojsonWKT.FindStringSubmatch(reason)
-		reason = fmt.Sprintf("invalid value %s: expected %s", mm[2], kindWord(mm[1]))
+		reason = fmt.Sprintf("invalid value %s: expected %s", mm[2], Expected(mm[1]))
 	case strings.HasPrefix(reason, "unexpected token"):
 		reason = "unexpected value " + strings.TrimPrefix(reason, "unexpected token ")
 	}
 	return &Error{Field: field, Reason: reason}
 }
 
-func kindWord(kind string) string {
+// Expected says in words what a value of kind (a protobuf kind, or a
+// well-known type's full name) must be.
+func Expected(kind string) string {
 	switch kind {
 	case "int32", "sint32", "sfixed32":
 		return "an integer between -2147483648 and 2147483647"

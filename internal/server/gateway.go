@@ -53,6 +53,7 @@ func newGateway(ctx context.Context, conn *grpc.ClientConn, limits document.Limi
 		runtime.WithDisableHTTPMethodOverride(),
 		runtime.WithDisablePathLengthFallback(),
 		runtime.WithMiddlewares(requireUTF8),
+		runtime.SetQueryParameterParser(queryParser{}),
 	}
 	for _, ct := range yamlContentTypes {
 		opts = append(opts, runtime.WithMarshalerOption(ct, yamlBody{jsonpb}))

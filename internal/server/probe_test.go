@@ -216,3 +216,20 @@ func TestProbeGatewayHasNoListener(t *testing.T) {
 	resp, body := do(t, s, "GET", "/v1/tenants/t/jobs/j", nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode, body)
 }
+
+// Finding 6: query parameters that do not parse are 400 naming the
+// parameter in plain words, not strconv's or time's text.
+func TestProbeQueryParameters(t *testing.T) {
+	s := startServer(t, &stubJobs{})
+	for _, tc := range []struct{ path, want string }{
+		{"/v1/tenants/t/jobs?pageSize=abc", `pageSize: invalid value \"abc\": expected an integer between`},
+		{"/v1/auditRecords?startTime=garbage", `startTime: invalid value \"garbage\": expected an RFC 3339 time`},
+		{"/v1/tenants/t/jobs?pageSize=1&pageSize=2", "pageSize: given more than once"},
+	} {
+		resp, got := do(t, s, "GET", tc.path, nil)
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, got)
+		require.Contains(t, got, tc.want)
+		require.NotContains(t, got, "strconv")
+		require.NotContains(t, got, "2006")
+	}
+}
