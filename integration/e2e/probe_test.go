@@ -129,7 +129,9 @@ func TestProbeDatabaseRefusesConnections(t *testing.T) {
 	}
 	admin := pgtest.URLFor(env.DatabaseURL, "postgres")
 	require.NoError(t, pgtest.Exec(ctxT(t), admin, `ALTER DATABASE "`+name+`" ALLOW_CONNECTIONS false`))
-	t.Cleanup(func() { _ = pgtest.Exec(context.Background(), admin, `ALTER DATABASE "`+name+`" ALLOW_CONNECTIONS true`) })
+	t.Cleanup(func() {
+		_ = pgtest.Exec(context.Background(), admin, `ALTER DATABASE "`+name+`" ALLOW_CONNECTIONS true`)
+	})
 	require.NoError(t, pgtest.Exec(ctxT(t), admin, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '`+name+`'`))
 
 	rest := env.REST(alice)
