@@ -214,7 +214,7 @@ type ReadyCheck struct {
 type Server struct {
 	cfg    Config
 	grpc   *grpc.Server // public
-	gwGRPC *grpc.Server // the gateway's, on loopback
+	gwGRPC *grpc.Server // the gateway's, in memory (bufconn)
 	health *health.Server
 	http   *http.Server
 	grpcLn net.Listener

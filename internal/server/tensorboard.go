@@ -26,7 +26,7 @@ import (
 // port-forward to open it.
 //
 // Access is GetJob's, by calling GetJob: the request's bearer token goes,
-// over the gateway's loopback gRPC, through the same authentication,
+// over the gateway's in-memory gRPC, through the same authentication,
 // Authorizer and interceptors as any call, so a viewer of the tenant gets
 // in, a caller from another tenant gets 404 (as GetJob answers for a job
 // they cannot see) and a request without a token 401. GetTenant (same
