@@ -38,11 +38,11 @@ import (
 //   - 503 and 429 carry Retry-After.
 //   - Bodies are read strictly and within a budget (strictJSON, yamlBody).
 //   - A message larger than the gateway may send is 413 naming the limit.
-func newGateway(ctx context.Context, conn *grpc.ClientConn, limits document.Limits, maxMessage int) (http.Handler, error) {
+func newGateway(ctx context.Context, conn *grpc.ClientConn, jsonLimits, yamlLimits document.Limits, maxMessage int) (http.Handler, error) {
 	jsonpb := strictJSON{JSONPb: &runtime.JSONPb{
 		MarshalOptions:   protojson.MarshalOptions{UseProtoNames: false},
 		UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
-	}, limits: limits}
+	}, limits: jsonLimits}
 	rs := routesOf(pb.File_trainyard_v1_job_proto, pb.File_trainyard_v1_tenant_proto, pb.File_trainyard_v1_audit_proto)
 	opts := []runtime.ServeMuxOption{
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.HTTPBodyMarshaler{Marshaler: jsonpb}),
@@ -56,7 +56,7 @@ func newGateway(ctx context.Context, conn *grpc.ClientConn, limits document.Limi
 		runtime.SetQueryParameterParser(queryParser{}),
 	}
 	for _, ct := range yamlContentTypes {
-		opts = append(opts, runtime.WithMarshalerOption(ct, yamlBody{jsonpb}))
+		opts = append(opts, runtime.WithMarshalerOption(ct, yamlBody{strictJSON{JSONPb: jsonpb.JSONPb, limits: yamlLimits}}))
 	}
 	mux := runtime.NewServeMux(opts...)
 	if err := pb.RegisterJobServiceHandler(ctx, mux, conn); err != nil {

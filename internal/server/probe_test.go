@@ -51,7 +51,7 @@ func TestProbeManyValuesNameTheLimit(t *testing.T) {
 	body := `{"spec":{"replicas":[{"retryableExitCodes":[` + strings.Repeat("0,", 1_900_000) + `0]}]}}`
 	resp, got := do(t, s, "POST", "/v1/tenants/t/jobs", strings.NewReader(body))
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode, got)
-	require.Contains(t, got, "the body has more than 100000 values (the server's limit)")
+	require.Contains(t, got, "the body has more than 500000 values (the server's limit)")
 	require.NotContains(t, got, "larger than max")
 }
 

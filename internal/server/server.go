@@ -113,7 +113,9 @@ type Config struct {
 	AuthTap  tap.ServerInHandle
 	AuthHTTP func(*http.Request) error
 	// Document bounds what one REST body may hold once decoded (values,
-	// nesting). Defaults to package document's defaults.
+	// nesting). MaxValues defaults to DefaultJSONValues for JSON bodies
+	// and to package document's default (100,000) for YAML, whose parser
+	// costs more per value; the rest to package document's defaults.
 	Document document.Limits
 	// ErrorCode classifies the errors handlers return (api.Code, the one
 	// mapping); the error interceptor (errors.go) masks what must not
@@ -202,6 +204,10 @@ func (c *Config) withDefaults() error {
 	}
 	return nil
 }
+
+// DefaultJSONValues is the default budget of values in one JSON body:
+// a BatchCreateJobs of 1,000 rich jobs fits, a 4 MB list of zeros does not.
+const DefaultJSONValues = 500_000
 
 // ReadyCheck is one dependency /readyz checks. Its error is logged; the
 // caller of /readyz sees only the name.
@@ -316,11 +322,15 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.closeListeners()
 		return nil, err
 	}
-	limits := cfg.Document
-	if limits.MaxBytes <= 0 {
-		limits.MaxBytes = 2 * cfg.MaxRequestBytes
+	yamlLimits := cfg.Document
+	if yamlLimits.MaxBytes <= 0 {
+		yamlLimits.MaxBytes = 2 * cfg.MaxRequestBytes
 	}
-	gw, err := newGateway(ctx, s.gwConn, limits, gatewayMessageLimit(cfg.MaxRequestBytes))
+	jsonLimits := yamlLimits
+	if jsonLimits.MaxValues <= 0 {
+		jsonLimits.MaxValues = DefaultJSONValues
+	}
+	gw, err := newGateway(ctx, s.gwConn, jsonLimits, yamlLimits, gatewayMessageLimit(cfg.MaxRequestBytes))
 	if err != nil {
 		s.closeListeners()
 		return nil, err
