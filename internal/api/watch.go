@@ -21,9 +21,12 @@ import (
 // is sent (log tails left out, as in every watch message). It follows the
 // job by uid, so a job created later under the same name is never mixed in.
 // It ends once the job is final and its events have been sent.
-func (s *JobServer) WatchJob(req *pb.WatchJobRequest, stream grpc.ServerStreamingServer[pb.WatchJobResponse]) error {
+func (s *JobServer) WatchJob(req *pb.WatchJobRequest, stream grpc.ServerStreamingServer[pb.WatchJobResponse]) (err error) {
 	ctx, stall := context.WithCancelCause(stream.Context())
 	defer stall(nil)
+	// The opening reads are bounded as each poll is (follow).
+	opening := time.AfterFunc(s.pollTimeout, func() { stall(errPollStalled) })
+	defer func() { opening.Stop(); err = s.stalled(ctx, err) }()
 	tenantID, name, err := parseJob("name", req.GetName())
 	if err != nil {
 		return err
@@ -62,6 +65,7 @@ func (s *JobServer) WatchJob(req *pb.WatchJobRequest, stream grpc.ServerStreamin
 	// sent is the position the client knows (its last event or bookmark),
 	// sentAt when it got it.
 	sent, sentAt := cursor, s.now()
+	opening.Stop()
 	return s.follow(ctx, stall, wake, func() (bool, error) {
 		// A bookmark's position is read before the job's events: every
 		// event of the job at or below it has committed by then, so the
@@ -139,9 +143,12 @@ func (s *JobServer) WatchJob(req *pb.WatchJobRequest, stream grpc.ServerStreamin
 // jobs of a batch of events are read in one query, by uid: events of a job
 // that was deleted since still arrive, with the job as it was last; if even
 // its row is gone (purged), with only its name and uid, whatever the filter.
-func (s *JobServer) WatchJobs(req *pb.WatchJobsRequest, stream grpc.ServerStreamingServer[pb.WatchJobResponse]) error {
+func (s *JobServer) WatchJobs(req *pb.WatchJobsRequest, stream grpc.ServerStreamingServer[pb.WatchJobResponse]) (err error) {
 	ctx, stall := context.WithCancelCause(stream.Context())
 	defer stall(nil)
+	// The opening reads are bounded as each poll is (follow).
+	opening := time.AfterFunc(s.pollTimeout, func() { stall(errPollStalled) })
+	defer func() { opening.Stop(); err = s.stalled(ctx, err) }()
 	tenantID, err := parseTenant("parent", req.GetParent())
 	if err != nil {
 		return err
@@ -168,6 +175,7 @@ func (s *JobServer) WatchJobs(req *pb.WatchJobsRequest, stream grpc.ServerStream
 	// sent is the position the client knows (the last event or bookmark
 	// it got), sentAt when it got it.
 	sent, sentAt := cursor, s.now()
+	opening.Stop()
 	return s.follow(ctx, stall, wake, func() (bool, error) {
 		// What the notification that woke this poll announced must be in
 		// what it reads: a read that started after the notification
@@ -311,6 +319,16 @@ func watchMessage(tenantID string, e job.Event, jobs map[string]job.Job, f jobFi
 // reopen, rather than hold it for ever.
 var errPollStalled = errors.New("the database did not answer in time")
 
+// stalled turns err into UNAVAILABLE when the watch's database reads were
+// cut off by the poll timeout (errPollStalled).
+func (s *JobServer) stalled(ctx context.Context, err error) error {
+	if err == nil || !errors.Is(context.Cause(ctx), errPollStalled) {
+		return err
+	}
+	s.log.WarnContext(ctx, "watch ended: a read of the database took too long", "timeout", s.pollTimeout, "error", err)
+	return status.Errorf(codes.Unavailable, "the database did not answer within %s; reopen the watch after the last event id", s.pollTimeout)
+}
+
 // follow calls poll until it reports done, waking when events of the
 // watched tenant were written (wake) and at least every pollEvery. A poll
 // that takes longer than pollTimeout is cancelled through stall (which
@@ -323,8 +341,7 @@ func (s *JobServer) follow(ctx context.Context, stall context.CancelCauseFunc, w
 		done, err := poll()
 		watchdog.Stop()
 		if errors.Is(context.Cause(ctx), errPollStalled) {
-			s.log.WarnContext(ctx, "watch ended: a poll of the database took too long", "timeout", s.pollTimeout, "error", err)
-			return status.Errorf(codes.Unavailable, "the database did not answer within %s; reopen the watch after the last event id", s.pollTimeout)
+			return s.stalled(ctx, err)
 		}
 		if expired := (*store.EventsExpiredError)(nil); errors.As(err, &expired) {
 			return expiredPosition(expired.Horizon, expired.After)

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/trainyard/trainyard/internal/grpctest"
+	"github.com/trainyard/trainyard/internal/tenant"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
 
@@ -59,4 +61,18 @@ func TestAuthenticateHTTP(t *testing.T) {
 	require.NoError(t, ic.AuthenticateHTTP(r))
 	ic = NewInterceptor(unavailableAuthn{}, NewAuthorizer(testTenants), WithLogger(discardLogger()))
 	require.Equal(t, codes.Unavailable, status.Code(ic.AuthenticateHTTP(r)))
+}
+
+// Issue 41, finding 3: a tenant lookup the database does not answer ends
+// after the lookup timeout as UNAVAILABLE, even for a call without a
+// deadline (a stream's).
+func TestAuthorizerLookupTimeout(t *testing.T) {
+	stalled := TenantSourceFunc(func(ctx context.Context, _ string) (tenant.Tenant, error) {
+		<-ctx.Done()
+		return tenant.Tenant{}, ctx.Err()
+	})
+	a := NewAuthorizer(stalled)
+	a.lookupTimeout = 50 * time.Millisecond
+	_, err := a.Authorize(context.Background(), Principal{Subject: "vera"}, "/trainyard.v1.JobService/GetJob", &pb.GetJobRequest{Name: "tenants/alpha/jobs/j"})
+	require.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
 }
