@@ -174,6 +174,13 @@ func TestProbeStalledDatabase(t *testing.T) {
 	require.Less(t, time.Since(start), 15*time.Second)
 	_, err := jobs.GetJob(ctxT(t), &pb.GetJobRequest{Name: "tenants/acme/jobs/j1"})
 	require.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
+	// A watch has no deadline; its tenant lookup is bounded all the same.
+	start = time.Now()
+	watch, err := jobs.WatchJobs(context.Background(), &pb.WatchJobsRequest{Parent: "tenants/acme"})
+	require.NoError(t, err)
+	_, err = watch.Recv()
+	require.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
+	require.Less(t, time.Since(start), 30*time.Second)
 
 	env.DBProxy.SetStalled(false)
 	require.Eventually(t, func() bool {
