@@ -35,6 +35,7 @@ type serveFlags struct {
 	maxRequestBytes int
 	maxStreams      int
 	handshake       time.Duration
+	requestTimeout  time.Duration
 	maxConns        int
 	streamLifetime  time.Duration
 	watchBookmark   time.Duration
@@ -55,6 +56,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.adminGroup, "admin-group", "trainyard-admins", "OIDC group whose members are platform admins (manage tenants)")
 	fs.StringVar(&f.devAuth, "dev-auth", "", "FILE of static tokens for local use; off by default, never in production")
 	fs.IntVar(&f.maxRequestBytes, "max-request-bytes", 4<<20, "largest request body (REST) or message (gRPC) accepted")
+	fs.DurationVar(&f.requestTimeout, "request-timeout", 30*time.Second, "bound on every unary call on the server (within the caller's own deadline); a call it ends is UNAVAILABLE (503 with Retry-After)")
 	fs.DurationVar(&f.handshake, "handshake-timeout", 10*time.Second, "how long a new connection may take to send its HTTP/2 preface (gRPC) or request headers (HTTP) before it is closed")
 	fs.IntVar(&f.maxConns, "max-connections", 4096, "open connections each listener (gRPC, HTTP) accepts at once; more wait to be accepted")
 	fs.DurationVar(&f.auditRetention, "audit-retention", 365*24*time.Hour, "audit records older than this are deleted (hourly); 0 keeps them forever")
@@ -159,21 +161,23 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 		}
 		tensorBoard = pd.DialTensorBoard
 	}
-	errUnary, errStream := api.ErrorInterceptors(log)
 	srv, err := server.New(ctx, server.Config{
 		HTTPAddr:            f.httpAddr,
 		GRPCAddr:            f.grpcAddr,
 		MaxRequestBytes:     f.maxRequestBytes,
 		MaxStreamsPerCaller: f.maxStreams,
 		HandshakeTimeout:    f.handshake,
+		RequestTimeout:      f.requestTimeout,
 		MaxConnections:      f.maxConns,
 		Jobs:                api.NewJobServer(apiDeps),
 		Tenants:             api.NewTenantServer(apiDeps),
 		Audit:               api.NewAuditServer(apiDeps),
 		AuthUnary:           ic.Unary(),
 		AuthStream:          ic.Stream(),
-		ErrorsUnary:         errUnary,
-		ErrorsStream:        errStream,
+		AuthTap:             ic.Tap,
+		AuthHTTP:            ic.AuthenticateHTTP,
+		ErrorCode:           api.Code,
+		CheckRequest:        api.CheckRequest,
 		TensorBoard:         tensorBoard,
 		Console:             f.console.handler(f),
 		Logger:              log,

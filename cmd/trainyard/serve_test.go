@@ -26,7 +26,7 @@ func TestServeConnectionFlags(t *testing.T) {
 		if cmd == "dev" {
 			f = newDevCmd().Flags()
 		}
-		for name, def := range map[string]string{"handshake-timeout": "10s", "max-connections": "4096", "max-stream-lifetime": "30m0s", "audit-retention": "8760h0m0s"} {
+		for name, def := range map[string]string{"handshake-timeout": "10s", "request-timeout": "30s", "max-connections": "4096", "max-stream-lifetime": "30m0s", "audit-retention": "8760h0m0s"} {
 			fl := f.Lookup(name)
 			require.NotNil(t, fl, "%s --%s", cmd, name)
 			require.Equal(t, def, fl.DefValue)

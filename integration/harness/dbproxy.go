@@ -19,9 +19,11 @@ type DBProxy struct {
 	ln     net.Listener
 	target string
 
-	mu    sync.Mutex
-	down  bool
-	conns map[net.Conn]struct{}
+	mu      sync.Mutex
+	down    bool
+	stalled bool
+	flowing *sync.Cond // broadcast when stalled or down changes
+	conns   map[net.Conn]struct{}
 }
 
 // newDBProxy listens on loopback and forwards to databaseURL's host. It
@@ -37,6 +39,7 @@ func newDBProxy(t testing.TB, databaseURL string) (*DBProxy, string) {
 		t.Fatal(err)
 	}
 	p := &DBProxy{DirectURL: databaseURL, ln: ln, target: u.Host, conns: map[net.Conn]struct{}{}}
+	p.flowing = sync.NewCond(&p.mu)
 	go p.serve()
 	t.Cleanup(func() {
 		ln.Close()
@@ -52,11 +55,32 @@ func (p *DBProxy) SetDown(down bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.down = down
+	p.flowing.Broadcast()
 	if down {
 		for c := range p.conns {
 			c.Close()
 		}
 	}
+}
+
+// SetStalled makes the proxy a database that stops answering (true): it
+// still accepts connections, but forwards nothing either way, on new and
+// open connections alike, until set back (false).
+func (p *DBProxy) SetStalled(stalled bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stalled = stalled
+	p.flowing.Broadcast()
+}
+
+// waitFlowing blocks while the proxy is stalled; false once it is down.
+func (p *DBProxy) waitFlowing() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for p.stalled && !p.down {
+		p.flowing.Wait()
+	}
+	return !p.down
 }
 
 func (p *DBProxy) serve() {
@@ -75,6 +99,9 @@ func (p *DBProxy) forward(client net.Conn) {
 		return
 	}
 	defer p.untrack(client)
+	if !p.waitFlowing() {
+		return
+	}
 	server, err := net.Dial("tcp", p.target)
 	if err != nil {
 		return
@@ -86,12 +113,26 @@ func (p *DBProxy) forward(client net.Conn) {
 	defer p.untrack(server)
 	done := make(chan struct{}, 2)
 	pipe := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src)
-		done <- struct{}{}
+		defer func() { done <- struct{}{} }()
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 && (!p.waitFlowing() || writeAll(dst, buf[:n]) != nil) {
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
 	}
 	go pipe(server, client)
 	go pipe(client, server)
 	<-done // one side ended: end both
+}
+
+func writeAll(w io.Writer, b []byte) error {
+	_, err := w.Write(b)
+	return err
 }
 
 func (p *DBProxy) track(c net.Conn) bool {

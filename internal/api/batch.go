@@ -185,18 +185,11 @@ func batchStatus(err error, index []int) error {
 	if !errors.As(err, &be) || len(be.Items) == 0 {
 		return err
 	}
-	code := codes.Internal
-	switch first := be.Items[0].Err; {
-	case errors.Is(first, store.ErrAlreadyExists):
-		code = codes.AlreadyExists
-	case errors.Is(first, store.ErrNotFound):
-		code = codes.NotFound
-	case errors.Is(first, store.ErrFailedPrecondition):
-		code = codes.FailedPrecondition
-	case errors.Is(first, store.ErrConflict):
-		code = codes.Aborted
+	code := Code(be.Items[0].Err)
+	switch code {
+	case codes.AlreadyExists, codes.NotFound, codes.FailedPrecondition, codes.Aborted:
 	default:
-		return err // internal or unavailable: toStatus decides
+		return err // internal, unavailable, …: the server's interceptor decides
 	}
 	parts := make([]string, len(be.Items))
 	for k, it := range be.Items {

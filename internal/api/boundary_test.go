@@ -1,15 +1,10 @@
 package api
 
 import (
-	"context"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
@@ -86,40 +81,4 @@ func TestTextBoundaryIsBounded(t *testing.T) {
 	details := badRequest(t, invalid(vs...))
 	require.Len(t, details.GetFieldViolations(), maxViolations+1)
 	require.Contains(t, details.GetFieldViolations()[maxViolations].GetDescription(), "more problems")
-}
-
-// The interceptor refuses before the handler runs, for unary calls and for
-// streams.
-func TestErrorInterceptorsCheckText(t *testing.T) {
-	unary, stream := ErrorInterceptors(nil)
-	called := false
-	_, err := unary(context.Background(), &pb.GetTenantRequest{Name: "tenants/t"}, &grpc.UnaryServerInfo{FullMethod: "/x/y"},
-		func(context.Context, any) (any, error) { called = true; return nil, nil })
-	require.NoError(t, err)
-	require.True(t, called)
-	called = false
-	_, err = unary(context.Background(), &pb.ListJobsRequest{Parent: "tenants/t", Filter: "\x00"}, &grpc.UnaryServerInfo{FullMethod: "/x/y"},
-		func(context.Context, any) (any, error) { called = true; return nil, nil })
-	require.Equal(t, codes.InvalidArgument, status.Code(err))
-	require.False(t, called)
-
-	ss := recvStream{req: &pb.WatchJobsRequest{Parent: "tenants/t", Filter: "a\x00"}}
-	err = stream(nil, ss, &grpc.StreamServerInfo{FullMethod: "/x/y"}, func(_ any, s grpc.ServerStream) error {
-		return s.RecvMsg(&pb.WatchJobsRequest{})
-	})
-	require.Equal(t, codes.InvalidArgument, status.Code(err))
-	require.True(t, strings.HasPrefix(status.Convert(err).Message(), "filter:"))
-}
-
-// recvStream is a server stream whose one message is req.
-type recvStream struct {
-	grpc.ServerStream
-	req proto.Message
-}
-
-func (s recvStream) Context() context.Context { return context.Background() }
-
-func (s recvStream) RecvMsg(m any) error {
-	proto.Merge(m.(proto.Message), s.req)
-	return nil
 }

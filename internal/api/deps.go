@@ -82,6 +82,8 @@ type deps struct {
 	log       *slog.Logger
 	now       func() time.Time
 	pollEvery time.Duration
+	// pollTimeout bounds one poll of a watch (watch.go, follow).
+	pollTimeout time.Duration
 	// bookmarkEvery is how long a watch that asked for bookmarks may go
 	// without sending before its position is sent as one.
 	bookmarkEvery time.Duration
@@ -108,6 +110,10 @@ type Deps struct {
 	Now func() time.Time
 	// WatchPoll is how often watchers poll without a notification. Defaults to 2s.
 	WatchPoll time.Duration
+	// WatchPollTimeout bounds one poll of the database by a watch; a poll
+	// that takes longer ends the watch UNAVAILABLE (clients reopen it).
+	// Defaults to 30s.
+	WatchPollTimeout time.Duration
 	// WatchBookmark is how long a watch that asked for bookmarks goes
 	// without sending anything before it sends its read position (when
 	// events it did not send moved it: left out by a tenant watch's
@@ -130,6 +136,9 @@ func (d Deps) withDefaults() deps {
 	}
 	if out.now == nil {
 		out.now = time.Now
+	}
+	if out.pollTimeout = d.WatchPollTimeout; out.pollTimeout <= 0 {
+		out.pollTimeout = 30 * time.Second
 	}
 	if out.pollEvery <= 0 {
 		out.pollEvery = 2 * time.Second

@@ -1,24 +1,24 @@
 // Package api implements Trainyard's gRPC services: JobService,
 // TenantService and AuditService. The REST gateway (internal/server) calls
-// the same handlers over loopback gRPC, so REST and gRPC cannot drift apart.
+// the same handlers over in-memory gRPC, so REST and gRPC cannot drift apart.
 //
 // # A call
 //
 //	interceptors (internal/server): recovery → metrics → logging →
 //	auth (authenticate, then the one Authorizer; streams stay guarded) →
-//	streams per caller → ErrorInterceptors (this package):
-//	    the text boundary: no NUL byte in any string (boundary.go)
+//	streams per caller → errors (internal/server), which runs
+//	    the text boundary: no NUL byte in any string (CheckRequest, boundary.go)
 //	    the actor: who, from where, which request, for the audit log
 //	    handler: parse names (resname) → validate (job.Violations) → store
-//	    errors → statuses (errors.go)
+//	    errors → statuses (Code, errors.go)
 //
 // Handlers are thin. They never decide access (the auth interceptor did,
 // and left its decision in the context: auth.AccessFrom); they scope every
 // store call by the tenant of the resource name; they validate with the
 // domain packages (job.Validate, tenant.Validate), collect every problem
 // of a request in one job.Violations, and answer INVALID_ARGUMENT with a
-// google.rpc.BadRequest naming each field. Store sentinels become statuses
-// in one place (toStatus): NOT_FOUND, ALREADY_EXISTS, FAILED_PRECONDITION,
+// google.rpc.BadRequest naming each field. Store sentinels become codes
+// in one place (Code): NOT_FOUND, ALREADY_EXISTS, FAILED_PRECONDITION,
 // ABORTED (a conflict or serialization failure: retry), UNAVAILABLE (the
 // database cannot be reached: retry); anything else is INTERNAL with an id
 // that is logged beside the real error, so no SQL or stack text leaves.

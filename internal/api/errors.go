@@ -2,32 +2,25 @@ package api
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/trainyard/trainyard/internal/audit"
-	"github.com/trainyard/trainyard/internal/auth"
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/store"
 )
 
 // Handlers return either a gRPC status (already user-facing) or an internal
-// error. ErrorInterceptors turn internal errors into statuses in one place:
-// store sentinels keep their (safe) text under the matching code, except
-// ErrUnavailable (a database that cannot be reached or cannot serve now),
-// which is UNAVAILABLE with a neutral message, so that clients and gRPC
-// retry policies retry; a serialization failure is ErrConflict, ABORTED
-// (retry the request). Anything else becomes INTERNAL with a neutral
-// message and an id that is logged with the real error, so SQL or stack
-// text never reaches a caller.
+// error, which Code classifies: store sentinels keep their (safe) text
+// under the matching code, except ErrUnavailable (a database that cannot
+// be reached or cannot serve now), which the server answers UNAVAILABLE
+// with a neutral message, so that clients and gRPC retry policies retry; a
+// serialization failure is ErrConflict, ABORTED (retry the request).
+// Anything else becomes INTERNAL with a neutral message and an id that is
+// logged with the real error, so SQL or stack text never reaches a caller.
 
 func violation(field, description string) job.FieldViolation {
 	return job.FieldViolation{Field: field, Description: description}
@@ -77,85 +70,39 @@ func withViolations(code codes.Code, vs ...job.FieldViolation) error {
 	return st.Err()
 }
 
-// toStatus maps an error from a handler to the status the caller sees.
-func toStatus(ctx context.Context, log *slog.Logger, method string, err error) error {
+// Code is the one mapping of the errors handlers return to gRPC codes:
+// a status keeps its code; store sentinels and context errors map to
+// theirs; anything else is INTERNAL. The server's error interceptor
+// (internal/server) applies it to every handler's error and masks what
+// must not leave (UNAVAILABLE's and INTERNAL's text); batches name their
+// items under the code of the first (batchStatus).
+func Code(err error) codes.Code {
 	if err == nil {
-		return nil
+		return codes.OK
 	}
-	if _, ok := status.FromError(err); ok {
-		return err
+	if st, ok := status.FromError(err); ok {
+		return st.Code()
 	}
-	if errors.Is(err, store.ErrUnavailable) {
-		// The store's text names the database's address: log it only.
-		id := errorID()
-		log.WarnContext(ctx, "database unavailable", "method", method, "error_id", id, "error", err)
-		return status.Errorf(codes.Unavailable, "the database is unavailable; retry shortly (id %s)", id)
-	}
-	code := codes.Internal
 	switch {
+	case errors.Is(err, store.ErrUnavailable):
+		return codes.Unavailable
 	case errors.Is(err, store.ErrNotFound):
-		code = codes.NotFound
+		return codes.NotFound
 	case errors.Is(err, store.ErrAlreadyExists):
-		code = codes.AlreadyExists
+		return codes.AlreadyExists
 	case errors.Is(err, store.ErrFailedPrecondition):
-		code = codes.FailedPrecondition
+		return codes.FailedPrecondition
 	case errors.Is(err, store.ErrConflict):
-		code = codes.Aborted
+		return codes.Aborted
 	case errors.Is(err, context.Canceled):
-		code = codes.Canceled
+		return codes.Canceled
 	case errors.Is(err, context.DeadlineExceeded):
-		code = codes.DeadlineExceeded
+		return codes.DeadlineExceeded
 	}
-	if code != codes.Internal {
-		return status.Error(code, err.Error())
-	}
-	id := errorID()
-	log.ErrorContext(ctx, "internal error", "method", method, "error_id", id, "error", err)
-	return status.Errorf(codes.Internal, "internal error (id %s)", id)
+	return codes.Internal
 }
 
-func errorID() string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// ErrorInterceptors returns the unary and stream interceptors that run
-// right before the handlers: they check every request at the text boundary
-// (checkText), put the caller's audit.Actor in the context, so that the
-// changes the handler makes are recorded (streams change nothing), and
-// apply toStatus to every handler's error.
-func ErrorInterceptors(log *slog.Logger) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
-	unary := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-		if err := checkText(req); err != nil {
-			return nil, err
-		}
-		resp, err := h(withActor(ctx), req)
-		return resp, toStatus(ctx, log, info.FullMethod, err)
-	}
-	stream := func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-		return toStatus(ss.Context(), log, info.FullMethod, h(srv, textCheckedStream{ss}))
-	}
-	return unary, stream
-}
-
-// textCheckedStream applies checkText to every message received.
-type textCheckedStream struct{ grpc.ServerStream }
-
-func (s textCheckedStream) RecvMsg(m any) error {
-	if err := s.ServerStream.RecvMsg(m); err != nil {
-		return err
-	}
-	return checkText(m)
-}
-
-// withActor adds the audit.Actor of an authenticated call: the principal,
-// and where the call came from (audit.Request, set by the server).
-func withActor(ctx context.Context) context.Context {
-	p, ok := auth.PrincipalFrom(ctx)
-	if !ok {
-		return ctx
-	}
-	r, _ := audit.RequestFrom(ctx)
-	return audit.WithActor(ctx, audit.Actor{Subject: p.Subject, Groups: p.Groups, Issuer: p.Issuer, Request: r})
-}
+// CheckRequest is the text boundary check of one request (boundary.go):
+// nil, or INVALID_ARGUMENT listing the strings that cannot be stored. The
+// server runs it on every request before the handler.
+func CheckRequest(req any) error { return checkText(req) }

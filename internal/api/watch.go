@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -20,8 +21,12 @@ import (
 // is sent (log tails left out, as in every watch message). It follows the
 // job by uid, so a job created later under the same name is never mixed in.
 // It ends once the job is final and its events have been sent.
-func (s *JobServer) WatchJob(req *pb.WatchJobRequest, stream grpc.ServerStreamingServer[pb.WatchJobResponse]) error {
-	ctx := stream.Context()
+func (s *JobServer) WatchJob(req *pb.WatchJobRequest, stream grpc.ServerStreamingServer[pb.WatchJobResponse]) (err error) {
+	ctx, stall := context.WithCancelCause(stream.Context())
+	defer stall(nil)
+	// The opening reads are bounded as each poll is (follow).
+	opening := time.AfterFunc(s.pollTimeout, func() { stall(errPollStalled) })
+	defer func() { opening.Stop(); err = s.stalled(ctx, err) }()
 	tenantID, name, err := parseJob("name", req.GetName())
 	if err != nil {
 		return err
@@ -60,7 +65,8 @@ func (s *JobServer) WatchJob(req *pb.WatchJobRequest, stream grpc.ServerStreamin
 	// sent is the position the client knows (its last event or bookmark),
 	// sentAt when it got it.
 	sent, sentAt := cursor, s.now()
-	return s.follow(ctx, wake, func() (bool, error) {
+	opening.Stop()
+	return s.follow(ctx, stall, wake, func() (bool, error) {
 		// A bookmark's position is read before the job's events: every
 		// event of the job at or below it has committed by then, so the
 		// read below sees it, and once that read is sent the client has
@@ -137,8 +143,12 @@ func (s *JobServer) WatchJob(req *pb.WatchJobRequest, stream grpc.ServerStreamin
 // jobs of a batch of events are read in one query, by uid: events of a job
 // that was deleted since still arrive, with the job as it was last; if even
 // its row is gone (purged), with only its name and uid, whatever the filter.
-func (s *JobServer) WatchJobs(req *pb.WatchJobsRequest, stream grpc.ServerStreamingServer[pb.WatchJobResponse]) error {
-	ctx := stream.Context()
+func (s *JobServer) WatchJobs(req *pb.WatchJobsRequest, stream grpc.ServerStreamingServer[pb.WatchJobResponse]) (err error) {
+	ctx, stall := context.WithCancelCause(stream.Context())
+	defer stall(nil)
+	// The opening reads are bounded as each poll is (follow).
+	opening := time.AfterFunc(s.pollTimeout, func() { stall(errPollStalled) })
+	defer func() { opening.Stop(); err = s.stalled(ctx, err) }()
 	tenantID, err := parseTenant("parent", req.GetParent())
 	if err != nil {
 		return err
@@ -165,7 +175,8 @@ func (s *JobServer) WatchJobs(req *pb.WatchJobsRequest, stream grpc.ServerStream
 	// sent is the position the client knows (the last event or bookmark
 	// it got), sentAt when it got it.
 	sent, sentAt := cursor, s.now()
-	return s.follow(ctx, wake, func() (bool, error) {
+	opening.Stop()
+	return s.follow(ctx, stall, wake, func() (bool, error) {
 		// What the notification that woke this poll announced must be in
 		// what it reads: a read that started after the notification
 		// arrived. Streams woken by the same one share a read.
@@ -302,13 +313,36 @@ func watchMessage(tenantID string, e job.Event, jobs map[string]job.Job, f jobFi
 	return &pb.WatchJobResponse{Event: eventToPB(e), Job: jobSummaryToPB(j)}, true
 }
 
+// errPollStalled ends a watch whose poll of the database took longer than
+// pollTimeout: a database that accepts connections but answers nothing
+// (issue 41, finding 3) must end the watch UNAVAILABLE, which clients
+// reopen, rather than hold it for ever.
+var errPollStalled = errors.New("the database did not answer in time")
+
+// stalled turns err into UNAVAILABLE when the watch's database reads were
+// cut off by the poll timeout (errPollStalled).
+func (s *JobServer) stalled(ctx context.Context, err error) error {
+	if err == nil || !errors.Is(context.Cause(ctx), errPollStalled) {
+		return err
+	}
+	s.log.WarnContext(ctx, "watch ended: a read of the database took too long", "timeout", s.pollTimeout, "error", err)
+	return status.Errorf(codes.Unavailable, "the database did not answer within %s; reopen the watch after the last event id", s.pollTimeout)
+}
+
 // follow calls poll until it reports done, waking when events of the
-// watched tenant were written (wake) and at least every pollEvery.
-func (s *JobServer) follow(ctx context.Context, wake <-chan struct{}, poll func() (done bool, err error)) error {
+// watched tenant were written (wake) and at least every pollEvery. A poll
+// that takes longer than pollTimeout is cancelled through stall (which
+// must cancel the ctx poll uses) and the watch ends UNAVAILABLE.
+func (s *JobServer) follow(ctx context.Context, stall context.CancelCauseFunc, wake <-chan struct{}, poll func() (done bool, err error)) error {
 	t := time.NewTicker(s.pollEvery)
 	defer t.Stop()
 	for {
+		watchdog := time.AfterFunc(s.pollTimeout, func() { stall(errPollStalled) })
 		done, err := poll()
+		watchdog.Stop()
+		if errors.Is(context.Cause(ctx), errPollStalled) {
+			return s.stalled(ctx, err)
+		}
 		if expired := (*store.EventsExpiredError)(nil); errors.As(err, &expired) {
 			return expiredPosition(expired.Horizon, expired.After)
 		}

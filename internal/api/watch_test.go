@@ -328,3 +328,48 @@ func watchSent(t *testing.T, s *fakeStream[pb.WatchJobResponse]) []string {
 	}
 	return out
 }
+
+// stallingStore answers nothing to a watch's poll, as a database behind a
+// stalled connection does, until the poll's context ends.
+type stallingStore struct{ *fakeStore }
+
+func (s stallingStore) EventListByJob(ctx context.Context, _, _ string, _ int64, _ int) ([]job.Event, error) {
+	<-ctx.Done()
+	return nil, fmt.Errorf("store: events: %w", ctx.Err())
+}
+
+// Issue 41, finding 3: a watch whose database stops answering ends
+// UNAVAILABLE (clients reopen it) after WatchPollTimeout, not never.
+func TestWatchEndsUnavailableWhenTheDatabaseStalls(t *testing.T) {
+	st := newFakeStore()
+	st.jobs = []job.Job{{Tenant: "a", Name: "j", UID: "u1", Status: job.Status{State: job.Running}}}
+	srv := NewJobServer(Deps{Store: stallingStore{st}, WatchPoll: time.Hour, WatchPollTimeout: 50 * time.Millisecond})
+	stream := &fakeStream[pb.WatchJobResponse]{ctx: context.Background()}
+	err := srv.WatchJob(&pb.WatchJobRequest{Name: "tenants/a/jobs/j"}, stream)
+	require.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
+	require.Contains(t, status.Convert(err).Message(), "reopen the watch")
+}
+
+// stallingOpen answers nothing to a watch's opening read.
+type stallingOpen struct{ *fakeStore }
+
+func (s stallingOpen) JobGet(ctx context.Context, _, _ string) (job.Job, error) {
+	<-ctx.Done()
+	return job.Job{}, fmt.Errorf("store: job: %w", ctx.Err())
+}
+
+// The opening reads of a watch are bounded too; a healthy watch outlives
+// the bound (the opening timer stops once it follows).
+func TestWatchOpeningReadsAreBounded(t *testing.T) {
+	st := newFakeStore()
+	st.jobs = []job.Job{{Tenant: "a", Name: "j", UID: "u1", Status: job.Status{State: job.Running}}}
+	srv := NewJobServer(Deps{Store: stallingOpen{st}, WatchPoll: time.Hour, WatchPollTimeout: 50 * time.Millisecond})
+	err := srv.WatchJob(&pb.WatchJobRequest{Name: "tenants/a/jobs/j"}, &fakeStream[pb.WatchJobResponse]{ctx: context.Background()})
+	require.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
+
+	srv = NewJobServer(Deps{Store: st, WatchPoll: 10 * time.Millisecond, WatchPollTimeout: 50 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	err = srv.WatchJob(&pb.WatchJobRequest{Name: "tenants/a/jobs/j"}, &fakeStream[pb.WatchJobResponse]{ctx: ctx})
+	require.Equal(t, codes.DeadlineExceeded, status.Code(err), "the watch ran until its caller's deadline: %v", err)
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -167,12 +168,22 @@ func RequiredPermission(fullMethod string) (Permission, bool) {
 // Authorizer is the one place that decides whether a principal may call a
 // method on a resource.
 type Authorizer struct {
-	tenants TenantSource
+	tenants       TenantSource
+	lookupTimeout time.Duration
 }
+
+// LookupTimeout bounds one tenant lookup: a stream's calls have no
+// deadline, and a database that stops answering must not hold a watch
+// open unauthorized for ever (issue 41, finding 3). A lookup it ends is
+// UNAVAILABLE.
+const LookupTimeout = 10 * time.Second
+
+// errLookupTimeout is the cause of a lookup ended by LookupTimeout.
+var errLookupTimeout = errors.New("tenant lookup timed out")
 
 // NewAuthorizer returns the Authorizer that looks tenants up in ts.
 func NewAuthorizer(ts TenantSource) *Authorizer {
-	return &Authorizer{tenants: ts}
+	return &Authorizer{tenants: ts, lookupTimeout: LookupTimeout}
 }
 
 // Authorize decides whether p may call fullMethod with req. The error is a
@@ -273,7 +284,13 @@ func (a *Authorizer) tenantGet(ctx context.Context, id string) (tenant.Tenant, e
 		}
 		return r.t, nil
 	}
-	return a.tenants.TenantGet(ctx, id)
+	lctx, cancel := context.WithTimeoutCause(ctx, a.lookupTimeout, errLookupTimeout)
+	defer cancel()
+	t, err := a.tenants.TenantGet(lctx, id)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(lctx), errLookupTimeout) {
+		return t, fmt.Errorf("%w: no answer within %s: %w", ErrTenantSourceUnavailable, a.lookupTimeout, err)
+	}
+	return t, err
 }
 
 func stateWord(s tenant.State) string {

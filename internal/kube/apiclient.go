@@ -2,9 +2,14 @@ package kube
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -67,7 +72,7 @@ func (c APIClient) PutSecret(ctx context.Context, tenantID, namespace, secretID 
 	if apierrors.IsAlreadyExists(err) {
 		_, err = secrets.Update(ctx, want, metav1.UpdateOptions{})
 	}
-	return classifySecretError(namespace, secretID, err)
+	return classifySecretError(namespace, secretID, redactSecretError(err, data))
 }
 
 // DeleteSecret deletes the tenant secret's Kubernetes Secret; found is
@@ -78,8 +83,78 @@ func (c APIClient) DeleteSecret(ctx context.Context, namespace, secretID string)
 	if apierrors.IsNotFound(err) && !isNamespaceMissing(err) {
 		return false, nil
 	}
-	return err == nil, classifySecretError(namespace, secretID, err)
+	return err == nil, classifySecretError(namespace, secretID, redactSecretError(err, nil))
 }
+
+// redactSecretError withholds what the cluster said about a Secret call:
+// an admission webhook may deny with a message that echoes the object, its
+// values included, and callers log these errors (issue 41, finding 10).
+// The result is still the cluster's status (apierrors' checks see its
+// code, reason and details), with a message of ours, and the details'
+// causes kept with every value (plain, JSON-escaped or base64) cut out of
+// them (Kubernetes' own name keys, never values). Errors that are not the cluster's answer
+// (network, context) carry nothing of the object and pass unchanged.
+func redactSecretError(err error, values map[string]string) error {
+	var se apierrors.APIStatus
+	if err == nil || !errors.As(err, &se) {
+		return err
+	}
+	st := se.Status()
+	st.Message = fmt.Sprintf("Kubernetes answered %d %s%s (its message is withheld: it may echo the secret's values)", st.Code, st.Reason, deniedBy(st.Message))
+	if st.Details != nil {
+		d := *st.Details
+		d.Causes = nil
+		for _, c := range st.Details.Causes {
+			c.Message, c.Field = scrub(c.Message, values), scrub(c.Field, values)
+			d.Causes = append(d.Causes, c)
+		}
+		st.Details = &d
+	}
+	return &redactedStatus{st: st}
+}
+
+var (
+	webhookName = regexp.MustCompile(`admission webhook "([^"]{1,253})"`)
+	policyName  = regexp.MustCompile(`ValidatingAdmissionPolicy '([^']{1,253})'`)
+	rbacDenial  = regexp.MustCompile(`^User "([^"]{1,253})" cannot `)
+)
+
+// deniedBy names who refused, from a refusal's message, so that an
+// operator can tell an admission check from missing RBAC without the
+// message itself.
+func deniedBy(msg string) string {
+	if m := webhookName.FindStringSubmatch(msg); m != nil {
+		return ", denied by admission webhook " + strconv.Quote(m[1])
+	}
+	if m := policyName.FindStringSubmatch(msg); m != nil {
+		return ", denied by ValidatingAdmissionPolicy " + strconv.Quote(m[1])
+	}
+	if m := rbacDenial.FindStringSubmatch(msg); m != nil {
+		return ", denied by RBAC to " + strconv.Quote(m[1])
+	}
+	return ""
+}
+
+// scrub cuts every value out of text, as written, JSON-escaped and in
+// base64 (a Secret's data as the API carries it).
+func scrub(text string, values map[string]string) string {
+	for _, v := range values {
+		if v == "" {
+			continue
+		}
+		escaped, _ := json.Marshal(v)
+		for _, form := range []string{base64.StdEncoding.EncodeToString([]byte(v)), string(escaped[1 : len(escaped)-1]), v} {
+			text = strings.ReplaceAll(text, form, "[withheld]")
+		}
+	}
+	return text
+}
+
+// redactedStatus is a cluster's answer with its message withheld.
+type redactedStatus struct{ st metav1.Status }
+
+func (e *redactedStatus) Error() string         { return e.st.Message }
+func (e *redactedStatus) Status() metav1.Status { return e.st }
 
 // classifySecretError turns the API server's answer to a Secret write into
 // APIClient's errors; unclassified ones are returned wrapped as they are.

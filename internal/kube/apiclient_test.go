@@ -3,6 +3,8 @@ package kube
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -108,7 +110,7 @@ func TestSecretErrorsAreClassified(t *testing.T) {
 		field.Invalid(field.NewPath("data").Key("a b"), "a b", "a valid config key must consist of alphanumeric characters")})
 	c := fake.NewClientset()
 	c.PrependReactor("create", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, invalid })
-	err := APIClient{Client: c}.PutSecret(context.Background(), "a", "ty-a", "s", map[string]string{"a b": "v"})
+	err := APIClient{Client: c}.PutSecret(context.Background(), "a", "ty-a", "s", map[string]string{"a b": "value-1"})
 	var inv *InvalidError
 	require.ErrorAs(t, err, &inv)
 	require.Len(t, inv.Causes, 1)
@@ -120,4 +122,52 @@ func TestSecretErrorsAreClassified(t *testing.T) {
 	})
 	_, err = APIClient{Client: c}.PodLogs(context.Background(), "ty-a", "p", false, 0)
 	require.ErrorIs(t, err, ErrPodGone)
+}
+
+// Issue 41, finding 10: a cluster answer that echoes the Secret (an
+// admission webhook may) reaches no caller or log with the values: the
+// message is withheld, causes that echo a value too; the classification
+// still holds.
+func TestSecretErrorsAreRedacted(t *testing.T) {
+	const value = "hunter2-very-secret"
+	b64 := "aHVudGVyMi12ZXJ5LXNlY3JldA=="
+	gr := schema.GroupResource{Resource: "secrets"}
+	echo := `admission webhook "policy.example.com" denied the request: {"data":{"password":"` + b64 + `"},"stringData":{"password":"` + value + `"}}`
+	forbidden := apierrors.NewForbidden(gr, "s", errors.New(echo))
+	invalid := apierrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, "s", field.ErrorList{
+		field.Invalid(field.NewPath("data").Key("password"), value, "must not look like a password"),
+		field.Invalid(field.NewPath("data").Key("a b"), "a b", "a valid config key must consist of alphanumeric characters")})
+	internal := apierrors.NewInternalError(errors.New(echo))
+	for name, tc := range map[string]struct {
+		err   error
+		check func(t *testing.T, err error)
+	}{
+		"forbidden": {forbidden, func(t *testing.T, err error) {
+			require.ErrorIs(t, err, ErrSecretNotOurs)
+			require.True(t, apierrors.IsForbidden(err))
+			require.Contains(t, err.Error(), `denied by admission webhook "policy.example.com"`, "who refused stays")
+		}},
+		"invalid": {invalid, func(t *testing.T, err error) {
+			var inv *InvalidError
+			require.ErrorAs(t, err, &inv)
+			require.Len(t, inv.Causes, 2)
+			require.Contains(t, strings.Join(inv.Causes, "\n"), "a valid config key", "causes without values stay")
+			require.NotContains(t, strings.Join(inv.Causes, "\n"), value)
+		}},
+		"internal": {internal, func(t *testing.T, err error) {
+			require.True(t, apierrors.IsInternalError(err))
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := fake.NewClientset()
+			c.PrependReactor("create", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, tc.err })
+			err := APIClient{Client: c}.PutSecret(context.Background(), "a", "ty-a", "s", map[string]string{"password": value})
+			require.Error(t, err)
+			tc.check(t, err)
+			text := fmt.Sprintf("%v %+v %#v", err, err, err)
+			require.NotContains(t, text, value)
+			require.NotContains(t, text, b64)
+			require.Contains(t, err.Error(), "withheld")
+		})
+	}
 }

@@ -12,21 +12,22 @@
 //	│ (+ health,      │                    │ /metrics /docs       │
 //	│  reflection)    │                    │ /openapi.json        │
 //	└────────┬────────┘                    │ /v1/... ─► gateway ──┼─┐
-//	         │                             │ .../tensorboard/     │ │ gRPC over
-//	         │                             │ /  ─► console        │ │ loopback
+//	         │                             │ .../tensorboard/     │ │ gRPC in
+//	         │                             │ /  ─► console        │ │ memory
 //	         │                             └──────────────────────┘ │
 //	         │                             ┌──────────────────────┐ │
 //	         │                             │ gateway's gRPC server│◄┘
-//	         │                             │ 127.0.0.1:0          │
+//	         │                             │ (bufconn, no socket) │
 //	         │                             └──────────┬───────────┘
 //	         ▼                                        ▼
 //	  interceptor chain ──► JobService, TenantService, AuditService
 //
 // # Listeners
 //
-// New opens three listeners. The public gRPC listener is Config.GRPCAddr.
-// The HTTP listener is Config.HTTPAddr. The third is a loopback port that
-// only the gateway dials.
+// New opens two listeners: the public gRPC listener, Config.GRPCAddr, and
+// the HTTP listener, Config.HTTPAddr. The gateway's own gRPC server listens
+// in memory (bufconn): no socket, so no one but the gateway can reach it.
+// With Config.TLS both listeners serve TLS (tls.go).
 //
 // Each public listener holds at most MaxConnections connections. More wait
 // in the kernel's accept queue. A new connection must say what it wants
@@ -42,18 +43,29 @@
 // in through Config (authentication and authorization, and the mapping of
 // handler errors to statuses). The order, outermost first:
 //
-//	unary:   recovery → request → metrics → logging → auth → errors → handler
-//	stream:  recovery → request → metrics → logging → auth → streams per caller → errors → handler
+//	unary:   recovery → undecodable → request → metrics → logging → timeout → auth → fairness → errors → handler
+//	stream:  recovery → undecodable → request → metrics → logging → auth → fairness → streams per caller → errors → handler
 //
 // Each place in the order has one reason:
 //
 //   - recovery is outermost, so a panic anywhere becomes INTERNAL.
+//   - undecodable (codec.go) answers a message the codec could not decode
+//     INVALID_ARGUMENT in plain words, before anything else looks at it.
 //   - request (request.go) comes next, so every later log line carries the
 //     call's request id and client address.
 //   - metrics and logging sit outside auth and errors, so they see the
 //     final status code, refusals included.
+//   - timeout (--request-timeout) bounds every unary call; one it ends is
+//     UNAVAILABLE with Retry-After, while the caller's own deadline still
+//     gives DEADLINE_EXCEEDED.
 //   - auth runs before anything that needs a caller, so no handler runs
-//     unauthenticated.
+//     unauthenticated. On the public gRPC server a tap (AuthTap) has
+//     already checked the token from the call's headers before the message
+//     was read, and on REST AuthHTTP checks the Authorization header before
+//     the body is read: a stranger's body is never decoded.
+//   - fairness (fairness.go, package fairq) gives each tenant a bounded
+//     share of the server after auth has named the tenant, so one tenant's
+//     flood queues behind its own seats, not in front of another's calls.
 //   - the stream limit (limits.go) counts by caller, so it runs after auth.
 //   - error mapping is innermost, so internal errors are masked before any
 //     other interceptor or the client sees them.
@@ -65,12 +77,13 @@
 //
 // REST is grpc-gateway v2 (gateway.go). The gateway is a gRPC client of
 // the same services, so REST and gRPC cannot drift apart. It dials its own
-// loopback gRPC server, not the public one. That server has the same
+// in-memory gRPC server, not the public one. That server has the same
 // services and chain but no per-connection stream cap: all REST traffic
 // shares its one connection.
 //
-// On that loopback server the peer is the gateway itself. The client's
-// address is therefore the last X-Forwarded-For entry the gateway set.
+// On that in-memory server the peer is the gateway itself. The client's
+// address is therefore the X-Forwarded-For entry the gateway set. A direct
+// gRPC caller's X-Forwarded-For is never trusted.
 //
 // The gateway differs from its defaults in a few ways:
 //

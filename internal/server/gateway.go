@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/trainyard/trainyard/internal/document"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
 
@@ -35,24 +36,27 @@ import (
 //   - Path parameters and query values must be UTF-8: one that is not is
 //     400 naming the parameter, instead of failing to marshal (INTERNAL).
 //   - 503 and 429 carry Retry-After.
-func newGateway(ctx context.Context, conn *grpc.ClientConn) (http.Handler, error) {
-	jsonpb := &runtime.JSONPb{
+//   - Bodies are read strictly and within a budget (strictJSON, yamlBody).
+//   - A message larger than the gateway may send is 413 naming the limit.
+func newGateway(ctx context.Context, conn *grpc.ClientConn, jsonLimits, yamlLimits document.Limits, maxMessage int) (http.Handler, error) {
+	jsonpb := strictJSON{JSONPb: &runtime.JSONPb{
 		MarshalOptions:   protojson.MarshalOptions{UseProtoNames: false},
 		UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
-	}
+	}, limits: jsonLimits}
 	rs := routesOf(pb.File_trainyard_v1_job_proto, pb.File_trainyard_v1_tenant_proto, pb.File_trainyard_v1_audit_proto)
 	opts := []runtime.ServeMuxOption{
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.HTTPBodyMarshaler{Marshaler: jsonpb}),
 		runtime.WithIncomingHeaderMatcher(incomingHeader),
 		runtime.WithOutgoingHeaderMatcher(outgoingHeader),
-		runtime.WithErrorHandler(errorHandler),
+		runtime.WithErrorHandler(errorHandler(maxMessage)),
 		runtime.WithRoutingErrorHandler(rs.routingErrorHandler),
 		runtime.WithDisableHTTPMethodOverride(),
 		runtime.WithDisablePathLengthFallback(),
 		runtime.WithMiddlewares(requireUTF8),
+		runtime.SetQueryParameterParser(queryParser{}),
 	}
 	for _, ct := range yamlContentTypes {
-		opts = append(opts, runtime.WithMarshalerOption(ct, yamlBody{jsonpb}))
+		opts = append(opts, runtime.WithMarshalerOption(ct, yamlBody{strictJSON{JSONPb: jsonpb.JSONPb, limits: yamlLimits}}))
 	}
 	mux := runtime.NewServeMux(opts...)
 	if err := pb.RegisterJobServiceHandler(ctx, mux, conn); err != nil {
@@ -90,12 +94,30 @@ func outgoingHeader(key string) (string, bool) {
 // open streams): short, since both pass in seconds when they pass at all.
 const retryAfter = "2"
 
-func errorHandler(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
-	switch status.Code(err) {
-	case codes.Unavailable, codes.ResourceExhausted:
-		w.Header().Set("Retry-After", retryAfter)
+// errorHandler answers errors as the gateway does, with Retry-After on
+// 503 and 429, and 413 naming the limit for a message larger than the
+// gateway may send (maxMessage).
+func errorHandler(maxMessage int) runtime.ErrorHandlerFunc {
+	return func(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
+		if tooLargeToSend(err) {
+			// The gateway's own client refused the message (finding 5): the
+			// request is too large, which is no reason to retry (429).
+			err = &runtime.HTTPStatusError{HTTPStatus: http.StatusRequestEntityTooLarge,
+				Err: status.Error(codes.InvalidArgument, "the request is too large once decoded: at most "+strconv.Itoa(maxMessage)+" bytes as protobuf (the server's limit)")}
+		}
+		switch status.Code(err) {
+		case codes.Unavailable, codes.ResourceExhausted:
+			w.Header().Set("Retry-After", retryAfter)
+		}
+		runtime.DefaultHTTPErrorHandler(ctx, mux, m, w, r, err)
 	}
-	runtime.DefaultHTTPErrorHandler(ctx, mux, m, w, r, err)
+}
+
+// tooLargeToSend reports grpc-go's refusal to send a message over the
+// client's limit ("trying to send message larger than max").
+func tooLargeToSend(err error) bool {
+	st, ok := status.FromError(err)
+	return ok && st.Code() == codes.ResourceExhausted && strings.Contains(st.Message(), "trying to send message larger than max")
 }
 
 func (rs routes) routingErrorHandler(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, code int) {
@@ -173,6 +195,13 @@ const readTimeout = 30 * time.Second
 // log streams and watches over REST last as long as the client stays.
 func limitBody(max int, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+			// Finding 7: a compressed body read as plain text would fail
+			// with a confusing message, or worse, succeed.
+			writeStatus(w, http.StatusUnsupportedMediaType, status.New(codes.InvalidArgument,
+				"Content-Encoding "+strconv.Quote(ce)+" is not supported: send the body uncompressed (identity)"))
+			return
+		}
 		if r.Body != nil && r.Body != http.NoBody {
 			if r.ContentLength > int64(max) {
 				tooLarge(w, max)
@@ -200,4 +229,33 @@ func tooLarge(w http.ResponseWriter, max int) {
 	w.WriteHeader(http.StatusRequestEntityTooLarge)
 	// Code 8 is RESOURCE_EXHAUSTED, what a gRPC client gets for the same request.
 	_, _ = w.Write([]byte(`{"code":8,"message":"request body is larger than ` + strconv.Itoa(max) + ` bytes"}`))
+}
+
+// writeStatus answers st as the gateway would, under httpStatus.
+func writeStatus(w http.ResponseWriter, httpStatus int, st *status.Status) {
+	w.Header().Set("Content-Type", "application/json")
+	if httpStatus == http.StatusServiceUnavailable || httpStatus == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", retryAfter)
+	}
+	w.WriteHeader(httpStatus)
+	b, _ := protojson.Marshal(st.Proto())
+	_, _ = w.Write(b)
+}
+
+// authenticateFirst refuses a REST request without a valid token before
+// its body is read (finding 1): the gateway can only authenticate by
+// calling gRPC with the body decoded. The gRPC server authenticates again
+// and authorizes.
+func authenticateFirst(authn func(*http.Request) error, next http.Handler) http.Handler {
+	if authn == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := authn(r); err != nil {
+			st := status.Convert(err)
+			writeStatus(w, runtime.HTTPStatusFromCode(st.Code()), st)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }

@@ -23,7 +23,7 @@ import (
 // a sensible one, so that a client can find its request in our logs; else a
 // new one. Either way it is sent back in the x-request-id header.
 //
-// The address is the gRPC peer's, except on the gateway's own loopback
+// The address is the gRPC peer's, except on the gateway's own in-memory
 // server, where the peer is the gateway: there it is the last address of
 // the x-forwarded-for the gateway sets, which is the HTTP client it
 // served (earlier entries were sent by the client and prove nothing).

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"google.golang.org/genproto/googleapis/api/annotations"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
@@ -20,6 +22,10 @@ type routes []route
 type route struct {
 	method string
 	path   *regexp.Regexp
+	// verb: the template ends in a custom method (…/jobs/*:cancel). A
+	// path a verb route matches is that route's only: job ids cannot hold
+	// a colon, so GET …/jobs/j1:cancel is not GetJob of "j1:cancel".
+	verb bool
 }
 
 // routesOf reads the HTTP rules of every method of the services in files.
@@ -32,13 +38,18 @@ func routesOf(files ...protoreflect.FileDescriptor) routes {
 				rule, _ := proto.GetExtension(ms.Get(j).Options(), annotations.E_Http).(*annotations.HttpRule)
 				for _, r := range append([]*annotations.HttpRule{rule}, rule.GetAdditionalBindings()...) {
 					if method, tmpl := verbAndTemplate(r); tmpl != "" {
-						rs = append(rs, route{method: method, path: templateRegexp(tmpl)})
+						rs = append(rs, newRoute(method, tmpl))
 					}
 				}
 			}
 		}
 	}
 	return rs
+}
+
+func newRoute(method, tmpl string) route {
+	last := tmpl[strings.LastIndexByte(tmpl, '/')+1:]
+	return route{method: method, path: templateRegexp(tmpl), verb: strings.Contains(templateVariable.ReplaceAllString(last, "*"), ":")}
 }
 
 func verbAndTemplate(r *annotations.HttpRule) (string, string) {
@@ -93,11 +104,46 @@ func templateRegexp(tmpl string) *regexp.Regexp {
 // path no route matches.
 func (rs routes) allowed(path string) []string {
 	var out []string
+	verb := slices.ContainsFunc(rs, func(r route) bool { return r.verb && r.path.MatchString(path) })
 	for _, r := range rs {
-		if r.path.MatchString(path) && !slices.Contains(out, r.method) {
+		if r.verb == verb && r.path.MatchString(path) && !slices.Contains(out, r.method) {
 			out = append(out, r.method)
 		}
 	}
 	slices.Sort(out)
 	return out
+}
+
+// methodCheck answers 405 with Allow to a request whose path a route
+// serves but not with its method, before anything else looks at it
+// (issue 41, finding 8: GET …/jobs/j1:cancel was GetJob of "j1:cancel",
+// 404). Other requests pass to next, unknown paths included.
+func (rs routes) methodCheck(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		allow := rs.allowed(r.URL.EscapedPath())
+		if len(allow) > 0 && !slices.Contains(allow, r.Method) {
+			methodNotAllowed(w, r, allow...)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// methodNotAllowed answers 405 with Allow and the gateway's JSON error.
+func methodNotAllowed(w http.ResponseWriter, r *http.Request, allow ...string) {
+	list := strings.Join(allow, ", ")
+	w.Header().Set("Allow", list)
+	writeStatus(w, http.StatusMethodNotAllowed, status.Newf(codes.Unimplemented,
+		"method %s is not allowed on %s; allowed: %s", r.Method, r.URL.EscapedPath(), list))
+}
+
+// onlyGET makes mux answer 405 (Allow: GET, HEAD) to other methods on
+// paths it serves with GET only (/healthz, /metrics, /docs, …), which a
+// catch-all (the console at /) would otherwise take.
+func onlyGET(mux *http.ServeMux, paths ...string) {
+	for _, p := range paths {
+		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			methodNotAllowed(w, r, http.MethodGet, http.MethodHead)
+		})
+	}
 }

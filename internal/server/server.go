@@ -23,8 +23,11 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
+	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/trainyard/trainyard/internal/audit"
+	"github.com/trainyard/trainyard/internal/document"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 	webopenapi "github.com/trainyard/trainyard/web-openapi"
 )
@@ -47,9 +50,29 @@ type Config struct {
 	// server without them would serve every tenant to anyone.
 	AuthUnary  grpc.UnaryServerInterceptor
 	AuthStream grpc.StreamServerInterceptor
-	// Errors map handler errors to statuses (api.ErrorInterceptors).
-	ErrorsUnary  grpc.UnaryServerInterceptor
-	ErrorsStream grpc.StreamServerInterceptor
+	// AuthTap authenticates a gRPC call from its headers, before its
+	// message is decoded (auth.Interceptor.Tap), and AuthHTTP a REST
+	// request before its body is read (auth.Interceptor.AuthenticateHTTP).
+	// Optional, but without them strangers' bodies are decoded.
+	AuthTap  tap.ServerInHandle
+	AuthHTTP func(*http.Request) error
+	// Document bounds what one REST body may hold once decoded (values,
+	// nesting). MaxValues defaults to DefaultJSONValues for JSON bodies
+	// and to package document's default (100,000) for YAML, whose parser
+	// costs more per value; the rest to package document's defaults.
+	Document document.Limits
+	// ErrorCode classifies the errors handlers return (api.Code, the one
+	// mapping); the error interceptor (errors.go) masks what must not
+	// leave. Required.
+	ErrorCode func(error) codes.Code
+	// CheckRequest checks every request message before its handler
+	// (api.CheckRequest, the text boundary); an error is returned as it
+	// is. Optional.
+	CheckRequest func(any) error
+	// RequestTimeout bounds every unary call on the server, within the
+	// caller's own deadline; a call it ends is UNAVAILABLE (503 with
+	// Retry-After). Defaults to 30s.
+	RequestTimeout time.Duration
 	// MaxStreamsPerCaller caps the server-streaming calls (watches, log
 	// streams) one caller, by OIDC subject, may have open at once on this
 	// server; more are RESOURCE_EXHAUSTED. Defaults to 32.
@@ -100,6 +123,9 @@ func (c *Config) withDefaults() error {
 		c.Registry = prometheus.NewRegistry()
 		c.Registry.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = 30 * time.Second
+	}
 	if c.MaxStreamsPerCaller <= 0 {
 		c.MaxStreamsPerCaller = 32
 	}
@@ -117,11 +143,15 @@ func (c *Config) withDefaults() error {
 		return errors.New("server: Jobs, Tenants and Audit are required")
 	case c.AuthUnary == nil || c.AuthStream == nil:
 		return errors.New("server: auth interceptors are required")
-	case c.ErrorsUnary == nil || c.ErrorsStream == nil:
-		return errors.New("server: error interceptors are required")
+	case c.ErrorCode == nil:
+		return errors.New("server: ErrorCode is required")
 	}
 	return nil
 }
+
+// DefaultJSONValues is the default budget of values in one JSON body:
+// a BatchCreateJobs of 1,000 rich jobs fits, a 4 MB list of zeros does not.
+const DefaultJSONValues = 500_000
 
 // ReadyCheck is one dependency /readyz checks. Its error is logged; the
 // caller of /readyz sees only the name.
@@ -134,7 +164,7 @@ type ReadyCheck struct {
 type Server struct {
 	cfg    Config
 	grpc   *grpc.Server // public
-	gwGRPC *grpc.Server // the gateway's, on loopback
+	gwGRPC *grpc.Server // the gateway's, in memory (bufconn)
 	health *health.Server
 	http   *http.Server
 	grpcLn net.Listener
@@ -161,26 +191,32 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	// values and tokens.
 	logOpts := []logging.Option{logging.WithLogOnEvents(logging.FinishCall), logging.WithFieldsFromContext(requestFields)}
 	streams := newStreamLimiter(cfg.MaxStreamsPerCaller)
+	errorsUnary, errorsStream := errorInterceptors(log, cfg.ErrorCode, cfg.CheckRequest)
+	decodeUnary, decodeStream := decodeErrorInterceptors()
 	newGRPC := func(viaGateway bool, extra ...grpc.ServerOption) *grpc.Server {
 		reqUnary, reqStream := requestInterceptors(viaGateway)
 		opts := append([]grpc.ServerOption{
 			grpc.MaxRecvMsgSize(cfg.MaxRequestBytes),
+			grpc.ForceServerCodecV2(newRequestCodec()),
 			grpc.ChainUnaryInterceptor(
 				recovery.UnaryServerInterceptor(recoverOpt),
+				decodeUnary,
 				reqUnary,
 				metrics.UnaryServerInterceptor(),
 				logging.UnaryServerInterceptor(slogAdapter(log), logOpts...),
+				timeoutInterceptor(cfg.RequestTimeout),
 				cfg.AuthUnary,
-				cfg.ErrorsUnary,
+				errorsUnary,
 			),
 			grpc.ChainStreamInterceptor(
 				recovery.StreamServerInterceptor(recoverOpt),
+				decodeStream,
 				reqStream,
 				metrics.StreamServerInterceptor(),
 				logging.StreamServerInterceptor(slogAdapter(log), logOpts...),
 				cfg.AuthStream,
 				streams.interceptor(),
-				cfg.ErrorsStream,
+				errorsStream,
 			),
 		}, extra...)
 		g := grpc.NewServer(opts...)
@@ -189,7 +225,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		pb.RegisterAuditServiceServer(g, cfg.Audit)
 		return g
 	}
-	s.grpc = newGRPC(false,
+	public := []grpc.ServerOption{}
+	if cfg.AuthTap != nil {
+		public = append(public, grpc.InTapHandle(cfg.AuthTap))
+	}
+	s.grpc = newGRPC(false, append(public,
 		grpc.MaxConcurrentStreams(cfg.MaxConcurrentStreams),
 		grpc.ConnectionTimeout(cfg.HandshakeTimeout),
 		// MaxConnectionIdle: a connection that has made no call for this
@@ -197,7 +237,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		// so idle connections do not count against MaxConnections forever.
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Minute, Timeout: 20 * time.Second, MaxConnectionIdle: 15 * time.Minute}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}),
-	)
+	)...)
 	s.gwGRPC = newGRPC(true, grpc.MaxRecvMsgSize(gatewayMessageLimit(cfg.MaxRequestBytes)))
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
@@ -214,12 +254,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.grpcLn = netutil.LimitListener(s.grpcLn, cfg.MaxConnections)
 	s.httpLn = netutil.LimitListener(s.httpLn, cfg.MaxConnections)
-	if s.gwLn, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-		s.grpcLn.Close()
-		s.httpLn.Close()
-		return nil, fmt.Errorf("listen on loopback for the gateway: %w", err)
-	}
-	s.gwConn, err = grpc.NewClient("passthrough:///"+s.gwLn.Addr().String(),
+	// In memory: no socket anyone else could connect to (finding 9).
+	gwLn := bufconn.Listen(1 << 20)
+	s.gwLn = gwLn
+	s.gwConn, err = grpc.NewClient("passthrough:///gateway",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return gwLn.DialContext(ctx) }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(gatewayMessageLimit(cfg.MaxRequestBytes)), grpc.MaxCallRecvMsgSize(64<<20)),
 	)
@@ -227,7 +266,15 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.closeListeners()
 		return nil, err
 	}
-	gw, err := newGateway(ctx, s.gwConn)
+	yamlLimits := cfg.Document
+	if yamlLimits.MaxBytes <= 0 {
+		yamlLimits.MaxBytes = 2 * cfg.MaxRequestBytes
+	}
+	jsonLimits := yamlLimits
+	if jsonLimits.MaxValues <= 0 {
+		jsonLimits.MaxValues = DefaultJSONValues
+	}
+	gw, err := newGateway(ctx, s.gwConn, jsonLimits, yamlLimits, gatewayMessageLimit(cfg.MaxRequestBytes))
 	if err != nil {
 		s.closeListeners()
 		return nil, err
@@ -242,7 +289,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		// with the gateway's "/v1/". The console answers GETs only.
 		mux.Handle("/", cfg.Console)
 	}
-	mux.Handle("/v1/", limitBody(cfg.MaxRequestBytes, gw))
+	onlyGET(mux, "/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/docs/swagger-ui-bundle.js", "/docs/swagger-ui.css")
+	rs := append(routesOf(pb.File_trainyard_v1_job_proto, pb.File_trainyard_v1_tenant_proto, pb.File_trainyard_v1_audit_proto),
+		newRoute(http.MethodPost, tensorBoardPath+":open"))
+	mux.Handle("/v1/", rs.methodCheck(authenticateFirst(cfg.AuthHTTP, limitBody(cfg.MaxRequestBytes, gw))))
 	s.routeTensorBoard(mux, gw)
 	s.http = &http.Server{
 		Handler:           mux,

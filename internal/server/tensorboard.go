@@ -26,7 +26,7 @@ import (
 // port-forward to open it.
 //
 // Access is GetJob's, by calling GetJob: the request's bearer token goes,
-// over the gateway's loopback gRPC, through the same authentication,
+// over the gateway's in-memory gRPC, through the same authentication,
 // Authorizer and interceptors as any call, so a viewer of the tenant gets
 // in, a caller from another tenant gets 404 (as GetJob answers for a job
 // they cannot see) and a request without a token 401. GetTenant (same
@@ -221,7 +221,7 @@ func (s *Server) routeTensorBoard(mux *http.ServeMux, gw http.Handler) {
 	gwMux, _ := gw.(*runtime.ServeMux)
 	marshaler := &runtime.JSONPb{}
 	t := newTensorBoardProxy(s.gwConn, s.cfg.TensorBoard, s.cfg.Logger, func(w http.ResponseWriter, r *http.Request, err error) {
-		errorHandler(r.Context(), gwMux, marshaler, w, r, err)
+		errorHandler(gatewayMessageLimit(s.cfg.MaxRequestBytes))(r.Context(), gwMux, marshaler, w, r, err)
 	})
 	mux.HandleFunc("GET "+tensorBoardPath, t.redirect)
 	mux.Handle("POST "+tensorBoardPath+":open", limitBody(s.cfg.MaxRequestBytes, http.HandlerFunc(t.open)))

@@ -10,7 +10,7 @@ import (
 )
 
 func TestYAMLBody(t *testing.T) {
-	y := yamlBody{&runtime.JSONPb{}}
+	y := yamlBody{strictJSON{JSONPb: &runtime.JSONPb{}}}
 	var s *structpb.Struct
 	require.NoError(t, y.NewDecoder(strings.NewReader("apiVersion: kubeflow.org/v1\nkind: TFJob\nspec:\n  tfReplicaSpecs:\n    Worker: {replicas: 2}\n")).Decode(&s))
 	require.Equal(t, "TFJob", s.GetFields()["kind"].GetStringValue())
@@ -21,5 +21,7 @@ func TestYAMLBody(t *testing.T) {
 	require.Equal(t, "TFJob", json.GetFields()["kind"].GetStringValue())
 
 	require.ErrorContains(t, y.NewDecoder(strings.NewReader("a: [")).Decode(&s), "not YAML")
+	require.ErrorContains(t, y.NewDecoder(strings.NewReader("kind: TFJob\nkind: Pod\n")).Decode(&s), "kind: the key appears twice")
+	require.ErrorContains(t, y.NewDecoder(strings.NewReader("kind: TFJob\n---\nkind: Pod\n")).Decode(&s), "more than one YAML document")
 	require.Equal(t, "application/json", y.ContentType(nil), "answers are JSON")
 }

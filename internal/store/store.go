@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -81,11 +82,7 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: parse database URL: %v", err)
 	}
-	// A session stopped inside a write transaction would hold back the
-	// delivery of every event (doc.go, "Events"): cut it off.
-	if _, ok := cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !ok {
-		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = "60000"
-	}
+	applyTimeouts(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store: connect: %v", err)
@@ -96,6 +93,41 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// Timeouts the store sets unless the database URL does (issue 41, finding
+// 3: a stalled database must not hang a call for ever). Each call's
+// context deadline still applies within them: pgx cancels a query whose
+// context ends.
+const (
+	// DefaultConnectTimeout bounds dialing and the startup handshake
+	// (connect_timeout in the URL).
+	DefaultConnectTimeout = 5 * time.Second
+	// DefaultStatementTimeout bounds one statement on the server
+	// (statement_timeout).
+	DefaultStatementTimeout = 30 * time.Second
+	// DefaultLockTimeout bounds the wait for a row or table lock
+	// (lock_timeout), well inside a call's deadline.
+	DefaultLockTimeout = 10 * time.Second
+	// DefaultIdleInTransactionTimeout cuts off a session stopped inside a
+	// write transaction, which would hold back the delivery of every
+	// event (doc.go, "Events") (idle_in_transaction_session_timeout).
+	DefaultIdleInTransactionTimeout = time.Minute
+)
+
+func applyTimeouts(cfg *pgxpool.Config) {
+	if cfg.ConnConfig.ConnectTimeout <= 0 {
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
+	for param, d := range map[string]time.Duration{
+		"statement_timeout":                   DefaultStatementTimeout,
+		"lock_timeout":                        DefaultLockTimeout,
+		"idle_in_transaction_session_timeout": DefaultIdleInTransactionTimeout,
+	} {
+		if _, ok := cfg.ConnConfig.RuntimeParams[param]; !ok {
+			cfg.ConnConfig.RuntimeParams[param] = strconv.FormatInt(d.Milliseconds(), 10)
+		}
+	}
 }
 
 // Close closes the pool.
@@ -134,6 +166,15 @@ func translate(err error, what string) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("store: %s: %w", what, context.DeadlineExceeded)
 	}
+	// A connection that could not be made is an outage whatever Postgres
+	// said while refusing it: the database does not accept connections
+	// (55000), does not exist yet or any more (3D000), refuses the role
+	// (28xxx), is shutting down or starting (57P01-57P03). Checked before
+	// the codes, which mean something else at query time (issue 41,
+	// finding 2).
+	if connectErr := (*pgconn.ConnectError)(nil); errors.As(err, &connectErr) {
+		return fmt.Errorf("%w: %s: %v", ErrUnavailable, what, err)
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
@@ -160,15 +201,16 @@ func translate(err error, what string) error {
 // the query now, though it may in a moment: connection exceptions (class
 // 08), insufficient resources (53: too many connections, out of memory or
 // disk), operator intervention (57P01-57P03: shutdown, crash, starting up;
-// 57014: a statement timeout or cancel), and a read-only transaction (25006:
-// a primary that became a standby in a failover).
+// 57P05: idle session timeout; 57014: a statement timeout or cancel), a
+// lock not obtained within lock_timeout (55P03), and a read-only
+// transaction (25006: a primary that became a standby in a failover).
 func unavailableState(code string) bool {
 	switch {
 	case strings.HasPrefix(code, "08"), strings.HasPrefix(code, "53"):
 		return true
 	}
 	switch code {
-	case "57P01", "57P02", "57P03", "57014", "25006":
+	case "57P01", "57P02", "57P03", "57P05", "57014", "55P03", "25006":
 		return true
 	}
 	return false

@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,4 +96,45 @@ func TestTranslateKeepsOtherErrorsInternal(t *testing.T) {
 	_, err = b.pool.Exec(b.ctx, `SELECT * FROM no_such_table`)
 	got = translate(err, "x")
 	require.False(t, errors.Is(got, ErrUnavailable), "%v", got)
+}
+
+// Issue 41, finding 2: errors Postgres answers while refusing a connection
+// (the database does not accept connections: 55000; does not exist:
+// 3D000; the role may not log in: 28000) are an outage, ErrUnavailable,
+// not internal errors; so is a backend terminated under an open pool.
+func TestUnavailableWhenPostgresRefusesAtConnect(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dbURL := pgtest.NewDatabase(t)
+	server, err := pgtest.Server(ctx)
+	require.NoError(t, err)
+	name := strings.TrimPrefix(mustParse(t, dbURL).Path, "/")
+
+	pool, err := pgxpool.New(ctx, dbURL)
+	require.NoError(t, err)
+	defer pool.Close()
+	s := New(pool)
+	require.NoError(t, s.Ping(ctx))
+
+	require.NoError(t, pgtest.Exec(ctx, server, "ALTER DATABASE "+pgx.Identifier{name}.Sanitize()+" ALLOW_CONNECTIONS false"))
+	require.NoError(t, pgtest.Exec(ctx, server, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '"+name+"'"))
+	for range 3 { // the terminated connections, then new ones refused with 55000
+		_, err = s.TenantGet(ctx, "acme")
+		require.ErrorIs(t, err, ErrUnavailable, "%v", err)
+	}
+	_, err = s.TenantGet(ctx, "acme")
+	require.ErrorContains(t, err, "55000")
+
+	missing, err := pgxpool.New(ctx, pgtest.URLFor(server, "no_such_database_"+name))
+	require.NoError(t, err)
+	defer missing.Close()
+	_, err = New(missing).TenantGet(ctx, "acme")
+	require.ErrorIs(t, err, ErrUnavailable, "%v", err)
+	require.ErrorContains(t, err, "3D000")
+}
+
+func mustParse(t *testing.T, raw string) *url.URL {
+	u, err := url.Parse(raw)
+	require.NoError(t, err)
+	return u
 }
