@@ -17,11 +17,12 @@ const (
 	faultKillWorker  faultKind = "kill -9 worker"
 	faultPauseWorker faultKind = "SIGSTOP worker past its lease"
 	faultPostgres    faultKind = "Postgres crash + restart"
+	faultFailover    faultKind = "Postgres fail-over"
 	faultKube        faultKind = "etcd + kube-apiserver crash + restart"
 )
 
 // faultKinds is the order of the report's rows.
-var faultKinds = []faultKind{faultKillAPI, faultKillWorker, faultPauseWorker, faultPostgres, faultKube, faultNone}
+var faultKinds = []faultKind{faultKillAPI, faultKillWorker, faultPauseWorker, faultPostgres, faultFailover, faultKube, faultNone}
 
 // faultRun is one injected fault and how the system came back from it.
 type faultRun struct {
@@ -31,6 +32,10 @@ type faultRun struct {
 	converge  time.Duration // from injection until healthy (see healthy)
 	converged bool
 	detail    string
+	// firstSubmit is, for a fail-over, the time from the kill of the
+	// primary until the first CreateJob sent after it was acknowledged;
+	// -1 when none was before convergence.
+	firstSubmit time.Duration
 }
 
 // measure injects a fault, recovers from it (restart, SIGCONT) and waits
@@ -45,13 +50,18 @@ func (s *suite) measure(kind faultKind) faultRun {
 	var why string
 	for time.Now().Before(deadline) {
 		if why = s.unhealthy(probe); why == "" {
-			f.converge, f.converged = time.Since(f.at), true
-			return f
+			f.converged = true
+			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	f.converge = time.Since(f.at)
-	f.detail += "; never converged: " + why
+	if !f.converged {
+		f.detail += "; never converged: " + why
+	}
+	if kind == faultFailover {
+		f.firstSubmit = s.load.firstAck(s.primaryDied)
+	}
 	return f
 }
 
@@ -97,6 +107,21 @@ func (s *suite) inject(kind faultKind) (time.Duration, string) {
 			t.Fatalf("restarting Postgres: %v", err)
 		}
 		return time.Since(began), "immediate shutdown, WAL replayed"
+	case faultFailover:
+		killed, promoted, died, err := s.pg.failover()
+		s.primaryDied = died
+		if err != nil {
+			t.Fatalf("Postgres fail-over: %v", err)
+		}
+		out := time.Since(began)
+		// The old primary comes back later, as a fail-over manager brings
+		// a failed node back once it is repaired.
+		time.Sleep(s.cfg.Down)
+		if err := s.pg.rejoin(); err != nil {
+			t.Fatalf("Postgres fail-over: rejoining %s as a standby: %v", killed, err)
+		}
+		return out, fmt.Sprintf("%s killed, %s promoted in %s; %s rewound and streaming synchronously after %s",
+			killed, promoted, out.Round(time.Millisecond), killed, time.Since(began).Round(time.Millisecond))
 	case faultKube:
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
