@@ -61,7 +61,8 @@
 // Converged means all of: a probe job submitted at the moment of the fault
 // has SUCCEEDED (the whole path — API, Postgres, scheduler, worker,
 // Kubernetes, status back — works again); every API server and worker
-// answers /readyz; a live worker holds the scheduler lease; and no active
+// answers /readyz; every one's notification listener is connected to the
+// primary; a live worker holds the scheduler lease; and no active
 // job is held by a dead worker or under an expired lease (a dead or frozen
 // worker's jobs were taken over). The time is from injection, so it includes the time the
 // component was out. Baseline rows measure the same with no fault.

@@ -171,7 +171,8 @@ func (s *suite) leader() string {
 
 // unhealthy says what is not whole yet, or "" when everything is: the
 // probe job submitted at the fault SUCCEEDED, every API server and worker
-// answers /readyz, a live worker leads the scheduler, and no active job is
+// answers /readyz and has its notification listener connected to the
+// primary, a live worker leads the scheduler, and no active job is
 // held by a dead worker or under an expired lease (a dead or frozen
 // worker's jobs were taken over). A process that exited without being killed fails the test.
 func (s *suite) unhealthy(probe <-chan struct{}) string {
@@ -224,6 +225,18 @@ func (s *suite) unhealthy(probe <-chan struct{}) string {
 	}
 	if orphaned > 0 {
 		return fmt.Sprintf("%d jobs held by a dead worker or under an expired lease", orphaned)
+	}
+	// Every process's notification listener is connected to the primary
+	// (after a fail-over, to the new one): it reconnects by itself. A
+	// killed process's connection ends with it; a frozen one's may linger
+	// (hence at least, not exactly).
+	var listeners int
+	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'trainyard-listener'`).
+		Scan(&listeners); err != nil {
+		return "Postgres: " + err.Error()
+	}
+	if want := len(servers) + len(workers); listeners < want {
+		return fmt.Sprintf("%d notification listeners connected to the primary, want %d (one per process)", listeners, want)
 	}
 	return ""
 }
