@@ -20,6 +20,9 @@ func TestWithPoolSize(t *testing.T) {
 		"postgres://u@h:5432/db?sslmode=disable": "postgres://u@h:5432/db?pool_max_conns=24&sslmode=disable",
 		"postgres://u@h/db?pool_max_conns=5":     "postgres://u@h/db?pool_max_conns=5",
 		"host=h dbname=db":                       "host=h dbname=db pool_max_conns=24",
+		// A primary and its standbys: every host kept.
+		"postgres://u@h1:5432,h2:5433/db?target_session_attrs=read-write": "postgres://u@h1:5432,h2:5433/db?pool_max_conns=24&target_session_attrs=read-write",
+		"host=h1,h2 port=5432,5433 target_session_attrs=read-write":       "host=h1,h2 port=5432,5433 target_session_attrs=read-write pool_max_conns=24",
 	} {
 		require.Equal(t, want, withPoolSize(in, 24), "input %q", in)
 	}

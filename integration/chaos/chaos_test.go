@@ -9,11 +9,11 @@ import (
 )
 
 // TestChaos is `make chaos`: 60 faults, one after another, under a steady
-// load from three tenants. Per ten faults: three kills of an API server,
-// three of a worker, two workers frozen past their leases, a Postgres crash
-// and a control plane crash.
+// load from three tenants. Per ten faults: two kills of an API server,
+// three of a worker, two workers frozen past their leases, a Postgres crash,
+// a Postgres fail-over and a control plane crash.
 func TestChaos(t *testing.T) {
-	round := []faultKind{faultKillWorker, faultKillAPI, faultPauseWorker, faultKillAPI, faultPostgres,
+	round := []faultKind{faultKillWorker, faultKillAPI, faultPauseWorker, faultFailover, faultPostgres,
 		faultKillWorker, faultKillAPI, faultKube, faultKillWorker, faultPauseWorker}
 	var faults []faultKind
 	for range 6 {

@@ -12,7 +12,9 @@
 //	       that committed returns that job)      ▼        │    until acknowledged)
 //	                                       API server 2 ──┤
 //	                                                      ▼
-//	                    the suite's own Postgres (initdb on a free port; never 5432)
+//	       the suite's own Postgres: a primary and a synchronous streaming standby
+//	       (initdb, pg_basebackup -R; free ports, never 5432), given to every process
+//	       as both hosts with target_session_attrs=read-write
 //	                                                      ▲
 //	        worker 1 (job leases, scheduler lease) ───────┤   --lease-ttl 3s
 //	        worker 2 (job leases, scheduler lease) ───────┘   --scheduler-lease-ttl 3s
@@ -44,18 +46,39 @@
 //	SIGSTOP worker past its lease   frozen for lease + 2 s (the leader every other time),
 //	                                then SIGCONT: its jobs and lease are someone else's by then,
 //	                                and its fenced writes must fail
-//	Postgres crash + restart        SIGQUIT to the postmaster (immediate shutdown: no
-//	                                checkpoint, WAL replayed at start), started again at once
+//	Postgres crash + restart        SIGQUIT to the primary's postmaster (immediate shutdown:
+//	                                no checkpoint, WAL replayed at start), started again at
+//	                                once; the standby streams from it again
+//	Postgres fail-over              SIGQUIT to the primary; the standby promoted (pg_ctl
+//	                                promote) and, having no standby of its own, not waiting
+//	                                for one; after Config.Down the old primary rewound
+//	                                (pg_rewind -R) and started as the new primary's
+//	                                synchronous standby. Trainyard is told nothing: its
+//	                                connections find the writable host by themselves
 //	etcd + kube-apiserver crash     cluster.Restart: SIGKILL both, start etcd, then the API
 //	                                server, on the same ports and data
 //
 // Converged means all of: a probe job submitted at the moment of the fault
 // has SUCCEEDED (the whole path — API, Postgres, scheduler, worker,
 // Kubernetes, status back — works again); every API server and worker
-// answers /readyz; a live worker holds the scheduler lease; and no active
+// answers /readyz; every one's notification listener is connected to the
+// primary; a live worker holds the scheduler lease; and no active
 // job is held by a dead worker or under an expired lease (a dead or frozen
 // worker's jobs were taken over). The time is from injection, so it includes the time the
 // component was out. Baseline rows measure the same with no fault.
+//
+// The fail-over is what Patroni or CloudNativePG does, with the suite as
+// the manager: every commit waits for the standby (synchronous_commit on,
+// synchronous_standby_names '*'), so the promoted standby has every commit a
+// client was told of; whatever the old primary wrote past that (commits it
+// had not replicated, and had not acknowledged) pg_rewind takes away. The
+// new primary runs without a synchronous standby until the old one rejoins,
+// like Patroni's synchronous_mode without synchronous_mode_strict (and
+// CloudNativePG's dataDurability preferred): a second failure in that window
+// could lose commits, which is why the rejoin is part of the fault and no
+// other fault comes before convergence. The report gives, per fail-over, the
+// time from the primary's death to the first acknowledged CreateJob sent
+// after it.
 //
 // # What is checked
 //

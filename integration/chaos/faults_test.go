@@ -17,11 +17,12 @@ const (
 	faultKillWorker  faultKind = "kill -9 worker"
 	faultPauseWorker faultKind = "SIGSTOP worker past its lease"
 	faultPostgres    faultKind = "Postgres crash + restart"
+	faultFailover    faultKind = "Postgres fail-over"
 	faultKube        faultKind = "etcd + kube-apiserver crash + restart"
 )
 
 // faultKinds is the order of the report's rows.
-var faultKinds = []faultKind{faultKillAPI, faultKillWorker, faultPauseWorker, faultPostgres, faultKube, faultNone}
+var faultKinds = []faultKind{faultKillAPI, faultKillWorker, faultPauseWorker, faultPostgres, faultFailover, faultKube, faultNone}
 
 // faultRun is one injected fault and how the system came back from it.
 type faultRun struct {
@@ -31,6 +32,10 @@ type faultRun struct {
 	converge  time.Duration // from injection until healthy (see healthy)
 	converged bool
 	detail    string
+	// firstSubmit is, for a fail-over, the time from the kill of the
+	// primary until the first CreateJob sent after it was acknowledged;
+	// -1 when none was before convergence.
+	firstSubmit time.Duration
 }
 
 // measure injects a fault, recovers from it (restart, SIGCONT) and waits
@@ -45,13 +50,18 @@ func (s *suite) measure(kind faultKind) faultRun {
 	var why string
 	for time.Now().Before(deadline) {
 		if why = s.unhealthy(probe); why == "" {
-			f.converge, f.converged = time.Since(f.at), true
-			return f
+			f.converged = true
+			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	f.converge = time.Since(f.at)
-	f.detail += "; never converged: " + why
+	if !f.converged {
+		f.detail += "; never converged: " + why
+	}
+	if kind == faultFailover {
+		f.firstSubmit = s.load.firstAck(s.primaryDied)
+	}
 	return f
 }
 
@@ -97,6 +107,21 @@ func (s *suite) inject(kind faultKind) (time.Duration, string) {
 			t.Fatalf("restarting Postgres: %v", err)
 		}
 		return time.Since(began), "immediate shutdown, WAL replayed"
+	case faultFailover:
+		killed, promoted, died, err := s.pg.failover()
+		s.primaryDied = died
+		if err != nil {
+			t.Fatalf("Postgres fail-over: %v", err)
+		}
+		out := time.Since(began)
+		// The old primary comes back later, as a fail-over manager brings
+		// a failed node back once it is repaired.
+		time.Sleep(s.cfg.Down)
+		if err := s.pg.rejoin(); err != nil {
+			t.Fatalf("Postgres fail-over: rejoining %s as a standby: %v", killed, err)
+		}
+		return out, fmt.Sprintf("%s killed, %s promoted in %s; %s rewound and streaming synchronously after %s",
+			killed, promoted, out.Round(time.Millisecond), killed, time.Since(began).Round(time.Millisecond))
 	case faultKube:
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
@@ -146,7 +171,8 @@ func (s *suite) leader() string {
 
 // unhealthy says what is not whole yet, or "" when everything is: the
 // probe job submitted at the fault SUCCEEDED, every API server and worker
-// answers /readyz, a live worker leads the scheduler, and no active job is
+// answers /readyz and has its notification listener connected to the
+// primary, a live worker leads the scheduler, and no active job is
 // held by a dead worker or under an expired lease (a dead or frozen
 // worker's jobs were taken over). A process that exited without being killed fails the test.
 func (s *suite) unhealthy(probe <-chan struct{}) string {
@@ -199,6 +225,18 @@ func (s *suite) unhealthy(probe <-chan struct{}) string {
 	}
 	if orphaned > 0 {
 		return fmt.Sprintf("%d jobs held by a dead worker or under an expired lease", orphaned)
+	}
+	// Every process's notification listener is connected to the primary
+	// (after a fail-over, to the new one): it reconnects by itself. A
+	// killed process's connection ends with it; a frozen one's may linger
+	// (hence at least, not exactly).
+	var listeners int
+	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'trainyard-listener'`).
+		Scan(&listeners); err != nil {
+		return "Postgres: " + err.Error()
+	}
+	if want := len(servers) + len(workers); listeners < want {
+		return fmt.Sprintf("%d notification listeners connected to the primary, want %d (one per process)", listeners, want)
 	}
 	return ""
 }

@@ -109,7 +109,11 @@ type load struct {
 	mu   sync.Mutex
 	subs []*submission
 	errs []apiError
+	acks []ack
 }
+
+// ack is one acknowledged CreateJob call: when it was sent and answered.
+type ack struct{ sent, answered time.Time }
 
 func newLoad(clients []pb.JobServiceClient, tenants []string, every time.Duration) *load {
 	return &load{clients: clients, tenants: tenants, every: every}
@@ -156,12 +160,14 @@ func (l *load) submit(tenant, id string, sh shape) *submission {
 	began := time.Now()
 	for {
 		sub.attempts++
+		sent := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		j, err := l.client().CreateJob(ctx, req)
 		cancel()
 		if err == nil {
 			l.mu.Lock()
 			sub.acked, sub.uid = true, j.GetUid()
+			l.acks = append(l.acks, ack{sent: sent, answered: time.Now()})
 			l.mu.Unlock()
 			return sub
 		}
@@ -206,6 +212,21 @@ func (l *load) probe(n int) <-chan struct{} {
 		}
 	}()
 	return done
+}
+
+// firstAck is the time from t until the first acknowledgement of a
+// CreateJob sent at t or later (one sent before may have committed before
+// t), or -1 if there was none.
+func (l *load) firstAck(t time.Time) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	first := time.Duration(-1)
+	for _, a := range l.acks {
+		if d := a.answered.Sub(t); !a.sent.Before(t) && (first < 0 || d < first) {
+			first = d
+		}
+	}
+	return first
 }
 
 // snapshot returns the submissions and errors so far.

@@ -4,6 +4,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,18 +22,31 @@ import (
 	"github.com/trainyard/trainyard/integration/cluster"
 )
 
-// postgres is a Postgres server of the suite's own, on a port of its own,
-// so that it can be crashed and restarted; the machine's shared one on 5432
-// is never touched. It runs Debian's binaries from
-// /usr/lib/postgresql/<newest version>/bin, as the postgres user when the
-// tests run as root (initdb and postgres refuse root).
+// postgres is the suite's own Postgres: a primary and a synchronous
+// streaming standby, each on a port of its own, so that either can be
+// crashed, restarted, promoted or rewound; the machine's shared server on
+// 5432 is never touched. Trainyard is given both hosts with
+// target_session_attrs=read-write (URL), as it would be given a
+// Patroni-managed pair; the suite is the fail-over manager.
+//
+// It runs Debian's binaries from /usr/lib/postgresql/<newest version>/bin,
+// as the postgres user when the tests run as root (initdb and postgres
+// refuse root).
 type postgres struct {
-	bin, dir string // dir holds data/, the socket and the log
-	port     int
+	bin, dir string // dir holds each node's data directory, the sockets and the logs
 	cred     *syscall.Credential
-	log      *os.File
-	cmd      *exec.Cmd
-	exited   chan struct{}
+	nodes    [2]*pgNode
+	primary  int // index in nodes
+}
+
+// pgNode is one server of the pair.
+type pgNode struct {
+	pg     *postgres
+	name   string // pg1, pg2: the data directory's and the log's name
+	port   int
+	log    *os.File
+	cmd    *exec.Cmd
+	exited chan struct{}
 }
 
 func startPostgres(t testing.TB) *postgres {
@@ -47,12 +61,16 @@ func startPostgres(t testing.TB) *postgres {
 	}
 	p := &postgres{bin: bin, dir: dir}
 	t.Cleanup(func() {
-		p.crash()
-		if p.log != nil {
-			p.log.Close()
+		for _, n := range p.nodes {
+			if n != nil {
+				n.crash()
+				if n.log != nil {
+					n.log.Close()
+				}
+			}
 		}
 		if t.Failed() {
-			t.Logf("Postgres log kept: %s", filepath.Join(dir, "postgres.log"))
+			t.Logf("Postgres logs kept: %s", filepath.Join(dir, "pg*.log"))
 			return
 		}
 		os.RemoveAll(dir)
@@ -69,24 +87,73 @@ func startPostgres(t testing.TB) *postgres {
 			t.Fatal(err)
 		}
 	}
-	if p.log, err = os.Create(filepath.Join(dir, "postgres.log")); err != nil {
-		t.Fatal(err)
-	}
-	initdb := p.command("initdb", "-D", p.data(), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions")
-	if out, err := initdb.CombinedOutput(); err != nil {
-		t.Fatalf("initdb: %v\n%s", err, out)
-	}
-	// A port below the ephemeral range: restart binds it again.
-	ports, err := cluster.FreePorts(1)
+	// Ports below the ephemeral range: a restart binds them again.
+	ports, err := cluster.FreePorts(2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.port = ports[0]
-	if err := p.start(); err != nil {
+	for i := range p.nodes {
+		n := &pgNode{pg: p, name: fmt.Sprintf("pg%d", i+1), port: ports[i]}
+		if n.log, err = os.Create(filepath.Join(dir, n.name+".log")); err != nil {
+			t.Fatal(err)
+		}
+		p.nodes[i] = n
+	}
+	primary, standby := p.nodes[0], p.nodes[1]
+	initdb := p.command("initdb", "-D", primary.data(), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions")
+	if out, err := initdb.CombinedOutput(); err != nil {
+		t.Fatalf("initdb: %v\n%s", err, out)
+	}
+	// In postgresql.conf, not on the command line: pg_basebackup copies it
+	// to the standby, and pg_rewind's crash recovery reads it.
+	conf, err := os.OpenFile(filepath.Join(primary.data(), "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err == nil {
+		_, err = conf.WriteString(pgConf)
+		err = errors.Join(err, conf.Close())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := primary.start(); err != nil {
+		t.Fatal(err)
+	}
+	// The standby: a copy of the primary that streams its WAL from it
+	// (-R writes standby.signal and primary_conninfo).
+	backup := p.command("pg_basebackup", "-h", "127.0.0.1", "-p", strconv.Itoa(primary.port), "-U", "postgres",
+		"-D", standby.data(), "-R", "-X", "stream", "--checkpoint=fast", "--no-sync")
+	if out, err := backup.CombinedOutput(); err != nil {
+		t.Fatalf("pg_basebackup: %v\n%s", err, out)
+	}
+	if err := standby.start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.synchronous(); err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
+
+// pgConf is both servers' configuration, after initdb's.
+const pgConf = `
+listen_addresses = '127.0.0.1'
+# Trainyard's pools: two API servers, two workers, the suite.
+max_connections = 300
+# fsync off loses data only when the machine dies, not the process;
+# synchronous_commit stays on, so an acknowledged commit is in the WAL (the
+# kernel's page cache) of both servers before the client hears of it, and
+# survives the crashes this suite causes.
+fsync = off
+synchronous_commit = on
+# pg_rewind needs hint-bit changes WAL-logged, full-page writes, and the
+# WAL back to the last checkpoint the two servers share (an immediate
+# shutdown's crash recovery would recycle it).
+wal_log_hints = on
+full_page_writes = on
+wal_keep_size = 1GB
+# A standby whose primary restarted streams again within 0.2 s (the
+# default waits 5 s, and every commit waits meanwhile).
+wal_retrieve_retry_interval = 200ms
+`
 
 // postgresBin is the bin directory of the newest PostgreSQL installed.
 func postgresBin() (string, error) {
@@ -104,8 +171,6 @@ func postgresBin() (string, error) {
 	return "", fmt.Errorf("no PostgreSQL server binaries under /usr/lib/postgresql/*/bin (Debian's postgresql package)")
 }
 
-func (p *postgres) data() string { return filepath.Join(p.dir, "data") }
-
 func (p *postgres) command(name string, args ...string) *exec.Cmd {
 	cmd := exec.Command(filepath.Join(p.bin, name), args...)
 	cmd.Dir = p.dir
@@ -113,43 +178,133 @@ func (p *postgres) command(name string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// URL is the server's postgres database: the suite runs Trainyard in it.
+// URL is what Trainyard and the suite's checks connect to: both servers,
+// the writable one whichever it is (target_session_attrs=read-write; pgx
+// tries the hosts in order and skips a standby).
 func (p *postgres) URL() string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", p.port)
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write",
+		p.nodes[0].port, p.nodes[1].port)
 }
 
-// start runs the postmaster and waits until it accepts connections. It
-// gets SIGQUIT (an immediate shutdown) if the test binary dies first.
-func (p *postgres) start() error {
-	cmd := p.command("postgres", "-D", p.data(), "-p", strconv.Itoa(p.port), "-k", p.dir,
-		"-c", "listen_addresses=127.0.0.1",
-		// Trainyard's pools: two API servers, two workers, the suite.
-		"-c", "max_connections=300",
-		// fsync off loses data only when the machine dies, not the process;
-		// synchronous_commit stays on, so an acknowledged commit is in the
-		// WAL (the kernel's page cache) before the client hears of it, and
-		// survives the crash this suite causes.
-		"-c", "fsync=off", "-c", "full_page_writes=off")
-	cmd.Stdout, cmd.Stderr = p.log, p.log
+// standbyIndex is the index of the standby in nodes.
+func (p *postgres) standbyIndex() int { return 1 - p.primary }
+
+// restart crashes the primary and starts it again on the same port and
+// data (the standby reconnects to it).
+func (p *postgres) restart() error {
+	n := p.nodes[p.primary]
+	n.crash()
+	return n.start()
+}
+
+// failover is what a fail-over manager (Patroni, CloudNativePG) does when
+// the primary dies, with the death included: the primary is killed
+// (immediate shutdown: every backend quits at once, no checkpoint; died is
+// when its postmaster had exited), and the
+// standby, which has every commit a client was told of (synchronous_commit
+// on, the standby synchronous), is promoted. Until the old primary rejoins
+// (rejoin) the new one has no standby, and waits for none: like Patroni's
+// synchronous_mode without synchronous_mode_strict, it trades durability
+// against a second failure for availability meanwhile. It returns when the
+// new primary accepts writes.
+func (p *postgres) failover() (killed, promoted string, died time.Time, err error) {
+	old, next := p.nodes[p.primary], p.nodes[p.standbyIndex()]
+	old.crash()
+	died = time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := next.exec(ctx, `ALTER SYSTEM RESET synchronous_standby_names`, `SELECT pg_reload_conf()`); err != nil {
+		return old.name, next.name, died, fmt.Errorf("standby %s: %w", next.name, err)
+	}
+	if out, err := p.command("pg_ctl", "promote", "-w", "-t", "30", "-D", next.data()).CombinedOutput(); err != nil {
+		return old.name, next.name, died, fmt.Errorf("pg_ctl promote %s: %v\n%s", next.name, err, out)
+	}
+	p.primary = p.standbyIndex()
+	return old.name, next.name, died, nil
+}
+
+// rejoin makes the old primary, dead since failover, a synchronous standby
+// of the new one: pg_rewind takes its data back to where the two diverged
+// (it ran ahead by whatever it wrote and had not replicated when it died:
+// nothing a client was told committed) and points it at the new primary;
+// once it streams, the primary waits for it on every commit again.
+func (p *postgres) rejoin() error {
+	primary, old := p.nodes[p.primary], p.nodes[p.standbyIndex()]
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// pg_rewind reads the new timeline from the primary's control file,
+	// which the checkpoint after a promotion writes: do not wait for it.
+	if err := primary.exec(ctx, `CHECKPOINT`); err != nil {
+		return fmt.Errorf("checkpoint on %s: %w", primary.name, err)
+	}
+	rewind := p.command("pg_rewind", "-D", old.data(), "-R", "--no-sync",
+		fmt.Sprintf("--source-server=host=127.0.0.1 port=%d user=postgres dbname=postgres", primary.port))
+	if out, err := rewind.CombinedOutput(); err != nil {
+		return fmt.Errorf("pg_rewind %s from %s: %v\n%s", old.name, primary.name, err, out)
+	}
+	if err := old.start(); err != nil {
+		return err
+	}
+	return p.synchronous()
+}
+
+// synchronous makes the primary wait, on every commit, for the standby to
+// have the commit's WAL on disk (synchronous_commit is on by default),
+// once the standby streams; it returns when the standby is synchronous.
+func (p *postgres) synchronous() error {
+	primary := p.nodes[p.primary]
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := primary.exec(ctx, `ALTER SYSTEM SET synchronous_standby_names = '*'`, `SELECT pg_reload_conf()`); err != nil {
+		return fmt.Errorf("synchronous_standby_names on %s: %w", primary.name, err)
+	}
+	for {
+		var n int
+		err := primary.queryRow(ctx, `SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming' AND sync_state = 'sync'`, &n)
+		if err == nil && n > 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no synchronous standby streaming from %s after a minute (%v):\n%s", primary.name, err,
+				p.nodes[p.standbyIndex()].logTail())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (n *pgNode) data() string { return filepath.Join(n.pg.dir, n.name) }
+
+// url is this server alone.
+func (n *pgNode) url() string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", n.port)
+}
+
+// start runs the postmaster and waits until it accepts connections (a
+// standby: read-only ones). It gets SIGQUIT (an immediate shutdown) if the
+// test binary dies first.
+func (n *pgNode) start() error {
+	cmd := n.pg.command("postgres", "-D", n.data(), "-p", strconv.Itoa(n.port), "-k", n.pg.dir)
+	cmd.Stdout, cmd.Stderr = n.log, n.log
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGQUIT
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start postgres: %w", err)
+		return fmt.Errorf("start postgres %s: %w", n.name, err)
 	}
-	p.cmd, p.exited = cmd, make(chan struct{})
-	go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(p.exited)
+	n.cmd, n.exited = cmd, make(chan struct{})
+	go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(n.exited)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for {
-		conn, err := pgx.Connect(ctx, p.URL())
+		conn, err := pgx.Connect(ctx, n.url())
 		if err == nil {
 			conn.Close(ctx)
 			return nil
 		}
 		select {
-		case <-p.exited:
-			return fmt.Errorf("postgres exited at start:\n%s", p.logTail())
+		case <-n.exited:
+			return fmt.Errorf("postgres %s exited at start:\n%s", n.name, n.logTail())
 		case <-ctx.Done():
-			return fmt.Errorf("postgres not accepting connections after a minute: %v\n%s", err, p.logTail())
+			return fmt.Errorf("postgres %s not accepting connections after a minute: %v\n%s", n.name, err, n.logTail())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -158,23 +313,41 @@ func (p *postgres) start() error {
 // crash stops the server as a crash would: SIGQUIT is Postgres' immediate
 // shutdown (every backend quits at once, no checkpoint; the next start
 // replays the WAL).
-func (p *postgres) crash() {
-	if p.cmd == nil {
+func (n *pgNode) crash() {
+	if n.cmd == nil {
 		return
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGQUIT)
-	<-p.exited
-	p.cmd = nil
+	_ = n.cmd.Process.Signal(syscall.SIGQUIT)
+	<-n.exited
+	n.cmd = nil
 }
 
-// restart crashes the server and starts it again on the same port and data.
-func (p *postgres) restart() error {
-	p.crash()
-	return p.start()
+// exec runs statements on this server alone, one by one.
+func (n *pgNode) exec(ctx context.Context, sqls ...string) error {
+	conn, err := pgx.Connect(ctx, n.url())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	for _, sql := range sqls {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			return fmt.Errorf("%s: %w", sql, err)
+		}
+	}
+	return nil
 }
 
-func (p *postgres) logTail() string {
-	data, _ := os.ReadFile(filepath.Join(p.dir, "postgres.log"))
+func (n *pgNode) queryRow(ctx context.Context, sql string, dest ...any) error {
+	conn, err := pgx.Connect(ctx, n.url())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	return conn.QueryRow(ctx, sql).Scan(dest...)
+}
+
+func (n *pgNode) logTail() string {
+	data, _ := os.ReadFile(filepath.Join(n.pg.dir, n.name+".log"))
 	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-15):], "\n")
 }

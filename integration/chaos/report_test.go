@@ -42,6 +42,27 @@ func (r *report) table() string {
 			seconds(quantile(conv, 0.5)), seconds(quantile(conv, 0.9)), seconds(quantile(conv, 1)))
 	}
 	w.Flush()
+	var firsts, each []string
+	var ds []time.Duration
+	for _, f := range r.faults {
+		if f.kind != faultFailover {
+			continue
+		}
+		if f.firstSubmit < 0 {
+			each = append(each, "none")
+			continue
+		}
+		ds = append(ds, f.firstSubmit)
+		each = append(each, seconds(f.firstSubmit))
+	}
+	if len(each) > 0 {
+		if len(ds) > 0 {
+			firsts = append(firsts, fmt.Sprintf("p50 %s, max %s", seconds(quantile(ds, 0.5)), seconds(quantile(ds, 1))))
+		}
+		firsts = append(firsts, "each: "+strings.Join(each, " "))
+		fmt.Fprintf(&b, "\nPostgres fail-over, primary killed to the first acknowledged CreateJob sent after: %s\n",
+			strings.Join(firsts, "; "))
+	}
 	b.WriteString("\n")
 	w = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "check\tfound")

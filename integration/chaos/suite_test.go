@@ -67,8 +67,10 @@ type suite struct {
 	cfg Config
 	env *harness.Env
 	pg  *postgres
-	db  *pgxpool.Pool // the suite's own view of Postgres, for the checks
-	rng *rand.Rand
+	// primaryDied is when the last fail-over's primary was dead.
+	primaryDied time.Time
+	db          *pgxpool.Pool // the suite's own view of Postgres, for the checks
+	rng         *rand.Rand
 
 	mu      sync.Mutex // guards servers and workers: faults replace them
 	servers []*apiServer

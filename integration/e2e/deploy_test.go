@@ -223,6 +223,79 @@ func TestDeployMonitoringOverlay(t *testing.T) {
 	}
 }
 
+// The CloudNativePG overlay is the base plus a Cluster of three instances
+// with synchronous replication, Trainyard's three workloads reading their
+// database URL from the Cluster's -rw connection (its app Secret) with the
+// server verified and target_session_attrs=read-write, and ingress to the
+// instances from Trainyard, each other and the operator only. Its pods
+// still meet Pod Security "restricted" (server dry run: the Cluster's CRD
+// is not on the test cluster, so it is checked as rendered).
+func TestDeployCloudNativePGOverlay(t *testing.T) {
+	c := harness.Cluster(t)
+	deploytest.EnsureNamespace(t, c)
+	base := deploytest.Build(t, c, "")
+	objs := deploytest.Build(t, c, "cloudnativepg")
+	require.Len(t, objs, len(base)+3, "the base plus the Cluster and two NetworkPolicies")
+
+	var clusters []*unstructured.Unstructured
+	workloads := 0
+	policies := map[string]networkingv1.NetworkPolicySpec{}
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "Cluster":
+			clusters = append(clusters, o)
+		case "NetworkPolicy":
+			var np networkingv1.NetworkPolicy
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &np))
+			policies[np.Name] = np.Spec
+		case "Deployment", "Job":
+			tmpl, _, err := unstructured.NestedMap(o.Object, "spec", "template")
+			require.NoError(t, err)
+			var pod corev1.Pod
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(tmpl, &pod))
+			env := pod.Spec.Containers[0].Env
+			require.Len(t, env, 2, "%s %s", o.GetKind(), o.GetName())
+			require.Equal(t, "CNPG_APP_URI", env[0].Name, "defined before DATABASE_URL, which expands it")
+			require.Equal(t, &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "trainyard-db-app"}, Key: "uri"},
+				env[0].ValueFrom.SecretKeyRef)
+			require.Equal(t, "DATABASE_URL", env[1].Name)
+			require.Equal(t, "$(CNPG_APP_URI)?sslmode=verify-full&sslrootcert=/etc/trainyard/db-ca/ca.crt&target_session_attrs=read-write", env[1].Value)
+			require.Equal(t, "/etc/trainyard/db-ca", pod.Spec.Containers[0].VolumeMounts[0].MountPath)
+			require.Equal(t, "trainyard-db-ca", pod.Spec.Volumes[0].Secret.SecretName)
+			require.Equal(t, []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}, pod.Spec.Volumes[0].Secret.Items, "the CA's certificate, not its key")
+			pod.Name = "dry-run-cnpg-" + strings.ToLower(o.GetKind()) + "-" + o.GetName()
+			pod.Namespace = deploytest.Namespace
+			_, err = c.Client().CoreV1().Pods(deploytest.Namespace).Create(context.Background(), &pod,
+				metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			require.NoError(t, err, "pod of %s %s", o.GetKind(), o.GetName())
+			workloads++
+		}
+	}
+	require.Equal(t, 3, workloads, "api and worker Deployments and the migration Job")
+
+	require.Len(t, clusters, 1)
+	cl := clusters[0]
+	require.Equal(t, "postgresql.cnpg.io/v1", cl.GetAPIVersion())
+	require.Equal(t, "trainyard-db", cl.GetName(), "the Secrets trainyard-db-app and trainyard-db-ca are named after it")
+	require.Equal(t, deploytest.Namespace, cl.GetNamespace())
+	// Numbers decode as float64.
+	instances, _, _ := unstructured.NestedFieldNoCopy(cl.Object, "spec", "instances")
+	require.EqualValues(t, 3, instances)
+	sync, _, _ := unstructured.NestedMap(cl.Object, "spec", "postgresql", "synchronous")
+	require.Equal(t, map[string]any{"method": "any", "number": float64(1), "dataDurability": "required"}, sync)
+
+	trainyard := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": "trainyard"}}}
+	instancesPeer := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"cnpg.io/cluster": "trainyard-db"}}}
+	db := policies["trainyard-db"]
+	require.Equal(t, map[string]string{"cnpg.io/cluster": "trainyard-db"}, db.PodSelector.MatchLabels)
+	require.Len(t, db.Ingress, 1)
+	require.ElementsMatch(t, []networkingv1.NetworkPolicyPeer{trainyard, instancesPeer}, db.Ingress[0].From)
+	require.Equal(t, intstr.FromInt32(5432), *db.Ingress[0].Ports[0].Port)
+	op := policies["trainyard-db-operator"]
+	require.Len(t, op.Ingress, 1)
+	require.Equal(t, map[string]string{"kubernetes.io/metadata.name": "cnpg-system"}, op.Ingress[0].From[0].NamespaceSelector.MatchLabels)
+}
+
 // The worker's ClusterRole in deploy/ is enough for the tenant reconciler:
 // run it with a token of the deploy/ worker ServiceAccount and let it
 // create a tenant's namespace and objects (the pod-reader Role and its
