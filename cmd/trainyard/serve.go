@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -44,11 +45,14 @@ type serveFlags struct {
 	requestIDKeep   time.Duration
 	console         consoleFlags
 	tfjobPriority   map[string]int
+	tls             server.TLSFiles
+	plaintext       bool
+	fair            server.Fairness
 }
 
 func (f *serveFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.httpAddr, "http-addr", ":8080", "address for REST, /docs, /openapi.json, /healthz, /readyz and /metrics")
-	fs.StringVar(&f.grpcAddr, "grpc-addr", ":9090", "address for gRPC")
+	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:8080", "address for REST, /docs, /openapi.json, /healthz, /readyz and /metrics (a non-loopback address needs TLS or --plaintext)")
+	fs.StringVar(&f.grpcAddr, "grpc-addr", "127.0.0.1:9090", "address for gRPC (a non-loopback address needs TLS or --plaintext)")
 	fs.StringVar(&f.oidcIssuer, "oidc-issuer", "", "OIDC issuer URL whose ID tokens are accepted (discovery and JWKS are fetched from it); required unless --dev-auth is given")
 	fs.StringVar(&f.oidcAudience, "oidc-audience", "trainyard", "audience (client id) tokens must carry")
 	fs.StringVar(&f.oidcGroupsClaim, "oidc-groups-claim", "groups", "token claim holding the caller's groups (a dotted path reads nested claims)")
@@ -66,6 +70,16 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.watchBookmark, "watch-bookmark-every", 30*time.Second, "a watch (a tenant's or a job's) that asks for bookmarks gets its read position once events it did not send have moved it and it sent nothing for this long")
 	fs.StringToIntVar(&f.tfjobPriority, "tfjob-priority-class", nil, "NAME=PRIORITY,...: the Trainyard priority (-1000..1000) of a Kubernetes PriorityClass that imported TFJobs name (schedulingPolicy.priorityClass, priorityClassName); a TFJob naming another is refused")
 	f.console.register(fs)
+	fs.StringVar(&f.tls.CertFile, "tls-cert-file", "", "PEM certificate (chain) both listeners serve TLS with; reloaded when the file changes")
+	fs.StringVar(&f.tls.KeyFile, "tls-key-file", "", "PEM private key of --tls-cert-file")
+	fs.StringVar(&f.tls.ClientCAFile, "tls-client-ca-file", "", "PEM CA bundle: require client certificates it verifies (mutual TLS)")
+	fs.BoolVar(&f.plaintext, "plaintext", false, "serve without TLS on addresses other than loopback (behind a mesh or a TLS-terminating ingress); loopback addresses may always be plaintext")
+	d := server.DefaultFairness
+	fs.IntVar(&f.fair.Unary.Concurrency, "tenant-concurrency", d.Unary.Concurrency, "unary calls one tenant may have running at once on this server; more wait their turn (callers of the tenant in turn)")
+	fs.IntVar(&f.fair.Unary.Queue, "tenant-queue", d.Unary.Queue, "calls of one tenant that may wait for a turn; more are RESOURCE_EXHAUSTED (429 with Retry-After)")
+	fs.DurationVar(&f.fair.Unary.Wait, "tenant-queue-wait", d.Unary.Wait, "longest a call waits for its tenant's turn before RESOURCE_EXHAUSTED")
+	fs.IntVar(&f.fair.Streams, "tenant-streams", d.Streams, "watches and log streams one tenant may have open at once on this server")
+	fs.IntVar(&f.fair.Admin.Concurrency, "admin-concurrency", d.Admin.Concurrency, "platform admins' calls running at once, in a lane of their own")
 	fs.IntVar(&f.maxStreams, "max-streams-per-caller", 32, "watches and log streams one caller (OIDC subject) may have open at once on this server, REST and gRPC together; more are RESOURCE_EXHAUSTED (HTTP 429). Raise it for a service token that streams for many users")
 }
 
@@ -74,7 +88,42 @@ func (f *serveFlags) validate() error {
 	if f.watchBookmark <= 0 {
 		return fmt.Errorf("--watch-bookmark-every must be positive, not %s", f.watchBookmark)
 	}
+	if (f.tls.CertFile == "") != (f.tls.KeyFile == "") {
+		return errors.New("--tls-cert-file and --tls-key-file go together")
+	}
+	if f.tls.ClientCAFile != "" && f.tls.CertFile == "" {
+		return errors.New("--tls-client-ca-file needs --tls-cert-file and --tls-key-file")
+	}
+	if f.tls.CertFile == "" && !f.plaintext {
+		for flag, addr := range map[string]string{"--http-addr": f.httpAddr, "--grpc-addr": f.grpcAddr} {
+			if !loopbackAddr(addr) {
+				return fmt.Errorf("%s %s is not a loopback address: serve TLS there (--tls-cert-file, --tls-key-file) or say --plaintext (behind a mesh or a TLS-terminating ingress)", flag, addr)
+			}
+		}
+	}
+	for flag, n := range map[string]int{"--tenant-concurrency": f.fair.Unary.Concurrency, "--tenant-streams": f.fair.Streams, "--admin-concurrency": f.fair.Admin.Concurrency} {
+		if n <= 0 {
+			return fmt.Errorf("%s must be positive, not %d", flag, n)
+		}
+	}
+	if f.fair.Unary.Queue < 0 {
+		return fmt.Errorf("--tenant-queue must not be negative, not %d", f.fair.Unary.Queue)
+	}
 	return nil
+}
+
+// loopbackAddr reports whether a listen address binds loopback only
+// (127.0.0.1:8080, [::1]:0, localhost:9090), where plaintext is for local use.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // authenticator builds the authenticator from the flags: OIDC, dev tokens,
@@ -169,6 +218,7 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 		HandshakeTimeout:    f.handshake,
 		RequestTimeout:      f.requestTimeout,
 		MaxConnections:      f.maxConns,
+		Fairness:            f.fair,
 		Jobs:                api.NewJobServer(apiDeps),
 		Tenants:             api.NewTenantServer(apiDeps),
 		Audit:               api.NewAuditServer(apiDeps),
@@ -181,6 +231,7 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 		TensorBoard:         tensorBoard,
 		Console:             f.console.handler(f),
 		Logger:              log,
+		TLS:                 tlsFiles(f.tls),
 		Ready: []server.ReadyCheck{
 			{Name: "postgres", Check: d.store.Ping},
 			{Name: "oidc", Check: func(context.Context) error { return oidcReady() }},
@@ -265,4 +316,12 @@ func tfjobPriorities(m map[string]int) (map[string]int32, error) {
 		out[name] = int32(p)
 	}
 	return out, nil
+}
+
+// tlsFiles is the server's TLS setting: nil without a certificate.
+func tlsFiles(f server.TLSFiles) *server.TLSFiles {
+	if f.CertFile == "" {
+		return nil
+	}
+	return &f
 }

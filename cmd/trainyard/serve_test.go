@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 )
 
@@ -44,9 +45,57 @@ func TestServeWatchBookmarkFlag(t *testing.T) {
 		}
 		require.Equal(t, "30s", f.Lookup("watch-bookmark-every").DefValue, cmd)
 	}
-	require.NoError(t, (&serveFlags{watchBookmark: 30 * time.Second}).validate())
+	require.NoError(t, defaultServeFlags().validate())
 	for _, v := range []time.Duration{0, -time.Second} {
-		err := (&serveFlags{watchBookmark: v}).validate()
-		require.ErrorContains(t, err, "--watch-bookmark-every must be positive")
+		f := defaultServeFlags()
+		f.watchBookmark = v
+		require.ErrorContains(t, f.validate(), "--watch-bookmark-every must be positive")
 	}
+}
+
+// defaultServeFlags are serve's flags as their defaults set them.
+func defaultServeFlags() *serveFlags {
+	var f serveFlags
+	f.register(pflag.NewFlagSet("serve", pflag.ContinueOnError))
+	return &f
+}
+
+// Plaintext is for loopback unless asked for; TLS needs both files.
+func TestServeTLSFlags(t *testing.T) {
+	f := defaultServeFlags()
+	require.Equal(t, "127.0.0.1:8080", f.httpAddr)
+	require.NoError(t, f.validate(), "loopback plaintext by default")
+
+	f.httpAddr = ":8080"
+	require.ErrorContains(t, f.validate(), "--http-addr :8080 is not a loopback address: serve TLS there")
+	f.plaintext = true
+	require.NoError(t, f.validate(), "--plaintext says so")
+
+	f = defaultServeFlags()
+	f.grpcAddr, f.tls.CertFile = "0.0.0.0:9090", "tls.crt"
+	require.ErrorContains(t, f.validate(), "--tls-cert-file and --tls-key-file go together")
+	f.tls.KeyFile = "tls.key"
+	require.NoError(t, f.validate())
+	f = defaultServeFlags()
+	f.tls.ClientCAFile = "ca.crt"
+	require.ErrorContains(t, f.validate(), "--tls-client-ca-file needs")
+
+	for _, addr := range []string{"127.0.0.1:0", "[::1]:9090", "localhost:8080"} {
+		require.True(t, loopbackAddr(addr), addr)
+	}
+	for _, addr := range []string{":8080", "0.0.0.0:80", "10.0.0.1:9090", "nonsense"} {
+		require.False(t, loopbackAddr(addr), addr)
+	}
+}
+
+func TestServeFairnessFlags(t *testing.T) {
+	f := defaultServeFlags()
+	require.Equal(t, 8, f.fair.Unary.Concurrency)
+	require.Equal(t, 256, f.fair.Unary.Queue)
+	require.Equal(t, 10*time.Second, f.fair.Unary.Wait)
+	f.fair.Unary.Concurrency = 0
+	require.ErrorContains(t, f.validate(), "--tenant-concurrency must be positive")
+	f = defaultServeFlags()
+	f.fair.Unary.Queue = -1
+	require.ErrorContains(t, f.validate(), "--tenant-queue must not be negative")
 }

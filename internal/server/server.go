@@ -17,6 +17,7 @@ import (
 	"golang.org/x/net/netutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -102,6 +103,12 @@ type Config struct {
 	// Registry receives the gRPC metrics and is served on /metrics.
 	// Defaults to a new registry with Go and process collectors.
 	Registry *prometheus.Registry
+	// Fairness bounds each tenant's share of the server (fairness.go).
+	// Zero fields take DefaultFairness's.
+	Fairness Fairness
+	// TLS, when set, makes both listeners serve TLS from these files,
+	// reloaded when they change (tls.go). Nil serves plaintext.
+	TLS *TLSFiles
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -138,6 +145,15 @@ func (c *Config) withDefaults() error {
 	if c.MaxConnections <= 0 {
 		c.MaxConnections = 4096
 	}
+	if c.Fairness.Unary.Concurrency <= 0 {
+		c.Fairness.Unary = DefaultFairness.Unary
+	}
+	if c.Fairness.Streams <= 0 {
+		c.Fairness.Streams = DefaultFairness.Streams
+	}
+	if c.Fairness.Admin.Concurrency <= 0 {
+		c.Fairness.Admin = DefaultFairness.Admin
+	}
 	switch {
 	case c.Jobs == nil || c.Tenants == nil || c.Audit == nil:
 		return errors.New("server: Jobs, Tenants and Audit are required")
@@ -171,6 +187,7 @@ type Server struct {
 	gwLn   net.Listener
 	httpLn net.Listener
 	gwConn *grpc.ClientConn
+	tls    bool // the HTTP listener serves TLS
 }
 
 // New listens on both addresses and wires everything; Run serves.
@@ -193,6 +210,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	streams := newStreamLimiter(cfg.MaxStreamsPerCaller)
 	errorsUnary, errorsStream := errorInterceptors(log, cfg.ErrorCode, cfg.CheckRequest)
 	decodeUnary, decodeStream := decodeErrorInterceptors()
+	fair := newFairness(cfg.Fairness) // one for both gRPC servers: REST and gRPC share a tenant's seats
 	newGRPC := func(viaGateway bool, extra ...grpc.ServerOption) *grpc.Server {
 		reqUnary, reqStream := requestInterceptors(viaGateway)
 		opts := append([]grpc.ServerOption{
@@ -206,6 +224,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 				logging.UnaryServerInterceptor(slogAdapter(log), logOpts...),
 				timeoutInterceptor(cfg.RequestTimeout),
 				cfg.AuthUnary,
+				fair.unaryInterceptor(),
 				errorsUnary,
 			),
 			grpc.ChainStreamInterceptor(
@@ -215,6 +234,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 				metrics.StreamServerInterceptor(),
 				logging.StreamServerInterceptor(slogAdapter(log), logOpts...),
 				cfg.AuthStream,
+				fair.streamInterceptor(),
 				streams.interceptor(),
 				errorsStream,
 			),
@@ -226,6 +246,14 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return g
 	}
 	public := []grpc.ServerOption{}
+	var certs *certSource
+	if cfg.TLS != nil {
+		var err error
+		if certs, err = newCertSource(*cfg.TLS, log); err != nil {
+			return nil, err
+		}
+		public = append(public, grpc.Creds(credentials.NewTLS(certs.config("h2"))))
+	}
 	if cfg.AuthTap != nil {
 		public = append(public, grpc.InTapHandle(cfg.AuthTap))
 	}
@@ -300,6 +328,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		ReadTimeout:       readTimeout,
 		IdleTimeout:       2 * time.Minute,
 	}
+	if certs != nil {
+		s.http.TLSConfig, s.tls = certs.config("h2", "http/1.1"), true
+	}
 	return s, nil
 }
 
@@ -347,12 +378,16 @@ func (s *Server) Run(ctx context.Context) error {
 	go func() { errc <- s.grpc.Serve(s.grpcLn) }()
 	go func() { errc <- s.gwGRPC.Serve(s.gwLn) }()
 	go func() {
-		if err := s.http.Serve(s.httpLn); !errors.Is(err, http.ErrServerClosed) {
+		serve := s.http.Serve
+		if s.tls {
+			serve = func(ln net.Listener) error { return s.http.ServeTLS(ln, "", "") }
+		}
+		if err := serve(s.httpLn); !errors.Is(err, http.ErrServerClosed) {
 			errc <- err
 		}
 	}()
 	go s.watchReadiness(ctx)
-	s.cfg.Logger.Info("serving", "grpc", s.GRPCAddr(), "http", s.HTTPAddr())
+	s.cfg.Logger.Info("serving", "grpc", s.GRPCAddr(), "http", s.HTTPAddr(), "tls", s.tls)
 
 	var err error
 	select {
