@@ -30,6 +30,9 @@ var demoREST = regexp.MustCompile(`REST (http://\S+)`)
 func demoCmd(ctx context.Context, t *testing.T, keep string) *exec.Cmd {
 	_, file, _, _ := runtime.Caller(0)
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(filepath.Dir(file), "..", "demo.sh"))
+	// Out of time: stop it as Ctrl-C would, so that it stops what it started.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = time.Minute
 	// Stdin is /dev/null and stdout a pipe or buffer: not a terminal.
 	cmd.Env = append(os.Environ(), "TRAINYARD_BIN="+harness.Binary(t), "DEMO_KEEP="+keep)
 	return cmd
@@ -46,7 +49,7 @@ func answers(addr string) bool {
 }
 
 func TestDemoStopsWhenNotATerminal(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	var out bytes.Buffer
 	cmd := demoCmd(ctx, t, "") // not at a terminal: no DEMO_KEEP needed
@@ -62,7 +65,7 @@ func TestDemoStopsWhenNotATerminal(t *testing.T) {
 }
 
 func TestDemoKeepsServingUntilInterrupted(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	cmd := demoCmd(ctx, t, "1")
 	stdout, err := cmd.StdoutPipe()

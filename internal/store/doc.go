@@ -31,11 +31,8 @@
 //
 //	tenants               id, quota/labels/scheduling (JSONB), namespace, state
 //	tenant_members        (tenant, kind subject|group, principal) → role
-//	jobs                  (tenant, uid) key; spec and status JSONB; the queried columns
-//	                      (name, state, labels (GIN), seq, priority, creator, cancel_requested,
-//	                      deleted, admitted, active, worker_id, claim_after, version, times)
-//	                      and the scheduler's (queued_at, start_time, not_before,
-//	                      preempt_for, preempt_message, preempted_by, wait_reason)
+//	jobs                  (tenant, uid) key; spec and status JSONB beside the columns that
+//	                      are queried (name, state, labels, seq, worker_id, claim_after, ...)
 //	job_events            id in watermark order (below); (tenant, job uid)
 //	tenant_event_horizons tenant → the highest of its event ids that retention deleted
 //	event_horizon         one row: the same for the whole installation (an older floor)
@@ -55,11 +52,9 @@
 //
 // # Jobs: the API side
 //
-// JobCreateMany (BatchCreateJobs, up to 1,000 jobs) is one statement: one
-// round trip, one transaction. Concurrent JobCreates share such statements
-// too, across tenants and callers, each keeping its own outcome (createshare.go,
-// shared.go). Most of a create's cost is per statement and per commit, so
-// under load the commits per job fall.
+// JobCreateMany (BatchCreateJobs, up to 1,000 jobs) is one statement in one
+// transaction. Concurrent JobCreates share such statements, each keeping its
+// own outcome (createshare.go, shared.go), so under load the commits per job fall.
 //
 // The statement share-locks each tenant's row (FOR SHARE of an ACTIVE
 // tenant), so no job is inserted for a tenant an offboarding just stopped.
@@ -256,9 +251,8 @@
 //
 // A notification is a hint, never the only signal. A Listener loses what is
 // sent while it reconnects, and a full buffer coalesces payloads. So readers
-// re-read Postgres when woken, re-poll on reconnect (OnReconnect), and poll
-// on a jittered timer anyway. Wakeups fans one channel out by tenant, so a
-// busy tenant costs other tenants' watchers nothing.
+// re-read Postgres when woken, re-poll on reconnect, and poll on a timer
+// anyway. Wakeups fans a channel out by tenant.
 //
 // # The audit log
 //
