@@ -107,7 +107,7 @@ type jobState struct {
 func newCycle(s *Snapshot) *cycle {
 	c := &cycle{
 		now: s.Now, cfg: s.Config, cl: newCluster(sortedNodes(s.Nodes)),
-		tenants: map[string]*tenantState{}, jobs: map[Key]*jobState{},
+		tenants: map[string]*tenantState{}, jobs: make(map[Key]*jobState, len(s.Jobs)),
 		failed: map[uint64]bool{}, never: map[uint64]bool{}, ever: map[uint64]bool{}, noPreempt: map[uint64]int32{},
 		noReclaim: map[reclaimKey]int32{},
 	}

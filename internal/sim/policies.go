@@ -26,7 +26,8 @@ func (r *run) schedule(depth int) {
 		}
 		snap.Tenants = append(snap.Tenants, t)
 	}
-	byKey := map[admission.Key]*simJob{}
+	byKey := make(map[admission.Key]*simJob, r.active)
+	snap.Jobs = make([]admission.Job, 0, r.active)
 	for _, j := range r.jobs {
 		if !r.arrived(j) {
 			continue
@@ -38,14 +39,18 @@ func (r *run) schedule(depth int) {
 		}
 		if j.admitted {
 			sj.StartTime = epoch.Add(j.started)
-			sj.OnNodes = map[string]job.Vector{}
-			for _, p := range j.placed {
-				sj.OnNodes[p.node] = sj.OnNodes[p.node].Add(p.req)
+			if j.onNodes == nil {
+				// Built once per admission: the snapshot only reads them.
+				j.onNodes = map[string]job.Vector{}
+				for _, p := range j.placed {
+					j.onNodes[p.node] = j.onNodes[p.node].Add(p.req)
+				}
+				j.placedGroups = slices.Clone(j.Groups)
+				for i := range j.placedGroups {
+					j.placedGroups[i].Placed = j.placedGroups[i].Count
+				}
 			}
-			sj.Groups = slices.Clone(j.Groups)
-			for i := range sj.Groups {
-				sj.Groups[i].Placed = sj.Groups[i].Count
-			}
+			sj.OnNodes, sj.Groups = j.onNodes, j.placedGroups
 		} else if j.preempted != (admission.Key{}) {
 			sj.PreemptedBy, sj.PreemptedByName = j.preempted, byKeyName(r.jobs, j.preempted)
 		}
@@ -55,6 +60,7 @@ func (r *run) schedule(depth int) {
 		n.Used = n.Used.Add(r.used[n.Name])
 		snap.Nodes = append(snap.Nodes, n)
 	}
+	r.active = len(snap.Jobs)
 	d := admission.Schedule(snap)
 	for _, p := range d.Preempt {
 		v := byKey[p.Victim]

@@ -125,6 +125,9 @@ type simJob struct {
 	placed     []placement       // pods on nodes
 	pendingPod []admission.Group // quota-fifo: admitted pods not placed yet (Count 1 each)
 	preempted  admission.Key     // scheduler: who preempted it, while it waits
+	// scheduler: the snapshot's view of an admitted job, built once.
+	onNodes      map[string]job.Vector
+	placedGroups []admission.Group
 }
 
 type placement struct {
@@ -177,6 +180,7 @@ type run struct {
 	lastAcct         time.Duration
 	preemptions      int
 	share            *shareRun
+	active           int // jobs in the last snapshot: to size the next
 }
 
 func newRun(tr Trace, policy string) *run {
@@ -263,6 +267,7 @@ func (r *run) free(j *simJob) {
 		r.used[p.node] = r.used[p.node].Sub(p.req)
 	}
 	j.placed, j.pendingPod, j.admitted = nil, nil, false
+	j.onNodes, j.placedGroups = nil, nil
 }
 
 func (r *run) unfinished() bool {
