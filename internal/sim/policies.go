@@ -14,7 +14,12 @@ import (
 // snapshot, Schedule, then carry out admissions (pods where the decision
 // found room; they run at once) and preemptions (victims stop at once and
 // are queued again with their progress).
-func (r *run) stepScheduler() { r.schedule(3) }
+func (r *run) stepScheduler() { r.schedule(maxRounds) }
+
+// maxRounds bounds the cycles run at one instant: a preemption frees its
+// victims at once, and the loop runs its next cycle as soon as they are
+// gone (a chain of reclaims by several tenants takes a cycle each).
+const maxRounds = 16
 
 // schedule decides; when it preempted, it decides again (at most depth
 // times) since the victims' room is free at once.
