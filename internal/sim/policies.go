@@ -24,7 +24,7 @@ const maxRounds = 16
 // schedule decides; when it preempted, it decides again (at most depth
 // times) since the victims' room is free at once.
 func (r *run) schedule(depth int) {
-	snap := admission.Snapshot{Now: epoch.Add(r.now), Config: admission.Config{StarvationAge: 30 * time.Minute}}
+	snap := admission.Snapshot{Now: epoch.Add(r.now), Config: admission.Config{StarvationAge: 30 * time.Minute}, Cohorts: r.cohorts}
 	for _, t := range r.tenants {
 		if r.policy == PolicyCohortHistory {
 			t.Sharing.Usage = r.share.usage[t.ID]
