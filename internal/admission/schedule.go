@@ -102,6 +102,8 @@ type jobState struct {
 	// its own; pending: once admitted), and the ways it may run.
 	need     acct
 	variants []variant
+	own      acct       // ownNeed, once computed
+	one      [1]variant // variants' backing when there is one
 }
 
 func newCycle(s *Snapshot) *cycle {
@@ -263,7 +265,7 @@ func (c *cycle) admitInOrder() {
 		if t := j.t; t.sh != nil && t.sh.co != nil {
 			borrows := false
 			if !deferred[t] && t.blocker == nil {
-				_, _, within := c.quotaCheck(t, j, c.needOf(j, j.Groups, j.GPUType))
+				_, within := c.quotaFits(t, j, c.ownNeed(j))
 				borrows = !within
 				// Under STRICT_FIFO the tenant's later jobs wait behind it.
 				deferred[t] = borrows && t.Scheduling.Queueing == tenant.StrictFIFO
