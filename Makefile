@@ -111,8 +111,9 @@ chaos: cluster-build build ## Break real processes under load for about 6 minute
 	TRAINYARD_BIN=$(BIN)/trainyard $(GO) test -tags chaos -run '^TestChaos$$' -count=1 -v -timeout 40m ./integration/chaos/
 
 .PHONY: simulate
-simulate: build ## Compare the scheduler with quota-only FIFO admission on generated traces of 5,000 jobs on 32 GPU nodes at four loads (about a minute; make test runs the small traces of internal/sim).
+simulate: build ## Compare the scheduler with quota-only FIFO admission on generated traces of 5,000 jobs on 32 GPU nodes at four loads, then every policy (cohort sharing included) on the bursty trace of 10,000 jobs on 64 nodes (several minutes; make test runs the small traces of internal/sim).
 	@for load in 0.7 0.9 1.0 1.2; do echo "== load $$load"; $(BIN)/trainyard simulate --nodes 32 --jobs 5000 --load $$load; echo; done
+	@echo "== bursty tenants, cohort sharing (issue 42)"; $(BIN)/trainyard simulate --bursty --nodes 64 --jobs 10000 --load 0.8
 
 .PHONY: test-unit
 test-unit: ## Unit tests only: no Postgres, no cluster.

@@ -31,3 +31,27 @@ func TestSimulateTrace(t *testing.T) {
 		t.Error("--nodes 2 was accepted")
 	}
 }
+
+// --bursty runs every policy on the bursty trace and prints the figures
+// of issue 42 with its targets.
+func TestSimulateBursty(t *testing.T) {
+	var out bytes.Buffer
+	root := newRoot()
+	root.SetOut(&out)
+	root.SetArgs([]string{"simulate", "--bursty", "--nodes", "8", "--jobs", "120"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`(?m)^cohort-history +120 +0 `,
+		`(?m)^POLICY +GPU BUSY +SHARE JAIN +TO NOMINAL P50`,
+		`(?m)^vision +cohort +\d+ `,
+		`(?m)^1 GPU +scheduler `,
+		`(?m)^cohort +utilisation [+-]\d+\.\d points over scheduler \(target \+20\): (MET|NOT MET)$`,
+		`(?m)^cohort-history +GPU-hours lost to preemption \d+\.\d\d% \(target < 2%\): (MET|NOT MET)$`,
+	} {
+		if !regexp.MustCompile(want).Match(out.Bytes()) {
+			t.Errorf("output lacks %s:\n%s", want, out.String())
+		}
+	}
+}

@@ -27,7 +27,10 @@ func (c *cycle) considerShared(j *jobState) {
 	var tries []try
 	vs := c.variantsOf(j)
 	for _, v := range vs {
-		need := c.needOf(j, v.groups, v.model)
+		need := c.ownNeed(j)
+		if v.model != j.GPUType {
+			need = c.needOf(j, v.groups, v.model)
+		}
 		if over, _ := c.everOver(t, j, need); len(over) == 0 {
 			tries = append(tries, try{v: v, need: need})
 		}

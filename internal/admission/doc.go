@@ -174,5 +174,10 @@
 // capacity only shrinks). Placement keeps, per placement class and pod
 // request, a cursor past the nodes that could not hold it. BenchmarkSchedule
 // (10,000 pending, 1,000 running, 100 tenants, 1,000 nodes) and
-// BenchmarkScheduleSweep measure it; make bench prints them.
+// BenchmarkScheduleSweep measure it; make bench prints them, and
+// BenchmarkScheduleCohorts the same with 100 tenants in 10 cohorts, half
+// of them borrowing (1,000 to 50,000 pending jobs). Sharing adds, per
+// job, a quota check over the cohort's members (a few per dimension) and,
+// for a job within its nominal quota that does not fit, one reclaim trial
+// per tenant and shape per cycle.
 package admission

@@ -175,7 +175,7 @@ func (tr *trial) undoAll() {
 func (tr *trial) fits() bool {
 	j := tr.j
 	if j.t.sh != nil {
-		if over, _, _ := tr.c.quotaCheck(j.t, j, tr.need); len(over) > 0 {
+		if fits, _ := tr.c.quotaFits(j.t, j, tr.need); !fits {
 			return false
 		}
 	} else if !j.t.used.Add(j.demand).Within(j.t.Quota) {

@@ -102,12 +102,14 @@ type jobState struct {
 	// its own; pending: once admitted), and the ways it may run.
 	need     acct
 	variants []variant
+	own      acct       // ownNeed, once computed
+	one      [1]variant // variants' backing when there is one
 }
 
 func newCycle(s *Snapshot) *cycle {
 	c := &cycle{
 		now: s.Now, cfg: s.Config, cl: newCluster(sortedNodes(s.Nodes)),
-		tenants: map[string]*tenantState{}, jobs: map[Key]*jobState{},
+		tenants: map[string]*tenantState{}, jobs: make(map[Key]*jobState, len(s.Jobs)),
 		failed: map[uint64]bool{}, never: map[uint64]bool{}, ever: map[uint64]bool{}, noPreempt: map[uint64]int32{},
 		noReclaim: map[reclaimKey]int32{},
 	}
@@ -263,7 +265,7 @@ func (c *cycle) admitInOrder() {
 		if t := j.t; t.sh != nil && t.sh.co != nil {
 			borrows := false
 			if !deferred[t] && t.blocker == nil {
-				_, _, within := c.quotaCheck(t, j, c.needOf(j, j.Groups, j.GPUType))
+				_, within := c.quotaFits(t, j, c.ownNeed(j))
 				borrows = !within
 				// Under STRICT_FIFO the tenant's later jobs wait behind it.
 				deferred[t] = borrows && t.Scheduling.Queueing == tenant.StrictFIFO

@@ -306,6 +306,15 @@ func (c *cycle) needOf(j *jobState, groups []Group, model string) acct {
 	return n
 }
 
+// ownNeed is needOf for the job as it asks (its own groups and model),
+// computed once.
+func (c *cycle) ownNeed(j *jobState) acct {
+	if j.own == nil {
+		j.own = c.needOf(j, j.Groups, j.GPUType)
+	}
+	return j.own
+}
+
 // dimName names a dimension in messages.
 func (c *cycle) dimName(k int) string {
 	if k < int(job.NumResources) {
@@ -332,8 +341,18 @@ func dimResource(k int) job.Resource {
 // top of what t uses. Per dimension the tenant limits: within its nominal
 // quota plus its borrowing limit; and what all members use beyond their
 // protected part within the cohort's pool. It also says whether t would
-// stay within its nominal quota.
+// stay within its nominal quota, and (msg) why need does not fit.
 func (c *cycle) quotaCheck(t *tenantState, j *jobState, need acct) (over []job.Resource, msg string, within bool) {
+	return c.quotaRule(t, j, need, true)
+}
+
+// quotaFits is quotaCheck without the explanation, for trials.
+func (c *cycle) quotaFits(t *tenantState, j *jobState, need acct) (fits, within bool) {
+	over, _, within := c.quotaRule(t, j, need, false)
+	return len(over) == 0, within
+}
+
+func (c *cycle) quotaRule(t *tenantState, j *jobState, need acct, explain bool) (over []job.Resource, msg string, within bool) {
 	st := t.sh
 	within = true
 	var parts []string
@@ -345,31 +364,43 @@ func (c *cycle) quotaCheck(t *tenantState, j *jobState, need acct) (over []job.R
 		if u > st.nominal[k] {
 			within = false
 		}
-		fail := ""
+		fail := false
+		var why func() string
 		switch {
 		case st.co == nil || (j.NonPreemptible && u > st.nominal[k]):
-			if u > st.nominal[k] {
-				fail = fmt.Sprintf("needs %s %s, %s of %s in use", c.dimFormat(k, need[k]), c.dimName(k), c.dimFormat(k, t.use[k]), c.dimFormat(k, st.nominal[k]))
+			fail = u > st.nominal[k]
+			why = func() string {
+				s := fmt.Sprintf("needs %s %s, %s of %s in use", c.dimFormat(k, need[k]), c.dimName(k), c.dimFormat(k, t.use[k]), c.dimFormat(k, st.nominal[k]))
 				if j.NonPreemptible && st.co != nil {
-					fail += " (a non-preemptible job runs only within the nominal quota)"
+					s += " (a non-preemptible job runs only within the nominal quota)"
 				}
+				return s
 			}
 		case st.borrow[k] != noLimit && u > st.nominal[k]+st.borrow[k]:
-			fail = fmt.Sprintf("needs %s %s, %s in use of %s nominal + %s borrowing limit", c.dimFormat(k, need[k]), c.dimName(k), c.dimFormat(k, t.use[k]), c.dimFormat(k, st.nominal[k]), c.dimFormat(k, st.borrow[k]))
+			fail = true
+			why = func() string {
+				return fmt.Sprintf("needs %s %s, %s in use of %s nominal + %s borrowing limit", c.dimFormat(k, need[k]), c.dimName(k), c.dimFormat(k, t.use[k]), c.dimFormat(k, st.nominal[k]), c.dimFormat(k, st.borrow[k]))
+			}
 		default:
 			g := st.guaranteed[k]
 			inPool := c.poolUsed(st.co, k)
 			more := max(0, u-g) - max(0, t.use[k]-g)
-			if inPool+more > st.co.pool[k] {
-				fail = fmt.Sprintf("needs %s %s; cohort %s lends %s in all, %s of it in use", c.dimFormat(k, need[k]), c.dimName(k), st.co.name, c.dimFormat(k, st.co.pool[k]), c.dimFormat(k, inPool))
+			fail = inPool+more > st.co.pool[k]
+			why = func() string {
+				return fmt.Sprintf("needs %s %s; cohort %s lends %s in all, %s of it in use", c.dimFormat(k, need[k]), c.dimName(k), st.co.name, c.dimFormat(k, st.co.pool[k]), c.dimFormat(k, inPool))
 			}
 		}
-		if fail != "" {
+		if fail {
 			if r := dimResource(k); !slices.Contains(over, r) {
 				over = append(over, r)
 			}
-			parts = append(parts, fail)
+			if explain {
+				parts = append(parts, why())
+			}
 		}
+	}
+	if !explain {
+		return over, "", within
 	}
 	if st.overBudget && len(over) > 0 {
 		parts = append(parts, "over its GPU-hour budget, the tenant runs only on borrowed capacity")
@@ -485,7 +516,8 @@ func (c *cycle) variantsOf(j *jobState) []variant {
 		return j.variants
 	}
 	if j.GPUType != "" || j.demand[job.GPU] == 0 || j.t.sh == nil || len(j.t.Sharing.GPUTypes) == 0 {
-		j.variants = []variant{{model: j.GPUType, groups: j.Groups, shape: j.shape}}
+		j.one[0] = variant{model: j.GPUType, groups: j.Groups, shape: j.shape}
+		j.variants = j.one[:]
 		return j.variants
 	}
 	models := slices.Clone(j.t.sh.models)

@@ -14,19 +14,25 @@ import (
 // snapshot, Schedule, then carry out admissions (pods where the decision
 // found room; they run at once) and preemptions (victims stop at once and
 // are queued again with their progress).
-func (r *run) stepScheduler() { r.schedule(3) }
+func (r *run) stepScheduler() { r.schedule(maxRounds) }
+
+// maxRounds bounds the cycles run at one instant: a preemption frees its
+// victims at once, and the loop runs its next cycle as soon as they are
+// gone (a chain of reclaims by several tenants takes a cycle each).
+const maxRounds = 16
 
 // schedule decides; when it preempted, it decides again (at most depth
 // times) since the victims' room is free at once.
 func (r *run) schedule(depth int) {
-	snap := admission.Snapshot{Now: epoch.Add(r.now), Config: admission.Config{StarvationAge: 30 * time.Minute}}
+	snap := admission.Snapshot{Now: epoch.Add(r.now), Config: admission.Config{StarvationAge: 30 * time.Minute}, Cohorts: r.cohorts}
 	for _, t := range r.tenants {
 		if r.policy == PolicyCohortHistory {
 			t.Sharing.Usage = r.share.usage[t.ID]
 		}
 		snap.Tenants = append(snap.Tenants, t)
 	}
-	byKey := map[admission.Key]*simJob{}
+	byKey := make(map[admission.Key]*simJob, r.active)
+	snap.Jobs = make([]admission.Job, 0, r.active)
 	for _, j := range r.jobs {
 		if !r.arrived(j) {
 			continue
@@ -38,14 +44,18 @@ func (r *run) schedule(depth int) {
 		}
 		if j.admitted {
 			sj.StartTime = epoch.Add(j.started)
-			sj.OnNodes = map[string]job.Vector{}
-			for _, p := range j.placed {
-				sj.OnNodes[p.node] = sj.OnNodes[p.node].Add(p.req)
+			if j.onNodes == nil {
+				// Built once per admission: the snapshot only reads them.
+				j.onNodes = map[string]job.Vector{}
+				for _, p := range j.placed {
+					j.onNodes[p.node] = j.onNodes[p.node].Add(p.req)
+				}
+				j.placedGroups = slices.Clone(j.Groups)
+				for i := range j.placedGroups {
+					j.placedGroups[i].Placed = j.placedGroups[i].Count
+				}
 			}
-			sj.Groups = slices.Clone(j.Groups)
-			for i := range sj.Groups {
-				sj.Groups[i].Placed = sj.Groups[i].Count
-			}
+			sj.OnNodes, sj.Groups = j.onNodes, j.placedGroups
 		} else if j.preempted != (admission.Key{}) {
 			sj.PreemptedBy, sj.PreemptedByName = j.preempted, byKeyName(r.jobs, j.preempted)
 		}
@@ -55,6 +65,7 @@ func (r *run) schedule(depth int) {
 		n.Used = n.Used.Add(r.used[n.Name])
 		snap.Nodes = append(snap.Nodes, n)
 	}
+	r.active = len(snap.Jobs)
 	d := admission.Schedule(snap)
 	for _, p := range d.Preempt {
 		v := byKey[p.Victim]

@@ -19,9 +19,10 @@
 //     other's room for ever: the simulation reports jobs that never run as
 //     stuck.
 //   - "cohort": the scheduler with the trace's tenants in one cohort
-//     (unless they name theirs): each tenant's quota is its nominal
-//     share; it borrows what the others leave idle and gets it back by
-//     reclaim; weighted fair share orders the borrowers.
+//     (unless they name theirs), which owns the GPUs no tenant's quota
+//     covers: each tenant's quota is its nominal share; it borrows what
+//     the others leave idle and the cohort's own GPUs, and gets its share
+//     back by reclaim; weighted fair share orders the borrowers.
 //   - "cohort-history": "cohort" whose fair share also counts each
 //     tenant's usage decayed with a half life of HistoryHalfLife.
 //
@@ -125,6 +126,9 @@ type simJob struct {
 	placed     []placement       // pods on nodes
 	pendingPod []admission.Group // quota-fifo: admitted pods not placed yet (Count 1 each)
 	preempted  admission.Key     // scheduler: who preempted it, while it waits
+	// scheduler: the snapshot's view of an admitted job, built once.
+	onNodes      map[string]job.Vector
+	placedGroups []admission.Group
 }
 
 type placement struct {
@@ -177,18 +181,29 @@ type run struct {
 	lastAcct         time.Duration
 	preemptions      int
 	share            *shareRun
+	active           int // jobs in the last snapshot: to size the next
+	cohorts          []admission.Cohort
 }
 
 func newRun(tr Trace, policy string) *run {
 	r := &run{policy: policy, tenants: map[string]admission.Tenant{}, nodes: tr.Nodes, used: map[string]job.Vector{}}
 	r.res.Policy = policy
+	var gpus, nominal int64
+	for _, n := range tr.Nodes {
+		gpus += n.Allocatable[job.GPU]
+	}
 	for _, t := range tr.Tenants {
 		if policy == PolicyCohort || policy == PolicyCohortHistory {
 			if t.Sharing.Cohort == "" {
 				t.Sharing.Cohort = "all"
+				nominal += t.Quota[job.GPU]
 			}
 		}
 		r.tenants[t.ID] = t
+	}
+	if nominal > 0 && gpus > nominal {
+		// The GPUs nobody is guaranteed are the cohort's own pool.
+		r.cohorts = []admission.Cohort{{Name: "all", Nominal: job.Vector{job.GPU: gpus - nominal}}}
 	}
 	r.share = newShareRun(r)
 	jobs := slices.Clone(tr.Jobs)
@@ -263,6 +278,7 @@ func (r *run) free(j *simJob) {
 		r.used[p.node] = r.used[p.node].Sub(p.req)
 	}
 	j.placed, j.pendingPod, j.admitted = nil, nil, false
+	j.onNodes, j.placedGroups = nil, nil
 }
 
 func (r *run) unfinished() bool {
