@@ -24,8 +24,8 @@ type Config struct {
 	// that a restarted worker never mistakes its predecessor's leases for
 	// its own. Required.
 	ID string
-	// Store is Postgres. Required.
-	Store *store.Store
+	// Store is storage: *store.Store (Postgres). Required.
+	Store Store
 	// Kube is the Kubernetes client (its QPS and burst are the caller's).
 	// Required.
 	Kube kubernetes.Interface

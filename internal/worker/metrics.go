@@ -9,7 +9,6 @@ import (
 
 	"github.com/trainyard/trainyard/internal/controller"
 	"github.com/trainyard/trainyard/internal/job"
-	"github.com/trainyard/trainyard/internal/store"
 )
 
 // metrics are the worker's Prometheus metrics. Names start with
@@ -128,13 +127,13 @@ func (c jobsByState) Collect(ch chan<- prometheus.Metric) {
 // quota, or not claimed yet). Every worker reports the same numbers: take
 // max, not sum.
 type queueInPostgres struct {
-	store   *store.Store
+	store   Store
 	byState *prometheus.Desc
 	waiting *prometheus.Desc
 	up      *prometheus.Desc
 }
 
-func newQueueInPostgres(st *store.Store) *queueInPostgres {
+func newQueueInPostgres(st Store) *queueInPostgres {
 	return &queueInPostgres{
 		store: st,
 		byState: prometheus.NewDesc("trainyard_jobs",

@@ -15,7 +15,7 @@ import (
 // record that rarely changes is waste. A ChannelTenants notification drops
 // the entry at once; the TTL bounds staleness when one is lost.
 type tenantCache struct {
-	store *store.Store
+	store Store
 	ttl   time.Duration
 
 	mu sync.Mutex
@@ -28,7 +28,7 @@ type cachedTenant struct {
 	at    time.Time
 }
 
-func newTenantCache(s *store.Store, ttl time.Duration) *tenantCache {
+func newTenantCache(s Store, ttl time.Duration) *tenantCache {
 	return &tenantCache{store: s, ttl: ttl, m: map[string]cachedTenant{}}
 }
 

@@ -28,7 +28,7 @@ import (
 type Worker struct {
 	cfg     Config
 	log     *slog.Logger
-	store   *store.Store
+	store   Store
 	kube    kubernetes.Interface
 	metrics *metrics
 
