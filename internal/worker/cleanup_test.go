@@ -23,6 +23,7 @@ import (
 	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenant"
+	"github.com/trainyard/trainyard/internal/worker/workertest"
 )
 
 // blindWorker points b.w's API calls at a clientset its informers do not
@@ -30,7 +31,7 @@ import (
 // show it — the moments between a create and its informer event, made
 // permanent.
 func blindWorker(b *bundle) *fake.Clientset {
-	live := withUIDs(fake.NewClientset())
+	live := workertest.WithUIDs(fake.NewClientset())
 	b.w.kube = live
 	return live
 }

@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/kube"
@@ -753,92 +752,6 @@ func TestFencedSaveAfterTakeover(t *testing.T) {
 	require.False(t, b.w.own.owns(key))
 }
 
-func TestInformerEventsQueueOwnedJobs(t *testing.T) {
-	b := setup(t)
-	b.tenant(t, "acme", tenant.Quota{})
-	key := b.submit(t, "acme", "tj", spec(replica(job.Worker, 1, job.RestartNever)))
-	b.own(t, key)
-	drain(b)
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "ty-acme", Labels: map[string]string{
-		kube.LabelManagedBy: kube.ManagedByValue, kube.LabelTenant: "acme", kube.LabelJobUID: key.UID,
-	}}}
-	b.w.enqueueOwner(cache.DeletedFinalStateUnknown{Key: "ty-acme/x", Obj: pod}, 0)
-	require.Equal(t, []store.JobKey{key}, queued(b))
-
-	other := pod.DeepCopy()
-	other.Labels[kube.LabelJobUID] = "00000000-0000-0000-0000-000000000002"
-	b.w.enqueueOwner(other, 0)
-	require.Empty(t, queued(b), "not owned: ignored")
-
-	// Updates that change nothing Plan reads are not queued; a pod the
-	// worker created appearing in the cache, or its node being chosen,
-	// waits podEventLazy; what Plan acts on or users wait for,
-	// podEventBatch.
-	fresh := pod.DeepCopy()
-	fresh.Labels[kube.LabelComponent] = kube.ComponentReplica
-	fresh.Labels[kube.LabelReplicaType] = "worker"
-	fresh.Labels[kube.LabelReplicaIndex] = "0"
-	fresh.Labels[kube.LabelAttempt] = "0"
-	fresh.ResourceVersion = "1"
-	fresh.Status.Phase = corev1.PodPending
-	delay := func(old, cur any) time.Duration {
-		d, ok := podEventDelay(old, cur)
-		if !ok {
-			return -1
-		}
-		return d
-	}
-	require.Equal(t, podEventLazy, delay(nil, fresh), "a fresh pod appears")
-	touched := fresh.DeepCopy()
-	touched.ResourceVersion = "2"
-	touched.Annotations = map[string]string{"x": "y"}
-	require.Equal(t, time.Duration(-1), delay(fresh, touched), "an annotation: no pass")
-	bound := touched.DeepCopy()
-	bound.Spec.NodeName = "node-1"
-	require.Equal(t, podEventLazy, delay(touched, bound), "a node chosen")
-	running := bound.DeepCopy()
-	running.Status.Phase = corev1.PodRunning
-	require.Equal(t, podEventBatch, delay(bound, running), "running")
-	require.Equal(t, podEventBatch, delay(nil, running), "a running pod appears (a restarted worker's first list)")
-	require.Equal(t, podEventBatch, delay(nil, nil), "a pod gone")
-	stuck := fresh.DeepCopy()
-	stuck.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: kube.ContainerName, State: corev1.ContainerState{
-		Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}}}
-	require.Equal(t, podEventBatch, delay(fresh, stuck), "stuck")
-	tb := pod.DeepCopy()
-	tb.Labels[kube.LabelComponent] = kube.ComponentTensorBoard
-	tb2 := tb.DeepCopy()
-	tb2.Status.Phase = corev1.PodRunning
-	require.Equal(t, time.Duration(-1), delay(tb, tb2), "not a replica: only labels and deletion count")
-
-	// Pod events wait podEventBatch; those that come meanwhile join them:
-	// one pass for the lot.
-	for range 5 {
-		b.w.enqueueOwner(running, podEventBatch)
-	}
-	require.Empty(t, queued(b), "not before the batch is over")
-	require.Eventually(t, func() bool { return b.w.queue.Len() == 1 }, 5*time.Second, time.Millisecond)
-	time.Sleep(2 * podEventBatch)
-	require.Equal(t, []store.JobKey{key}, queued(b), "once")
-	b.w.enqueueOwner(running, podEventBatch)
-	require.Eventually(t, func() bool { return b.w.queue.Len() == 1 }, 5*time.Second, time.Millisecond, "a later event starts a new batch")
-	require.Equal(t, []store.JobKey{key}, queued(b))
-
-	// A lazy event's pass is brought forward by one that must not wait,
-	// and runs once.
-	began := time.Now()
-	b.w.enqueueOwner(fresh, podEventLazy)
-	b.w.enqueueOwner(bound, podEventLazy)
-	time.Sleep(podEventBatch)
-	require.Empty(t, queued(b), "a lazy event waits")
-	b.w.enqueueOwner(running, podEventBatch)
-	require.Eventually(t, func() bool { return b.w.queue.Len() == 1 }, 5*time.Second, time.Millisecond)
-	require.Less(t, time.Since(began), podEventLazy, "brought forward")
-	require.Equal(t, []store.JobKey{key}, queued(b))
-	time.Sleep(time.Until(began.Add(podEventLazy + podEventBatch)))
-	require.Empty(t, queued(b), "the lazy timer does not fire as well")
-}
-
 func TestStuckContainerIsReported(t *testing.T) {
 	b := setup(t)
 	b.tenant(t, "acme", tenant.Quota{})
@@ -875,21 +788,6 @@ func testCount(t *testing.T, c prometheus.Collector) int {
 		return int(m.GetHistogram().GetSampleCount())
 	}
 	return testutil.CollectAndCount(c)
-}
-
-// drain empties the worker's queue.
-func drain(b *bundle) { queued(b) }
-
-// queued takes every key from the worker's queue, without reconciling.
-func queued(b *bundle) []store.JobKey {
-	var out []store.JobKey
-	for b.w.queue.Len() > 0 {
-		k, _ := b.w.queue.Get()
-		b.w.queue.Done(k)
-		b.w.queue.Forget(k)
-		out = append(out, k)
-	}
-	return out
 }
 
 func condition(st job.Status, typ string) *job.Condition {
