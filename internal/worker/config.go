@@ -97,9 +97,6 @@ type Config struct {
 	// events and kept log tails stay. A job's own TTL always wins. 0, the default here, keeps them until the
 	// job is deleted; `trainyard worker` defaults to DefaultFinishedTTLFlag.
 	FinishedTTL time.Duration
-	// NamespacePrefix names a tenant's namespace when its record names
-	// none. Defaults to kube.DefaultNamespacePrefix.
-	NamespacePrefix string
 	// PodOptions are handed to kube.RenderPod (the job ServiceAccount).
 	PodOptions kube.PodOptions
 
@@ -160,9 +157,6 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.LogTailBytes <= 0 {
 		c.LogTailBytes = DefaultLogTailBytes
-	}
-	if c.NamespacePrefix == "" {
-		c.NamespacePrefix = kube.DefaultNamespacePrefix
 	}
 	if c.Registry == nil {
 		c.Registry = prometheus.NewRegistry()

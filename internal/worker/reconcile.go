@@ -88,7 +88,12 @@ func (w *Worker) reconcile(ctx context.Context, key store.JobKey) (result, error
 	if err != nil {
 		return result{}, errorf(errReasonStore, err)
 	}
-	p := &pass{key: key, wj: wj, loaded: wj.Job.Status.State, ns: namespaceOf(t, w.cfg.NamespacePrefix), now: w.cfg.Now()}
+	p := &pass{key: key, wj: wj, loaded: wj.Job.Status.State, now: w.cfg.Now()}
+	if found {
+		if p.ns, err = namespaceOf(t); err != nil {
+			return result{}, errorf(errReasonStore, err)
+		}
+	}
 
 	st := wj.Job.Status
 	if !st.State.Final() && !st.CancelRequested && (!found || t.State != tenant.Active) {

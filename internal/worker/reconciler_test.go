@@ -47,6 +47,7 @@ func newFixture(t *testing.T, tenantState tenant.State) *fixture {
 	t.Cleanup(cancel)
 	f := &fixture{ctx: ctx, st: workertest.New(), kube: workertest.Kube(),
 		clock: &clock{t: time.Now().UTC().Truncate(time.Second)}}
+	f.st.Now = f.clock.Now
 	f.st.AddTenant(tenant.Tenant{ID: "acme", Namespace: testNS, State: tenantState})
 	w, err := New(Config{
 		ID: "w1", Store: f.st, Kube: f.kube, LeaseTTL: time.Minute, Now: f.clock.Now,
@@ -524,4 +525,23 @@ func TestDispatchRoundTrips(t *testing.T) {
 	require.Len(t, f.writes(), 4)
 	require.Equal(t, map[string]int{"JobLoad": 1, "TenantGet": 1}, f.st.Calls(),
 		"without a listener the claimed row is not kept: one load")
+}
+
+// A tenant's namespace is the one its record names, whatever the prefix;
+// a record without one is an error naming the field, not a guess.
+func TestTenantRecordNamesTheNamespace(t *testing.T) {
+	f := newFixture(t, tenant.Active)
+	f.st.AddTenant(tenant.Tenant{ID: "acme", Namespace: "team-acme", State: tenant.Active})
+	key := f.submit(t, spec(replica(job.Worker, 1, job.RestartNever)))
+	f.pass(t, key)
+	list, err := f.kube.Tracker().List(podsGVR, corev1.SchemeGroupVersion.WithKind("Pod"), "team-acme")
+	require.NoError(t, err)
+	require.Len(t, list.(*corev1.PodList).Items, 1)
+
+	f.st.AddTenant(tenant.Tenant{ID: "acme", State: tenant.Active})
+	f.w.tenants.invalidate("acme")
+	f.kube.ClearActions()
+	_, err = f.w.reconcile(f.ctx, key)
+	require.ErrorContains(t, err, "tenants.namespace")
+	require.Empty(t, f.writes())
 }

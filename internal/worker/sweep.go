@@ -122,7 +122,11 @@ func (w *Worker) sweep(ctx context.Context) (int, error) {
 		if !found || t.State == tenant.Deleted {
 			continue // not this installation's tenant, or its namespace is going anyway
 		}
-		ns := namespaceOf(t, w.cfg.NamespacePrefix)
+		ns, err := namespaceOf(t)
+		if err != nil {
+			w.log.Warn("orphan sweep: skipping a tenant", "error", err)
+			continue
+		}
 		for _, o := range objs {
 			if o.obj.GetNamespace() != ns {
 				continue

@@ -12,8 +12,9 @@
 //	JobLeaseExtend  only a live lease is extended
 //	JobLeaseRenew   the lease is (re)started and the owned active jobs listed
 //
-// Leases run on the wall clock, like Postgres' now(); tests end one at once
-// with ExpireLease. Writes by others (a cancel, a delete, a preemption, a
+// Leases and claim times run on the wall clock, like Postgres' now(); tests
+// end a lease at once with ExpireLease. The jobs' own times (admission,
+// events) take Store.Now, the test's clock. Writes by others (a cancel, a delete, a preemption, a
 // takeover) are test methods that bump the version as the API's writes do.
 // Calls counts each method's calls: a Postgres round trip each.
 package workertest

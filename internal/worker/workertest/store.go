@@ -29,9 +29,10 @@ type Store struct {
 	// store's lock): a write there lands between a pass's load and its
 	// save, as a cancel racing a pass does.
 	AfterLoad func(store.JobKey)
-	// Now is the clock of lease expiry and event times. Defaults to
-	// time.Now (Postgres' now(): the worker's local lease estimate runs
-	// on the wall clock too).
+	// Now is the clock of the jobs' times (admission, events): a test's
+	// settable clock, as the worker's Config.Now. Defaults to time.Now.
+	// Leases run on the wall clock whatever it is, as the worker's local
+	// estimate of them does.
 	Now func() time.Time
 }
 
@@ -158,7 +159,7 @@ func (s *Store) Preempt(k store.JobKey, by, message string) {
 // the owner's lease ran out: the owner's next fenced write finds it lost.
 func (s *Store) TakeOver(k store.JobKey, workerID string, ttl time.Duration) {
 	s.mu.Lock()
-	s.leases[workerID] = s.Now().Add(ttl)
+	s.leases[workerID] = time.Now().Add(ttl)
 	s.mu.Unlock()
 	s.update(k, func(r *row) { r.wj.WorkerID = workerID })
 }
@@ -168,7 +169,7 @@ func (s *Store) ExpireLease(workerID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.leases[workerID]; ok {
-		s.leases[workerID] = s.Now().Add(-time.Millisecond)
+		s.leases[workerID] = time.Now().Add(-time.Millisecond)
 	}
 }
 
@@ -202,7 +203,7 @@ func (s *Store) Events(k store.JobKey) []job.Event {
 
 func (s *Store) live(workerID string) bool {
 	exp, ok := s.leases[workerID]
-	return ok && exp.After(s.Now())
+	return ok && exp.After(time.Now())
 }
 
 // fence is the verdict of a fenced write of k by workerID at version (any
@@ -283,7 +284,7 @@ func (s *Store) JobSave(_ context.Context, p store.JobSaveParams) (int64, error)
 		r.wj.Admitted, r.waiting = false, true
 		r.wj.PreemptFor, r.wj.PreemptMessage = "", ""
 	case p.Park > 0:
-		r.claimAfter = s.Now().Add(p.Park)
+		r.claimAfter = time.Now().Add(p.Park)
 	}
 	s.appendEvents(r, p.Events)
 	return r.wj.Version, nil
@@ -298,7 +299,7 @@ func (s *Store) JobPark(_ context.Context, workerID, tenantID, uid string, versi
 	if err != nil {
 		return err
 	}
-	r.wj.WorkerID, r.claimAfter = "", s.Now().Add(max(after, 0))
+	r.wj.WorkerID, r.claimAfter = "", time.Now().Add(max(after, 0))
 	r.wj.Version++
 	return nil
 }
@@ -356,7 +357,7 @@ func (s *Store) JobClaim(_ context.Context, workerID string, limit int, ttl time
 	if limit <= 0 {
 		return nil, nil
 	}
-	now := s.Now()
+	now := time.Now()
 	s.leases[workerID] = now.Add(ttl)
 	var expired, due []*row
 	for _, r := range s.jobs {
@@ -393,7 +394,7 @@ func (s *Store) JobLeaseExtend(_ context.Context, workerID string, ttl time.Dura
 	if !s.live(workerID) {
 		return false, nil
 	}
-	s.leases[workerID] = s.Now().Add(ttl)
+	s.leases[workerID] = time.Now().Add(ttl)
 	return true, nil
 }
 
@@ -402,7 +403,7 @@ func (s *Store) JobLeaseRenew(_ context.Context, workerID string, ttl time.Durat
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.call("JobLeaseRenew")
-	s.leases[workerID] = s.Now().Add(ttl)
+	s.leases[workerID] = time.Now().Add(ttl)
 	var keys []store.JobKey
 	for k, r := range s.jobs {
 		if r.wj.WorkerID == workerID && r.wj.Active {
