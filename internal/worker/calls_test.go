@@ -149,7 +149,7 @@ func (b *bundle) reconcileUntilLetGo(t *testing.T, key store.JobKey) {
 	t.Helper()
 	for range 10 {
 		b.reconcile(t, key)
-		if !b.w.own.owns(key) {
+		if !b.w.own.Owns(key) {
 			return
 		}
 		b.waitGone(t, key)

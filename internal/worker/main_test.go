@@ -144,7 +144,7 @@ func (b *bundle) admit(t *testing.T, keys ...store.JobKey) {
 func (b *bundle) own(t *testing.T, key store.JobKey) {
 	t.Helper()
 	b.w.claim(b.ctx)
-	require.True(t, b.w.own.owns(key), "job %s not claimed", key)
+	require.True(t, b.w.own.Owns(key), "job %s not claimed", key)
 }
 
 func (b *bundle) reconcile(t *testing.T, key store.JobKey) result {

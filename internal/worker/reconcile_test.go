@@ -173,7 +173,7 @@ func TestTerminalAPIErrorFailsJob(t *testing.T) {
 			// when pods are gone; nothing else is left) and lets the job go.
 			b.reconcile(t, key)
 			require.False(t, b.load(t, key).Active)
-			require.False(t, b.w.own.owns(key))
+			require.False(t, b.w.own.Owns(key))
 		})
 	}
 }
@@ -317,7 +317,7 @@ func TestCancelBeforeAdmissionCreatesNothing(t *testing.T) {
 	b.tenant(t, "acme", tenant.Quota{})
 	key := b.submitPending(t, "acme", "tj", spec(replica(job.Worker, 1, job.RestartNever)))
 	b.w.claim(b.ctx)
-	require.False(t, b.w.own.owns(key), "not claimable before admission")
+	require.False(t, b.w.own.Owns(key), "not claimable before admission")
 
 	_, err := b.store.JobCancel(b.ctx, "acme", "tj")
 	require.NoError(t, err)
@@ -326,7 +326,7 @@ func TestCancelBeforeAdmissionCreatesNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, res.Admitted)
 	b.w.claim(b.ctx)
-	require.False(t, b.w.own.owns(key))
+	require.False(t, b.w.own.Owns(key))
 	require.Empty(t, b.writes(), "nothing was created")
 	require.Equal(t, job.Cancelled, b.load(t, key).Job.Status.State)
 }
@@ -353,7 +353,7 @@ func TestFirstPassUsesTheClaimedRow(t *testing.T) {
 	after := b.load(t, key)
 	require.Equal(t, job.Starting, after.Job.Status.State)
 	require.Equal(t, claimed.Version, after.Version, "the first pass saved nothing")
-	_, again := b.w.own.takeClaimed(key)
+	_, again := b.w.own.TakeClaimed(key)
 	require.False(t, again, "the row serves one pass")
 }
 
@@ -385,7 +385,7 @@ func TestClaimKeepsRowsOnlyWhenNothingCameIn(t *testing.T) {
 
 	key := b.submit(t, "acme", "tj", spec(replica(job.Worker, 1, job.RestartNever)))
 	b.own(t, key)
-	_, kept := b.w.own.takeClaimed(key)
+	_, kept := b.w.own.TakeClaimed(key)
 	require.True(t, kept, "a quiet claim keeps its rows")
 
 	plain := setup(t)
@@ -394,7 +394,7 @@ func TestClaimKeepsRowsOnlyWhenNothingCameIn(t *testing.T) {
 	require.False(t, ok)
 	key = plain.submit(t, "acme", "tj", spec(replica(job.Worker, 1, job.RestartNever)))
 	plain.own(t, key)
-	_, kept = plain.w.own.takeClaimed(key)
+	_, kept = plain.w.own.TakeClaimed(key)
 	require.False(t, kept, "without a listener nothing says a row went stale: the first pass loads")
 }
 
@@ -413,7 +413,7 @@ func TestCancelAfterClaimCreatesNothing(t *testing.T) {
 	b.reconcile(t, key)
 	require.Empty(t, b.writes(), "nothing created on the stale row")
 	for range 3 {
-		if !b.w.own.owns(key) {
+		if !b.w.own.Owns(key) {
 			break
 		}
 		b.reconcile(t, key)
@@ -479,7 +479,7 @@ func TestPreemptionRequeues(t *testing.T) {
 	require.False(t, wj.Admitted)
 	require.Empty(t, wj.WorkerID)
 	require.Empty(t, wj.PreemptFor)
-	require.False(t, b.w.own.owns(key))
+	require.False(t, b.w.own.Owns(key))
 	require.EqualValues(t, 2, wj.Job.Status.Restarts, "a preemption is not a restart")
 	require.EqualValues(t, 1, wj.Job.Status.Requeues)
 	evs := b.events(t, key)
@@ -575,7 +575,7 @@ func TestCancelRunningDeletesEverything(t *testing.T) {
 	wj := b.load(t, key)
 	require.False(t, wj.Active)
 	require.True(t, wj.Job.Status.CleanedUp)
-	require.False(t, b.w.own.owns(key))
+	require.False(t, b.w.own.Owns(key))
 }
 
 func TestDeadlineTimer(t *testing.T) {
@@ -614,7 +614,7 @@ func TestDeletedJobIsPurged(t *testing.T) {
 	b.reconcile(t, key)
 	b.reconcile(t, key)
 	require.Equal(t, job.Succeeded, b.load(t, key).Job.Status.State)
-	require.False(t, b.w.own.owns(key), "kept objects without TTL: nothing to do")
+	require.False(t, b.w.own.Owns(key), "kept objects without TTL: nothing to do")
 
 	require.NoError(t, b.store.JobDelete(b.ctx, "acme", "tj"))
 	b.own(t, key)
@@ -628,7 +628,7 @@ func TestDeletedJobIsPurged(t *testing.T) {
 	b.reconcile(t, key)
 	_, err := b.store.JobLoad(b.ctx, "acme", key.UID)
 	require.ErrorIs(t, err, store.ErrNotFound)
-	require.False(t, b.w.own.owns(key))
+	require.False(t, b.w.own.Owns(key))
 }
 
 // A finished job whose kept pods wait for a long TTL holds no worker slot
@@ -654,12 +654,12 @@ func TestTTLParksFinishedJob(t *testing.T) {
 				break
 			}
 		}
-		require.False(t, b.w.own.owns(key), "parked: not owned while the TTL runs")
+		require.False(t, b.w.own.Owns(key), "parked: not owned while the TTL runs")
 		return key
 	}
 	key := ttl("tj")
 	b.w.claim(b.ctx)
-	require.False(t, b.w.own.owns(key), "not claimable before its TTL")
+	require.False(t, b.w.own.Owns(key), "not claimable before its TTL")
 
 	// Due: claimed again, and the TTL deletes the kept pod.
 	_, err := b.pool.Exec(b.ctx, `UPDATE jobs SET claim_after = now() WHERE uid = $1`, key.UID)
@@ -670,7 +670,7 @@ func TestTTLParksFinishedJob(t *testing.T) {
 	require.Len(t, b.actions("delete", "pods"), 1)
 	b.waitCache(t, key, 0)
 	b.reconcile(t, key)
-	require.False(t, b.w.own.owns(key))
+	require.False(t, b.w.own.Owns(key))
 	require.True(t, b.load(t, key).Job.Status.CleanedUp)
 
 	// A delete does not wait for the TTL.
@@ -688,10 +688,10 @@ func TestLostLeaseStopsWork(t *testing.T) {
 	require.NoError(t, err)
 	// A takeover comes only after this worker's lease ran out, long after
 	// the first pass used the claimed row: the pass loads the job.
-	b.w.own.dropClaimed(key)
+	b.w.own.DropClaimed(key)
 
 	b.reconcile(t, key)
-	require.False(t, b.w.own.owns(key))
+	require.False(t, b.w.own.Owns(key))
 	require.Empty(t, b.writes())
 
 	// The renewer drops what another worker took over once the lease ran
@@ -700,13 +700,13 @@ func TestLostLeaseStopsWork(t *testing.T) {
 	b.own(t, other)
 	b.w.renew(b.ctx)
 	require.Equal(t, 1, b.w.extended, "extended without a list")
-	require.True(t, b.w.own.owns(other))
+	require.True(t, b.w.own.Owns(other))
 	_, err = b.pool.Exec(b.ctx, `UPDATE worker_leases SET expires_at = now() - interval '1 second'`)
 	require.NoError(t, err)
 	_, err = b.pool.Exec(b.ctx, `UPDATE jobs SET worker_id = 'w2' WHERE name = 'tk'`)
 	require.NoError(t, err)
 	b.w.renew(b.ctx)
-	require.Zero(t, b.w.own.count())
+	require.Zero(t, b.w.own.Count())
 	require.Zero(t, b.w.extended, "the lease ran out: the renewal listed")
 }
 
@@ -730,7 +730,7 @@ func TestRenewalListsEverySixthAndAfterAFailedClaim(t *testing.T) {
 	b.w.renew(b.ctx)
 	require.Zero(t, b.w.extended, "listed")
 	require.False(t, b.w.listNext)
-	require.Equal(t, 1, b.w.own.count(), "the list keeps what the worker owns")
+	require.Equal(t, 1, b.w.own.Count(), "the list keeps what the worker owns")
 }
 
 func TestFencedSaveAfterTakeover(t *testing.T) {
@@ -749,7 +749,7 @@ func TestFencedSaveAfterTakeover(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Equal(t, result{}, res)
-	require.False(t, b.w.own.owns(key))
+	require.False(t, b.w.own.Owns(key))
 }
 
 func TestStuckContainerIsReported(t *testing.T) {

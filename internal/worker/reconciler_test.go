@@ -74,7 +74,7 @@ func (f *fixture) submit(t *testing.T, s job.Spec) store.JobKey {
 	t.Helper()
 	key := f.st.AddJob(job.Job{Tenant: "acme", Name: "tj", Spec: s, Creator: "alice"}, true)
 	f.w.claim(f.ctx)
-	require.True(t, f.w.own.owns(key), "claimed")
+	require.True(t, f.w.own.Owns(key), "claimed")
 	return key
 }
 
@@ -95,7 +95,7 @@ func (f *fixture) settle(t *testing.T, key store.JobKey) {
 		writes, calls := len(f.writes()), f.st.Calls()
 		res := f.pass(t, key)
 		after := f.st.Calls()
-		if !f.w.own.owns(key) || (!res.requeue && len(f.writes()) == writes &&
+		if !f.w.own.Owns(key) || (!res.requeue && len(f.writes()) == writes &&
 			after["JobSave"] == calls["JobSave"] && after["JobPark"] == calls["JobPark"]) {
 			f.waitCaches(t)
 			return
@@ -480,7 +480,7 @@ func TestReconcile(t *testing.T) {
 			f.settle(t, key)
 			for _, s := range tc.steps {
 				s.do(t, f, key)
-				if f.w.own.owns(key) {
+				if f.w.own.Owns(key) {
 					f.settle(t, key)
 				} else if wj, ok := f.st.Job(key); ok && wj.Active && wj.WorkerID == "" {
 					// Let go meanwhile (a delete of a finished job): the
@@ -505,7 +505,7 @@ func TestReconcile(t *testing.T) {
 			}
 			slices.Sort(names)
 			require.Equal(t, tc.pods, names, "pods left")
-			require.Equal(t, tc.owned, f.w.own.owns(key), "owned")
+			require.Equal(t, tc.owned, f.w.own.Owns(key), "owned")
 			if tc.then != nil {
 				tc.then(t, f, key)
 			}

@@ -85,7 +85,7 @@ func (w *Worker) sweep(ctx context.Context) (int, error) {
 				continue
 			}
 			k := store.JobKey{Tenant: tenantID, UID: uid}
-			if w.own.owns(k) {
+			if w.own.Owns(k) {
 				continue
 			}
 			seen[k] = append(seen[k], orphan{resource: resource, obj: m})

@@ -22,6 +22,7 @@ import (
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/store"
+	"github.com/trainyard/trainyard/internal/worker/ownership"
 )
 
 // Worker runs the jobs it owns on Kubernetes. Build it with New, then Run.
@@ -43,7 +44,7 @@ type Worker struct {
 	podLister  listerscorev1.PodLister
 	svcLister  listerscorev1.ServiceLister
 
-	own    *ownership
+	own    *ownership.Set
 	expect *expectations
 	// batches holds the jobs whose pod events wait for their pass
 	// (podEventBatch, podEventLazy).
@@ -61,7 +62,7 @@ type Worker struct {
 	// may not own it yet) and reconnects of the listener (stashGuard).
 	notified atomic.Int64
 	// extended counts renewals since the worker last listed its jobs
-	// (ownership.go, renew); listNext asks the next renewal to list them.
+	// (leases.go, renew); listNext asks the next renewal to list them.
 	// Only the ownership goroutine uses them.
 	extended int
 	listNext bool
@@ -85,7 +86,7 @@ func New(cfg Config) (*Worker, error) {
 		log:       cfg.Logger.With("worker", cfg.ID),
 		store:     cfg.Store,
 		kube:      cfg.Kube,
-		own:       newOwnership(),
+		own:       ownership.NewSet(),
 		expect:    newExpectations(30 * time.Second),
 		tenants:   newTenantCache(cfg.Store, 30*time.Second),
 		claimWake: make(chan struct{}, 1),
@@ -100,7 +101,7 @@ func New(cfg Config) (*Worker, error) {
 		Metrics:     w.metrics.queue,
 		Duration:    w.metrics.reconcileSeconds,
 		OnError:     w.syncFailed,
-		Urgent:      w.own.unstarted,
+		Urgent:      w.own.Unstarted,
 	})
 	w.queue = w.loop.Queue()
 	w.batches = newBatches(func(k store.JobKey) { w.queue.Add(k) })
@@ -254,7 +255,7 @@ func (w *Worker) stop(loops, workers *sync.WaitGroup) {
 		w.log.Warn("releasing jobs at shutdown failed; they are taken over when their leases expire", "error", err)
 		return
 	}
-	w.log.Info("worker stopped; jobs released", "jobs", w.own.count())
+	w.log.Info("worker stopped; jobs released", "jobs", w.own.Count())
 }
 
 // listen wakes the worker on notifications: a job that needs attention
@@ -271,8 +272,8 @@ func (w *Worker) listen(ctx context.Context, l *store.Listener) {
 		}
 		w.wakeClaimer()
 		w.notified.Add(1)
-		w.own.dropClaimed()
-		for _, k := range w.own.keys() {
+		w.own.DropClaimed()
+		for _, k := range w.own.Keys() {
 			w.queue.Add(k)
 		}
 	})
@@ -290,7 +291,7 @@ func (w *Worker) listen(ctx context.Context, l *store.Listener) {
 
 // jobNotified acts on a ChannelJobs payload: "<tenant>/<uid>" queues the
 // job if the worker owns it (dropping the row its claim returned, which
-// the write that notified made stale: ownership.stash), else wakes the
+// the write that notified made stale: ownership.Set.Stash), else wakes the
 // claimer; "<tenant>/" (jobs admitted) wakes the claimer.
 func (w *Worker) jobNotified(payload string) {
 	tenantID, uid, ok := strings.Cut(payload, "/")
@@ -300,8 +301,8 @@ func (w *Worker) jobNotified(payload string) {
 	if uid != "" {
 		w.notified.Add(1)
 	}
-	if k := (store.JobKey{Tenant: tenantID, UID: uid}); uid != "" && w.own.owns(k) {
-		w.own.dropClaimed(k)
+	if k := (store.JobKey{Tenant: tenantID, UID: uid}); uid != "" && w.own.Owns(k) {
+		w.own.DropClaimed(k)
 		w.queue.Add(k)
 		return
 	}
@@ -309,7 +310,7 @@ func (w *Worker) jobNotified(payload string) {
 }
 
 // stashGuard is what a claim compares before and after it to tell whether
-// the rows it returned may be kept for their first passes (ownership.stash):
+// the rows it returned may be kept for their first passes (ownership.Set.Stash):
 // a job's notification, a dropped payload or a reconnect in between may
 // be about one of them (a cancel or preemption committed just after the
 // claim, whose notification came before the job was owned), and the
@@ -446,7 +447,7 @@ func (w *Worker) enqueueOwner(obj any, after time.Duration) {
 	}
 	k := store.JobKey{Tenant: tenantID, UID: uid}
 	switch {
-	case !w.own.owns(k):
+	case !w.own.Owns(k):
 	case after <= 0:
 		w.queue.Add(k)
 	default:
