@@ -19,7 +19,7 @@
 // names are deterministic (AlreadyExists means adopt), and every delete
 // carries the UID of the object the pass saw.
 //
-//	Postgres ──NOTIFY──► claim / renew (leases.go) ──► owned set (ownership)
+//	Postgres ──NOTIFY──► claim / renew (ownership.Keeper) ──► owned set (ownership.Set)
 //	   ▲                                                   │
 //	   │                informers: pods, Services,         │ owned keys
 //	   │                EndpointSlices (label selected) ───┤ events → job key
@@ -37,8 +37,8 @@
 //
 //	store.go          Store: the 12 storage calls the worker makes (*store.Store implements it)
 //	worker.go         New, Run, the informers and their event handlers, notifications
-//	leases.go         the claim and renewal loop (one goroutine)
-//	ownership/        the owned-job set and the ownership state diagram
+//	leases.go         the worker's ownership.Keeper: its claim and renewal loop
+//	ownership/        the owned-job set, the claim and renewal loop, the state diagram
 //	reconcile.go      one pass: load, observe, plan, save, let go
 //	act.go            the Kubernetes calls of a plan; log tails; adoption
 //	endpoints.go      the job's EndpointSlice

@@ -3,7 +3,6 @@
 package worker
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"sync/atomic"
@@ -699,7 +698,7 @@ func TestLostLeaseStopsWork(t *testing.T) {
 	other := b.submit(t, "acme", "tk", spec(replica(job.Worker, 1, job.RestartNever)))
 	b.own(t, other)
 	b.w.renew(b.ctx)
-	require.Equal(t, 1, b.w.extended, "extended without a list")
+	require.Equal(t, 1, extended(b.w), "extended without a list")
 	require.True(t, b.w.own.Owns(other))
 	_, err = b.pool.Exec(b.ctx, `UPDATE worker_leases SET expires_at = now() - interval '1 second'`)
 	require.NoError(t, err)
@@ -707,30 +706,7 @@ func TestLostLeaseStopsWork(t *testing.T) {
 	require.NoError(t, err)
 	b.w.renew(b.ctx)
 	require.Zero(t, b.w.own.Count())
-	require.Zero(t, b.w.extended, "the lease ran out: the renewal listed")
-}
-
-// Renewals list the owned jobs every listEvery-th time, and the first one
-// after a claim that failed (it may have committed, its answer lost).
-func TestRenewalListsEverySixthAndAfterAFailedClaim(t *testing.T) {
-	b := setup(t)
-	b.tenant(t, "acme", tenant.Quota{})
-	b.own(t, b.submit(t, "acme", "tj", spec(replica(job.Worker, 1, job.RestartNever))))
-	var seen []int
-	for range listEvery {
-		b.w.renew(b.ctx)
-		seen = append(seen, b.w.extended)
-	}
-	require.Equal(t, []int{1, 2, 3, 4, 5, 0}, seen, "extended without a list five times, then listed")
-
-	failed, cancel := context.WithCancel(b.ctx)
-	cancel()
-	b.w.claim(failed)
-	require.True(t, b.w.listNext)
-	b.w.renew(b.ctx)
-	require.Zero(t, b.w.extended, "listed")
-	require.False(t, b.w.listNext)
-	require.Equal(t, 1, b.w.own.Count(), "the list keeps what the worker owns")
+	require.Zero(t, extended(b.w), "the lease ran out: the renewal listed")
 }
 
 func TestFencedSaveAfterTakeover(t *testing.T) {
@@ -797,4 +773,14 @@ func condition(st job.Status, typ string) *job.Condition {
 		}
 	}
 	return nil
+}
+
+func extended(w *Worker) int {
+	n, _ := w.keeper.Listing()
+	return n
+}
+
+func listNext(w *Worker) bool {
+	_, next := w.keeper.Listing()
+	return next
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenant"
+	"github.com/trainyard/trainyard/internal/worker/ownership"
 )
 
 // The orphan sweep deletes Trainyard pods, Services and EndpointSlices that no job will
@@ -57,7 +58,7 @@ func (w *Worker) runSweep(ctx context.Context) {
 			} else if n > 0 {
 				w.log.Info("orphan sweep deleted objects no job owns", "objects", n)
 			}
-			timer.Reset(jitter(w.cfg.SweepInterval))
+			timer.Reset(ownership.Jitter(w.cfg.SweepInterval))
 		}
 	}
 }

@@ -53,19 +53,14 @@ type Worker struct {
 	// last wrote until the cache shows that version (endpoints.go).
 	sliceWrites sync.Map
 	tenants     *tenantCache
-	claimWake   chan struct{}
+	// keeper claims jobs into own and renews their lease (leases.go).
+	keeper *ownership.Keeper
 
-	synced  atomic.Bool  // informer caches synced: reconciles may run
-	renewOK atomic.Int64 // unix nanos of the last successful renewal or claim
+	synced atomic.Bool // informer caches synced: reconciles may run
 	// notified counts what may have made a row a claim returned stale
 	// before its first pass: notifications of a job (any job: the worker
 	// may not own it yet) and reconnects of the listener (stashGuard).
 	notified atomic.Int64
-	// extended counts renewals since the worker last listed its jobs
-	// (leases.go, renew); listNext asks the next renewal to list them.
-	// Only the ownership goroutine uses them.
-	extended int
-	listNext bool
 }
 
 // indexJobUID indexes pods and services by "<namespace>/<job uid label>"
@@ -82,16 +77,16 @@ func New(cfg Config) (*Worker, error) {
 		return nil, err
 	}
 	w := &Worker{
-		cfg:       cfg,
-		log:       cfg.Logger.With("worker", cfg.ID),
-		store:     cfg.Store,
-		kube:      cfg.Kube,
-		own:       ownership.NewSet(),
-		expect:    newExpectations(30 * time.Second),
-		tenants:   newTenantCache(cfg.Store, 30*time.Second),
-		claimWake: make(chan struct{}, 1),
+		cfg:     cfg,
+		log:     cfg.Logger.With("worker", cfg.ID),
+		store:   cfg.Store,
+		kube:    cfg.Kube,
+		own:     ownership.NewSet(),
+		expect:  newExpectations(30 * time.Second),
+		tenants: newTenantCache(cfg.Store, 30*time.Second),
 	}
 	w.metrics = newMetrics(cfg.Registry, w)
+	w.keeper = w.newKeeper()
 	w.loop = controller.New(controller.Config[store.JobKey]{
 		Name: "jobs",
 		// Per job: 50ms doubling to a minute. No overall bucket: one
@@ -189,7 +184,7 @@ func (w *Worker) Ready() error {
 	if !w.synced.Load() {
 		return errors.New("informer caches not synced yet")
 	}
-	last := time.Unix(0, w.renewOK.Load())
+	last := w.keeper.LastContact()
 	if since := time.Since(last); since > 3*w.cfg.LeaseTTL {
 		return fmt.Errorf("no successful lease renewal for %s", since.Round(time.Second))
 	}
@@ -202,7 +197,6 @@ func (w *Worker) Ready() error {
 func (w *Worker) Run(ctx context.Context) error {
 	w.log.Info("worker starting", "concurrency", w.cfg.Concurrency, "lease_ttl", w.cfg.LeaseTTL,
 		"max_owned_jobs", w.cfg.MaxOwnedJobs)
-	w.renewOK.Store(time.Now().UnixNano())
 	if l := w.cfg.Listener; l != nil {
 		w.listen(ctx, l)
 	}
@@ -214,7 +208,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 
 	var loops sync.WaitGroup
-	loops.Go(func() { w.runOwnership(ctx) })
+	loops.Go(func() { w.keeper.Run(ctx) })
 
 	// An empty cache would look like vanished pods, which Plan counts as
 	// failures: no reconcile before the caches are synced.
@@ -270,7 +264,7 @@ func (w *Worker) listen(ctx context.Context, l *store.Listener) {
 		if ctx.Err() != nil {
 			return
 		}
-		w.wakeClaimer()
+		w.keeper.Wake()
 		w.notified.Add(1)
 		w.own.DropClaimed()
 		for _, k := range w.own.Keys() {
@@ -306,7 +300,7 @@ func (w *Worker) jobNotified(payload string) {
 		w.queue.Add(k)
 		return
 	}
-	w.wakeClaimer()
+	w.keeper.Wake()
 }
 
 // stashGuard is what a claim compares before and after it to tell whether

@@ -14,19 +14,19 @@
 // makes them only while its local estimate of the lease (Set.Leased) says
 // it is certainly live.
 //
-//	            claim (JobClaim: due, or its owner's lease ran out)
-//	  unowned ───────────────────────────────────────────────► owned
-//	  (in Postgres:                                             │  ▲
-//	   worker_id NULL,    ◄── done (JobSave Done) ──────────────┤  │ renew every TTL/3
-//	   or a dead owner)   ◄── park until TTL (JobSave Park,     │  │ (JobLeaseExtend; every
-//	      ▲                   JobPark) ─────────────────────────┤  │  6th, JobLeaseRenew lists)
-//	      │               ◄── requeue (JobSave Requeue) ────────┤──┘
-//	      │               ◄── release (JobRelease, ReleaseAll) ─┤
-//	      │                                                     │ lease not renewed in time
-//	      │                                                     ▼
-//	      └──── another worker's claim (takeover) ──────── lease expired
-//	                                                      (the old owner's next
-//	                                                       fenced write: ErrLeaseLost)
+//	          claim (JobClaim: due, or its owner's lease ran out)
+//	unowned ───────────────────────────────────────────────► owned
+//	(in Postgres:                                             │  ▲
+//	 worker_id NULL,    ◄── done (JobSave Done) ──────────────┤  │ renew every TTL/3
+//	 or a dead owner)   ◄── park until TTL (JobSave Park,     │  │ (JobLeaseExtend; every
+//	    ▲                   JobPark) ─────────────────────────┤  │  6th, JobLeaseRenew lists)
+//	    │               ◄── requeue (JobSave Requeue) ────────┤──┘
+//	    │               ◄── release (JobRelease, ReleaseAll) ─┤
+//	    │                                                     │ lease not renewed in time
+//	    │                                                     ▼
+//	    └──── another worker's claim (takeover) ──────── lease expired
+//	                                                    (the old owner's next
+//	                                                     fenced write: ErrLeaseLost)
 //
 // # The Set
 //
@@ -47,9 +47,17 @@
 //   - whether the job is still to be started (Unstarted, MarkDispatch),
 //     which puts its pass before every other in the queue.
 //
-// The claim and renewal loop that feeds the Set is the worker's
-// (internal/worker, leases.go); the queries and their locking are the
-// store's (internal/store/queue.go, and the protocol in store's doc.go).
+// # The Keeper
+//
+// Keeper is the claim and renewal loop that feeds the Set, in one
+// goroutine (Run) so that a claim and a renewal never interleave. It
+// claims on start, on Wake (a notification) and on a jittered poll; it
+// renews every TTL/3 with JobLeaseExtend, and lists the owned jobs
+// (JobLeaseRenew) every sixth time, after a failed claim, or when the lease
+// was found run out. Its store calls are the three of Store; the queries
+// and their locking are internal/store's (queue.go, and the protocol in
+// store's doc.go). The worker builds it (internal/worker, leases.go) and
+// gives it its queue.
 // # Why leases in Postgres, per worker, and not a leader
 //
 // Each job has at most one owner: the worker whose id is in the job row,
@@ -105,5 +113,4 @@
 // TTL/10. Creates are throttled by the client's QPS — 2,048 pods at 200/s
 // take as long as a lease — so a worker that stalled stops mid-dispatch
 // instead of creating pods for a job another worker owns by now.
-//
 package ownership

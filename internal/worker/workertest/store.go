@@ -350,7 +350,10 @@ func (s *Store) TenantGet(_ context.Context, id string) (tenant.Tenant, error) {
 }
 
 // JobClaim implements worker.Store.
-func (s *Store) JobClaim(_ context.Context, workerID string, limit int, ttl time.Duration) ([]store.WorkerJob, error) {
+func (s *Store) JobClaim(ctx context.Context, workerID string, limit int, ttl time.Duration) ([]store.WorkerJob, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.call("JobClaim")
@@ -387,7 +390,10 @@ func (s *Store) JobClaim(_ context.Context, workerID string, limit int, ttl time
 }
 
 // JobLeaseExtend implements worker.Store.
-func (s *Store) JobLeaseExtend(_ context.Context, workerID string, ttl time.Duration) (bool, error) {
+func (s *Store) JobLeaseExtend(ctx context.Context, workerID string, ttl time.Duration) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.call("JobLeaseExtend")
@@ -399,7 +405,10 @@ func (s *Store) JobLeaseExtend(_ context.Context, workerID string, ttl time.Dura
 }
 
 // JobLeaseRenew implements worker.Store.
-func (s *Store) JobLeaseRenew(_ context.Context, workerID string, ttl time.Duration) ([]store.JobKey, error) {
+func (s *Store) JobLeaseRenew(ctx context.Context, workerID string, ttl time.Duration) ([]store.JobKey, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.call("JobLeaseRenew")
