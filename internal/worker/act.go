@@ -453,7 +453,7 @@ func (w *Worker) deleteSlice(ctx context.Context, p *pass) error {
 	if err == nil {
 		// Gone, or going: a memo of the last write must not bring it back
 		// into a later pass's view (observeSlice).
-		w.sliceWrites.Delete(jobIndexKey(p.ns, p.key.UID))
+		w.slices.Forget(p.ns, p.key.UID)
 	}
 	return err
 }

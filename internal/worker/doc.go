@@ -29,7 +29,7 @@
 //	   │                                                   ▼
 //	   └── JobSave / JobPark / JobPurge ◄── reconcile pass (reconcile.go, act.go)
 //	                                                       │
-//	                                     pods, TensorBoard, EndpointSlice (endpoints.go)
+//	                                     pods, TensorBoard, EndpointSlice (endpoints.Writer)
 //
 //	orphan sweep (sweep.go), every minute: objects of purged or cleaned-up jobs → delete
 //
@@ -41,7 +41,7 @@
 //	ownership/        the owned-job set, the claim and renewal loop, the state diagram
 //	reconcile.go      one pass: load, observe, plan, save, let go
 //	act.go            the Kubernetes calls of a plan; log tails; adoption
-//	endpoints.go      the job's EndpointSlice
+//	endpoints/        the job's EndpointSlice writer (endpoints.go calls it from the pass)
 //	expectations.go   writes whose informer events have not come yet
 //	requeue.go        a preempted or unschedulable job back to the queue
 //	sweep.go          the orphan sweep

@@ -48,7 +48,7 @@ type objects struct {
 	// the orphan sweep deletes it once the job is let go.
 	legacySvc *corev1.Service
 	// slice is the job's EndpointSlice: the cache's, or this worker's last
-	// write of it when the cache does not show that yet (sliceWrites).
+	// write of it when the cache does not show that yet (endpoints.Writer).
 	slice *discoveryv1.EndpointSlice
 }
 

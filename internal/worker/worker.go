@@ -22,6 +22,7 @@ import (
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/store"
+	"github.com/trainyard/trainyard/internal/worker/endpoints"
 	"github.com/trainyard/trainyard/internal/worker/ownership"
 )
 
@@ -49,10 +50,9 @@ type Worker struct {
 	// batches holds the jobs whose pod events wait for their pass
 	// (podEventBatch, podEventLazy).
 	batches *batches
-	// sliceWrites holds, by jobIndexKey, the EndpointSlice this worker
-	// last wrote until the cache shows that version (endpoints.go).
-	sliceWrites sync.Map
-	tenants     *tenantCache
+	// slices writes the jobs' EndpointSlices (package endpoints).
+	slices  *endpoints.Writer
+	tenants *tenantCache
 	// keeper claims jobs into own and renews their lease (leases.go).
 	keeper *ownership.Keeper
 
@@ -130,6 +130,7 @@ func New(cfg Config) (*Worker, error) {
 			return nil, fmt.Errorf("worker: informer index: %w", err)
 		}
 	}
+	w.slices = endpoints.NewWriter(cfg.Kube, w.endpoints, indexJobUID, w.count)
 	for kind, inf := range map[string]cache.SharedIndexInformer{"pod": w.pods, "service": w.services} {
 		delay := serviceEventDelay
 		if kind == "pod" {
@@ -162,10 +163,10 @@ func New(cfg Config) (*Worker, error) {
 	// calls for a pass (the cleanup's, which then lets the job go; or
 	// someone else's, and the pass writes it again).
 	if _, err := w.endpoints.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { w.sliceSeen(obj, false) },
-		UpdateFunc: func(_, cur any) { w.sliceSeen(cur, false) },
+		AddFunc:    func(obj any) { w.slices.Seen(obj, false) },
+		UpdateFunc: func(_, cur any) { w.slices.Seen(cur, false) },
 		DeleteFunc: func(obj any) {
-			w.sliceSeen(obj, true)
+			w.slices.Seen(obj, true)
 			w.observed("endpointslice", obj, true)
 			w.enqueueOwner(obj, 0)
 		},
