@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/trainyard/trainyard/internal/kube"
+	"github.com/trainyard/trainyard/internal/tenant"
 )
 
 type kubeFlags struct {
@@ -27,7 +28,7 @@ func (k *kubeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&k.kubeconfig, "kubeconfig", "", "kubeconfig file; $KUBECONFIG or the in-cluster service account when empty")
 	fs.Float64Var(&k.qps, "kube-qps", 200, "Kubernetes client requests per second (sustained)")
 	fs.IntVar(&k.burst, "kube-burst", 400, "Kubernetes client request burst")
-	fs.StringVar(&k.namespacePrefix, "namespace-prefix", kube.DefaultNamespacePrefix, "prefix of tenant namespaces: <prefix><tenant>")
+	fs.StringVar(&k.namespacePrefix, "namespace-prefix", tenant.DefaultNamespacePrefix, "prefix of tenant namespaces: <prefix><tenant>")
 }
 
 // ownConnection returns a client whose requests travel over a

@@ -226,7 +226,6 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 		LogTailLines:         wf.logTailLines,
 		LogTailBytes:         wf.logTailBytes,
 		FinishedTTL:          wf.finishedTTL,
-		NamespacePrefix:      common.kube.namespacePrefix,
 		Registry:             reg,
 		Logger:               log,
 	})

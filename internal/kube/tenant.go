@@ -21,7 +21,6 @@ import (
 
 // Names of the objects in a tenant namespace.
 const (
-	DefaultNamespacePrefix   = tenant.DefaultNamespacePrefix
 	DefaultJobServiceAccount = "trainyard-job"
 	PodReadersName           = "trainyard-pod-readers"
 	QuotaName                = "trainyard-quota"
@@ -114,7 +113,7 @@ type TenantOptions struct {
 // WithDefaults returns o with every empty field set to its default.
 func (o TenantOptions) WithDefaults() TenantOptions {
 	if o.NamespacePrefix == "" {
-		o.NamespacePrefix = DefaultNamespacePrefix
+		o.NamespacePrefix = tenant.DefaultNamespacePrefix
 	}
 	if o.PSAEnforce == "" {
 		o.PSAEnforce = "baseline"

@@ -49,7 +49,7 @@ type Config struct {
 
 	// NamespacePrefix names tenant namespaces: <prefix><tenant id>. It must
 	// be the API server's --namespace-prefix. Defaults to
-	// Options.NamespacePrefix, else kube.DefaultNamespacePrefix.
+	// Options.NamespacePrefix, else tenant.DefaultNamespacePrefix.
 	NamespacePrefix string
 	// Options shape the objects of every tenant namespace (Pod Security
 	// levels, the job ServiceAccount's name, LimitRange defaults, the
@@ -95,7 +95,7 @@ func (c Config) WithDefaults() Config {
 		c.NamespacePrefix = c.Options.NamespacePrefix
 	}
 	if c.NamespacePrefix == "" {
-		c.NamespacePrefix = kube.DefaultNamespacePrefix
+		c.NamespacePrefix = tenant.DefaultNamespacePrefix
 	}
 	c.Options.NamespacePrefix = c.NamespacePrefix
 	c.Options = c.Options.WithDefaults()

@@ -195,7 +195,7 @@ func (w *Worker) act(ctx context.Context, p *pass, actions []job.Action) error {
 	ctx, stop := w.leaseContext(ctx, p.key)
 	defer stop()
 	leased := func() error {
-		if !w.own.leased(p.key, time.Now(), w.cfg.LeaseTTL/10) {
+		if !w.own.Leased(p.key, time.Now(), w.cfg.LeaseTTL/10) {
 			return errLeaseEnding
 		}
 		return nil
@@ -230,7 +230,7 @@ func (w *Worker) leaseContext(ctx context.Context, k store.JobKey) (context.Cont
 		if stopped {
 			return
 		}
-		until, ok := w.own.until(k)
+		until, ok := w.own.Until(k)
 		if left := time.Until(until); ok && left > 0 {
 			timer.Reset(left)
 			return
@@ -238,7 +238,7 @@ func (w *Worker) leaseContext(ctx context.Context, k store.JobKey) (context.Cont
 		cancel(errLeaseEnding)
 	}
 	mu.Lock()
-	until, _ := w.own.until(k)
+	until, _ := w.own.Until(k)
 	timer = time.AfterFunc(max(time.Until(until), 0), check)
 	mu.Unlock()
 	return ctx, func() {
@@ -453,7 +453,7 @@ func (w *Worker) deleteSlice(ctx context.Context, p *pass) error {
 	if err == nil {
 		// Gone, or going: a memo of the last write must not bring it back
 		// into a later pass's view (observeSlice).
-		w.sliceWrites.Delete(jobIndexKey(p.ns, p.key.UID))
+		w.slices.Forget(p.ns, p.key.UID)
 	}
 	return err
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenant"
+	"github.com/trainyard/trainyard/internal/worker/workertest"
 )
 
 // The Kubernetes calls a job costs the worker, by verb, over its whole
@@ -148,7 +149,7 @@ func (b *bundle) reconcileUntilLetGo(t *testing.T, key store.JobKey) {
 	t.Helper()
 	for range 10 {
 		b.reconcile(t, key)
-		if !b.w.own.owns(key) {
+		if !b.w.own.Owns(key) {
 			return
 		}
 		b.waitGone(t, key)
@@ -256,7 +257,7 @@ func TestEndpointSliceFollowsPods(t *testing.T) {
 // through Config.Kube: cmd/trainyard gives them separate connections, so
 // that the answers to creates do not queue behind watch events.
 func TestInformersUseTheWatchClient(t *testing.T) {
-	watch := withUIDs(fake.NewClientset())
+	watch := workertest.WithUIDs(fake.NewClientset())
 	b := setup(t, func(c *Config) { c.Watch = watch })
 	b.tenant(t, "acme", tenant.Quota{})
 	key := b.submit(t, "acme", "tj", spec(replica(job.Chief, 1, job.RestartNever), replica(job.Worker, 1, job.RestartNever)))
@@ -284,10 +285,10 @@ func TestInformersUseTheWatchClient(t *testing.T) {
 // watches pods through it alone, sees its own pods there, and leaves the
 // cluster's other pods, which the shared cache also holds, alone.
 func TestPodsComeFromTheSharedInformer(t *testing.T) {
-	shared := withUIDs(fake.NewClientset(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+	shared := workertest.WithUIDs(fake.NewClientset(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Name: "db-0", Namespace: "ty-acme", Labels: map[string]string{kube.LabelJobUID: "not-ours"}}}))
 	pods := kube.PodInformers(shared)
-	watch := withUIDs(fake.NewClientset())
+	watch := workertest.WithUIDs(fake.NewClientset())
 	b := setup(t, func(c *Config) { c.Watch, c.Pods = watch, pods })
 	b.tenant(t, "acme", tenant.Quota{})
 	key := b.submit(t, "acme", "tj", spec(replica(job.Chief, 1, job.RestartNever)))

@@ -23,6 +23,8 @@ import (
 	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenant"
+	"github.com/trainyard/trainyard/internal/worker/ownership"
+	"github.com/trainyard/trainyard/internal/worker/workertest"
 )
 
 // blindWorker points b.w's API calls at a clientset its informers do not
@@ -30,7 +32,7 @@ import (
 // show it — the moments between a create and its informer event, made
 // permanent.
 func blindWorker(b *bundle) *fake.Clientset {
-	live := withUIDs(fake.NewClientset())
+	live := workertest.WithUIDs(fake.NewClientset())
 	b.w.kube = live
 	return live
 }
@@ -76,7 +78,7 @@ func TestCancelDuringDispatchLeavesNothing(t *testing.T) {
 	require.Positive(t, res.after, "creates still awaited: looked at again")
 	wj := b.load(t, key)
 	require.True(t, wj.Active, "not let go")
-	require.True(t, b.w.own.owns(key))
+	require.True(t, b.w.own.Owns(key))
 
 	// The informer events never come; the expectations lapse.
 	lapse(b)
@@ -100,7 +102,7 @@ func TestCancelDuringDispatchLeavesNothing(t *testing.T) {
 	wj = b.load(t, key)
 	require.False(t, wj.Active)
 	require.True(t, wj.Job.Status.CleanedUp)
-	require.False(t, b.w.own.owns(key))
+	require.False(t, b.w.own.Owns(key))
 	for _, res := range []string{"pods", "services"} {
 		require.Zero(t, testutil.ToFloat64(b.w.metrics.kubeRequests.WithLabelValues("list", res)),
 			"no LIST of %s: the lapsed creates are read by name", res)
@@ -312,7 +314,7 @@ func TestCreatesStopWhenTheLeaseEnds(t *testing.T) {
 	b.kube.PrependReactor("create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 		if creates.Add(1) == 3 {
 			// The worker stalled: by now its lease estimate has run out.
-			b.w.own.add([]store.JobKey{key}, time.Now())
+			b.w.own.Add([]store.JobKey{key}, time.Now())
 		}
 		return false, nil, nil
 	})
@@ -325,7 +327,7 @@ func TestCreatesStopWhenTheLeaseEnds(t *testing.T) {
 	require.EqualValues(t, 3, creates.Load(), "no create after the lease ended")
 
 	// Renewed: the next pass creates the rest.
-	b.w.own.add([]store.JobKey{key}, time.Now().Add(time.Minute))
+	b.w.own.Add([]store.JobKey{key}, time.Now().Add(time.Minute))
 	b.reconcile(t, key)
 	b.waitCache(t, key, 20)
 }
@@ -333,13 +335,13 @@ func TestCreatesStopWhenTheLeaseEnds(t *testing.T) {
 // The act context ends when the lease estimate runs out, and renewals push
 // that back.
 func TestLeaseContext(t *testing.T) {
-	w := &Worker{own: newOwnership()}
+	w := &Worker{own: ownership.NewSet()}
 	k := store.JobKey{Tenant: "a", UID: "u"}
-	w.own.add([]store.JobKey{k}, time.Now().Add(100*time.Millisecond))
+	w.own.Add([]store.JobKey{k}, time.Now().Add(100*time.Millisecond))
 	ctx, stop := w.leaseContext(context.Background(), k)
 	defer stop()
 	renewed := time.Now().Add(300 * time.Millisecond)
-	w.own.add([]store.JobKey{k}, renewed)
+	w.own.Add([]store.JobKey{k}, renewed)
 	select {
 	case <-ctx.Done():
 		require.False(t, time.Now().Before(renewed), "ended at the renewed expiry, not before")
@@ -349,7 +351,7 @@ func TestLeaseContext(t *testing.T) {
 	}
 
 	// stop ends it.
-	w.own.add([]store.JobKey{k}, time.Now().Add(time.Hour))
+	w.own.Add([]store.JobKey{k}, time.Now().Add(time.Hour))
 	ctx, stop = w.leaseContext(context.Background(), k)
 	defer stop()
 	require.NoError(t, ctx.Err())

@@ -24,8 +24,8 @@ type Config struct {
 	// that a restarted worker never mistakes its predecessor's leases for
 	// its own. Required.
 	ID string
-	// Store is Postgres. Required.
-	Store *store.Store
+	// Store is storage: *store.Store (Postgres). Required.
+	Store Store
 	// Kube is the Kubernetes client (its QPS and burst are the caller's).
 	// Required.
 	Kube kubernetes.Interface
@@ -97,9 +97,6 @@ type Config struct {
 	// events and kept log tails stay. A job's own TTL always wins. 0, the default here, keeps them until the
 	// job is deleted; `trainyard worker` defaults to DefaultFinishedTTLFlag.
 	FinishedTTL time.Duration
-	// NamespacePrefix names a tenant's namespace when its record names
-	// none. Defaults to kube.DefaultNamespacePrefix.
-	NamespacePrefix string
 	// PodOptions are handed to kube.RenderPod (the job ServiceAccount).
 	PodOptions kube.PodOptions
 
@@ -160,9 +157,6 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.LogTailBytes <= 0 {
 		c.LogTailBytes = DefaultLogTailBytes
-	}
-	if c.NamespacePrefix == "" {
-		c.NamespacePrefix = kube.DefaultNamespacePrefix
 	}
 	if c.Registry == nil {
 		c.Registry = prometheus.NewRegistry()

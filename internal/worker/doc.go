@@ -1,88 +1,59 @@
-// Package worker runs Trainyard's jobs on Kubernetes: it takes the jobs the
-// scheduler admitted (internal/scheduler) from Postgres, creates their
-// replica pods and EndpointSlice, follows the pods, carries out
-// preemptions, and writes status and events back until each job has ended
-// and been cleaned up. The decisions are job.Plan's (pure, table-tested);
-// this package is the shell of I/O around it.
+// Package worker runs Trainyard's jobs on Kubernetes. It takes the jobs
+// the scheduler admitted, creates their pods, follows them, and writes
+// status and events back to Postgres until each job has ended and been
+// cleaned up. Every decision is job.Plan's (pure, table-tested); this
+// package is the I/O around it.
 //
-// # Shape
+// # In five minutes
 //
-//	Postgres ──NOTIFY trainyard_jobs──┐      ┌──────── informers (pods, services,
-//	   ▲  │                           ▼      ▼         label managed-by=trainyard,
-//	   │  │ JobClaim            ┌────────────────┐     all namespaces, no resync)
-//	   │  └───────────────────► │ ownership loop │       │ add/update/delete, tombstones
-//	   │    JobLeaseExtend      │ claim · renew  │       │ → JobKey from labels,
-//	   │    every TTL/3         └───────┬────────┘       │   queued if owned
-//	   │    Renew (a list) 1 in 6       │ owned set      │
-//	   │                                ▼                ▼
-//	   │                 ┌──────────────────────────────────────────┐
-//	   │                 │ rate-limited workqueue keyed by JobKey   │◄─ AddAfter(RequeueAfter):
-//	   │                 └──────────────────┬───────────────────────┘   deadline and TTL timers
-//	   │                                    │ --concurrency goroutines
-//	   │                                    ▼
-//	   │   reconcile(key): JobLoad ─► observe (listers)
-//	   │                   ─► job.Plan ─► log tails ─► JobSave (fenced) ─► Kubernetes actions
-//	   │                   ─► [letting go: expectations] ─► JobSave Done / JobPark / JobPurge
-//	   └──────────────────────────────────── status, events, done, purge
+// A worker owns some jobs (a lease in Postgres; package ownership). For
+// each owned job it runs passes, one at a time per job, whenever
+// something changed: a pod event, a notification, a timer. A pass is
 //
-//	orphan sweep (at start, then every SweepInterval): cached objects of purged or
-//	cleaned-up jobs ─► JobListByKeys (one query) ─► delete
+//	load the job  →  observe its objects in the informer caches
+//	              →  job.Plan (pure)  →  save status (fenced)  →  act in Kubernetes
 //
-// # Ownership: Postgres leases per worker, not a leader
+// and a job whose plan says it is over is let go (done, parked until its
+// TTL, purged, or sent back to the queue). Three things make it safe with
+// many workers: only the owner's writes succeed (fenced saves), Kubernetes
+// names are deterministic (AlreadyExists means adopt), and every delete
+// carries the UID of the object the pass saw.
 //
-// Each job has at most one owner: the worker whose id is in the job row,
-// while that worker's lease is live (store's claim/lease/fence protocol;
-// one lease row per worker, so renewing costs the same at 15,000 owned
-// jobs as at one). A worker claims up to --max-owned-jobs jobs, renews its
-// lease every TTL/3 and releases
-// everything on a graceful stop. Jobs waiting for admission are not
-// claimable (see Admission), nor are finished jobs whose kept pods wait for
-// a TTL longer than a lease (parked until it by the save that ends them,
-// JobSaveParams.Park, or store.JobPark when nothing was left to save), so the owned
-// jobs are the ones starting, running or being cleaned up, and neither one
-// tenant's queue nor a day's TTLs can fill the workers. Admitted jobs are
-// claimed in submission order. Why job ownership in Postgres and not a Kubernetes
-// Lease electing one leader (the scheduler does have one leader, but it
-// only decides; it dispatches nothing):
+//	Postgres ──NOTIFY──► claim / renew (ownership.Keeper) ──► owned set (ownership.Set)
+//	   ▲                                                   │
+//	   │                informers: pods, Services,         │ owned keys
+//	   │                EndpointSlices (label selected) ───┤ events → job key
+//	   │                                                   ▼
+//	   │           workqueue by job key (internal/controller.Loop; unstarted first)
+//	   │                                                   │
+//	   │                                                   ▼
+//	   └── JobSave / JobPark / JobPurge ◄── reconcile pass (reconcile.go, act.go)
+//	                                                       │
+//	                                     pods, TensorBoard, EndpointSlice (endpoints.Writer)
 //
-//   - Scale-out: any number of workers share the jobs; adding one adds
-//     capacity (claims skip each other's rows, FOR UPDATE SKIP LOCKED). A
-//     leader would do all the work, and its client's QPS and its one
-//     process would bound dispatch for the whole installation — exactly
-//     the bottleneck behind the training-operator's 18 s p50 at 10 jobs/s.
-//   - No single point of delay: a dead worker costs only its own jobs one
-//     lease TTL (10 s by default) before others claim them; a restarted
-//     worker (new id) does not wait for anything.
-//   - Fencing on every write: JobSave, JobPark and JobPurge succeed only
-//     for the owner under a live lease and at the version it read, so a
-//     worker that paused past its lease cannot overwrite its successor,
-//     and a cancel that lands between a read and a write is never lost. A
-//     leader lease fences nothing in Postgres; the per-job fence is what
-//     makes "two workers never act on one job twice" hold at the source of
-//     truth.
+//	orphan sweep (sweep.go), every minute: objects of purged or cleaned-up jobs → delete
 //
-// The claimer runs on start, on every trainyard_jobs notification (payload
-// "<tenant>/<uid>": queued at once if this worker owns the job — a cancel,
-// a delete — else a claim is triggered), and on a jittered poll
-// (--claim-interval, 1 s) because notifications can be lost. Claims and
-// renewals share one goroutine so that a renewal never overlaps a claim
-// and drops the jobs just claimed. The owned set keeps, per job, a local
-// lower bound of its lease's expiry (time sent + TTL): a job missing from
-// a renewal's answer is dropped at once, and when renewals fail jobs are
-// dropped once their leases have certainly expired.
+// # Where things are
 //
-// Kubernetes calls are not fenced (the API server knows nothing of
-// leases). They are safe to repeat and to race: names are deterministic,
-// so a create by two workers is one create and one AlreadyExists, which is
-// adoption; every delete carries a UID precondition from the cached
-// object, so a decision about an old pod never deletes a newer attempt of
-// the same name. A pass that did not just save does not act unless its
-// lease is certainly live, and while it acts its calls run under a context
-// that ends with the lease (the local estimate, pushed back by renewals):
-// no call starts once the lease is not certainly live, with a margin of
-// TTL/10. Creates are throttled by the client's QPS — 2,048 pods at 200/s
-// take as long as a lease — so a worker that stalled stops mid-dispatch
-// instead of creating pods for a job another worker owns by now.
+//	store.go          Store: the 12 storage calls the worker makes (*store.Store implements it)
+//	worker.go         New, Run, the informers and their event handlers, notifications
+//	leases.go         the worker's ownership.Keeper: its claim and renewal loop
+//	ownership/        the owned-job set, the claim and renewal loop, the state diagram
+//	reconcile.go      one pass: load, observe, plan, save, let go
+//	act.go            the Kubernetes calls of a plan; log tails; adoption
+//	endpoints/        the job's EndpointSlice writer (endpoints.go calls it from the pass)
+//	expectations.go   writes whose informer events have not come yet
+//	requeue.go        a preempted or unschedulable job back to the queue
+//	sweep.go          the orphan sweep
+//	tenants.go        the tenant cache (the namespace is the tenant row's)
+//	workertest/       an in-memory Store and a fake clientset, for tests
+//
+// Tests: reconciler_test.go and events_test.go need neither Postgres nor
+// a cluster (workertest). The files with build tag integration run the
+// same Worker on Postgres (internal/pgtest); integration/e2e runs the
+// binary on a real cluster.
+//
+// The rest of this comment is detail, by topic.
 //
 // # Admission
 //
@@ -107,7 +78,7 @@
 // # The reconcile pass
 //
 //	JobLoad                          not ours, inactive or gone → drop; the truth is Postgres
-//	tenant (cached 30 s; NOTIFY trainyard_tenants drops the entry)
+//	tenant (cached 30 s; NOTIFY trainyard_tenants drops the entry): its row names the namespace
 //	tenant not ACTIVE                the job is cancelled, never dispatched (a job can commit
 //	                                 after offboarding's last cancel sweep)
 //	QUEUED and not admitted          not the worker's (the scheduler's): released
@@ -123,7 +94,7 @@
 //	JobSave                          only when status or events changed (or Done); fenced:
 //	                                 ErrConflict → re-read at once, ErrLeaseLost → drop
 //	pods, other creates, deletes     each group in parallel (bounded), under the lease
-//	                                 (above); AlreadyExists = adopt (below), NotFound = done;
+//	                                 (ownership doc); AlreadyExists = adopt (below), NotFound = done;
 //	                                 invalid/forbidden → the job FAILS with the API server's
 //	                                 reason and message and a Warning event
 //	EndpointSlice                    the job's, of its namespace's headless Service of

@@ -6,19 +6,15 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -28,30 +24,13 @@ import (
 	"github.com/trainyard/trainyard/internal/pgtest"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenant"
+	"github.com/trainyard/trainyard/internal/worker/workertest"
 )
 
 // The package gets its own database (pgtest.Run), and each test its own
 // schema in it (pgtest.Schema: a fresh copy of the tables), so that claims
 // only ever see the test's own jobs.
 func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, "worker", nil)) }
-
-// clock is a settable time source for plans.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // bundle is what a worker test works with: a Store on the test's schema, a
 // fake clientset, and a Worker on both with synced informers (not Run: tests
@@ -72,33 +51,10 @@ func setup(t *testing.T, opts ...func(*Config)) *bundle {
 	t.Cleanup(cancel)
 	pool, url := pgtest.Schema(t)
 	clk := &clock{t: time.Now().UTC().Truncate(time.Second)}
-	b := &bundle{ctx: ctx, pool: pool, url: url, store: store.New(pool, store.WithClock(clk.Now)), kube: fake.NewClientset(),
+	b := &bundle{ctx: ctx, pool: pool, url: url, store: store.New(pool, store.WithClock(clk.Now)), kube: workertest.Kube(),
 		clock: clk}
-	withUIDs(b.kube)
 	b.w = b.newWorker(t, "w1", opts...)
 	return b
-}
-
-// withUIDs makes the fake give every created object a UID, as the API
-// server does, and every write of an EndpointSlice a new resourceVersion
-// (the worker tells its own writes from the cache's by it).
-func withUIDs(c *fake.Clientset) *fake.Clientset {
-	c.PrependReactor("create", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if m, ok := a.(k8stesting.CreateAction).GetObject().(metav1.Object); ok && m.GetUID() == "" {
-			m.SetUID(types.UID(uuid.NewString()))
-		}
-		return false, nil, nil
-	})
-	var version atomic.Int64
-	for _, verb := range []string{"create", "update"} {
-		c.PrependReactor(verb, "endpointslices", func(a k8stesting.Action) (bool, runtime.Object, error) {
-			if m, ok := a.(interface{ GetObject() runtime.Object }).GetObject().(metav1.Object); ok {
-				m.SetResourceVersion(strconv.FormatInt(version.Add(1), 10))
-			}
-			return false, nil, nil
-		})
-	}
-	return c
 }
 
 // newWorker builds another worker on the bundle's store and clientset, its
@@ -136,13 +92,6 @@ func (b *bundle) buildWorker(t *testing.T, id string, opts ...func(*Config)) *Wo
 	w, err := New(cfg)
 	require.NoError(t, err)
 	return w
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(p[:len(p)-1]))
-	return len(p), nil
 }
 
 // tenant creates a tenant with namespace ty-<id>.
@@ -195,7 +144,7 @@ func (b *bundle) admit(t *testing.T, keys ...store.JobKey) {
 func (b *bundle) own(t *testing.T, key store.JobKey) {
 	t.Helper()
 	b.w.claim(b.ctx)
-	require.True(t, b.w.own.owns(key), "job %s not claimed", key)
+	require.True(t, b.w.own.Owns(key), "job %s not claimed", key)
 }
 
 func (b *bundle) reconcile(t *testing.T, key store.JobKey) result {
@@ -298,14 +247,6 @@ func (b *bundle) react(verb, resource string, on *atomic.Bool, err error) {
 		}
 		return false, nil, nil
 	})
-}
-
-func replica(t job.ReplicaType, n int32, rp job.RestartPolicy) job.ReplicaSpec {
-	return job.ReplicaSpec{Type: t, Count: n, Image: "tf:2", RestartPolicy: rp}
-}
-
-func spec(reps ...job.ReplicaSpec) job.Spec {
-	return job.Spec{Replicas: reps, RunPolicy: job.RunPolicy{BackoffLimit: job.DefaultBackoffLimit}}
 }
 
 // writes are the fake clientset's recorded creates, updates and deletes.

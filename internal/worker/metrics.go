@@ -9,7 +9,7 @@ import (
 
 	"github.com/trainyard/trainyard/internal/controller"
 	"github.com/trainyard/trainyard/internal/job"
-	"github.com/trainyard/trainyard/internal/store"
+	"github.com/trainyard/trainyard/internal/worker/ownership"
 )
 
 // metrics are the worker's Prometheus metrics. Names start with
@@ -47,7 +47,7 @@ func newMetrics(reg prometheus.Registerer, w *Worker) *metrics {
 		ownedJobs: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "trainyard_worker_owned_jobs",
 			Help: "Jobs this worker holds a lease on (starting, running or being cleaned up; jobs waiting for admission are not held).",
-		}, func() float64 { return float64(w.own.count()) }),
+		}, func() float64 { return float64(w.own.Count()) }),
 		jobs: jobsByState{own: w.own, desc: prometheus.NewDesc("trainyard_worker_jobs",
 			"Jobs this worker owns, by state as last reconciled. Sum over workers for the cluster-wide picture of unfinished jobs.",
 			[]string{"state"}, nil)},
@@ -111,13 +111,13 @@ func newMetrics(reg prometheus.Registerer, w *Worker) *metrics {
 // scraped.
 type jobsByState struct {
 	desc *prometheus.Desc
-	own  *ownership
+	own  *ownership.Set
 }
 
 func (c jobsByState) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 func (c jobsByState) Collect(ch chan<- prometheus.Metric) {
-	counts := c.own.byState()
+	counts := c.own.ByState()
 	for _, s := range job.States {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[s]), string(s))
 	}
@@ -128,13 +128,13 @@ func (c jobsByState) Collect(ch chan<- prometheus.Metric) {
 // quota, or not claimed yet). Every worker reports the same numbers: take
 // max, not sum.
 type queueInPostgres struct {
-	store   *store.Store
+	store   Store
 	byState *prometheus.Desc
 	waiting *prometheus.Desc
 	up      *prometheus.Desc
 }
 
-func newQueueInPostgres(st *store.Store) *queueInPostgres {
+func newQueueInPostgres(st Store) *queueInPostgres {
 	return &queueInPostgres{
 		store: st,
 		byState: prometheus.NewDesc("trainyard_jobs",

@@ -30,11 +30,11 @@ func TestClaimsAreDisjointAndBounded(t *testing.T) {
 	wg.Go(func() { b.w.claim(b.ctx) })
 	wg.Go(func() { w2.claim(b.ctx) })
 	wg.Wait()
-	require.LessOrEqual(t, b.w.own.count(), 3)
-	require.LessOrEqual(t, w2.own.count(), 3)
-	require.Equal(t, 5, b.w.own.count()+w2.own.count(), "every job has an owner")
+	require.LessOrEqual(t, b.w.own.Count(), 3)
+	require.LessOrEqual(t, w2.own.Count(), 3)
+	require.Equal(t, 5, b.w.own.Count()+w2.own.Count(), "every job has an owner")
 	for _, k := range keys {
-		require.NotEqual(t, b.w.own.owns(k), w2.own.owns(k), "job %s owned by exactly one worker", k)
+		require.NotEqual(t, b.w.own.Owns(k), w2.own.Owns(k), "job %s owned by exactly one worker", k)
 	}
 }
 
@@ -44,7 +44,7 @@ func TestRenewalKeepsAndDropsJobs(t *testing.T) {
 	k1 := b.submit(t, "acme", "j1", spec(replica(job.Worker, 1, job.RestartNever)))
 	k2 := b.submit(t, "acme", "j2", spec(replica(job.Worker, 1, job.RestartNever)))
 	b.own(t, k1)
-	require.True(t, b.w.own.owns(k2))
+	require.True(t, b.w.own.Owns(k2))
 
 	// This worker pauses past its lease; w2, with room for one job, takes
 	// one of the two over.
@@ -55,30 +55,30 @@ func TestRenewalKeepsAndDropsJobs(t *testing.T) {
 	expire()
 	w2 := b.buildWorker(t, "w2", func(c *Config) { c.MaxOwnedJobs = 1 })
 	w2.claim(b.ctx)
-	require.Equal(t, 1, w2.own.count())
+	require.Equal(t, 1, w2.own.Count())
 	taken, kept := k1, k2
-	if w2.own.owns(k2) {
+	if w2.own.Owns(k2) {
 		taken, kept = k2, k1
 	}
 
 	b.w.renew(b.ctx)
-	require.True(t, b.w.own.owns(kept))
-	require.False(t, b.w.own.owns(taken))
+	require.True(t, b.w.own.Owns(kept))
+	require.False(t, b.w.own.Owns(taken))
 	require.EqualValues(t, 1, testutil.ToFloat64(b.w.metrics.leasesLost))
 
 	// Paused past its lease again, and nobody took anything: the renewal
 	// starts the lease again and the job is still this worker's.
 	expire()
 	b.w.renew(b.ctx)
-	require.True(t, b.w.own.owns(kept))
+	require.True(t, b.w.own.Owns(kept))
 	require.EqualValues(t, 1, testutil.ToFloat64(b.w.metrics.leasesLost))
 	w2.claim(b.ctx)
-	require.False(t, w2.own.owns(kept), "a live lease is not taken over")
+	require.False(t, w2.own.Owns(kept), "a live lease is not taken over")
 
 	// When renewals fail, jobs are dropped once their lease has surely expired.
-	b.w.own.add([]store.JobKey{kept}, time.Now().Add(-time.Second))
-	require.Len(t, b.w.own.expire(time.Now()), 1)
-	require.Zero(t, b.w.own.count())
+	b.w.own.Add([]store.JobKey{kept}, time.Now().Add(-time.Second))
+	require.Len(t, b.w.own.Expire(time.Now()), 1)
+	require.Zero(t, b.w.own.Count())
 }
 
 // TestRunDispatchesOnNotification runs a whole worker (listener, claimer,
@@ -138,8 +138,8 @@ func TestRunDispatchesOnNotification(t *testing.T) {
 func TestUnstartedJobsLeaveTheQueueFirst(t *testing.T) {
 	b := setup(t)
 	started, claimed := store.JobKey{Tenant: "a", UID: "started"}, store.JobKey{Tenant: "a", UID: "claimed"}
-	b.w.own.add([]store.JobKey{started, claimed}, time.Now().Add(time.Minute))
-	b.w.own.loaded(started, job.Running, time.Now())
+	b.w.own.Add([]store.JobKey{started, claimed}, time.Now().Add(time.Minute))
+	b.w.own.Loaded(started, job.Running, time.Now())
 	b.w.queue.Add(started)
 	b.w.queue.Add(claimed)
 	for _, want := range []store.JobKey{claimed, started} {

@@ -48,23 +48,23 @@ type objects struct {
 	// the orphan sweep deletes it once the job is let go.
 	legacySvc *corev1.Service
 	// slice is the job's EndpointSlice: the cache's, or this worker's last
-	// write of it when the cache does not show that yet (sliceWrites).
+	// write of it when the cache does not show that yet (endpoints.Writer).
 	slice *discoveryv1.EndpointSlice
 }
 
 // reconcile loads a job (the first pass over a job claimed unstarted takes
-// the row its claim returned: ownership.stash), plans from what the
+// the row its claim returned: ownership.Set.Stash), plans from what the
 // informers show and applies the plan in the order of the job package's
 // documentation.
 func (w *Worker) reconcile(ctx context.Context, key store.JobKey) (result, error) {
-	if !w.own.owns(key) {
+	if !w.own.Owns(key) {
 		return result{}, nil
 	}
 	if !w.synced.Load() {
 		return result{}, errorf(errReasonNotSync, errors.New("informer caches not synced"))
 	}
 	began := time.Now()
-	wj, claimed := w.own.takeClaimed(key)
+	wj, claimed := w.own.TakeClaimed(key)
 	var err error
 	if !claimed {
 		wj, err = w.store.JobLoad(ctx, key.Tenant, key.UID)
@@ -82,13 +82,18 @@ func (w *Worker) reconcile(ctx context.Context, key store.JobKey) (result, error
 		w.disown(key)
 		return result{}, nil
 	}
-	w.own.loaded(key, wj.Job.Status.State, began)
+	w.own.Loaded(key, wj.Job.Status.State, began)
 	wj.Job.Spec.RunPolicy = w.cfg.runPolicy(wj.Job.Spec.RunPolicy)
 	t, found, err := w.tenants.lookup(ctx, key.Tenant)
 	if err != nil {
 		return result{}, errorf(errReasonStore, err)
 	}
-	p := &pass{key: key, wj: wj, loaded: wj.Job.Status.State, ns: namespaceOf(t, w.cfg.NamespacePrefix), now: w.cfg.Now()}
+	p := &pass{key: key, wj: wj, loaded: wj.Job.Status.State, now: w.cfg.Now()}
+	if found {
+		if p.ns, err = namespaceOf(t); err != nil {
+			return result{}, errorf(errReasonStore, err)
+		}
+	}
 
 	st := wj.Job.Status
 	if !st.State.Final() && !st.CancelRequested && (!found || t.State != tenant.Active) {
@@ -258,7 +263,7 @@ func (w *Worker) apply(ctx context.Context, p *pass, plan job.PlanResult) (resul
 	if (done || park > 0) && !deletesEndpoints(plan.Actions) {
 		// The last pass: the slice must not go on listing the addresses
 		// the finished pods gave back.
-		if !w.own.leased(p.key, time.Now(), w.cfg.LeaseTTL/10) {
+		if !w.own.Leased(p.key, time.Now(), w.cfg.LeaseTTL/10) {
 			return result{}, errorf(errReasonLease, fmt.Errorf("job %s: lease not confirmed; waiting for renewal", p.key))
 		}
 		if _, err := w.syncEndpoints(ctx, p, true); err != nil {
@@ -276,7 +281,7 @@ func (w *Worker) apply(ctx context.Context, p *pass, plan job.PlanResult) (resul
 	if plan.Status.State == job.Starting && len(p.objs.pods) == 0 && createsPods(plan.Actions) {
 		// The pass that dispatches the job (admitted STARTING, or saved so
 		// just now by a job admitted QUEUED before admissions wrote it).
-		w.own.markDispatch(p.key, true)
+		w.own.MarkDispatch(p.key, true)
 	}
 	if done {
 		w.log.Debug("job needs no more work", "job", p.key, "state", plan.Status.State)
@@ -293,7 +298,7 @@ func (w *Worker) apply(ctx context.Context, p *pass, plan job.PlanResult) (resul
 	// over meanwhile would adopt (AlreadyExists) anyway, and deletes carry
 	// UID preconditions, but a worker past its lease has no business in
 	// the cluster.
-	if !saved && !w.own.leased(p.key, time.Now(), w.cfg.LeaseTTL/10) {
+	if !saved && !w.own.Leased(p.key, time.Now(), w.cfg.LeaseTTL/10) {
 		return result{}, errorf(errReasonLease, fmt.Errorf("job %s: lease not confirmed; waiting for renewal", p.key))
 	}
 	actStart := time.Now()
@@ -458,7 +463,7 @@ func (w *Worker) save(ctx context.Context, p *pass, st job.Status, drafts []job.
 	}
 	old := p.wj.Job.Status.State
 	p.wj.Version, p.wj.Job.Status = version, st
-	w.own.setState(p.key, st.State)
+	w.own.SetState(p.key, st.State)
 	if st.State != old {
 		w.metrics.transitions.WithLabelValues(string(st.State)).Inc()
 		w.log.Info("job state changed", "job", p.key, "name", p.wj.Job.Name, "from", old, "to", st.State, "reason", st.Reason)
@@ -492,7 +497,7 @@ func (w *Worker) failTerminal(ctx context.Context, p *pass, st job.Status, cause
 // dispatches once a pass created all its objects without error: its first
 // pass, or the retry that completed it.
 func (w *Worker) noteDispatch(p *pass) {
-	if !w.own.markDispatch(p.key, false) || p.wj.Job.Status.State.Final() {
+	if !w.own.MarkDispatch(p.key, false) || p.wj.Job.Status.State.Final() {
 		return
 	}
 	w.metrics.dispatchLatency.Observe(time.Since(p.wj.Job.CreateTime).Seconds())

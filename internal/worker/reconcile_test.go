@@ -3,7 +3,6 @@
 package worker
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"sync/atomic"
@@ -20,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/kube"
@@ -174,7 +172,7 @@ func TestTerminalAPIErrorFailsJob(t *testing.T) {
 			// when pods are gone; nothing else is left) and lets the job go.
 			b.reconcile(t, key)
 			require.False(t, b.load(t, key).Active)
-			require.False(t, b.w.own.owns(key))
+			require.False(t, b.w.own.Owns(key))
 		})
 	}
 }
@@ -318,7 +316,7 @@ func TestCancelBeforeAdmissionCreatesNothing(t *testing.T) {
 	b.tenant(t, "acme", tenant.Quota{})
 	key := b.submitPending(t, "acme", "tj", spec(replica(job.Worker, 1, job.RestartNever)))
 	b.w.claim(b.ctx)
-	require.False(t, b.w.own.owns(key), "not claimable before admission")
+	require.False(t, b.w.own.Owns(key), "not claimable before admission")
 
 	_, err := b.store.JobCancel(b.ctx, "acme", "tj")
 	require.NoError(t, err)
@@ -327,7 +325,7 @@ func TestCancelBeforeAdmissionCreatesNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, res.Admitted)
 	b.w.claim(b.ctx)
-	require.False(t, b.w.own.owns(key))
+	require.False(t, b.w.own.Owns(key))
 	require.Empty(t, b.writes(), "nothing was created")
 	require.Equal(t, job.Cancelled, b.load(t, key).Job.Status.State)
 }
@@ -354,7 +352,7 @@ func TestFirstPassUsesTheClaimedRow(t *testing.T) {
 	after := b.load(t, key)
 	require.Equal(t, job.Starting, after.Job.Status.State)
 	require.Equal(t, claimed.Version, after.Version, "the first pass saved nothing")
-	_, again := b.w.own.takeClaimed(key)
+	_, again := b.w.own.TakeClaimed(key)
 	require.False(t, again, "the row serves one pass")
 }
 
@@ -386,7 +384,7 @@ func TestClaimKeepsRowsOnlyWhenNothingCameIn(t *testing.T) {
 
 	key := b.submit(t, "acme", "tj", spec(replica(job.Worker, 1, job.RestartNever)))
 	b.own(t, key)
-	_, kept := b.w.own.takeClaimed(key)
+	_, kept := b.w.own.TakeClaimed(key)
 	require.True(t, kept, "a quiet claim keeps its rows")
 
 	plain := setup(t)
@@ -395,7 +393,7 @@ func TestClaimKeepsRowsOnlyWhenNothingCameIn(t *testing.T) {
 	require.False(t, ok)
 	key = plain.submit(t, "acme", "tj", spec(replica(job.Worker, 1, job.RestartNever)))
 	plain.own(t, key)
-	_, kept = plain.w.own.takeClaimed(key)
+	_, kept = plain.w.own.TakeClaimed(key)
 	require.False(t, kept, "without a listener nothing says a row went stale: the first pass loads")
 }
 
@@ -414,7 +412,7 @@ func TestCancelAfterClaimCreatesNothing(t *testing.T) {
 	b.reconcile(t, key)
 	require.Empty(t, b.writes(), "nothing created on the stale row")
 	for range 3 {
-		if !b.w.own.owns(key) {
+		if !b.w.own.Owns(key) {
 			break
 		}
 		b.reconcile(t, key)
@@ -480,7 +478,7 @@ func TestPreemptionRequeues(t *testing.T) {
 	require.False(t, wj.Admitted)
 	require.Empty(t, wj.WorkerID)
 	require.Empty(t, wj.PreemptFor)
-	require.False(t, b.w.own.owns(key))
+	require.False(t, b.w.own.Owns(key))
 	require.EqualValues(t, 2, wj.Job.Status.Restarts, "a preemption is not a restart")
 	require.EqualValues(t, 1, wj.Job.Status.Requeues)
 	evs := b.events(t, key)
@@ -576,7 +574,7 @@ func TestCancelRunningDeletesEverything(t *testing.T) {
 	wj := b.load(t, key)
 	require.False(t, wj.Active)
 	require.True(t, wj.Job.Status.CleanedUp)
-	require.False(t, b.w.own.owns(key))
+	require.False(t, b.w.own.Owns(key))
 }
 
 func TestDeadlineTimer(t *testing.T) {
@@ -615,7 +613,7 @@ func TestDeletedJobIsPurged(t *testing.T) {
 	b.reconcile(t, key)
 	b.reconcile(t, key)
 	require.Equal(t, job.Succeeded, b.load(t, key).Job.Status.State)
-	require.False(t, b.w.own.owns(key), "kept objects without TTL: nothing to do")
+	require.False(t, b.w.own.Owns(key), "kept objects without TTL: nothing to do")
 
 	require.NoError(t, b.store.JobDelete(b.ctx, "acme", "tj"))
 	b.own(t, key)
@@ -629,7 +627,7 @@ func TestDeletedJobIsPurged(t *testing.T) {
 	b.reconcile(t, key)
 	_, err := b.store.JobLoad(b.ctx, "acme", key.UID)
 	require.ErrorIs(t, err, store.ErrNotFound)
-	require.False(t, b.w.own.owns(key))
+	require.False(t, b.w.own.Owns(key))
 }
 
 // A finished job whose kept pods wait for a long TTL holds no worker slot
@@ -655,12 +653,12 @@ func TestTTLParksFinishedJob(t *testing.T) {
 				break
 			}
 		}
-		require.False(t, b.w.own.owns(key), "parked: not owned while the TTL runs")
+		require.False(t, b.w.own.Owns(key), "parked: not owned while the TTL runs")
 		return key
 	}
 	key := ttl("tj")
 	b.w.claim(b.ctx)
-	require.False(t, b.w.own.owns(key), "not claimable before its TTL")
+	require.False(t, b.w.own.Owns(key), "not claimable before its TTL")
 
 	// Due: claimed again, and the TTL deletes the kept pod.
 	_, err := b.pool.Exec(b.ctx, `UPDATE jobs SET claim_after = now() WHERE uid = $1`, key.UID)
@@ -671,7 +669,7 @@ func TestTTLParksFinishedJob(t *testing.T) {
 	require.Len(t, b.actions("delete", "pods"), 1)
 	b.waitCache(t, key, 0)
 	b.reconcile(t, key)
-	require.False(t, b.w.own.owns(key))
+	require.False(t, b.w.own.Owns(key))
 	require.True(t, b.load(t, key).Job.Status.CleanedUp)
 
 	// A delete does not wait for the TTL.
@@ -689,10 +687,10 @@ func TestLostLeaseStopsWork(t *testing.T) {
 	require.NoError(t, err)
 	// A takeover comes only after this worker's lease ran out, long after
 	// the first pass used the claimed row: the pass loads the job.
-	b.w.own.dropClaimed(key)
+	b.w.own.DropClaimed(key)
 
 	b.reconcile(t, key)
-	require.False(t, b.w.own.owns(key))
+	require.False(t, b.w.own.Owns(key))
 	require.Empty(t, b.writes())
 
 	// The renewer drops what another worker took over once the lease ran
@@ -700,38 +698,15 @@ func TestLostLeaseStopsWork(t *testing.T) {
 	other := b.submit(t, "acme", "tk", spec(replica(job.Worker, 1, job.RestartNever)))
 	b.own(t, other)
 	b.w.renew(b.ctx)
-	require.Equal(t, 1, b.w.extended, "extended without a list")
-	require.True(t, b.w.own.owns(other))
+	require.Equal(t, 1, extended(b.w), "extended without a list")
+	require.True(t, b.w.own.Owns(other))
 	_, err = b.pool.Exec(b.ctx, `UPDATE worker_leases SET expires_at = now() - interval '1 second'`)
 	require.NoError(t, err)
 	_, err = b.pool.Exec(b.ctx, `UPDATE jobs SET worker_id = 'w2' WHERE name = 'tk'`)
 	require.NoError(t, err)
 	b.w.renew(b.ctx)
-	require.Zero(t, b.w.own.count())
-	require.Zero(t, b.w.extended, "the lease ran out: the renewal listed")
-}
-
-// Renewals list the owned jobs every listEvery-th time, and the first one
-// after a claim that failed (it may have committed, its answer lost).
-func TestRenewalListsEverySixthAndAfterAFailedClaim(t *testing.T) {
-	b := setup(t)
-	b.tenant(t, "acme", tenant.Quota{})
-	b.own(t, b.submit(t, "acme", "tj", spec(replica(job.Worker, 1, job.RestartNever))))
-	var seen []int
-	for range listEvery {
-		b.w.renew(b.ctx)
-		seen = append(seen, b.w.extended)
-	}
-	require.Equal(t, []int{1, 2, 3, 4, 5, 0}, seen, "extended without a list five times, then listed")
-
-	failed, cancel := context.WithCancel(b.ctx)
-	cancel()
-	b.w.claim(failed)
-	require.True(t, b.w.listNext)
-	b.w.renew(b.ctx)
-	require.Zero(t, b.w.extended, "listed")
-	require.False(t, b.w.listNext)
-	require.Equal(t, 1, b.w.own.count(), "the list keeps what the worker owns")
+	require.Zero(t, b.w.own.Count())
+	require.Zero(t, extended(b.w), "the lease ran out: the renewal listed")
 }
 
 func TestFencedSaveAfterTakeover(t *testing.T) {
@@ -750,93 +725,7 @@ func TestFencedSaveAfterTakeover(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Equal(t, result{}, res)
-	require.False(t, b.w.own.owns(key))
-}
-
-func TestInformerEventsQueueOwnedJobs(t *testing.T) {
-	b := setup(t)
-	b.tenant(t, "acme", tenant.Quota{})
-	key := b.submit(t, "acme", "tj", spec(replica(job.Worker, 1, job.RestartNever)))
-	b.own(t, key)
-	drain(b)
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "ty-acme", Labels: map[string]string{
-		kube.LabelManagedBy: kube.ManagedByValue, kube.LabelTenant: "acme", kube.LabelJobUID: key.UID,
-	}}}
-	b.w.enqueueOwner(cache.DeletedFinalStateUnknown{Key: "ty-acme/x", Obj: pod}, 0)
-	require.Equal(t, []store.JobKey{key}, queued(b))
-
-	other := pod.DeepCopy()
-	other.Labels[kube.LabelJobUID] = "00000000-0000-0000-0000-000000000002"
-	b.w.enqueueOwner(other, 0)
-	require.Empty(t, queued(b), "not owned: ignored")
-
-	// Updates that change nothing Plan reads are not queued; a pod the
-	// worker created appearing in the cache, or its node being chosen,
-	// waits podEventLazy; what Plan acts on or users wait for,
-	// podEventBatch.
-	fresh := pod.DeepCopy()
-	fresh.Labels[kube.LabelComponent] = kube.ComponentReplica
-	fresh.Labels[kube.LabelReplicaType] = "worker"
-	fresh.Labels[kube.LabelReplicaIndex] = "0"
-	fresh.Labels[kube.LabelAttempt] = "0"
-	fresh.ResourceVersion = "1"
-	fresh.Status.Phase = corev1.PodPending
-	delay := func(old, cur any) time.Duration {
-		d, ok := podEventDelay(old, cur)
-		if !ok {
-			return -1
-		}
-		return d
-	}
-	require.Equal(t, podEventLazy, delay(nil, fresh), "a fresh pod appears")
-	touched := fresh.DeepCopy()
-	touched.ResourceVersion = "2"
-	touched.Annotations = map[string]string{"x": "y"}
-	require.Equal(t, time.Duration(-1), delay(fresh, touched), "an annotation: no pass")
-	bound := touched.DeepCopy()
-	bound.Spec.NodeName = "node-1"
-	require.Equal(t, podEventLazy, delay(touched, bound), "a node chosen")
-	running := bound.DeepCopy()
-	running.Status.Phase = corev1.PodRunning
-	require.Equal(t, podEventBatch, delay(bound, running), "running")
-	require.Equal(t, podEventBatch, delay(nil, running), "a running pod appears (a restarted worker's first list)")
-	require.Equal(t, podEventBatch, delay(nil, nil), "a pod gone")
-	stuck := fresh.DeepCopy()
-	stuck.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: kube.ContainerName, State: corev1.ContainerState{
-		Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}}}
-	require.Equal(t, podEventBatch, delay(fresh, stuck), "stuck")
-	tb := pod.DeepCopy()
-	tb.Labels[kube.LabelComponent] = kube.ComponentTensorBoard
-	tb2 := tb.DeepCopy()
-	tb2.Status.Phase = corev1.PodRunning
-	require.Equal(t, time.Duration(-1), delay(tb, tb2), "not a replica: only labels and deletion count")
-
-	// Pod events wait podEventBatch; those that come meanwhile join them:
-	// one pass for the lot.
-	for range 5 {
-		b.w.enqueueOwner(running, podEventBatch)
-	}
-	require.Empty(t, queued(b), "not before the batch is over")
-	require.Eventually(t, func() bool { return b.w.queue.Len() == 1 }, 5*time.Second, time.Millisecond)
-	time.Sleep(2 * podEventBatch)
-	require.Equal(t, []store.JobKey{key}, queued(b), "once")
-	b.w.enqueueOwner(running, podEventBatch)
-	require.Eventually(t, func() bool { return b.w.queue.Len() == 1 }, 5*time.Second, time.Millisecond, "a later event starts a new batch")
-	require.Equal(t, []store.JobKey{key}, queued(b))
-
-	// A lazy event's pass is brought forward by one that must not wait,
-	// and runs once.
-	began := time.Now()
-	b.w.enqueueOwner(fresh, podEventLazy)
-	b.w.enqueueOwner(bound, podEventLazy)
-	time.Sleep(podEventBatch)
-	require.Empty(t, queued(b), "a lazy event waits")
-	b.w.enqueueOwner(running, podEventBatch)
-	require.Eventually(t, func() bool { return b.w.queue.Len() == 1 }, 5*time.Second, time.Millisecond)
-	require.Less(t, time.Since(began), podEventLazy, "brought forward")
-	require.Equal(t, []store.JobKey{key}, queued(b))
-	time.Sleep(time.Until(began.Add(podEventLazy + podEventBatch)))
-	require.Empty(t, queued(b), "the lazy timer does not fire as well")
+	require.False(t, b.w.own.Owns(key))
 }
 
 func TestStuckContainerIsReported(t *testing.T) {
@@ -877,21 +766,6 @@ func testCount(t *testing.T, c prometheus.Collector) int {
 	return testutil.CollectAndCount(c)
 }
 
-// drain empties the worker's queue.
-func drain(b *bundle) { queued(b) }
-
-// queued takes every key from the worker's queue, without reconciling.
-func queued(b *bundle) []store.JobKey {
-	var out []store.JobKey
-	for b.w.queue.Len() > 0 {
-		k, _ := b.w.queue.Get()
-		b.w.queue.Done(k)
-		b.w.queue.Forget(k)
-		out = append(out, k)
-	}
-	return out
-}
-
 func condition(st job.Status, typ string) *job.Condition {
 	for i := range st.Conditions {
 		if st.Conditions[i].Type == typ {
@@ -899,4 +773,14 @@ func condition(st job.Status, typ string) *job.Condition {
 		}
 	}
 	return nil
+}
+
+func extended(w *Worker) int {
+	n, _ := w.keeper.Listing()
+	return n
+}
+
+func listNext(w *Worker) bool {
+	_, next := w.keeper.Listing()
+	return next
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenant"
+	"github.com/trainyard/trainyard/internal/worker/ownership"
 )
 
 // The orphan sweep deletes Trainyard pods, Services and EndpointSlices that no job will
@@ -57,7 +58,7 @@ func (w *Worker) runSweep(ctx context.Context) {
 			} else if n > 0 {
 				w.log.Info("orphan sweep deleted objects no job owns", "objects", n)
 			}
-			timer.Reset(jitter(w.cfg.SweepInterval))
+			timer.Reset(ownership.Jitter(w.cfg.SweepInterval))
 		}
 	}
 }
@@ -85,7 +86,7 @@ func (w *Worker) sweep(ctx context.Context) (int, error) {
 				continue
 			}
 			k := store.JobKey{Tenant: tenantID, UID: uid}
-			if w.own.owns(k) {
+			if w.own.Owns(k) {
 				continue
 			}
 			seen[k] = append(seen[k], orphan{resource: resource, obj: m})
@@ -122,7 +123,11 @@ func (w *Worker) sweep(ctx context.Context) (int, error) {
 		if !found || t.State == tenant.Deleted {
 			continue // not this installation's tenant, or its namespace is going anyway
 		}
-		ns := namespaceOf(t, w.cfg.NamespacePrefix)
+		ns, err := namespaceOf(t)
+		if err != nil {
+			w.log.Warn("orphan sweep: skipping a tenant", "error", err)
+			continue
+		}
 		for _, o := range objs {
 			if o.obj.GetNamespace() != ns {
 				continue

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 // record that rarely changes is waste. A ChannelTenants notification drops
 // the entry at once; the TTL bounds staleness when one is lost.
 type tenantCache struct {
-	store *store.Store
+	store Store
 	ttl   time.Duration
 
 	mu sync.Mutex
@@ -28,13 +29,14 @@ type cachedTenant struct {
 	at    time.Time
 }
 
-func newTenantCache(s *store.Store, ttl time.Duration) *tenantCache {
+func newTenantCache(s Store, ttl time.Duration) *tenantCache {
 	return &tenantCache{store: s, ttl: ttl, m: map[string]cachedTenant{}}
 }
 
 // lookup returns the tenant and whether it exists. A tenant that does not
-// exist (any more) comes back as a record with only its id: its jobs
-// still need cleaning up in the namespace its id maps to.
+// exist comes back as a record with only its id. (A job's tenant always
+// exists: jobs.tenant_id references tenants. The sweep meets objects of
+// other installations' tenants.)
 func (c *tenantCache) lookup(ctx context.Context, id string) (tenant.Tenant, bool, error) {
 	c.mu.Lock()
 	e, ok := c.m[id]
@@ -62,10 +64,13 @@ func (c *tenantCache) invalidate(id string) {
 	c.mu.Unlock()
 }
 
-// namespaceOf is the namespace of a tenant's jobs.
-func namespaceOf(t tenant.Tenant, prefix string) string {
-	if t.Namespace != "" {
-		return t.Namespace
+// namespaceOf is the namespace of a tenant's jobs: the one its record
+// names, the only source (the API writes it when it creates the tenant,
+// from its --namespace-prefix). A record without one was not written by
+// the API: an error naming the field, retried, rather than a guess.
+func namespaceOf(t tenant.Tenant) (string, error) {
+	if t.Namespace == "" {
+		return "", fmt.Errorf("tenant %q: its record has no namespace (tenants.namespace is empty)", t.ID)
 	}
-	return tenant.NamespaceName(prefix, t.ID)
+	return t.Namespace, nil
 }

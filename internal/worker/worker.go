@@ -22,13 +22,15 @@ import (
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/store"
+	"github.com/trainyard/trainyard/internal/worker/endpoints"
+	"github.com/trainyard/trainyard/internal/worker/ownership"
 )
 
 // Worker runs the jobs it owns on Kubernetes. Build it with New, then Run.
 type Worker struct {
 	cfg     Config
 	log     *slog.Logger
-	store   *store.Store
+	store   Store
 	kube    kubernetes.Interface
 	metrics *metrics
 
@@ -43,28 +45,22 @@ type Worker struct {
 	podLister  listerscorev1.PodLister
 	svcLister  listerscorev1.ServiceLister
 
-	own    *ownership
+	own    *ownership.Set
 	expect *expectations
 	// batches holds the jobs whose pod events wait for their pass
 	// (podEventBatch, podEventLazy).
 	batches *batches
-	// sliceWrites holds, by jobIndexKey, the EndpointSlice this worker
-	// last wrote until the cache shows that version (endpoints.go).
-	sliceWrites sync.Map
-	tenants     *tenantCache
-	claimWake   chan struct{}
+	// slices writes the jobs' EndpointSlices (package endpoints).
+	slices  *endpoints.Writer
+	tenants *tenantCache
+	// keeper claims jobs into own and renews their lease (leases.go).
+	keeper *ownership.Keeper
 
-	synced  atomic.Bool  // informer caches synced: reconciles may run
-	renewOK atomic.Int64 // unix nanos of the last successful renewal or claim
+	synced atomic.Bool // informer caches synced: reconciles may run
 	// notified counts what may have made a row a claim returned stale
 	// before its first pass: notifications of a job (any job: the worker
 	// may not own it yet) and reconnects of the listener (stashGuard).
 	notified atomic.Int64
-	// extended counts renewals since the worker last listed its jobs
-	// (ownership.go, renew); listNext asks the next renewal to list them.
-	// Only the ownership goroutine uses them.
-	extended int
-	listNext bool
 }
 
 // indexJobUID indexes pods and services by "<namespace>/<job uid label>"
@@ -81,16 +77,16 @@ func New(cfg Config) (*Worker, error) {
 		return nil, err
 	}
 	w := &Worker{
-		cfg:       cfg,
-		log:       cfg.Logger.With("worker", cfg.ID),
-		store:     cfg.Store,
-		kube:      cfg.Kube,
-		own:       newOwnership(),
-		expect:    newExpectations(30 * time.Second),
-		tenants:   newTenantCache(cfg.Store, 30*time.Second),
-		claimWake: make(chan struct{}, 1),
+		cfg:     cfg,
+		log:     cfg.Logger.With("worker", cfg.ID),
+		store:   cfg.Store,
+		kube:    cfg.Kube,
+		own:     ownership.NewSet(),
+		expect:  newExpectations(30 * time.Second),
+		tenants: newTenantCache(cfg.Store, 30*time.Second),
 	}
 	w.metrics = newMetrics(cfg.Registry, w)
+	w.keeper = w.newKeeper()
 	w.loop = controller.New(controller.Config[store.JobKey]{
 		Name: "jobs",
 		// Per job: 50ms doubling to a minute. No overall bucket: one
@@ -100,7 +96,7 @@ func New(cfg Config) (*Worker, error) {
 		Metrics:     w.metrics.queue,
 		Duration:    w.metrics.reconcileSeconds,
 		OnError:     w.syncFailed,
-		Urgent:      w.own.unstarted,
+		Urgent:      w.own.Unstarted,
 	})
 	w.queue = w.loop.Queue()
 	w.batches = newBatches(func(k store.JobKey) { w.queue.Add(k) })
@@ -134,6 +130,7 @@ func New(cfg Config) (*Worker, error) {
 			return nil, fmt.Errorf("worker: informer index: %w", err)
 		}
 	}
+	w.slices = endpoints.NewWriter(cfg.Kube, w.endpoints, indexJobUID, w.count)
 	for kind, inf := range map[string]cache.SharedIndexInformer{"pod": w.pods, "service": w.services} {
 		delay := serviceEventDelay
 		if kind == "pod" {
@@ -166,10 +163,10 @@ func New(cfg Config) (*Worker, error) {
 	// calls for a pass (the cleanup's, which then lets the job go; or
 	// someone else's, and the pass writes it again).
 	if _, err := w.endpoints.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { w.sliceSeen(obj, false) },
-		UpdateFunc: func(_, cur any) { w.sliceSeen(cur, false) },
+		AddFunc:    func(obj any) { w.slices.Seen(obj, false) },
+		UpdateFunc: func(_, cur any) { w.slices.Seen(cur, false) },
 		DeleteFunc: func(obj any) {
-			w.sliceSeen(obj, true)
+			w.slices.Seen(obj, true)
 			w.observed("endpointslice", obj, true)
 			w.enqueueOwner(obj, 0)
 		},
@@ -188,7 +185,7 @@ func (w *Worker) Ready() error {
 	if !w.synced.Load() {
 		return errors.New("informer caches not synced yet")
 	}
-	last := time.Unix(0, w.renewOK.Load())
+	last := w.keeper.LastContact()
 	if since := time.Since(last); since > 3*w.cfg.LeaseTTL {
 		return fmt.Errorf("no successful lease renewal for %s", since.Round(time.Second))
 	}
@@ -201,7 +198,6 @@ func (w *Worker) Ready() error {
 func (w *Worker) Run(ctx context.Context) error {
 	w.log.Info("worker starting", "concurrency", w.cfg.Concurrency, "lease_ttl", w.cfg.LeaseTTL,
 		"max_owned_jobs", w.cfg.MaxOwnedJobs)
-	w.renewOK.Store(time.Now().UnixNano())
 	if l := w.cfg.Listener; l != nil {
 		w.listen(ctx, l)
 	}
@@ -213,7 +209,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 
 	var loops sync.WaitGroup
-	loops.Go(func() { w.runOwnership(ctx) })
+	loops.Go(func() { w.keeper.Run(ctx) })
 
 	// An empty cache would look like vanished pods, which Plan counts as
 	// failures: no reconcile before the caches are synced.
@@ -254,7 +250,7 @@ func (w *Worker) stop(loops, workers *sync.WaitGroup) {
 		w.log.Warn("releasing jobs at shutdown failed; they are taken over when their leases expire", "error", err)
 		return
 	}
-	w.log.Info("worker stopped; jobs released", "jobs", w.own.count())
+	w.log.Info("worker stopped; jobs released", "jobs", w.own.Count())
 }
 
 // listen wakes the worker on notifications: a job that needs attention
@@ -269,10 +265,10 @@ func (w *Worker) listen(ctx context.Context, l *store.Listener) {
 		if ctx.Err() != nil {
 			return
 		}
-		w.wakeClaimer()
+		w.keeper.Wake()
 		w.notified.Add(1)
-		w.own.dropClaimed()
-		for _, k := range w.own.keys() {
+		w.own.DropClaimed()
+		for _, k := range w.own.Keys() {
 			w.queue.Add(k)
 		}
 	})
@@ -290,7 +286,7 @@ func (w *Worker) listen(ctx context.Context, l *store.Listener) {
 
 // jobNotified acts on a ChannelJobs payload: "<tenant>/<uid>" queues the
 // job if the worker owns it (dropping the row its claim returned, which
-// the write that notified made stale: ownership.stash), else wakes the
+// the write that notified made stale: ownership.Set.Stash), else wakes the
 // claimer; "<tenant>/" (jobs admitted) wakes the claimer.
 func (w *Worker) jobNotified(payload string) {
 	tenantID, uid, ok := strings.Cut(payload, "/")
@@ -300,16 +296,16 @@ func (w *Worker) jobNotified(payload string) {
 	if uid != "" {
 		w.notified.Add(1)
 	}
-	if k := (store.JobKey{Tenant: tenantID, UID: uid}); uid != "" && w.own.owns(k) {
-		w.own.dropClaimed(k)
+	if k := (store.JobKey{Tenant: tenantID, UID: uid}); uid != "" && w.own.Owns(k) {
+		w.own.DropClaimed(k)
 		w.queue.Add(k)
 		return
 	}
-	w.wakeClaimer()
+	w.keeper.Wake()
 }
 
 // stashGuard is what a claim compares before and after it to tell whether
-// the rows it returned may be kept for their first passes (ownership.stash):
+// the rows it returned may be kept for their first passes (ownership.Set.Stash):
 // a job's notification, a dropped payload or a reconnect in between may
 // be about one of them (a cancel or preemption committed just after the
 // claim, whose notification came before the job was owned), and the
@@ -446,7 +442,7 @@ func (w *Worker) enqueueOwner(obj any, after time.Duration) {
 	}
 	k := store.JobKey{Tenant: tenantID, UID: uid}
 	switch {
-	case !w.own.owns(k):
+	case !w.own.Owns(k):
 	case after <= 0:
 		w.queue.Add(k)
 	default:

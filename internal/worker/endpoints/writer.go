@@ -1,0 +1,146 @@
+package endpoints
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/kube"
+)
+
+// Recheck is how soon a pass whose update of the slice found it changed or
+// gone (by a worker that had the job before, or by the job's cleanup) is
+// run again, once the cache has caught up.
+const Recheck = 100 * time.Millisecond
+
+// Writer writes jobs' EndpointSlices; see the package doc.
+type Writer struct {
+	kube     kubernetes.Interface
+	informer cache.SharedIndexInformer
+	index    string
+	count    func(verb, resource string, start time.Time, err error)
+	// writes holds, by "<namespace>/<job uid>", the slice last written
+	// until the cache shows that version.
+	writes sync.Map
+}
+
+// NewWriter returns a Writer that writes with client, reads slices from
+// informer's index (keyed "<namespace>/<job uid>") and reports each API
+// call to count.
+func NewWriter(client kubernetes.Interface, informer cache.SharedIndexInformer, index string,
+	count func(verb, resource string, start time.Time, err error)) *Writer {
+	return &Writer{kube: client, informer: informer, index: index, count: count}
+}
+
+func key(ns, uid string) string { return ns + "/" + uid }
+
+// Observe returns the job's EndpointSlice: the one in the cache written by
+// Trainyard, or this worker's last write of it when the cache does not show
+// that yet (nobody else writes it, so the write is the slice now: the next
+// write neither repeats it nor conflicts on a stale version, and a cleanup
+// deletes it even before the cache shows it). Nil when there is none.
+func (w *Writer) Observe(ns, uid string) *discoveryv1.EndpointSlice {
+	k := key(ns, uid)
+	var slice *discoveryv1.EndpointSlice
+	cached, _ := w.informer.GetIndexer().ByIndex(w.index, k)
+	for _, o := range cached {
+		// Whatever Service it names: a job dispatched before the Service
+		// of replicas was the namespace's has a slice of its own Service
+		// (owned by it: rewritten without the owner, so that the job's
+		// cleanup is what deletes it).
+		if es, ok := o.(*discoveryv1.EndpointSlice); ok && es.Labels[discoveryv1.LabelManagedBy] == kube.EndpointSliceManagedBy {
+			slice = es
+			break
+		}
+	}
+	if m, ok := w.writes.Load(k); ok {
+		if ws := m.(*discoveryv1.EndpointSlice); slice == nil || slice.ResourceVersion != ws.ResourceVersion {
+			slice = ws
+		}
+	}
+	return slice
+}
+
+// Sync brings the slice of job j, in namespace ns, to list pods, given
+// have, the slice Observe returned for the pass. legacySvc, when not nil,
+// is the job's own headless Service (a job dispatched before the Service of
+// replicas was the namespace's): its replicas' names are under it, so the
+// slice names it. No slice is created while it would be empty (DNS answers
+// a missing slice as it does an empty one), nor for a finished job (final).
+// It returns how soon to look again when the slice could not be brought up
+// to date now.
+func (w *Writer) Sync(ctx context.Context, j job.Job, ns string, pods []*corev1.Pod, legacySvc *corev1.Service,
+	have *discoveryv1.EndpointSlice, final bool) (time.Duration, error) {
+	want := kube.RenderEndpointSlice(j, ns, pods)
+	if legacySvc != nil {
+		want.Labels[discoveryv1.LabelServiceName] = legacySvc.Name
+	}
+	memoKey := key(ns, j.UID)
+	if have != nil && kube.EndpointSliceCurrent(have, want) {
+		return 0, nil
+	}
+	slices := w.kube.DiscoveryV1().EndpointSlices(want.Namespace)
+	var (
+		written *discoveryv1.EndpointSlice
+		err     error
+	)
+	if have == nil {
+		if final || len(want.Endpoints) == 0 {
+			return 0, nil
+		}
+		start := time.Now()
+		written, err = slices.Create(ctx, want, metav1.CreateOptions{})
+		w.count("create", "endpointslices", start, err)
+		if apierrors.IsAlreadyExists(err) {
+			// Written by a worker that had the job before, and not in the
+			// cache yet; it shows Trainyard's slices only, so one that
+			// never appears there is someone else's.
+			return 0, fmt.Errorf("EndpointSlice %s/%s exists but is not in the cache yet (or not Trainyard's); trying again", want.Namespace, want.Name)
+		}
+	} else {
+		want.ResourceVersion = have.ResourceVersion
+		start := time.Now()
+		written, err = slices.Update(ctx, want, metav1.UpdateOptions{})
+		w.count("update", "endpointslices", start, err)
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			// Written by a worker that had the job before, or deleted by
+			// someone: the cache brings the news.
+			w.writes.Delete(memoKey)
+			return Recheck, nil
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	w.writes.Store(memoKey, written)
+	return 0, nil
+}
+
+// Seen forgets the write of a slice once the cache shows it (or shows it
+// gone): the informer's event handler.
+func (w *Writer) Seen(obj any, gone bool) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	es, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return
+	}
+	k := key(es.Namespace, es.Labels[kube.LabelJobUID])
+	if m, ok := w.writes.Load(k); ok && (gone || m.(*discoveryv1.EndpointSlice).ResourceVersion == es.ResourceVersion) {
+		w.writes.CompareAndDelete(k, m)
+	}
+}
+
+// Forget drops the memo of a job's slice once it was deleted (or is
+// going): it must not bring the slice back into a later pass's view.
+func (w *Writer) Forget(ns, uid string) { w.writes.Delete(key(ns, uid)) }

@@ -1,0 +1,83 @@
+package endpoints
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/kube"
+	"github.com/trainyard/trainyard/internal/worker/workertest"
+)
+
+const index = "job"
+
+func byJob(obj any) ([]string, error) {
+	m := obj.(metav1.Object)
+	return []string{m.GetNamespace() + "/" + m.GetLabels()[kube.LabelJobUID]}, nil
+}
+
+// A write is what the next pass observes until the cache shows it; a write
+// that changes nothing is not sent; the cache's copy replaces the memo.
+func TestWriterRemembersItsWriteUntilTheCacheShowsIt(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	client := workertest.Kube()
+	factory := informers.NewSharedInformerFactory(client, 0)
+	inf := factory.Discovery().V1().EndpointSlices().Informer()
+	require.NoError(t, inf.AddIndexers(cache.Indexers{index: byJob}))
+	calls := 0
+	w := NewWriter(client, inf, index, func(string, string, time.Time, error) { calls++ })
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { w.Seen(obj, false) },
+		UpdateFunc: func(_, cur any) { w.Seen(cur, false) },
+		DeleteFunc: func(obj any) { w.Seen(obj, true) },
+	})
+	require.NoError(t, err)
+	factory.Start(ctx.Done())
+	defer factory.Shutdown() // after cancel: Shutdown waits for the informers to stop
+	defer cancel()
+	require.True(t, cache.WaitForCacheSync(ctx.Done(), inf.HasSynced))
+
+	j := job.Job{Tenant: "acme", Name: "tj", UID: "00000000-0000-0000-0000-000000000001",
+		Spec: job.Spec{Replicas: []job.ReplicaSpec{{Type: job.Chief, Count: 1}, {Type: job.Worker, Count: 1}}}}
+	j.Spec.Default()
+	pod := func(name, ip string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ty-acme"},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip}}
+	}
+	require.Nil(t, w.Observe("ty-acme", j.UID))
+	_, err = w.Sync(ctx, j, "ty-acme", nil, nil, nil, false)
+	require.NoError(t, err)
+	require.Zero(t, calls, "an empty slice is not created")
+
+	pods := []*corev1.Pod{pod("tj-chief-0", "10.0.0.1"), pod("tj-worker-0", "10.0.0.2")}
+	_, err = w.Sync(ctx, j, "ty-acme", pods, nil, nil, false)
+	require.NoError(t, err)
+	require.Equal(t, 1, calls)
+	written := w.Observe("ty-acme", j.UID)
+	require.NotNil(t, written, "the write, before the cache shows it")
+	require.Len(t, written.Endpoints, 2)
+
+	_, err = w.Sync(ctx, j, "ty-acme", pods, nil, written, false)
+	require.NoError(t, err)
+	require.Equal(t, 1, calls, "nothing changed: nothing sent")
+
+	require.Eventually(t, func() bool {
+		_, memo := w.writes.Load("ty-acme/" + j.UID)
+		return !memo && len(inf.GetStore().List()) == 1
+	}, 5*time.Second, time.Millisecond, "the cache shows the write: the memo goes")
+	require.Len(t, w.Observe("ty-acme", j.UID).Endpoints, 2)
+
+	w.Forget("ty-acme", j.UID)
+	_, err = w.Sync(ctx, j, "ty-acme", pods[:1], nil, w.Observe("ty-acme", j.UID), true)
+	require.NoError(t, err)
+	require.Equal(t, 2, calls, "an address gone: updated")
+	require.Len(t, w.Observe("ty-acme", j.UID).Endpoints, 1)
+}
