@@ -132,12 +132,6 @@ func (w *podWatch) notifyLocked() {
 	w.changed = make(chan struct{})
 }
 
-// fullAt is when set name had n distinct pods.
-func (w *podWatch) fullAt(name string, n int) (time.Time, bool) {
-	_, full, ok := w.times(name, n)
-	return full, ok
-}
-
 // times are when set name had its first pod and n distinct pods.
 func (w *podWatch) times(name string, n int) (first, full time.Time, ok bool) {
 	w.mu.Lock()

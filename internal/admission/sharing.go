@@ -419,29 +419,6 @@ func (c *cycle) poolUsed(co *cohortState, k int) int64 {
 	return s
 }
 
-// everWithin reports, for a sharing tenant, whether need could ever fit
-// its quota: its nominal quota plus what it may borrow.
-func (c *cycle) everWithin(t *tenantState, j *jobState, need acct) bool {
-	st := t.sh
-	for k := range need {
-		if need[k] <= 0 || !st.limited[k] {
-			continue
-		}
-		most := st.nominal[k]
-		if st.co != nil && !j.NonPreemptible {
-			if st.borrow[k] != noLimit {
-				most += min(st.borrow[k], st.co.pool[k])
-			} else {
-				most += st.co.pool[k]
-			}
-		}
-		if need[k] > most {
-			return false
-		}
-	}
-	return true
-}
-
 // share is a sharing tenant's weighted share: at its largest dimension,
 // what it uses above its nominal quota over what its cohort lends,
 // divided by its weight; 0 while within its nominal quota. With history

@@ -85,9 +85,6 @@ func New(l Limits) *Admitter {
 	return &Admitter{limits: l, tenants: map[string]*tenantQueue{}}
 }
 
-// Limits returns the admitter's limits.
-func (a *Admitter) Limits() Limits { return a.limits }
-
 // Acquire takes a seat of tenant (any lane name, as errors should show it:
 // `tenant "vision"`) for caller, waiting for one if need be.
 // It returns the function that gives the seat back (call it once, when the

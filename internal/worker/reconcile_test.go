@@ -779,8 +779,3 @@ func extended(w *Worker) int {
 	n, _ := w.keeper.Listing()
 	return n
 }
-
-func listNext(w *Worker) bool {
-	_, next := w.keeper.Listing()
-	return next
-}

@@ -176,9 +176,6 @@ func New(cfg Config) (*Worker, error) {
 	return w, nil
 }
 
-// ID is the worker's id.
-func (w *Worker) ID() string { return w.cfg.ID }
-
 // Ready reports whether the worker is doing its work: its caches are
 // synced and it reached Postgres within three lease periods.
 func (w *Worker) Ready() error {
