@@ -29,6 +29,7 @@ import (
 	"github.com/trainyard/trainyard/integration/deploytest"
 	"github.com/trainyard/trainyard/integration/harness"
 	"github.com/trainyard/trainyard/internal/kube"
+	"github.com/trainyard/trainyard/internal/kube/kubeerr"
 	"github.com/trainyard/trainyard/internal/pgtest"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenant"
@@ -746,7 +747,7 @@ func TestDeployAPIRoleWritesOnlyTrainyardSecrets(t *testing.T) {
 				// In the tenant namespace the create passes and finds the
 				// Secret; the update is what is refused. Elsewhere the
 				// create already is.
-				require.ErrorIs(t, err, kube.ErrSecretNotOurs)
+				require.ErrorIs(t, err, kubeerr.ErrSecretNotOurs)
 			}
 			return err
 		})

@@ -50,8 +50,8 @@ type Store interface {
 // Kube is the API server's narrow access to Kubernetes: tenant secret values
 // (which never pass through Postgres) and pod logs. kube.APIClient
 // implements it and classifies its own errors: the handlers act on kube's
-// sentinels (kube.ErrPodGone, kube.ErrNamespaceNotReady,
-// kube.ErrSecretNotOurs, kube.ErrConcurrentChange, *kube.InvalidError) and
+// sentinels (kubeerr.ErrPodGone, kubeerr.ErrNamespaceNotReady,
+// kubeerr.ErrSecretNotOurs, kubeerr.ErrConcurrentChange, *kubeerr.InvalidError) and
 // never on apimachinery's error types.
 type Kube interface {
 	// PutSecret creates or replaces the Secret.
@@ -59,7 +59,7 @@ type Kube interface {
 	// DeleteSecret deletes the Secret if it is Trainyard's; found is false
 	// when there was none.
 	DeleteSecret(ctx context.Context, namespace, secretID string) (found bool, err error)
-	// PodLogs streams a pod's log; kube.ErrPodGone when the pod no longer exists.
+	// PodLogs streams a pod's log; kubeerr.ErrPodGone when the pod no longer exists.
 	PodLogs(ctx context.Context, namespace, pod string, follow bool, tailLines int64) (io.ReadCloser, error)
 }
 

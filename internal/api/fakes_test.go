@@ -13,7 +13,7 @@ import (
 
 	"github.com/trainyard/trainyard/internal/audit"
 	"github.com/trainyard/trainyard/internal/job"
-	"github.com/trainyard/trainyard/internal/kube"
+	"github.com/trainyard/trainyard/internal/kube/kubeerr"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenant"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
@@ -347,7 +347,7 @@ func (k *fakeKube) PodLogs(_ context.Context, ns, pod string, _ bool, _ int64) (
 		return nil, k.logsErr
 	}
 	if k.logsBody == "" {
-		return nil, fmt.Errorf("%w: %s", kube.ErrPodGone, pod)
+		return nil, fmt.Errorf("%w: %s", kubeerr.ErrPodGone, pod)
 	}
 	return io.NopCloser(strings.NewReader(k.logsBody)), nil
 }

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/trainyard/trainyard/internal/job"
-	"github.com/trainyard/trainyard/internal/kube"
+	"github.com/trainyard/trainyard/internal/kube/kubeerr"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
 
@@ -51,7 +51,7 @@ func (s *JobServer) GetJobLogs(req *pb.GetJobLogsRequest, stream grpc.ServerStre
 				return s.logsError(ctx, tenantID, rep.Pod, "log stream ended", err)
 			}
 			return nil
-		case !errors.Is(err, kube.ErrPodGone):
+		case !errors.Is(err, kubeerr.ErrPodGone):
 			return s.logsError(ctx, tenantID, rep.Pod, "reading the log failed", err)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/trainyard/trainyard/internal/audit"
 	"github.com/trainyard/trainyard/internal/job"
-	"github.com/trainyard/trainyard/internal/kube"
+	"github.com/trainyard/trainyard/internal/kube/kubeerr"
 	"github.com/trainyard/trainyard/internal/resname"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenant"
@@ -128,9 +128,9 @@ func (s *TenantServer) DeleteSecret(ctx context.Context, req *pb.DeleteSecretReq
 // API server's own message can name its service account and RBAC rules:
 // that goes to the log only.
 func (s *TenantServer) secretWriteError(ctx context.Context, tenantID, namespace, id string, err error) error {
-	var inv *kube.InvalidError
+	var inv *kubeerr.InvalidError
 	switch {
-	case errors.Is(err, kube.ErrNamespaceNotReady):
+	case errors.Is(err, kubeerr.ErrNamespaceNotReady):
 		return status.Errorf(codes.Unavailable, "the namespace of tenant %s is not ready yet (a worker creates it); retry in a few seconds", quote(tenantID))
 	case errors.As(err, &inv):
 		desc := "Kubernetes refused the secret as invalid"
@@ -138,9 +138,9 @@ func (s *TenantServer) secretWriteError(ctx context.Context, tenantID, namespace
 			desc += ": " + strings.Join(inv.Causes, "; ")
 		}
 		return invalid(violation("secret.data", desc))
-	case errors.Is(err, kube.ErrConcurrentChange):
+	case errors.Is(err, kubeerr.ErrConcurrentChange):
 		return status.Errorf(codes.Aborted, "secret %s was changed concurrently; retry", quote(id))
-	case errors.Is(err, kube.ErrSecretNotOurs):
+	case errors.Is(err, kubeerr.ErrSecretNotOurs):
 		s.log.WarnContext(ctx, "Kubernetes forbade a tenant secret write", "tenant", tenantID, "namespace", namespace, "secret", id, "error", err)
 		return status.Errorf(codes.FailedPrecondition,
 			"Kubernetes refused to write secret %s in namespace %s: a Secret of that name exists that Trainyard does not manage for this tenant, "+

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/trainyard/trainyard/internal/kube"
+	"github.com/trainyard/trainyard/internal/kube/kubeerr"
 	"github.com/trainyard/trainyard/internal/tenant"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
@@ -42,12 +42,12 @@ func TestSecretWriteErrors(t *testing.T) {
 		field string
 	}{
 		"invalid": {
-			err:  &kube.InvalidError{Causes: []string{`data[a b]: a valid config key must consist of alphanumeric characters`}},
+			err:  &kubeerr.InvalidError{Causes: []string{`data[a b]: a valid config key must consist of alphanumeric characters`}},
 			code: codes.InvalidArgument, field: "secret.data",
 		},
-		"conflict":     {err: fmt.Errorf("%w: secret ty-a/s", kube.ErrConcurrentChange), code: codes.Aborted},
-		"forbidden":    {err: fmt.Errorf("%w: %s", kube.ErrSecretNotOurs, `User "system:serviceaccount:trainyard:trainyard-api" cannot update`), code: codes.FailedPrecondition},
-		"no namespace": {err: fmt.Errorf("%w: ty-a", kube.ErrNamespaceNotReady), code: codes.Unavailable},
+		"conflict":     {err: fmt.Errorf("%w: secret ty-a/s", kubeerr.ErrConcurrentChange), code: codes.Aborted},
+		"forbidden":    {err: fmt.Errorf("%w: %s", kubeerr.ErrSecretNotOurs, `User "system:serviceaccount:trainyard:trainyard-api" cannot update`), code: codes.FailedPrecondition},
+		"no namespace": {err: fmt.Errorf("%w: ty-a", kubeerr.ErrNamespaceNotReady), code: codes.Unavailable},
 		"other":        {err: errors.New("connection refused"), code: codes.Unknown},
 	} {
 		t.Run(name, func(t *testing.T) {

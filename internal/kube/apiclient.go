@@ -15,37 +15,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/trainyard/trainyard/internal/kube/kubeerr"
 )
 
-// APIClient's errors are classified here, at the one boundary between the
-// API server and Kubernetes, so that its callers (the API handlers) act on
-// these sentinels and never on apimachinery's error types. Each wraps the
-// API server's own error, whose text (it can name the server's identity,
-// its RBAC rules and the cluster's addresses) is for logs only.
-var (
-	// ErrPodGone: the pod does not exist (PodLogs).
-	ErrPodGone = errors.New("pod not found")
-	// ErrNamespaceNotReady: the tenant's namespace does not exist yet (a
-	// worker creates it moments after the tenant) or is being deleted (a
-	// worker re-creates it). Retry shortly.
-	ErrNamespaceNotReady = errors.New("the tenant's namespace is not ready")
-	// ErrSecretNotOurs: the cluster refused to write or delete the Secret:
-	// one of that name exists that Trainyard does not manage for this
-	// tenant (deploy/'s admission policy), or the server lacks the right.
-	ErrSecretNotOurs = errors.New("the cluster refused the write: the Secret exists and is not managed by Trainyard for this tenant, or the server may not write it")
-	// ErrConcurrentChange: the object was changed concurrently. Retry.
-	ErrConcurrentChange = errors.New("the object was changed concurrently")
-)
-
-// InvalidError is the cluster refusing an object as invalid. Causes are its
-// field messages; for a Secret they name keys, never values.
-type InvalidError struct {
-	Causes []string
-	err    error
-}
-
-func (e *InvalidError) Error() string { return "invalid: " + e.err.Error() }
-func (e *InvalidError) Unwrap() error { return e.err }
+// APIClient's errors are classified into package kubeerr's, at the one
+// boundary between the API server and Kubernetes (classify).
 
 // APIClient is what the API server itself does in Kubernetes: write and
 // delete tenant Secrets (their values never pass through Postgres) and read
@@ -64,7 +39,7 @@ type APIClient struct {
 // app.kubernetes.io/managed-by=trainyard for this tenant, in a tenant
 // namespace — is checked by the cluster, by the ValidatingAdmissionPolicy
 // trainyard-api-secrets (deploy/base/admission-policy.yaml), which the
-// code cannot get around; its refusal is ErrSecretNotOurs.
+// code cannot get around; its refusal is kubeerr.ErrSecretNotOurs.
 func (c APIClient) PutSecret(ctx context.Context, tenantID, namespace, secretID string, data map[string]string) error {
 	want := RenderSecret(tenantID, namespace, secretID, data)
 	secrets := c.Client.CoreV1().Secrets(namespace)
@@ -165,13 +140,13 @@ func classifySecretError(namespace, secretID string, err error) error {
 	what := fmt.Sprintf("secret %s/%s", namespace, secretID)
 	switch {
 	case isNamespaceMissing(err) || isNamespaceTerminating(err):
-		return fmt.Errorf("%w: %s: %w", ErrNamespaceNotReady, what, err)
+		return fmt.Errorf("%w: %s: %w", kubeerr.ErrNamespaceNotReady, what, err)
 	case apierrors.IsInvalid(err):
-		return &InvalidError{Causes: statusCauses(err), err: fmt.Errorf("%s: %w", what, err)}
+		return &kubeerr.InvalidError{Causes: statusCauses(err), Err: fmt.Errorf("%s: %w", what, err)}
 	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
-		return fmt.Errorf("%w: %s: %w", ErrConcurrentChange, what, err)
+		return fmt.Errorf("%w: %s: %w", kubeerr.ErrConcurrentChange, what, err)
 	case apierrors.IsForbidden(err):
-		return fmt.Errorf("%w: %s: %w", ErrSecretNotOurs, what, err)
+		return fmt.Errorf("%w: %s: %w", kubeerr.ErrSecretNotOurs, what, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
@@ -206,7 +181,7 @@ func statusCauses(err error) []string {
 	return out
 }
 
-// PodLogs streams the replica container's log; ErrPodGone when the pod
+// PodLogs streams the replica container's log; kubeerr.ErrPodGone when the pod
 // does not exist. The API server may read logs only in tenant namespaces:
 // the worker binds it there (RenderTenant's APIPodLogs).
 func (c APIClient) PodLogs(ctx context.Context, namespace, pod string, follow bool, tailLines int64) (io.ReadCloser, error) {
@@ -216,7 +191,7 @@ func (c APIClient) PodLogs(ctx context.Context, namespace, pod string, follow bo
 	}
 	rc, err := c.Client.CoreV1().Pods(namespace).GetLogs(pod, opts).Stream(ctx)
 	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("%w: %s/%s", ErrPodGone, namespace, pod)
+		return nil, fmt.Errorf("%w: %s/%s", kubeerr.ErrPodGone, namespace, pod)
 	}
 	return rc, err
 }

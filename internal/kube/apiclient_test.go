@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/trainyard/trainyard/internal/kube/kubeerr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,7 +62,7 @@ func TestPutSecretNeverReads(t *testing.T) {
 }
 
 // The cluster's refusal (deploy/'s admission policy, for a Secret that is
-// not Trainyard's) comes back as ErrSecretNotOurs, still a Forbidden.
+// not Trainyard's) comes back as kubeerr.ErrSecretNotOurs, still a Forbidden.
 func TestPutSecretRefusedByTheCluster(t *testing.T) {
 	ctx := context.Background()
 	c := fake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ty-vision"}})
@@ -73,12 +74,12 @@ func TestPutSecretRefusedByTheCluster(t *testing.T) {
 	api := APIClient{Client: c}
 
 	err := api.PutSecret(ctx, "vision", "ty-vision", "db", map[string]string{"k": "v"})
-	require.ErrorIs(t, err, ErrSecretNotOurs)
+	require.ErrorIs(t, err, kubeerr.ErrSecretNotOurs)
 	require.True(t, apierrors.IsForbidden(err))
 	require.ErrorContains(t, err, "ty-vision/db")
 
 	_, err = api.DeleteSecret(ctx, "ty-vision", "db")
-	require.ErrorIs(t, err, ErrSecretNotOurs)
+	require.ErrorIs(t, err, kubeerr.ErrSecretNotOurs)
 	require.True(t, apierrors.IsForbidden(err))
 	require.NotContains(t, verbs(c), "get secrets")
 }
@@ -93,10 +94,10 @@ func TestSecretErrorsAreClassified(t *testing.T) {
 		err  error
 		want error
 	}{
-		"no namespace": {apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "ty-a"), ErrNamespaceNotReady},
-		"terminating":  {terminating, ErrNamespaceNotReady},
-		"conflict":     {apierrors.NewConflict(gr, "s", errors.New("changed")), ErrConcurrentChange},
-		"forbidden":    {apierrors.NewForbidden(gr, "s", errors.New(`User "system:serviceaccount:trainyard:trainyard-api" cannot update`)), ErrSecretNotOurs},
+		"no namespace": {apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "ty-a"), kubeerr.ErrNamespaceNotReady},
+		"terminating":  {terminating, kubeerr.ErrNamespaceNotReady},
+		"conflict":     {apierrors.NewConflict(gr, "s", errors.New("changed")), kubeerr.ErrConcurrentChange},
+		"forbidden":    {apierrors.NewForbidden(gr, "s", errors.New(`User "system:serviceaccount:trainyard:trainyard-api" cannot update`)), kubeerr.ErrSecretNotOurs},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := fake.NewClientset()
@@ -111,7 +112,7 @@ func TestSecretErrorsAreClassified(t *testing.T) {
 	c := fake.NewClientset()
 	c.PrependReactor("create", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, invalid })
 	err := APIClient{Client: c}.PutSecret(context.Background(), "a", "ty-a", "s", map[string]string{"a b": "value-1"})
-	var inv *InvalidError
+	var inv *kubeerr.InvalidError
 	require.ErrorAs(t, err, &inv)
 	require.Len(t, inv.Causes, 1)
 	require.Contains(t, inv.Causes[0], "a valid config key")
@@ -121,7 +122,7 @@ func TestSecretErrorsAreClassified(t *testing.T) {
 		return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "p")
 	})
 	_, err = APIClient{Client: c}.PodLogs(context.Background(), "ty-a", "p", false, 0)
-	require.ErrorIs(t, err, ErrPodGone)
+	require.ErrorIs(t, err, kubeerr.ErrPodGone)
 }
 
 // Issue 41, finding 10: a cluster answer that echoes the Secret (an
@@ -143,12 +144,12 @@ func TestSecretErrorsAreRedacted(t *testing.T) {
 		check func(t *testing.T, err error)
 	}{
 		"forbidden": {forbidden, func(t *testing.T, err error) {
-			require.ErrorIs(t, err, ErrSecretNotOurs)
+			require.ErrorIs(t, err, kubeerr.ErrSecretNotOurs)
 			require.True(t, apierrors.IsForbidden(err))
 			require.Contains(t, err.Error(), `denied by admission webhook "policy.example.com"`, "who refused stays")
 		}},
 		"invalid": {invalid, func(t *testing.T, err error) {
-			var inv *InvalidError
+			var inv *kubeerr.InvalidError
 			require.ErrorAs(t, err, &inv)
 			require.Len(t, inv.Causes, 2)
 			require.Contains(t, strings.Join(inv.Causes, "\n"), "a valid config key", "causes without values stay")

@@ -7,8 +7,8 @@
 // The exceptions are APIClient, the API server's own narrow use of
 // Kubernetes (tenant Secret values, pod logs), and PodDialer, its
 // port-forward to a job's TensorBoard pod (portforward.go). It classifies its errors
-// itself (ErrPodGone, ErrNamespaceNotReady, ErrSecretNotOurs,
-// ErrConcurrentChange, *InvalidError), so that the API handlers never look
+// itself into package kubeerr's words (ErrPodGone, ErrNamespaceNotReady,
+// ErrSecretNotOurs, ErrConcurrentChange, *InvalidError), so that the API handlers never look
 // at apimachinery's error types.
 //
 // # Object model

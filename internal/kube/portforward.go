@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/transport/spdy"
 
 	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/kube/kubeerr"
 )
 
 // portForwardProtocol is the port-forward subprotocol the kubelet speaks
@@ -60,7 +61,7 @@ func (d *PodDialer) DialTensorBoard(ctx context.Context, namespace, jobName stri
 	return d.DialPod(ctx, namespace, job.TensorBoardName(jobName), job.TensorBoardPort)
 }
 
-// DialPod connects to port of pod in namespace. ErrPodGone when the pod
+// DialPod connects to port of pod in namespace. kubeerr.ErrPodGone when the pod
 // does not exist; the API server's refusal (no right) is returned wrapped.
 // Each connection is its own port-forward session: TensorBoard's browser
 // traffic is a few keep-alive connections, and a session per connection
@@ -70,7 +71,7 @@ func (d *PodDialer) DialPod(ctx context.Context, namespace, pod string, port int
 	conn, _, err := spdy.NewDialer(d.upgrader, d.http, http.MethodPost, u).Dial(portForwardProtocol)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%w: %s/%s", ErrPodGone, namespace, pod)
+			return nil, fmt.Errorf("%w: %s/%s", kubeerr.ErrPodGone, namespace, pod)
 		}
 		return nil, fmt.Errorf("port-forward to %s/%s: %w", namespace, pod, err)
 	}
