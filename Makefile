@@ -66,15 +66,19 @@ web-test: web/node_modules/.package-lock.json ## The console's unit tests (vites
 PYTHON ?= /usr/bin/python3
 
 .PHONY: python-test
-python-test: ## The Python client's offline tests (pytest) and its type check (mypy --strict); make test also runs it against a live server.
+python-test: deps ## The Python client's offline tests (pytest) and its type check (mypy --strict); make test also runs it against a live server.
 	cd clients/python && $(PYTHON) -m pytest -q && $(PYTHON) -m mypy
 
 .PHONY: screenshots
 screenshots: cluster-build build ## Run the console's browser tests and keep their screenshots in web/screenshots (the README shows them).
 	TRAINYARD_BIN=$(BIN)/trainyard TRAINYARD_SCREENSHOTS=$(CURDIR)/web/screenshots $(GO) test -tags integration -count=1 -run TestConsole ./integration/console/
 
+.PHONY: deps
+deps: ## Install what the tests and the demo need beyond Go, Node and PostgreSQL (Debian packages: the Python client's, chromium) and start PostgreSQL when it is down.
+	@bash integration/deps.sh
+
 .PHONY: test
-test: cluster-build build fuzz-smoke web-test python-test ## Every test: unit, Postgres and end to end on the local cluster, and each fuzz target briefly (what CI runs).
+test: deps cluster-build build fuzz-smoke web-test python-test ## Every test: unit, Postgres and end to end on the local cluster, and each fuzz target briefly (what CI runs).
 	@pg_isready -q -h 127.0.0.1 -p 5432 || { echo "PostgreSQL is not answering on 127.0.0.1:5432 (.ci/run starts it)" >&2; exit 1; }
 	TRAINYARD_BIN=$(BIN)/trainyard $(GO) test -tags integration -count=1 -p 1 -timeout 60m ./...
 	$(GO) vet -tags bench ./integration/bench/
@@ -159,7 +163,7 @@ cluster-status: ## Show the local control plane's processes and health.
 	@$(LOCALCLUSTER) status
 
 .PHONY: demo
-demo: build ## Run Trainyard on the local cluster, train a 1 chief + 2 worker + 1 PS job to SUCCEEDED and keep it up for the console until Ctrl-C (not at a terminal: stop at once; DEMO_KEEP=1/0 overrides).
+demo: deps build ## Run Trainyard on the local cluster, train a 1 chief + 2 worker + 1 PS job to SUCCEEDED and keep it up for the console until Ctrl-C (not at a terminal: stop at once; DEMO_KEEP=1/0 overrides).
 	bash integration/demo.sh
 
 .PHONY: bench
