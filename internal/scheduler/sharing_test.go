@@ -103,7 +103,6 @@ func TestSchedulerBudgetHolds(t *testing.T) {
 	require.GreaterOrEqual(t, sec, 0.002*3600, "the ledger survives the leader")
 }
 
-
 // budgetGauge is tenant a's trainyard_scheduler_tenant_budget_gpu_hours
 // of the kind ("budget", "used", "remaining"); -1 when it is not set.
 func budgetGauge(t *testing.T, reg *prometheus.Registry, kind string) float64 {

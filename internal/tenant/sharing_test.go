@@ -33,7 +33,7 @@ func TestValidateSharingNamesTheField(t *testing.T) {
 	}
 	ok := Sharing{Cohort: "research", BorrowingLimit: &Quota{GPU: 8}, LendingLimit: &Quota{GPU: 4}, Weight: 2,
 		Reclaim: ReclaimLowerPriority, FairSharePreemption: true, UsageHalfLifeSeconds: 86400,
-		Budget: &Budget{GPUHours: 1000, Period: PeriodRolling30d, OverBudget: OverBudgetBorrowOnly},
+		Budget:   &Budget{GPUHours: 1000, Period: PeriodRolling30d, OverBudget: OverBudgetBorrowOnly},
 		GPUTypes: map[string]int64{"A100": 8, "H100": 8}}
 	require.Empty(t, Validate(&Tenant{Sharing: ok}))
 }
