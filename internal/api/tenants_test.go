@@ -86,3 +86,35 @@ func TestUpdateTenantWithoutMaskKeepsWhatIsNotSet(t *testing.T) {
 	got := populatedTenantFields(&pb.Tenant{DisplayName: "x", Quota: &pb.Quota{}, PodReaderGroups: []string{"g"}})
 	require.Equal(t, map[string]bool{"display_name": true, "quota": true, "pod_reader_groups": true}, got)
 }
+
+func TestUpdateTenantSharing(t *testing.T) {
+	st := newFakeStore()
+	st.tenants["a"] = tenant.Tenant{ID: "a", State: tenant.Active, Quota: tenant.Quota{GPU: 8},
+		Sharing: tenant.Sharing{Cohort: "research", Weight: 2}}
+	srv := NewTenantServer(Deps{Store: fakeTenantStore{st}})
+	update := func(mask []string, in *pb.Tenant) (*pb.Tenant, error) {
+		in.Name = "tenants/a"
+		return srv.UpdateTenant(context.Background(), &pb.UpdateTenantRequest{Tenant: in, UpdateMask: &fieldmaskpb.FieldMask{Paths: mask}})
+	}
+
+	// What the gateway makes of PATCH {"sharing":{"budget":{"gpuHours":100},"borrowingLimit":{"gpu":8}}}.
+	got, err := update([]string{"sharing.budget.gpu_hours", "sharing.borrowingLimit.gpu"}, &pb.Tenant{Sharing: &pb.Sharing{
+		Budget: &pb.Budget{GpuHours: 100}, BorrowingLimit: &pb.Quota{Gpu: 8}}})
+	require.NoError(t, err)
+	want := &pb.Sharing{Cohort: "research", Weight: 2, BorrowingLimit: &pb.Quota{Gpu: 8}, Budget: &pb.Budget{GpuHours: 100}}
+	require.True(t, proto.Equal(want, got.GetSharing()), "the other sharing fields are kept: %v", got.GetSharing())
+	require.Equal(t, tenant.Sharing{Cohort: "research", Weight: 2, BorrowingLimit: &tenant.Quota{GPU: 8}, Budget: &tenant.Budget{GPUHours: 100}},
+		st.tenants["a"].Sharing)
+
+	_, err = update([]string{"sharing.weight"}, &pb.Tenant{Sharing: &pb.Sharing{Weight: -1}})
+	require.Equal(t, codes.InvalidArgument, status.Code(err))
+	require.Equal(t, "tenant.sharing.weight", badRequest(t, err).GetFieldViolations()[0].GetField())
+
+	got, err = update([]string{"sharing"}, &pb.Tenant{})
+	require.NoError(t, err)
+	require.Nil(t, got.GetSharing(), "the whole sharing is cleared")
+
+	fields, err := tenantUpdateFields([]string{"sharing.reclaimPolicy", "sharingStatus.budgetUsedGpuHours"})
+	require.NoError(t, err)
+	require.Equal(t, map[string]bool{"sharing.reclaim_policy": true}, fields)
+}

@@ -224,11 +224,11 @@ func TestRenderTenantQuota(t *testing.T) {
 		"cohort, nominal plus borrowing limit": {quota: tenant.Quota{GPU: 8, Pods: 10}, sharing: tenant.Sharing{Cohort: "c", BorrowingLimit: &tenant.Quota{GPU: 8}},
 			hard: corev1.ResourceList{"requests.nvidia.com/gpu": q("16")}},
 		"cohort without borrowing limit": {quota: tenant.Quota{GPU: 8}, sharing: tenant.Sharing{Cohort: "c"}},
-		"unlimited":      {},
-		"zero strings":   {quota: tenant.Quota{CPU: "0", Memory: "0Gi"}},
-		"gpus only":      {quota: tenant.Quota{GPU: 2}, hard: corev1.ResourceList{"requests.nvidia.com/gpu": q("2")}},
-		"cpu and memory": {quota: tenant.Quota{CPU: "500m", Memory: "1Gi"}, hard: corev1.ResourceList{"requests.cpu": q("500m"), "requests.memory": q("1Gi")}},
-		"pods only":      {quota: tenant.Quota{Pods: 10}, hard: corev1.ResourceList{"pods": q("10")}},
+		"unlimited":                      {},
+		"zero strings":                   {quota: tenant.Quota{CPU: "0", Memory: "0Gi"}},
+		"gpus only":                      {quota: tenant.Quota{GPU: 2}, hard: corev1.ResourceList{"requests.nvidia.com/gpu": q("2")}},
+		"cpu and memory":                 {quota: tenant.Quota{CPU: "500m", Memory: "1Gi"}, hard: corev1.ResourceList{"requests.cpu": q("500m"), "requests.memory": q("1Gi")}},
+		"pods only":                      {quota: tenant.Quota{Pods: 10}, hard: corev1.ResourceList{"pods": q("10")}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			tn := visionTenant()

@@ -653,8 +653,14 @@ type JobSpec struct {
 	// deleted (preemption, cancel, cleanup): time to write a last
 	// checkpoint. Range 0..3600, default 30; the operator may bound it lower.
 	TerminationGracePeriodSeconds *int64 `protobuf:"varint,7,opt,name=termination_grace_period_seconds,json=terminationGracePeriodSeconds,proto3,oneof" json:"termination_grace_period_seconds,omitempty"`
-	unknownFields                 protoimpl.UnknownFields
-	sizeCache                     protoimpl.SizeCache
+	// false keeps the job from being preempted, by its own tenant's
+	// priorities or by another tenant's reclaim or fair share; it then runs
+	// only inside its tenant's nominal quota (it never borrows). Default
+	// true. A job asks for a GPU model with a node selector on
+	// nvidia.com/gpu.product on its GPU replicas.
+	Preemptible   *bool `protobuf:"varint,8,opt,name=preemptible,proto3,oneof" json:"preemptible,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -734,6 +740,13 @@ func (x *JobSpec) GetTerminationGracePeriodSeconds() int64 {
 		return *x.TerminationGracePeriodSeconds
 	}
 	return 0
+}
+
+func (x *JobSpec) GetPreemptible() bool {
+	if x != nil && x.Preemptible != nil {
+		return *x.Preemptible
+	}
+	return false
 }
 
 // One replica type of a job and the pods that run it.
@@ -3913,7 +3926,7 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\acreator\x18\t \x01(\tB\x05\x92A\x02@\x01R\acreator\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc8\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xff\x03\n" +
 	"\aJobSpec\x125\n" +
 	"\breplicas\x18\x01 \x03(\v2\x19.trainyard.v1.ReplicaSpecR\breplicas\x126\n" +
 	"\n" +
@@ -3924,8 +3937,10 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"checkpoint\x12;\n" +
 	"\vtensorboard\x18\x05 \x01(\v2\x19.trainyard.v1.TensorBoardR\vtensorboard\x12\x1a\n" +
 	"\bpriority\x18\x06 \x01(\x05R\bpriority\x12L\n" +
-	" termination_grace_period_seconds\x18\a \x01(\x03H\x00R\x1dterminationGracePeriodSeconds\x88\x01\x01B#\n" +
-	"!_termination_grace_period_seconds\"\x9b\n" +
+	" termination_grace_period_seconds\x18\a \x01(\x03H\x00R\x1dterminationGracePeriodSeconds\x88\x01\x01\x12%\n" +
+	"\vpreemptible\x18\b \x01(\bH\x01R\vpreemptible\x88\x01\x01B#\n" +
+	"!_termination_grace_period_secondsB\x0e\n" +
+	"\f_preemptible\"\x9b\n" +
 	"\n" +
 	"\vReplicaSpec\x12-\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x19.trainyard.v1.ReplicaTypeR\x04type\x12\x14\n" +

@@ -262,8 +262,9 @@ class JobEvent(_message.Message):
     def __init__(self, id: _Optional[int] = ..., job: _Optional[str] = ..., type: _Optional[str] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ["checkpoint", "priority", "replicas", "run_policy", "success_policy", "tensorboard", "termination_grace_period_seconds"]
+    __slots__ = ["checkpoint", "preemptible", "priority", "replicas", "run_policy", "success_policy", "tensorboard", "termination_grace_period_seconds"]
     CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTIBLE_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     REPLICAS_FIELD_NUMBER: _ClassVar[int]
     RUN_POLICY_FIELD_NUMBER: _ClassVar[int]
@@ -271,13 +272,14 @@ class JobSpec(_message.Message):
     TENSORBOARD_FIELD_NUMBER: _ClassVar[int]
     TERMINATION_GRACE_PERIOD_SECONDS_FIELD_NUMBER: _ClassVar[int]
     checkpoint: CheckpointVolume
+    preemptible: bool
     priority: int
     replicas: _containers.RepeatedCompositeFieldContainer[ReplicaSpec]
     run_policy: RunPolicy
     success_policy: SuccessPolicy
     tensorboard: TensorBoard
     termination_grace_period_seconds: int
-    def __init__(self, replicas: _Optional[_Iterable[_Union[ReplicaSpec, _Mapping]]] = ..., run_policy: _Optional[_Union[RunPolicy, _Mapping]] = ..., success_policy: _Optional[_Union[SuccessPolicy, str]] = ..., checkpoint: _Optional[_Union[CheckpointVolume, _Mapping]] = ..., tensorboard: _Optional[_Union[TensorBoard, _Mapping]] = ..., priority: _Optional[int] = ..., termination_grace_period_seconds: _Optional[int] = ...) -> None: ...
+    def __init__(self, replicas: _Optional[_Iterable[_Union[ReplicaSpec, _Mapping]]] = ..., run_policy: _Optional[_Union[RunPolicy, _Mapping]] = ..., success_policy: _Optional[_Union[SuccessPolicy, str]] = ..., checkpoint: _Optional[_Union[CheckpointVolume, _Mapping]] = ..., tensorboard: _Optional[_Union[TensorBoard, _Mapping]] = ..., priority: _Optional[int] = ..., termination_grace_period_seconds: _Optional[int] = ..., preemptible: bool = ...) -> None: ...
 
 class JobStatus(_message.Message):
     __slots__ = ["cancel_requested", "completion_time", "conditions", "message", "queue", "reason", "replica_counts", "replicas", "requeues", "restarts", "start_time", "state"]
