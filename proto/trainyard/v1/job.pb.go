@@ -342,6 +342,9 @@ const (
 	WaitReason_WAIT_REASON_PREEMPTED WaitReason = 5
 	// Its pods could not be placed (it backs off), or no node can ever hold them.
 	WaitReason_WAIT_REASON_UNSCHEDULABLE WaitReason = 6
+	// The tenant's GPU-hour budget for the period is used up; its estimated
+	// start is the period's reset.
+	WaitReason_WAIT_REASON_BUDGET WaitReason = 7
 )
 
 // Enum value maps for WaitReason.
@@ -354,6 +357,7 @@ var (
 		4: "WAIT_REASON_ORDER",
 		5: "WAIT_REASON_PREEMPTED",
 		6: "WAIT_REASON_UNSCHEDULABLE",
+		7: "WAIT_REASON_BUDGET",
 	}
 	WaitReason_value = map[string]int32{
 		"WAIT_REASON_UNSPECIFIED":   0,
@@ -363,6 +367,7 @@ var (
 		"WAIT_REASON_ORDER":         4,
 		"WAIT_REASON_PREEMPTED":     5,
 		"WAIT_REASON_UNSCHEDULABLE": 6,
+		"WAIT_REASON_BUDGET":        7,
 	}
 )
 
@@ -4226,7 +4231,7 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\x14JOB_STATE_RESTARTING\x10\x04\x12\x17\n" +
 	"\x13JOB_STATE_SUCCEEDED\x10\x05\x12\x14\n" +
 	"\x10JOB_STATE_FAILED\x10\x06\x12\x17\n" +
-	"\x13JOB_STATE_CANCELLED\x10\a*\xc5\x01\n" +
+	"\x13JOB_STATE_CANCELLED\x10\a*\xdd\x01\n" +
 	"\n" +
 	"WaitReason\x12\x1b\n" +
 	"\x17WAIT_REASON_UNSPECIFIED\x10\x00\x12\x15\n" +
@@ -4235,7 +4240,8 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\x14WAIT_REASON_PRIORITY\x10\x03\x12\x15\n" +
 	"\x11WAIT_REASON_ORDER\x10\x04\x12\x19\n" +
 	"\x15WAIT_REASON_PREEMPTED\x10\x05\x12\x1d\n" +
-	"\x19WAIT_REASON_UNSCHEDULABLE\x10\x06*\xc4\x01\n" +
+	"\x19WAIT_REASON_UNSCHEDULABLE\x10\x06\x12\x16\n" +
+	"\x12WAIT_REASON_BUDGET\x10\a*\xc4\x01\n" +
 	"\rEstimateBasis\x12\x1e\n" +
 	"\x1aESTIMATE_BASIS_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18ESTIMATE_BASIS_RUN_TIMES\x10\x01\x12\x1c\n" +

@@ -1324,10 +1324,12 @@ export interface components {
          *      - WAIT_REASON_ORDER: An earlier job of the same priority in the tenant's queue goes first.
          *      - WAIT_REASON_PREEMPTED: It was preempted and waits to run again.
          *      - WAIT_REASON_UNSCHEDULABLE: Its pods could not be placed (it backs off), or no node can ever hold them.
+         *      - WAIT_REASON_BUDGET: The tenant's GPU-hour budget for the period is used up; its estimated
+         *     start is the period's reset.
          * @default WAIT_REASON_UNSPECIFIED
          * @enum {string}
          */
-        v1WaitReason: "WAIT_REASON_UNSPECIFIED" | "WAIT_REASON_QUOTA" | "WAIT_REASON_CAPACITY" | "WAIT_REASON_PRIORITY" | "WAIT_REASON_ORDER" | "WAIT_REASON_PREEMPTED" | "WAIT_REASON_UNSCHEDULABLE";
+        v1WaitReason: "WAIT_REASON_UNSPECIFIED" | "WAIT_REASON_QUOTA" | "WAIT_REASON_CAPACITY" | "WAIT_REASON_PRIORITY" | "WAIT_REASON_ORDER" | "WAIT_REASON_PREEMPTED" | "WAIT_REASON_UNSCHEDULABLE" | "WAIT_REASON_BUDGET";
         v1WatchJobResponse: {
             /**
              * Format: int64
