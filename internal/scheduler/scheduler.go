@@ -386,13 +386,7 @@ func (s *Scheduler) cycle(ctx context.Context, lease store.SchedulerLease) (time
 	if err := s.ledgerFlush(ctx, lease, now); err != nil {
 		return time.Time{}, fmt.Errorf("usage ledger: %w", err)
 	}
-	// Jobs admitted now count from the next cycle on: it must read.
-	acc := v.accounting
-	for _, a := range res.Admitted {
-		sh := v.sharing[a.Key.Tenant]
-		acc = acc || sh.Budget != nil || sh.UsageHalfLifeSeconds > 0
-	}
-	s.accounting.Store(acc)
+	s.accounting.Store(s.ledgerHold(v, res.Admitted))
 	s.metrics.observeSharing(v)
 	s.metrics.observeCycle(start, read, decided, time.Now())
 	s.metrics.observeDecision(v, d, res, now)

@@ -26,6 +26,8 @@ type ledger struct {
 	at        time.Time // what is counted runs up to here
 	flushedAt time.Time
 	tenants   map[string]*tenantLedger
+	// used is what each tenant's jobs held after the last commit.
+	used map[string]job.Vector
 }
 
 type tenantLedger struct {
@@ -136,24 +138,17 @@ func (s *Scheduler) ledgerLoad(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// ledgerAdvance counts what the admitted jobs held since the last cycle:
-// GPU-seconds on today's row and the decayed usage of the tenants with a
-// history half-life.
-func (s *Scheduler) ledgerAdvance(snap *admission.Snapshot, settings map[string]tenant.Sharing, now time.Time) {
+// ledgerAdvance counts what the admitted jobs held since the last cycle
+// (ledger.used, set by ledgerHold at its commit): GPU-seconds on today's
+// row and the decayed usage of the tenants with a history half-life. A
+// job that ended meanwhile is counted up to this cycle: at most a Period
+// more than it ran.
+func (s *Scheduler) ledgerAdvance(settings map[string]tenant.Sharing, now time.Time) {
 	elapsed := now.Sub(s.ledger.at)
 	if elapsed <= 0 {
 		return
 	}
 	s.ledger.at = now
-	used := map[string]job.Vector{}
-	for _, j := range snap.Jobs {
-		if !j.Admitted {
-			continue
-		}
-		for _, g := range j.Groups {
-			used[j.Key.Tenant] = used[j.Key.Tenant].Add(g.Request.Times(int64(g.Count)))
-		}
-	}
 	day := utcDay(now)
 	for id, sh := range settings {
 		tl := s.ledger.tenants[id]
@@ -161,7 +156,8 @@ func (s *Scheduler) ledgerAdvance(snap *admission.Snapshot, settings map[string]
 			tl = &tenantLedger{days: map[time.Time]float64{}}
 			s.ledger.tenants[id] = tl
 		}
-		if gpus := used[id][job.GPU]; gpus > 0 {
+		used := s.ledger.used[id]
+		if gpus := used[job.GPU]; gpus > 0 {
 			sec := float64(gpus) * elapsed.Seconds()
 			// What is not written yet goes on today's row when it is
 			// (a day's change between writes moves seconds by one day).
@@ -171,11 +167,38 @@ func (s *Scheduler) ledgerAdvance(snap *admission.Snapshot, settings map[string]
 		}
 		tl.history = sh.UsageHalfLifeSeconds > 0
 		if tl.history {
-			tl.decayed = admission.DecayUsage(tl.decayed, used[id], elapsed, sh.UsageHalfLife())
+			tl.decayed = admission.DecayUsage(tl.decayed, used, elapsed, sh.UsageHalfLife())
 		} else {
 			tl.decayed = admission.Usage{}
 		}
 	}
+}
+
+// ledgerHold records what the tenants' jobs hold after a cycle's commit
+// (the admitted ones, those it admitted included), for the next
+// ledgerAdvance, and reports whether a tenant with a budget or a history
+// holds anything: then idle cycles still read, to count it.
+func (s *Scheduler) ledgerHold(v view, admitted []store.AdmittedJob) bool {
+	now := map[admission.Key]bool{}
+	for _, a := range admitted {
+		now[admission.Key(a.Key)] = true
+	}
+	used := map[string]job.Vector{}
+	for _, j := range v.snap.Jobs {
+		if !j.Admitted && !now[j.Key] {
+			continue
+		}
+		for _, g := range j.Groups {
+			used[j.Key.Tenant] = used[j.Key.Tenant].Add(g.Request.Times(int64(g.Count)))
+		}
+	}
+	s.ledger.used = used
+	for id, u := range used {
+		if sh := v.sharing[id]; (sh.Budget != nil || sh.UsageHalfLifeSeconds > 0) && !u.IsZero() {
+			return true
+		}
+	}
+	return false
 }
 
 // ledgerFlush writes the ledger every UsageFlush (fenced by the lease).
@@ -205,15 +228,4 @@ func (s *Scheduler) ledgerFlush(ctx context.Context, lease store.SchedulerLease,
 	}
 	s.ledger.flushedAt = now
 	return nil
-}
-
-// accounting reports whether a tenant with a budget or a history has
-// admitted jobs: then idle cycles still read the snapshot, to count them.
-func accounting(snap *admission.Snapshot, settings map[string]tenant.Sharing) bool {
-	for _, j := range snap.Jobs {
-		if sh := settings[j.Key.Tenant]; j.Admitted && (sh.Budget != nil || sh.UsageHalfLifeSeconds > 0) {
-			return true
-		}
-	}
-	return false
 }

@@ -63,8 +63,6 @@ type view struct {
 	tenants []string
 	// sharing are the active tenants' sharing settings.
 	sharing map[string]tenant.Sharing
-	// accounting: a tenant with a budget or a history has admitted jobs.
-	accounting bool
 }
 
 // snapshot reads Postgres and the informers into one Snapshot.
@@ -136,7 +134,7 @@ func (s *Scheduler) snapshot(ctx context.Context, now time.Time) (view, error) {
 		v.jobs[k] = r
 	}
 	v.snap.Nodes = s.nodes()
-	s.ledgerAdvance(&v.snap, v.sharing, now)
+	s.ledgerAdvance(v.sharing, now)
 	for i := range v.snap.Tenants {
 		t := &v.snap.Tenants[i]
 		var errs []error
@@ -145,7 +143,6 @@ func (s *Scheduler) snapshot(ctx context.Context, now time.Time) (view, error) {
 			s.log.Warn("a tenant's sharing limit does not parse; it is left out", "tenant", t.ID, "error", err)
 		}
 	}
-	v.accounting = accounting(&v.snap, v.sharing)
 	return v, nil
 }
 
