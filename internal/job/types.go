@@ -249,6 +249,10 @@ type Status struct {
 	// Requeuing is set while the job's pods are being stopped to send it
 	// back to the queue.
 	Requeuing *Requeuing `json:"requeuing,omitempty"`
+	// GPUType is the GPU model the scheduler counted the job against at
+	// its last admission (a job of any model, of a tenant with quotas per
+	// model); its GPU pods are pinned to that model's nodes.
+	GPUType string `json:"gpuType,omitempty"`
 }
 
 // Requeuing is why a job goes back to the queue.

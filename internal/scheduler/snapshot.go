@@ -40,7 +40,7 @@ func shapeOf(spec job.Spec) (shape, error) {
 		s.groups = append(s.groups, admission.NewGroup(string(r.Type), max(r.Count, 1), req, admission.Placement(kube.ReplicaPlacement(r))))
 		// A job asks for a GPU model by the node selector of its GPU
 		// replicas (the label GPU Feature Discovery sets).
-		if m := r.NodeSelector[admission.DefaultGPUTypeLabel]; m != "" && req[job.GPU] > 0 {
+		if m := r.NodeSelector[kube.LabelGPUProduct]; m != "" && req[job.GPU] > 0 {
 			s.gpuType = m
 		}
 	}

@@ -461,6 +461,7 @@ func admitted(b *pgx.Batch, read []job.Job, queuedAt map[JobKey]time.Time, gpuTy
 	)
 	for _, j := range read {
 		k := JobKey{Tenant: j.Tenant, UID: j.UID}
+		j.Status.GPUType = gpuTypes[k]
 		st, drafts, ok := job.Admit(j, now)
 		if ok {
 			j.Status = st
