@@ -318,6 +318,7 @@ func statusToPB(s job.Status) *pb.JobStatus {
 		Restarts:        s.Restarts,
 		CancelRequested: s.CancelRequested,
 		Requeues:        s.Requeues,
+		GpuType:         s.GPUType,
 	}
 	for _, c := range s.Conditions {
 		out.Conditions = append(out.Conditions, &pb.Condition{

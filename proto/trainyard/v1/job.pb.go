@@ -2148,7 +2148,11 @@ type JobStatus struct {
 	Queue *QueueStatus `protobuf:"bytes,11,opt,name=queue,proto3" json:"queue,omitempty"`
 	// How often the job went back to the queue (preempted, or its pods stayed
 	// unschedulable). Requeues are not restarts.
-	Requeues      int32 `protobuf:"varint,12,opt,name=requeues,proto3" json:"requeues,omitempty"`
+	Requeues int32 `protobuf:"varint,12,opt,name=requeues,proto3" json:"requeues,omitempty"`
+	// The GPU model the scheduler counted the job against when it admitted
+	// it (a job of any model, of a tenant with GPU quotas per model); its
+	// GPU pods run on that model's nodes.
+	GpuType       string `protobuf:"bytes,13,opt,name=gpu_type,json=gpuType,proto3" json:"gpu_type,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2265,6 +2269,13 @@ func (x *JobStatus) GetRequeues() int32 {
 		return x.Requeues
 	}
 	return 0
+}
+
+func (x *JobStatus) GetGpuType() string {
+	if x != nil {
+		return x.GpuType
+	}
+	return ""
 }
 
 // Where a queued job stands, as the scheduler's last cycle saw it.
@@ -4064,7 +4075,7 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\vTensorBoard\x12\x18\n" +
 	"\aenabled\x18\x01 \x01(\bR\aenabled\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x17\n" +
-	"\alog_dir\x18\x03 \x01(\tR\x06logDir\"\xb5\x04\n" +
+	"\alog_dir\x18\x03 \x01(\tR\x06logDir\"\xd0\x04\n" +
 	"\tJobStatus\x12,\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x16.trainyard.v1.JobStateR\x05state\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
@@ -4081,7 +4092,8 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\x10cancel_requested\x18\n" +
 	" \x01(\bR\x0fcancelRequested\x12/\n" +
 	"\x05queue\x18\v \x01(\v2\x19.trainyard.v1.QueueStatusR\x05queue\x12\x1a\n" +
-	"\brequeues\x18\f \x01(\x05R\brequeues\"\xbc\x03\n" +
+	"\brequeues\x18\f \x01(\x05R\brequeues\x12\x19\n" +
+	"\bgpu_type\x18\r \x01(\tR\agpuType\"\xbc\x03\n" +
 	"\vQueueStatus\x120\n" +
 	"\x06reason\x18\x01 \x01(\x0e2\x18.trainyard.v1.WaitReasonR\x06reason\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12'\n" +

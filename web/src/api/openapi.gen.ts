@@ -761,6 +761,12 @@ export interface components {
              */
             completionTime?: string;
             conditions?: components["schemas"]["v1Condition"][];
+            /**
+             * @description The GPU model the scheduler counted the job against when it admitted
+             *     it (a job of any model, of a tenant with GPU quotas per model); its
+             *     GPU pods run on that model's nodes.
+             */
+            gpuType?: string;
             message?: string;
             queue?: components["schemas"]["v1QueueStatus"];
             /** @description A CamelCase word saying why the job is in its state, e.g. BackoffLimitExceeded. */
