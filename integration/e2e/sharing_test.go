@@ -85,11 +85,13 @@ func TestSharingReclaimAcrossTenants(t *testing.T) {
 	require.Equal(t, pb.JobState_JOB_STATE_RUNNING, j.GetStatus().GetState(), "A's job within its nominal quota runs on")
 	require.EqualValues(t, 0, j.GetStatus().GetRequeues())
 
-	b.wait(t, b1, 60*time.Second, pb.JobState_JOB_STATE_SUCCEEDED)
+	bDone := b.wait(t, b1, 60*time.Second, pb.JobState_JOB_STATE_SUCCEEDED)
 	v := a.wait(t, a2, 90*time.Second, pb.JobState_JOB_STATE_SUCCEEDED)
 	require.EqualValues(t, 0, v.GetStatus().GetRestarts(), "its restart count is unchanged")
 	require.EqualValues(t, 1, v.GetStatus().GetRequeues())
-	require.False(t, v.GetStatus().GetStartTime().AsTime().Before(submitted), "it ran again after B's job")
+	require.False(t, v.GetStatus().GetStartTime().AsTime().Before(bDone.GetStatus().GetCompletionTime().AsTime().Add(-time.Second)),
+		"it ran again once B's job had ended")
+	require.Equal(t, pb.JobState_JOB_STATE_RUNNING, a.get(t, a1).GetStatus().GetState(), "A's nominal job was never stopped")
 }
 
 // A tenant's GPU-hour budget runs out: its next GPU job waits with reason
