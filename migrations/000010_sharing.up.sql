@@ -23,7 +23,7 @@ CREATE TABLE tenant_usage (
 -- GPU-seconds per tenant per UTC day, from admission to end: a calendar
 -- month's budget sums the days of the month, a rolling 30 days' the last
 -- 30 days. Days older than 62 are deleted by the scheduler.
-CREATE TABLE tenant_gpu_days (
+CREATE TABLE tenant_budget_days (
     tenant_id   text             NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
     day         date             NOT NULL,
     gpu_seconds double precision NOT NULL DEFAULT 0,
@@ -35,8 +35,10 @@ CREATE TABLE tenant_gpu_days (
 -- scheduler writes it with preempt_for; it stays when the worker moves
 -- preempt_for to preempted_by, and means nothing while both are NULL.
 -- NULL: the victim's own tenant (rows from before this migration).
--- gpu_type is the GPU model the scheduler counted the job against at
--- admission (a job of any model, of a tenant with quotas per model).
+-- admitted_model is the GPU model (a node label's value, not an amount:
+-- resources are compared only in the scheduler) the scheduler counted
+-- the job against at admission (a job of any model, of a tenant with
+-- quotas per model).
 ALTER TABLE jobs
     ADD COLUMN preemptor_tenant text,
-    ADD COLUMN gpu_type         text NOT NULL DEFAULT '';
+    ADD COLUMN admitted_model   text NOT NULL DEFAULT '';

@@ -80,7 +80,7 @@
 // victim's Preempting event and, once requeued, its Preempted condition
 // carry admission's explanation (who, why, the share figures). The GPU
 // model a job of any model was counted against is written with its
-// admission (jobs.gpu_type and its status), and pins its GPU pods.
+// admission (jobs.admitted_model and its status), and pins its GPU pods.
 //
 // # Metrics
 //

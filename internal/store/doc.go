@@ -36,7 +36,7 @@
 //	                      deleted, admitted, active, worker_id, claim_after, version, times)
 //	                      and the scheduler's (queued_at, start_time, not_before,
 //	                      preempt_for, preempt_message, preempted_by, preemptor_tenant
-//	                      (their job's tenant: a reclaim crosses tenants), gpu_type, wait_reason)
+//	                      (their job's tenant: a reclaim crosses tenants), admitted_model, wait_reason)
 //	job_events            id in watermark order (below); (tenant, job uid)
 //	tenant_event_horizons tenant → the highest of its event ids that retention deleted
 //	event_horizon         one row: the same for the whole installation (an older floor)
@@ -47,7 +47,7 @@
 //	scheduler_lease       one row: holder, epoch, expires_at
 //	tenant_queues         tenant → where its waiting jobs stand (JSONB by job uid)
 //	tenant_usage          (tenant, resource) → decayed usage, update_time: the scheduler's ledger
-//	tenant_gpu_days       (tenant, UTC day) → GPU-seconds, for budgets (62 days kept)
+//	tenant_budget_days       (tenant, UTC day) → GPU-seconds, for budgets (62 days kept)
 //
 // Every table with tenant data has tenant_id. Every query of an API method
 // filters on it. So a tenant cannot reach another tenant's rows, even by

@@ -150,7 +150,7 @@ func (s *Store) SchedulerRead(ctx context.Context, specsAfter int64) (SchedulerR
 const sqlSchedulerJobs = `
 	SELECT tenant_id, uid::text, name, priority, seq, admitted, state, queued_at,
 	       start_time, not_before,
-	       coalesce(preempt_for::text, ''), coalesce(preempted_by::text, ''), coalesce(preemptor_tenant, ''), gpu_type, wait_reason, version,
+	       coalesce(preempt_for::text, ''), coalesce(preempted_by::text, ''), coalesce(preemptor_tenant, ''), admitted_model, wait_reason, version,
 	       CASE WHEN seq > $1 THEN spec END
 	FROM jobs
 	WHERE active AND NOT deleted AND ` + sqlUnfinished + `
@@ -482,8 +482,8 @@ func admitted(b *pgx.Batch, read []job.Job, queuedAt map[JobKey]time.Time, gpuTy
 	b.Queue(`
 		UPDATE jobs j SET admitted = true, claim_after = '-infinity', not_before = NULL,
 		                  status = k.status, state = k.state, start_time = k.start_time,
-		                  gpu_type = k.gpu_type, version = j.version + 1, update_time = $6
-		FROM unnest($1::text[], $2::uuid[], $3::jsonb[], $4::text[], $5::timestamptz[], $7::text[]) AS k(tenant_id, uid, status, state, start_time, gpu_type)
+		                  admitted_model = k.model, version = j.version + 1, update_time = $6
+		FROM unnest($1::text[], $2::uuid[], $3::jsonb[], $4::text[], $5::timestamptz[], $7::text[]) AS k(tenant_id, uid, status, state, start_time, model)
 		WHERE j.tenant_id = k.tenant_id AND j.uid = k.uid`, tenants, uids, aStatuses, aStates, aStarts, now, aModels)
 	return out
 }

@@ -72,7 +72,7 @@ func (s *Store) UsageLedgerRead(ctx context.Context, tenantID string) (map[strin
 	if err := rows.Err(); err != nil {
 		return nil, translate(err, "usage ledger")
 	}
-	rows, err = s.pool.Query(ctx, `SELECT tenant_id, day, gpu_seconds FROM tenant_gpu_days
+	rows, err = s.pool.Query(ctx, `SELECT tenant_id, day, gpu_seconds FROM tenant_budget_days
 		WHERE ($1 = '' OR tenant_id = $1) AND day >= current_date - $2::int`, tenantID, ledgerDays)
 	if err != nil {
 		return nil, translate(err, "usage ledger")
@@ -136,15 +136,15 @@ func (s *Store) UsageLedgerWrite(ctx context.Context, l SchedulerLease, now time
 		}
 		if len(dTenants) > 0 {
 			if _, err := tx.Exec(ctx, `
-				INSERT INTO tenant_gpu_days (tenant_id, day, gpu_seconds)
+				INSERT INTO tenant_budget_days (tenant_id, day, gpu_seconds)
 				SELECT k.tenant_id, k.day, k.seconds
 				FROM unnest($1::text[], $2::date[], $3::float8[]) AS k(tenant_id, day, seconds)
 				JOIN tenants t ON t.id = k.tenant_id
-				ON CONFLICT (tenant_id, day) DO UPDATE SET gpu_seconds = tenant_gpu_days.gpu_seconds + excluded.gpu_seconds`,
+				ON CONFLICT (tenant_id, day) DO UPDATE SET gpu_seconds = tenant_budget_days.gpu_seconds + excluded.gpu_seconds`,
 				dTenants, dDays, dSeconds); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `DELETE FROM tenant_gpu_days WHERE day < $1::date - $2::int`, now.UTC(), ledgerDays); err != nil {
+			if _, err := tx.Exec(ctx, `DELETE FROM tenant_budget_days WHERE day < $1::date - $2::int`, now.UTC(), ledgerDays); err != nil {
 				return err
 			}
 		}
