@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
 
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
@@ -174,6 +175,13 @@ func (f *fakeTenants) CreateTenant(ctx context.Context, req *pb.CreateTenantRequ
 	f.record(ctx, "CreateTenant", req)
 	t := proto.Clone(req.GetTenant()).(*pb.Tenant)
 	t.Name, t.Namespace, t.State = "tenants/"+req.GetTenantId(), "ty-"+req.GetTenantId(), pb.TenantState_TENANT_STATE_ACTIVE
+	return t, nil
+}
+
+func (f *fakeTenants) UpdateTenant(ctx context.Context, req *pb.UpdateTenantRequest) (*pb.Tenant, error) {
+	f.record(ctx, "UpdateTenant", req)
+	t := proto.Clone(req.GetTenant()).(*pb.Tenant)
+	t.SharingStatus = &pb.SharingStatus{BudgetUsedGpuHours: 1500, BudgetRemainingGpuHours: 500}
 	return t, nil
 }
 
@@ -530,6 +538,32 @@ func TestTenantsCreate(t *testing.T) {
 	}}
 	got := f.rec.methodCalls("CreateTenant")[0].req
 	require.True(t, proto.Equal(want, got), "got %v", got)
+}
+
+func TestTenantsUpdateSharing(t *testing.T) {
+	f := startFake(t)
+	r := f.tyctl(t, nil, "--token", testToken, "tenants", "update", "team-a", "--quota-gpu", "8", "--cohort", "lab",
+		"--borrowing-limit-gpu", "8", "--weight", "2", "--reclaim", "lower-priority", "--usage-half-life", "24h",
+		"--budget-gpu-hours", "2000", "--budget-period", "rolling-30d", "--gpu-type", "A100=8")
+	require.Equal(t, 0, r.code, r.stderr)
+	want := &pb.UpdateTenantRequest{
+		Tenant: &pb.Tenant{Name: "tenants/team-a", Quota: &pb.Quota{Gpu: 8}, Sharing: &pb.Sharing{
+			Cohort: "lab", BorrowingLimit: &pb.Quota{Gpu: 8}, Weight: 2, ReclaimPolicy: pb.ReclaimPolicy_RECLAIM_POLICY_LOWER_PRIORITY,
+			UsageHalfLifeSeconds: 86400, GpuTypes: map[string]int64{"A100": 8},
+			Budget: &pb.Budget{GpuHours: 2000, Period: pb.BudgetPeriod_BUDGET_PERIOD_ROLLING_30D},
+		}},
+		UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"quota.gpu", "sharing.borrowing_limit", "sharing.budget", "sharing.cohort",
+			"sharing.gpu_types", "sharing.reclaim_policy", "sharing.usage_half_life_seconds", "sharing.weight"}},
+	}
+	got := f.rec.methodCalls("UpdateTenant")[0].req
+	require.True(t, proto.Equal(want, got), "got %v", got)
+	require.Contains(t, r.stdout, "cohort lab, borrowing limit gpu=8, weight 2, reclaim LOWER_PRIORITY, usage half-life 24h0m0s")
+	require.Contains(t, r.stdout, "2000 GPU-hours per rolling 30 days")
+	require.Contains(t, r.stdout, "1500.0 used, 500.0 remaining")
+
+	r = f.tyctl(t, nil, "--token", testToken, "tenants", "update", "team-a", "--reclaim", "sometimes")
+	require.NotEqual(t, 0, r.code)
+	require.Contains(t, r.stderr, "--reclaim")
 }
 
 func TestSecretsPutNeverEchoesValues(t *testing.T) {

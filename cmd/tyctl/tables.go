@@ -229,6 +229,7 @@ func writeTenantDetail(w io.Writer, t *pb.Tenant, now time.Time) {
 	if sc := t.GetScheduling(); sc != nil {
 		row("Scheduling", fmt.Sprintf("preemption %s, queueing %s", shortEnum(sc.GetPreemptionPolicy()), shortEnum(sc.GetQueueingStrategy())))
 	}
+	writeSharing(row, t)
 	row("Pod readers", strings.Join(t.GetPodReaderGroups(), ", "))
 	row("Created", when(now, t.GetCreateTime()))
 	for i, m := range t.GetMembers() {

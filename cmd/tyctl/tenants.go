@@ -14,9 +14,9 @@ func newTenantsCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "tenants",
 		Aliases: []string{"tenant"},
-		Short:   "List and inspect tenants; create and delete them (platform admins)",
+		Short:   "List and inspect tenants; create, update and delete them (platform admins)",
 	}
-	cmd.AddCommand(newTenantsListCmd(a), newTenantsGetCmd(a), newTenantsCreateCmd(a), newTenantsDeleteCmd(a))
+	cmd.AddCommand(newTenantsListCmd(a), newTenantsGetCmd(a), newTenantsCreateCmd(a), newTenantsUpdateCmd(a), newTenantsDeleteCmd(a))
 	return cmd
 }
 
@@ -81,6 +81,7 @@ func newTenantsCreateCmd(a *app) *cobra.Command {
 		quotaCPU, quotaMem  string
 		quotaGPU, quotaPods int32
 		preemption, queue   string
+		sf                  sharingFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "create ID",
@@ -121,6 +122,9 @@ viewer (read), editor (also submit and cancel jobs), admin (also secrets).`,
 					t.Scheduling.QueueingStrategy = pb.QueueingStrategy(v.Number())
 				}
 			}
+			if t.Sharing, _, err = sf.build(cmd.Flags()); err != nil {
+				return err
+			}
 			for _, m := range members {
 				pm, err := parseMember(m)
 				if err != nil {
@@ -154,6 +158,7 @@ viewer (read), editor (also submit and cancel jobs), admin (also secrets).`,
 	fs.StringArrayVar(&podReaderGroups, "pod-reader-group", nil, "OIDC group given read access to pods and logs in the namespace (repeatable)")
 	fs.StringVar(&preemption, "preemption", "", "never (default) or lower-priority: a pending job may preempt the tenant's running jobs of lower priority")
 	fs.StringVar(&queue, "queueing", "", "strict-fifo (default) or best-effort-fifo: a job that fits may start ahead of an earlier one that does not")
+	sf.add(fs)
 	return cmd
 }
 

@@ -78,6 +78,9 @@ func specFromPB(s *pb.JobSpec) job.Spec {
 	if s.TerminationGracePeriodSeconds != nil {
 		out.TerminationGracePeriodSeconds = new(s.GetTerminationGracePeriodSeconds())
 	}
+	if s.Preemptible != nil {
+		out.Preemptible = new(s.GetPreemptible())
+	}
 	for _, r := range s.GetReplicas() {
 		out.Replicas = append(out.Replicas, replicaFromPB(r))
 	}
@@ -220,6 +223,7 @@ func specToPB(s job.Spec) *pb.JobSpec {
 		SuccessPolicy:                 invert(successFromPB)[s.SuccessPolicy],
 		Priority:                      s.Priority,
 		TerminationGracePeriodSeconds: s.TerminationGracePeriodSeconds,
+		Preemptible:                   s.Preemptible,
 		RunPolicy: &pb.RunPolicy{
 			BackoffLimit:            &s.RunPolicy.BackoffLimit,
 			ActiveDeadlineSeconds:   s.RunPolicy.ActiveDeadlineSeconds,
@@ -314,6 +318,7 @@ func statusToPB(s job.Status) *pb.JobStatus {
 		Restarts:        s.Restarts,
 		CancelRequested: s.CancelRequested,
 		Requeues:        s.Requeues,
+		GpuType:         s.GPUType,
 	}
 	for _, c := range s.Conditions {
 		out.Conditions = append(out.Conditions, &pb.Condition{

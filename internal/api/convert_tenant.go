@@ -51,6 +51,7 @@ func tenantToPB(t tenant.Tenant) *pb.Tenant {
 		PreemptionPolicy: invert(preemptionFromPB)[sc.Preemption],
 		QueueingStrategy: invert(queueingFromPB)[sc.Queueing],
 	}
+	out.Sharing = sharingToPB(t.Sharing)
 	roleToPB := invert(roleFromPB)
 	for _, m := range t.Members {
 		pm := &pb.Member{Role: roleToPB[m.Role]}
@@ -99,6 +100,7 @@ func tenantFieldsFromPB(in *pb.Tenant, t *tenant.Tenant, fields map[string]bool)
 	if fields["scheduling"] || fields["scheduling.queueing_strategy"] {
 		t.Scheduling.Queueing = queueingFromPB[sc.GetQueueingStrategy()]
 	}
+	sharingFieldsFromPB(in.GetSharing(), &t.Sharing, fields)
 	if fields["members"] {
 		t.Members = nil
 		for _, m := range in.GetMembers() {
@@ -110,7 +112,7 @@ func tenantFieldsFromPB(in *pb.Tenant, t *tenant.Tenant, fields map[string]bool)
 	}
 }
 
-var updatableTenantFields = []string{"display_name", "labels", "quota", "members", "pod_reader_groups", "scheduling"}
+var updatableTenantFields = []string{"display_name", "labels", "quota", "members", "pod_reader_groups", "scheduling", "sharing"}
 
 // preemptionFromPB and queueingFromPB map the scheduling enums; UNSPECIFIED
 // is the default (tenant.Scheduling.WithDefaults).
@@ -170,6 +172,9 @@ func populatedTenantFields(in *pb.Tenant) map[string]bool {
 	if in.GetScheduling() != nil {
 		m["scheduling"] = true
 	}
+	if in.GetSharing() != nil {
+		m["sharing"] = true
+	}
 	return m
 }
 
@@ -189,10 +194,13 @@ func tenantUpdateFields(paths []string) (map[string]bool, error) {
 			return allTenantFields(), nil
 		case slices.Contains(updatableTenantFields, p), slices.Contains(quotaFields, p), slices.Contains(schedulingFields, p):
 			fields[p] = true
-		case slices.Contains(outputOnlyTenantFields, p), p == "usage" || strings.HasPrefix(p, "usage."):
+		case sharingField(p) != "":
+			fields[sharingField(p)] = true
+		case slices.Contains(outputOnlyTenantFields, p), p == "usage" || strings.HasPrefix(p, "usage."),
+			p == "sharing_status" || strings.HasPrefix(p, "sharing_status."):
 		default:
 			return nil, invalid(violation("updateMask", fmt.Sprintf("%s cannot be updated; updatable: %s, %s, %s or *",
-				quote(p), strings.Join(updatableTenantFields, ", "), strings.Join(quotaFields, ", "), strings.Join(schedulingFields, ", "))))
+				quote(p), strings.Join(updatableTenantFields, ", "), strings.Join(quotaFields, ", "), strings.Join(append(schedulingFields, sharingFields...), ", "))))
 		}
 	}
 	return fields, nil

@@ -66,6 +66,11 @@ func (f *fakeStore) TenantUsage(context.Context, string) (job.Vector, error) {
 	return job.Vector{}, nil
 }
 
+func (f *fakeStore) UsageLedgerRead(context.Context, string) (map[string]store.TenantUsage, error) {
+	f.called("UsageLedgerRead")
+	return nil, nil
+}
+
 func (f *fakeStore) TenantGet(_ context.Context, id string) (tenant.Tenant, error) {
 	f.called("TenantGet")
 	t, ok := f.tenants[id]

@@ -21,6 +21,7 @@ var waitReasonToPB = map[job.WaitReason]pb.WaitReason{
 	job.WaitOrder:         pb.WaitReason_WAIT_REASON_ORDER,
 	job.WaitPreempted:     pb.WaitReason_WAIT_REASON_PREEMPTED,
 	job.WaitUnschedulable: pb.WaitReason_WAIT_REASON_UNSCHEDULABLE,
+	job.WaitBudget:        pb.WaitReason_WAIT_REASON_BUDGET,
 }
 
 var etaBasisToPB = map[job.ETABasis]pb.EstimateBasis{

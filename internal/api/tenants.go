@@ -61,6 +61,13 @@ func (s *TenantServer) GetTenant(ctx context.Context, req *pb.GetTenantRequest) 
 	}
 	out := tenantToPB(t)
 	out.Usage = quotaOfVector(usage)
+	if t.Sharing.Budget != nil || t.Sharing.UsageHalfLifeSeconds > 0 {
+		ledger, err := s.store.UsageLedgerRead(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out.SharingStatus = sharingStatusToPB(t.Sharing, ledger[id], s.now())
+	}
 	return out, nil
 }
 

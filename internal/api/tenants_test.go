@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
@@ -10,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
 
+	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenant"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
@@ -85,4 +87,57 @@ func TestUpdateTenantWithoutMaskKeepsWhatIsNotSet(t *testing.T) {
 	require.Empty(t, populatedTenantFields(&pb.Tenant{}), "an empty body changes nothing")
 	got := populatedTenantFields(&pb.Tenant{DisplayName: "x", Quota: &pb.Quota{}, PodReaderGroups: []string{"g"}})
 	require.Equal(t, map[string]bool{"display_name": true, "quota": true, "pod_reader_groups": true}, got)
+}
+
+func TestUpdateTenantSharing(t *testing.T) {
+	st := newFakeStore()
+	st.tenants["a"] = tenant.Tenant{ID: "a", State: tenant.Active, Quota: tenant.Quota{GPU: 8},
+		Sharing: tenant.Sharing{Cohort: "research", Weight: 2}}
+	srv := NewTenantServer(Deps{Store: fakeTenantStore{st}})
+	update := func(mask []string, in *pb.Tenant) (*pb.Tenant, error) {
+		in.Name = "tenants/a"
+		return srv.UpdateTenant(context.Background(), &pb.UpdateTenantRequest{Tenant: in, UpdateMask: &fieldmaskpb.FieldMask{Paths: mask}})
+	}
+
+	// What the gateway makes of PATCH {"sharing":{"budget":{"gpuHours":100},"borrowingLimit":{"gpu":8}}}.
+	got, err := update([]string{"sharing.budget.gpu_hours", "sharing.borrowingLimit.gpu"}, &pb.Tenant{Sharing: &pb.Sharing{
+		Budget: &pb.Budget{GpuHours: 100}, BorrowingLimit: &pb.Quota{Gpu: 8}}})
+	require.NoError(t, err)
+	want := &pb.Sharing{Cohort: "research", Weight: 2, BorrowingLimit: &pb.Quota{Gpu: 8}, Budget: &pb.Budget{GpuHours: 100}}
+	require.True(t, proto.Equal(want, got.GetSharing()), "the other sharing fields are kept: %v", got.GetSharing())
+	require.Equal(t, tenant.Sharing{Cohort: "research", Weight: 2, BorrowingLimit: &tenant.Quota{GPU: 8}, Budget: &tenant.Budget{GPUHours: 100}},
+		st.tenants["a"].Sharing)
+
+	_, err = update([]string{"sharing.weight"}, &pb.Tenant{Sharing: &pb.Sharing{Weight: -1}})
+	require.Equal(t, codes.InvalidArgument, status.Code(err))
+	require.Equal(t, "tenant.sharing.weight", badRequest(t, err).GetFieldViolations()[0].GetField())
+
+	got, err = update([]string{"sharing"}, &pb.Tenant{})
+	require.NoError(t, err)
+	require.Nil(t, got.GetSharing(), "the whole sharing is cleared")
+
+	fields, err := tenantUpdateFields([]string{"sharing.reclaimPolicy", "sharingStatus.budgetUsedGpuHours"})
+	require.NoError(t, err)
+	require.Equal(t, map[string]bool{"sharing.reclaim_policy": true}, fields)
+}
+
+func TestSharingStatusFromTheLedger(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	day := func(m time.Month, d int) time.Time { return time.Date(2026, m, d, 0, 0, 0, 0, time.UTC) }
+	u := store.TenantUsage{
+		Decayed:    map[string]float64{"nvidia.com/gpu": 5.6, "cpu": 2000},
+		GPUSeconds: map[time.Time]float64{day(11, 30): 3600 * 50, day(12, 1): 3600 * 30, day(12, 6): 3600 * 80},
+	}
+	month := sharingStatusToPB(tenant.Sharing{UsageHalfLifeSeconds: 3600, Budget: &tenant.Budget{GPUHours: 100}}, u, now)
+	require.InDelta(t, 110, month.GetBudgetUsedGpuHours(), 1e-9, "December's days only")
+	require.Zero(t, month.GetBudgetRemainingGpuHours())
+	require.Equal(t, day(1, 1).AddDate(1, 0, 0), month.GetBudgetResetTime().AsTime())
+	require.EqualValues(t, 6, month.GetDecayedUsage().GetGpu())
+	require.Equal(t, "2", month.GetDecayedUsage().GetCpu())
+
+	rolling := sharingStatusToPB(tenant.Sharing{Budget: &tenant.Budget{GPUHours: 200, Period: tenant.PeriodRolling30d}}, u, now)
+	require.InDelta(t, 160, rolling.GetBudgetUsedGpuHours(), 1e-9)
+	require.InDelta(t, 40, rolling.GetBudgetRemainingGpuHours(), 1e-9)
+	require.Equal(t, day(12, 30), rolling.GetBudgetResetTime().AsTime(), "when the oldest day in the window leaves it")
+	require.Nil(t, rolling.GetDecayedUsage(), "no history without a half-life")
 }

@@ -19,6 +19,7 @@ func TenantCreated(t tenant.Tenant) map[string]any {
 		"members":         members(t.Members),
 		"podReaderGroups": nonNilSlice(t.PodReaderGroups),
 		"scheduling":      t.Scheduling,
+		"sharing":         t.Sharing,
 		"namespace":       t.Namespace,
 	}
 }
@@ -40,6 +41,7 @@ func TenantChanged(before, after tenant.Tenant) (a Action, details map[string]an
 	diff("members", members(before.Members), members(after.Members))
 	diff("podReaderGroups", nonNilSlice(before.PodReaderGroups), nonNilSlice(after.PodReaderGroups))
 	diff("scheduling", before.Scheduling, after.Scheduling)
+	diff("sharing", before.Sharing, after.Sharing)
 	diff("state", before.State, after.State)
 	if len(changed) == 0 {
 		return "", nil, false

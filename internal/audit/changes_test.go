@@ -29,6 +29,12 @@ func TestTenantChanged(t *testing.T) {
 	}, changed["members"])
 	require.Equal(t, map[string]any{"before": tenant.Quota{GPU: 4}, "after": tenant.Quota{GPU: 8}}, changed["quota"])
 
+	lent := before
+	lent.Sharing = tenant.Sharing{Cohort: "lab", Budget: &tenant.Budget{GPUHours: 100}}
+	_, d, ok = TenantChanged(before, lent)
+	require.True(t, ok, "a change of sharing alone is recorded")
+	require.Equal(t, map[string]any{"before": tenant.Sharing{}, "after": lent.Sharing}, d["changed"].(map[string]any)["sharing"])
+
 	off := before
 	off.State = tenant.Offboarding
 	a, _, ok = TenantChanged(before, off)

@@ -83,7 +83,14 @@ type Spec struct {
 	// cleanup): time to write a last checkpoint. Unset means
 	// DefaultTerminationGracePeriodSeconds (GracePeriod).
 	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
+	// Preemptible false keeps the job from being preempted, by its own
+	// tenant or another; it then runs only inside its tenant's nominal
+	// quota (it never borrows). Unset means true.
+	Preemptible *bool `json:"preemptible,omitempty"`
 }
+
+// NonPreemptible reports spec.preemptible: false.
+func (s Spec) NonPreemptible() bool { return s.Preemptible != nil && !*s.Preemptible }
 
 // GracePeriod is the spec's termination grace period, defaulted.
 func (s Spec) GracePeriod() time.Duration {
@@ -242,6 +249,10 @@ type Status struct {
 	// Requeuing is set while the job's pods are being stopped to send it
 	// back to the queue.
 	Requeuing *Requeuing `json:"requeuing,omitempty"`
+	// GPUType is the GPU model the scheduler counted the job against at
+	// its last admission (a job of any model, of a tenant with quotas per
+	// model); its GPU pods are pinned to that model's nodes.
+	GPUType string `json:"gpuType,omitempty"`
 }
 
 // Requeuing is why a job goes back to the queue.

@@ -96,6 +96,14 @@ func RenderPod(j job.Job, ns string, t job.ReplicaType, index, attempt int32, op
 	spec.RestartPolicy = corev1.RestartPolicyNever
 	spec.TerminationGracePeriodSeconds = new(int64(gracePeriod(j.Spec, opts).Seconds()))
 	place := ReplicaPlacement(r)
+	if m := j.Status.GPUType; m != "" && r.Resources.GPU > 0 {
+		// The scheduler counted the job against this GPU model's quota:
+		// its GPU pods go to that model's nodes.
+		if place.NodeSelector == nil {
+			place.NodeSelector = map[string]string{}
+		}
+		place.NodeSelector[LabelGPUProduct] = m
+	}
 	spec.NodeSelector, spec.Tolerations, spec.Affinity = place.NodeSelector, place.Tolerations, place.Affinity
 	if r.MountServiceAccountToken {
 		spec.AutomountServiceAccountToken = new(true)
@@ -309,6 +317,10 @@ type Placement struct {
 	Affinity     *corev1.Affinity
 	Tolerations  []corev1.Toleration
 }
+
+// LabelGPUProduct is the node label that names a node's GPU model (GPU
+// Feature Discovery's; admission.DefaultGPUTypeLabel).
+const LabelGPUProduct = "nvidia.com/gpu.product"
 
 // ReplicaPlacement is the placement of a replica's pods.
 func ReplicaPlacement(r job.ReplicaSpec) Placement {

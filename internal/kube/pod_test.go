@@ -416,3 +416,19 @@ func TestRenderPodGracePeriod(t *testing.T) {
 		})
 	}
 }
+
+// A job the scheduler counted against a GPU model's quota has its GPU
+// pods pinned to that model's nodes; its pods without GPUs go anywhere.
+func TestRenderPodPinsTheAdmittedGPUModel(t *testing.T) {
+	j := job.Job{UID: "u1", Tenant: "vision", Name: "gpus", Spec: job.Spec{Replicas: []job.ReplicaSpec{
+		{Type: job.Chief, Count: 1, Image: "tf"},
+		{Type: job.Worker, Count: 2, Image: "tf", Resources: job.Resources{GPU: 8}, NodeSelector: map[string]string{"zone": "a"}},
+	}}, Status: job.Status{GPUType: "H100"}}
+	pod, err := RenderPod(j, testNS, job.Worker, 1, 0, PodOptions{})
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"zone": "a", LabelGPUProduct: "H100"}, pod.Spec.NodeSelector)
+	require.Equal(t, map[string]string{"zone": "a"}, j.Spec.Replicas[1].NodeSelector, "the spec is not written")
+	chief, err := RenderPod(j, testNS, job.Chief, 0, 0, PodOptions{})
+	require.NoError(t, err)
+	require.Empty(t, chief.Spec.NodeSelector)
+}

@@ -331,10 +331,31 @@ func renderPodReaders(t tenant.Tenant, ns string) (*rbacv1.Role, *rbacv1.RoleBin
 // renderQuota turns the tenant quota into a ResourceQuota on requests and
 // pod count. Limits are not constrained: Trainyard admits jobs by requests
 // and sets no CPU limit unless asked, so a limits.* quota would refuse pods.
+//
+// A tenant in a cohort may use more than its quota (its nominal share):
+// the ResourceQuota is the most it may ever use, nominal plus its
+// borrowing limit, so that Kubernetes stays a hard backstop; a resource
+// it may borrow without a limit (the cohort's whole unused pool) is left
+// out, as the pool is not the tenant's to know.
 func renderQuota(t tenant.Tenant, ns string) (*corev1.ResourceQuota, error) {
 	limits, err := t.Quota.Limits()
 	if err != nil {
 		return nil, fmt.Errorf("%w: tenant %s %v", ErrInvalidSpec, t.ID, err)
+	}
+	if t.Sharing.Cohort != "" {
+		var borrow job.Vector // zero: no borrowing limit
+		if b := t.Sharing.BorrowingLimit; b != nil {
+			if borrow, err = b.Limits(); err != nil {
+				return nil, fmt.Errorf("%w: tenant %s sharing.borrowingLimit: %v", ErrInvalidSpec, t.ID, err)
+			}
+		}
+		for _, r := range job.AllResources {
+			if borrow[r] == 0 {
+				limits[r] = 0
+			} else if limits[r] > 0 {
+				limits[r] += borrow[r]
+			}
+		}
 	}
 	hard := corev1.ResourceList{}
 	for _, r := range job.AllResources {

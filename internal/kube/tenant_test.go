@@ -217,18 +217,22 @@ func TestRenderTenantOptions(t *testing.T) {
 
 func TestRenderTenantQuota(t *testing.T) {
 	for name, tc := range map[string]struct {
-		quota tenant.Quota
-		hard  corev1.ResourceList // nil: no ResourceQuota
+		quota   tenant.Quota
+		sharing tenant.Sharing
+		hard    corev1.ResourceList // nil: no ResourceQuota
 	}{
-		"unlimited":      {},
-		"zero strings":   {quota: tenant.Quota{CPU: "0", Memory: "0Gi"}},
-		"gpus only":      {quota: tenant.Quota{GPU: 2}, hard: corev1.ResourceList{"requests.nvidia.com/gpu": q("2")}},
-		"cpu and memory": {quota: tenant.Quota{CPU: "500m", Memory: "1Gi"}, hard: corev1.ResourceList{"requests.cpu": q("500m"), "requests.memory": q("1Gi")}},
-		"pods only":      {quota: tenant.Quota{Pods: 10}, hard: corev1.ResourceList{"pods": q("10")}},
+		"cohort, nominal plus borrowing limit": {quota: tenant.Quota{GPU: 8, Pods: 10}, sharing: tenant.Sharing{Cohort: "c", BorrowingLimit: &tenant.Quota{GPU: 8}},
+			hard: corev1.ResourceList{"requests.nvidia.com/gpu": q("16")}},
+		"cohort without borrowing limit": {quota: tenant.Quota{GPU: 8}, sharing: tenant.Sharing{Cohort: "c"}},
+		"unlimited":                      {},
+		"zero strings":                   {quota: tenant.Quota{CPU: "0", Memory: "0Gi"}},
+		"gpus only":                      {quota: tenant.Quota{GPU: 2}, hard: corev1.ResourceList{"requests.nvidia.com/gpu": q("2")}},
+		"cpu and memory":                 {quota: tenant.Quota{CPU: "500m", Memory: "1Gi"}, hard: corev1.ResourceList{"requests.cpu": q("500m"), "requests.memory": q("1Gi")}},
+		"pods only":                      {quota: tenant.Quota{Pods: 10}, hard: corev1.ResourceList{"pods": q("10")}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			tn := visionTenant()
-			tn.Quota = tc.quota
+			tn.Quota, tn.Sharing = tc.quota, tc.sharing
 			objs, err := RenderTenant(tn, TenantOptions{})
 			require.NoError(t, err)
 			if tc.hard == nil {

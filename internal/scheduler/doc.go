@@ -57,6 +57,31 @@
 // The pod informer keeps a pod's node, phase, requests and Trainyard
 // labels, nothing else.
 //
+// # Sharing across tenants
+//
+// A tenant's sharing settings (tenants.sharing: cohort, borrowing and
+// lending limits, weight, reclaim policy, fair-share preemption, usage
+// half-life, GPU-hour budget, GPU quotas per model) become
+// admission.Sharing (sharing.go). A limit's unset field does not limit,
+// as a quota's. The leader keeps the usage ledger in memory: each cycle
+// charges what the tenants' jobs held after the previous commit (admitted
+// jobs, from admission to end) for the time since, as GPU-seconds on
+// today's row and, for tenants with a half-life, as decayed usage
+// (admission.DecayUsage); it writes the ledger every UsageFlush, fenced by
+// the lease (store.UsageLedgerWrite), and a new leader reads it back, so
+// budgets and history survive a fail-over (what the old leader counted
+// after its last write is lost: at most UsageFlush plus the lease's TTL).
+// A budget's use is the sum of the days of its period (the calendar month
+// or the last 30 days, UTC). While a tenant with a budget or a history
+// holds anything, idle cycles read the snapshot, to count it.
+//
+// A preemption may cross tenants (reclaim, fair share): the commit writes
+// the preemptor's tenant beside its uid (jobs.preemptor_tenant), and the
+// victim's Preempting event and, once requeued, its Preempted condition
+// carry admission's explanation (who, why, the share figures). The GPU
+// model a job of any model was counted against is written with its
+// admission (jobs.admitted_model and its status), and pins its GPU pods.
+//
 // # Metrics
 //
 //	trainyard_scheduler_leader                         1 on the lease holder
@@ -64,7 +89,9 @@
 //	trainyard_scheduler_pending_demand{tenant,reason,resource}
 //	trainyard_scheduler_admission_latency_seconds      histogram: queued → admitted
 //	trainyard_scheduler_admissions_total
-//	trainyard_scheduler_preemptions_total{reason}      QUOTA | CAPACITY
+//	trainyard_scheduler_preemptions_total{reason}      QUOTA | CAPACITY (what the preemptor lacked)
 //	trainyard_scheduler_cycle_duration_seconds{phase}  snapshot | decide | commit | total
 //	trainyard_scheduler_cycle_errors_total
+//	trainyard_scheduler_tenant_budget_gpu_hours{tenant,kind}   budget | used | remaining, leader only
+//	trainyard_scheduler_tenant_decayed_usage{tenant,resource}  tenants with a half-life, leader only
 package scheduler

@@ -22,6 +22,8 @@ type metrics struct {
 	preemptions      *prometheus.CounterVec
 	cycleSeconds     *prometheus.HistogramVec
 	cycleErrors      prometheus.Counter
+	budget           *prometheus.GaugeVec
+	decayedUsage     *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -60,7 +62,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "trainyard_scheduler_cycle_errors_total",
 			Help: "Scheduling cycles that failed (retried on the next trigger or period).",
 		}),
+		budget: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "trainyard_scheduler_tenant_budget_gpu_hours",
+			Help: "A tenant's GPU-hour budget in its current period, by kind: budget, used, remaining (never below 0). Tenants with a budget only; leader only.",
+		}, []string{"tenant", "kind"}),
+		decayedUsage: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "trainyard_scheduler_tenant_decayed_usage",
+			Help: "A tenant's decayed usage (fair share that remembers), by resource (cpu in cores, memory in bytes, nvidia.com/gpu, pods). Tenants with a usage half-life only; leader only.",
+		}, []string{"tenant", "resource"}),
 	}
+	reg.MustRegister(m.budget, m.decayedUsage)
 	reg.MustRegister(m.leader, m.pending, m.pendingDemand, m.admissionLatency, m.admissions, m.preemptions, m.cycleSeconds, m.cycleErrors)
 	return m
 }
@@ -110,4 +121,30 @@ func (m *metrics) observeDecision(v view, d admission.Decision, res store.Schedu
 func (m *metrics) resetQueue() {
 	m.pending.Reset()
 	m.pendingDemand.Reset()
+}
+
+// observeSharing sets the tenants' budget and decayed usage gauges.
+func (m *metrics) observeSharing(v view) {
+	m.resetSharing()
+	for _, t := range v.snap.Tenants {
+		if b := t.Sharing.Budget; b.GPUHours > 0 {
+			m.budget.WithLabelValues(t.ID, "budget").Set(b.GPUHours)
+			m.budget.WithLabelValues(t.ID, "used").Set(b.UsedGPUHours)
+			m.budget.WithLabelValues(t.ID, "remaining").Set(max(b.GPUHours-b.UsedGPUHours, 0))
+		}
+		if v.sharing[t.ID].UsageHalfLifeSeconds > 0 {
+			for _, r := range job.AllResources {
+				amount := t.Sharing.Usage[r]
+				if r == job.CPU {
+					amount /= 1000
+				}
+				m.decayedUsage.WithLabelValues(t.ID, r.Name()).Set(amount)
+			}
+		}
+	}
+}
+
+func (m *metrics) resetSharing() {
+	m.budget.Reset()
+	m.decayedUsage.Reset()
 }

@@ -54,6 +54,9 @@ type Config struct {
 	// RunTimeRefresh is how often the tenants' typical run times are read
 	// again. Defaults to 1m.
 	RunTimeRefresh time.Duration
+	// UsageFlush is how often the leader writes the usage ledger
+	// (decayed usage, GPU-seconds for budgets). Defaults to 10s.
+	UsageFlush time.Duration
 
 	// Registry receives the metrics; defaults to a private registry.
 	Registry prometheus.Registerer
@@ -71,6 +74,7 @@ const (
 	DefaultPublishInterval = time.Second
 	DefaultStarvationAge   = 30 * time.Minute
 	DefaultRunTimeRefresh  = time.Minute
+	DefaultUsageFlush      = 10 * time.Second
 )
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -86,6 +90,7 @@ func (c Config) WithDefaults() Config {
 	set(&c.PublishInterval, DefaultPublishInterval)
 	set(&c.StarvationAge, DefaultStarvationAge)
 	set(&c.RunTimeRefresh, DefaultRunTimeRefresh)
+	set(&c.UsageFlush, DefaultUsageFlush)
 	if c.Registry == nil {
 		c.Registry = prometheus.NewRegistry()
 	}
@@ -132,12 +137,16 @@ type Scheduler struct {
 	// taken by the next cycle, which then reads at once: an idle cycle's
 	// probe would only find that job.
 	submitted atomic.Bool
+	// accounting is set while a tenant with a budget or a usage history
+	// has admitted jobs: idle cycles then still read, to count them.
+	accounting atomic.Bool
 
 	// Owned by the loop goroutine.
 	shapes           map[store.JobKey]shape
 	specsAfter       int64 // the highest seq read: later jobs' specs come with the next read
 	runTimesByTenant map[string]store.RunTime
 	runTimesAt       time.Time
+	ledger           ledger // the usage ledger (sharing.go), while leading
 	published        map[string]map[string]job.QueueInfo
 	publishedAt      time.Time
 }
@@ -272,6 +281,8 @@ func (s *Scheduler) lead(ctx context.Context, lease store.SchedulerLease) {
 		s.metrics.resetQueue()
 		s.published, s.publishedAt = nil, time.Time{}
 		s.idle.Store(false)
+		s.ledger = ledger{} // the next leadership reads it again
+		s.metrics.resetSharing()
 	}()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -347,7 +358,7 @@ func (s *Scheduler) lead(ctx context.Context, lease store.SchedulerLease) {
 // the next cycle is due at the latest (a backoff ending), zero for the
 // period.
 func (s *Scheduler) cycle(ctx context.Context, lease store.SchedulerLease) (time.Time, error) {
-	if submitted := s.submitted.Swap(false); s.idle.Load() && !submitted {
+	if submitted := s.submitted.Swap(false); s.idle.Load() && !submitted && !s.accounting.Load() {
 		// Nothing waited last time and no job was submitted since: the
 		// period's cycle first asks whether anything waits now, with an
 		// index probe, instead of reading every unfinished job.
@@ -372,6 +383,11 @@ func (s *Scheduler) cycle(ctx context.Context, lease store.SchedulerLease) (time
 	if err := s.publish(ctx, lease, v, d, now); err != nil {
 		return time.Time{}, fmt.Errorf("publish: %w", err)
 	}
+	if err := s.ledgerFlush(ctx, lease, now); err != nil {
+		return time.Time{}, fmt.Errorf("usage ledger: %w", err)
+	}
+	s.accounting.Store(s.ledgerHold(v, res.Admitted))
+	s.metrics.observeSharing(v)
 	s.metrics.observeCycle(start, read, decided, time.Now())
 	s.metrics.observeDecision(v, d, res, now)
 	s.idle.Store(len(d.Waiting) == 0 && s.published != nil && len(s.published) == 0)
@@ -395,10 +411,19 @@ func (s *Scheduler) commit(ctx context.Context, lease store.SchedulerLease, v vi
 	for _, k := range d.Admit {
 		p.Admit = append(p.Admit, store.JobKey(k))
 	}
+	for k, m := range d.GPUTypes {
+		if p.GPUTypes == nil {
+			p.GPUTypes = map[store.JobKey]string{}
+		}
+		p.GPUTypes[store.JobKey(k)] = m
+	}
 	for _, pr := range d.Preempt {
+		msg := pr.Message
+		if msg == "" || pr.Kind == admission.PreemptPriority {
+			msg = fmt.Sprintf("preempted by job %q (priority %d), which needs the %s it uses", pr.ByName, pr.ByPriority, lacks(pr.Reason))
+		}
 		p.Preempt = append(p.Preempt, store.PreemptWrite{
-			Victim: store.JobKey(pr.Victim), For: pr.By.UID,
-			Message: fmt.Sprintf("preempted by job %q (priority %d), which needs the %s it uses", pr.ByName, pr.ByPriority, lacks(pr.Reason)),
+			Victim: store.JobKey(pr.Victim), For: pr.By.UID, ForTenant: pr.By.Tenant, Message: msg,
 		})
 	}
 	for _, w := range d.Waiting {

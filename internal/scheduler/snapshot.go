@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/store"
+	"github.com/trainyard/trainyard/internal/tenant"
 )
 
 // shape is what the scheduler keeps of a job's spec while the job lives:
@@ -20,10 +22,13 @@ type shape struct {
 	groups      []admission.Group
 	maxRunTime  time.Duration
 	gracePeriod time.Duration
+	// nonPreemptible, gpuType: spec.preemptible false, spec.gpuType.
+	nonPreemptible bool
+	gpuType        string
 }
 
 func shapeOf(spec job.Spec) (shape, error) {
-	s := shape{gracePeriod: spec.GracePeriod()}
+	s := shape{gracePeriod: spec.GracePeriod(), nonPreemptible: spec.NonPreemptible()}
 	if d := spec.RunPolicy.ActiveDeadlineSeconds; d != nil {
 		s.maxRunTime = time.Duration(*d) * time.Second
 	}
@@ -33,6 +38,11 @@ func shapeOf(spec job.Spec) (shape, error) {
 			return shape{}, fmt.Errorf("%s resources: %w", r.Type, err)
 		}
 		s.groups = append(s.groups, admission.NewGroup(string(r.Type), max(r.Count, 1), req, admission.Placement(kube.ReplicaPlacement(r))))
+		// A job asks for a GPU model by the node selector of its GPU
+		// replicas (the label GPU Feature Discovery sets).
+		if m := r.NodeSelector[kube.LabelGPUProduct]; m != "" && req[job.GPU] > 0 {
+			s.gpuType = m
+		}
 	}
 	if spec.TensorBoard != nil {
 		req, err := job.TensorBoardResources.PodRequests()
@@ -51,12 +61,17 @@ type view struct {
 	jobs map[admission.Key]store.SchedJob
 	// tenants are the active tenants' ids.
 	tenants []string
+	// sharing are the active tenants' sharing settings.
+	sharing map[string]tenant.Sharing
 }
 
 // snapshot reads Postgres and the informers into one Snapshot.
 func (s *Scheduler) snapshot(ctx context.Context, now time.Time) (view, error) {
-	v := view{jobs: map[admission.Key]store.SchedJob{}}
+	v := view{jobs: map[admission.Key]store.SchedJob{}, sharing: map[string]tenant.Sharing{}}
 	v.snap.Now = now
+	if err := s.ledgerLoad(ctx, now); err != nil {
+		return view{}, err
+	}
 	v.snap.Config = admission.Config{StarvationAge: s.cfg.StarvationAge}
 
 	read, err := s.store.SchedulerRead(ctx, s.specsAfter)
@@ -74,6 +89,7 @@ func (s *Scheduler) snapshot(ctx context.Context, now time.Time) (view, error) {
 		}
 		v.snap.Tenants = append(v.snap.Tenants, admission.Tenant{ID: t.ID, Quota: quota, Scheduling: t.Scheduling, RunTime: runTimes[t.ID].Median})
 		v.tenants = append(v.tenants, t.ID)
+		v.sharing[t.ID] = t.Sharing
 	}
 
 	rows := read.Jobs
@@ -93,16 +109,20 @@ func (s *Scheduler) snapshot(ctx context.Context, now time.Time) (view, error) {
 		j := admission.Job{
 			Key: k, Name: r.Name, Priority: r.Priority, Seq: r.Seq, QueuedAt: r.QueuedAt,
 			MaxRunTime: sh.maxRunTime, GracePeriod: sh.gracePeriod, Admitted: r.Admitted,
+			NonPreemptible: sh.nonPreemptible, GPUType: sh.gpuType,
 			NotBefore: r.NotBefore, StartTime: r.StartTime,
 		}
 		j.Groups = append([]admission.Group(nil), sh.groups...)
+		// The preemptor may be of another tenant (reclaim, fair share).
+		byTenant := cmp.Or(r.PreemptorTenant, r.Key.Tenant)
 		if r.PreemptedBy != "" {
-			by := store.JobKey{Tenant: r.Key.Tenant, UID: r.PreemptedBy}
+			by := store.JobKey{Tenant: byTenant, UID: r.PreemptedBy}
 			j.PreemptedBy, j.PreemptedByName = admission.Key(by), names[by]
 		}
 		if r.Admitted {
+			j.GPUType = cmp.Or(sh.gpuType, r.GPUType)
 			if r.PreemptFor != "" {
-				j.PreemptingFor = admission.Key{Tenant: r.Key.Tenant, UID: r.PreemptFor}
+				j.PreemptingFor = admission.Key{Tenant: byTenant, UID: r.PreemptFor}
 			}
 			var placed map[string]int32
 			j.OnNodes, placed = s.usage.job(r.Key.UID)
@@ -114,6 +134,15 @@ func (s *Scheduler) snapshot(ctx context.Context, now time.Time) (view, error) {
 		v.jobs[k] = r
 	}
 	v.snap.Nodes = s.nodes()
+	s.ledgerAdvance(v.sharing, now)
+	for i := range v.snap.Tenants {
+		t := &v.snap.Tenants[i]
+		var errs []error
+		t.Sharing, errs = sharingOf(v.sharing[t.ID], s.ledger.tenants[t.ID], now)
+		for _, err := range errs {
+			s.log.Warn("a tenant's sharing limit does not parse; it is left out", "tenant", t.ID, "error", err)
+		}
+	}
 	return v, nil
 }
 

@@ -29,10 +29,11 @@
 //
 // # Tables
 //
-//	tenants               id, quota/labels/scheduling (JSONB), namespace, state
+//	tenants               id, quota/labels/scheduling/sharing (JSONB), cohort (from sharing), namespace, state
 //	tenant_members        (tenant, kind subject|group, principal) → role
 //	jobs                  (tenant, uid) key; spec and status JSONB beside the columns that
-//	                      are queried (name, state, labels, seq, worker_id, claim_after, ...)
+//	                      are queried (name, state, labels, seq, worker_id, claim_after, ...),
+//	                      preemptor_tenant (a reclaim crosses tenants) and admitted_model
 //	job_events            id in watermark order (below); (tenant, job uid)
 //	tenant_event_horizons tenant → the highest of its event ids that retention deleted
 //	event_horizon         one row: the same for the whole installation (an older floor)
@@ -42,6 +43,8 @@
 //	worker_leases         worker_id → expires_at
 //	scheduler_lease       one row: holder, epoch, expires_at
 //	tenant_queues         tenant → where its waiting jobs stand (JSONB by job uid)
+//	tenant_usage          (tenant, resource) → decayed usage, update_time: the scheduler's ledger
+//	tenant_budget_days       (tenant, UTC day) → GPU-seconds, for budgets (62 days kept)
 //
 // Every table with tenant data has tenant_id. Every query of an API method
 // filters on it. So a tenant cannot reach another tenant's rows, even by

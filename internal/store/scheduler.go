@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -79,6 +80,7 @@ type SchedTenant struct {
 	ID         string
 	Quota      tenant.Quota
 	Scheduling tenant.Scheduling
+	Sharing    tenant.Sharing
 }
 
 // SchedJob is an unfinished job as the scheduler reads it: pending
@@ -94,11 +96,15 @@ type SchedJob struct {
 	// StartTime, NotBefore: zero when unset.
 	StartTime time.Time
 	NotBefore time.Time
-	// PreemptFor, PreemptedBy: job uids ("" when unset).
-	PreemptFor  string
-	PreemptedBy string
-	WaitReason  job.WaitReason
-	Version     int64
+	// PreemptFor, PreemptedBy: job uids ("" when unset), of
+	// PreemptorTenant (the job's own tenant when "").
+	PreemptFor      string
+	PreemptedBy     string
+	PreemptorTenant string
+	// GPUType is the GPU model the job was counted against at admission.
+	GPUType    string
+	WaitReason job.WaitReason
+	Version    int64
 	// Spec is the job's spec when SchedulerRead was asked for it.
 	Spec *job.Spec
 }
@@ -121,11 +127,11 @@ type SchedulerRead struct {
 func (s *Store) SchedulerRead(ctx context.Context, specsAfter int64) (SchedulerRead, error) {
 	var out SchedulerRead
 	b := &pgx.Batch{}
-	b.Queue(`SELECT id, quota, scheduling FROM tenants WHERE state = 'ACTIVE' ORDER BY id`).Query(func(rows pgx.Rows) error {
+	b.Queue(`SELECT id, quota, scheduling, sharing FROM tenants WHERE state = 'ACTIVE' ORDER BY id`).Query(func(rows pgx.Rows) error {
 		var err error
 		out.Tenants, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (SchedTenant, error) {
 			var t SchedTenant
-			err := r.Scan(&t.ID, &t.Quota, &t.Scheduling)
+			err := r.Scan(&t.ID, &t.Quota, &t.Scheduling, &t.Sharing)
 			return t, err
 		})
 		return err
@@ -144,7 +150,7 @@ func (s *Store) SchedulerRead(ctx context.Context, specsAfter int64) (SchedulerR
 const sqlSchedulerJobs = `
 	SELECT tenant_id, uid::text, name, priority, seq, admitted, state, queued_at,
 	       start_time, not_before,
-	       coalesce(preempt_for::text, ''), coalesce(preempted_by::text, ''), wait_reason, version,
+	       coalesce(preempt_for::text, ''), coalesce(preempted_by::text, ''), coalesce(preemptor_tenant, ''), admitted_model, wait_reason, version,
 	       CASE WHEN seq > $1 THEN spec END
 	FROM jobs
 	WHERE active AND NOT deleted AND ` + sqlUnfinished + `
@@ -158,7 +164,7 @@ func scanSchedJob(r pgx.CollectableRow) (SchedJob, error) {
 		startTime, notBefore *time.Time
 	)
 	err := r.Scan(&j.Key.Tenant, &j.Key.UID, &j.Name, &j.Priority, &j.Seq, &j.Admitted, &state, &j.QueuedAt,
-		&startTime, &notBefore, &j.PreemptFor, &j.PreemptedBy, &j.WaitReason, &j.Version, &j.Spec)
+		&startTime, &notBefore, &j.PreemptFor, &j.PreemptedBy, &j.PreemptorTenant, &j.GPUType, &j.WaitReason, &j.Version, &j.Spec)
 	j.State = job.State(state)
 	if startTime != nil {
 		j.StartTime = *startTime
@@ -259,6 +265,9 @@ type SchedulerCommitParams struct {
 	// Admit lists jobs to admit. A job that is no longer QUEUED, pending
 	// and uncancelled (a cancel committed since the snapshot) is skipped.
 	Admit []JobKey
+	// GPUTypes is the GPU model an admitted job was counted against, for
+	// jobs of any model of tenants with quotas per model.
+	GPUTypes map[JobKey]string
 	// Preempt lists running jobs to preempt.
 	Preempt []PreemptWrite
 	// Waits records wait reasons that changed since the snapshot.
@@ -268,8 +277,12 @@ type SchedulerCommitParams struct {
 // PreemptWrite asks a running job's worker to stop it and requeue it.
 type PreemptWrite struct {
 	Victim JobKey
-	// For is the uid of the pending job of the same tenant it makes room for.
-	For     string
+	// For is the uid of the pending job it makes room for, of ForTenant
+	// ("": the victim's tenant; another one for reclaim and fair share).
+	For       string
+	ForTenant string
+	// Message says who preempted it and why, with the figures, for its
+	// Preempting event and, once requeued, its Preempted condition.
 	Message string
 }
 
@@ -368,7 +381,7 @@ func (s *Store) SchedulerCommit(ctx context.Context, p SchedulerCommitParams) (S
 		now := s.timestamp()
 		jobs := map[JobKey]job.Job{}
 		events := map[JobKey][]job.Event{}
-		res.Admitted = admitted(b, admits, queuedAt, now, jobs, events)
+		res.Admitted = admitted(b, admits, queuedAt, p.GPUTypes, now, jobs, events)
 		for _, a := range res.Admitted {
 			// Nobody owns an admitted job yet: one wake-up per tenant for
 			// the claimers, not one per job.
@@ -434,7 +447,7 @@ func queueLocking(b *pgx.Batch, keys []JobKey, where string, into map[JobKey]job
 // time, the Admitted condition), written in the same row update, so that
 // its worker's first pass only creates the pods: a job's row is written
 // once fewer before its pods exist.
-func admitted(b *pgx.Batch, read []job.Job, queuedAt map[JobKey]time.Time, now time.Time, jobs map[JobKey]job.Job, events map[JobKey][]job.Event) []AdmittedJob {
+func admitted(b *pgx.Batch, read []job.Job, queuedAt map[JobKey]time.Time, gpuTypes map[JobKey]string, now time.Time, jobs map[JobKey]job.Job, events map[JobKey][]job.Event) []AdmittedJob {
 	if len(read) == 0 {
 		return nil
 	}
@@ -444,9 +457,11 @@ func admitted(b *pgx.Batch, read []job.Job, queuedAt map[JobKey]time.Time, now t
 		aStatuses []job.Status
 		aStates   []string
 		aStarts   []*time.Time
+		aModels   []string
 	)
 	for _, j := range read {
 		k := JobKey{Tenant: j.Tenant, UID: j.UID}
+		j.Status.GPUType = gpuTypes[k]
 		st, drafts, ok := job.Admit(j, now)
 		if ok {
 			j.Status = st
@@ -461,14 +476,15 @@ func admitted(b *pgx.Batch, read []job.Job, queuedAt map[JobKey]time.Time, now t
 		out = append(out, AdmittedJob{Key: k, QueuedAt: queuedAt[k]})
 		aKeys = append(aKeys, k)
 		aStatuses, aStates, aStarts = append(aStatuses, st), append(aStates, string(st.State)), append(aStarts, st.StartTime)
+		aModels = append(aModels, gpuTypes[k])
 	}
 	tenants, uids := keyArrays(aKeys)
 	b.Queue(`
 		UPDATE jobs j SET admitted = true, claim_after = '-infinity', not_before = NULL,
 		                  status = k.status, state = k.state, start_time = k.start_time,
-		                  version = j.version + 1, update_time = $6
-		FROM unnest($1::text[], $2::uuid[], $3::jsonb[], $4::text[], $5::timestamptz[]) AS k(tenant_id, uid, status, state, start_time)
-		WHERE j.tenant_id = k.tenant_id AND j.uid = k.uid`, tenants, uids, aStatuses, aStates, aStarts, now)
+		                  admitted_model = k.model, version = j.version + 1, update_time = $6
+		FROM unnest($1::text[], $2::uuid[], $3::jsonb[], $4::text[], $5::timestamptz[], $7::text[]) AS k(tenant_id, uid, status, state, start_time, model)
+		WHERE j.tenant_id = k.tenant_id AND j.uid = k.uid`, tenants, uids, aStatuses, aStates, aStarts, now, aModels)
 	return out
 }
 
@@ -479,6 +495,7 @@ func preempted(b *pgx.Batch, writes []PreemptWrite, read map[JobKey]job.Job, now
 		out            []JobKey
 		fors, messages []string
 		pTenants       []string
+		forTenants     []string
 		pUIDs          []uuid.UUID
 	)
 	for _, pw := range writes {
@@ -492,12 +509,14 @@ func preempted(b *pgx.Batch, writes []PreemptWrite, read map[JobKey]job.Job, now
 		out = append(out, pw.Victim)
 		pTenants, pUIDs = append(pTenants, pw.Victim.Tenant), append(pUIDs, u)
 		fors, messages = append(fors, pw.For), append(messages, pw.Message)
+		forTenants = append(forTenants, cmp.Or(pw.ForTenant, pw.Victim.Tenant))
 	}
 	if len(out) > 0 {
 		b.Queue(`
-			UPDATE jobs j SET preempt_for = k.preempt_for::uuid, preempt_message = k.message, version = j.version + 1, update_time = $5
-			FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[]) AS k(tenant_id, uid, preempt_for, message)
-			WHERE j.tenant_id = k.tenant_id AND j.uid = k.uid`, pTenants, pUIDs, fors, messages, now)
+			UPDATE jobs j SET preempt_for = k.preempt_for::uuid, preemptor_tenant = k.preemptor_tenant, preempt_message = k.message,
+			                  version = j.version + 1, update_time = $5
+			FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $6::text[]) AS k(tenant_id, uid, preempt_for, message, preemptor_tenant)
+			WHERE j.tenant_id = k.tenant_id AND j.uid = k.uid`, pTenants, pUIDs, fors, messages, now, forTenants)
 	}
 	return out
 }

@@ -29,7 +29,7 @@ type TenantListParams struct {
 	After string
 }
 
-const tenantCols = `t.id, t.display_name, t.labels, t.quota, t.scheduling, t.pod_reader_groups, t.namespace, t.state,
+const tenantCols = `t.id, t.display_name, t.labels, t.quota, t.scheduling, t.sharing, t.pod_reader_groups, t.namespace, t.state,
 	t.create_time, t.update_time,
 	coalesce((SELECT jsonb_agg(jsonb_build_object('kind', m.kind, 'principal', m.principal, 'role', m.role)
 	                           ORDER BY m.position)
@@ -47,7 +47,7 @@ func scanTenant(row pgx.Row) (tenant.Tenant, error) {
 		state   string
 		members []memberRow
 	)
-	err := row.Scan(&t.ID, &t.DisplayName, &t.Labels, &t.Quota, &t.Scheduling, &t.PodReaderGroups, &t.Namespace, &state,
+	err := row.Scan(&t.ID, &t.DisplayName, &t.Labels, &t.Quota, &t.Scheduling, &t.Sharing, &t.PodReaderGroups, &t.Namespace, &state,
 		&t.CreateTime, &t.UpdateTime, &members)
 	if err != nil {
 		return tenant.Tenant{}, err
@@ -83,10 +83,10 @@ func (s *Store) TenantCreate(ctx context.Context, t tenant.Tenant) (tenant.Tenan
 	err := s.inTx(ctx, func(tx *txn) error {
 		_, err := tx.Exec(ctx, `
 			INSERT INTO tenants (id, display_name, labels, quota, pod_reader_groups, namespace, state,
-			                     create_time, update_time, scheduling)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9)`,
+			                     create_time, update_time, scheduling, sharing)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10)`,
 			t.ID, t.DisplayName, nonNilMap(t.Labels), t.Quota, nonNilSlice(t.PodReaderGroups), t.Namespace,
-			string(t.State), now, t.Scheduling)
+			string(t.State), now, t.Scheduling, t.Sharing)
 		if err != nil {
 			return err
 		}
@@ -200,10 +200,10 @@ func (s *Store) TenantUpdate(ctx context.Context, id string, fn func(*tenant.Ten
 		}
 		_, err = tx.Exec(ctx, `
 			UPDATE tenants SET display_name = $2, labels = $3, quota = $4, pod_reader_groups = $5,
-			                   namespace = $6, state = $7, update_time = $8, scheduling = $9
+			                   namespace = $6, state = $7, update_time = $8, scheduling = $9, sharing = $10
 			WHERE id = $1`,
 			id, t.DisplayName, nonNilMap(t.Labels), t.Quota, nonNilSlice(t.PodReaderGroups), t.Namespace,
-			string(t.State), s.timestamp(), t.Scheduling)
+			string(t.State), s.timestamp(), t.Scheduling, t.Sharing)
 		if err != nil {
 			return err
 		}

@@ -61,6 +61,7 @@ type Tenant struct {
 	Labels          map[string]string `json:"labels,omitempty"`
 	Quota           Quota             `json:"quota"`
 	Scheduling      Scheduling        `json:"scheduling"`
+	Sharing         Sharing           `json:"sharing"`
 	Members         []Member          `json:"members,omitempty"`
 	PodReaderGroups []string          `json:"podReaderGroups,omitempty"`
 	Namespace       string            `json:"namespace"`

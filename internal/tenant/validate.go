@@ -73,6 +73,7 @@ func Validate(t *Tenant) []FieldViolation {
 	}
 	v.Labels("labels", t.Labels, MaxLabels, nil)
 	v.quota(&t.Quota)
+	v.sharing(&t.Sharing)
 	v.members(t.Members)
 	v.podReaderGroups(t.PodReaderGroups)
 	return v.Violations

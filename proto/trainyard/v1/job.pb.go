@@ -342,6 +342,9 @@ const (
 	WaitReason_WAIT_REASON_PREEMPTED WaitReason = 5
 	// Its pods could not be placed (it backs off), or no node can ever hold them.
 	WaitReason_WAIT_REASON_UNSCHEDULABLE WaitReason = 6
+	// The tenant's GPU-hour budget for the period is used up; its estimated
+	// start is the period's reset.
+	WaitReason_WAIT_REASON_BUDGET WaitReason = 7
 )
 
 // Enum value maps for WaitReason.
@@ -354,6 +357,7 @@ var (
 		4: "WAIT_REASON_ORDER",
 		5: "WAIT_REASON_PREEMPTED",
 		6: "WAIT_REASON_UNSCHEDULABLE",
+		7: "WAIT_REASON_BUDGET",
 	}
 	WaitReason_value = map[string]int32{
 		"WAIT_REASON_UNSPECIFIED":   0,
@@ -363,6 +367,7 @@ var (
 		"WAIT_REASON_ORDER":         4,
 		"WAIT_REASON_PREEMPTED":     5,
 		"WAIT_REASON_UNSCHEDULABLE": 6,
+		"WAIT_REASON_BUDGET":        7,
 	}
 )
 
@@ -653,8 +658,14 @@ type JobSpec struct {
 	// deleted (preemption, cancel, cleanup): time to write a last
 	// checkpoint. Range 0..3600, default 30; the operator may bound it lower.
 	TerminationGracePeriodSeconds *int64 `protobuf:"varint,7,opt,name=termination_grace_period_seconds,json=terminationGracePeriodSeconds,proto3,oneof" json:"termination_grace_period_seconds,omitempty"`
-	unknownFields                 protoimpl.UnknownFields
-	sizeCache                     protoimpl.SizeCache
+	// false keeps the job from being preempted, by its own tenant's
+	// priorities or by another tenant's reclaim or fair share; it then runs
+	// only inside its tenant's nominal quota (it never borrows). Default
+	// true. A job asks for a GPU model with a node selector on
+	// nvidia.com/gpu.product on its GPU replicas.
+	Preemptible   *bool `protobuf:"varint,8,opt,name=preemptible,proto3,oneof" json:"preemptible,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -734,6 +745,13 @@ func (x *JobSpec) GetTerminationGracePeriodSeconds() int64 {
 		return *x.TerminationGracePeriodSeconds
 	}
 	return 0
+}
+
+func (x *JobSpec) GetPreemptible() bool {
+	if x != nil && x.Preemptible != nil {
+		return *x.Preemptible
+	}
+	return false
 }
 
 // One replica type of a job and the pods that run it.
@@ -2130,7 +2148,11 @@ type JobStatus struct {
 	Queue *QueueStatus `protobuf:"bytes,11,opt,name=queue,proto3" json:"queue,omitempty"`
 	// How often the job went back to the queue (preempted, or its pods stayed
 	// unschedulable). Requeues are not restarts.
-	Requeues      int32 `protobuf:"varint,12,opt,name=requeues,proto3" json:"requeues,omitempty"`
+	Requeues int32 `protobuf:"varint,12,opt,name=requeues,proto3" json:"requeues,omitempty"`
+	// The GPU model the scheduler counted the job against when it admitted
+	// it (a job of any model, of a tenant with GPU quotas per model); its
+	// GPU pods run on that model's nodes.
+	GpuType       string `protobuf:"bytes,13,opt,name=gpu_type,json=gpuType,proto3" json:"gpu_type,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2247,6 +2269,13 @@ func (x *JobStatus) GetRequeues() int32 {
 		return x.Requeues
 	}
 	return 0
+}
+
+func (x *JobStatus) GetGpuType() string {
+	if x != nil {
+		return x.GpuType
+	}
+	return ""
 }
 
 // Where a queued job stands, as the scheduler's last cycle saw it.
@@ -3913,7 +3942,7 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\acreator\x18\t \x01(\tB\x05\x92A\x02@\x01R\acreator\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc8\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xff\x03\n" +
 	"\aJobSpec\x125\n" +
 	"\breplicas\x18\x01 \x03(\v2\x19.trainyard.v1.ReplicaSpecR\breplicas\x126\n" +
 	"\n" +
@@ -3924,8 +3953,10 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"checkpoint\x12;\n" +
 	"\vtensorboard\x18\x05 \x01(\v2\x19.trainyard.v1.TensorBoardR\vtensorboard\x12\x1a\n" +
 	"\bpriority\x18\x06 \x01(\x05R\bpriority\x12L\n" +
-	" termination_grace_period_seconds\x18\a \x01(\x03H\x00R\x1dterminationGracePeriodSeconds\x88\x01\x01B#\n" +
-	"!_termination_grace_period_seconds\"\x9b\n" +
+	" termination_grace_period_seconds\x18\a \x01(\x03H\x00R\x1dterminationGracePeriodSeconds\x88\x01\x01\x12%\n" +
+	"\vpreemptible\x18\b \x01(\bH\x01R\vpreemptible\x88\x01\x01B#\n" +
+	"!_termination_grace_period_secondsB\x0e\n" +
+	"\f_preemptible\"\x9b\n" +
 	"\n" +
 	"\vReplicaSpec\x12-\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x19.trainyard.v1.ReplicaTypeR\x04type\x12\x14\n" +
@@ -4044,7 +4075,7 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\vTensorBoard\x12\x18\n" +
 	"\aenabled\x18\x01 \x01(\bR\aenabled\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x17\n" +
-	"\alog_dir\x18\x03 \x01(\tR\x06logDir\"\xb5\x04\n" +
+	"\alog_dir\x18\x03 \x01(\tR\x06logDir\"\xd0\x04\n" +
 	"\tJobStatus\x12,\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x16.trainyard.v1.JobStateR\x05state\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
@@ -4061,7 +4092,8 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\x10cancel_requested\x18\n" +
 	" \x01(\bR\x0fcancelRequested\x12/\n" +
 	"\x05queue\x18\v \x01(\v2\x19.trainyard.v1.QueueStatusR\x05queue\x12\x1a\n" +
-	"\brequeues\x18\f \x01(\x05R\brequeues\"\xbc\x03\n" +
+	"\brequeues\x18\f \x01(\x05R\brequeues\x12\x19\n" +
+	"\bgpu_type\x18\r \x01(\tR\agpuType\"\xbc\x03\n" +
 	"\vQueueStatus\x120\n" +
 	"\x06reason\x18\x01 \x01(\x0e2\x18.trainyard.v1.WaitReasonR\x06reason\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12'\n" +
@@ -4211,7 +4243,7 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\x14JOB_STATE_RESTARTING\x10\x04\x12\x17\n" +
 	"\x13JOB_STATE_SUCCEEDED\x10\x05\x12\x14\n" +
 	"\x10JOB_STATE_FAILED\x10\x06\x12\x17\n" +
-	"\x13JOB_STATE_CANCELLED\x10\a*\xc5\x01\n" +
+	"\x13JOB_STATE_CANCELLED\x10\a*\xdd\x01\n" +
 	"\n" +
 	"WaitReason\x12\x1b\n" +
 	"\x17WAIT_REASON_UNSPECIFIED\x10\x00\x12\x15\n" +
@@ -4220,7 +4252,8 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\x14WAIT_REASON_PRIORITY\x10\x03\x12\x15\n" +
 	"\x11WAIT_REASON_ORDER\x10\x04\x12\x19\n" +
 	"\x15WAIT_REASON_PREEMPTED\x10\x05\x12\x1d\n" +
-	"\x19WAIT_REASON_UNSCHEDULABLE\x10\x06*\xc4\x01\n" +
+	"\x19WAIT_REASON_UNSCHEDULABLE\x10\x06\x12\x16\n" +
+	"\x12WAIT_REASON_BUDGET\x10\a*\xc4\x01\n" +
 	"\rEstimateBasis\x12\x1e\n" +
 	"\x1aESTIMATE_BASIS_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18ESTIMATE_BASIS_RUN_TIMES\x10\x01\x12\x1c\n" +

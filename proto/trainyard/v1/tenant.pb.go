@@ -25,6 +25,168 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Which borrowers a tenant may preempt to get its nominal quota back
+// (Kueue's reclaimWithinCohort).
+type ReclaimPolicy int32
+
+const (
+	ReclaimPolicy_RECLAIM_POLICY_UNSPECIFIED ReclaimPolicy = 0
+	// Any preemptible job of a tenant above its nominal quota.
+	ReclaimPolicy_RECLAIM_POLICY_ANY ReclaimPolicy = 1
+	// Only those of lower priority than the job that reclaims.
+	ReclaimPolicy_RECLAIM_POLICY_LOWER_PRIORITY ReclaimPolicy = 2
+	// None: the tenant waits until borrowers end.
+	ReclaimPolicy_RECLAIM_POLICY_NEVER ReclaimPolicy = 3
+)
+
+// Enum value maps for ReclaimPolicy.
+var (
+	ReclaimPolicy_name = map[int32]string{
+		0: "RECLAIM_POLICY_UNSPECIFIED",
+		1: "RECLAIM_POLICY_ANY",
+		2: "RECLAIM_POLICY_LOWER_PRIORITY",
+		3: "RECLAIM_POLICY_NEVER",
+	}
+	ReclaimPolicy_value = map[string]int32{
+		"RECLAIM_POLICY_UNSPECIFIED":    0,
+		"RECLAIM_POLICY_ANY":            1,
+		"RECLAIM_POLICY_LOWER_PRIORITY": 2,
+		"RECLAIM_POLICY_NEVER":          3,
+	}
+)
+
+func (x ReclaimPolicy) Enum() *ReclaimPolicy {
+	p := new(ReclaimPolicy)
+	*p = x
+	return p
+}
+
+func (x ReclaimPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ReclaimPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_trainyard_v1_tenant_proto_enumTypes[0].Descriptor()
+}
+
+func (ReclaimPolicy) Type() protoreflect.EnumType {
+	return &file_trainyard_v1_tenant_proto_enumTypes[0]
+}
+
+func (x ReclaimPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ReclaimPolicy.Descriptor instead.
+func (ReclaimPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{0}
+}
+
+// The period a budget counts over (UTC).
+type BudgetPeriod int32
+
+const (
+	BudgetPeriod_BUDGET_PERIOD_UNSPECIFIED BudgetPeriod = 0
+	// The calendar month.
+	BudgetPeriod_BUDGET_PERIOD_MONTH BudgetPeriod = 1
+	// The last 30 days.
+	BudgetPeriod_BUDGET_PERIOD_ROLLING_30D BudgetPeriod = 2
+)
+
+// Enum value maps for BudgetPeriod.
+var (
+	BudgetPeriod_name = map[int32]string{
+		0: "BUDGET_PERIOD_UNSPECIFIED",
+		1: "BUDGET_PERIOD_MONTH",
+		2: "BUDGET_PERIOD_ROLLING_30D",
+	}
+	BudgetPeriod_value = map[string]int32{
+		"BUDGET_PERIOD_UNSPECIFIED": 0,
+		"BUDGET_PERIOD_MONTH":       1,
+		"BUDGET_PERIOD_ROLLING_30D": 2,
+	}
+)
+
+func (x BudgetPeriod) Enum() *BudgetPeriod {
+	p := new(BudgetPeriod)
+	*p = x
+	return p
+}
+
+func (x BudgetPeriod) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (BudgetPeriod) Descriptor() protoreflect.EnumDescriptor {
+	return file_trainyard_v1_tenant_proto_enumTypes[1].Descriptor()
+}
+
+func (BudgetPeriod) Type() protoreflect.EnumType {
+	return &file_trainyard_v1_tenant_proto_enumTypes[1]
+}
+
+func (x BudgetPeriod) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use BudgetPeriod.Descriptor instead.
+func (BudgetPeriod) EnumDescriptor() ([]byte, []int) {
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{1}
+}
+
+// What a tenant's GPU jobs do once its budget is used up.
+type OverBudgetPolicy int32
+
+const (
+	OverBudgetPolicy_OVER_BUDGET_POLICY_UNSPECIFIED OverBudgetPolicy = 0
+	// They wait with reason BUDGET until the period resets.
+	OverBudgetPolicy_OVER_BUDGET_POLICY_WAIT OverBudgetPolicy = 1
+	// They run only on capacity borrowed in the cohort, first in line for
+	// reclaim.
+	OverBudgetPolicy_OVER_BUDGET_POLICY_BORROW_ONLY OverBudgetPolicy = 2
+)
+
+// Enum value maps for OverBudgetPolicy.
+var (
+	OverBudgetPolicy_name = map[int32]string{
+		0: "OVER_BUDGET_POLICY_UNSPECIFIED",
+		1: "OVER_BUDGET_POLICY_WAIT",
+		2: "OVER_BUDGET_POLICY_BORROW_ONLY",
+	}
+	OverBudgetPolicy_value = map[string]int32{
+		"OVER_BUDGET_POLICY_UNSPECIFIED": 0,
+		"OVER_BUDGET_POLICY_WAIT":        1,
+		"OVER_BUDGET_POLICY_BORROW_ONLY": 2,
+	}
+)
+
+func (x OverBudgetPolicy) Enum() *OverBudgetPolicy {
+	p := new(OverBudgetPolicy)
+	*p = x
+	return p
+}
+
+func (x OverBudgetPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (OverBudgetPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_trainyard_v1_tenant_proto_enumTypes[2].Descriptor()
+}
+
+func (OverBudgetPolicy) Type() protoreflect.EnumType {
+	return &file_trainyard_v1_tenant_proto_enumTypes[2]
+}
+
+func (x OverBudgetPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use OverBudgetPolicy.Descriptor instead.
+func (OverBudgetPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{2}
+}
+
 // Whether a pending job may preempt the tenant's own running jobs.
 type PreemptionPolicy int32
 
@@ -63,11 +225,11 @@ func (x PreemptionPolicy) String() string {
 }
 
 func (PreemptionPolicy) Descriptor() protoreflect.EnumDescriptor {
-	return file_trainyard_v1_tenant_proto_enumTypes[0].Descriptor()
+	return file_trainyard_v1_tenant_proto_enumTypes[3].Descriptor()
 }
 
 func (PreemptionPolicy) Type() protoreflect.EnumType {
-	return &file_trainyard_v1_tenant_proto_enumTypes[0]
+	return &file_trainyard_v1_tenant_proto_enumTypes[3]
 }
 
 func (x PreemptionPolicy) Number() protoreflect.EnumNumber {
@@ -76,7 +238,7 @@ func (x PreemptionPolicy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use PreemptionPolicy.Descriptor instead.
 func (PreemptionPolicy) EnumDescriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{0}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{3}
 }
 
 // Whether a job may start ahead of an earlier one that does not fit.
@@ -117,11 +279,11 @@ func (x QueueingStrategy) String() string {
 }
 
 func (QueueingStrategy) Descriptor() protoreflect.EnumDescriptor {
-	return file_trainyard_v1_tenant_proto_enumTypes[1].Descriptor()
+	return file_trainyard_v1_tenant_proto_enumTypes[4].Descriptor()
 }
 
 func (QueueingStrategy) Type() protoreflect.EnumType {
-	return &file_trainyard_v1_tenant_proto_enumTypes[1]
+	return &file_trainyard_v1_tenant_proto_enumTypes[4]
 }
 
 func (x QueueingStrategy) Number() protoreflect.EnumNumber {
@@ -130,7 +292,7 @@ func (x QueueingStrategy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use QueueingStrategy.Descriptor instead.
 func (QueueingStrategy) EnumDescriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{1}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{4}
 }
 
 // The lifecycle of a tenant.
@@ -171,11 +333,11 @@ func (x TenantState) String() string {
 }
 
 func (TenantState) Descriptor() protoreflect.EnumDescriptor {
-	return file_trainyard_v1_tenant_proto_enumTypes[2].Descriptor()
+	return file_trainyard_v1_tenant_proto_enumTypes[5].Descriptor()
 }
 
 func (TenantState) Type() protoreflect.EnumType {
-	return &file_trainyard_v1_tenant_proto_enumTypes[2]
+	return &file_trainyard_v1_tenant_proto_enumTypes[5]
 }
 
 func (x TenantState) Number() protoreflect.EnumNumber {
@@ -184,7 +346,7 @@ func (x TenantState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TenantState.Descriptor instead.
 func (TenantState) EnumDescriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{2}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{5}
 }
 
 // A tenant role. Each includes the ones before it.
@@ -227,11 +389,11 @@ func (x Role) String() string {
 }
 
 func (Role) Descriptor() protoreflect.EnumDescriptor {
-	return file_trainyard_v1_tenant_proto_enumTypes[3].Descriptor()
+	return file_trainyard_v1_tenant_proto_enumTypes[6].Descriptor()
 }
 
 func (Role) Type() protoreflect.EnumType {
-	return &file_trainyard_v1_tenant_proto_enumTypes[3]
+	return &file_trainyard_v1_tenant_proto_enumTypes[6]
 }
 
 func (x Role) Number() protoreflect.EnumNumber {
@@ -240,7 +402,7 @@ func (x Role) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Role.Descriptor instead.
 func (Role) EnumDescriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{3}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{6}
 }
 
 // A team with its own Kubernetes namespace, quota, members and secrets.
@@ -270,7 +432,14 @@ type Tenant struct {
 	// What the tenant's admitted jobs that have not finished request now,
 	// in the quota's units and as the quota counts it. Set by GetTenant;
 	// omitted in lists. Output only.
-	Usage         *Quota `protobuf:"bytes,12,opt,name=usage,proto3" json:"usage,omitempty"`
+	Usage *Quota `protobuf:"bytes,12,opt,name=usage,proto3" json:"usage,omitempty"`
+	// How the tenant shares quota with the other tenants of its cohort, and
+	// its GPU-hour budget. Unset: its quota is a wall. Set by platform
+	// admins.
+	Sharing *Sharing `protobuf:"bytes,13,opt,name=sharing,proto3" json:"sharing,omitempty"`
+	// The tenant's usage history and budget as the scheduler counts them.
+	// Set by GetTenant; omitted in lists. Output only.
+	SharingStatus *SharingStatus `protobuf:"bytes,14,opt,name=sharing_status,json=sharingStatus,proto3" json:"sharing_status,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -389,6 +558,286 @@ func (x *Tenant) GetUsage() *Quota {
 	return nil
 }
 
+func (x *Tenant) GetSharing() *Sharing {
+	if x != nil {
+		return x.Sharing
+	}
+	return nil
+}
+
+func (x *Tenant) GetSharingStatus() *SharingStatus {
+	if x != nil {
+		return x.SharingStatus
+	}
+	return nil
+}
+
+// How a tenant shares quota within its cohort (Kueue's cohorts, with
+// fair share that remembers and GPU-hour budgets beside).
+type Sharing struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The cohort, a DNS-1123 label. With one, quota is the tenant's nominal
+	// (guaranteed) share: it may borrow what the cohort's other tenants
+	// leave unused, and lends its own unused nominal quota.
+	Cohort string `protobuf:"bytes,1,opt,name=cohort,proto3" json:"cohort,omitempty"`
+	// The most the tenant may use above its nominal quota. Unset: the
+	// cohort's whole unused pool; an unset field: no limit on that resource.
+	BorrowingLimit *Quota `protobuf:"bytes,2,opt,name=borrowing_limit,json=borrowingLimit,proto3" json:"borrowing_limit,omitempty"`
+	// The most of its unused nominal quota others may borrow; nominal minus
+	// this stays protected for the tenant. Unset: all of it; an unset
+	// field: no limit on that resource.
+	LendingLimit *Quota `protobuf:"bytes,3,opt,name=lending_limit,json=lendingLimit,proto3" json:"lending_limit,omitempty"`
+	// Divides the tenant's share in fair sharing: weight 2 borrows twice as
+	// much before it yields. 0 means 1; at most 1000.
+	Weight float64 `protobuf:"fixed64,4,opt,name=weight,proto3" json:"weight,omitempty"`
+	// Which borrowers the tenant may preempt to get its nominal quota back.
+	// Defaults to ANY.
+	ReclaimPolicy ReclaimPolicy `protobuf:"varint,5,opt,name=reclaim_policy,json=reclaimPolicy,proto3,enum=trainyard.v1.ReclaimPolicy" json:"reclaim_policy,omitempty"`
+	// Lets the tenant's borrowing jobs preempt borrowed jobs of tenants
+	// whose weighted share stays at least its own. Off by default.
+	FairSharePreemption bool `protobuf:"varint,6,opt,name=fair_share_preemption,json=fairSharePreemption,proto3" json:"fair_share_preemption,omitempty"`
+	// Fair share that remembers: the tenant's share counts its usage
+	// decayed with this half-life, e.g. 86400. 0: no history.
+	UsageHalfLifeSeconds int64 `protobuf:"varint,7,opt,name=usage_half_life_seconds,json=usageHalfLifeSeconds,proto3" json:"usage_half_life_seconds,omitempty"`
+	// A budget of GPU-hours per period. Unset: none.
+	Budget *Budget `protobuf:"bytes,8,opt,name=budget,proto3" json:"budget,omitempty"`
+	// Nominal GPUs per GPU model (the node label nvidia.com/gpu.product),
+	// e.g. {"A100": 8, "H100": 8}.
+	GpuTypes      map[string]int64 `protobuf:"bytes,9,rep,name=gpu_types,json=gpuTypes,proto3" json:"gpu_types,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Sharing) Reset() {
+	*x = Sharing{}
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Sharing) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Sharing) ProtoMessage() {}
+
+func (x *Sharing) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Sharing.ProtoReflect.Descriptor instead.
+func (*Sharing) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Sharing) GetCohort() string {
+	if x != nil {
+		return x.Cohort
+	}
+	return ""
+}
+
+func (x *Sharing) GetBorrowingLimit() *Quota {
+	if x != nil {
+		return x.BorrowingLimit
+	}
+	return nil
+}
+
+func (x *Sharing) GetLendingLimit() *Quota {
+	if x != nil {
+		return x.LendingLimit
+	}
+	return nil
+}
+
+func (x *Sharing) GetWeight() float64 {
+	if x != nil {
+		return x.Weight
+	}
+	return 0
+}
+
+func (x *Sharing) GetReclaimPolicy() ReclaimPolicy {
+	if x != nil {
+		return x.ReclaimPolicy
+	}
+	return ReclaimPolicy_RECLAIM_POLICY_UNSPECIFIED
+}
+
+func (x *Sharing) GetFairSharePreemption() bool {
+	if x != nil {
+		return x.FairSharePreemption
+	}
+	return false
+}
+
+func (x *Sharing) GetUsageHalfLifeSeconds() int64 {
+	if x != nil {
+		return x.UsageHalfLifeSeconds
+	}
+	return 0
+}
+
+func (x *Sharing) GetBudget() *Budget {
+	if x != nil {
+		return x.Budget
+	}
+	return nil
+}
+
+func (x *Sharing) GetGpuTypes() map[string]int64 {
+	if x != nil {
+		return x.GpuTypes
+	}
+	return nil
+}
+
+// A tenant's GPU-hour budget: GPUs times time, from admission to end.
+type Budget struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// GPU-hours per period; more than 0.
+	GpuHours float64 `protobuf:"fixed64,1,opt,name=gpu_hours,json=gpuHours,proto3" json:"gpu_hours,omitempty"`
+	// Defaults to MONTH.
+	Period BudgetPeriod `protobuf:"varint,2,opt,name=period,proto3,enum=trainyard.v1.BudgetPeriod" json:"period,omitempty"`
+	// Defaults to WAIT.
+	OverBudget    OverBudgetPolicy `protobuf:"varint,3,opt,name=over_budget,json=overBudget,proto3,enum=trainyard.v1.OverBudgetPolicy" json:"over_budget,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Budget) Reset() {
+	*x = Budget{}
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Budget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Budget) ProtoMessage() {}
+
+func (x *Budget) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Budget.ProtoReflect.Descriptor instead.
+func (*Budget) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Budget) GetGpuHours() float64 {
+	if x != nil {
+		return x.GpuHours
+	}
+	return 0
+}
+
+func (x *Budget) GetPeriod() BudgetPeriod {
+	if x != nil {
+		return x.Period
+	}
+	return BudgetPeriod_BUDGET_PERIOD_UNSPECIFIED
+}
+
+func (x *Budget) GetOverBudget() OverBudgetPolicy {
+	if x != nil {
+		return x.OverBudget
+	}
+	return OverBudgetPolicy_OVER_BUDGET_POLICY_UNSPECIFIED
+}
+
+// A tenant's usage history and budget as the scheduler counts them.
+type SharingStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Decayed average usage (the half-life's), in the quota's units.
+	DecayedUsage *Quota `protobuf:"bytes,1,opt,name=decayed_usage,json=decayedUsage,proto3" json:"decayed_usage,omitempty"`
+	// GPU-hours used in the budget's current period.
+	BudgetUsedGpuHours float64 `protobuf:"fixed64,2,opt,name=budget_used_gpu_hours,json=budgetUsedGpuHours,proto3" json:"budget_used_gpu_hours,omitempty"`
+	// GPU-hours left in the period (never below 0).
+	BudgetRemainingGpuHours float64 `protobuf:"fixed64,3,opt,name=budget_remaining_gpu_hours,json=budgetRemainingGpuHours,proto3" json:"budget_remaining_gpu_hours,omitempty"`
+	// When the period resets (the budget frees again).
+	BudgetResetTime *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=budget_reset_time,json=budgetResetTime,proto3" json:"budget_reset_time,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *SharingStatus) Reset() {
+	*x = SharingStatus{}
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SharingStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SharingStatus) ProtoMessage() {}
+
+func (x *SharingStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SharingStatus.ProtoReflect.Descriptor instead.
+func (*SharingStatus) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *SharingStatus) GetDecayedUsage() *Quota {
+	if x != nil {
+		return x.DecayedUsage
+	}
+	return nil
+}
+
+func (x *SharingStatus) GetBudgetUsedGpuHours() float64 {
+	if x != nil {
+		return x.BudgetUsedGpuHours
+	}
+	return 0
+}
+
+func (x *SharingStatus) GetBudgetRemainingGpuHours() float64 {
+	if x != nil {
+		return x.BudgetRemainingGpuHours
+	}
+	return 0
+}
+
+func (x *SharingStatus) GetBudgetResetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.BudgetResetTime
+	}
+	return nil
+}
+
 // How the scheduler treats a tenant's queue.
 type Scheduling struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -402,7 +851,7 @@ type Scheduling struct {
 
 func (x *Scheduling) Reset() {
 	*x = Scheduling{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[1]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -414,7 +863,7 @@ func (x *Scheduling) String() string {
 func (*Scheduling) ProtoMessage() {}
 
 func (x *Scheduling) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[1]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -427,7 +876,7 @@ func (x *Scheduling) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Scheduling.ProtoReflect.Descriptor instead.
 func (*Scheduling) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{1}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Scheduling) GetPreemptionPolicy() PreemptionPolicy {
@@ -459,7 +908,7 @@ type Quota struct {
 
 func (x *Quota) Reset() {
 	*x = Quota{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[2]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -471,7 +920,7 @@ func (x *Quota) String() string {
 func (*Quota) ProtoMessage() {}
 
 func (x *Quota) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[2]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -484,7 +933,7 @@ func (x *Quota) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Quota.ProtoReflect.Descriptor instead.
 func (*Quota) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{2}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Quota) GetGpu() int32 {
@@ -530,7 +979,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[3]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -542,7 +991,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[3]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -555,7 +1004,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{3}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Member) GetPrincipal() isMember_Principal {
@@ -625,7 +1074,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[4]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -637,7 +1086,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[4]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -650,7 +1099,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{4}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Secret) GetName() string {
@@ -699,7 +1148,7 @@ type CreateTenantRequest struct {
 
 func (x *CreateTenantRequest) Reset() {
 	*x = CreateTenantRequest{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[5]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -711,7 +1160,7 @@ func (x *CreateTenantRequest) String() string {
 func (*CreateTenantRequest) ProtoMessage() {}
 
 func (x *CreateTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[5]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -724,7 +1173,7 @@ func (x *CreateTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTenantRequest.ProtoReflect.Descriptor instead.
 func (*CreateTenantRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{5}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CreateTenantRequest) GetTenant() *Tenant {
@@ -750,7 +1199,7 @@ type GetTenantRequest struct {
 
 func (x *GetTenantRequest) Reset() {
 	*x = GetTenantRequest{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[6]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -762,7 +1211,7 @@ func (x *GetTenantRequest) String() string {
 func (*GetTenantRequest) ProtoMessage() {}
 
 func (x *GetTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[6]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -775,7 +1224,7 @@ func (x *GetTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTenantRequest.ProtoReflect.Descriptor instead.
 func (*GetTenantRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{6}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetTenantRequest) GetName() string {
@@ -795,7 +1244,7 @@ type ListTenantsRequest struct {
 
 func (x *ListTenantsRequest) Reset() {
 	*x = ListTenantsRequest{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[7]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -807,7 +1256,7 @@ func (x *ListTenantsRequest) String() string {
 func (*ListTenantsRequest) ProtoMessage() {}
 
 func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[7]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -820,7 +1269,7 @@ func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsRequest.ProtoReflect.Descriptor instead.
 func (*ListTenantsRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{7}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListTenantsRequest) GetPageSize() int32 {
@@ -847,7 +1296,7 @@ type ListTenantsResponse struct {
 
 func (x *ListTenantsResponse) Reset() {
 	*x = ListTenantsResponse{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[8]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -859,7 +1308,7 @@ func (x *ListTenantsResponse) String() string {
 func (*ListTenantsResponse) ProtoMessage() {}
 
 func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[8]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -872,7 +1321,7 @@ func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsResponse.ProtoReflect.Descriptor instead.
 func (*ListTenantsResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{8}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListTenantsResponse) GetTenants() []*Tenant {
@@ -906,7 +1355,7 @@ type UpdateTenantRequest struct {
 
 func (x *UpdateTenantRequest) Reset() {
 	*x = UpdateTenantRequest{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[9]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -918,7 +1367,7 @@ func (x *UpdateTenantRequest) String() string {
 func (*UpdateTenantRequest) ProtoMessage() {}
 
 func (x *UpdateTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[9]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -931,7 +1380,7 @@ func (x *UpdateTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTenantRequest.ProtoReflect.Descriptor instead.
 func (*UpdateTenantRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{9}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *UpdateTenantRequest) GetTenant() *Tenant {
@@ -957,7 +1406,7 @@ type DeleteTenantRequest struct {
 
 func (x *DeleteTenantRequest) Reset() {
 	*x = DeleteTenantRequest{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[10]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -969,7 +1418,7 @@ func (x *DeleteTenantRequest) String() string {
 func (*DeleteTenantRequest) ProtoMessage() {}
 
 func (x *DeleteTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[10]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -982,7 +1431,7 @@ func (x *DeleteTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTenantRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTenantRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{10}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DeleteTenantRequest) GetName() string {
@@ -1001,7 +1450,7 @@ type PutSecretRequest struct {
 
 func (x *PutSecretRequest) Reset() {
 	*x = PutSecretRequest{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[11]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1013,7 +1462,7 @@ func (x *PutSecretRequest) String() string {
 func (*PutSecretRequest) ProtoMessage() {}
 
 func (x *PutSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[11]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1026,7 +1475,7 @@ func (x *PutSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutSecretRequest.ProtoReflect.Descriptor instead.
 func (*PutSecretRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{11}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PutSecretRequest) GetSecret() *Secret {
@@ -1045,7 +1494,7 @@ type ListSecretsRequest struct {
 
 func (x *ListSecretsRequest) Reset() {
 	*x = ListSecretsRequest{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[12]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1057,7 +1506,7 @@ func (x *ListSecretsRequest) String() string {
 func (*ListSecretsRequest) ProtoMessage() {}
 
 func (x *ListSecretsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[12]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1070,7 +1519,7 @@ func (x *ListSecretsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSecretsRequest.ProtoReflect.Descriptor instead.
 func (*ListSecretsRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{12}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListSecretsRequest) GetParent() string {
@@ -1089,7 +1538,7 @@ type ListSecretsResponse struct {
 
 func (x *ListSecretsResponse) Reset() {
 	*x = ListSecretsResponse{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[13]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1101,7 +1550,7 @@ func (x *ListSecretsResponse) String() string {
 func (*ListSecretsResponse) ProtoMessage() {}
 
 func (x *ListSecretsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[13]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1114,7 +1563,7 @@ func (x *ListSecretsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSecretsResponse.ProtoReflect.Descriptor instead.
 func (*ListSecretsResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{13}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListSecretsResponse) GetSecrets() []*Secret {
@@ -1133,7 +1582,7 @@ type DeleteSecretRequest struct {
 
 func (x *DeleteSecretRequest) Reset() {
 	*x = DeleteSecretRequest{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[14]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1145,7 +1594,7 @@ func (x *DeleteSecretRequest) String() string {
 func (*DeleteSecretRequest) ProtoMessage() {}
 
 func (x *DeleteSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[14]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1158,7 +1607,7 @@ func (x *DeleteSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSecretRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSecretRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{14}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DeleteSecretRequest) GetName() string {
@@ -1176,7 +1625,7 @@ type DeleteSecretResponse struct {
 
 func (x *DeleteSecretResponse) Reset() {
 	*x = DeleteSecretResponse{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[15]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1188,7 +1637,7 @@ func (x *DeleteSecretResponse) String() string {
 func (*DeleteSecretResponse) ProtoMessage() {}
 
 func (x *DeleteSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[15]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1201,14 +1650,14 @@ func (x *DeleteSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSecretResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSecretResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{15}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{18}
 }
 
 var File_trainyard_v1_tenant_proto protoreflect.FileDescriptor
 
 const file_trainyard_v1_tenant_proto_rawDesc = "" +
 	"\n" +
-	"\x19trainyard/v1/tenant.proto\x12\ftrainyard.v1\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\x93\x05\n" +
+	"\x19trainyard/v1/tenant.proto\x12\ftrainyard.v1\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\x8f\x06\n" +
 	"\x06Tenant\x12\x19\n" +
 	"\x04name\x18\x01 \x01(\tB\x05\x92A\x02@\x01R\x04name\x12!\n" +
 	"\fdisplay_name\x18\x02 \x01(\tR\vdisplayName\x128\n" +
@@ -1226,10 +1675,35 @@ const file_trainyard_v1_tenant_proto_rawDesc = "" +
 	"\n" +
 	"scheduling\x18\v \x01(\v2\x18.trainyard.v1.SchedulingR\n" +
 	"scheduling\x120\n" +
-	"\x05usage\x18\f \x01(\v2\x13.trainyard.v1.QuotaB\x05\x92A\x02@\x01R\x05usage\x1a9\n" +
+	"\x05usage\x18\f \x01(\v2\x13.trainyard.v1.QuotaB\x05\x92A\x02@\x01R\x05usage\x12/\n" +
+	"\asharing\x18\r \x01(\v2\x15.trainyard.v1.SharingR\asharing\x12I\n" +
+	"\x0esharing_status\x18\x0e \x01(\v2\x1b.trainyard.v1.SharingStatusB\x05\x92A\x02@\x01R\rsharingStatus\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa6\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8d\x04\n" +
+	"\aSharing\x12\x16\n" +
+	"\x06cohort\x18\x01 \x01(\tR\x06cohort\x12<\n" +
+	"\x0fborrowing_limit\x18\x02 \x01(\v2\x13.trainyard.v1.QuotaR\x0eborrowingLimit\x128\n" +
+	"\rlending_limit\x18\x03 \x01(\v2\x13.trainyard.v1.QuotaR\flendingLimit\x12\x16\n" +
+	"\x06weight\x18\x04 \x01(\x01R\x06weight\x12B\n" +
+	"\x0ereclaim_policy\x18\x05 \x01(\x0e2\x1b.trainyard.v1.ReclaimPolicyR\rreclaimPolicy\x122\n" +
+	"\x15fair_share_preemption\x18\x06 \x01(\bR\x13fairSharePreemption\x125\n" +
+	"\x17usage_half_life_seconds\x18\a \x01(\x03R\x14usageHalfLifeSeconds\x12,\n" +
+	"\x06budget\x18\b \x01(\v2\x14.trainyard.v1.BudgetR\x06budget\x12@\n" +
+	"\tgpu_types\x18\t \x03(\v2#.trainyard.v1.Sharing.GpuTypesEntryR\bgpuTypes\x1a;\n" +
+	"\rGpuTypesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x9a\x01\n" +
+	"\x06Budget\x12\x1b\n" +
+	"\tgpu_hours\x18\x01 \x01(\x01R\bgpuHours\x122\n" +
+	"\x06period\x18\x02 \x01(\x0e2\x1a.trainyard.v1.BudgetPeriodR\x06period\x12?\n" +
+	"\vover_budget\x18\x03 \x01(\x0e2\x1e.trainyard.v1.OverBudgetPolicyR\n" +
+	"overBudget\"\x81\x02\n" +
+	"\rSharingStatus\x128\n" +
+	"\rdecayed_usage\x18\x01 \x01(\v2\x13.trainyard.v1.QuotaR\fdecayedUsage\x121\n" +
+	"\x15budget_used_gpu_hours\x18\x02 \x01(\x01R\x12budgetUsedGpuHours\x12;\n" +
+	"\x1abudget_remaining_gpu_hours\x18\x03 \x01(\x01R\x17budgetRemainingGpuHours\x12F\n" +
+	"\x11budget_reset_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x0fbudgetResetTime\"\xa6\x01\n" +
 	"\n" +
 	"Scheduling\x12K\n" +
 	"\x11preemption_policy\x18\x01 \x01(\x0e2\x1e.trainyard.v1.PreemptionPolicyR\x10preemptionPolicy\x12K\n" +
@@ -1281,7 +1755,20 @@ const file_trainyard_v1_tenant_proto_rawDesc = "" +
 	"\asecrets\x18\x01 \x03(\v2\x14.trainyard.v1.SecretR\asecrets\")\n" +
 	"\x13DeleteSecretRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x16\n" +
-	"\x14DeleteSecretResponse*x\n" +
+	"\x14DeleteSecretResponse*\x84\x01\n" +
+	"\rReclaimPolicy\x12\x1e\n" +
+	"\x1aRECLAIM_POLICY_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12RECLAIM_POLICY_ANY\x10\x01\x12!\n" +
+	"\x1dRECLAIM_POLICY_LOWER_PRIORITY\x10\x02\x12\x18\n" +
+	"\x14RECLAIM_POLICY_NEVER\x10\x03*e\n" +
+	"\fBudgetPeriod\x12\x1d\n" +
+	"\x19BUDGET_PERIOD_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13BUDGET_PERIOD_MONTH\x10\x01\x12\x1d\n" +
+	"\x19BUDGET_PERIOD_ROLLING_30D\x10\x02*w\n" +
+	"\x10OverBudgetPolicy\x12\"\n" +
+	"\x1eOVER_BUDGET_POLICY_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17OVER_BUDGET_POLICY_WAIT\x10\x01\x12\"\n" +
+	"\x1eOVER_BUDGET_POLICY_BORROW_ONLY\x10\x02*x\n" +
 	"\x10PreemptionPolicy\x12!\n" +
 	"\x1dPREEMPTION_POLICY_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17PREEMPTION_POLICY_NEVER\x10\x01\x12$\n" +
@@ -1323,76 +1810,94 @@ func file_trainyard_v1_tenant_proto_rawDescGZIP() []byte {
 	return file_trainyard_v1_tenant_proto_rawDescData
 }
 
-var file_trainyard_v1_tenant_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_trainyard_v1_tenant_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_trainyard_v1_tenant_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
+var file_trainyard_v1_tenant_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_trainyard_v1_tenant_proto_goTypes = []any{
-	(PreemptionPolicy)(0),         // 0: trainyard.v1.PreemptionPolicy
-	(QueueingStrategy)(0),         // 1: trainyard.v1.QueueingStrategy
-	(TenantState)(0),              // 2: trainyard.v1.TenantState
-	(Role)(0),                     // 3: trainyard.v1.Role
-	(*Tenant)(nil),                // 4: trainyard.v1.Tenant
-	(*Scheduling)(nil),            // 5: trainyard.v1.Scheduling
-	(*Quota)(nil),                 // 6: trainyard.v1.Quota
-	(*Member)(nil),                // 7: trainyard.v1.Member
-	(*Secret)(nil),                // 8: trainyard.v1.Secret
-	(*CreateTenantRequest)(nil),   // 9: trainyard.v1.CreateTenantRequest
-	(*GetTenantRequest)(nil),      // 10: trainyard.v1.GetTenantRequest
-	(*ListTenantsRequest)(nil),    // 11: trainyard.v1.ListTenantsRequest
-	(*ListTenantsResponse)(nil),   // 12: trainyard.v1.ListTenantsResponse
-	(*UpdateTenantRequest)(nil),   // 13: trainyard.v1.UpdateTenantRequest
-	(*DeleteTenantRequest)(nil),   // 14: trainyard.v1.DeleteTenantRequest
-	(*PutSecretRequest)(nil),      // 15: trainyard.v1.PutSecretRequest
-	(*ListSecretsRequest)(nil),    // 16: trainyard.v1.ListSecretsRequest
-	(*ListSecretsResponse)(nil),   // 17: trainyard.v1.ListSecretsResponse
-	(*DeleteSecretRequest)(nil),   // 18: trainyard.v1.DeleteSecretRequest
-	(*DeleteSecretResponse)(nil),  // 19: trainyard.v1.DeleteSecretResponse
-	nil,                           // 20: trainyard.v1.Tenant.LabelsEntry
-	nil,                           // 21: trainyard.v1.Secret.DataEntry
-	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
-	(*fieldmaskpb.FieldMask)(nil), // 23: google.protobuf.FieldMask
+	(ReclaimPolicy)(0),            // 0: trainyard.v1.ReclaimPolicy
+	(BudgetPeriod)(0),             // 1: trainyard.v1.BudgetPeriod
+	(OverBudgetPolicy)(0),         // 2: trainyard.v1.OverBudgetPolicy
+	(PreemptionPolicy)(0),         // 3: trainyard.v1.PreemptionPolicy
+	(QueueingStrategy)(0),         // 4: trainyard.v1.QueueingStrategy
+	(TenantState)(0),              // 5: trainyard.v1.TenantState
+	(Role)(0),                     // 6: trainyard.v1.Role
+	(*Tenant)(nil),                // 7: trainyard.v1.Tenant
+	(*Sharing)(nil),               // 8: trainyard.v1.Sharing
+	(*Budget)(nil),                // 9: trainyard.v1.Budget
+	(*SharingStatus)(nil),         // 10: trainyard.v1.SharingStatus
+	(*Scheduling)(nil),            // 11: trainyard.v1.Scheduling
+	(*Quota)(nil),                 // 12: trainyard.v1.Quota
+	(*Member)(nil),                // 13: trainyard.v1.Member
+	(*Secret)(nil),                // 14: trainyard.v1.Secret
+	(*CreateTenantRequest)(nil),   // 15: trainyard.v1.CreateTenantRequest
+	(*GetTenantRequest)(nil),      // 16: trainyard.v1.GetTenantRequest
+	(*ListTenantsRequest)(nil),    // 17: trainyard.v1.ListTenantsRequest
+	(*ListTenantsResponse)(nil),   // 18: trainyard.v1.ListTenantsResponse
+	(*UpdateTenantRequest)(nil),   // 19: trainyard.v1.UpdateTenantRequest
+	(*DeleteTenantRequest)(nil),   // 20: trainyard.v1.DeleteTenantRequest
+	(*PutSecretRequest)(nil),      // 21: trainyard.v1.PutSecretRequest
+	(*ListSecretsRequest)(nil),    // 22: trainyard.v1.ListSecretsRequest
+	(*ListSecretsResponse)(nil),   // 23: trainyard.v1.ListSecretsResponse
+	(*DeleteSecretRequest)(nil),   // 24: trainyard.v1.DeleteSecretRequest
+	(*DeleteSecretResponse)(nil),  // 25: trainyard.v1.DeleteSecretResponse
+	nil,                           // 26: trainyard.v1.Tenant.LabelsEntry
+	nil,                           // 27: trainyard.v1.Sharing.GpuTypesEntry
+	nil,                           // 28: trainyard.v1.Secret.DataEntry
+	(*timestamppb.Timestamp)(nil), // 29: google.protobuf.Timestamp
+	(*fieldmaskpb.FieldMask)(nil), // 30: google.protobuf.FieldMask
 }
 var file_trainyard_v1_tenant_proto_depIdxs = []int32{
-	20, // 0: trainyard.v1.Tenant.labels:type_name -> trainyard.v1.Tenant.LabelsEntry
-	6,  // 1: trainyard.v1.Tenant.quota:type_name -> trainyard.v1.Quota
-	7,  // 2: trainyard.v1.Tenant.members:type_name -> trainyard.v1.Member
-	2,  // 3: trainyard.v1.Tenant.state:type_name -> trainyard.v1.TenantState
-	22, // 4: trainyard.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
-	22, // 5: trainyard.v1.Tenant.update_time:type_name -> google.protobuf.Timestamp
-	5,  // 6: trainyard.v1.Tenant.scheduling:type_name -> trainyard.v1.Scheduling
-	6,  // 7: trainyard.v1.Tenant.usage:type_name -> trainyard.v1.Quota
-	0,  // 8: trainyard.v1.Scheduling.preemption_policy:type_name -> trainyard.v1.PreemptionPolicy
-	1,  // 9: trainyard.v1.Scheduling.queueing_strategy:type_name -> trainyard.v1.QueueingStrategy
-	3,  // 10: trainyard.v1.Member.role:type_name -> trainyard.v1.Role
-	21, // 11: trainyard.v1.Secret.data:type_name -> trainyard.v1.Secret.DataEntry
-	22, // 12: trainyard.v1.Secret.create_time:type_name -> google.protobuf.Timestamp
-	22, // 13: trainyard.v1.Secret.update_time:type_name -> google.protobuf.Timestamp
-	4,  // 14: trainyard.v1.CreateTenantRequest.tenant:type_name -> trainyard.v1.Tenant
-	4,  // 15: trainyard.v1.ListTenantsResponse.tenants:type_name -> trainyard.v1.Tenant
-	4,  // 16: trainyard.v1.UpdateTenantRequest.tenant:type_name -> trainyard.v1.Tenant
-	23, // 17: trainyard.v1.UpdateTenantRequest.update_mask:type_name -> google.protobuf.FieldMask
-	8,  // 18: trainyard.v1.PutSecretRequest.secret:type_name -> trainyard.v1.Secret
-	8,  // 19: trainyard.v1.ListSecretsResponse.secrets:type_name -> trainyard.v1.Secret
-	9,  // 20: trainyard.v1.TenantService.CreateTenant:input_type -> trainyard.v1.CreateTenantRequest
-	10, // 21: trainyard.v1.TenantService.GetTenant:input_type -> trainyard.v1.GetTenantRequest
-	11, // 22: trainyard.v1.TenantService.ListTenants:input_type -> trainyard.v1.ListTenantsRequest
-	13, // 23: trainyard.v1.TenantService.UpdateTenant:input_type -> trainyard.v1.UpdateTenantRequest
-	14, // 24: trainyard.v1.TenantService.DeleteTenant:input_type -> trainyard.v1.DeleteTenantRequest
-	15, // 25: trainyard.v1.TenantService.PutSecret:input_type -> trainyard.v1.PutSecretRequest
-	16, // 26: trainyard.v1.TenantService.ListSecrets:input_type -> trainyard.v1.ListSecretsRequest
-	18, // 27: trainyard.v1.TenantService.DeleteSecret:input_type -> trainyard.v1.DeleteSecretRequest
-	4,  // 28: trainyard.v1.TenantService.CreateTenant:output_type -> trainyard.v1.Tenant
-	4,  // 29: trainyard.v1.TenantService.GetTenant:output_type -> trainyard.v1.Tenant
-	12, // 30: trainyard.v1.TenantService.ListTenants:output_type -> trainyard.v1.ListTenantsResponse
-	4,  // 31: trainyard.v1.TenantService.UpdateTenant:output_type -> trainyard.v1.Tenant
-	4,  // 32: trainyard.v1.TenantService.DeleteTenant:output_type -> trainyard.v1.Tenant
-	8,  // 33: trainyard.v1.TenantService.PutSecret:output_type -> trainyard.v1.Secret
-	17, // 34: trainyard.v1.TenantService.ListSecrets:output_type -> trainyard.v1.ListSecretsResponse
-	19, // 35: trainyard.v1.TenantService.DeleteSecret:output_type -> trainyard.v1.DeleteSecretResponse
-	28, // [28:36] is the sub-list for method output_type
-	20, // [20:28] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	26, // 0: trainyard.v1.Tenant.labels:type_name -> trainyard.v1.Tenant.LabelsEntry
+	12, // 1: trainyard.v1.Tenant.quota:type_name -> trainyard.v1.Quota
+	13, // 2: trainyard.v1.Tenant.members:type_name -> trainyard.v1.Member
+	5,  // 3: trainyard.v1.Tenant.state:type_name -> trainyard.v1.TenantState
+	29, // 4: trainyard.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
+	29, // 5: trainyard.v1.Tenant.update_time:type_name -> google.protobuf.Timestamp
+	11, // 6: trainyard.v1.Tenant.scheduling:type_name -> trainyard.v1.Scheduling
+	12, // 7: trainyard.v1.Tenant.usage:type_name -> trainyard.v1.Quota
+	8,  // 8: trainyard.v1.Tenant.sharing:type_name -> trainyard.v1.Sharing
+	10, // 9: trainyard.v1.Tenant.sharing_status:type_name -> trainyard.v1.SharingStatus
+	12, // 10: trainyard.v1.Sharing.borrowing_limit:type_name -> trainyard.v1.Quota
+	12, // 11: trainyard.v1.Sharing.lending_limit:type_name -> trainyard.v1.Quota
+	0,  // 12: trainyard.v1.Sharing.reclaim_policy:type_name -> trainyard.v1.ReclaimPolicy
+	9,  // 13: trainyard.v1.Sharing.budget:type_name -> trainyard.v1.Budget
+	27, // 14: trainyard.v1.Sharing.gpu_types:type_name -> trainyard.v1.Sharing.GpuTypesEntry
+	1,  // 15: trainyard.v1.Budget.period:type_name -> trainyard.v1.BudgetPeriod
+	2,  // 16: trainyard.v1.Budget.over_budget:type_name -> trainyard.v1.OverBudgetPolicy
+	12, // 17: trainyard.v1.SharingStatus.decayed_usage:type_name -> trainyard.v1.Quota
+	29, // 18: trainyard.v1.SharingStatus.budget_reset_time:type_name -> google.protobuf.Timestamp
+	3,  // 19: trainyard.v1.Scheduling.preemption_policy:type_name -> trainyard.v1.PreemptionPolicy
+	4,  // 20: trainyard.v1.Scheduling.queueing_strategy:type_name -> trainyard.v1.QueueingStrategy
+	6,  // 21: trainyard.v1.Member.role:type_name -> trainyard.v1.Role
+	28, // 22: trainyard.v1.Secret.data:type_name -> trainyard.v1.Secret.DataEntry
+	29, // 23: trainyard.v1.Secret.create_time:type_name -> google.protobuf.Timestamp
+	29, // 24: trainyard.v1.Secret.update_time:type_name -> google.protobuf.Timestamp
+	7,  // 25: trainyard.v1.CreateTenantRequest.tenant:type_name -> trainyard.v1.Tenant
+	7,  // 26: trainyard.v1.ListTenantsResponse.tenants:type_name -> trainyard.v1.Tenant
+	7,  // 27: trainyard.v1.UpdateTenantRequest.tenant:type_name -> trainyard.v1.Tenant
+	30, // 28: trainyard.v1.UpdateTenantRequest.update_mask:type_name -> google.protobuf.FieldMask
+	14, // 29: trainyard.v1.PutSecretRequest.secret:type_name -> trainyard.v1.Secret
+	14, // 30: trainyard.v1.ListSecretsResponse.secrets:type_name -> trainyard.v1.Secret
+	15, // 31: trainyard.v1.TenantService.CreateTenant:input_type -> trainyard.v1.CreateTenantRequest
+	16, // 32: trainyard.v1.TenantService.GetTenant:input_type -> trainyard.v1.GetTenantRequest
+	17, // 33: trainyard.v1.TenantService.ListTenants:input_type -> trainyard.v1.ListTenantsRequest
+	19, // 34: trainyard.v1.TenantService.UpdateTenant:input_type -> trainyard.v1.UpdateTenantRequest
+	20, // 35: trainyard.v1.TenantService.DeleteTenant:input_type -> trainyard.v1.DeleteTenantRequest
+	21, // 36: trainyard.v1.TenantService.PutSecret:input_type -> trainyard.v1.PutSecretRequest
+	22, // 37: trainyard.v1.TenantService.ListSecrets:input_type -> trainyard.v1.ListSecretsRequest
+	24, // 38: trainyard.v1.TenantService.DeleteSecret:input_type -> trainyard.v1.DeleteSecretRequest
+	7,  // 39: trainyard.v1.TenantService.CreateTenant:output_type -> trainyard.v1.Tenant
+	7,  // 40: trainyard.v1.TenantService.GetTenant:output_type -> trainyard.v1.Tenant
+	18, // 41: trainyard.v1.TenantService.ListTenants:output_type -> trainyard.v1.ListTenantsResponse
+	7,  // 42: trainyard.v1.TenantService.UpdateTenant:output_type -> trainyard.v1.Tenant
+	7,  // 43: trainyard.v1.TenantService.DeleteTenant:output_type -> trainyard.v1.Tenant
+	14, // 44: trainyard.v1.TenantService.PutSecret:output_type -> trainyard.v1.Secret
+	23, // 45: trainyard.v1.TenantService.ListSecrets:output_type -> trainyard.v1.ListSecretsResponse
+	25, // 46: trainyard.v1.TenantService.DeleteSecret:output_type -> trainyard.v1.DeleteSecretResponse
+	39, // [39:47] is the sub-list for method output_type
+	31, // [31:39] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_trainyard_v1_tenant_proto_init() }
@@ -1400,7 +1905,7 @@ func file_trainyard_v1_tenant_proto_init() {
 	if File_trainyard_v1_tenant_proto != nil {
 		return
 	}
-	file_trainyard_v1_tenant_proto_msgTypes[3].OneofWrappers = []any{
+	file_trainyard_v1_tenant_proto_msgTypes[6].OneofWrappers = []any{
 		(*Member_Subject)(nil),
 		(*Member_Group)(nil),
 	}
@@ -1409,8 +1914,8 @@ func file_trainyard_v1_tenant_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_trainyard_v1_tenant_proto_rawDesc), len(file_trainyard_v1_tenant_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   18,
+			NumEnums:      7,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -538,6 +538,25 @@ export interface components {
             /** @description The jobs, in the order of the requests. */
             jobs?: components["schemas"]["v1Job"][];
         };
+        /** @description A tenant's GPU-hour budget: GPUs times time, from admission to end. */
+        v1Budget: {
+            /**
+             * Format: double
+             * @description GPU-hours per period; more than 0.
+             */
+            gpuHours?: number;
+            overBudget?: components["schemas"]["v1OverBudgetPolicy"];
+            period?: components["schemas"]["v1BudgetPeriod"];
+        };
+        /**
+         * @description The period a budget counts over (UTC).
+         *
+         *      - BUDGET_PERIOD_MONTH: The calendar month.
+         *      - BUDGET_PERIOD_ROLLING_30D: The last 30 days.
+         * @default BUDGET_PERIOD_UNSPECIFIED
+         * @enum {string}
+         */
+        v1BudgetPeriod: "BUDGET_PERIOD_UNSPECIFIED" | "BUDGET_PERIOD_MONTH" | "BUDGET_PERIOD_ROLLING_30D";
         /** @description A PersistentVolumeClaim of the tenant's namespace mounted in every replica. */
         v1CheckpointVolume: {
             /** @description Name of an existing claim. */
@@ -691,6 +710,14 @@ export interface components {
         v1JobSpec: {
             checkpoint?: components["schemas"]["v1CheckpointVolume"];
             /**
+             * @description false keeps the job from being preempted, by its own tenant's
+             *     priorities or by another tenant's reclaim or fair share; it then runs
+             *     only inside its tenant's nominal quota (it never borrows). Default
+             *     true. A job asks for a GPU model with a node selector on
+             *     nvidia.com/gpu.product on its GPU replicas.
+             */
+            preemptible?: boolean;
+            /**
              * Format: int32
              * @description Higher runs first among a tenant's queued jobs, and, when the tenant's
              *     preemption policy is LOWER_PRIORITY, may preempt its running jobs of
@@ -734,6 +761,12 @@ export interface components {
              */
             completionTime?: string;
             conditions?: components["schemas"]["v1Condition"][];
+            /**
+             * @description The GPU model the scheduler counted the job against when it admitted
+             *     it (a job of any model, of a tenant with GPU quotas per model); its
+             *     GPU pods run on that model's nodes.
+             */
+            gpuType?: string;
             message?: string;
             queue?: components["schemas"]["v1QueueStatus"];
             /** @description A CamelCase word saying why the job is in its state, e.g. BackoffLimitExceeded. */
@@ -808,6 +841,16 @@ export interface components {
         v1NodeSelectorTerm: {
             matchExpressions?: components["schemas"]["v1NodeSelectorRequirement"][];
         };
+        /**
+         * @description What a tenant's GPU jobs do once its budget is used up.
+         *
+         *      - OVER_BUDGET_POLICY_WAIT: They wait with reason BUDGET until the period resets.
+         *      - OVER_BUDGET_POLICY_BORROW_ONLY: They run only on capacity borrowed in the cohort, first in line for
+         *     reclaim.
+         * @default OVER_BUDGET_POLICY_UNSPECIFIED
+         * @enum {string}
+         */
+        v1OverBudgetPolicy: "OVER_BUDGET_POLICY_UNSPECIFIED" | "OVER_BUDGET_POLICY_WAIT" | "OVER_BUDGET_POLICY_BORROW_ONLY";
         /**
          * @description Whether a pending job may preempt the tenant's own running jobs.
          *
@@ -904,6 +947,17 @@ export interface components {
             /** Format: int32 */
             pods?: number;
         };
+        /**
+         * @description Which borrowers a tenant may preempt to get its nominal quota back
+         *     (Kueue's reclaimWithinCohort).
+         *
+         *      - RECLAIM_POLICY_ANY: Any preemptible job of a tenant above its nominal quota.
+         *      - RECLAIM_POLICY_LOWER_PRIORITY: Only those of lower priority than the job that reclaims.
+         *      - RECLAIM_POLICY_NEVER: None: the tenant waits until borrowers end.
+         * @default RECLAIM_POLICY_UNSPECIFIED
+         * @enum {string}
+         */
+        v1ReclaimPolicy: "RECLAIM_POLICY_UNSPECIFIED" | "RECLAIM_POLICY_ANY" | "RECLAIM_POLICY_LOWER_PRIORITY" | "RECLAIM_POLICY_NEVER";
         /** @description How many replicas of one type are in each state. */
         v1ReplicaCounts: {
             /** Format: int32 */
@@ -1111,6 +1165,65 @@ export interface components {
             secret?: string;
         };
         /**
+         * @description How a tenant shares quota within its cohort (Kueue's cohorts, with
+         *     fair share that remembers and GPU-hour budgets beside).
+         */
+        v1Sharing: {
+            borrowingLimit?: components["schemas"]["v1Quota"];
+            budget?: components["schemas"]["v1Budget"];
+            /**
+             * @description The cohort, a DNS-1123 label. With one, quota is the tenant's nominal
+             *     (guaranteed) share: it may borrow what the cohort's other tenants
+             *     leave unused, and lends its own unused nominal quota.
+             */
+            cohort?: string;
+            /**
+             * @description Lets the tenant's borrowing jobs preempt borrowed jobs of tenants
+             *     whose weighted share stays at least its own. Off by default.
+             */
+            fairSharePreemption?: boolean;
+            /**
+             * @description Nominal GPUs per GPU model (the node label nvidia.com/gpu.product),
+             *     e.g. {"A100": 8, "H100": 8}.
+             */
+            gpuTypes?: {
+                [key: string]: string;
+            };
+            lendingLimit?: components["schemas"]["v1Quota"];
+            reclaimPolicy?: components["schemas"]["v1ReclaimPolicy"];
+            /**
+             * Format: int64
+             * @description Fair share that remembers: the tenant's share counts its usage
+             *     decayed with this half-life, e.g. 86400. 0: no history.
+             */
+            usageHalfLifeSeconds?: string;
+            /**
+             * Format: double
+             * @description Divides the tenant's share in fair sharing: weight 2 borrows twice as
+             *     much before it yields. 0 means 1; at most 1000.
+             */
+            weight?: number;
+        };
+        /** @description A tenant's usage history and budget as the scheduler counts them. */
+        v1SharingStatus: {
+            /**
+             * Format: double
+             * @description GPU-hours left in the period (never below 0).
+             */
+            budgetRemainingGpuHours?: number;
+            /**
+             * Format: date-time
+             * @description When the period resets (the budget frees again).
+             */
+            budgetResetTime?: string;
+            /**
+             * Format: double
+             * @description GPU-hours used in the budget's current period.
+             */
+            budgetUsedGpuHours?: number;
+            decayedUsage?: components["schemas"]["v1Quota"];
+        };
+        /**
          * @description When a job counts as succeeded.
          *
          *      - SUCCESS_POLICY_UNSPECIFIED: Defaults to CHIEF_OR_WORKER0.
@@ -1152,6 +1265,8 @@ export interface components {
             podReaderGroups?: string[];
             quota?: components["schemas"]["v1Quota"];
             scheduling?: components["schemas"]["v1Scheduling"];
+            sharing?: components["schemas"]["v1Sharing"];
+            sharingStatus?: components["schemas"]["v1SharingStatus"];
             state?: components["schemas"]["v1TenantState"];
             /**
              * Format: date-time
@@ -1215,10 +1330,12 @@ export interface components {
          *      - WAIT_REASON_ORDER: An earlier job of the same priority in the tenant's queue goes first.
          *      - WAIT_REASON_PREEMPTED: It was preempted and waits to run again.
          *      - WAIT_REASON_UNSCHEDULABLE: Its pods could not be placed (it backs off), or no node can ever hold them.
+         *      - WAIT_REASON_BUDGET: The tenant's GPU-hour budget for the period is used up; its estimated
+         *     start is the period's reset.
          * @default WAIT_REASON_UNSPECIFIED
          * @enum {string}
          */
-        v1WaitReason: "WAIT_REASON_UNSPECIFIED" | "WAIT_REASON_QUOTA" | "WAIT_REASON_CAPACITY" | "WAIT_REASON_PRIORITY" | "WAIT_REASON_ORDER" | "WAIT_REASON_PREEMPTED" | "WAIT_REASON_UNSCHEDULABLE";
+        v1WaitReason: "WAIT_REASON_UNSPECIFIED" | "WAIT_REASON_QUOTA" | "WAIT_REASON_CAPACITY" | "WAIT_REASON_PRIORITY" | "WAIT_REASON_ORDER" | "WAIT_REASON_PREEMPTED" | "WAIT_REASON_UNSCHEDULABLE" | "WAIT_REASON_BUDGET";
         v1WatchJobResponse: {
             /**
              * Format: int64
@@ -1444,6 +1561,8 @@ export interface operations {
                     podReaderGroups?: string[];
                     quota?: components["schemas"]["v1Quota"];
                     scheduling?: components["schemas"]["v1Scheduling"];
+                    sharing?: components["schemas"]["v1Sharing"];
+                    sharingStatus?: components["schemas"]["v1SharingStatus"];
                     state?: components["schemas"]["v1TenantState"];
                     /**
                      * Format: date-time

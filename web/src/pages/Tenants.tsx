@@ -82,6 +82,43 @@ export function TenantPage() {
           {shortEnum(t.scheduling?.queueingStrategy, "QUEUEING_STRATEGY_").toLowerCase().replace(/_/g, " ")}, preemption{" "}
           {shortEnum(t.scheduling?.preemptionPolicy, "PREEMPTION_POLICY_").toLowerCase().replace(/_/g, " ")}
         </dd>
+        {t.sharing?.cohort && (
+          <>
+            <dt>Cohort</dt>
+            <dd>
+              {t.sharing.cohort}: borrows {t.sharing.borrowingLimit?.gpu ? `up to ${t.sharing.borrowingLimit.gpu} GPUs` : "what the cohort leaves unused"},
+              lends {t.sharing.lendingLimit?.gpu ? `up to ${t.sharing.lendingLimit.gpu} GPUs` : "all its unused quota"}; weight {t.sharing.weight || 1}, reclaim{" "}
+              {shortEnum(t.sharing.reclaimPolicy, "RECLAIM_POLICY_").toLowerCase().replace(/_/g, " ") || "any"}
+              {t.sharing.fairSharePreemption ? ", fair-share preemption" : ""}
+            </dd>
+          </>
+        )}
+        {t.sharing?.gpuTypes && Object.keys(t.sharing.gpuTypes).length > 0 && (
+          <>
+            <dt>GPU types</dt>
+            <dd>{Object.entries(t.sharing.gpuTypes).sort().map(([m, n]) => `${m}: ${n}`).join(", ")}</dd>
+          </>
+        )}
+        {t.sharing?.budget && (
+          <>
+            <dt>GPU-hour budget</dt>
+            <dd>
+              {t.sharing.budget.gpuHours} per {t.sharing.budget.period === "BUDGET_PERIOD_ROLLING_30D" ? "rolling 30 days" : "month"}
+              {t.sharingStatus && (
+                <>
+                  : {(t.sharingStatus.budgetUsedGpuHours ?? 0).toFixed(1)} used, {(t.sharingStatus.budgetRemainingGpuHours ?? 0).toFixed(1)} remaining
+                  {t.sharingStatus.budgetResetTime && <>, resets <time dateTime={t.sharingStatus.budgetResetTime}>{localTime(t.sharingStatus.budgetResetTime)}</time></>}
+                </>
+              )}
+            </dd>
+          </>
+        )}
+        {t.sharingStatus?.decayedUsage && (
+          <>
+            <dt>Decayed usage</dt>
+            <dd>{t.sharingStatus.decayedUsage.gpu ?? 0} GPUs (half-life {Math.round(Number(t.sharing?.usageHalfLifeSeconds ?? 0) / 3600)} h)</dd>
+          </>
+        )}
         <dt>Created</dt><dd><time dateTime={t.createTime}>{localTime(t.createTime)}</time></dd>
       </dl>
 

@@ -46,6 +46,7 @@ RESTART_POLICY_UNSPECIFIED: RestartPolicy
 SUCCESS_POLICY_ALL_WORKERS: SuccessPolicy
 SUCCESS_POLICY_CHIEF_OR_WORKER0: SuccessPolicy
 SUCCESS_POLICY_UNSPECIFIED: SuccessPolicy
+WAIT_REASON_BUDGET: WaitReason
 WAIT_REASON_CAPACITY: WaitReason
 WAIT_REASON_ORDER: WaitReason
 WAIT_REASON_PREEMPTED: WaitReason
@@ -262,8 +263,9 @@ class JobEvent(_message.Message):
     def __init__(self, id: _Optional[int] = ..., job: _Optional[str] = ..., type: _Optional[str] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ["checkpoint", "priority", "replicas", "run_policy", "success_policy", "tensorboard", "termination_grace_period_seconds"]
+    __slots__ = ["checkpoint", "preemptible", "priority", "replicas", "run_policy", "success_policy", "tensorboard", "termination_grace_period_seconds"]
     CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTIBLE_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     REPLICAS_FIELD_NUMBER: _ClassVar[int]
     RUN_POLICY_FIELD_NUMBER: _ClassVar[int]
@@ -271,19 +273,21 @@ class JobSpec(_message.Message):
     TENSORBOARD_FIELD_NUMBER: _ClassVar[int]
     TERMINATION_GRACE_PERIOD_SECONDS_FIELD_NUMBER: _ClassVar[int]
     checkpoint: CheckpointVolume
+    preemptible: bool
     priority: int
     replicas: _containers.RepeatedCompositeFieldContainer[ReplicaSpec]
     run_policy: RunPolicy
     success_policy: SuccessPolicy
     tensorboard: TensorBoard
     termination_grace_period_seconds: int
-    def __init__(self, replicas: _Optional[_Iterable[_Union[ReplicaSpec, _Mapping]]] = ..., run_policy: _Optional[_Union[RunPolicy, _Mapping]] = ..., success_policy: _Optional[_Union[SuccessPolicy, str]] = ..., checkpoint: _Optional[_Union[CheckpointVolume, _Mapping]] = ..., tensorboard: _Optional[_Union[TensorBoard, _Mapping]] = ..., priority: _Optional[int] = ..., termination_grace_period_seconds: _Optional[int] = ...) -> None: ...
+    def __init__(self, replicas: _Optional[_Iterable[_Union[ReplicaSpec, _Mapping]]] = ..., run_policy: _Optional[_Union[RunPolicy, _Mapping]] = ..., success_policy: _Optional[_Union[SuccessPolicy, str]] = ..., checkpoint: _Optional[_Union[CheckpointVolume, _Mapping]] = ..., tensorboard: _Optional[_Union[TensorBoard, _Mapping]] = ..., priority: _Optional[int] = ..., termination_grace_period_seconds: _Optional[int] = ..., preemptible: bool = ...) -> None: ...
 
 class JobStatus(_message.Message):
-    __slots__ = ["cancel_requested", "completion_time", "conditions", "message", "queue", "reason", "replica_counts", "replicas", "requeues", "restarts", "start_time", "state"]
+    __slots__ = ["cancel_requested", "completion_time", "conditions", "gpu_type", "message", "queue", "reason", "replica_counts", "replicas", "requeues", "restarts", "start_time", "state"]
     CANCEL_REQUESTED_FIELD_NUMBER: _ClassVar[int]
     COMPLETION_TIME_FIELD_NUMBER: _ClassVar[int]
     CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    GPU_TYPE_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
@@ -296,6 +300,7 @@ class JobStatus(_message.Message):
     cancel_requested: bool
     completion_time: _timestamp_pb2.Timestamp
     conditions: _containers.RepeatedCompositeFieldContainer[Condition]
+    gpu_type: str
     message: str
     queue: QueueStatus
     reason: str
@@ -305,7 +310,7 @@ class JobStatus(_message.Message):
     restarts: int
     start_time: _timestamp_pb2.Timestamp
     state: JobState
-    def __init__(self, state: _Optional[_Union[JobState, str]] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., completion_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., replica_counts: _Optional[_Iterable[_Union[ReplicaCounts, _Mapping]]] = ..., replicas: _Optional[_Iterable[_Union[ReplicaStatus, _Mapping]]] = ..., restarts: _Optional[int] = ..., cancel_requested: bool = ..., queue: _Optional[_Union[QueueStatus, _Mapping]] = ..., requeues: _Optional[int] = ...) -> None: ...
+    def __init__(self, state: _Optional[_Union[JobState, str]] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., completion_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., replica_counts: _Optional[_Iterable[_Union[ReplicaCounts, _Mapping]]] = ..., replicas: _Optional[_Iterable[_Union[ReplicaStatus, _Mapping]]] = ..., restarts: _Optional[int] = ..., cancel_requested: bool = ..., queue: _Optional[_Union[QueueStatus, _Mapping]] = ..., requeues: _Optional[int] = ..., gpu_type: _Optional[str] = ...) -> None: ...
 
 class ListJobEventsRequest(_message.Message):
     __slots__ = ["page_size", "page_token", "parent"]

@@ -8,13 +8,23 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
+BUDGET_PERIOD_MONTH: BudgetPeriod
+BUDGET_PERIOD_ROLLING_30D: BudgetPeriod
+BUDGET_PERIOD_UNSPECIFIED: BudgetPeriod
 DESCRIPTOR: _descriptor.FileDescriptor
+OVER_BUDGET_POLICY_BORROW_ONLY: OverBudgetPolicy
+OVER_BUDGET_POLICY_UNSPECIFIED: OverBudgetPolicy
+OVER_BUDGET_POLICY_WAIT: OverBudgetPolicy
 PREEMPTION_POLICY_LOWER_PRIORITY: PreemptionPolicy
 PREEMPTION_POLICY_NEVER: PreemptionPolicy
 PREEMPTION_POLICY_UNSPECIFIED: PreemptionPolicy
 QUEUEING_STRATEGY_BEST_EFFORT_FIFO: QueueingStrategy
 QUEUEING_STRATEGY_STRICT_FIFO: QueueingStrategy
 QUEUEING_STRATEGY_UNSPECIFIED: QueueingStrategy
+RECLAIM_POLICY_ANY: ReclaimPolicy
+RECLAIM_POLICY_LOWER_PRIORITY: ReclaimPolicy
+RECLAIM_POLICY_NEVER: ReclaimPolicy
+RECLAIM_POLICY_UNSPECIFIED: ReclaimPolicy
 ROLE_ADMIN: Role
 ROLE_EDITOR: Role
 ROLE_UNSPECIFIED: Role
@@ -23,6 +33,16 @@ TENANT_STATE_ACTIVE: TenantState
 TENANT_STATE_DELETED: TenantState
 TENANT_STATE_OFFBOARDING: TenantState
 TENANT_STATE_UNSPECIFIED: TenantState
+
+class Budget(_message.Message):
+    __slots__ = ["gpu_hours", "over_budget", "period"]
+    GPU_HOURS_FIELD_NUMBER: _ClassVar[int]
+    OVER_BUDGET_FIELD_NUMBER: _ClassVar[int]
+    PERIOD_FIELD_NUMBER: _ClassVar[int]
+    gpu_hours: float
+    over_budget: OverBudgetPolicy
+    period: BudgetPeriod
+    def __init__(self, gpu_hours: _Optional[float] = ..., period: _Optional[_Union[BudgetPeriod, str]] = ..., over_budget: _Optional[_Union[OverBudgetPolicy, str]] = ...) -> None: ...
 
 class CreateTenantRequest(_message.Message):
     __slots__ = ["tenant", "tenant_id"]
@@ -139,8 +159,49 @@ class Secret(_message.Message):
     update_time: _timestamp_pb2.Timestamp
     def __init__(self, name: _Optional[str] = ..., data: _Optional[_Mapping[str, str]] = ..., keys: _Optional[_Iterable[str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
+class Sharing(_message.Message):
+    __slots__ = ["borrowing_limit", "budget", "cohort", "fair_share_preemption", "gpu_types", "lending_limit", "reclaim_policy", "usage_half_life_seconds", "weight"]
+    class GpuTypesEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    BORROWING_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
+    COHORT_FIELD_NUMBER: _ClassVar[int]
+    FAIR_SHARE_PREEMPTION_FIELD_NUMBER: _ClassVar[int]
+    GPU_TYPES_FIELD_NUMBER: _ClassVar[int]
+    LENDING_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    RECLAIM_POLICY_FIELD_NUMBER: _ClassVar[int]
+    USAGE_HALF_LIFE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    borrowing_limit: Quota
+    budget: Budget
+    cohort: str
+    fair_share_preemption: bool
+    gpu_types: _containers.ScalarMap[str, int]
+    lending_limit: Quota
+    reclaim_policy: ReclaimPolicy
+    usage_half_life_seconds: int
+    weight: float
+    def __init__(self, cohort: _Optional[str] = ..., borrowing_limit: _Optional[_Union[Quota, _Mapping]] = ..., lending_limit: _Optional[_Union[Quota, _Mapping]] = ..., weight: _Optional[float] = ..., reclaim_policy: _Optional[_Union[ReclaimPolicy, str]] = ..., fair_share_preemption: bool = ..., usage_half_life_seconds: _Optional[int] = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., gpu_types: _Optional[_Mapping[str, int]] = ...) -> None: ...
+
+class SharingStatus(_message.Message):
+    __slots__ = ["budget_remaining_gpu_hours", "budget_reset_time", "budget_used_gpu_hours", "decayed_usage"]
+    BUDGET_REMAINING_GPU_HOURS_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_RESET_TIME_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_USED_GPU_HOURS_FIELD_NUMBER: _ClassVar[int]
+    DECAYED_USAGE_FIELD_NUMBER: _ClassVar[int]
+    budget_remaining_gpu_hours: float
+    budget_reset_time: _timestamp_pb2.Timestamp
+    budget_used_gpu_hours: float
+    decayed_usage: Quota
+    def __init__(self, decayed_usage: _Optional[_Union[Quota, _Mapping]] = ..., budget_used_gpu_hours: _Optional[float] = ..., budget_remaining_gpu_hours: _Optional[float] = ..., budget_reset_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
 class Tenant(_message.Message):
-    __slots__ = ["create_time", "display_name", "labels", "members", "name", "namespace", "pod_reader_groups", "quota", "scheduling", "state", "update_time", "usage"]
+    __slots__ = ["create_time", "display_name", "labels", "members", "name", "namespace", "pod_reader_groups", "quota", "scheduling", "sharing", "sharing_status", "state", "update_time", "usage"]
     class LabelsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -157,6 +218,8 @@ class Tenant(_message.Message):
     POD_READER_GROUPS_FIELD_NUMBER: _ClassVar[int]
     QUOTA_FIELD_NUMBER: _ClassVar[int]
     SCHEDULING_FIELD_NUMBER: _ClassVar[int]
+    SHARING_FIELD_NUMBER: _ClassVar[int]
+    SHARING_STATUS_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
@@ -169,10 +232,12 @@ class Tenant(_message.Message):
     pod_reader_groups: _containers.RepeatedScalarFieldContainer[str]
     quota: Quota
     scheduling: Scheduling
+    sharing: Sharing
+    sharing_status: SharingStatus
     state: TenantState
     update_time: _timestamp_pb2.Timestamp
     usage: Quota
-    def __init__(self, name: _Optional[str] = ..., display_name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., quota: _Optional[_Union[Quota, _Mapping]] = ..., members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., pod_reader_groups: _Optional[_Iterable[str]] = ..., namespace: _Optional[str] = ..., state: _Optional[_Union[TenantState, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., scheduling: _Optional[_Union[Scheduling, _Mapping]] = ..., usage: _Optional[_Union[Quota, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., display_name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., quota: _Optional[_Union[Quota, _Mapping]] = ..., members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., pod_reader_groups: _Optional[_Iterable[str]] = ..., namespace: _Optional[str] = ..., state: _Optional[_Union[TenantState, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., scheduling: _Optional[_Union[Scheduling, _Mapping]] = ..., usage: _Optional[_Union[Quota, _Mapping]] = ..., sharing: _Optional[_Union[Sharing, _Mapping]] = ..., sharing_status: _Optional[_Union[SharingStatus, _Mapping]] = ...) -> None: ...
 
 class UpdateTenantRequest(_message.Message):
     __slots__ = ["tenant", "update_mask"]
@@ -181,6 +246,15 @@ class UpdateTenantRequest(_message.Message):
     tenant: Tenant
     update_mask: _field_mask_pb2.FieldMask
     def __init__(self, tenant: _Optional[_Union[Tenant, _Mapping]] = ..., update_mask: _Optional[_Union[_field_mask_pb2.FieldMask, _Mapping]] = ...) -> None: ...
+
+class ReclaimPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class BudgetPeriod(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class OverBudgetPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
 
 class PreemptionPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
