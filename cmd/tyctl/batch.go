@@ -107,7 +107,7 @@ func (a *app) parseJobFiles(cmd *cobra.Command, c pb.JobServiceClient, parent st
 	)
 	for _, f := range files {
 		ctx, cancel := a.callCtx(cmd)
-		resp, err := c.ParseJobFile(ctx, &pb.ParseJobFileRequest{Parent: parent, Content: string(f.data), Filename: f.path})
+		resp, err := c.ParseJobFile(ctx, &pb.ParseJobFileRequest{Parent: parent, Content: string(f.data)}) // no filename: tyctl names the documents itself
 		cancel()
 		if err != nil {
 			return nil, nil, rewriteStatus(err, func(s string) string {

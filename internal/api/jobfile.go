@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"google.golang.org/grpc/status"
+
 	"github.com/trainyard/trainyard/internal/document"
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/jobfile"
@@ -14,7 +16,8 @@ import (
 // place for every client) into jobs and creates nothing. What cannot be
 // read is INVALID_ARGUMENT, one violation per problem at its path under
 // "documents[i]"; a problem of the whole file (empty, too large) is at
-// "content". The jobs are not validated: CreateJob does that when they
+// "content"; the status message starts with the request's filename when
+// it has one. The jobs are not validated: CreateJob does that when they
 // are sent.
 func (s *JobServer) ParseJobFile(_ context.Context, req *pb.ParseJobFileRequest) (*pb.ParseJobFileResponse, error) {
 	if _, err := parseTenant("parent", req.GetParent()); err != nil {
@@ -34,7 +37,18 @@ func (s *JobServer) ParseJobFile(_ context.Context, req *pb.ParseJobFileRequest)
 			}
 			vs = append(vs, violation(field, p.Reason))
 		}
-		return nil, invalid(vs...)
+		return nil, withFilename(req.GetFilename(), invalid(vs...))
 	}
 	return &pb.ParseJobFileResponse{Jobs: jobs}, nil
+}
+
+// withFilename puts name before the message of err, a status; its details
+// (the violations, at paths within the file) are kept.
+func withFilename(name string, err error) error {
+	if name == "" {
+		return err
+	}
+	st := status.Convert(err).Proto()
+	st.Message = name + ": " + st.GetMessage()
+	return status.FromProto(st).Err()
 }

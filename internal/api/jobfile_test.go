@@ -54,8 +54,9 @@ spec:
 		"documents[1].spec.replicas[0].type":   `"wrker" is not one of CHIEF, WORKER, PS, EVALUATOR`,
 	}, got)
 
-	_, err = srv.ParseJobFile(ctx, &pb.ParseJobFileRequest{Parent: "tenants/a", Content: "# nothing\n"})
+	_, err = srv.ParseJobFile(ctx, &pb.ParseJobFileRequest{Parent: "tenants/a", Content: "# nothing\n", Filename: "sweep.yaml"})
 	require.Equal(t, codes.InvalidArgument, status.Code(err))
+	require.Equal(t, "sweep.yaml: content: the file is empty (it holds no job, only comments or blank lines)", status.Convert(err).Message())
 	require.Equal(t, "content", badRequest(t, err).GetFieldViolations()[0].GetField())
 
 	_, err = srv.ParseJobFile(ctx, &pb.ParseJobFileRequest{Parent: "nope", Content: "spec: {}\n"})
