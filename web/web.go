@@ -19,8 +19,9 @@
 //	session.tsx     sign-in state, the token's expiry timer
 //	auth.ts         sessionStorage, JWT expiry, the OIDC client (oidc-client-ts)
 //	live.ts         a tenant's watch, resumed after the last event id
-//	jobfile.ts      job files read as tyctl reads them, guided by the
-//	                OpenAPI document; problems placed on their YAML line
+//	jobfile.ts      a job file's YAML lines: syntax errors, TFJob detection,
+//	                violations placed on their line (the server's jobs:parse
+//	                applies the job-file rules)
 //	filter.ts       the list filter: the API's grammar, and the same test
 //	                applied to watched jobs
 //	pages/          Jobs, Job, Submit, Tenants, SignIn

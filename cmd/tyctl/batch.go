@@ -16,113 +16,131 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/protoadapt"
 
+	"github.com/trainyard/trainyard/internal/jobfile"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
 
 // jobs submit -f takes one job file, a file of several YAML documents
 // (separated by ---), or a directory of them (*.yaml, *.yml, *.json, in
-// name order, not recursive). More than one job goes to BatchCreateJobs,
-// 1,000 per call: each call creates all of its jobs or none. A document's
-// name (its last segment, so "tenants/x/jobs/a" and "a" alike) is its job
-// id; without one the server generates it. Every job gets the request id
-// "<request id>-<n>", n counting documents from 0, so that re-running the
-// same command with the same --request-id after a failure or a timeout
-// creates nothing twice. TFJob manifests are submitted one file at a time.
+// name order, not recursive). tyctl does not read job files itself: it
+// sends each file's text to ParseJobFile, where the server applies the
+// lenient rules (internal/jobfile), and creates the jobs that come back.
+// More than one job goes to BatchCreateJobs, 1,000 per call: each call
+// creates all of its jobs or none. A document's name (its last segment, so
+// "tenants/x/jobs/a" and "a" alike) is its job id; without one the server
+// generates it. Every job gets the request id "<request id>-<n>", n
+// counting documents from 0, so that re-running the same command with the
+// same --request-id after a failure or a timeout creates nothing twice.
+// TFJob manifests are submitted one file at a time.
 
-// jobDoc is one document of the input.
-type jobDoc struct {
-	where string // "file" or "file#2", for messages
-	data  []byte
+// jobFile is one file of the input and its non-empty documents.
+type jobFile struct {
+	path string
+	data []byte
+	docs [][]byte // jobfile.Documents(data): for counting and messages only
 }
 
-var docSeparator = regexp.MustCompile(`(?m)^---[ \t]*(#.*)?$`)
+// where names document i of f in messages: "file", or "file#i" in a file
+// of several documents.
+func (f jobFile) where(i int) string {
+	if len(f.docs) > 1 {
+		return fmt.Sprintf("%s#%d", f.path, i)
+	}
+	return f.path
+}
 
-// jobDocuments reads path (a file, "-" or a directory) into its non-empty
-// documents.
-func (a *app) jobDocuments(path string) ([]jobDoc, error) {
-	files := []string{path}
+// jobFiles reads path (a file, "-" or a directory) into its files, and
+// counts their non-empty documents.
+func (a *app) jobFiles(path string) ([]jobFile, int, error) {
+	paths := []string{path}
 	if path != "-" {
 		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 			entries, err := os.ReadDir(path)
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
-			files = nil
+			paths = nil
 			for _, e := range entries {
 				switch strings.ToLower(filepath.Ext(e.Name())) {
 				case ".yaml", ".yml", ".json":
 					if !e.IsDir() {
-						files = append(files, filepath.Join(path, e.Name()))
+						paths = append(paths, filepath.Join(path, e.Name()))
 					}
 				}
 			}
-			slices.Sort(files)
-			if len(files) == 0 {
-				return nil, fmt.Errorf("%s: no *.yaml, *.yml or *.json files", path)
+			slices.Sort(paths)
+			if len(paths) == 0 {
+				return nil, 0, fmt.Errorf("%s: no *.yaml, *.yml or *.json files", path)
 			}
 		}
 	}
-	var docs []jobDoc
-	for _, f := range files {
-		data, err := a.readInput(f)
+	var (
+		files []jobFile
+		n     int
+	)
+	for _, p := range paths {
+		data, err := a.readInput(p)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		parts := docSeparator.Split(string(data), -1)
-		n := 0
-		for _, p := range parts {
-			if strings.TrimSpace(stripComments(p)) == "" {
-				continue
-			}
-			where := f
-			if len(parts) > 1 {
-				where = fmt.Sprintf("%s#%d", f, n)
-			}
-			docs = append(docs, jobDoc{where: where, data: []byte(p)})
-			n++
+		f := jobFile{path: p, data: data, docs: jobfile.Documents(data)}
+		if len(f.docs) > 0 {
+			files = append(files, f)
+			n += len(f.docs)
 		}
 	}
-	if len(docs) == 0 {
-		return nil, fmt.Errorf("%s: the file is empty", path)
+	if n == 0 {
+		return nil, 0, fmt.Errorf("%s: the file is empty", path)
 	}
-	return docs, nil
+	return files, n, nil
 }
 
-// stripComments drops YAML comment lines, to tell an empty document.
-func stripComments(s string) string {
-	var b strings.Builder
-	for _, line := range strings.Split(s, "\n") {
-		if !strings.HasPrefix(strings.TrimSpace(line), "#") {
-			b.WriteString(line)
+var documentIndex = regexp.MustCompile(`documents\[(\d+)\](\.|: )?`)
+
+// parseJobFiles sends every file to ParseJobFile and returns the jobs in
+// document order, with where each came from. The server's
+// "documents[i]" in an error becomes the document's name ("file#i").
+func (a *app) parseJobFiles(cmd *cobra.Command, c pb.JobServiceClient, parent string, files []jobFile) ([]*pb.Job, []string, error) {
+	var (
+		jobs   []*pb.Job
+		wheres []string
+	)
+	for _, f := range files {
+		ctx, cancel := a.callCtx(cmd)
+		resp, err := c.ParseJobFile(ctx, &pb.ParseJobFileRequest{Parent: parent, Content: string(f.data)}) // no filename: tyctl names the documents itself
+		cancel()
+		if err != nil {
+			return nil, nil, rewriteStatus(err, func(s string) string {
+				s = strings.ReplaceAll(s, "content: ", f.path+": ")
+				if s == "content" {
+					return f.path
+				}
+				return documentIndex.ReplaceAllStringFunc(s, func(m string) string {
+					var i int
+					fmt.Sscanf(m, "documents[%d]", &i)
+					if strings.HasSuffix(m, "]") {
+						return f.where(i)
+					}
+					return f.where(i) + ": "
+				})
+			})
+		}
+		if len(resp.GetJobs()) != len(f.docs) {
+			return nil, nil, fmt.Errorf("%s: the server read %d jobs from %d documents", f.path, len(resp.GetJobs()), len(f.docs))
+		}
+		for i, j := range resp.GetJobs() {
+			jobs = append(jobs, j)
+			wheres = append(wheres, f.where(i))
 		}
 	}
-	return b.String()
+	return jobs, wheres, nil
 }
 
 // maxBatch is BatchCreateJobs's limit per call.
 const maxBatch = 1000
 
 // submitBatch sends every document as a job, maxBatch per call.
-func (a *app) submitBatch(cmd *cobra.Command, docs []jobDoc, requestID string) error {
-	reqs := make([]*pb.CreateJobRequest, len(docs))
-	var bad problems
-	for i, d := range docs {
-		if tf, err := tfjobManifest(d.data); err != nil || tf != nil {
-			bad = append(bad, d.where+": submit Kubeflow TFJobs one file at a time")
-			continue
-		}
-		j, err := parseJobFile(d.data)
-		if err != nil {
-			bad = append(bad, fmt.Sprintf("%s: %v", d.where, err))
-			continue
-		}
-		id := lastSegment(j.GetName())
-		j.Name = ""
-		reqs[i] = &pb.CreateJobRequest{Job: j, JobId: id}
-	}
-	if len(bad) > 0 {
-		return bad
-	}
+func (a *app) submitBatch(cmd *cobra.Command, files []jobFile, requestID string) error {
 	parent, err := a.tenantParent()
 	if err != nil {
 		return err
@@ -130,6 +148,16 @@ func (a *app) submitBatch(cmd *cobra.Command, docs []jobDoc, requestID string) e
 	c, err := a.jobClient()
 	if err != nil {
 		return err
+	}
+	parsed, wheres, err := a.parseJobFiles(cmd, c, parent, files)
+	if err != nil {
+		return err
+	}
+	reqs := make([]*pb.CreateJobRequest, len(parsed))
+	for i, j := range parsed {
+		id := lastSegment(j.GetName())
+		j.Name = ""
+		reqs[i] = &pb.CreateJobRequest{Job: j, JobId: id}
 	}
 	if requestID == "" {
 		requestID = uuid.NewString()
@@ -148,7 +176,7 @@ func (a *app) submitBatch(cmd *cobra.Command, docs []jobDoc, requestID string) e
 			if start > 0 {
 				fmt.Fprintf(a.stderr, "the first %d jobs were submitted; rerun with --request-id %s to submit the rest\n", start, requestID)
 			}
-			return batchError(err, start, docs)
+			return batchError(err, start, wheres)
 		}
 		jobs = append(jobs, resp.GetJobs()...)
 	}
@@ -163,13 +191,13 @@ var itemIndex = regexp.MustCompile(`requests\[(\d+)\](\.|: )?`)
 
 // batchError says which documents the server's "requests[i]" are, for a
 // call whose first item was document offset.
-func batchError(err error, offset int, docs []jobDoc) error {
+func batchError(err error, offset int, wheres []string) error {
 	return rewriteStatus(err, func(s string) string {
 		return itemIndex.ReplaceAllStringFunc(s, func(m string) string {
 			var i int
 			fmt.Sscanf(m, "requests[%d]", &i)
-			if i+offset < len(docs) {
-				return docs[i+offset].where + ": "
+			if i+offset < len(wheres) {
+				return wheres[i+offset] + ": "
 			}
 			return m
 		})

@@ -92,6 +92,15 @@
 // without GPUs. Problems are reported by path, all at once, before anything
 // is sent. The output of jobs get -o yaml is a valid job file.
 //
+// # Job files
+//
+// tyctl does not read job files: jobs submit -f sends each file's text to
+// ParseJobFile, and the server applies the lenient rules of
+// internal/jobfile (short enums, numbers where strings are wanted, unknown
+// fields with a suggestion), the same for every client. Its
+// "documents[i]" in an error is printed as the file, or "file#i" in a file
+// of several documents. A Kubeflow TFJob (kind: TFJob) goes to ImportTFJob.
+//
 // # Idempotent submit and retries
 //
 // jobs submit always sends a request id (AIP-155): --request-id, or a fresh

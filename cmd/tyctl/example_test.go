@@ -41,18 +41,18 @@ func (s *acceptingStore) JobCreate(_ context.Context, p store.JobCreateParams) (
 }
 
 // TestExampleAcceptedByServer runs examples/mnist.yaml through the real
-// CreateJob handler (conversion, defaults, validation, quota), so the
+// ParseJobFile and CreateJob handlers (conversion, defaults, validation, quota), so the
 // example cannot drift from what the server accepts.
 func TestExampleAcceptedByServer(t *testing.T) {
 	data, err := os.ReadFile("examples/mnist.yaml")
 	require.NoError(t, err)
-	j, err := parseJobFile(data)
-	require.NoError(t, err)
-
 	st := &acceptingStore{}
 	srv := api.NewJobServer(api.Deps{Store: st})
+	parsed, err := srv.ParseJobFile(context.Background(), &pb.ParseJobFileRequest{Parent: "tenants/ml-team", Content: string(data)})
+	require.NoError(t, err)
+	require.Len(t, parsed.GetJobs(), 1)
 	_, err = srv.CreateJob(context.Background(), &pb.CreateJobRequest{
-		Parent: "tenants/ml-team", Job: j, JobId: "mnist-1", RequestId: "0b4a3c1e-6f0e-4c1b-9a57-0c6f1f7d9a10",
+		Parent: "tenants/ml-team", Job: parsed.GetJobs()[0], JobId: "mnist-1", RequestId: "0b4a3c1e-6f0e-4c1b-9a57-0c6f1f7d9a10",
 	})
 	require.NoError(t, err)
 	require.NotNil(t, st.created)

@@ -48,20 +48,19 @@ with the same --request-id is safe to rerun.`,
   tyctl jobs submit -f sweep/ --request-id sweep-7 # every job file of a directory, in one batch`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			docs, err := a.jobDocuments(file)
+			files, n, err := a.jobFiles(file)
 			if err != nil {
 				return err
 			}
-			if len(docs) > 1 {
+			if n > 1 {
 				if id != "" {
-					return fmt.Errorf("--id names one job; %s holds %d (give each document a name instead)", file, len(docs))
+					return fmt.Errorf("--id names one job; %s holds %d (give each document a name instead)", file, n)
 				}
-				return a.submitBatch(cmd, docs, requestID)
+				return a.submitBatch(cmd, files, requestID)
 			}
-			data := docs[0].data
-			tf, err := tfjobManifest(data)
+			tf, err := tfjobManifest(files[0].docs[0])
 			if err != nil {
-				return fmt.Errorf("%s: %w", file, err)
+				return fmt.Errorf("%s: %w", files[0].path, err)
 			}
 			if tf != nil {
 				resp, err := a.importTFJob(cmd, tf, id, requestID, allowWarnings, false)
@@ -73,10 +72,6 @@ with the same --request-id is safe to rerun.`,
 					fmt.Fprintf(w, "job %s submitted from TFJob (%s)\n", lastSegment(got.GetName()), jobState(got))
 				})
 			}
-			j, err := parseJobFile(data)
-			if err != nil {
-				return fmt.Errorf("%s: %w", file, err)
-			}
 			parent, err := a.tenantParent()
 			if err != nil {
 				return err
@@ -85,6 +80,11 @@ with the same --request-id is safe to rerun.`,
 			if err != nil {
 				return err
 			}
+			jobs, _, err := a.parseJobFiles(cmd, c, parent, files)
+			if err != nil {
+				return err
+			}
+			j := jobs[0]
 			if requestID == "" {
 				requestID = uuid.NewString()
 				// Before the call, so that a timeout still leaves the id to retry with.

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
 
+	"github.com/trainyard/trainyard/internal/api"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
 
@@ -95,6 +96,13 @@ func (f *fakeJobs) CreateJob(ctx context.Context, req *pb.CreateJobRequest) (*pb
 	j.Name = req.GetParent() + "/jobs/" + req.GetJobId()
 	j.Status = &pb.JobStatus{State: pb.JobState_JOB_STATE_QUEUED}
 	return j, nil
+}
+
+// ParseJobFile is the real handler: it needs no store, and tyctl's job
+// files are read by the server's rules.
+func (f *fakeJobs) ParseJobFile(ctx context.Context, req *pb.ParseJobFileRequest) (*pb.ParseJobFileResponse, error) {
+	f.record(ctx, "ParseJobFile", req)
+	return api.NewJobServer(api.Deps{}).ParseJobFile(ctx, req) // its errors are statuses already
 }
 
 func (f *fakeJobs) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.Job, error) {
@@ -305,13 +313,15 @@ func TestSubmitRejectedByServerPrintsEveryViolation(t *testing.T) {
 		"  jobId: \"Mnist\" is not a DNS-1035 label\n", r.stderr)
 }
 
-func TestSubmitBadFileNeverCallsTheServer(t *testing.T) {
+func TestSubmitBadFileCreatesNothing(t *testing.T) {
 	f := startFake(t)
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	require.NoError(t, os.WriteFile(bad, []byte("spec:\n  replicas:\n  - type: WORKERS\n    image: tf\n"), 0o600))
 	r := f.tyctl(t, nil, "--tenant", "ml", "jobs", "submit", "-f", bad)
 	require.Equal(t, 1, r.code)
-	require.Equal(t, "tyctl: "+bad+": spec.replicas[0].type: \"WORKERS\" is not one of CHIEF, WORKER, PS, EVALUATOR\n", r.stderr)
+	require.Equal(t, "tyctl: InvalidArgument: "+bad+": spec.replicas[0].type: \"WORKERS\" is not one of CHIEF, WORKER, PS, EVALUATOR\n"+
+		"  "+bad+": spec.replicas[0].type: \"WORKERS\" is not one of CHIEF, WORKER, PS, EVALUATOR\n", r.stderr)
+	require.Len(t, f.rec.methodCalls("ParseJobFile"), 1, "the server reads the file")
 	require.Empty(t, f.rec.methodCalls("CreateJob"))
 }
 

@@ -27,7 +27,7 @@ func tfjobManifest(data []byte) (*structpb.Struct, error) {
 		Kind       string `json:"kind"`
 	}
 	if err := yaml.Unmarshal(data, &head); err != nil || head.Kind == "" {
-		return nil, nil // not a manifest; parseJobFile reports what is wrong
+		return nil, nil // not a manifest; the server (ParseJobFile) reports what is wrong
 	}
 	if head.Kind != "TFJob" {
 		return nil, fmt.Errorf("kind %s (%s): tyctl submits Trainyard job files and Kubeflow TFJobs (kind: TFJob)", head.Kind, head.APIVersion)

@@ -9,6 +9,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/trainyard/trainyard/internal/document"
+	"github.com/trainyard/trainyard/internal/jobfile"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
 
@@ -94,7 +96,7 @@ func TestConvertTFJobPrintsAJobFile(t *testing.T) {
 	require.Empty(t, req.GetRequestId())
 
 	// The output is a job file jobs submit takes.
-	j, err := parseJobFile([]byte(r.stdout))
+	jobs, err := jobfile.Parse([]byte(r.stdout), document.Limits{})
 	require.NoError(t, err)
-	require.Equal(t, int32(2), j.GetSpec().GetReplicas()[0].GetCount())
+	require.Equal(t, int32(2), jobs[0].GetSpec().GetReplicas()[0].GetCount())
 }

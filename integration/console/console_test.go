@@ -209,6 +209,17 @@ func TestConsole(t *testing.T) {
 		line := eval[string](alice, `document.querySelector(`+jsString(sel)+`).closest("li").querySelector("code").innerText`)
 		require.Contains(t, line, "gpu: -1", "the violation stands under the line of its field")
 		require.Equal(t, "/tenants/vision/submit", alice.location(), "nothing was submitted")
+
+		// What the server's job-file reader (jobs:parse) refuses is shown
+		// the same way: the typo's line, with the suggestion.
+		alice.setValue("#jobfile", strings.Replace(mnistYAML, "gpu: 1", "gpus: 1", 1))
+		alice.click(`form.submit button[type=submit]`)
+		sel = `.violation[data-field="spec.replicas[1].resources.gpus"]`
+		alice.waitJS(`!!document.querySelector(`+jsString(sel)+`)`, 10*time.Second)
+		line = eval[string](alice, `document.querySelector(`+jsString(sel)+`).closest("li").querySelector("code").innerText`)
+		require.Contains(t, line, "gpus: 1")
+		require.Contains(t, eval[string](alice, `document.querySelector(`+jsString(sel)+`).innerText`), "did you mean gpu?")
+		require.Equal(t, "/tenants/vision/submit", alice.location(), "nothing was submitted")
 	})
 
 	t.Run("ReplicaLogsLiveAndAfterCleanup", func(t *testing.T) {

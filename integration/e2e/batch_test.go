@@ -88,3 +88,35 @@ print(" ".join(j.name for j in a))
 	require.NoError(t, err, "%s", out)
 	require.Equal(t, "tenants/acme/jobs/py-0 tenants/acme/jobs/py-1 tenants/acme/jobs/py-2\n", string(out))
 }
+
+// ParseJobFile over REST (jobs:parse): the server reads a job file of
+// several documents by the lenient rules every client shares, a viewer may
+// ask, problems name the document, and nothing is created.
+func TestParseJobFileOverREST(t *testing.T) {
+	env := harness.Start(t, harness.Options{})
+	env.CreateTenant(t, "acme", harness.Subject("vera", pb.Role_ROLE_VIEWER))
+	rest := env.REST(env.Token("vera"))
+
+	file := "name: a\nspec:\n  replicas: [{type: worker, count: 2, image: tf, resources: {cpu: 2}}]\n---\n# notes\n---\n" +
+		`{"spec": {"replicas": [{"type": "chief", "image": "tf"}], "runPolicy": {"backoff_limit": 1}}}` + "\n"
+	body := fmt.Sprintf(`{"content": %q}`, file)
+	r := rest.Do(t, "POST", "/v1/tenants/acme/jobs:parse", body)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	var parsed pb.ParseJobFileResponse
+	r.JSON(t, &parsed)
+	require.Len(t, parsed.GetJobs(), 2)
+	require.Equal(t, "a", parsed.GetJobs()[0].GetName())
+	require.Equal(t, pb.ReplicaType_REPLICA_TYPE_WORKER, parsed.GetJobs()[0].GetSpec().GetReplicas()[0].GetType())
+	require.Equal(t, "2", parsed.GetJobs()[0].GetSpec().GetReplicas()[0].GetResources().GetCpu())
+	require.Equal(t, pb.ReplicaType_REPLICA_TYPE_CHIEF, parsed.GetJobs()[1].GetSpec().GetReplicas()[0].GetType())
+
+	r = rest.Do(t, "POST", "/v1/tenants/acme/jobs:parse", fmt.Sprintf(`{"content": %q, "filename": "sweep.yaml"}`,
+		strings.Replace(file, "image: tf,", "imagee: tf,", 1)))
+	require.Equal(t, http.StatusBadRequest, r.Status, string(r.Body))
+	require.Contains(t, string(r.Body), `"sweep.yaml: documents[0].spec.replicas[0].imagee: unknown field (did you mean image?)`)
+	require.Contains(t, string(r.Body), `"documents[0].spec.replicas[0].imagee"`)
+
+	list, err := env.Jobs(t, env.Token("vera")).ListJobs(ctxT(t), &pb.ListJobsRequest{Parent: "tenants/acme"})
+	require.NoError(t, err)
+	require.Empty(t, list.GetJobs(), "parsing creates nothing")
+}

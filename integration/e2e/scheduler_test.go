@@ -86,6 +86,13 @@ func (e *schedEnv) submitTo(t *testing.T, id string, spec *pb.JobSpec) string {
 	return harness.JobName(e.tenant, id)
 }
 
+func (e *schedEnv) get(t *testing.T, name string) *pb.Job {
+	t.Helper()
+	j, err := e.jobs.GetJob(ctxT(t), &pb.GetJobRequest{Name: name})
+	require.NoError(t, err)
+	return j
+}
+
 func (e *schedEnv) podsOf(t *testing.T, jobID string) []corev1.Pod {
 	t.Helper()
 	list, err := e.Cluster.Client().CoreV1().Pods(e.Namespace(e.tenant)).List(ctxT(t), metav1.ListOptions{LabelSelector: "trainyard.dev/job=" + jobID})

@@ -54,7 +54,9 @@
 // # Files
 //
 // One file per resource and concern: jobs.go, watch.go, logs.go,
-// tenants.go, secrets.go, audit.go hold the handlers; convert_job.go and
+// tenants.go, secrets.go, audit.go hold the handlers (jobfile.go:
+// ParseJobFile, which reads job files for every client with
+// internal/jobfile and creates nothing); convert_job.go and
 // convert_tenant.go the proto conversions and update masks; filter.go and
 // pages.go list filters and page tokens; names.go, boundary.go, errors.go
 // and deps.go what every handler shares.

@@ -130,6 +130,8 @@ var rules = map[string]rule{
 	pb.JobService_WatchJob_FullMethodName:      named(PermTenantViewer, read, "name", resname.Job, (*pb.WatchJobRequest).GetName),
 	pb.JobService_WatchJobs_FullMethodName:     named(PermTenantViewer, read, "parent", resname.Tenant, (*pb.WatchJobsRequest).GetParent),
 	pb.JobService_ImportTFJob_FullMethodName:   named(PermTenantEditor, write, "parent", resname.Tenant, (*pb.ImportTFJobRequest).GetParent),
+	// Reads a job file into jobs and creates nothing: a viewer may check a file.
+	pb.JobService_ParseJobFile_FullMethodName: named(PermTenantViewer, read, "parent", resname.Tenant, (*pb.ParseJobFileRequest).GetParent),
 	// Each item's parent is checked against this one by the handler.
 	pb.JobService_BatchCreateJobs_FullMethodName: named(PermTenantEditor, write, "parent", resname.Tenant, (*pb.BatchCreateJobsRequest).GetParent),
 

@@ -67,6 +67,8 @@ func requestFor(method, t string) any {
 		return &pb.ImportTFJobRequest{Parent: tn}
 	case pb.JobService_BatchCreateJobs_FullMethodName:
 		return &pb.BatchCreateJobsRequest{Parent: tn}
+	case pb.JobService_ParseJobFile_FullMethodName:
+		return &pb.ParseJobFileRequest{Parent: tn}
 	case pb.JobService_GetJob_FullMethodName:
 		return &pb.GetJobRequest{Name: tn + "/jobs/j1"}
 	case pb.JobService_ListJobs_FullMethodName:
@@ -130,6 +132,7 @@ var matrix = []struct {
 	{pb.JobService_GetJobLogs_FullMethodName, "NF OK OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF OK OK OK OK"},
 	{pb.JobService_WatchJob_FullMethodName, "NF OK OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF OK OK OK OK"},
 	{pb.JobService_WatchJobs_FullMethodName, "NF OK OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF OK OK OK OK"},
+	{pb.JobService_ParseJobFile_FullMethodName, "NF OK OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF OK OK OK OK"},
 	// Job writes: editor.
 	{pb.JobService_CreateJob_FullMethodName, "NF PD OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD FP FP FP"},
 	{pb.JobService_ImportTFJob_FullMethodName, "NF PD OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD FP FP FP"},

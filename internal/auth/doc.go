@@ -67,7 +67,7 @@
 // PERMISSION_DENIED, and a test fails when a proto method has no row.
 //
 //	job reads (Get, List, Events, Logs, Watch*), GetTenant,
-//	ListSecrets                                    viewer
+//	ListSecrets, ParseJobFile (creates nothing)    viewer
 //	CreateJob, BatchCreateJobs, ImportTFJob,      editor
 //	CancelJob, DeleteJob
 //	PutSecret, DeleteSecret                        tenant admin

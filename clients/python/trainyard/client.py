@@ -102,9 +102,12 @@ class Client:
 
         Args:
             spec: a dict (the Job resource as the REST API takes it, or just its
-                spec), the path of a YAML or JSON file holding one, a
-                ``trainyard.Job``, or a Kubeflow TFJob manifest (dict or file,
-                ``kind: TFJob``), which is submitted as it is.
+                spec), the path of a YAML or JSON file holding one, YAML or
+                JSON text (a str with a line break), a ``trainyard.Job``, or
+                a Kubeflow TFJob manifest (dict or file, ``kind: TFJob``),
+                which is submitted as it is. Files, text and dicts are read
+                by the server (ParseJobFile), as tyctl's and the console's
+                are: enum values may be short (``worker``, ``OnFailure``).
             job_id: the job's id; a TFJob's metadata.name, else generated.
             request_id: makes a retry safe: the server returns the job the
                 first request created. A fresh one when not given.
@@ -116,6 +119,11 @@ class Client:
         """
         kind, doc = _documents.load(spec)
         request_id = request_id or str(uuid.uuid4())
+        if kind == "file":
+            jobs = self._parse(doc)
+            if len(jobs) != 1:
+                raise ValueError(f"{doc.name or 'the text'} holds {len(jobs)} jobs: submit_many() submits several")
+            kind, doc = "job", jobs[0]
         if kind == "tfjob":
             resp = self._call(self._jobs.ImportTFJob, job_pb2.ImportTFJobRequest(
                 parent=self._parent(), tfjob=doc, job_id=job_id or "", request_id=request_id, allow_warnings=allow_warnings))
@@ -136,26 +144,43 @@ class Client:
 
         Args:
             specs: a directory of job files (``*.yaml``, ``*.yml``, ``*.json``,
-                in name order), a YAML file of several documents, or an
-                iterable of documents as submit() takes them (not TFJobs); a
+                in name order), a YAML file or text of several documents, or
+                an iterable of documents as submit() takes them (not TFJobs,
+                and a file or text there may hold several jobs); a
                 ``(job_id, document)`` pair gives the job its id, else a
                 document's ``name`` does, else the server generates one.
+                Files, text and dicts are read by the server (ParseJobFile),
+                whose errors name ``documents[i]`` of the file.
             request_id: job n (counting from 0) gets the request id
                 ``"<request_id>-<n>"``, so calling again with the same
                 request_id after an error or a timeout creates nothing
                 twice. A fresh one when not given.
         """
         request_id = request_id or str(uuid.uuid4())
-        if isinstance(specs, (str, os.PathLike)):
-            specs = _documents.read_many(os.fspath(specs))
-        reqs = []
-        for n, item in enumerate(specs):
+        items: Iterable[Any]
+        if isinstance(specs, str) and "\n" in specs:
+            items = [specs]
+        elif isinstance(specs, (str, os.PathLike)):
+            items = _documents.files(os.fspath(specs))
+        else:
+            items = specs
+        parsed: List[Tuple[str, job_pb2.Job]] = []
+        for n, item in enumerate(items):
             job_id = ""
             if isinstance(item, tuple):
                 job_id, item = item
-            kind, doc = _documents.load(item)
+            if isinstance(item, _documents.JobFile):
+                kind, doc = "file", item
+            else:
+                kind, doc = _documents.load(item)
             if kind == "tfjob":
                 raise ValueError(f"document {n} is a TFJob: submit TFJobs one at a time with submit()")
+            read: List[job_pb2.Job] = self._parse(doc) if kind == "file" else [cast(job_pb2.Job, doc)]
+            if job_id and len(read) != 1:
+                raise ValueError(f"item {n}: one job id for {len(read)} jobs")
+            parsed.extend((job_id, j) for j in read)
+        reqs = []
+        for n, (job_id, doc) in enumerate(parsed):
             job_id = job_id or doc.name.rsplit("/", 1)[-1]
             doc.ClearField("name")
             reqs.append(job_pb2.CreateJobRequest(job=doc, job_id=job_id, request_id=f"{request_id}-{n}"))
@@ -165,6 +190,13 @@ class Client:
                 parent=self._parent(), requests=reqs[start:start + _MAX_BATCH]))
             jobs.extend(resp.jobs)
         return jobs
+
+    def _parse(self, f: _documents.JobFile) -> List[job_pb2.Job]:
+        """The jobs of a job file, read by the server (ParseJobFile); an
+        InvalidArgument names every problem at ``documents[i].<field>``."""
+        resp = self._call(self._jobs.ParseJobFile, job_pb2.ParseJobFileRequest(
+            parent=self._parent(), content=f.content, filename=f.name))
+        return list(resp.jobs)
 
     def get(self, job: JobRef) -> job_pb2.Job:
         """Returns a job, with the log tails of replicas that ended."""

@@ -3923,6 +3923,116 @@ func (x *WatchJobResponse) GetBookmarkEventId() int64 {
 	return 0
 }
 
+type ParseJobFileRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tenant, tenants/{tenant}.
+	Parent string `protobuf:"bytes,1,opt,name=parent,proto3" json:"parent,omitempty"`
+	// The file's text: YAML (one or more documents) or JSON.
+	Content string `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
+	// The file's name, for messages only; optional.
+	Filename      string `protobuf:"bytes,3,opt,name=filename,proto3" json:"filename,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ParseJobFileRequest) Reset() {
+	*x = ParseJobFileRequest{}
+	mi := &file_trainyard_v1_job_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ParseJobFileRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ParseJobFileRequest) ProtoMessage() {}
+
+func (x *ParseJobFileRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_job_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ParseJobFileRequest.ProtoReflect.Descriptor instead.
+func (*ParseJobFileRequest) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *ParseJobFileRequest) GetParent() string {
+	if x != nil {
+		return x.Parent
+	}
+	return ""
+}
+
+func (x *ParseJobFileRequest) GetContent() string {
+	if x != nil {
+		return x.Content
+	}
+	return ""
+}
+
+func (x *ParseJobFileRequest) GetFilename() string {
+	if x != nil {
+		return x.Filename
+	}
+	return ""
+}
+
+type ParseJobFileResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One job per non-empty document, in order, as written (name included,
+	// so that a document's name can become its job id); nothing validated
+	// beyond reading.
+	Jobs          []*Job `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ParseJobFileResponse) Reset() {
+	*x = ParseJobFileResponse{}
+	mi := &file_trainyard_v1_job_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ParseJobFileResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ParseJobFileResponse) ProtoMessage() {}
+
+func (x *ParseJobFileResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_job_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ParseJobFileResponse.ProtoReflect.Descriptor instead.
+func (*ParseJobFileResponse) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *ParseJobFileResponse) GetJobs() []*Job {
+	if x != nil {
+		return x.Jobs
+	}
+	return nil
+}
+
 var File_trainyard_v1_job_proto protoreflect.FileDescriptor
 
 const file_trainyard_v1_job_proto_rawDesc = "" +
@@ -4213,7 +4323,13 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\x10WatchJobResponse\x12,\n" +
 	"\x05event\x18\x01 \x01(\v2\x16.trainyard.v1.JobEventR\x05event\x12#\n" +
 	"\x03job\x18\x02 \x01(\v2\x11.trainyard.v1.JobR\x03job\x12*\n" +
-	"\x11bookmark_event_id\x18\x03 \x01(\x03R\x0fbookmarkEventId*\x8d\x01\n" +
+	"\x11bookmark_event_id\x18\x03 \x01(\x03R\x0fbookmarkEventId\"c\n" +
+	"\x13ParseJobFileRequest\x12\x16\n" +
+	"\x06parent\x18\x01 \x01(\tR\x06parent\x12\x18\n" +
+	"\acontent\x18\x02 \x01(\tR\acontent\x12\x1a\n" +
+	"\bfilename\x18\x03 \x01(\tR\bfilename\"=\n" +
+	"\x14ParseJobFileResponse\x12%\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x11.trainyard.v1.JobR\x04jobs*\x8d\x01\n" +
 	"\vReplicaType\x12\x1c\n" +
 	"\x18REPLICA_TYPE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12REPLICA_TYPE_CHIEF\x10\x01\x12\x17\n" +
@@ -4266,8 +4382,7 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\x15REPLICA_STATE_PENDING\x10\x01\x12\x19\n" +
 	"\x15REPLICA_STATE_RUNNING\x10\x02\x12\x1b\n" +
 	"\x17REPLICA_STATE_SUCCEEDED\x10\x03\x12\x18\n" +
-	"\x14REPLICA_STATE_FAILED\x10\x042\xb5\n" +
-	"\n" +
+	"\x14REPLICA_STATE_FAILED\x10\x042\xbb\v\n" +
 	"\n" +
 	"JobService\x12h\n" +
 	"\tCreateJob\x12\x1e.trainyard.v1.CreateJobRequest\x1a\x11.trainyard.v1.Job\"(\x82\xd3\xe4\x93\x02\":\x03job\"\x1b/v1/{parent=tenants/*}/jobs\x12]\n" +
@@ -4281,7 +4396,8 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\bWatchJob\x12\x1d.trainyard.v1.WatchJobRequest\x1a\x1e.trainyard.v1.WatchJobResponse\")\x82\xd3\xe4\x93\x02#\x12!/v1/{name=tenants/*/jobs/*}:watch0\x01\x12x\n" +
 	"\tWatchJobs\x12\x1e.trainyard.v1.WatchJobsRequest\x1a\x1e.trainyard.v1.WatchJobResponse\")\x82\xd3\xe4\x93\x02#\x12!/v1/{parent=tenants/*}/jobs:watch0\x01\x12\x8a\x01\n" +
 	"\vImportTFJob\x12 .trainyard.v1.ImportTFJobRequest\x1a!.trainyard.v1.ImportTFJobResponse\"6\x82\xd3\xe4\x93\x020:\x05tfjob\"'/v1/{parent=tenants/*}/jobs:importTFJob\x12\x92\x01\n" +
-	"\x0fBatchCreateJobs\x12$.trainyard.v1.BatchCreateJobsRequest\x1a%.trainyard.v1.BatchCreateJobsResponse\"2\x82\xd3\xe4\x93\x02,:\x01*\"'/v1/{parent=tenants/*}/jobs:batchCreateB\xba\x02\x92A\xf7\x01\x12}\n" +
+	"\x0fBatchCreateJobs\x12$.trainyard.v1.BatchCreateJobsRequest\x1a%.trainyard.v1.BatchCreateJobsResponse\"2\x82\xd3\xe4\x93\x02,:\x01*\"'/v1/{parent=tenants/*}/jobs:batchCreate\x12\x83\x01\n" +
+	"\fParseJobFile\x12!.trainyard.v1.ParseJobFileRequest\x1a\".trainyard.v1.ParseJobFileResponse\",\x82\xd3\xe4\x93\x02&:\x01*\"!/v1/{parent=tenants/*}/jobs:parseB\xba\x02\x92A\xf7\x01\x12}\n" +
 	"\tTrainyard\x12lSubmit and follow distributed TensorFlow training jobs on Kubernetes. Every call needs an OIDC bearer token.2\x02v12\x10application/json:\x10application/jsonZD\n" +
 	"B\n" +
 	"\x06bearer\x128\b\x02\x12#An OIDC ID token: 'Bearer <token>'.\x1a\rAuthorization \x02b\f\n" +
@@ -4302,7 +4418,7 @@ func file_trainyard_v1_job_proto_rawDescGZIP() []byte {
 }
 
 var file_trainyard_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_trainyard_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_trainyard_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
 var file_trainyard_v1_job_proto_goTypes = []any{
 	(ReplicaType)(0),                // 0: trainyard.v1.ReplicaType
 	(RestartPolicy)(0),              // 1: trainyard.v1.RestartPolicy
@@ -4357,20 +4473,22 @@ var file_trainyard_v1_job_proto_goTypes = []any{
 	(*WatchJobRequest)(nil),         // 50: trainyard.v1.WatchJobRequest
 	(*WatchJobsRequest)(nil),        // 51: trainyard.v1.WatchJobsRequest
 	(*WatchJobResponse)(nil),        // 52: trainyard.v1.WatchJobResponse
-	nil,                             // 53: trainyard.v1.Job.LabelsEntry
-	nil,                             // 54: trainyard.v1.ReplicaSpec.NodeSelectorEntry
-	nil,                             // 55: trainyard.v1.ReplicaSpec.PodLabelsEntry
-	nil,                             // 56: trainyard.v1.ReplicaSpec.PodAnnotationsEntry
-	(*timestamppb.Timestamp)(nil),   // 57: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),         // 58: google.protobuf.Struct
-	(*httpbody.HttpBody)(nil),       // 59: google.api.HttpBody
+	(*ParseJobFileRequest)(nil),     // 53: trainyard.v1.ParseJobFileRequest
+	(*ParseJobFileResponse)(nil),    // 54: trainyard.v1.ParseJobFileResponse
+	nil,                             // 55: trainyard.v1.Job.LabelsEntry
+	nil,                             // 56: trainyard.v1.ReplicaSpec.NodeSelectorEntry
+	nil,                             // 57: trainyard.v1.ReplicaSpec.PodLabelsEntry
+	nil,                             // 58: trainyard.v1.ReplicaSpec.PodAnnotationsEntry
+	(*timestamppb.Timestamp)(nil),   // 59: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),         // 60: google.protobuf.Struct
+	(*httpbody.HttpBody)(nil),       // 61: google.api.HttpBody
 }
 var file_trainyard_v1_job_proto_depIdxs = []int32{
-	53, // 0: trainyard.v1.Job.labels:type_name -> trainyard.v1.Job.LabelsEntry
+	55, // 0: trainyard.v1.Job.labels:type_name -> trainyard.v1.Job.LabelsEntry
 	9,  // 1: trainyard.v1.Job.spec:type_name -> trainyard.v1.JobSpec
 	28, // 2: trainyard.v1.Job.status:type_name -> trainyard.v1.JobStatus
-	57, // 3: trainyard.v1.Job.create_time:type_name -> google.protobuf.Timestamp
-	57, // 4: trainyard.v1.Job.update_time:type_name -> google.protobuf.Timestamp
+	59, // 3: trainyard.v1.Job.create_time:type_name -> google.protobuf.Timestamp
+	59, // 4: trainyard.v1.Job.update_time:type_name -> google.protobuf.Timestamp
 	10, // 5: trainyard.v1.JobSpec.replicas:type_name -> trainyard.v1.ReplicaSpec
 	25, // 6: trainyard.v1.JobSpec.run_policy:type_name -> trainyard.v1.RunPolicy
 	3,  // 7: trainyard.v1.JobSpec.success_policy:type_name -> trainyard.v1.SuccessPolicy
@@ -4379,11 +4497,11 @@ var file_trainyard_v1_job_proto_depIdxs = []int32{
 	0,  // 10: trainyard.v1.ReplicaSpec.type:type_name -> trainyard.v1.ReplicaType
 	16, // 11: trainyard.v1.ReplicaSpec.env:type_name -> trainyard.v1.EnvVar
 	19, // 12: trainyard.v1.ReplicaSpec.resources:type_name -> trainyard.v1.Resources
-	54, // 13: trainyard.v1.ReplicaSpec.node_selector:type_name -> trainyard.v1.ReplicaSpec.NodeSelectorEntry
+	56, // 13: trainyard.v1.ReplicaSpec.node_selector:type_name -> trainyard.v1.ReplicaSpec.NodeSelectorEntry
 	20, // 14: trainyard.v1.ReplicaSpec.tolerations:type_name -> trainyard.v1.Toleration
 	21, // 15: trainyard.v1.ReplicaSpec.affinity:type_name -> trainyard.v1.Affinity
-	55, // 16: trainyard.v1.ReplicaSpec.pod_labels:type_name -> trainyard.v1.ReplicaSpec.PodLabelsEntry
-	56, // 17: trainyard.v1.ReplicaSpec.pod_annotations:type_name -> trainyard.v1.ReplicaSpec.PodAnnotationsEntry
+	57, // 16: trainyard.v1.ReplicaSpec.pod_labels:type_name -> trainyard.v1.ReplicaSpec.PodLabelsEntry
+	58, // 17: trainyard.v1.ReplicaSpec.pod_annotations:type_name -> trainyard.v1.ReplicaSpec.PodAnnotationsEntry
 	1,  // 18: trainyard.v1.ReplicaSpec.restart_policy:type_name -> trainyard.v1.RestartPolicy
 	18, // 19: trainyard.v1.ReplicaSpec.secret_volumes:type_name -> trainyard.v1.SecretVolume
 	11, // 20: trainyard.v1.ReplicaSpec.liveness_probe:type_name -> trainyard.v1.Probe
@@ -4401,60 +4519,63 @@ var file_trainyard_v1_job_proto_depIdxs = []int32{
 	2,  // 32: trainyard.v1.RunPolicy.clean_pod_policy:type_name -> trainyard.v1.CleanPodPolicy
 	4,  // 33: trainyard.v1.JobStatus.state:type_name -> trainyard.v1.JobState
 	30, // 34: trainyard.v1.JobStatus.conditions:type_name -> trainyard.v1.Condition
-	57, // 35: trainyard.v1.JobStatus.start_time:type_name -> google.protobuf.Timestamp
-	57, // 36: trainyard.v1.JobStatus.completion_time:type_name -> google.protobuf.Timestamp
+	59, // 35: trainyard.v1.JobStatus.start_time:type_name -> google.protobuf.Timestamp
+	59, // 36: trainyard.v1.JobStatus.completion_time:type_name -> google.protobuf.Timestamp
 	31, // 37: trainyard.v1.JobStatus.replica_counts:type_name -> trainyard.v1.ReplicaCounts
 	32, // 38: trainyard.v1.JobStatus.replicas:type_name -> trainyard.v1.ReplicaStatus
 	29, // 39: trainyard.v1.JobStatus.queue:type_name -> trainyard.v1.QueueStatus
 	5,  // 40: trainyard.v1.QueueStatus.reason:type_name -> trainyard.v1.WaitReason
-	57, // 41: trainyard.v1.QueueStatus.estimated_start_time:type_name -> google.protobuf.Timestamp
+	59, // 41: trainyard.v1.QueueStatus.estimated_start_time:type_name -> google.protobuf.Timestamp
 	6,  // 42: trainyard.v1.QueueStatus.estimate_basis:type_name -> trainyard.v1.EstimateBasis
-	57, // 43: trainyard.v1.QueueStatus.update_time:type_name -> google.protobuf.Timestamp
-	57, // 44: trainyard.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
+	59, // 43: trainyard.v1.QueueStatus.update_time:type_name -> google.protobuf.Timestamp
+	59, // 44: trainyard.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
 	0,  // 45: trainyard.v1.ReplicaCounts.type:type_name -> trainyard.v1.ReplicaType
 	0,  // 46: trainyard.v1.ReplicaStatus.type:type_name -> trainyard.v1.ReplicaType
 	7,  // 47: trainyard.v1.ReplicaStatus.state:type_name -> trainyard.v1.ReplicaState
 	33, // 48: trainyard.v1.ReplicaStatus.last_termination:type_name -> trainyard.v1.Termination
-	57, // 49: trainyard.v1.Termination.finish_time:type_name -> google.protobuf.Timestamp
+	59, // 49: trainyard.v1.Termination.finish_time:type_name -> google.protobuf.Timestamp
 	8,  // 50: trainyard.v1.CreateJobRequest.job:type_name -> trainyard.v1.Job
 	34, // 51: trainyard.v1.BatchCreateJobsRequest.requests:type_name -> trainyard.v1.CreateJobRequest
 	8,  // 52: trainyard.v1.BatchCreateJobsResponse.jobs:type_name -> trainyard.v1.Job
-	58, // 53: trainyard.v1.ImportTFJobRequest.tfjob:type_name -> google.protobuf.Struct
+	60, // 53: trainyard.v1.ImportTFJobRequest.tfjob:type_name -> google.protobuf.Struct
 	8,  // 54: trainyard.v1.ImportTFJobResponse.job:type_name -> trainyard.v1.Job
 	39, // 55: trainyard.v1.ImportTFJobResponse.warnings:type_name -> trainyard.v1.ImportWarning
 	8,  // 56: trainyard.v1.ListJobsResponse.jobs:type_name -> trainyard.v1.Job
 	4,  // 57: trainyard.v1.JobEvent.state:type_name -> trainyard.v1.JobState
-	57, // 58: trainyard.v1.JobEvent.create_time:type_name -> google.protobuf.Timestamp
+	59, // 58: trainyard.v1.JobEvent.create_time:type_name -> google.protobuf.Timestamp
 	46, // 59: trainyard.v1.ListJobEventsResponse.events:type_name -> trainyard.v1.JobEvent
 	46, // 60: trainyard.v1.WatchJobResponse.event:type_name -> trainyard.v1.JobEvent
 	8,  // 61: trainyard.v1.WatchJobResponse.job:type_name -> trainyard.v1.Job
-	34, // 62: trainyard.v1.JobService.CreateJob:input_type -> trainyard.v1.CreateJobRequest
-	40, // 63: trainyard.v1.JobService.GetJob:input_type -> trainyard.v1.GetJobRequest
-	41, // 64: trainyard.v1.JobService.ListJobs:input_type -> trainyard.v1.ListJobsRequest
-	43, // 65: trainyard.v1.JobService.CancelJob:input_type -> trainyard.v1.CancelJobRequest
-	44, // 66: trainyard.v1.JobService.DeleteJob:input_type -> trainyard.v1.DeleteJobRequest
-	47, // 67: trainyard.v1.JobService.ListJobEvents:input_type -> trainyard.v1.ListJobEventsRequest
-	49, // 68: trainyard.v1.JobService.GetJobLogs:input_type -> trainyard.v1.GetJobLogsRequest
-	50, // 69: trainyard.v1.JobService.WatchJob:input_type -> trainyard.v1.WatchJobRequest
-	51, // 70: trainyard.v1.JobService.WatchJobs:input_type -> trainyard.v1.WatchJobsRequest
-	37, // 71: trainyard.v1.JobService.ImportTFJob:input_type -> trainyard.v1.ImportTFJobRequest
-	35, // 72: trainyard.v1.JobService.BatchCreateJobs:input_type -> trainyard.v1.BatchCreateJobsRequest
-	8,  // 73: trainyard.v1.JobService.CreateJob:output_type -> trainyard.v1.Job
-	8,  // 74: trainyard.v1.JobService.GetJob:output_type -> trainyard.v1.Job
-	42, // 75: trainyard.v1.JobService.ListJobs:output_type -> trainyard.v1.ListJobsResponse
-	8,  // 76: trainyard.v1.JobService.CancelJob:output_type -> trainyard.v1.Job
-	45, // 77: trainyard.v1.JobService.DeleteJob:output_type -> trainyard.v1.DeleteJobResponse
-	48, // 78: trainyard.v1.JobService.ListJobEvents:output_type -> trainyard.v1.ListJobEventsResponse
-	59, // 79: trainyard.v1.JobService.GetJobLogs:output_type -> google.api.HttpBody
-	52, // 80: trainyard.v1.JobService.WatchJob:output_type -> trainyard.v1.WatchJobResponse
-	52, // 81: trainyard.v1.JobService.WatchJobs:output_type -> trainyard.v1.WatchJobResponse
-	38, // 82: trainyard.v1.JobService.ImportTFJob:output_type -> trainyard.v1.ImportTFJobResponse
-	36, // 83: trainyard.v1.JobService.BatchCreateJobs:output_type -> trainyard.v1.BatchCreateJobsResponse
-	73, // [73:84] is the sub-list for method output_type
-	62, // [62:73] is the sub-list for method input_type
-	62, // [62:62] is the sub-list for extension type_name
-	62, // [62:62] is the sub-list for extension extendee
-	0,  // [0:62] is the sub-list for field type_name
+	8,  // 62: trainyard.v1.ParseJobFileResponse.jobs:type_name -> trainyard.v1.Job
+	34, // 63: trainyard.v1.JobService.CreateJob:input_type -> trainyard.v1.CreateJobRequest
+	40, // 64: trainyard.v1.JobService.GetJob:input_type -> trainyard.v1.GetJobRequest
+	41, // 65: trainyard.v1.JobService.ListJobs:input_type -> trainyard.v1.ListJobsRequest
+	43, // 66: trainyard.v1.JobService.CancelJob:input_type -> trainyard.v1.CancelJobRequest
+	44, // 67: trainyard.v1.JobService.DeleteJob:input_type -> trainyard.v1.DeleteJobRequest
+	47, // 68: trainyard.v1.JobService.ListJobEvents:input_type -> trainyard.v1.ListJobEventsRequest
+	49, // 69: trainyard.v1.JobService.GetJobLogs:input_type -> trainyard.v1.GetJobLogsRequest
+	50, // 70: trainyard.v1.JobService.WatchJob:input_type -> trainyard.v1.WatchJobRequest
+	51, // 71: trainyard.v1.JobService.WatchJobs:input_type -> trainyard.v1.WatchJobsRequest
+	37, // 72: trainyard.v1.JobService.ImportTFJob:input_type -> trainyard.v1.ImportTFJobRequest
+	35, // 73: trainyard.v1.JobService.BatchCreateJobs:input_type -> trainyard.v1.BatchCreateJobsRequest
+	53, // 74: trainyard.v1.JobService.ParseJobFile:input_type -> trainyard.v1.ParseJobFileRequest
+	8,  // 75: trainyard.v1.JobService.CreateJob:output_type -> trainyard.v1.Job
+	8,  // 76: trainyard.v1.JobService.GetJob:output_type -> trainyard.v1.Job
+	42, // 77: trainyard.v1.JobService.ListJobs:output_type -> trainyard.v1.ListJobsResponse
+	8,  // 78: trainyard.v1.JobService.CancelJob:output_type -> trainyard.v1.Job
+	45, // 79: trainyard.v1.JobService.DeleteJob:output_type -> trainyard.v1.DeleteJobResponse
+	48, // 80: trainyard.v1.JobService.ListJobEvents:output_type -> trainyard.v1.ListJobEventsResponse
+	61, // 81: trainyard.v1.JobService.GetJobLogs:output_type -> google.api.HttpBody
+	52, // 82: trainyard.v1.JobService.WatchJob:output_type -> trainyard.v1.WatchJobResponse
+	52, // 83: trainyard.v1.JobService.WatchJobs:output_type -> trainyard.v1.WatchJobResponse
+	38, // 84: trainyard.v1.JobService.ImportTFJob:output_type -> trainyard.v1.ImportTFJobResponse
+	36, // 85: trainyard.v1.JobService.BatchCreateJobs:output_type -> trainyard.v1.BatchCreateJobsResponse
+	54, // 86: trainyard.v1.JobService.ParseJobFile:output_type -> trainyard.v1.ParseJobFileResponse
+	75, // [75:87] is the sub-list for method output_type
+	63, // [63:75] is the sub-list for method input_type
+	63, // [63:63] is the sub-list for extension type_name
+	63, // [63:63] is the sub-list for extension extendee
+	0,  // [0:63] is the sub-list for field type_name
 }
 
 func init() { file_trainyard_v1_job_proto_init() }
@@ -4479,7 +4600,7 @@ func file_trainyard_v1_job_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_trainyard_v1_job_proto_rawDesc), len(file_trainyard_v1_job_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   49,
+			NumMessages:   51,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -31,6 +31,7 @@ const (
 	JobService_WatchJobs_FullMethodName       = "/trainyard.v1.JobService/WatchJobs"
 	JobService_ImportTFJob_FullMethodName     = "/trainyard.v1.JobService/ImportTFJob"
 	JobService_BatchCreateJobs_FullMethodName = "/trainyard.v1.JobService/BatchCreateJobs"
+	JobService_ParseJobFile_FullMethodName    = "/trainyard.v1.JobService/ParseJobFile"
 )
 
 // JobServiceClient is the client API for JobService service.
@@ -93,6 +94,17 @@ type JobServiceClient interface {
 	// idempotent item by item. A job_id in use is ALREADY_EXISTS naming the
 	// item. The jobs come back in the order of the requests.
 	BatchCreateJobs(ctx context.Context, in *BatchCreateJobsRequest, opts ...grpc.CallOption) (*BatchCreateJobsResponse, error)
+	// Reads a job file, the text a person writes: one YAML document, several
+	// separated by ---, or one JSON value, each a Job as CreateJob takes it,
+	// with the lenient rules the server keeps in one place (internal/jobfile):
+	// enum values short and in any case (WORKER, OnFailure), numbers and
+	// booleans where a string is wanted (cpu: 2), field names in lowerCamelCase
+	// or snake_case. It creates nothing and does not validate the jobs (CreateJob
+	// does): clients send the file here, then create what comes back. What it
+	// cannot read is INVALID_ARGUMENT with one field violation per problem,
+	// "documents[1].spec.replicas[0].imagee", an unknown field naming the
+	// closest known one.
+	ParseJobFile(ctx context.Context, in *ParseJobFileRequest, opts ...grpc.CallOption) (*ParseJobFileResponse, error)
 }
 
 type jobServiceClient struct {
@@ -240,6 +252,16 @@ func (c *jobServiceClient) BatchCreateJobs(ctx context.Context, in *BatchCreateJ
 	return out, nil
 }
 
+func (c *jobServiceClient) ParseJobFile(ctx context.Context, in *ParseJobFileRequest, opts ...grpc.CallOption) (*ParseJobFileResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ParseJobFileResponse)
+	err := c.cc.Invoke(ctx, JobService_ParseJobFile_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // JobServiceServer is the server API for JobService service.
 // All implementations must embed UnimplementedJobServiceServer
 // for forward compatibility.
@@ -300,6 +322,17 @@ type JobServiceServer interface {
 	// idempotent item by item. A job_id in use is ALREADY_EXISTS naming the
 	// item. The jobs come back in the order of the requests.
 	BatchCreateJobs(context.Context, *BatchCreateJobsRequest) (*BatchCreateJobsResponse, error)
+	// Reads a job file, the text a person writes: one YAML document, several
+	// separated by ---, or one JSON value, each a Job as CreateJob takes it,
+	// with the lenient rules the server keeps in one place (internal/jobfile):
+	// enum values short and in any case (WORKER, OnFailure), numbers and
+	// booleans where a string is wanted (cpu: 2), field names in lowerCamelCase
+	// or snake_case. It creates nothing and does not validate the jobs (CreateJob
+	// does): clients send the file here, then create what comes back. What it
+	// cannot read is INVALID_ARGUMENT with one field violation per problem,
+	// "documents[1].spec.replicas[0].imagee", an unknown field naming the
+	// closest known one.
+	ParseJobFile(context.Context, *ParseJobFileRequest) (*ParseJobFileResponse, error)
 	mustEmbedUnimplementedJobServiceServer()
 }
 
@@ -342,6 +375,9 @@ func (UnimplementedJobServiceServer) ImportTFJob(context.Context, *ImportTFJobRe
 }
 func (UnimplementedJobServiceServer) BatchCreateJobs(context.Context, *BatchCreateJobsRequest) (*BatchCreateJobsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method BatchCreateJobs not implemented")
+}
+func (UnimplementedJobServiceServer) ParseJobFile(context.Context, *ParseJobFileRequest) (*ParseJobFileResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ParseJobFile not implemented")
 }
 func (UnimplementedJobServiceServer) mustEmbedUnimplementedJobServiceServer() {}
 func (UnimplementedJobServiceServer) testEmbeddedByValue()                    {}
@@ -541,6 +577,24 @@ func _JobService_BatchCreateJobs_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _JobService_ParseJobFile_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ParseJobFileRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).ParseJobFile(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_ParseJobFile_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).ParseJobFile(ctx, req.(*ParseJobFileRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // JobService_ServiceDesc is the grpc.ServiceDesc for JobService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -579,6 +633,10 @@ var JobService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "BatchCreateJobs",
 			Handler:    _JobService_BatchCreateJobs_Handler,
+		},
+		{
+			MethodName: "ParseJobFile",
+			Handler:    _JobService_ParseJobFile_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -164,6 +164,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tenants/{tenant}/jobs:parse": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reads a job file, the text a person writes: one YAML document, several
+         *     separated by ---, or one JSON value, each a Job as CreateJob takes it,
+         *     with the lenient rules the server keeps in one place (internal/jobfile):
+         *     enum values short and in any case (WORKER, OnFailure), numbers and
+         *     booleans where a string is wanted (cpu: 2), field names in lowerCamelCase
+         *     or snake_case. It creates nothing and does not validate the jobs (CreateJob
+         *     does): clients send the file here, then create what comes back. What it
+         *     cannot read is INVALID_ARGUMENT with one field violation per problem,
+         *     "documents[1].spec.replicas[0].imagee", an unknown field naming the
+         *     closest known one.
+         */
+        post: operations["JobService_ParseJobFile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tenants/{tenant}/jobs:watch": {
         parameters: {
             query?: never;
@@ -392,6 +420,12 @@ export interface components {
             requests?: components["schemas"]["v1CreateJobRequest"][];
         };
         JobServiceCancelJobBody: Record<string, never>;
+        JobServiceParseJobFileBody: {
+            /** @description The file's text: YAML (one or more documents) or JSON. */
+            content?: string;
+            /** @description The file's name, for messages only; optional. */
+            filename?: string;
+        };
         /**
          * @description `Any` contains an arbitrary serialized protocol buffer message along with a
          *     URL that describes the type of the serialized message.
@@ -851,6 +885,14 @@ export interface components {
          * @enum {string}
          */
         v1OverBudgetPolicy: "OVER_BUDGET_POLICY_UNSPECIFIED" | "OVER_BUDGET_POLICY_WAIT" | "OVER_BUDGET_POLICY_BORROW_ONLY";
+        v1ParseJobFileResponse: {
+            /**
+             * @description One job per non-empty document, in order, as written (name included,
+             *     so that a document's name can become its job id); nothing validated
+             *     beyond reading.
+             */
+            jobs?: components["schemas"]["v1Job"][];
+        };
         /**
          * @description Whether a pending job may preempt the tenant's own running jobs.
          *
@@ -1795,6 +1837,41 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["v1ImportTFJobResponse"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    JobService_ParseJobFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["JobServiceParseJobFileBody"];
+            };
+        };
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1ParseJobFileResponse"];
                 };
             };
             /** @description An unexpected error response. */

@@ -2,7 +2,7 @@ import { useMemo, useState, type ChangeEvent, type FormEvent } from "react";
 import { Link, useLocation, useNavigate, useParams } from "react-router";
 import { ApiError, paths } from "../api/client";
 import type { Job } from "../api/types";
-import { parseJobFile, type Problem } from "../jobfile";
+import { documentPath, readJobFile, type Problem } from "../jobfile";
 import { useSession } from "../session";
 // The form starts with tyctl's documented example: one file shows both.
 import example from "../../../cmd/tyctl/examples/mnist.yaml?raw";
@@ -14,8 +14,10 @@ interface Warning {
 
 // SubmitPage takes a job file (pasted, uploaded, or a job's own for
 // "submit again") or a Kubeflow TFJob manifest, and shows every problem
-// on the line of the field it is about: the file's own, found before
-// sending, and the server's field violations.
+// on the line of the field it is about: YAML syntax errors, found before
+// sending, and the server's field violations. The server reads the job
+// file (jobs:parse, the lenient rules every client shares); the page then
+// creates the job it returns.
 export function SubmitPage() {
   const { tenant = "" } = useParams();
   const { api } = useSession();
@@ -30,7 +32,7 @@ export function SubmitPage() {
   const [imported, setImported] = useState<string>();
   const [allowWarnings, setAllowWarnings] = useState(false);
   const [busy, setBusy] = useState(false);
-  const parsed = useMemo(() => parseJobFile(text), [text]);
+  const parsed = useMemo(() => readJobFile(text), [text]);
 
   async function upload(e: ChangeEvent<HTMLInputElement>) {
     const f = e.target.files?.[0];
@@ -43,7 +45,7 @@ export function SubmitPage() {
     setWarnings([]);
     setImported(undefined);
     setShown(text);
-    if (parsed.problems.length > 0 || !parsed.job) {
+    if (parsed.problems.length > 0) {
       setProblems(parsed.problems);
       return;
     }
@@ -54,7 +56,7 @@ export function SubmitPage() {
     try {
       if (parsed.tfjob) {
         if (allowWarnings) q.set("allowWarnings", "true");
-        const r = await api.call<{ job?: Job; warnings?: Warning[] }>("POST", `${paths.jobs(tenant)}:importTFJob?${q}`, parsed.job);
+        const r = await api.call<{ job?: Job; warnings?: Warning[] }>("POST", `${paths.jobs(tenant)}:importTFJob?${q}`, parsed.value);
         // Imported with warnings: stay, so that they can be read.
         if (r.warnings?.length) {
           setWarnings(r.warnings);
@@ -62,12 +64,21 @@ export function SubmitPage() {
           return;
         }
       } else {
-        await api.call<Job>("POST", `${paths.jobs(tenant)}?${q}`, parsed.job);
+        const read = await api.call<{ jobs?: Job[] }>("POST", `${paths.jobs(tenant)}:parse`, { content: text });
+        const jobs = read.jobs ?? [];
+        if (jobs.length !== 1) {
+          setError(`This file holds ${jobs.length} jobs; the console submits one at a time (tyctl jobs submit -f submits several).`);
+          return;
+        }
+        await api.call<Job>("POST", `${paths.jobs(tenant)}?${q}`, jobs[0]);
       }
       navigate(`/tenants/${tenant}/jobs`);
     } catch (err) {
       if (err instanceof ApiError && err.violations.length > 0) {
-        setProblems(err.violations.map((v) => ({ path: v.field, message: v.description, line: parsed.locate(v.field.replace(/^tfjob\./, "")) })));
+        setProblems(err.violations.map((v) => {
+          const path = documentPath(v.field);
+          return { path, message: v.description, line: parsed.locate(path.replace(/^tfjob\./, "")) };
+        }));
         setError(err.message);
       } else if (parsed.tfjob && err instanceof ApiError && (err.status === 404 || err.status === 405)) {
         setError("This server cannot import Kubeflow TFJob manifests.");

@@ -368,6 +368,22 @@ class NodeSelectorTerm(_message.Message):
     match_expressions: _containers.RepeatedCompositeFieldContainer[NodeSelectorRequirement]
     def __init__(self, match_expressions: _Optional[_Iterable[_Union[NodeSelectorRequirement, _Mapping]]] = ...) -> None: ...
 
+class ParseJobFileRequest(_message.Message):
+    __slots__ = ["content", "filename", "parent"]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    FILENAME_FIELD_NUMBER: _ClassVar[int]
+    PARENT_FIELD_NUMBER: _ClassVar[int]
+    content: str
+    filename: str
+    parent: str
+    def __init__(self, parent: _Optional[str] = ..., content: _Optional[str] = ..., filename: _Optional[str] = ...) -> None: ...
+
+class ParseJobFileResponse(_message.Message):
+    __slots__ = ["jobs"]
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    jobs: _containers.RepeatedCompositeFieldContainer[Job]
+    def __init__(self, jobs: _Optional[_Iterable[_Union[Job, _Mapping]]] = ...) -> None: ...
+
 class PreferredTerm(_message.Message):
     __slots__ = ["preference", "weight"]
     PREFERENCE_FIELD_NUMBER: _ClassVar[int]

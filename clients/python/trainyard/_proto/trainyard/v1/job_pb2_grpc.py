@@ -73,6 +73,11 @@ class JobServiceStub(object):
                 request_serializer=trainyard_dot_v1_dot_job__pb2.BatchCreateJobsRequest.SerializeToString,
                 response_deserializer=trainyard_dot_v1_dot_job__pb2.BatchCreateJobsResponse.FromString,
                 )
+        self.ParseJobFile = channel.unary_unary(
+                '/trainyard.v1.JobService/ParseJobFile',
+                request_serializer=trainyard_dot_v1_dot_job__pb2.ParseJobFileRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_job__pb2.ParseJobFileResponse.FromString,
+                )
 
 
 class JobServiceServicer(object):
@@ -188,6 +193,22 @@ class JobServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ParseJobFile(self, request, context):
+        """Reads a job file, the text a person writes: one YAML document, several
+        separated by ---, or one JSON value, each a Job as CreateJob takes it,
+        with the lenient rules the server keeps in one place (internal/jobfile):
+        enum values short and in any case (WORKER, OnFailure), numbers and
+        booleans where a string is wanted (cpu: 2), field names in lowerCamelCase
+        or snake_case. It creates nothing and does not validate the jobs (CreateJob
+        does): clients send the file here, then create what comes back. What it
+        cannot read is INVALID_ARGUMENT with one field violation per problem,
+        "documents[1].spec.replicas[0].imagee", an unknown field naming the
+        closest known one.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_JobServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -245,6 +266,11 @@ def add_JobServiceServicer_to_server(servicer, server):
                     servicer.BatchCreateJobs,
                     request_deserializer=trainyard_dot_v1_dot_job__pb2.BatchCreateJobsRequest.FromString,
                     response_serializer=trainyard_dot_v1_dot_job__pb2.BatchCreateJobsResponse.SerializeToString,
+            ),
+            'ParseJobFile': grpc.unary_unary_rpc_method_handler(
+                    servicer.ParseJobFile,
+                    request_deserializer=trainyard_dot_v1_dot_job__pb2.ParseJobFileRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_job__pb2.ParseJobFileResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -443,5 +469,22 @@ class JobService(object):
         return grpc.experimental.unary_unary(request, target, '/trainyard.v1.JobService/BatchCreateJobs',
             trainyard_dot_v1_dot_job__pb2.BatchCreateJobsRequest.SerializeToString,
             trainyard_dot_v1_dot_job__pb2.BatchCreateJobsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ParseJobFile(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/trainyard.v1.JobService/ParseJobFile',
+            trainyard_dot_v1_dot_job__pb2.ParseJobFileRequest.SerializeToString,
+            trainyard_dot_v1_dot_job__pb2.ParseJobFileResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

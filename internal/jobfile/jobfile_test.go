@@ -1,15 +1,30 @@
-package main
+package jobfile
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/trainyard/trainyard/internal/document"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
+
+// parseJobFile reads a file that holds one job.
+func parseJobFile(data []byte) (*pb.Job, error) {
+	jobs, err := Parse(data, document.Limits{})
+	if err != nil {
+		return nil, err
+	}
+	if len(jobs) != 1 {
+		return nil, fmt.Errorf("%d jobs", len(jobs))
+	}
+	return jobs[0], nil
+}
 
 func TestParseJobFileShortEnums(t *testing.T) {
 	for _, tc := range []struct {
@@ -85,9 +100,10 @@ func TestParseJobFileProblems(t *testing.T) {
 		name, file string
 		want       []string
 	}{
-		{"empty", "  \n", []string{"the file is empty"}},
-		{"not an object", "- a\n- b\n", []string{"want a job object"}},
-		{"yaml syntax", "spec: [\n", []string{"yaml"}},
+		{"empty", "  \n# only a comment\n", []string{"the file is empty"}},
+		{"not an object", "- a\n- b\n", []string{"documents[0]: want a job object"}},
+		{"yaml syntax", "spec: [\n", []string{"documents[0]: the body is not YAML"}},
+		{"tfjob", "apiVersion: kubeflow.org/v1\nkind: TFJob\n", []string{"documents[0]: a Kubeflow TFJob"}},
 		{
 			"typos and bad values, all at once",
 			`
@@ -103,12 +119,12 @@ spec:
 `,
 			[]string{
 				"6 problems:",
-				`spec.replicas[0].imagee: unknown field (did you mean image?)`,
-				`spec.replicas[0].resources.gpus: unknown field (did you mean gpu?)`,
-				`spec.replicas[0].type: "WRKER" is not one of CHIEF, WORKER, PS, EVALUATOR`,
-				`spec.replicas[1].count: want a number, got "two"`,
-				`spec.replicas[1].command: want a list, got "python train.py"`,
-				`spec.runPolicy.backoffLimit: want a number, got a list`,
+				`documents[0].spec.replicas[0].imagee: unknown field (did you mean image?)`,
+				`documents[0].spec.replicas[0].resources.gpus: unknown field (did you mean gpu?)`,
+				`documents[0].spec.replicas[0].type: "WRKER" is not one of CHIEF, WORKER, PS, EVALUATOR`,
+				`documents[0].spec.replicas[1].count: want a number, got "two"`,
+				`documents[0].spec.replicas[1].command: want a list, got "python train.py"`,
+				`documents[0].spec.runPolicy.backoffLimit: want a number, got a list`,
 			},
 		},
 	} {
@@ -125,19 +141,20 @@ spec:
 func TestParseJobFileProblemsOneLineEach(t *testing.T) {
 	_, err := parseJobFile([]byte("spec: {replicas: [{type: X, image: tf}], priorty: 1}\n"))
 	require.EqualError(t, err, "2 problems:\n"+
-		"  spec.priorty: unknown field (did you mean priority?)\n"+
-		`  spec.replicas[0].type: "X" is not one of CHIEF, WORKER, PS, EVALUATOR`)
+		"  documents[0].spec.priorty: unknown field (did you mean priority?)\n"+
+		`  documents[0].spec.replicas[0].type: "X" is not one of CHIEF, WORKER, PS, EVALUATOR`)
 }
 
 func TestExampleMNIST(t *testing.T) {
-	data, err := os.ReadFile("examples/mnist.yaml")
+	data, err := os.ReadFile("../../cmd/tyctl/examples/mnist.yaml")
 	require.NoError(t, err)
 	j, err := parseJobFile(data)
 	require.NoError(t, err)
 
 	replicas := j.GetSpec().GetReplicas()
 	require.Len(t, replicas, 3)
-	require.Equal(t, "chief 0/1, worker 0/2, ps 0/1", replicaSummary(j))
+	require.Equal(t, []pb.ReplicaType{pb.ReplicaType_REPLICA_TYPE_CHIEF, pb.ReplicaType_REPLICA_TYPE_WORKER, pb.ReplicaType_REPLICA_TYPE_PS},
+		[]pb.ReplicaType{replicas[0].GetType(), replicas[1].GetType(), replicas[2].GetType()})
 	workers := replicas[1]
 	require.EqualValues(t, 1, workers.GetResources().GetGpu())
 	require.True(t, strings.HasPrefix(workers.GetImage(), "tensorflow/tensorflow:"))
@@ -146,9 +163,72 @@ func TestExampleMNIST(t *testing.T) {
 	require.Zero(t, replicas[0].GetResources().GetGpu(), "the chief coordinates; GPUs are on the workers")
 
 	// The same file as JSON parses to the same job.
-	js, err := marshalJSON(j, true)
+	js, err := protojson.Marshal(j)
 	require.NoError(t, err)
 	again, err := parseJobFile(js)
 	require.NoError(t, err)
 	require.True(t, proto.Equal(j, again))
+}
+
+func TestParseSeveralDocuments(t *testing.T) {
+	jobs, err := Parse([]byte(`# a sweep
+---
+name: lr-1
+spec: {replicas: [{type: worker, image: tf, args: [--lr, 0.1]}]}
+---
+# only a comment: skipped, and not counted
+---
+name: lr-2
+spec: {replicas: [{type: worker, image: tf, args: [--lr, 0.01]}]}
+`), document.Limits{})
+	require.NoError(t, err)
+	require.Len(t, jobs, 2)
+	require.Equal(t, "lr-1", jobs[0].GetName())
+	require.Equal(t, []string{"--lr", "0.01"}, jobs[1].GetSpec().GetReplicas()[0].GetArgs())
+}
+
+func TestParseSeveralDocumentsProblemsNameTheDocument(t *testing.T) {
+	_, err := Parse([]byte(`spec: {replicas: [{type: worker, image: tf}]}
+---
+# comment
+---
+spec: {replicas: [{type: worker, image: tf, gpus: 1}]}
+---
+spec: {replicas: [{type: worker, image: tf}], spec: 1, spec: 2}
+`), document.Limits{})
+	var e Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, Error{
+		{Field: "documents[1].spec.replicas[0].gpus", Reason: "unknown field"},
+		{Field: "documents[2].spec.spec", Reason: "the key appears twice in one map (line 2)"},
+	}, e)
+}
+
+func TestParseBounded(t *testing.T) {
+	var b strings.Builder
+	for range 3 {
+		b.WriteString("spec: {replicas: [{type: worker, image: tf, args: [a, b, c, d, e, f, g, h]}]}\n---\n")
+	}
+	_, err := Parse([]byte(b.String()), document.Limits{MaxBytes: 100})
+	require.ErrorContains(t, err, "larger than 100 bytes")
+
+	_, err = Parse([]byte(b.String()), document.Limits{MaxValues: 5})
+	require.ErrorContains(t, err, "documents[0]")
+	require.ErrorContains(t, err, "more than 5 values")
+
+	// The converted JSON of every document counts against one budget: the
+	// file fits, the JSON of its three documents does not.
+	_, err = Parse([]byte(b.String()), document.Limits{MaxBytes: len(b.String())})
+	require.ErrorContains(t, err, "documents[2]: the body is larger than")
+	jobs, err := Parse([]byte(b.String()), document.Limits{MaxBytes: 2 * len(b.String())})
+	require.NoError(t, err)
+	require.Len(t, jobs, 3)
+}
+
+func TestParseEnumAmbiguousAndUnknown(t *testing.T) {
+	_, err := ParseEnum(pb.Role(0).Descriptor(), "owner")
+	require.ErrorContains(t, err, `"owner" is not one of`)
+	v, err := ParseEnum(pb.Role(0).Descriptor(), "Editor")
+	require.NoError(t, err)
+	require.Equal(t, pb.Role_ROLE_EDITOR, pb.Role(v.Number()))
 }

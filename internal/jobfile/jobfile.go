@@ -1,4 +1,4 @@
-package main
+package jobfile
 
 import (
 	"bytes"
@@ -6,80 +6,178 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/reflect/protoreflect"
-	"sigs.k8s.io/yaml"
 
+	"github.com/trainyard/trainyard/internal/document"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
 
-// A job file is the Job resource exactly as the REST API takes it in a
-// create's body, in YAML or JSON. Before protojson reads it, normalize
-// forgives what people write by hand and reports, by path, what it cannot:
-//
-//   - enum values in short form or any case: WORKER, worker, ON_FAILURE,
-//     OnFailure become REPLICA_TYPE_WORKER, RESTART_POLICY_ON_FAILURE;
-//   - numbers and booleans where the API wants a string (cpu: 2,
-//     args: [--epochs, 10], a label value 2024) become strings;
-//   - field names are lowerCamelCase or the proto's snake_case, as protojson
-//     accepts; an unknown one is an error with a suggestion, because a typo
-//     silently dropped (gpus: 4) is a job that runs without GPUs.
+// Problem is one thing wrong with a file: Field is a path such as
+// documents[0].spec.replicas[1].count (documents[i] alone for the whole
+// document, empty for the whole file).
+type Problem struct {
+	Field  string
+	Reason string
+}
 
-// parseJobFile reads a Job from YAML or JSON.
-func parseJobFile(data []byte) (*pb.Job, error) {
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, errors.New("the file is empty")
+func (p Problem) String() string {
+	if p.Field == "" {
+		return p.Reason
 	}
-	js, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		return nil, err
+	return p.Field + ": " + p.Reason
+}
+
+// Error is every problem of a file, in document order.
+type Error []Problem
+
+func (e Error) Error() string {
+	lines := make([]string, len(e))
+	for i, p := range e {
+		lines[i] = p.String()
 	}
+	if len(lines) == 1 {
+		return lines[0]
+	}
+	return fmt.Sprintf("%d problems:\n  %s", len(lines), strings.Join(lines, "\n  "))
+}
+
+// separator is a line starting a new YAML document.
+var separator = regexp.MustCompile(`(?m)^---[ \t]*(#.*)?$`)
+
+// Documents splits content into its non-empty documents (a part with
+// nothing but comments and blank lines is empty), in order: the i-th is
+// documents[i] in problems.
+func Documents(content []byte) [][]byte {
+	var out [][]byte
+	for _, part := range separator.Split(string(content), -1) {
+		if !blank(part) {
+			out = append(out, []byte(part))
+		}
+	}
+	return out
+}
+
+func blank(s string) bool {
+	for _, line := range strings.Split(s, "\n") {
+		if t := strings.TrimSpace(line); t != "" && !strings.HasPrefix(t, "#") {
+			return false
+		}
+	}
+	return true
+}
+
+// Parse reads every job of content (see the package doc). The limits bound
+// the whole file: MaxBytes its size and the JSON it converts to, the
+// others each document. A non-nil error is an Error.
+func Parse(content []byte, l document.Limits) ([]*pb.Job, error) {
+	maxBytes := l.MaxBytes
+	if maxBytes <= 0 {
+		maxBytes = 4 << 20
+	}
+	if len(content) > maxBytes {
+		return nil, Error{{Reason: fmt.Sprintf("the file is larger than %d bytes (the server's limit)", maxBytes)}}
+	}
+	docs := Documents(content)
+	if len(docs) == 0 {
+		return nil, Error{{Reason: "the file is empty (it holds no job, only comments or blank lines)"}}
+	}
+	var (
+		bad    Error
+		jobs   = make([]*pb.Job, 0, len(docs))
+		budget = maxBytes
+	)
+	for i, d := range docs {
+		prefix := fmt.Sprintf("documents[%d]", i)
+		dl := l
+		dl.MaxBytes = budget
+		js, err := document.YAMLToJSON(d, dl)
+		if err != nil {
+			var de *document.Error
+			if errors.As(err, &de) {
+				bad = append(bad, Problem{Field: join(prefix, de.Field), Reason: de.Reason})
+			} else {
+				bad = append(bad, Problem{Field: prefix, Reason: err.Error()})
+			}
+			if strings.Contains(err.Error(), "the server's limit") {
+				return nil, bad // the rest would pass it too; stop reading
+			}
+			continue
+		}
+		budget -= len(js)
+		j, problems := parseOne(js, prefix)
+		bad = append(bad, problems...)
+		jobs = append(jobs, j)
+	}
+	if len(bad) > 0 {
+		return nil, bad
+	}
+	return jobs, nil
+}
+
+// parseOne normalizes and reads one document's JSON.
+func parseOne(js []byte, prefix string) (*pb.Job, []Problem) {
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.UseNumber() // keep numbers as written, for the ones that become strings
 	var doc any
 	if err := dec.Decode(&doc); err != nil {
-		return nil, err
+		return nil, []Problem{{Field: prefix, Reason: err.Error()}}
 	}
 	obj, ok := doc.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("want a job object (spec: {replicas: [...]}), got %s", describe(doc))
+		return nil, []Problem{{Field: prefix, Reason: fmt.Sprintf("want a job object (spec: {replicas: [...]}), got %s", describe(doc))}}
 	}
-	var n normalizer
+	if kind, ok := obj["kind"].(string); ok {
+		if kind == "TFJob" {
+			return nil, []Problem{{Field: prefix, Reason: "a Kubeflow TFJob (kind: TFJob), not a Trainyard job file: import it with ImportTFJob, one manifest per file"}}
+		}
+		return nil, []Problem{{Field: prefix, Reason: fmt.Sprintf("kind %s: a job file is a Trainyard Job (spec: {replicas: [...]}) or a Kubeflow TFJob", kind)}}
+	}
+	n := normalizer{prefix: prefix}
 	n.message(obj, (&pb.Job{}).ProtoReflect().Descriptor(), "")
 	if len(n.problems) > 0 {
 		return nil, n.problems
 	}
 	normalized, err := json.Marshal(obj)
 	if err != nil {
-		return nil, err
+		return nil, []Problem{{Field: prefix, Reason: err.Error()}}
 	}
 	j := &pb.Job{}
 	if err := protojson.Unmarshal(normalized, j); err != nil {
-		return nil, err
+		err = document.Describe(err, normalized)
+		var de *document.Error
+		if errors.As(err, &de) {
+			return nil, []Problem{{Field: join(prefix, de.Field), Reason: de.Reason}}
+		}
+		return nil, []Problem{{Field: prefix, Reason: err.Error()}}
 	}
 	return j, nil
 }
 
-// problems are what is wrong with a file, one line each.
-type problems []string
-
-func (p problems) Error() string {
-	if len(p) == 1 {
-		return p[0]
+func join(prefix, field string) string {
+	switch {
+	case field == "":
+		return prefix
+	case strings.HasPrefix(field, "["):
+		return prefix + field
 	}
-	return fmt.Sprintf("%d problems:\n  %s", len(p), strings.Join(p, "\n  "))
+	return prefix + "." + field
 }
 
 // normalizer rewrites a decoded JSON document in place, guided by the
 // message descriptor, and collects problems with their paths.
-type normalizer struct{ problems problems }
+type normalizer struct {
+	prefix   string
+	problems []Problem
+}
 
 func (n *normalizer) fail(path, format string, args ...any) {
-	n.problems = append(n.problems, path+": "+fmt.Sprintf(format, args...))
+	n.problems = append(n.problems, Problem{Field: join(n.prefix, path), Reason: fmt.Sprintf(format, args...)})
 }
 
 func (n *normalizer) message(obj map[string]any, md protoreflect.MessageDescriptor, path string) {
@@ -110,8 +208,8 @@ func (n *normalizer) field(fd protoreflect.FieldDescriptor, v any, p string) any
 			n.fail(p, "want a map of key: value, got %s", describe(v))
 			return v
 		}
-		for k, mv := range m {
-			m[k] = n.single(fd.MapValue(), mv, fmt.Sprintf("%s[%q]", p, k))
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			m[k] = n.single(fd.MapValue(), m[k], fmt.Sprintf("%s[%q]", p, k))
 		}
 	case fd.IsList():
 		l, ok := v.([]any)
@@ -146,7 +244,7 @@ func (n *normalizer) single(fd protoreflect.FieldDescriptor, v any, p string) an
 	case protoreflect.EnumKind:
 		switch x := v.(type) {
 		case string:
-			ev, err := parseEnum(fd.Enum(), x)
+			ev, err := ParseEnum(fd.Enum(), x)
 			if err != nil {
 				n.fail(p, "%v", err)
 				return v
@@ -154,7 +252,7 @@ func (n *normalizer) single(fd protoreflect.FieldDescriptor, v any, p string) an
 			return string(ev.Name())
 		case json.Number:
 		default:
-			n.fail(p, "want one of %s, got %s", strings.Join(enumChoices(fd.Enum()), ", "), describe(v))
+			n.fail(p, "want one of %s, got %s", strings.Join(EnumChoices(fd.Enum()), ", "), describe(v))
 		}
 	case protoreflect.StringKind:
 		switch x := v.(type) {
