@@ -79,7 +79,7 @@ any tenant's, or every tenant's with --all.`,
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "every tenant's records (platform admins)")
 	cmd.Flags().StringVar(&subject, "subject", "", "only this caller's (OIDC subject) changes")
-	cmd.Flags().StringVar(&action, "action", "", "only this action: tenant.create, tenant.update, tenant.offboard, secret.put, secret.delete, job.create, job.cancel, job.delete")
+	cmd.Flags().StringVar(&action, "action", "", "only this action: tenant.create, tenant.update, tenant.offboard, secret.put, secret.delete, job.create, job.cancel, job.delete, job.suspend, job.resume")
 	cmd.Flags().DurationVar(&since, "since", 0, "only records from this long ago on, e.g. 24h")
 	cmd.Flags().DurationVar(&until, "until", 0, "only records older than this, e.g. 1h")
 	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many records")

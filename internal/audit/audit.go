@@ -36,10 +36,12 @@ const (
 	JobCreate      Action = "job.create"
 	JobCancel      Action = "job.cancel"
 	JobDelete      Action = "job.delete"
+	JobSuspend     Action = "job.suspend"
+	JobResume      Action = "job.resume"
 )
 
 // Actions lists every action, for validating filters.
-var Actions = []Action{TenantCreate, TenantUpdate, TenantOffboard, SecretPut, SecretDelete, JobCreate, JobCancel, JobDelete}
+var Actions = []Action{TenantCreate, TenantUpdate, TenantOffboard, SecretPut, SecretDelete, JobCreate, JobCancel, JobDelete, JobSuspend, JobResume}
 
 // Request is where a call came from: the client's address (for REST, the
 // gateway's client, not the gateway) and the request's id.

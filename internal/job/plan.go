@@ -25,6 +25,9 @@ const (
 	ReasonPreempted = "Preempted"
 	// ReasonRequeued: the job went back to the queue.
 	ReasonRequeued = "Requeued"
+	// ReasonSuspended: a user suspended the job; ReasonResumed: resumed it.
+	ReasonSuspended = "Suspended"
+	ReasonResumed   = "Resumed"
 	// ReasonPodMissing is the termination reason of a replica whose running
 	// pod disappeared without Trainyard seeing how it ended.
 	ReasonPodMissing = "PodMissing"
@@ -55,6 +58,13 @@ func Plan(in PlanInput) PlanResult {
 		p.cleanup()
 	case state.Final():
 		p.cleanup()
+	case state == Suspended:
+		// Held until a resume: its pods are gone and it holds no quota. A
+		// cancel ends it (the store ends most at once).
+		if p.status.CancelRequested {
+			p.finish(Cancelled, ReasonCancelled, "Job cancelled", EventNormal)
+			p.cleanup()
+		}
 	case (state == Queued || state == "") && !in.Admitted && !p.status.CancelRequested:
 		// Waiting for the scheduler, which writes why; nothing to do here.
 	case !p.status.CancelRequested && p.requeuing():

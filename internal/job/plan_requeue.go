@@ -30,6 +30,10 @@ func (p *planner) requeuing() bool {
 	if p.status.Requeuing != nil {
 		return true
 	}
+	if p.status.SuspendRequested {
+		p.status.Requeuing = &Requeuing{Reason: ReasonSuspended, Message: "suspended by a user"}
+		return true
+	}
 	if pr := p.in.Preempt; pr != nil {
 		p.status.Requeuing = &Requeuing{Reason: ReasonPreempted, Message: pr.Message, PreemptedBy: pr.By}
 		return true
@@ -85,6 +89,23 @@ func (p *planner) planRequeue() {
 	}
 	rq := *p.status.Requeuing
 	p.status.Requeuing = nil
+	p.status.StartTime = nil
+	if p.status.SuspendRequested {
+		// Suspended (whatever else was stopping it): held, not queued;
+		// neither a restart nor a requeue.
+		p.summarize()
+		p.setCondition(CondUnschedulable, false, ReasonSuspended, "")
+		p.setCondition(CondAdmitted, false, ReasonSuspended, "suspended by a user")
+		p.setCondition(CondQueued, false, ReasonSuspended, "suspended by a user")
+		p.setCondition(CondSuspended, true, ReasonSuspended, "suspended by a user; resume it to queue it again")
+		p.setState(Suspended, ReasonSuspended, "suspended; its pods are stopped and its resources released", EventNormal)
+		p.out.Requeued = &Requeuing{Reason: ReasonSuspended, Message: "suspended by a user"}
+		return
+	}
+	if rq.Reason == ReasonSuspended {
+		// Resumed before its pods were gone: back in the queue.
+		rq.Message = "resumed by a user"
+	}
 	p.status.Requeues++
 	p.status.StartTime = nil
 	p.summarize()

@@ -221,10 +221,13 @@ const (
 	Succeeded  State = "SUCCEEDED"
 	Failed     State = "FAILED"
 	Cancelled  State = "CANCELLED"
+	// Suspended: a user suspended the job; its pods are gone, it holds no
+	// quota, and it waits for a resume (which makes it QUEUED again).
+	Suspended State = "SUSPENDED"
 )
 
 // States lists every state.
-var States = []State{Queued, Starting, Running, Restarting, Succeeded, Failed, Cancelled}
+var States = []State{Queued, Starting, Running, Restarting, Succeeded, Failed, Cancelled, Suspended}
 
 // Final reports whether a job in state s will never change state again.
 func (s State) Final() bool { return s == Succeeded || s == Failed || s == Cancelled }
@@ -241,6 +244,9 @@ type Status struct {
 	Replicas        []ReplicaStatus `json:"replicas,omitempty"`
 	Restarts        int32           `json:"restarts"`
 	CancelRequested bool            `json:"cancelRequested,omitempty"`
+	// SuspendRequested: a user asked to suspend the job; its pods are being
+	// stopped (like CancelRequested, a column is the truth).
+	SuspendRequested bool `json:"suspendRequested,omitempty"`
 	// CleanedUp is set once the Kubernetes objects of a finished job are gone.
 	CleanedUp bool `json:"cleanedUp,omitempty"`
 	// Requeues counts how often the job went back to the queue (preempted,
@@ -276,6 +282,8 @@ const (
 	CondUnschedulable = "Unschedulable"
 	// CondPreempted is true while a preempted job waits to run again.
 	CondPreempted = "Preempted"
+	// CondSuspended is true while the job is suspended.
+	CondSuspended = "Suspended"
 )
 
 // Condition is a named boolean fact about a job, with why and since when.

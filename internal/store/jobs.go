@@ -46,7 +46,7 @@ type JobListParams struct {
 
 // jobCols is every column a job read needs, in scanJob's order.
 const jobCols = `j.tenant_id, j.uid, j.seq, j.name, j.display_name, j.labels, j.creator, j.spec, j.status,
-	j.state, j.cancel_requested, j.create_time, j.update_time,
+	j.state, j.cancel_requested, j.suspend_requested, j.create_time, j.update_time,
 	j.version, j.admitted, j.deleted, j.active, coalesce(j.worker_id, ''),
 	coalesce(j.preempt_for::text, ''), j.preempt_message, j.wait_reason`
 
@@ -56,10 +56,11 @@ func scanJob(row pgx.Row) (WorkerJob, int64, error) {
 		seq       int64
 		state     string
 		cancelReq bool
+		suspReq   bool
 		j         = &w.Job
 	)
 	err := row.Scan(&j.Tenant, &j.UID, &seq, &j.Name, &j.DisplayName, &j.Labels, &j.Creator, &j.Spec, &j.Status,
-		&state, &cancelReq, &j.CreateTime, &j.UpdateTime,
+		&state, &cancelReq, &suspReq, &j.CreateTime, &j.UpdateTime,
 		&w.Version, &w.Admitted, &w.Deleted, &w.Active, &w.WorkerID,
 		&w.PreemptFor, &w.PreemptMessage, &w.WaitReason)
 	if err != nil {
@@ -68,6 +69,7 @@ func scanJob(row pgx.Row) (WorkerJob, int64, error) {
 	// The columns are the truth; the JSON copies them for the reader.
 	j.Status.State = job.State(state)
 	j.Status.CancelRequested = cancelReq
+	j.Status.SuspendRequested = suspReq
 	if len(j.Labels) == 0 {
 		j.Labels = nil
 	}
@@ -298,7 +300,10 @@ func (s *Store) JobCancel(ctx context.Context, tenantID, name string) (job.Job, 
 		}
 		now := s.timestamp()
 		var ev job.Event
-		if st.State == job.Queued && !w.Admitted {
+		if (st.State == job.Queued && !w.Admitted) || st.State == job.Suspended {
+			// A suspended job has no pods either (what is left, its
+			// Services, goes with the job's delete or TTL, as a requeued
+			// job's does).
 			st.State = job.Cancelled
 			st.Reason = "Cancelled"
 			st.Message = "cancelled before it started"
@@ -501,9 +506,159 @@ func columnsOf(events []job.Event, state job.State, now time.Time) eventColumns 
 	return a
 }
 
-// sqlUnfinished selects the jobs that have not reached a final state. It is
+// sqlUnfinished selects the jobs that have not reached a final state and
+// are not SUSPENDED (a suspended job holds no quota, needs no worker and
+// waits for no admission: neither the scheduler nor the usage sees it). It is
 // written once, as a literal: it is also the predicate of the partial index
 // jobs_unfinished_idx (migration 000003), and Postgres uses a partial index
 // only for a query whose condition implies the index's, which a parameter
 // would not show it. TestUnfinishedStates checks it against job.State.Final.
 const sqlUnfinished = `state IN ('QUEUED', 'STARTING', 'RUNNING', 'RESTARTING')`
+
+// JobSuspend suspends a job (issue 42): its pods are stopped gracefully
+// and it is held SUSPENDED, unadmitted (its quota released), with its
+// spec, restarts and checkpoint volume kept. A job that is QUEUED and not
+// admitted has no pods: it is SUSPENDED at once. Any other unfinished job
+// gets suspend_requested, and its worker stops its pods and then saves it
+// SUSPENDED (job.Plan, plan_requeue.go). A job already suspended, or being
+// suspended, is returned unchanged; a final job, or one being cancelled, is
+// ErrFailedPrecondition.
+func (s *Store) JobSuspend(ctx context.Context, tenantID, name string) (job.Job, error) {
+	what := jobWhat(tenantID, name)
+	var out WorkerJob
+	err := s.inTx(ctx, func(tx *txn) error {
+		w, _, err := scanJob(tx.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs j
+			WHERE j.tenant_id = $1 AND j.name = $2 AND NOT j.deleted FOR UPDATE`, tenantID, name))
+		if err != nil {
+			return err
+		}
+		out = w
+		st := w.Job.Status
+		switch {
+		case st.State.Final():
+			return fmt.Errorf("%w: job %q is %s; only a job that has not finished can be suspended", ErrFailedPrecondition, name, st.State)
+		case st.CancelRequested:
+			return fmt.Errorf("%w: job %q is being cancelled; it can not be suspended", ErrFailedPrecondition, name)
+		case st.State == job.Suspended || st.SuspendRequested:
+			return nil
+		}
+		now := s.timestamp()
+		var ev job.Event
+		if st.State == job.Queued && !w.Admitted {
+			msg := "suspended by a user; resume it to queue it again"
+			st.State, st.Reason, st.Message = job.Suspended, job.ReasonSuspended, "suspended before it started"
+			st.Conditions = conditionSet(st.Conditions, job.Condition{
+				Type: job.CondQueued, Status: false, Reason: job.ReasonSuspended, Message: msg, LastTransitionTime: now})
+			st.Conditions = conditionSet(st.Conditions, job.Condition{
+				Type: job.CondSuspended, Status: true, Reason: job.ReasonSuspended, Message: msg, LastTransitionTime: now})
+			ev = job.Event{Type: job.EventNormal, Reason: job.ReasonSuspended, Message: st.Message, State: job.Suspended}
+			st.SuspendRequested = true
+			err = tx.QueryRow(ctx, `
+				UPDATE jobs SET state = 'SUSPENDED', status = $3, suspend_requested = true, update_time = $4,
+				                wait_reason = '', version = version + 1
+				WHERE tenant_id = $1 AND uid = $2 RETURNING version`,
+				tenantID, w.Job.UID, st, now).Scan(&out.Version)
+			if err == nil {
+				// It may have held its tenant's queue: the scheduler decides again.
+				tx.notify(ChannelFreed, tenantID)
+			}
+		} else {
+			ev = job.Event{Type: job.EventNormal, Reason: "SuspendRequested",
+				Message: "suspension requested; stopping the job's pods", State: st.State}
+			err = tx.QueryRow(ctx, `
+				UPDATE jobs SET suspend_requested = true, update_time = $3, version = version + 1
+				WHERE tenant_id = $1 AND uid = $2 RETURNING version`,
+				tenantID, w.Job.UID, now).Scan(&out.Version)
+			st.SuspendRequested = true
+		}
+		if err != nil {
+			return err
+		}
+		out.Job.Status, out.Job.UpdateTime = st, now
+		ev.CreateTime = now
+		if err := eventsInsert(ctx, tx, w.Job, []job.Event{ev}, now); err != nil {
+			return err
+		}
+		if err := auditInsert(ctx, tx, tenantID, audit.JobSuspend, resname.Job.Format(tenantID, name),
+			map[string]any{"uid": w.Job.UID, "state": string(w.Job.Status.State)}); err != nil {
+			return err
+		}
+		tx.notify(ChannelJobs, tenantID+"/"+w.Job.UID)
+		return nil
+	})
+	if err != nil {
+		return job.Job{}, translate(err, what)
+	}
+	return out.Job, nil
+}
+
+// JobResume resumes a job: a SUSPENDED job is QUEUED again, waiting for
+// admission (its restarts unchanged); a job still being suspended keeps
+// running (its worker requeues it if its pods are already going). Any
+// other unfinished job is returned unchanged; a final job is
+// ErrFailedPrecondition.
+func (s *Store) JobResume(ctx context.Context, tenantID, name string) (job.Job, error) {
+	what := jobWhat(tenantID, name)
+	var out WorkerJob
+	err := s.inTx(ctx, func(tx *txn) error {
+		w, _, err := scanJob(tx.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs j
+			WHERE j.tenant_id = $1 AND j.name = $2 AND NOT j.deleted FOR UPDATE`, tenantID, name))
+		if err != nil {
+			return err
+		}
+		out = w
+		st := w.Job.Status
+		switch {
+		case st.State.Final():
+			return fmt.Errorf("%w: job %q is %s; only a suspended job can be resumed", ErrFailedPrecondition, name, st.State)
+		case !st.SuspendRequested && st.State != job.Suspended:
+			return nil
+		}
+		now := s.timestamp()
+		ev := job.Event{Type: job.EventNormal, Reason: job.ReasonResumed,
+			Message: "resumed by a user; suspension withdrawn", State: st.State}
+		st.SuspendRequested = false
+		if st.State == job.Suspended {
+			st.State, st.Reason, st.Message = job.Queued, job.ReasonResumed, "resumed by a user; waiting for admission"
+			st.Conditions = conditionSet(st.Conditions, job.Condition{
+				Type: job.CondSuspended, Status: false, Reason: job.ReasonResumed, LastTransitionTime: now})
+			st.Conditions = conditionSet(st.Conditions, job.Condition{
+				Type: job.CondQueued, Status: true, Reason: job.ReasonResumed, Message: st.Message, LastTransitionTime: now})
+			ev = job.Event{Type: job.EventNormal, Reason: job.ReasonResumed, Message: st.Message, State: job.Queued}
+			// Waiting again as a requeued job waits: unowned, unclaimable
+			// until admitted, queued from now.
+			err = tx.QueryRow(ctx, `
+				UPDATE jobs SET state = 'QUEUED', status = $3, suspend_requested = false, update_time = $4,
+				                queued_at = $4, worker_id = NULL, claim_after = 'infinity', active = true,
+				                version = version + 1
+				WHERE tenant_id = $1 AND uid = $2 RETURNING version`,
+				tenantID, w.Job.UID, st, now).Scan(&out.Version)
+			if err == nil {
+				tx.notify(ChannelSchedule, tenantID)
+			}
+		} else {
+			err = tx.QueryRow(ctx, `
+				UPDATE jobs SET suspend_requested = false, update_time = $3, version = version + 1
+				WHERE tenant_id = $1 AND uid = $2 RETURNING version`,
+				tenantID, w.Job.UID, now).Scan(&out.Version)
+		}
+		if err != nil {
+			return err
+		}
+		out.Job.Status, out.Job.UpdateTime = st, now
+		ev.CreateTime = now
+		if err := eventsInsert(ctx, tx, w.Job, []job.Event{ev}, now); err != nil {
+			return err
+		}
+		if err := auditInsert(ctx, tx, tenantID, audit.JobResume, resname.Job.Format(tenantID, name),
+			map[string]any{"uid": w.Job.UID, "state": string(w.Job.Status.State)}); err != nil {
+			return err
+		}
+		tx.notify(ChannelJobs, tenantID+"/"+w.Job.UID)
+		return nil
+	})
+	if err != nil {
+		return job.Job{}, translate(err, what)
+	}
+	return out.Job, nil
+}

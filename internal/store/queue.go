@@ -63,7 +63,7 @@ type JobSaveParams struct {
 	// new Status.State, zero CreateTime now.
 	Events []job.Event
 	// Requeue, when set, sends the job back to the scheduler's queue (its
-	// Status must be QUEUED): it is no longer admitted, nobody owns it, and
+	// Status must be QUEUED), or holds it suspended (SUSPENDED): it is no longer admitted, nobody owns it, and
 	// workers can not claim it until it is admitted again.
 	Requeue *Requeue
 	// Done: the job needs no more work. It becomes inactive and unowned.
@@ -411,14 +411,15 @@ func (s *Store) JobSave(ctx context.Context, p JobSaveParams) (int64, error) {
 	if p.Status.State == "" {
 		return 0, fmt.Errorf("%w: %s: status has no state", ErrFailedPrecondition, what)
 	}
-	if p.Requeue != nil && (p.Status.State != job.Queued || p.Done) {
-		return 0, fmt.Errorf("%w: %s: a requeued job is QUEUED and not done", ErrFailedPrecondition, what)
+	if p.Requeue != nil && ((p.Status.State != job.Queued && p.Status.State != job.Suspended) || p.Done) {
+		return 0, fmt.Errorf("%w: %s: a requeued job is QUEUED or SUSPENDED and not done", ErrFailedPrecondition, what)
 	}
 	if p.Park > 0 && (p.Done || p.Requeue != nil) {
 		return 0, fmt.Errorf("%w: %s: a parked job is neither done nor requeued", ErrFailedPrecondition, what)
 	}
 	it := saveItem{p: p, uid: uid, now: s.timestamp()}
 	it.p.Status.CancelRequested = false // the column is the truth
+	it.p.Status.SuspendRequested = false
 	version, sent, err := s.saves.call(ctx, it)
 	if !sent {
 		return 0, translate(err, what)

@@ -510,8 +510,10 @@ func createsPods(actions []job.Action) bool {
 
 // equalStatus reports whether a plan changed nothing worth a write.
 func equalStatus(a, b job.Status) bool {
-	// CancelRequested is a column, not part of what the worker writes.
+	// CancelRequested and SuspendRequested are columns, not part of what
+	// the worker writes.
 	a.CancelRequested, b.CancelRequested = false, false
+	a.SuspendRequested, b.SuspendRequested = false, false
 	return reflect.DeepEqual(normalizeTimes(a), normalizeTimes(b))
 }
 

@@ -415,6 +415,56 @@ func TestReconcile(t *testing.T) {
 			require.Equal(t, int32(1), wj.Job.Status.Requeues)
 		},
 	}, {
+		name: "suspended: pods deleted with their grace period, SUSPENDED, unadmitted, no restart counted",
+		spec: func() job.Spec {
+			s := oneWorker(job.RestartOnFailure)
+			s.TerminationGracePeriodSeconds = new(int64(45))
+			return s
+		}(),
+		steps: []step{allRunning(), {"suspend", func(t *testing.T, f *fixture, key store.JobKey) {
+			require.EqualValues(t, 45, *f.pods(t)["tj-worker-0"].Spec.TerminationGracePeriodSeconds)
+			f.kube.ClearActions()
+			f.st.Suspend(key)
+		}}},
+		state: job.Suspended, reason: job.ReasonSuspended,
+		then: func(t *testing.T, f *fixture, key store.JobKey) {
+			var deletes int
+			for _, a := range f.writes() {
+				if d, ok := a.(k8stesting.DeleteAction); ok && a.GetResource() == podsGVR {
+					deletes++
+					require.Nil(t, d.GetDeleteOptions().GracePeriodSeconds, "the pod's own grace period (45s) applies")
+				}
+			}
+			require.Equal(t, 1, deletes)
+			wj, _ := f.st.Job(key)
+			require.False(t, wj.Admitted, "its quota is released")
+			require.Empty(t, wj.WorkerID)
+			require.Zero(t, wj.Job.Status.Restarts)
+			require.Zero(t, wj.Job.Status.Requeues)
+			require.False(t, f.w.own.Owns(key))
+		},
+	}, {
+		name: "resumed: back in the queue, restarts unchanged; admitted again, its pods come back",
+		spec: oneWorker(job.RestartOnFailure),
+		steps: []step{allRunning(), podPhase("tj-worker-0", corev1.PodFailed, 1), allRunning(),
+			{"suspend", func(_ *testing.T, f *fixture, key store.JobKey) { f.st.Suspend(key) }},
+			{"resume and admit", func(t *testing.T, f *fixture, key store.JobKey) {
+				wj, _ := f.st.Job(key)
+				require.Equal(t, job.Suspended, wj.Job.Status.State)
+				f.st.Resume(key)
+				wj, _ = f.st.Job(key)
+				require.Equal(t, job.Queued, wj.Job.Status.State)
+				require.False(t, wj.Admitted)
+				require.NoError(t, f.st.Admit(key))
+				f.w.claim(f.ctx)
+				require.True(t, f.w.own.Owns(key), "claimed again once admitted")
+			}}},
+		state: job.Starting, pods: []string{"tj-worker-0"}, owned: true,
+		then: func(t *testing.T, f *fixture, key store.JobKey) {
+			wj, _ := f.st.Job(key)
+			require.Equal(t, int32(1), wj.Job.Status.Restarts, "the restart before the suspension, no more")
+		},
+	}, {
 		name:        "tenant offboarding: the job is cancelled, never dispatched",
 		spec:        oneWorker(job.RestartNever),
 		tenantState: tenant.Offboarding,

@@ -150,6 +150,23 @@ func (s *Store) Delete(k store.JobKey) {
 	})
 }
 
+// Suspend requests a job's suspension, as the API does.
+func (s *Store) Suspend(k store.JobKey) {
+	s.update(k, func(r *row) { r.wj.Job.Status.SuspendRequested = true })
+}
+
+// Resume resumes a job, as the API does: a SUSPENDED job is QUEUED again,
+// waiting for admission.
+func (s *Store) Resume(k store.JobKey) {
+	s.update(k, func(r *row) {
+		r.wj.Job.Status.SuspendRequested = false
+		if r.wj.Job.Status.State == job.Suspended {
+			r.wj.Job.Status.State = job.Queued
+			r.waiting = true
+		}
+	})
+}
+
 // Preempt marks a job preempted for the job by, as the scheduler does.
 func (s *Store) Preempt(k store.JobKey, by, message string) {
 	s.update(k, func(r *row) { r.wj.PreemptFor, r.wj.PreemptMessage = by, message })
@@ -262,8 +279,8 @@ func (s *Store) JobSave(_ context.Context, p store.JobSaveParams) (int64, error)
 	switch {
 	case p.Status.State == "":
 		return 0, fmt.Errorf("%w: job %s: status has no state", store.ErrFailedPrecondition, p.UID)
-	case p.Requeue != nil && (p.Status.State != job.Queued || p.Done):
-		return 0, fmt.Errorf("%w: job %s: a requeued job is QUEUED and not done", store.ErrFailedPrecondition, p.UID)
+	case p.Requeue != nil && ((p.Status.State != job.Queued && p.Status.State != job.Suspended) || p.Done):
+		return 0, fmt.Errorf("%w: job %s: a requeued job is QUEUED or SUSPENDED and not done", store.ErrFailedPrecondition, p.UID)
 	case p.Park > 0 && (p.Done || p.Requeue != nil):
 		return 0, fmt.Errorf("%w: job %s: a parked job is neither done nor requeued", store.ErrFailedPrecondition, p.UID)
 	}
@@ -273,6 +290,7 @@ func (s *Store) JobSave(_ context.Context, p store.JobSaveParams) (int64, error)
 	}
 	st := p.Status
 	st.CancelRequested = r.wj.Job.Status.CancelRequested // the column is the truth
+	st.SuspendRequested = r.wj.Job.Status.SuspendRequested
 	r.wj.Job.Status = st
 	r.wj.Version++
 	r.wj.Active = r.wj.Active && !p.Done
