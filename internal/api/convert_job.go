@@ -48,6 +48,7 @@ var stateToPB = map[job.State]pb.JobState{
 	job.Succeeded:  pb.JobState_JOB_STATE_SUCCEEDED,
 	job.Failed:     pb.JobState_JOB_STATE_FAILED,
 	job.Cancelled:  pb.JobState_JOB_STATE_CANCELLED,
+	job.Suspended:  pb.JobState_JOB_STATE_SUSPENDED,
 }
 
 var replicaStateToPB = map[job.ReplicaState]pb.ReplicaState{
@@ -310,15 +311,16 @@ func termToPB(t job.NodeSelectorTerm) *pb.NodeSelectorTerm {
 
 func statusToPB(s job.Status) *pb.JobStatus {
 	out := &pb.JobStatus{
-		State:           stateToPB[s.State],
-		Reason:          s.Reason,
-		Message:         s.Message,
-		StartTime:       tsp(s.StartTime),
-		CompletionTime:  tsp(s.CompletionTime),
-		Restarts:        s.Restarts,
-		CancelRequested: s.CancelRequested,
-		Requeues:        s.Requeues,
-		GpuType:         s.GPUType,
+		State:            stateToPB[s.State],
+		Reason:           s.Reason,
+		Message:          s.Message,
+		StartTime:        tsp(s.StartTime),
+		CompletionTime:   tsp(s.CompletionTime),
+		Restarts:         s.Restarts,
+		CancelRequested:  s.CancelRequested,
+		SuspendRequested: s.SuspendRequested,
+		Requeues:         s.Requeues,
+		GpuType:          s.GPUType,
 	}
 	for _, c := range s.Conditions {
 		out.Conditions = append(out.Conditions, &pb.Condition{

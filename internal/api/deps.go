@@ -30,6 +30,8 @@ type Store interface {
 	JobGetByRequestID(ctx context.Context, tenant, requestID string) (job.Job, bool, error)
 	JobList(ctx context.Context, tenant string, p store.JobListParams) (store.JobPage, error)
 	JobCancel(ctx context.Context, tenant, name string) (job.Job, error)
+	JobSuspend(ctx context.Context, tenant, name string) (job.Job, error)
+	JobResume(ctx context.Context, tenant, name string) (job.Job, error)
 	JobDelete(ctx context.Context, tenant, name string) error
 	QueueGet(ctx context.Context, tenant string) (map[string]job.QueueInfo, time.Time, error)
 

@@ -286,6 +286,33 @@ func (s *JobServer) CancelJob(ctx context.Context, req *pb.CancelJobRequest) (*p
 	return jobToPB(j), nil
 }
 
+// SuspendJob stops a job's pods gracefully and holds it SUSPENDED, its
+// quota released (issue 42).
+func (s *JobServer) SuspendJob(ctx context.Context, req *pb.SuspendJobRequest) (*pb.Job, error) {
+	tenantID, name, err := parseJob("name", req.GetName())
+	if err != nil {
+		return nil, err
+	}
+	j, err := s.store.JobSuspend(ctx, tenantID, name)
+	if err != nil {
+		return nil, err
+	}
+	return jobToPB(j), nil
+}
+
+// ResumeJob queues a suspended job again.
+func (s *JobServer) ResumeJob(ctx context.Context, req *pb.ResumeJobRequest) (*pb.Job, error) {
+	tenantID, name, err := parseJob("name", req.GetName())
+	if err != nil {
+		return nil, err
+	}
+	j, err := s.store.JobResume(ctx, tenantID, name)
+	if err != nil {
+		return nil, err
+	}
+	return jobToPB(j), nil
+}
+
 func (s *JobServer) DeleteJob(ctx context.Context, req *pb.DeleteJobRequest) (*pb.DeleteJobResponse, error) {
 	tenantID, name, err := parseJob("name", req.GetName())
 	if err != nil {

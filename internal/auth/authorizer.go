@@ -124,6 +124,8 @@ var rules = map[string]rule{
 	pb.JobService_GetJob_FullMethodName:        named(PermTenantViewer, read, "name", resname.Job, (*pb.GetJobRequest).GetName),
 	pb.JobService_ListJobs_FullMethodName:      named(PermTenantViewer, read, "parent", resname.Tenant, (*pb.ListJobsRequest).GetParent),
 	pb.JobService_CancelJob_FullMethodName:     named(PermTenantEditor, write, "name", resname.Job, (*pb.CancelJobRequest).GetName),
+	pb.JobService_SuspendJob_FullMethodName:    named(PermTenantEditor, write, "name", resname.Job, (*pb.SuspendJobRequest).GetName),
+	pb.JobService_ResumeJob_FullMethodName:     named(PermTenantEditor, write, "name", resname.Job, (*pb.ResumeJobRequest).GetName),
 	pb.JobService_DeleteJob_FullMethodName:     named(PermTenantEditor, write, "name", resname.Job, (*pb.DeleteJobRequest).GetName),
 	pb.JobService_ListJobEvents_FullMethodName: named(PermTenantViewer, read, "parent", resname.Job, (*pb.ListJobEventsRequest).GetParent),
 	pb.JobService_GetJobLogs_FullMethodName:    named(PermTenantViewer, read, "name", resname.Job, (*pb.GetJobLogsRequest).GetName),

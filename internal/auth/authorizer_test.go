@@ -75,6 +75,10 @@ func requestFor(method, t string) any {
 		return &pb.ListJobsRequest{Parent: tn}
 	case pb.JobService_CancelJob_FullMethodName:
 		return &pb.CancelJobRequest{Name: tn + "/jobs/j1"}
+	case pb.JobService_SuspendJob_FullMethodName:
+		return &pb.SuspendJobRequest{Name: tn + "/jobs/j1"}
+	case pb.JobService_ResumeJob_FullMethodName:
+		return &pb.ResumeJobRequest{Name: tn + "/jobs/j1"}
 	case pb.JobService_DeleteJob_FullMethodName:
 		return &pb.DeleteJobRequest{Name: tn + "/jobs/j1"}
 	case pb.JobService_ListJobEvents_FullMethodName:
@@ -138,6 +142,8 @@ var matrix = []struct {
 	{pb.JobService_ImportTFJob_FullMethodName, "NF PD OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD FP FP FP"},
 	{pb.JobService_BatchCreateJobs_FullMethodName, "NF PD OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD FP FP FP"},
 	{pb.JobService_CancelJob_FullMethodName, "NF PD OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD FP FP FP"},
+	{pb.JobService_SuspendJob_FullMethodName, "NF PD OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD FP FP FP"},
+	{pb.JobService_ResumeJob_FullMethodName, "NF PD OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD FP FP FP"},
 	{pb.JobService_DeleteJob_FullMethodName, "NF PD OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD FP FP FP"},
 	// Tenant reads: viewer; ListTenants: anyone (the handler filters).
 	{pb.TenantService_GetTenant_FullMethodName, "NF OK OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF OK OK OK OK"},

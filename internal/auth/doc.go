@@ -69,7 +69,7 @@
 //	job reads (Get, List, Events, Logs, Watch*), GetTenant,
 //	ListSecrets, ParseJobFile (creates nothing)    viewer
 //	CreateJob, BatchCreateJobs, ImportTFJob,      editor
-//	CancelJob, DeleteJob
+//	CancelJob, SuspendJob, ResumeJob, DeleteJob
 //	PutSecret, DeleteSecret                        tenant admin
 //	ListAuditRecords of tenants/{tenant}           tenant admin
 //	ListAuditRecords without parent (all tenants)  platform admin

@@ -37,7 +37,7 @@ type AuditRecord struct {
 	// Who made it.
 	Actor *AuditActor `protobuf:"bytes,4,opt,name=actor,proto3" json:"actor,omitempty"`
 	// What was done: tenant.create, tenant.update, tenant.offboard,
-	// secret.put, secret.delete, job.create, job.cancel, job.delete.
+	// secret.put, secret.delete, job.create, job.cancel, job.delete, job.suspend, job.resume.
 	Action string `protobuf:"bytes,5,opt,name=action,proto3" json:"action,omitempty"`
 	// The resource changed: tenants/{tenant}, tenants/{tenant}/jobs/{job}, ...
 	Resource string `protobuf:"bytes,6,opt,name=resource,proto3" json:"resource,omitempty"`

@@ -272,6 +272,8 @@ const (
 	JobState_JOB_STATE_SUCCEEDED  JobState = 5
 	JobState_JOB_STATE_FAILED     JobState = 6
 	JobState_JOB_STATE_CANCELLED  JobState = 7
+	// Suspended by a user: no pods, no quota held; resume queues it again.
+	JobState_JOB_STATE_SUSPENDED JobState = 8
 )
 
 // Enum value maps for JobState.
@@ -285,6 +287,7 @@ var (
 		5: "JOB_STATE_SUCCEEDED",
 		6: "JOB_STATE_FAILED",
 		7: "JOB_STATE_CANCELLED",
+		8: "JOB_STATE_SUSPENDED",
 	}
 	JobState_value = map[string]int32{
 		"JOB_STATE_UNSPECIFIED": 0,
@@ -295,6 +298,7 @@ var (
 		"JOB_STATE_SUCCEEDED":   5,
 		"JOB_STATE_FAILED":      6,
 		"JOB_STATE_CANCELLED":   7,
+		"JOB_STATE_SUSPENDED":   8,
 	}
 )
 
@@ -2152,9 +2156,12 @@ type JobStatus struct {
 	// The GPU model the scheduler counted the job against when it admitted
 	// it (a job of any model, of a tenant with GPU quotas per model); its
 	// GPU pods run on that model's nodes.
-	GpuType       string `protobuf:"bytes,13,opt,name=gpu_type,json=gpuType,proto3" json:"gpu_type,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	GpuType string `protobuf:"bytes,13,opt,name=gpu_type,json=gpuType,proto3" json:"gpu_type,omitempty"`
+	// A suspension was requested and the worker is stopping the job's pods
+	// (and, while SUSPENDED, the job stays suspended until resumed).
+	SuspendRequested bool `protobuf:"varint,14,opt,name=suspend_requested,json=suspendRequested,proto3" json:"suspend_requested,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *JobStatus) Reset() {
@@ -2276,6 +2283,13 @@ func (x *JobStatus) GetGpuType() string {
 		return x.GpuType
 	}
 	return ""
+}
+
+func (x *JobStatus) GetSuspendRequested() bool {
+	if x != nil {
+		return x.SuspendRequested
+	}
+	return false
 }
 
 // Where a queued job stands, as the scheduler's last cycle saw it.
@@ -3348,6 +3362,94 @@ func (x *CancelJobRequest) GetName() string {
 	return ""
 }
 
+type SuspendJobRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SuspendJobRequest) Reset() {
+	*x = SuspendJobRequest{}
+	mi := &file_trainyard_v1_job_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SuspendJobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SuspendJobRequest) ProtoMessage() {}
+
+func (x *SuspendJobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_job_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SuspendJobRequest.ProtoReflect.Descriptor instead.
+func (*SuspendJobRequest) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *SuspendJobRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type ResumeJobRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeJobRequest) Reset() {
+	*x = ResumeJobRequest{}
+	mi := &file_trainyard_v1_job_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeJobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeJobRequest) ProtoMessage() {}
+
+func (x *ResumeJobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_job_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeJobRequest.ProtoReflect.Descriptor instead.
+func (*ResumeJobRequest) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *ResumeJobRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
 type DeleteJobRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -3357,7 +3459,7 @@ type DeleteJobRequest struct {
 
 func (x *DeleteJobRequest) Reset() {
 	*x = DeleteJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[36]
+	mi := &file_trainyard_v1_job_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3369,7 +3471,7 @@ func (x *DeleteJobRequest) String() string {
 func (*DeleteJobRequest) ProtoMessage() {}
 
 func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[36]
+	mi := &file_trainyard_v1_job_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3382,7 +3484,7 @@ func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobRequest.ProtoReflect.Descriptor instead.
 func (*DeleteJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{36}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *DeleteJobRequest) GetName() string {
@@ -3400,7 +3502,7 @@ type DeleteJobResponse struct {
 
 func (x *DeleteJobResponse) Reset() {
 	*x = DeleteJobResponse{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[37]
+	mi := &file_trainyard_v1_job_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3412,7 +3514,7 @@ func (x *DeleteJobResponse) String() string {
 func (*DeleteJobResponse) ProtoMessage() {}
 
 func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[37]
+	mi := &file_trainyard_v1_job_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3425,7 +3527,7 @@ func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobResponse.ProtoReflect.Descriptor instead.
 func (*DeleteJobResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{37}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{39}
 }
 
 // Something that happened to a job.
@@ -3448,7 +3550,7 @@ type JobEvent struct {
 
 func (x *JobEvent) Reset() {
 	*x = JobEvent{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[38]
+	mi := &file_trainyard_v1_job_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3460,7 +3562,7 @@ func (x *JobEvent) String() string {
 func (*JobEvent) ProtoMessage() {}
 
 func (x *JobEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[38]
+	mi := &file_trainyard_v1_job_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3473,7 +3575,7 @@ func (x *JobEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEvent.ProtoReflect.Descriptor instead.
 func (*JobEvent) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{38}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *JobEvent) GetId() int64 {
@@ -3537,7 +3639,7 @@ type ListJobEventsRequest struct {
 
 func (x *ListJobEventsRequest) Reset() {
 	*x = ListJobEventsRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[39]
+	mi := &file_trainyard_v1_job_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3549,7 +3651,7 @@ func (x *ListJobEventsRequest) String() string {
 func (*ListJobEventsRequest) ProtoMessage() {}
 
 func (x *ListJobEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[39]
+	mi := &file_trainyard_v1_job_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3562,7 +3664,7 @@ func (x *ListJobEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobEventsRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{39}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListJobEventsRequest) GetParent() string {
@@ -3596,7 +3698,7 @@ type ListJobEventsResponse struct {
 
 func (x *ListJobEventsResponse) Reset() {
 	*x = ListJobEventsResponse{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[40]
+	mi := &file_trainyard_v1_job_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3608,7 +3710,7 @@ func (x *ListJobEventsResponse) String() string {
 func (*ListJobEventsResponse) ProtoMessage() {}
 
 func (x *ListJobEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[40]
+	mi := &file_trainyard_v1_job_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3621,7 +3723,7 @@ func (x *ListJobEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobEventsResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{40}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListJobEventsResponse) GetEvents() []*JobEvent {
@@ -3653,7 +3755,7 @@ type GetJobLogsRequest struct {
 
 func (x *GetJobLogsRequest) Reset() {
 	*x = GetJobLogsRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[41]
+	mi := &file_trainyard_v1_job_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3665,7 +3767,7 @@ func (x *GetJobLogsRequest) String() string {
 func (*GetJobLogsRequest) ProtoMessage() {}
 
 func (x *GetJobLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[41]
+	mi := &file_trainyard_v1_job_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3678,7 +3780,7 @@ func (x *GetJobLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobLogsRequest.ProtoReflect.Descriptor instead.
 func (*GetJobLogsRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{41}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *GetJobLogsRequest) GetName() string {
@@ -3729,7 +3831,7 @@ type WatchJobRequest struct {
 
 func (x *WatchJobRequest) Reset() {
 	*x = WatchJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[42]
+	mi := &file_trainyard_v1_job_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3741,7 +3843,7 @@ func (x *WatchJobRequest) String() string {
 func (*WatchJobRequest) ProtoMessage() {}
 
 func (x *WatchJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[42]
+	mi := &file_trainyard_v1_job_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3754,7 +3856,7 @@ func (x *WatchJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchJobRequest.ProtoReflect.Descriptor instead.
 func (*WatchJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{42}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *WatchJobRequest) GetName() string {
@@ -3802,7 +3904,7 @@ type WatchJobsRequest struct {
 
 func (x *WatchJobsRequest) Reset() {
 	*x = WatchJobsRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[43]
+	mi := &file_trainyard_v1_job_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3814,7 +3916,7 @@ func (x *WatchJobsRequest) String() string {
 func (*WatchJobsRequest) ProtoMessage() {}
 
 func (x *WatchJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[43]
+	mi := &file_trainyard_v1_job_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3827,7 +3929,7 @@ func (x *WatchJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchJobsRequest.ProtoReflect.Descriptor instead.
 func (*WatchJobsRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{43}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *WatchJobsRequest) GetParent() string {
@@ -3874,7 +3976,7 @@ type WatchJobResponse struct {
 
 func (x *WatchJobResponse) Reset() {
 	*x = WatchJobResponse{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[44]
+	mi := &file_trainyard_v1_job_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3886,7 +3988,7 @@ func (x *WatchJobResponse) String() string {
 func (*WatchJobResponse) ProtoMessage() {}
 
 func (x *WatchJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[44]
+	mi := &file_trainyard_v1_job_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3899,7 +4001,7 @@ func (x *WatchJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchJobResponse.ProtoReflect.Descriptor instead.
 func (*WatchJobResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{44}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *WatchJobResponse) GetEvent() *JobEvent {
@@ -3937,7 +4039,7 @@ type ParseJobFileRequest struct {
 
 func (x *ParseJobFileRequest) Reset() {
 	*x = ParseJobFileRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[45]
+	mi := &file_trainyard_v1_job_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3949,7 +4051,7 @@ func (x *ParseJobFileRequest) String() string {
 func (*ParseJobFileRequest) ProtoMessage() {}
 
 func (x *ParseJobFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[45]
+	mi := &file_trainyard_v1_job_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3962,7 +4064,7 @@ func (x *ParseJobFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParseJobFileRequest.ProtoReflect.Descriptor instead.
 func (*ParseJobFileRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{45}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ParseJobFileRequest) GetParent() string {
@@ -3998,7 +4100,7 @@ type ParseJobFileResponse struct {
 
 func (x *ParseJobFileResponse) Reset() {
 	*x = ParseJobFileResponse{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[46]
+	mi := &file_trainyard_v1_job_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4010,7 +4112,7 @@ func (x *ParseJobFileResponse) String() string {
 func (*ParseJobFileResponse) ProtoMessage() {}
 
 func (x *ParseJobFileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[46]
+	mi := &file_trainyard_v1_job_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4023,7 +4125,7 @@ func (x *ParseJobFileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParseJobFileResponse.ProtoReflect.Descriptor instead.
 func (*ParseJobFileResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{46}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ParseJobFileResponse) GetJobs() []*Job {
@@ -4185,7 +4287,7 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\vTensorBoard\x12\x18\n" +
 	"\aenabled\x18\x01 \x01(\bR\aenabled\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x17\n" +
-	"\alog_dir\x18\x03 \x01(\tR\x06logDir\"\xd0\x04\n" +
+	"\alog_dir\x18\x03 \x01(\tR\x06logDir\"\xfd\x04\n" +
 	"\tJobStatus\x12,\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x16.trainyard.v1.JobStateR\x05state\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
@@ -4203,7 +4305,8 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	" \x01(\bR\x0fcancelRequested\x12/\n" +
 	"\x05queue\x18\v \x01(\v2\x19.trainyard.v1.QueueStatusR\x05queue\x12\x1a\n" +
 	"\brequeues\x18\f \x01(\x05R\brequeues\x12\x19\n" +
-	"\bgpu_type\x18\r \x01(\tR\agpuType\"\xbc\x03\n" +
+	"\bgpu_type\x18\r \x01(\tR\agpuType\x12+\n" +
+	"\x11suspend_requested\x18\x0e \x01(\bR\x10suspendRequested\"\xbc\x03\n" +
 	"\vQueueStatus\x120\n" +
 	"\x06reason\x18\x01 \x01(\x0e2\x18.trainyard.v1.WaitReasonR\x06reason\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12'\n" +
@@ -4284,6 +4387,10 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12/\n" +
 	"\x14watch_after_event_id\x18\x03 \x01(\x03R\x11watchAfterEventId\"&\n" +
 	"\x10CancelJobRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"'\n" +
+	"\x11SuspendJobRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"&\n" +
+	"\x10ResumeJobRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"&\n" +
 	"\x10DeleteJobRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x13\n" +
@@ -4350,7 +4457,7 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\rSuccessPolicy\x12\x1e\n" +
 	"\x1aSUCCESS_POLICY_UNSPECIFIED\x10\x00\x12#\n" +
 	"\x1fSUCCESS_POLICY_CHIEF_OR_WORKER0\x10\x01\x12\x1e\n" +
-	"\x1aSUCCESS_POLICY_ALL_WORKERS\x10\x02*\xcc\x01\n" +
+	"\x1aSUCCESS_POLICY_ALL_WORKERS\x10\x02*\xe5\x01\n" +
 	"\bJobState\x12\x19\n" +
 	"\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10JOB_STATE_QUEUED\x10\x01\x12\x16\n" +
@@ -4359,7 +4466,8 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\x14JOB_STATE_RESTARTING\x10\x04\x12\x17\n" +
 	"\x13JOB_STATE_SUCCEEDED\x10\x05\x12\x14\n" +
 	"\x10JOB_STATE_FAILED\x10\x06\x12\x17\n" +
-	"\x13JOB_STATE_CANCELLED\x10\a*\xdd\x01\n" +
+	"\x13JOB_STATE_CANCELLED\x10\a\x12\x17\n" +
+	"\x13JOB_STATE_SUSPENDED\x10\b*\xdd\x01\n" +
 	"\n" +
 	"WaitReason\x12\x1b\n" +
 	"\x17WAIT_REASON_UNSPECIFIED\x10\x00\x12\x15\n" +
@@ -4382,13 +4490,16 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\x15REPLICA_STATE_PENDING\x10\x01\x12\x19\n" +
 	"\x15REPLICA_STATE_RUNNING\x10\x02\x12\x1b\n" +
 	"\x17REPLICA_STATE_SUCCEEDED\x10\x03\x12\x18\n" +
-	"\x14REPLICA_STATE_FAILED\x10\x042\xbb\v\n" +
+	"\x14REPLICA_STATE_FAILED\x10\x042\x9c\r\n" +
 	"\n" +
 	"JobService\x12h\n" +
 	"\tCreateJob\x12\x1e.trainyard.v1.CreateJobRequest\x1a\x11.trainyard.v1.Job\"(\x82\xd3\xe4\x93\x02\":\x03job\"\x1b/v1/{parent=tenants/*}/jobs\x12]\n" +
 	"\x06GetJob\x12\x1b.trainyard.v1.GetJobRequest\x1a\x11.trainyard.v1.Job\"#\x82\xd3\xe4\x93\x02\x1d\x12\x1b/v1/{name=tenants/*/jobs/*}\x12n\n" +
 	"\bListJobs\x12\x1d.trainyard.v1.ListJobsRequest\x1a\x1e.trainyard.v1.ListJobsResponse\"#\x82\xd3\xe4\x93\x02\x1d\x12\x1b/v1/{parent=tenants/*}/jobs\x12m\n" +
-	"\tCancelJob\x12\x1e.trainyard.v1.CancelJobRequest\x1a\x11.trainyard.v1.Job\"-\x82\xd3\xe4\x93\x02':\x01*\"\"/v1/{name=tenants/*/jobs/*}:cancel\x12q\n" +
+	"\tCancelJob\x12\x1e.trainyard.v1.CancelJobRequest\x1a\x11.trainyard.v1.Job\"-\x82\xd3\xe4\x93\x02':\x01*\"\"/v1/{name=tenants/*/jobs/*}:cancel\x12p\n" +
+	"\n" +
+	"SuspendJob\x12\x1f.trainyard.v1.SuspendJobRequest\x1a\x11.trainyard.v1.Job\".\x82\xd3\xe4\x93\x02(:\x01*\"#/v1/{name=tenants/*/jobs/*}:suspend\x12m\n" +
+	"\tResumeJob\x12\x1e.trainyard.v1.ResumeJobRequest\x1a\x11.trainyard.v1.Job\"-\x82\xd3\xe4\x93\x02':\x01*\"\"/v1/{name=tenants/*/jobs/*}:resume\x12q\n" +
 	"\tDeleteJob\x12\x1e.trainyard.v1.DeleteJobRequest\x1a\x1f.trainyard.v1.DeleteJobResponse\"#\x82\xd3\xe4\x93\x02\x1d*\x1b/v1/{name=tenants/*/jobs/*}\x12\x86\x01\n" +
 	"\rListJobEvents\x12\".trainyard.v1.ListJobEventsRequest\x1a#.trainyard.v1.ListJobEventsResponse\",\x82\xd3\xe4\x93\x02&\x12$/v1/{parent=tenants/*/jobs/*}/events\x12o\n" +
 	"\n" +
@@ -4418,7 +4529,7 @@ func file_trainyard_v1_job_proto_rawDescGZIP() []byte {
 }
 
 var file_trainyard_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_trainyard_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
+var file_trainyard_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
 var file_trainyard_v1_job_proto_goTypes = []any{
 	(ReplicaType)(0),                // 0: trainyard.v1.ReplicaType
 	(RestartPolicy)(0),              // 1: trainyard.v1.RestartPolicy
@@ -4464,31 +4575,33 @@ var file_trainyard_v1_job_proto_goTypes = []any{
 	(*ListJobsRequest)(nil),         // 41: trainyard.v1.ListJobsRequest
 	(*ListJobsResponse)(nil),        // 42: trainyard.v1.ListJobsResponse
 	(*CancelJobRequest)(nil),        // 43: trainyard.v1.CancelJobRequest
-	(*DeleteJobRequest)(nil),        // 44: trainyard.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),       // 45: trainyard.v1.DeleteJobResponse
-	(*JobEvent)(nil),                // 46: trainyard.v1.JobEvent
-	(*ListJobEventsRequest)(nil),    // 47: trainyard.v1.ListJobEventsRequest
-	(*ListJobEventsResponse)(nil),   // 48: trainyard.v1.ListJobEventsResponse
-	(*GetJobLogsRequest)(nil),       // 49: trainyard.v1.GetJobLogsRequest
-	(*WatchJobRequest)(nil),         // 50: trainyard.v1.WatchJobRequest
-	(*WatchJobsRequest)(nil),        // 51: trainyard.v1.WatchJobsRequest
-	(*WatchJobResponse)(nil),        // 52: trainyard.v1.WatchJobResponse
-	(*ParseJobFileRequest)(nil),     // 53: trainyard.v1.ParseJobFileRequest
-	(*ParseJobFileResponse)(nil),    // 54: trainyard.v1.ParseJobFileResponse
-	nil,                             // 55: trainyard.v1.Job.LabelsEntry
-	nil,                             // 56: trainyard.v1.ReplicaSpec.NodeSelectorEntry
-	nil,                             // 57: trainyard.v1.ReplicaSpec.PodLabelsEntry
-	nil,                             // 58: trainyard.v1.ReplicaSpec.PodAnnotationsEntry
-	(*timestamppb.Timestamp)(nil),   // 59: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),         // 60: google.protobuf.Struct
-	(*httpbody.HttpBody)(nil),       // 61: google.api.HttpBody
+	(*SuspendJobRequest)(nil),       // 44: trainyard.v1.SuspendJobRequest
+	(*ResumeJobRequest)(nil),        // 45: trainyard.v1.ResumeJobRequest
+	(*DeleteJobRequest)(nil),        // 46: trainyard.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),       // 47: trainyard.v1.DeleteJobResponse
+	(*JobEvent)(nil),                // 48: trainyard.v1.JobEvent
+	(*ListJobEventsRequest)(nil),    // 49: trainyard.v1.ListJobEventsRequest
+	(*ListJobEventsResponse)(nil),   // 50: trainyard.v1.ListJobEventsResponse
+	(*GetJobLogsRequest)(nil),       // 51: trainyard.v1.GetJobLogsRequest
+	(*WatchJobRequest)(nil),         // 52: trainyard.v1.WatchJobRequest
+	(*WatchJobsRequest)(nil),        // 53: trainyard.v1.WatchJobsRequest
+	(*WatchJobResponse)(nil),        // 54: trainyard.v1.WatchJobResponse
+	(*ParseJobFileRequest)(nil),     // 55: trainyard.v1.ParseJobFileRequest
+	(*ParseJobFileResponse)(nil),    // 56: trainyard.v1.ParseJobFileResponse
+	nil,                             // 57: trainyard.v1.Job.LabelsEntry
+	nil,                             // 58: trainyard.v1.ReplicaSpec.NodeSelectorEntry
+	nil,                             // 59: trainyard.v1.ReplicaSpec.PodLabelsEntry
+	nil,                             // 60: trainyard.v1.ReplicaSpec.PodAnnotationsEntry
+	(*timestamppb.Timestamp)(nil),   // 61: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),         // 62: google.protobuf.Struct
+	(*httpbody.HttpBody)(nil),       // 63: google.api.HttpBody
 }
 var file_trainyard_v1_job_proto_depIdxs = []int32{
-	55, // 0: trainyard.v1.Job.labels:type_name -> trainyard.v1.Job.LabelsEntry
+	57, // 0: trainyard.v1.Job.labels:type_name -> trainyard.v1.Job.LabelsEntry
 	9,  // 1: trainyard.v1.Job.spec:type_name -> trainyard.v1.JobSpec
 	28, // 2: trainyard.v1.Job.status:type_name -> trainyard.v1.JobStatus
-	59, // 3: trainyard.v1.Job.create_time:type_name -> google.protobuf.Timestamp
-	59, // 4: trainyard.v1.Job.update_time:type_name -> google.protobuf.Timestamp
+	61, // 3: trainyard.v1.Job.create_time:type_name -> google.protobuf.Timestamp
+	61, // 4: trainyard.v1.Job.update_time:type_name -> google.protobuf.Timestamp
 	10, // 5: trainyard.v1.JobSpec.replicas:type_name -> trainyard.v1.ReplicaSpec
 	25, // 6: trainyard.v1.JobSpec.run_policy:type_name -> trainyard.v1.RunPolicy
 	3,  // 7: trainyard.v1.JobSpec.success_policy:type_name -> trainyard.v1.SuccessPolicy
@@ -4497,11 +4610,11 @@ var file_trainyard_v1_job_proto_depIdxs = []int32{
 	0,  // 10: trainyard.v1.ReplicaSpec.type:type_name -> trainyard.v1.ReplicaType
 	16, // 11: trainyard.v1.ReplicaSpec.env:type_name -> trainyard.v1.EnvVar
 	19, // 12: trainyard.v1.ReplicaSpec.resources:type_name -> trainyard.v1.Resources
-	56, // 13: trainyard.v1.ReplicaSpec.node_selector:type_name -> trainyard.v1.ReplicaSpec.NodeSelectorEntry
+	58, // 13: trainyard.v1.ReplicaSpec.node_selector:type_name -> trainyard.v1.ReplicaSpec.NodeSelectorEntry
 	20, // 14: trainyard.v1.ReplicaSpec.tolerations:type_name -> trainyard.v1.Toleration
 	21, // 15: trainyard.v1.ReplicaSpec.affinity:type_name -> trainyard.v1.Affinity
-	57, // 16: trainyard.v1.ReplicaSpec.pod_labels:type_name -> trainyard.v1.ReplicaSpec.PodLabelsEntry
-	58, // 17: trainyard.v1.ReplicaSpec.pod_annotations:type_name -> trainyard.v1.ReplicaSpec.PodAnnotationsEntry
+	59, // 16: trainyard.v1.ReplicaSpec.pod_labels:type_name -> trainyard.v1.ReplicaSpec.PodLabelsEntry
+	60, // 17: trainyard.v1.ReplicaSpec.pod_annotations:type_name -> trainyard.v1.ReplicaSpec.PodAnnotationsEntry
 	1,  // 18: trainyard.v1.ReplicaSpec.restart_policy:type_name -> trainyard.v1.RestartPolicy
 	18, // 19: trainyard.v1.ReplicaSpec.secret_volumes:type_name -> trainyard.v1.SecretVolume
 	11, // 20: trainyard.v1.ReplicaSpec.liveness_probe:type_name -> trainyard.v1.Probe
@@ -4519,60 +4632,64 @@ var file_trainyard_v1_job_proto_depIdxs = []int32{
 	2,  // 32: trainyard.v1.RunPolicy.clean_pod_policy:type_name -> trainyard.v1.CleanPodPolicy
 	4,  // 33: trainyard.v1.JobStatus.state:type_name -> trainyard.v1.JobState
 	30, // 34: trainyard.v1.JobStatus.conditions:type_name -> trainyard.v1.Condition
-	59, // 35: trainyard.v1.JobStatus.start_time:type_name -> google.protobuf.Timestamp
-	59, // 36: trainyard.v1.JobStatus.completion_time:type_name -> google.protobuf.Timestamp
+	61, // 35: trainyard.v1.JobStatus.start_time:type_name -> google.protobuf.Timestamp
+	61, // 36: trainyard.v1.JobStatus.completion_time:type_name -> google.protobuf.Timestamp
 	31, // 37: trainyard.v1.JobStatus.replica_counts:type_name -> trainyard.v1.ReplicaCounts
 	32, // 38: trainyard.v1.JobStatus.replicas:type_name -> trainyard.v1.ReplicaStatus
 	29, // 39: trainyard.v1.JobStatus.queue:type_name -> trainyard.v1.QueueStatus
 	5,  // 40: trainyard.v1.QueueStatus.reason:type_name -> trainyard.v1.WaitReason
-	59, // 41: trainyard.v1.QueueStatus.estimated_start_time:type_name -> google.protobuf.Timestamp
+	61, // 41: trainyard.v1.QueueStatus.estimated_start_time:type_name -> google.protobuf.Timestamp
 	6,  // 42: trainyard.v1.QueueStatus.estimate_basis:type_name -> trainyard.v1.EstimateBasis
-	59, // 43: trainyard.v1.QueueStatus.update_time:type_name -> google.protobuf.Timestamp
-	59, // 44: trainyard.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
+	61, // 43: trainyard.v1.QueueStatus.update_time:type_name -> google.protobuf.Timestamp
+	61, // 44: trainyard.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
 	0,  // 45: trainyard.v1.ReplicaCounts.type:type_name -> trainyard.v1.ReplicaType
 	0,  // 46: trainyard.v1.ReplicaStatus.type:type_name -> trainyard.v1.ReplicaType
 	7,  // 47: trainyard.v1.ReplicaStatus.state:type_name -> trainyard.v1.ReplicaState
 	33, // 48: trainyard.v1.ReplicaStatus.last_termination:type_name -> trainyard.v1.Termination
-	59, // 49: trainyard.v1.Termination.finish_time:type_name -> google.protobuf.Timestamp
+	61, // 49: trainyard.v1.Termination.finish_time:type_name -> google.protobuf.Timestamp
 	8,  // 50: trainyard.v1.CreateJobRequest.job:type_name -> trainyard.v1.Job
 	34, // 51: trainyard.v1.BatchCreateJobsRequest.requests:type_name -> trainyard.v1.CreateJobRequest
 	8,  // 52: trainyard.v1.BatchCreateJobsResponse.jobs:type_name -> trainyard.v1.Job
-	60, // 53: trainyard.v1.ImportTFJobRequest.tfjob:type_name -> google.protobuf.Struct
+	62, // 53: trainyard.v1.ImportTFJobRequest.tfjob:type_name -> google.protobuf.Struct
 	8,  // 54: trainyard.v1.ImportTFJobResponse.job:type_name -> trainyard.v1.Job
 	39, // 55: trainyard.v1.ImportTFJobResponse.warnings:type_name -> trainyard.v1.ImportWarning
 	8,  // 56: trainyard.v1.ListJobsResponse.jobs:type_name -> trainyard.v1.Job
 	4,  // 57: trainyard.v1.JobEvent.state:type_name -> trainyard.v1.JobState
-	59, // 58: trainyard.v1.JobEvent.create_time:type_name -> google.protobuf.Timestamp
-	46, // 59: trainyard.v1.ListJobEventsResponse.events:type_name -> trainyard.v1.JobEvent
-	46, // 60: trainyard.v1.WatchJobResponse.event:type_name -> trainyard.v1.JobEvent
+	61, // 58: trainyard.v1.JobEvent.create_time:type_name -> google.protobuf.Timestamp
+	48, // 59: trainyard.v1.ListJobEventsResponse.events:type_name -> trainyard.v1.JobEvent
+	48, // 60: trainyard.v1.WatchJobResponse.event:type_name -> trainyard.v1.JobEvent
 	8,  // 61: trainyard.v1.WatchJobResponse.job:type_name -> trainyard.v1.Job
 	8,  // 62: trainyard.v1.ParseJobFileResponse.jobs:type_name -> trainyard.v1.Job
 	34, // 63: trainyard.v1.JobService.CreateJob:input_type -> trainyard.v1.CreateJobRequest
 	40, // 64: trainyard.v1.JobService.GetJob:input_type -> trainyard.v1.GetJobRequest
 	41, // 65: trainyard.v1.JobService.ListJobs:input_type -> trainyard.v1.ListJobsRequest
 	43, // 66: trainyard.v1.JobService.CancelJob:input_type -> trainyard.v1.CancelJobRequest
-	44, // 67: trainyard.v1.JobService.DeleteJob:input_type -> trainyard.v1.DeleteJobRequest
-	47, // 68: trainyard.v1.JobService.ListJobEvents:input_type -> trainyard.v1.ListJobEventsRequest
-	49, // 69: trainyard.v1.JobService.GetJobLogs:input_type -> trainyard.v1.GetJobLogsRequest
-	50, // 70: trainyard.v1.JobService.WatchJob:input_type -> trainyard.v1.WatchJobRequest
-	51, // 71: trainyard.v1.JobService.WatchJobs:input_type -> trainyard.v1.WatchJobsRequest
-	37, // 72: trainyard.v1.JobService.ImportTFJob:input_type -> trainyard.v1.ImportTFJobRequest
-	35, // 73: trainyard.v1.JobService.BatchCreateJobs:input_type -> trainyard.v1.BatchCreateJobsRequest
-	53, // 74: trainyard.v1.JobService.ParseJobFile:input_type -> trainyard.v1.ParseJobFileRequest
-	8,  // 75: trainyard.v1.JobService.CreateJob:output_type -> trainyard.v1.Job
-	8,  // 76: trainyard.v1.JobService.GetJob:output_type -> trainyard.v1.Job
-	42, // 77: trainyard.v1.JobService.ListJobs:output_type -> trainyard.v1.ListJobsResponse
-	8,  // 78: trainyard.v1.JobService.CancelJob:output_type -> trainyard.v1.Job
-	45, // 79: trainyard.v1.JobService.DeleteJob:output_type -> trainyard.v1.DeleteJobResponse
-	48, // 80: trainyard.v1.JobService.ListJobEvents:output_type -> trainyard.v1.ListJobEventsResponse
-	61, // 81: trainyard.v1.JobService.GetJobLogs:output_type -> google.api.HttpBody
-	52, // 82: trainyard.v1.JobService.WatchJob:output_type -> trainyard.v1.WatchJobResponse
-	52, // 83: trainyard.v1.JobService.WatchJobs:output_type -> trainyard.v1.WatchJobResponse
-	38, // 84: trainyard.v1.JobService.ImportTFJob:output_type -> trainyard.v1.ImportTFJobResponse
-	36, // 85: trainyard.v1.JobService.BatchCreateJobs:output_type -> trainyard.v1.BatchCreateJobsResponse
-	54, // 86: trainyard.v1.JobService.ParseJobFile:output_type -> trainyard.v1.ParseJobFileResponse
-	75, // [75:87] is the sub-list for method output_type
-	63, // [63:75] is the sub-list for method input_type
+	44, // 67: trainyard.v1.JobService.SuspendJob:input_type -> trainyard.v1.SuspendJobRequest
+	45, // 68: trainyard.v1.JobService.ResumeJob:input_type -> trainyard.v1.ResumeJobRequest
+	46, // 69: trainyard.v1.JobService.DeleteJob:input_type -> trainyard.v1.DeleteJobRequest
+	49, // 70: trainyard.v1.JobService.ListJobEvents:input_type -> trainyard.v1.ListJobEventsRequest
+	51, // 71: trainyard.v1.JobService.GetJobLogs:input_type -> trainyard.v1.GetJobLogsRequest
+	52, // 72: trainyard.v1.JobService.WatchJob:input_type -> trainyard.v1.WatchJobRequest
+	53, // 73: trainyard.v1.JobService.WatchJobs:input_type -> trainyard.v1.WatchJobsRequest
+	37, // 74: trainyard.v1.JobService.ImportTFJob:input_type -> trainyard.v1.ImportTFJobRequest
+	35, // 75: trainyard.v1.JobService.BatchCreateJobs:input_type -> trainyard.v1.BatchCreateJobsRequest
+	55, // 76: trainyard.v1.JobService.ParseJobFile:input_type -> trainyard.v1.ParseJobFileRequest
+	8,  // 77: trainyard.v1.JobService.CreateJob:output_type -> trainyard.v1.Job
+	8,  // 78: trainyard.v1.JobService.GetJob:output_type -> trainyard.v1.Job
+	42, // 79: trainyard.v1.JobService.ListJobs:output_type -> trainyard.v1.ListJobsResponse
+	8,  // 80: trainyard.v1.JobService.CancelJob:output_type -> trainyard.v1.Job
+	8,  // 81: trainyard.v1.JobService.SuspendJob:output_type -> trainyard.v1.Job
+	8,  // 82: trainyard.v1.JobService.ResumeJob:output_type -> trainyard.v1.Job
+	47, // 83: trainyard.v1.JobService.DeleteJob:output_type -> trainyard.v1.DeleteJobResponse
+	50, // 84: trainyard.v1.JobService.ListJobEvents:output_type -> trainyard.v1.ListJobEventsResponse
+	63, // 85: trainyard.v1.JobService.GetJobLogs:output_type -> google.api.HttpBody
+	54, // 86: trainyard.v1.JobService.WatchJob:output_type -> trainyard.v1.WatchJobResponse
+	54, // 87: trainyard.v1.JobService.WatchJobs:output_type -> trainyard.v1.WatchJobResponse
+	38, // 88: trainyard.v1.JobService.ImportTFJob:output_type -> trainyard.v1.ImportTFJobResponse
+	36, // 89: trainyard.v1.JobService.BatchCreateJobs:output_type -> trainyard.v1.BatchCreateJobsResponse
+	56, // 90: trainyard.v1.JobService.ParseJobFile:output_type -> trainyard.v1.ParseJobFileResponse
+	77, // [77:91] is the sub-list for method output_type
+	63, // [63:77] is the sub-list for method input_type
 	63, // [63:63] is the sub-list for extension type_name
 	63, // [63:63] is the sub-list for extension extendee
 	0,  // [0:63] is the sub-list for field type_name
@@ -4600,7 +4717,7 @@ func file_trainyard_v1_job_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_trainyard_v1_job_proto_rawDesc), len(file_trainyard_v1_job_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   51,
+			NumMessages:   53,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

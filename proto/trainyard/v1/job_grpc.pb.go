@@ -24,6 +24,8 @@ const (
 	JobService_GetJob_FullMethodName          = "/trainyard.v1.JobService/GetJob"
 	JobService_ListJobs_FullMethodName        = "/trainyard.v1.JobService/ListJobs"
 	JobService_CancelJob_FullMethodName       = "/trainyard.v1.JobService/CancelJob"
+	JobService_SuspendJob_FullMethodName      = "/trainyard.v1.JobService/SuspendJob"
+	JobService_ResumeJob_FullMethodName       = "/trainyard.v1.JobService/ResumeJob"
 	JobService_DeleteJob_FullMethodName       = "/trainyard.v1.JobService/DeleteJob"
 	JobService_ListJobEvents_FullMethodName   = "/trainyard.v1.JobService/ListJobEvents"
 	JobService_GetJobLogs_FullMethodName      = "/trainyard.v1.JobService/GetJobLogs"
@@ -55,6 +57,19 @@ type JobServiceClient interface {
 	// marked and the worker stops its pods. Cancelling a finished job is a no-op
 	// that returns the job.
 	CancelJob(ctx context.Context, in *CancelJobRequest, opts ...grpc.CallOption) (*Job, error)
+	// Suspends a job: its pods are stopped gracefully (SIGTERM and the job's
+	// termination grace period, time to write a checkpoint) and it is held
+	// SUSPENDED, its quota released, its spec, restarts and checkpoint volume
+	// kept. A job waiting for admission is suspended at once; a running one
+	// shows suspend_requested until its pods are gone. Suspending a suspended
+	// job changes nothing; a finished job, or one being cancelled, is
+	// FAILED_PRECONDITION.
+	SuspendJob(ctx context.Context, in *SuspendJobRequest, opts ...grpc.CallOption) (*Job, error)
+	// Resumes a suspended job: it is QUEUED again and waits for admission,
+	// its restart count unchanged (a suspension still under way is
+	// withdrawn). Resuming a job that is not suspended changes nothing; a
+	// finished job is FAILED_PRECONDITION.
+	ResumeJob(ctx context.Context, in *ResumeJobRequest, opts ...grpc.CallOption) (*Job, error)
 	// Deletes a finished job and whatever it left in Kubernetes. A job that has
 	// not finished is FAILED_PRECONDITION: cancel it first.
 	DeleteJob(ctx context.Context, in *DeleteJobRequest, opts ...grpc.CallOption) (*DeleteJobResponse, error)
@@ -149,6 +164,26 @@ func (c *jobServiceClient) CancelJob(ctx context.Context, in *CancelJobRequest, 
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Job)
 	err := c.cc.Invoke(ctx, JobService_CancelJob_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobServiceClient) SuspendJob(ctx context.Context, in *SuspendJobRequest, opts ...grpc.CallOption) (*Job, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Job)
+	err := c.cc.Invoke(ctx, JobService_SuspendJob_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobServiceClient) ResumeJob(ctx context.Context, in *ResumeJobRequest, opts ...grpc.CallOption) (*Job, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Job)
+	err := c.cc.Invoke(ctx, JobService_ResumeJob_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -283,6 +318,19 @@ type JobServiceServer interface {
 	// marked and the worker stops its pods. Cancelling a finished job is a no-op
 	// that returns the job.
 	CancelJob(context.Context, *CancelJobRequest) (*Job, error)
+	// Suspends a job: its pods are stopped gracefully (SIGTERM and the job's
+	// termination grace period, time to write a checkpoint) and it is held
+	// SUSPENDED, its quota released, its spec, restarts and checkpoint volume
+	// kept. A job waiting for admission is suspended at once; a running one
+	// shows suspend_requested until its pods are gone. Suspending a suspended
+	// job changes nothing; a finished job, or one being cancelled, is
+	// FAILED_PRECONDITION.
+	SuspendJob(context.Context, *SuspendJobRequest) (*Job, error)
+	// Resumes a suspended job: it is QUEUED again and waits for admission,
+	// its restart count unchanged (a suspension still under way is
+	// withdrawn). Resuming a job that is not suspended changes nothing; a
+	// finished job is FAILED_PRECONDITION.
+	ResumeJob(context.Context, *ResumeJobRequest) (*Job, error)
 	// Deletes a finished job and whatever it left in Kubernetes. A job that has
 	// not finished is FAILED_PRECONDITION: cancel it first.
 	DeleteJob(context.Context, *DeleteJobRequest) (*DeleteJobResponse, error)
@@ -354,6 +402,12 @@ func (UnimplementedJobServiceServer) ListJobs(context.Context, *ListJobsRequest)
 }
 func (UnimplementedJobServiceServer) CancelJob(context.Context, *CancelJobRequest) (*Job, error) {
 	return nil, status.Error(codes.Unimplemented, "method CancelJob not implemented")
+}
+func (UnimplementedJobServiceServer) SuspendJob(context.Context, *SuspendJobRequest) (*Job, error) {
+	return nil, status.Error(codes.Unimplemented, "method SuspendJob not implemented")
+}
+func (UnimplementedJobServiceServer) ResumeJob(context.Context, *ResumeJobRequest) (*Job, error) {
+	return nil, status.Error(codes.Unimplemented, "method ResumeJob not implemented")
 }
 func (UnimplementedJobServiceServer) DeleteJob(context.Context, *DeleteJobRequest) (*DeleteJobResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteJob not implemented")
@@ -468,6 +522,42 @@ func _JobService_CancelJob_Handler(srv interface{}, ctx context.Context, dec fun
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(JobServiceServer).CancelJob(ctx, req.(*CancelJobRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobService_SuspendJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SuspendJobRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).SuspendJob(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_SuspendJob_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).SuspendJob(ctx, req.(*SuspendJobRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobService_ResumeJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResumeJobRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).ResumeJob(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_ResumeJob_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).ResumeJob(ctx, req.(*ResumeJobRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -617,6 +707,14 @@ var JobService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CancelJob",
 			Handler:    _JobService_CancelJob_Handler,
+		},
+		{
+			MethodName: "SuspendJob",
+			Handler:    _JobService_SuspendJob_Handler,
+		},
+		{
+			MethodName: "ResumeJob",
+			Handler:    _JobService_ResumeJob_Handler,
 		},
 		{
 			MethodName: "DeleteJob",

@@ -257,6 +257,53 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tenants/{tenant}/jobs/{job}:resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resumes a suspended job: it is QUEUED again and waits for admission,
+         *     its restart count unchanged (a suspension still under way is
+         *     withdrawn). Resuming a job that is not suspended changes nothing; a
+         *     finished job is FAILED_PRECONDITION.
+         */
+        post: operations["JobService_ResumeJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tenants/{tenant}/jobs/{job}:suspend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Suspends a job: its pods are stopped gracefully (SIGTERM and the job's
+         *     termination grace period, time to write a checkpoint) and it is held
+         *     SUSPENDED, its quota released, its spec, restarts and checkpoint volume
+         *     kept. A job waiting for admission is suspended at once; a running one
+         *     shows suspend_requested until its pods are gone. Suspending a suspended
+         *     job changes nothing; a finished job, or one being cancelled, is
+         *     FAILED_PRECONDITION.
+         */
+        post: operations["JobService_SuspendJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tenants/{tenant}/jobs/{job}:watch": {
         parameters: {
             query?: never;
@@ -426,6 +473,8 @@ export interface components {
             /** @description The file's name, for messages only; optional. */
             filename?: string;
         };
+        JobServiceResumeJobBody: Record<string, never>;
+        JobServiceSuspendJobBody: Record<string, never>;
         /**
          * @description `Any` contains an arbitrary serialized protocol buffer message along with a
          *     URL that describes the type of the serialized message.
@@ -543,7 +592,7 @@ export interface components {
         v1AuditRecord: {
             /**
              * @description What was done: tenant.create, tenant.update, tenant.offboard,
-             *     secret.put, secret.delete, job.create, job.cancel, job.delete.
+             *     secret.put, secret.delete, job.create, job.cancel, job.delete, job.suspend, job.resume.
              */
             action?: string;
             actor?: components["schemas"]["v1AuditActor"];
@@ -781,10 +830,11 @@ export interface components {
          *      - JOB_STATE_STARTING: Pods are being created or scheduled.
          *      - JOB_STATE_RUNNING: Every replica is running.
          *      - JOB_STATE_RESTARTING: A replica is being restarted.
+         *      - JOB_STATE_SUSPENDED: Suspended by a user: no pods, no quota held; resume queues it again.
          * @default JOB_STATE_UNSPECIFIED
          * @enum {string}
          */
-        v1JobState: "JOB_STATE_UNSPECIFIED" | "JOB_STATE_QUEUED" | "JOB_STATE_STARTING" | "JOB_STATE_RUNNING" | "JOB_STATE_RESTARTING" | "JOB_STATE_SUCCEEDED" | "JOB_STATE_FAILED" | "JOB_STATE_CANCELLED";
+        v1JobState: "JOB_STATE_UNSPECIFIED" | "JOB_STATE_QUEUED" | "JOB_STATE_STARTING" | "JOB_STATE_RUNNING" | "JOB_STATE_RESTARTING" | "JOB_STATE_SUCCEEDED" | "JOB_STATE_FAILED" | "JOB_STATE_CANCELLED" | "JOB_STATE_SUSPENDED";
         /** @description The observed state of a job. */
         v1JobStatus: {
             /** @description A cancel was requested and the worker is stopping the job. */
@@ -826,6 +876,11 @@ export interface components {
              */
             startTime?: string;
             state?: components["schemas"]["v1JobState"];
+            /**
+             * @description A suspension was requested and the worker is stopping the job's pods
+             *     (and, while SUSPENDED, the job stays suspended until resumed).
+             */
+            suspendRequested?: boolean;
         };
         v1ListAuditRecordsResponse: {
             auditRecords?: components["schemas"]["v1AuditRecord"][];
@@ -2016,6 +2071,78 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["JobServiceCancelJobBody"];
+            };
+        };
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1Job"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    JobService_ResumeJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job: string;
+                tenant: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["JobServiceResumeJobBody"];
+            };
+        };
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1Job"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    JobService_SuspendJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job: string;
+                tenant: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["JobServiceSuspendJobBody"];
             };
         };
         responses: {

@@ -27,6 +27,7 @@ JOB_STATE_RESTARTING: JobState
 JOB_STATE_RUNNING: JobState
 JOB_STATE_STARTING: JobState
 JOB_STATE_SUCCEEDED: JobState
+JOB_STATE_SUSPENDED: JobState
 JOB_STATE_UNSPECIFIED: JobState
 REPLICA_STATE_FAILED: ReplicaState
 REPLICA_STATE_PENDING: ReplicaState
@@ -283,7 +284,7 @@ class JobSpec(_message.Message):
     def __init__(self, replicas: _Optional[_Iterable[_Union[ReplicaSpec, _Mapping]]] = ..., run_policy: _Optional[_Union[RunPolicy, _Mapping]] = ..., success_policy: _Optional[_Union[SuccessPolicy, str]] = ..., checkpoint: _Optional[_Union[CheckpointVolume, _Mapping]] = ..., tensorboard: _Optional[_Union[TensorBoard, _Mapping]] = ..., priority: _Optional[int] = ..., termination_grace_period_seconds: _Optional[int] = ..., preemptible: bool = ...) -> None: ...
 
 class JobStatus(_message.Message):
-    __slots__ = ["cancel_requested", "completion_time", "conditions", "gpu_type", "message", "queue", "reason", "replica_counts", "replicas", "requeues", "restarts", "start_time", "state"]
+    __slots__ = ["cancel_requested", "completion_time", "conditions", "gpu_type", "message", "queue", "reason", "replica_counts", "replicas", "requeues", "restarts", "start_time", "state", "suspend_requested"]
     CANCEL_REQUESTED_FIELD_NUMBER: _ClassVar[int]
     COMPLETION_TIME_FIELD_NUMBER: _ClassVar[int]
     CONDITIONS_FIELD_NUMBER: _ClassVar[int]
@@ -297,6 +298,7 @@ class JobStatus(_message.Message):
     RESTARTS_FIELD_NUMBER: _ClassVar[int]
     START_TIME_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
+    SUSPEND_REQUESTED_FIELD_NUMBER: _ClassVar[int]
     cancel_requested: bool
     completion_time: _timestamp_pb2.Timestamp
     conditions: _containers.RepeatedCompositeFieldContainer[Condition]
@@ -310,7 +312,8 @@ class JobStatus(_message.Message):
     restarts: int
     start_time: _timestamp_pb2.Timestamp
     state: JobState
-    def __init__(self, state: _Optional[_Union[JobState, str]] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., completion_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., replica_counts: _Optional[_Iterable[_Union[ReplicaCounts, _Mapping]]] = ..., replicas: _Optional[_Iterable[_Union[ReplicaStatus, _Mapping]]] = ..., restarts: _Optional[int] = ..., cancel_requested: bool = ..., queue: _Optional[_Union[QueueStatus, _Mapping]] = ..., requeues: _Optional[int] = ..., gpu_type: _Optional[str] = ...) -> None: ...
+    suspend_requested: bool
+    def __init__(self, state: _Optional[_Union[JobState, str]] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., completion_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., replica_counts: _Optional[_Iterable[_Union[ReplicaCounts, _Mapping]]] = ..., replicas: _Optional[_Iterable[_Union[ReplicaStatus, _Mapping]]] = ..., restarts: _Optional[int] = ..., cancel_requested: bool = ..., queue: _Optional[_Union[QueueStatus, _Mapping]] = ..., requeues: _Optional[int] = ..., gpu_type: _Optional[str] = ..., suspend_requested: bool = ...) -> None: ...
 
 class ListJobEventsRequest(_message.Message):
     __slots__ = ["page_size", "page_token", "parent"]
@@ -551,6 +554,12 @@ class Resources(_message.Message):
     memory_limit: str
     def __init__(self, cpu: _Optional[str] = ..., memory: _Optional[str] = ..., gpu: _Optional[int] = ..., cpu_limit: _Optional[str] = ..., memory_limit: _Optional[str] = ...) -> None: ...
 
+class ResumeJobRequest(_message.Message):
+    __slots__ = ["name"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
 class RunPolicy(_message.Message):
     __slots__ = ["active_deadline_seconds", "backoff_limit", "clean_pod_policy", "ttl_seconds_after_finished"]
     ACTIVE_DEADLINE_SECONDS_FIELD_NUMBER: _ClassVar[int]
@@ -578,6 +587,12 @@ class SecretVolume(_message.Message):
     mount_path: str
     secret: str
     def __init__(self, secret: _Optional[str] = ..., mount_path: _Optional[str] = ...) -> None: ...
+
+class SuspendJobRequest(_message.Message):
+    __slots__ = ["name"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class TCPSocketAction(_message.Message):
     __slots__ = ["port"]

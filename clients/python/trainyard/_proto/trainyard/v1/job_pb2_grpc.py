@@ -38,6 +38,16 @@ class JobServiceStub(object):
                 request_serializer=trainyard_dot_v1_dot_job__pb2.CancelJobRequest.SerializeToString,
                 response_deserializer=trainyard_dot_v1_dot_job__pb2.Job.FromString,
                 )
+        self.SuspendJob = channel.unary_unary(
+                '/trainyard.v1.JobService/SuspendJob',
+                request_serializer=trainyard_dot_v1_dot_job__pb2.SuspendJobRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_job__pb2.Job.FromString,
+                )
+        self.ResumeJob = channel.unary_unary(
+                '/trainyard.v1.JobService/ResumeJob',
+                request_serializer=trainyard_dot_v1_dot_job__pb2.ResumeJobRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_job__pb2.Job.FromString,
+                )
         self.DeleteJob = channel.unary_unary(
                 '/trainyard.v1.JobService/DeleteJob',
                 request_serializer=trainyard_dot_v1_dot_job__pb2.DeleteJobRequest.SerializeToString,
@@ -114,6 +124,29 @@ class JobServiceServicer(object):
         """Cancels a job. A queued job is cancelled at once; a running one is
         marked and the worker stops its pods. Cancelling a finished job is a no-op
         that returns the job.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SuspendJob(self, request, context):
+        """Suspends a job: its pods are stopped gracefully (SIGTERM and the job's
+        termination grace period, time to write a checkpoint) and it is held
+        SUSPENDED, its quota released, its spec, restarts and checkpoint volume
+        kept. A job waiting for admission is suspended at once; a running one
+        shows suspend_requested until its pods are gone. Suspending a suspended
+        job changes nothing; a finished job, or one being cancelled, is
+        FAILED_PRECONDITION.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResumeJob(self, request, context):
+        """Resumes a suspended job: it is QUEUED again and waits for admission,
+        its restart count unchanged (a suspension still under way is
+        withdrawn). Resuming a job that is not suspended changes nothing; a
+        finished job is FAILED_PRECONDITION.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -230,6 +263,16 @@ def add_JobServiceServicer_to_server(servicer, server):
             'CancelJob': grpc.unary_unary_rpc_method_handler(
                     servicer.CancelJob,
                     request_deserializer=trainyard_dot_v1_dot_job__pb2.CancelJobRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_job__pb2.Job.SerializeToString,
+            ),
+            'SuspendJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.SuspendJob,
+                    request_deserializer=trainyard_dot_v1_dot_job__pb2.SuspendJobRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_job__pb2.Job.SerializeToString,
+            ),
+            'ResumeJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResumeJob,
+                    request_deserializer=trainyard_dot_v1_dot_job__pb2.ResumeJobRequest.FromString,
                     response_serializer=trainyard_dot_v1_dot_job__pb2.Job.SerializeToString,
             ),
             'DeleteJob': grpc.unary_unary_rpc_method_handler(
@@ -349,6 +392,40 @@ class JobService(object):
             metadata=None):
         return grpc.experimental.unary_unary(request, target, '/trainyard.v1.JobService/CancelJob',
             trainyard_dot_v1_dot_job__pb2.CancelJobRequest.SerializeToString,
+            trainyard_dot_v1_dot_job__pb2.Job.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SuspendJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/trainyard.v1.JobService/SuspendJob',
+            trainyard_dot_v1_dot_job__pb2.SuspendJobRequest.SerializeToString,
+            trainyard_dot_v1_dot_job__pb2.Job.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ResumeJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/trainyard.v1.JobService/ResumeJob',
+            trainyard_dot_v1_dot_job__pb2.ResumeJobRequest.SerializeToString,
             trainyard_dot_v1_dot_job__pb2.Job.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
