@@ -17,9 +17,10 @@ func newJobsCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "jobs",
 		Aliases: []string{"job"},
-		Short:   "Submit, inspect, follow and cancel training jobs",
+		Short:   "Submit, inspect, follow, suspend, resume and cancel training jobs",
 	}
 	cmd.AddCommand(newJobsSubmitCmd(a), newJobsGetCmd(a), newJobsListCmd(a), newJobsCancelCmd(a),
+		newJobsSuspendCmd(a), newJobsResumeCmd(a),
 		newJobsDeleteCmd(a), newJobsEventsCmd(a), newJobsLogsCmd(a), newJobsWatchCmd(a), newJobsTensorBoardCmd(a))
 	return cmd
 }
@@ -249,6 +250,65 @@ func newJobsCancelCmd(a *app) *cobra.Command {
 				default:
 					fmt.Fprintf(w, "job %s: cancel requested; its pods are being stopped (tyctl jobs watch %s)\n", id, id)
 				}
+			})
+		},
+	}
+}
+
+func newJobsSuspendCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "suspend NAME",
+		Short: "Suspend a job: its pods stop gracefully (time to checkpoint) and its quota is released until it is resumed",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, err := a.childName(resname.Job, args[0])
+			if err != nil {
+				return err
+			}
+			c, err := a.jobClient()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.callCtx(cmd)
+			defer cancel()
+			j, err := c.SuspendJob(ctx, &pb.SuspendJobRequest{Name: name})
+			if err != nil {
+				return err
+			}
+			return a.print(j, func(w io.Writer) {
+				id := lastSegment(j.GetName())
+				if j.GetStatus().GetState() == pb.JobState_JOB_STATE_SUSPENDED {
+					fmt.Fprintf(w, "job %s suspended (tyctl jobs resume %s)\n", id, id)
+				} else {
+					fmt.Fprintf(w, "job %s: suspend requested; its pods are being stopped (tyctl jobs watch %s)\n", id, id)
+				}
+			})
+		},
+	}
+}
+
+func newJobsResumeCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "resume NAME",
+		Short: "Resume a suspended job: it goes back to its queue, its restart count unchanged",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, err := a.childName(resname.Job, args[0])
+			if err != nil {
+				return err
+			}
+			c, err := a.jobClient()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.callCtx(cmd)
+			defer cancel()
+			j, err := c.ResumeJob(ctx, &pb.ResumeJobRequest{Name: name})
+			if err != nil {
+				return err
+			}
+			return a.print(j, func(w io.Writer) {
+				fmt.Fprintf(w, "job %s: %s\n", lastSegment(j.GetName()), jobState(j))
 			})
 		},
 	}

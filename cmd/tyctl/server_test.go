@@ -139,6 +139,16 @@ func (f *fakeJobs) CancelJob(ctx context.Context, req *pb.CancelJobRequest) (*pb
 	return &pb.Job{Name: req.GetName(), Status: &pb.JobStatus{State: pb.JobState_JOB_STATE_RUNNING, CancelRequested: true}}, nil
 }
 
+func (f *fakeJobs) SuspendJob(ctx context.Context, req *pb.SuspendJobRequest) (*pb.Job, error) {
+	f.record(ctx, "SuspendJob", req)
+	return &pb.Job{Name: req.GetName(), Status: &pb.JobStatus{State: pb.JobState_JOB_STATE_RUNNING, SuspendRequested: true}}, nil
+}
+
+func (f *fakeJobs) ResumeJob(ctx context.Context, req *pb.ResumeJobRequest) (*pb.Job, error) {
+	f.record(ctx, "ResumeJob", req)
+	return &pb.Job{Name: req.GetName(), Status: &pb.JobStatus{State: pb.JobState_JOB_STATE_QUEUED}}, nil
+}
+
 func (f *fakeJobs) WatchJob(req *pb.WatchJobRequest, stream grpc.ServerStreamingServer[pb.WatchJobResponse]) error {
 	n := len(f.methodCalls("WatchJob"))
 	f.record(stream.Context(), "WatchJob", req)
@@ -446,6 +456,21 @@ func TestCancel(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "job mnist-1: cancel requested; its pods are being stopped (tyctl jobs watch mnist-1)\n", r.stdout)
 	require.Equal(t, "tenants/ml/jobs/mnist-1", f.rec.methodCalls("CancelJob")[0].req.(*pb.CancelJobRequest).GetName())
+}
+
+func TestSuspendResume(t *testing.T) {
+	f := startFake(t)
+	r := f.tyctl(t, nil, "--tenant", "ml", "jobs", "suspend", "mnist-1")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "job mnist-1: suspend requested; its pods are being stopped (tyctl jobs watch mnist-1)\n", r.stdout)
+	require.Equal(t, "tenants/ml/jobs/mnist-1", f.rec.methodCalls("SuspendJob")[0].req.(*pb.SuspendJobRequest).GetName())
+	r = f.tyctl(t, nil, "--tenant", "ml", "jobs", "resume", "mnist-1")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "job mnist-1: QUEUED\n", r.stdout)
+	require.Equal(t, "tenants/ml/jobs/mnist-1", f.rec.methodCalls("ResumeJob")[0].req.(*pb.ResumeJobRequest).GetName())
+	r = f.tyctl(t, nil, "--tenant", "ml", "jobs", "resume", "bad name!")
+	require.NotEqual(t, 0, r.code)
+	require.Len(t, f.rec.methodCalls("ResumeJob"), 1, "a bad name is not sent")
 }
 
 func watchEvent(id int64, state pb.JobState, reason string) *pb.WatchJobResponse {

@@ -84,6 +84,9 @@ func jobState(j *pb.Job) string {
 	if st.GetCancelRequested() && !finalState(st.GetState()) {
 		return "CANCELLING"
 	}
+	if st.GetSuspendRequested() && st.GetState() != pb.JobState_JOB_STATE_SUSPENDED && !finalState(st.GetState()) {
+		return "SUSPENDING"
+	}
 	return shortEnum(st.GetState())
 }
 

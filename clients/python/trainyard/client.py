@@ -254,6 +254,22 @@ class Client:
         """Cancels a job; a finished one is returned as it is."""
         return cast(job_pb2.Job, self._call(self._jobs.CancelJob, job_pb2.CancelJobRequest(name=self._name(job))))
 
+    def suspend(self, job: JobRef) -> job_pb2.Job:
+        """Suspends a job: its pods stop gracefully and its quota is released.
+
+        A running job comes back with ``status.suspend_requested`` set and
+        becomes ``JOB_STATE_SUSPENDED`` once its pods are gone; a suspended
+        job is returned as it is; a finished one is FAILED_PRECONDITION.
+        """
+        return cast(job_pb2.Job, self._call(self._jobs.SuspendJob, job_pb2.SuspendJobRequest(name=self._name(job))))
+
+    def resume(self, job: JobRef) -> job_pb2.Job:
+        """Resumes a suspended job: it is queued again, its restarts unchanged.
+
+        A job that is not suspended is returned as it is.
+        """
+        return cast(job_pb2.Job, self._call(self._jobs.ResumeJob, job_pb2.ResumeJobRequest(name=self._name(job))))
+
     def delete(self, job: JobRef) -> None:
         """Deletes a finished job and what it left in Kubernetes."""
         self._call(self._jobs.DeleteJob, job_pb2.DeleteJobRequest(name=self._name(job)))
