@@ -13,9 +13,11 @@ export const replicaTypeName = (t: ReplicaType | undefined) => shortEnum(t, "REP
 export const finalStates: JobState[] = ["JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"];
 export const isFinal = (j: Job) => finalStates.includes(j.status?.state ?? "JOB_STATE_UNSPECIFIED");
 
-// The state a person should read: CANCELLING while a cancel is under way.
+// The state a person should read: CANCELLING while a cancel is under way,
+// SUSPENDING while a suspension is.
 export function displayState(j: Job): string {
   if (j.status?.cancelRequested && !isFinal(j)) return "CANCELLING";
+  if (j.status?.suspendRequested && !isFinal(j) && j.status?.state !== "JOB_STATE_SUSPENDED") return "SUSPENDING";
   return stateName(j.status?.state);
 }
 

@@ -106,11 +106,11 @@ export function JobPage() {
   if (error) return <p role="alert" className="error">{error} <Link to={`/tenants/${tenant}/jobs`}>Back to the jobs</Link></p>;
   if (!j) return <p aria-live="polite">Loading…</p>;
 
-  async function act(kind: "cancel" | "delete") {
+  async function act(kind: "cancel" | "delete" | "suspend" | "resume") {
     setConfirm(undefined);
     setActionError(undefined);
     try {
-      if (kind === "cancel") setJob(await api.call<Job>("POST", `${paths.job(name)}:cancel`, {}));
+      if (kind !== "delete") setJob(await api.call<Job>("POST", `${paths.job(name)}:${kind}`, {}));
       else {
         await api.call("DELETE", paths.job(name));
         navigate(`/tenants/${tenant}/jobs`);
@@ -130,6 +130,12 @@ export function JobPage() {
           {job} <span className={`state state-${displayState(j).toLowerCase()}`} data-testid="job-state">{displayState(j)}</span>
         </h1>
         <div className="actions">
+          {!isFinal(j) && !st.suspendRequested && st.state !== "JOB_STATE_SUSPENDED" && (
+            <button type="button" onClick={() => void act("suspend")} title="Stop its pods gracefully and release its quota until resumed">Suspend</button>
+          )}
+          {!isFinal(j) && (st.suspendRequested || st.state === "JOB_STATE_SUSPENDED") && (
+            <button type="button" onClick={() => void act("resume")} title="Queue it again">Resume</button>
+          )}
           {!isFinal(j) && <button type="button" onClick={() => setConfirm("cancel")}>Cancel…</button>}
           {isFinal(j) && <button type="button" className="danger" onClick={() => setConfirm("delete")}>Delete…</button>}
           <button type="button" onClick={() => navigate(`/tenants/${tenant}/submit`, { state: { yaml: jobFileOf(j) } })}>Submit again</button>

@@ -10,7 +10,7 @@ import { freshest, newer, useJobWatch } from "../live";
 import { useSession } from "../session";
 
 const pageSize = 50;
-const states = ["QUEUED", "STARTING", "RUNNING", "RESTARTING", "SUCCEEDED", "FAILED", "CANCELLED"];
+const states = ["QUEUED", "STARTING", "RUNNING", "RESTARTING", "SUCCEEDED", "FAILED", "CANCELLED", "SUSPENDED"];
 
 type SortKey = "age" | "name" | "state" | "priority" | "gpus" | "creator" | "queue";
 const sorters: Record<SortKey, (a: Job, b: Job) => number> = {
