@@ -46,6 +46,15 @@
 //	any state not final ──────────── cancel, or delete of the job ─────────► CANCELLED
 //	STARTING, RUNNING, RESTARTING ── preempted, or pods unschedulable past
 //	                                  the timeout; once its pods are gone ─► QUEUED (plan_requeue.go)
+//	any state not final ──────────── suspended (Status.SuspendRequested);
+//	                                  once its pods are gone ─────────────► SUSPENDED
+//	SUSPENDED ────────────────────── resumed (by the store) ──────────────► QUEUED
+//
+// A suspension takes the requeue's path (SIGTERM and the grace period, time
+// to checkpoint) and ends in SUSPENDED instead of QUEUED: unadmitted, its
+// quota released, restarts and requeues untouched. Plan changes nothing
+// for a SUSPENDED job but a cancel. A resume before the pods are gone
+// makes the stop a plain requeue.
 //
 // QUEUED waits for the scheduler (internal/admission): Plan changes nothing
 // until PlanInput.Admitted. A job past admission goes back only by a

@@ -82,6 +82,15 @@
 // final job can be deleted: the row is marked deleted (its name is free at
 // once) and active, so that a worker cleans up and calls JobPurge.
 //
+// Suspend and resume (JobSuspend, JobResume; migration 000011) lock the row
+// too. A suspended job is SUSPENDED: unadmitted, unowned, unclaimable
+// (claim_after 'infinity'), and outside sqlUnfinished, so neither the
+// scheduler's snapshot nor TenantUsage sees it and no TTL applies (TTLs
+// start at a final state). Suspending a QUEUED, unadmitted job is
+// immediate; any other gets suspend_requested, and its worker stops the
+// pods and saves it SUSPENDED with a Requeue. Resume makes it QUEUED and
+// waiting again (ChannelSchedule). Cancel ends a SUSPENDED job at once.
+//
 // # Jobs: the worker side (claim, lease, fence)
 //
 // A worker claims jobs, renews its lease and writes its jobs fenced. The

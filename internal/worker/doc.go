@@ -217,7 +217,7 @@
 //	trainyard_jobs{state}                           gauge, unfinished jobs of all tenants, from Postgres (take max over workers)
 //	trainyard_jobs_waiting_for_quota                gauge, QUEUED jobs not admitted yet, from Postgres (take max over workers)
 //	trainyard_worker_job_transitions_total{state}   counter
-//	trainyard_worker_requeues_total{reason}         counter: Preempted | Unschedulable
+//	trainyard_worker_requeues_total{reason}         counter: Preempted | Unschedulable | Suspended
 //	trainyard_worker_orphans_deleted_total{resource}   counter: pods | services
 //	trainyard_worker_jobs_claimed_total             counter
 //	trainyard_worker_leases_lost_total              counter

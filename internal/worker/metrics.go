@@ -57,7 +57,7 @@ func newMetrics(reg prometheus.Registerer, w *Worker) *metrics {
 		}, []string{"state"}),
 		requeues: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "trainyard_worker_requeues_total",
-			Help: "Jobs this worker sent back to the scheduler's queue, by reason: Preempted, or Unschedulable (pods unplaced past the timeout).",
+			Help: "Jobs this worker sent back to the scheduler's queue, by reason: Preempted, Unschedulable (pods unplaced past the timeout), or Suspended (held until resumed).",
 		}, []string{"reason"}),
 		orphans: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "trainyard_worker_orphans_deleted_total",
