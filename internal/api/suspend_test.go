@@ -47,7 +47,10 @@ func TestSuspendResumeJob(t *testing.T) {
 	require.Equal(t, []string{"suspend a/train", "resume a/train"}, st.got)
 
 	for _, call := range []func() error{
-		func() error { _, err := srv.SuspendJob(ctx, &pb.SuspendJobRequest{Name: "tenants/a/train"}); return err },
+		func() error {
+			_, err := srv.SuspendJob(ctx, &pb.SuspendJobRequest{Name: "tenants/a/train"})
+			return err
+		},
 		func() error { _, err := srv.ResumeJob(ctx, &pb.ResumeJobRequest{}); return err },
 	} {
 		err := call()
