@@ -178,9 +178,11 @@ func scanSchedJob(r pgx.CollectableRow) (SchedJob, error) {
 // sqlSchedulerWaiting finds a job waiting for admission: created or
 // requeued jobs, unowned with claim_after 'infinity' until admitted, at the
 // far end of jobs_claim_idx (a cancel-requested one counts too; the
-// snapshot sorts it out).
+// snapshot sorts it out). A SUSPENDED job is unowned with claim_after
+// 'infinity' too, but waits for a resume, not for the scheduler.
 const sqlSchedulerWaiting = `
-	SELECT EXISTS (SELECT FROM jobs WHERE active AND worker_id IS NULL AND claim_after = 'infinity')`
+	SELECT EXISTS (SELECT FROM jobs WHERE active AND worker_id IS NULL AND claim_after = 'infinity'
+	                                  AND state <> 'SUSPENDED')`
 
 // SchedulerWaiting reports whether any job may wait for admission: an
 // index probe, where SchedulerJobs reads every unfinished job.
