@@ -73,3 +73,32 @@ func TestSuspendResume(t *testing.T) {
 	require.Equal(t, 400, resp.Status, "%s", resp.Body)
 	require.Contains(t, string(resp.Body), "SUCCEEDED")
 }
+
+// A suspended job releases what it held: a gang waiting for the GPUs a
+// running one holds is admitted once that one is suspended (by gRPC), and
+// the suspended one, resumed, waits its turn and then runs to SUCCEEDED.
+func TestSuspendReleasesCapacity(t *testing.T) {
+	e := startScheduling(t, "pause", nil)
+	big := e.submitTo(t, "big", gpuJob(2, 8, 0, annot(cluster.AnnotationRunFor, "8s")))
+	e.wait(t, big, 60*time.Second, pb.JobState_JOB_STATE_RUNNING)
+	next := e.submitTo(t, "next", gpuJob(2, 8, 0, annot(cluster.AnnotationRunFor, "3s")))
+	j := harness.WaitJob(t, e.jobs, next, 30*time.Second, func(j *pb.Job) bool { return j.GetStatus().GetQueue() != nil })
+	require.Equal(t, pb.WaitReason_WAIT_REASON_CAPACITY, j.GetStatus().GetQueue().GetReason())
+
+	_, err := e.jobs.SuspendJob(ctxT(t), &pb.SuspendJobRequest{Name: big})
+	require.NoError(t, err)
+	b := e.wait(t, big, 60*time.Second, pb.JobState_JOB_STATE_SUSPENDED, pb.JobState_JOB_STATE_SUCCEEDED)
+	require.Equal(t, pb.JobState_JOB_STATE_SUSPENDED, b.GetStatus().GetState())
+	e.wait(t, next, 60*time.Second, pb.JobState_JOB_STATE_RUNNING, pb.JobState_JOB_STATE_SUCCEEDED)
+	require.Equal(t, pb.JobState_JOB_STATE_SUSPENDED, e.get(t, big).GetStatus().GetState(), "not admitted while suspended")
+
+	r, err := e.jobs.ResumeJob(ctxT(t), &pb.ResumeJobRequest{Name: big})
+	require.NoError(t, err)
+	require.NotEqual(t, pb.JobState_JOB_STATE_SUSPENDED, r.GetStatus().GetState())
+	n := e.wait(t, next, 60*time.Second, pb.JobState_JOB_STATE_SUCCEEDED)
+	b = e.wait(t, big, 90*time.Second, pb.JobState_JOB_STATE_SUCCEEDED, pb.JobState_JOB_STATE_FAILED)
+	require.Equal(t, pb.JobState_JOB_STATE_SUCCEEDED, b.GetStatus().GetState(), "status: %v", b.GetStatus())
+	require.Zero(t, b.GetStatus().GetRestarts())
+	require.False(t, b.GetStatus().GetStartTime().AsTime().Before(n.GetStatus().GetCompletionTime().AsTime().Add(-time.Second)),
+		"resumed, it waited for the GPUs the other held")
+}
