@@ -100,6 +100,18 @@ func TestTenantIsolation(t *testing.T) {
 			_, err := jobs.DeleteJob(ctx, &pb.DeleteJobRequest{Name: bJob})
 			return err
 		},
+		"SuspendJob": func(ctx context.Context) error {
+			_, err := jobs.SuspendJob(ctx, &pb.SuspendJobRequest{Name: bJob})
+			return err
+		},
+		"ResumeJob": func(ctx context.Context) error {
+			_, err := jobs.ResumeJob(ctx, &pb.ResumeJobRequest{Name: bJob})
+			return err
+		},
+		"ParseJobFile": func(ctx context.Context) error {
+			_, err := jobs.ParseJobFile(ctx, &pb.ParseJobFileRequest{Parent: "tenants/tenant-b", Content: "spec: {}\n"})
+			return err
+		},
 		"ListJobEvents": func(ctx context.Context) error {
 			_, err := jobs.ListJobEvents(ctx, &pb.ListJobEventsRequest{Parent: bJob})
 			return err
