@@ -30,7 +30,7 @@ type fanoutResult struct {
 }
 
 func measureFanout(tb testing.TB, streams, events int) fanoutResult {
-	env := harness.Start(tb, harness.Options{ServeArgs: []string{"--max-streams-per-caller", strconv.Itoa(streams + 10)}})
+	env := harness.Start(tb, harness.Options{ServeArgs: []string{"--max-streams-per-caller", strconv.Itoa(streams + 10), "--tenant-streams", strconv.Itoa(streams + 10)}})
 	env.CreateTenant(tb, "fan", harness.Subject("alice", pb.Role_ROLE_EDITOR))
 	serve := trainyardProcesses(tb, env.DatabaseURL, 1)[0]
 	token := env.Token("alice")

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -530,4 +532,74 @@ func TestStreamsPerCallerAreCapped(t *testing.T) {
 		defer cancel3()
 		return open(ctx3, jobs)
 	})
+}
+
+// Fair admission (issue 41): a tenant's requests beyond its seats and queue
+// are refused with 429 / RESOURCE_EXHAUSTED and Retry-After, naming the
+// limit, while another tenant's requests meanwhile all get through; and a
+// tenant's streams beyond --tenant-streams are refused the same way.
+func TestTenantLimitsAreFair(t *testing.T) {
+	env := harness.Start(t, harness.Options{ServeArgs: []string{
+		"--tenant-concurrency", "1", "--tenant-queue", "0", "--tenant-streams", "2", "--max-streams-per-caller", "10"}})
+	env.CreateTenant(t, "acme", harness.Group("ml-team", pb.Role_ROLE_EDITOR))
+	env.CreateTenant(t, "globex", harness.Group("ops", pb.Role_ROLE_EDITOR))
+	alice, olga := env.Token("alice", "ml-team"), env.Token("olga", "ops")
+	createJob(t, env.Jobs(t, alice), "acme", "j", workerJob("tensorflow/tensorflow:2.16.1", 1))
+
+	// acme floods; globex calls one at a time meanwhile.
+	var wg sync.WaitGroup
+	var refused, ok atomic.Int64
+	var sample harness.Response
+	var sampleOnce sync.Once
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 5 {
+				r := env.REST(alice).Do(t, "GET", "/v1/tenants/acme/jobs", nil)
+				switch r.Status {
+				case http.StatusOK:
+					ok.Add(1)
+				case http.StatusTooManyRequests:
+					refused.Add(1)
+					sampleOnce.Do(func() { sample = r })
+				default:
+					t.Errorf("acme: %d %s", r.Status, r.Body)
+				}
+			}
+		}()
+	}
+	for range 20 {
+		r := env.REST(olga).Do(t, "GET", "/v1/tenants/globex/jobs", nil)
+		require.Equal(t, http.StatusOK, r.Status, "globex is never refused for acme's flood: %s", r.Body)
+	}
+	wg.Wait()
+	require.Positive(t, ok.Load())
+	require.Positive(t, refused.Load(), "64 callers at once past one seat and no queue")
+	require.NotEmpty(t, sample.Header.Get("Retry-After"))
+	require.Contains(t, string(sample.Body), `tenant \"acme\" is at its limit of 1 concurrent requests`)
+
+	// Streams: two of acme's are let in, the third is refused; globex's is not.
+	open := func(ctx context.Context, c pb.JobServiceClient, name string) error {
+		s, err := c.WatchJob(ctx, &pb.WatchJobRequest{Name: name})
+		if err != nil {
+			return err
+		}
+		_, err = s.Recv()
+		return err
+	}
+	for range 2 {
+		ctx, cancel := streamCtx(t, time.Minute)
+		defer cancel()
+		require.NoError(t, open(ctx, env.Jobs(t, alice), "tenants/acme/jobs/j"))
+	}
+	ctx, cancel := streamCtx(t, time.Minute)
+	err := open(ctx, env.Jobs(t, alice), "tenants/acme/jobs/j")
+	cancel()
+	require.Equal(t, codes.ResourceExhausted, status.Code(err), "%v", err)
+	require.Contains(t, status.Convert(err).Message(), `tenant "acme" has 2 watches and log streams open`)
+	createJob(t, env.Jobs(t, olga), "globex", "g", workerJob("tensorflow/tensorflow:2.16.1", 1))
+	ctxG, cancelG := streamCtx(t, time.Minute)
+	defer cancelG()
+	require.NoError(t, open(ctxG, env.Jobs(t, olga), "tenants/globex/jobs/g"), "another tenant's streams are its own")
 }

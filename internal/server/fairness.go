@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -102,13 +103,50 @@ func (f *fairness) unaryInterceptor() grpc.UnaryServerInterceptor {
 	}
 }
 
+// streamInterceptor counts a stream from its first message on: a stream's
+// tenant is known once auth has authorized that message (auth's stream
+// wrapper, outside this one), not when the interceptor runs. A stream
+// refused its seat fails that RecvMsg, so the handler returns the refusal.
 func (f *fairness) streamInterceptor() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-		release, err := f.acquire(ss.Context(), true)
-		if err != nil {
-			return err
-		}
-		defer release()
-		return h(srv, ss)
+		fs := &fairStream{ServerStream: ss, f: f}
+		defer fs.release()
+		return h(srv, fs)
+	}
+}
+
+type fairStream struct {
+	grpc.ServerStream
+	f *fairness
+
+	mu    sync.Mutex
+	tried bool
+	done  func()
+}
+
+func (s *fairStream) RecvMsg(m any) error {
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tried {
+		return nil
+	}
+	s.tried = true
+	release, err := s.f.acquire(s.ServerStream.Context(), true) // never waits: streams have no queue
+	if err != nil {
+		return err
+	}
+	s.done = release
+	return nil
+}
+
+func (s *fairStream) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done != nil {
+		s.done()
+		s.done = nil
 	}
 }

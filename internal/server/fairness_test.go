@@ -66,6 +66,7 @@ type testStream struct {
 }
 
 func (s testStream) Context() context.Context { return s.ctx }
+func (s testStream) RecvMsg(any) error        { return nil }
 
 func TestFairnessStreamsCountApart(t *testing.T) {
 	f := newFairness(Fairness{Unary: fairq.Limits{Concurrency: 1}, Streams: 1, Admin: fairq.Limits{Concurrency: 1}})
@@ -74,14 +75,17 @@ func TestFairnessStreamsCountApart(t *testing.T) {
 	held := make(chan struct{}, 1)
 	errc := make(chan error, 1)
 	go func() {
-		errc <- stream(nil, testStream{ctx: callerIn("vision", "alice", false)}, nil, func(any, grpc.ServerStream) error {
+		errc <- stream(nil, testStream{ctx: callerIn("vision", "alice", false)}, nil, func(_ any, ss grpc.ServerStream) error {
+			if err := ss.RecvMsg(nil); err != nil {
+				return err
+			}
 			held <- struct{}{}
 			<-hold
 			return nil
 		})
 	}()
 	<-held
-	err := stream(nil, testStream{ctx: callerIn("vision", "alice", false)}, nil, func(any, grpc.ServerStream) error { return nil })
+	err := stream(nil, testStream{ctx: callerIn("vision", "alice", false)}, nil, func(_ any, ss grpc.ServerStream) error { return ss.RecvMsg(nil) })
 	require.Equal(t, codes.ResourceExhausted, status.Code(err))
 	require.Contains(t, status.Convert(err).Message(), "watches and log streams open")
 
