@@ -291,8 +291,16 @@ func (a *Authorizer) tenantGet(ctx context.Context, id string) (tenant.Tenant, e
 	lctx, cancel := context.WithTimeoutCause(ctx, a.lookupTimeout, errLookupTimeout)
 	defer cancel()
 	t, err := a.tenants.TenantGet(lctx, id)
-	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(lctx), errLookupTimeout) {
+	if err == nil || ctx.Err() != nil {
+		return t, err
+	}
+	if errors.Is(context.Cause(lctx), errLookupTimeout) {
 		return t, fmt.Errorf("%w: no answer within %s: %w", ErrTenantSourceUnavailable, a.lookupTimeout, err)
+	}
+	// A deadline of the source's own (a connect timeout) while the caller's
+	// context is live is the source failing to answer too, not a fault.
+	if errors.Is(err, context.DeadlineExceeded) {
+		return t, fmt.Errorf("%w: %w", ErrTenantSourceUnavailable, err)
 	}
 	return t, err
 }

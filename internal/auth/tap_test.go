@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -73,6 +74,20 @@ func TestAuthorizerLookupTimeout(t *testing.T) {
 	})
 	a := NewAuthorizer(stalled)
 	a.lookupTimeout = 50 * time.Millisecond
+	_, err := a.Authorize(context.Background(), Principal{Subject: "vera"}, "/trainyard.v1.JobService/GetJob", &pb.GetJobRequest{Name: "tenants/alpha/jobs/j"})
+	require.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
+}
+
+// A lookup that fails on a deadline of the source's own (the pool's connect
+// timeout) before the lookup timeout is UNAVAILABLE too, not INTERNAL.
+func TestAuthorizerSourceDeadlineIsUnavailable(t *testing.T) {
+	slow := TenantSourceFunc(func(ctx context.Context, _ string) (tenant.Tenant, error) {
+		cctx, cancel := context.WithTimeout(ctx, time.Millisecond)
+		defer cancel()
+		<-cctx.Done()
+		return tenant.Tenant{}, fmt.Errorf("store: tenant: %w", cctx.Err())
+	})
+	a := NewAuthorizer(slow)
 	_, err := a.Authorize(context.Background(), Principal{Subject: "vera"}, "/trainyard.v1.JobService/GetJob", &pb.GetJobRequest{Name: "tenants/alpha/jobs/j"})
 	require.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
 }

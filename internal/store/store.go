@@ -163,17 +163,18 @@ func translate(err error, what string) error {
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("store: %s: %w", what, context.Canceled)
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("store: %s: %w", what, context.DeadlineExceeded)
-	}
 	// A connection that could not be made is an outage whatever Postgres
 	// said while refusing it: the database does not accept connections
 	// (55000), does not exist yet or any more (3D000), refuses the role
-	// (28xxx), is shutting down or starting (57P01-57P03). Checked before
-	// the codes, which mean something else at query time (issue 41,
-	// finding 2).
+	// (28xxx), is shutting down or starting (57P01-57P03), or does not
+	// answer within the connect timeout (a deadline of the pool's own).
+	// Checked before the codes, which mean something else at query time,
+	// and before the deadline (issue 41, findings 2 and 3).
 	if connectErr := (*pgconn.ConnectError)(nil); errors.As(err, &connectErr) {
 		return fmt.Errorf("%w: %s: %v", ErrUnavailable, what, err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("store: %s: %w", what, context.DeadlineExceeded)
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
