@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 
@@ -220,10 +221,12 @@ func (a *app) listJobs(cmd *cobra.Command, c pb.JobServiceClient, parent, filter
 	})
 }
 
-func newJobsCancelCmd(a *app) *cobra.Command {
+// jobActionCmd is a command that calls one job method on NAME and says
+// what became of the job (cancel, suspend, resume).
+func jobActionCmd(a *app, use, short string, call func(context.Context, pb.JobServiceClient, string) (*pb.Job, error), say func(io.Writer, *pb.Job)) *cobra.Command {
 	return &cobra.Command{
-		Use:   "cancel NAME",
-		Short: "Cancel a job: a queued job at once, a running one once its pods stop",
+		Use:   use,
+		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, err := a.childName(resname.Job, args[0])
@@ -236,82 +239,54 @@ func newJobsCancelCmd(a *app) *cobra.Command {
 			}
 			ctx, cancel := a.callCtx(cmd)
 			defer cancel()
-			j, err := c.CancelJob(ctx, &pb.CancelJobRequest{Name: name})
+			j, err := call(ctx, c, name)
 			if err != nil {
 				return err
 			}
-			return a.print(j, func(w io.Writer) {
-				id, state := lastSegment(j.GetName()), j.GetStatus().GetState()
-				switch {
-				case state == pb.JobState_JOB_STATE_CANCELLED:
-					fmt.Fprintf(w, "job %s cancelled\n", id)
-				case finalState(state):
-					fmt.Fprintf(w, "job %s had already finished (%s); nothing to cancel\n", id, shortEnum(state))
-				default:
-					fmt.Fprintf(w, "job %s: cancel requested; its pods are being stopped (tyctl jobs watch %s)\n", id, id)
-				}
-			})
+			return a.print(j, func(w io.Writer) { say(w, j) })
 		},
 	}
+}
+
+func newJobsCancelCmd(a *app) *cobra.Command {
+	return jobActionCmd(a, "cancel NAME", "Cancel a job: a queued job at once, a running one once its pods stop",
+		func(ctx context.Context, c pb.JobServiceClient, name string) (*pb.Job, error) {
+			return c.CancelJob(ctx, &pb.CancelJobRequest{Name: name})
+		},
+		func(w io.Writer, j *pb.Job) {
+			id, state := lastSegment(j.GetName()), j.GetStatus().GetState()
+			switch {
+			case state == pb.JobState_JOB_STATE_CANCELLED:
+				fmt.Fprintf(w, "job %s cancelled\n", id)
+			case finalState(state):
+				fmt.Fprintf(w, "job %s had already finished (%s); nothing to cancel\n", id, shortEnum(state))
+			default:
+				fmt.Fprintf(w, "job %s: cancel requested; its pods are being stopped (tyctl jobs watch %s)\n", id, id)
+			}
+		})
 }
 
 func newJobsSuspendCmd(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:   "suspend NAME",
-		Short: "Suspend a job: its pods stop gracefully (time to checkpoint) and its quota is released until it is resumed",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			name, err := a.childName(resname.Job, args[0])
-			if err != nil {
-				return err
-			}
-			c, err := a.jobClient()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := a.callCtx(cmd)
-			defer cancel()
-			j, err := c.SuspendJob(ctx, &pb.SuspendJobRequest{Name: name})
-			if err != nil {
-				return err
-			}
-			return a.print(j, func(w io.Writer) {
-				id := lastSegment(j.GetName())
-				if j.GetStatus().GetState() == pb.JobState_JOB_STATE_SUSPENDED {
-					fmt.Fprintf(w, "job %s suspended (tyctl jobs resume %s)\n", id, id)
-				} else {
-					fmt.Fprintf(w, "job %s: suspend requested; its pods are being stopped (tyctl jobs watch %s)\n", id, id)
-				}
-			})
+	return jobActionCmd(a, "suspend NAME", "Suspend a job: its pods stop gracefully (time to checkpoint) and its quota is released until it is resumed",
+		func(ctx context.Context, c pb.JobServiceClient, name string) (*pb.Job, error) {
+			return c.SuspendJob(ctx, &pb.SuspendJobRequest{Name: name})
 		},
-	}
+		func(w io.Writer, j *pb.Job) {
+			id := lastSegment(j.GetName())
+			if j.GetStatus().GetState() == pb.JobState_JOB_STATE_SUSPENDED {
+				fmt.Fprintf(w, "job %s suspended (tyctl jobs resume %s)\n", id, id)
+			} else {
+				fmt.Fprintf(w, "job %s: suspend requested; its pods are being stopped (tyctl jobs watch %s)\n", id, id)
+			}
+		})
 }
 
 func newJobsResumeCmd(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:   "resume NAME",
-		Short: "Resume a suspended job: it goes back to its queue, its restart count unchanged",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			name, err := a.childName(resname.Job, args[0])
-			if err != nil {
-				return err
-			}
-			c, err := a.jobClient()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := a.callCtx(cmd)
-			defer cancel()
-			j, err := c.ResumeJob(ctx, &pb.ResumeJobRequest{Name: name})
-			if err != nil {
-				return err
-			}
-			return a.print(j, func(w io.Writer) {
-				fmt.Fprintf(w, "job %s: %s\n", lastSegment(j.GetName()), jobState(j))
-			})
+	return jobActionCmd(a, "resume NAME", "Resume a suspended job: it goes back to its queue, its restart count unchanged",
+		func(ctx context.Context, c pb.JobServiceClient, name string) (*pb.Job, error) {
+			return c.ResumeJob(ctx, &pb.ResumeJobRequest{Name: name})
 		},
-	}
+		func(w io.Writer, j *pb.Job) { fmt.Fprintf(w, "job %s: %s\n", lastSegment(j.GetName()), jobState(j)) })
 }
 
 func newJobsDeleteCmd(a *app) *cobra.Command {

@@ -342,16 +342,7 @@ func (s *Store) JobCancel(ctx context.Context, tenantID, name string) (job.Job, 
 			return err
 		}
 		out.Job.Status, out.Job.UpdateTime = st, now
-		ev.CreateTime = now
-		if err := eventsInsert(ctx, tx, w.Job, []job.Event{ev}, now); err != nil {
-			return err
-		}
-		if err := auditInsert(ctx, tx, tenantID, audit.JobCancel, resname.Job.Format(tenantID, name),
-			map[string]any{"uid": w.Job.UID, "state": string(w.Job.Status.State)}); err != nil {
-			return err
-		}
-		tx.notify(ChannelJobs, tenantID+"/"+w.Job.UID)
-		return nil
+		return recordJobAction(ctx, tx, w.Job, ev, audit.JobCancel, now)
 	})
 	if err != nil {
 		return job.Job{}, translate(err, what)
@@ -575,16 +566,7 @@ func (s *Store) JobSuspend(ctx context.Context, tenantID, name string) (job.Job,
 			return err
 		}
 		out.Job.Status, out.Job.UpdateTime = st, now
-		ev.CreateTime = now
-		if err := eventsInsert(ctx, tx, w.Job, []job.Event{ev}, now); err != nil {
-			return err
-		}
-		if err := auditInsert(ctx, tx, tenantID, audit.JobSuspend, resname.Job.Format(tenantID, name),
-			map[string]any{"uid": w.Job.UID, "state": string(w.Job.Status.State)}); err != nil {
-			return err
-		}
-		tx.notify(ChannelJobs, tenantID+"/"+w.Job.UID)
-		return nil
+		return recordJobAction(ctx, tx, w.Job, ev, audit.JobSuspend, now)
 	})
 	if err != nil {
 		return job.Job{}, translate(err, what)
@@ -646,19 +628,26 @@ func (s *Store) JobResume(ctx context.Context, tenantID, name string) (job.Job, 
 			return err
 		}
 		out.Job.Status, out.Job.UpdateTime = st, now
-		ev.CreateTime = now
-		if err := eventsInsert(ctx, tx, w.Job, []job.Event{ev}, now); err != nil {
-			return err
-		}
-		if err := auditInsert(ctx, tx, tenantID, audit.JobResume, resname.Job.Format(tenantID, name),
-			map[string]any{"uid": w.Job.UID, "state": string(w.Job.Status.State)}); err != nil {
-			return err
-		}
-		tx.notify(ChannelJobs, tenantID+"/"+w.Job.UID)
-		return nil
+		return recordJobAction(ctx, tx, w.Job, ev, audit.JobResume, now)
 	})
 	if err != nil {
 		return job.Job{}, translate(err, what)
 	}
 	return out.Job, nil
+}
+
+// recordJobAction writes what a caller's action on job j (cancel, suspend,
+// resume) did, in the action's transaction: its event, its audit record
+// (j is the job as it was), and the wake-up of j's watchers.
+func recordJobAction(ctx context.Context, tx *txn, j job.Job, ev job.Event, action audit.Action, now time.Time) error {
+	ev.CreateTime = now
+	if err := eventsInsert(ctx, tx, j, []job.Event{ev}, now); err != nil {
+		return err
+	}
+	if err := auditInsert(ctx, tx, j.Tenant, action, resname.Job.Format(j.Tenant, j.Name),
+		map[string]any{"uid": j.UID, "state": string(j.Status.State)}); err != nil {
+		return err
+	}
+	tx.notify(ChannelJobs, j.Tenant+"/"+j.UID)
+	return nil
 }
