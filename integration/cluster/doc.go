@@ -296,4 +296,14 @@
 //	start, 8 nodes, binaries cached        11-15 s to ready (load average 6-8)
 //	stop (or localcluster down)            about 1.4 s
 //	go test ./integration/cluster/         2-3.5 min wall (four clusters), TestPodNameReusedAtOnce 19-46 s
+//
+// # Profiling
+//
+// TRAINYARD_CLUSTER_PROFILING=1 (with make cluster-up, or any test that
+// starts the cluster) turns on /debug/pprof in the API server, the
+// controller manager and the scheduler (the admin certificate in the
+// state's pki/ may read them) and an audit log of pod, Service and
+// EndpointSlice writes; `go run ./integration/cluster/cmd/localcluster
+// audit --since <time>` prints, per client, how many writes there were and
+// how long the API server took over them.
 package cluster
