@@ -60,4 +60,29 @@
 // convert_tenant.go the proto conversions and update masks; filter.go and
 // pages.go list filters and page tokens; names.go, boundary.go, errors.go
 // and deps.go what every handler shares.
+//
+// # Watching from a list (the contract the README points to)
+//
+// A list carries `watchAfterEventId`: a watch started after it gets every
+// change committed since the list was read, so nothing created between the
+// two is lost (a watch without `afterEventId` starts at the moment it is
+// opened). It may repeat a change the list already shows; keep the newer
+// `updateTime`. Streams end after `--max-stream-lifetime`: reopen them with
+// the last event id received. A watch with a filter that rarely matches
+// should ask for bookmarks (`&bookmarks=true`): now and then a message with
+// only `bookmarkEventId`, the position the server has read to past the
+// events the filter left out; reopening after it re-reads less, and stays
+// within event retention, than reopening after the last match. A job's watch
+// (`/v1/tenants/vision/jobs/resnet:watch?bookmarks=true`) gets them too,
+// while the job is quiet and the tenant's other jobs move the position. A position after which `--event-retention`
+// has deleted events of the tenant is refused, never served with a gap:
+// OUT_OF_RANGE (REST 400 with `"code":11`, naming `afterEventId`; Python
+// raises `trainyard.OutOfRange`), when the watch is resumed and also when
+// an open stream's read finds such a gap; list again and watch from the new
+// list's `watchAfterEventId`, as the console and `tyctl jobs list --watch`
+// do (`tyctl jobs watch NAME` and Python's `wait` go on from the job's
+// current state). Retention counts per tenant: a tenant with no new events for longer
+// than the retention age keeps its position. A deleted job's events go when
+// it is purged, except its `Deleted` event, which stays until retention so
+// that a watch resumed from before still learns that the job went.
 package api
