@@ -33,10 +33,7 @@ func (r *run) schedule(depth int) {
 	}
 	byKey := make(map[admission.Key]*simJob, r.active)
 	snap.Jobs = make([]admission.Job, 0, r.active)
-	for _, j := range r.jobs {
-		if !r.arrived(j) {
-			continue
-		}
+	for _, j := range r.live {
 		byKey[j.key] = j
 		sj := admission.Job{
 			Key: j.key, Name: j.Name, Priority: j.Priority, Seq: j.seq, QueuedAt: epoch.Add(j.queuedAt),
@@ -57,7 +54,7 @@ func (r *run) schedule(depth int) {
 			}
 			sj.OnNodes, sj.Groups = j.onNodes, j.placedGroups
 		} else if j.preempted != (admission.Key{}) {
-			sj.PreemptedBy, sj.PreemptedByName = j.preempted, byKeyName(r.jobs, j.preempted)
+			sj.PreemptedBy, sj.PreemptedByName = j.preempted, r.names[j.preempted]
 		}
 		snap.Jobs = append(snap.Jobs, sj)
 	}
@@ -100,15 +97,6 @@ func (r *run) schedule(depth int) {
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func byKeyName(jobs []*simJob, k admission.Key) string {
-	for _, j := range jobs {
-		if j.key == k {
-			return j.Name
-		}
-	}
-	return ""
-}
-
 // stepQuotaFIFO is the admission Trainyard had before the scheduler: each
 // tenant's queue strictly in (priority, submission) order against its
 // quota only, then every admitted pod placed one at a time, first fit, in
@@ -116,9 +104,8 @@ func byKeyName(jobs []*simJob, k admission.Key) string {
 func (r *run) stepQuotaFIFO() {
 	used := map[string]job.Vector{}
 	var queue []*simJob
-	for _, j := range r.jobs {
+	for _, j := range r.live {
 		switch {
-		case !r.arrived(j):
 		case j.admitted:
 			used[j.Tenant] = used[j.Tenant].Add(demand(j.Groups))
 		default:
@@ -154,8 +141,8 @@ func (r *run) stepQuotaFIFO() {
 	// admission order, each on the first node with room; a pod that does
 	// not fit waits, and the others go on.
 	var placing []*simJob
-	for _, j := range r.jobs { // r.jobs is in submission (seq) order
-		if j.admitted && !j.done && len(j.pendingPod) > 0 {
+	for _, j := range r.live { // in submission (seq) order
+		if j.admitted && len(j.pendingPod) > 0 {
 			placing = append(placing, j)
 		}
 	}

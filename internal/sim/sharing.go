@@ -132,10 +132,7 @@ func (s *shareRun) account(r *run, dt float64) {
 func (s *shareRun) observe(r *run) {
 	held, demand := map[string]int64{}, map[string]int64{}
 	head := map[string]*simJob{}
-	for _, j := range r.jobs {
-		if !r.arrived(j) {
-			continue
-		}
+	for _, j := range r.live {
 		g := demand1(j)
 		demand[j.Tenant] += g
 		if j.admitted {
