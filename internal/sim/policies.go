@@ -24,15 +24,22 @@ const maxRounds = 16
 // schedule decides; when it preempted, it decides again (at most depth
 // times) since the victims' room is free at once.
 func (r *run) schedule(depth int) {
-	snap := admission.Snapshot{Now: epoch.Add(r.now), Config: admission.Config{StarvationAge: 30 * time.Minute}, Cohorts: r.cohorts}
+	// The snapshot's slices and byKey are reused from cycle to cycle:
+	// Schedule keeps nothing of its input.
+	b := &r.buf
+	if b.byKey == nil {
+		b.byKey = map[admission.Key]*simJob{}
+	}
+	clear(b.byKey)
+	byKey := b.byKey
+	snap := admission.Snapshot{Now: epoch.Add(r.now), Config: admission.Config{StarvationAge: 30 * time.Minute}, Cohorts: r.cohorts,
+		Tenants: b.tenants[:0], Jobs: b.jobs[:0], Nodes: b.nodes[:0]}
 	for _, t := range r.tenants {
 		if r.policy == PolicyCohortHistory {
 			t.Sharing.Usage = r.share.usage[t.ID]
 		}
 		snap.Tenants = append(snap.Tenants, t)
 	}
-	byKey := make(map[admission.Key]*simJob, r.active)
-	snap.Jobs = make([]admission.Job, 0, r.active)
 	for _, j := range r.live {
 		byKey[j.key] = j
 		sj := admission.Job{
@@ -62,7 +69,7 @@ func (r *run) schedule(depth int) {
 		n.Used = n.Used.Add(r.used[n.Name])
 		snap.Nodes = append(snap.Nodes, n)
 	}
-	r.active = len(snap.Jobs)
+	b.tenants, b.jobs, b.nodes = snap.Tenants, snap.Jobs, snap.Nodes
 	d := admission.Schedule(snap)
 	for _, p := range d.Preempt {
 		v := byKey[p.Victim]

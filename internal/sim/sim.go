@@ -182,7 +182,7 @@ type run struct {
 	lastAcct         time.Duration
 	preemptions      int
 	share            *shareRun
-	active           int // jobs in the last snapshot: to size the next
+	buf              snapBuffers
 	cohorts          []admission.Cohort
 	// live are the jobs that arrived and are not done, in submission
 	// order; r.jobs[arrivals:] have not arrived yet. Every step looks at
@@ -225,6 +225,14 @@ func newRun(tr Trace, policy string) *run {
 		r.names[sj.key] = j.Name
 	}
 	return r
+}
+
+// snapBuffers are the scheduler policies' snapshot, kept across cycles.
+type snapBuffers struct {
+	tenants []admission.Tenant
+	jobs    []admission.Job
+	nodes   []admission.Node
+	byKey   map[admission.Key]*simJob
 }
 
 // arrive adds the jobs submitted by now to the live ones.
