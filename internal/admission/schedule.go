@@ -603,6 +603,20 @@ func (h *shareHeap) Less(i, k int) bool {
 		if ba != bb {
 			return !ba
 		}
+		if ba {
+			// Borrowers whose next job has waited Config.BorrowAging go
+			// first, the longest waiting first (aging, doc.go).
+			oa, ob := h.c.agedSince(h.items[i]), h.c.agedSince(h.items[k])
+			if !oa.Equal(ob) {
+				switch {
+				case oa.IsZero():
+					return false
+				case ob.IsZero():
+					return true
+				}
+				return oa.Before(ob)
+			}
+		}
 		if sa != sb {
 			return sa < sb
 		}

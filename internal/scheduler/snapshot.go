@@ -72,7 +72,7 @@ func (s *Scheduler) snapshot(ctx context.Context, now time.Time) (view, error) {
 	if err := s.ledgerLoad(ctx, now); err != nil {
 		return view{}, err
 	}
-	v.snap.Config = admission.Config{StarvationAge: s.cfg.StarvationAge}
+	v.snap.Config = admission.Config{StarvationAge: s.cfg.StarvationAge, BorrowAging: s.cfg.BorrowAging}
 
 	read, err := s.store.SchedulerRead(ctx, s.specsAfter)
 	if err != nil {

@@ -32,7 +32,7 @@ func (r *run) schedule(depth int) {
 	}
 	clear(b.byKey)
 	byKey := b.byKey
-	snap := admission.Snapshot{Now: epoch.Add(r.now), Config: admission.Config{StarvationAge: 30 * time.Minute}, Cohorts: r.cohorts,
+	snap := admission.Snapshot{Now: epoch.Add(r.now), Config: admission.Config{StarvationAge: 30 * time.Minute, BorrowAging: r.aging}, Cohorts: r.cohorts,
 		Tenants: b.tenants[:0], Jobs: b.jobs[:0], Nodes: b.nodes[:0]}
 	for _, t := range r.tenants {
 		if r.policy == PolicyCohortHistory {

@@ -138,10 +138,26 @@ type placement struct {
 
 // Run plays the trace under a policy until every job ended or the horizon.
 func Run(tr Trace, policy string, horizon time.Duration) (Result, error) {
+	return RunWith(tr, policy, Options{Horizon: horizon})
+}
+
+// Options are a run's settings beside the trace and the policy.
+type Options struct {
+	// Horizon: the run stops at this virtual time.
+	Horizon time.Duration
+	// BorrowAging is the scheduler's admission.Config.BorrowAging (zero:
+	// off, the scheduler's default).
+	BorrowAging time.Duration
+}
+
+// RunWith is Run with more settings.
+func RunWith(tr Trace, policy string, o Options) (Result, error) {
+	horizon := o.Horizon
 	if !slices.Contains(Policies, policy) {
 		return Result{}, fmt.Errorf("sim: unknown policy %q (one of %v)", policy, Policies)
 	}
 	r := newRun(tr, policy)
+	r.aging = o.BorrowAging
 	if len(r.jobs) > 0 {
 		r.now = r.jobs[0].Submit
 	}
@@ -183,6 +199,7 @@ type run struct {
 	preemptions      int
 	share            *shareRun
 	buf              snapBuffers
+	aging            time.Duration // admission.Config.BorrowAging
 	cohorts          []admission.Cohort
 	// live are the jobs that arrived and are not done, in submission
 	// order; r.jobs[arrivals:] have not arrived yet. Every step looks at
