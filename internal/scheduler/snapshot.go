@@ -92,6 +92,15 @@ func (s *Scheduler) snapshot(ctx context.Context, now time.Time) (view, error) {
 		v.sharing[t.ID] = t.Sharing
 	}
 
+	for _, c := range read.Cohorts {
+		nominal, err := c.Nominal.Limits()
+		if err != nil {
+			s.log.Warn("a cohort's pool does not parse; it is left out", "cohort", c.Name, "error", err)
+			continue
+		}
+		v.snap.Cohorts = append(v.snap.Cohorts, admission.Cohort{Name: c.Name, Nominal: nominal, GPUTypes: c.GPUTypes})
+	}
+
 	rows := read.Jobs
 	if err := s.loadShapes(ctx, rows); err != nil {
 		return view{}, err
