@@ -126,6 +126,7 @@ type simJob struct {
 	placed     []placement       // pods on nodes
 	pendingPod []admission.Group // quota-fifo: admitted pods not placed yet (Count 1 each)
 	preempted  admission.Key     // scheduler: who preempted it, while it waits
+	qpos       int               // scheduler: its place in its tenant's queue (strictQueues)
 	// scheduler: the snapshot's view of an admitted job, built once.
 	onNodes      map[string]job.Vector
 	placedGroups []admission.Group
@@ -199,7 +200,8 @@ type run struct {
 	preemptions      int
 	share            *shareRun
 	buf              snapBuffers
-	aging            time.Duration // admission.Config.BorrowAging
+	aging            time.Duration   // admission.Config.BorrowAging
+	prefixLast       []admission.Key // decide's cut queues' last jobs shown
 	cohorts          []admission.Cohort
 	// live are the jobs that arrived and are not done, in submission
 	// order; r.jobs[arrivals:] have not arrived yet. Every step looks at
