@@ -21,6 +21,10 @@ type Store interface {
 	TenantUpdate(ctx context.Context, id string, fn func(*tenant.Tenant) error) (tenant.Tenant, error)
 	TenantUsage(ctx context.Context, id string) (job.Vector, error)
 	UsageLedgerRead(ctx context.Context, tenantID string) (map[string]store.TenantUsage, error)
+	CohortPut(ctx context.Context, c tenant.Cohort) (tenant.Cohort, error)
+	CohortGet(ctx context.Context, name string) (tenant.Cohort, error)
+	CohortList(ctx context.Context) ([]tenant.Cohort, error)
+	CohortDelete(ctx context.Context, name string) error
 
 	JobCreate(ctx context.Context, p store.JobCreateParams) (job.Job, bool, error)
 	JobCreateMany(ctx context.Context, tenant string, items []store.JobCreateParams) ([]store.JobCreated, error)

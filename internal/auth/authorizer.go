@@ -160,6 +160,11 @@ var rules = map[string]rule{
 		func(r *pb.PutSecretRequest) string { return r.GetSecret().GetName() }),
 	pb.TenantService_ListSecrets_FullMethodName:  named(PermTenantViewer, read, "parent", resname.Tenant, (*pb.ListSecretsRequest).GetParent),
 	pb.TenantService_DeleteSecret_FullMethodName: named(PermTenantAdmin, write, "name", resname.Secret, (*pb.DeleteSecretRequest).GetName),
+	// Cohorts span tenants (their pools and members): platform admins.
+	pb.TenantService_PutCohort_FullMethodName:    {perm: PermPlatformAdmin},
+	pb.TenantService_GetCohort_FullMethodName:    {perm: PermPlatformAdmin},
+	pb.TenantService_ListCohorts_FullMethodName:  {perm: PermPlatformAdmin},
+	pb.TenantService_DeleteCohort_FullMethodName: {perm: PermPlatformAdmin},
 
 	// The audit log: a tenant's to its admins, every tenant's (no parent)
 	// to platform admins. Reading it is allowed in any tenant state.

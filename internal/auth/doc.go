@@ -75,6 +75,7 @@
 //	ListAuditRecords without parent (all tenants)  platform admin
 //	ListTenants                                    any caller (the handler filters with Principal.RoleIn)
 //	CreateTenant, UpdateTenant, DeleteTenant       platform admin
+//	PutCohort, GetCohort, ListCohorts, DeleteCohort platform admin (cohorts span tenants)
 //
 // The tenant comes from the request's resource name (parent, name,
 // secret.name or tenant.name: "tenants/{tenant}/…"); a malformed one is

@@ -51,6 +51,9 @@ type Config struct {
 	PublishInterval time.Duration
 	// StarvationAge is admission.Config.StarvationAge. Defaults to 30m.
 	StarvationAge time.Duration
+	// BorrowAging is admission.Config.BorrowAging: zero (the default)
+	// leaves borrowers to the weighted-share order alone.
+	BorrowAging time.Duration
 	// RunTimeRefresh is how often the tenants' typical run times are read
 	// again. Defaults to 1m.
 	RunTimeRefresh time.Duration
