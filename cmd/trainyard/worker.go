@@ -235,11 +235,12 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 		return err
 	}
 	// Every worker runs a scheduler; the one holding the scheduler lease
-	// schedules (internal/scheduler).
+	// schedules (internal/scheduler) and writes the jobs' EndpointSlices.
 	sch, err := scheduler.New(scheduler.Config{
 		ID: id, Store: st, Kube: watch, Pods: pods, Listener: listener,
 		LeaseTTL: wf.schedulerLeaseTTL, Period: wf.schedulePeriod, StarvationAge: wf.starvationAge,
 		BorrowAging: wf.borrowAging,
+		OnLead:      w.LeadEndpoints,
 		Registry:    reg, Logger: log,
 	})
 	if err != nil {

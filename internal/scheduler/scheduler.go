@@ -61,6 +61,12 @@ type Config struct {
 	// (decayed usage, GPU-seconds for budgets). Defaults to 10s.
 	UsageFlush time.Duration
 
+	// OnLead, when set, runs while this process holds the lease, with a
+	// context that ends when it steps down; the lease does not end before
+	// OnLead returns. The worker's EndpointSlice controller writes then:
+	// one writer at a time, on a lease that exists anyway. Optional.
+	OnLead func(ctx context.Context)
+
 	// Registry receives the metrics; defaults to a private registry.
 	Registry prometheus.Registerer
 	// Logger defaults to slog.Default().
@@ -311,9 +317,17 @@ func (s *Scheduler) lead(ctx context.Context, lease store.SchedulerLease) {
 			}
 		}
 	}()
+	led := make(chan struct{})
+	go func() {
+		defer close(led)
+		if s.cfg.OnLead != nil {
+			s.cfg.OnLead(ctx)
+		}
+	}()
 	defer func() {
 		cancel()
 		<-lost
+		<-led
 		release, done := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer done()
 		if err := s.store.SchedulerLeaseRelease(release, lease); err != nil {
