@@ -180,6 +180,23 @@ func TestTenantIsolation(t *testing.T) {
 			_, err := tenants.DeleteSecret(ctx, &pb.DeleteSecretRequest{Name: "tenants/tenant-b/secrets/s3"})
 			return err
 		},
+		// Cohorts span tenants: platform admins only.
+		"PutCohort": func(ctx context.Context) error {
+			_, err := tenants.PutCohort(ctx, &pb.PutCohortRequest{Cohort: &pb.Cohort{Name: "cohorts/lab", NominalQuota: &pb.Quota{Gpu: 64}}})
+			return err
+		},
+		"GetCohort": func(ctx context.Context) error {
+			_, err := tenants.GetCohort(ctx, &pb.GetCohortRequest{Name: "cohorts/lab"})
+			return err
+		},
+		"ListCohorts": func(ctx context.Context) error {
+			_, err := tenants.ListCohorts(ctx, &pb.ListCohortsRequest{})
+			return err
+		},
+		"DeleteCohort": func(ctx context.Context) error {
+			_, err := tenants.DeleteCohort(ctx, &pb.DeleteCohortRequest{Name: "cohorts/lab"})
+			return err
+		},
 	}
 	// Every method of both services is exercised.
 	methods := len(pb.JobService_ServiceDesc.Methods) + len(pb.JobService_ServiceDesc.Streams) +
