@@ -20,7 +20,8 @@ type Store interface {
 	TenantList(ctx context.Context, p store.TenantListParams) ([]tenant.Tenant, error)
 	TenantUpdate(ctx context.Context, id string, fn func(*tenant.Tenant) error) (tenant.Tenant, error)
 	TenantUsage(ctx context.Context, id string) (job.Vector, error)
-	UsageLedgerRead(ctx context.Context, tenantID string) (map[string]store.TenantUsage, error)
+	UsageSharing(ctx context.Context, now time.Time, asks []store.SharingAsk) (map[string]store.SharingUsage, error)
+	UsageQuery(ctx context.Context, p store.UsageQueryParams) ([]store.UsageRow, error)
 
 	JobCreate(ctx context.Context, p store.JobCreateParams) (job.Job, bool, error)
 	JobCreateMany(ctx context.Context, tenant string, items []store.JobCreateParams) ([]store.JobCreated, error)

@@ -54,9 +54,10 @@ type Config struct {
 	// RunTimeRefresh is how often the tenants' typical run times are read
 	// again. Defaults to 1m.
 	RunTimeRefresh time.Duration
-	// UsageFlush is how often the leader writes the usage ledger
-	// (decayed usage, GPU-seconds for budgets). Defaults to 10s.
-	UsageFlush time.Duration
+	// UsageRefresh is how often the leader rolls the usage ledger up and
+	// reads it again (decayed usage, GPU-seconds for budgets); between
+	// reads it counts what the admitted jobs hold itself. Defaults to 1m.
+	UsageRefresh time.Duration
 
 	// Registry receives the metrics; defaults to a private registry.
 	Registry prometheus.Registerer
@@ -74,7 +75,7 @@ const (
 	DefaultPublishInterval = time.Second
 	DefaultStarvationAge   = 30 * time.Minute
 	DefaultRunTimeRefresh  = time.Minute
-	DefaultUsageFlush      = 10 * time.Second
+	DefaultUsageRefresh    = time.Minute
 )
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -90,7 +91,7 @@ func (c Config) WithDefaults() Config {
 	set(&c.PublishInterval, DefaultPublishInterval)
 	set(&c.StarvationAge, DefaultStarvationAge)
 	set(&c.RunTimeRefresh, DefaultRunTimeRefresh)
-	set(&c.UsageFlush, DefaultUsageFlush)
+	set(&c.UsageRefresh, DefaultUsageRefresh)
 	if c.Registry == nil {
 		c.Registry = prometheus.NewRegistry()
 	}
@@ -382,9 +383,6 @@ func (s *Scheduler) cycle(ctx context.Context, lease store.SchedulerLease) (time
 	}
 	if err := s.publish(ctx, lease, v, d, now); err != nil {
 		return time.Time{}, fmt.Errorf("publish: %w", err)
-	}
-	if err := s.ledgerFlush(ctx, lease, now); err != nil {
-		return time.Time{}, fmt.Errorf("usage ledger: %w", err)
 	}
 	s.accounting.Store(s.ledgerHold(v, res.Admitted))
 	s.metrics.observeSharing(v)
