@@ -147,7 +147,8 @@ type Scheduler struct {
 	specsAfter       int64 // the highest seq read: later jobs' specs come with the next read
 	runTimesByTenant map[string]store.RunTime
 	runTimesAt       time.Time
-	ledger           ledger // the usage ledger (sharing.go), while leading
+	ledger           ledger    // the usage ledger (sharing.go), while leading
+	heldAt           time.Time // when the ledger's metrics were last read (observeHeld)
 	published        map[string]map[string]job.QueueInfo
 	publishedAt      time.Time
 }
@@ -283,7 +284,9 @@ func (s *Scheduler) lead(ctx context.Context, lease store.SchedulerLease) {
 		s.published, s.publishedAt = nil, time.Time{}
 		s.idle.Store(false)
 		s.ledger = ledger{} // the next leadership reads it again
+		s.heldAt = time.Time{}
 		s.metrics.resetSharing()
+		s.metrics.resetHeld()
 	}()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -359,6 +362,9 @@ func (s *Scheduler) lead(ctx context.Context, lease store.SchedulerLease) {
 // the next cycle is due at the latest (a backoff ending), zero for the
 // period.
 func (s *Scheduler) cycle(ctx context.Context, lease store.SchedulerLease) (time.Time, error) {
+	if err := s.rollup(ctx); err != nil {
+		return time.Time{}, fmt.Errorf("usage ledger: %w", err)
+	}
 	if submitted := s.submitted.Swap(false); s.idle.Load() && !submitted && !s.accounting.Load() {
 		// Nothing waited last time and no job was submitted since: the
 		// period's cycle first asks whether anything waits now, with an

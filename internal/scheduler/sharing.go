@@ -169,9 +169,6 @@ func budgetFrom(sh tenant.Sharing, now time.Time) time.Time {
 // ledgerRead rolls the ledger up and reads what the tenants with a budget
 // or a usage history need of it.
 func (s *Scheduler) ledgerRead(ctx context.Context, settings map[string]tenant.Sharing, now time.Time) error {
-	if _, err := s.store.UsageRollup(ctx); err != nil {
-		return err
-	}
 	var asks []store.SharingAsk
 	for id, sh := range settings {
 		from := budgetFrom(sh, now)
@@ -193,6 +190,27 @@ func (s *Scheduler) ledgerRead(ctx context.Context, settings map[string]tenant.S
 		}
 	}
 	s.ledger.tenants, s.ledger.at, s.ledger.readAt = tenants, now, now
+	return nil
+}
+
+// rollup rolls the ledger up and sets the tenants' ledger metrics, every
+// UsageRefresh, idle or not (store.UsageRollup; any process may, the
+// leader does).
+func (s *Scheduler) rollup(ctx context.Context) error {
+	now := time.Now()
+	if !s.heldAt.IsZero() && now.Sub(s.heldAt) < s.cfg.UsageRefresh {
+		return nil
+	}
+	if _, err := s.store.UsageRollup(ctx); err != nil {
+		return err
+	}
+	u := now.UTC()
+	held, err := s.store.UsageHeld(ctx, time.Date(u.Year(), u.Month(), 1, 0, 0, 0, 0, time.UTC))
+	if err != nil {
+		return err
+	}
+	s.metrics.observeHeld(held)
+	s.heldAt = now
 	return nil
 }
 

@@ -363,3 +363,39 @@ func (s *Store) UsageSpans(ctx context.Context, tenantID, uid string) ([]UsageSp
 	})
 	return out, translate(err, fmt.Sprintf("usage of job %s", uid))
 }
+
+// TenantHeld is what the ledger says of a tenant now, for metrics.
+type TenantHeld struct {
+	// GPUs are held by the tenant's open spans (admitted jobs).
+	GPUs int64
+	// GPUSeconds since the asked time.
+	GPUSeconds float64
+}
+
+// UsageHeld returns, per tenant with any, the GPUs its admitted jobs hold
+// now and its GPU-seconds since since (at a UTC hour) up to now.
+func (s *Store) UsageHeld(ctx context.Context, since time.Time) (map[string]TenantHeld, error) {
+	now := s.timestamp()
+	rows, err := s.pool.Query(ctx, `
+		SELECT tenant_id, sum(gpus), sum(g) FROM (
+			SELECT tenant_id, gpus, 0::float8 AS g FROM usage_intervals WHERE end_time IS NULL
+			UNION ALL
+			SELECT tenant_id, 0, g FROM (`+sqlUsageSeries("true", "$1::timestamptz", "$2::timestamptz", "$2::timestamptz")+`) x
+		) y GROUP BY tenant_id`, since.UTC().Truncate(time.Hour), now)
+	if err != nil {
+		return nil, translate(err, "usage ledger")
+	}
+	defer rows.Close()
+	out := map[string]TenantHeld{}
+	for rows.Next() {
+		var (
+			id string
+			h  TenantHeld
+		)
+		if err := rows.Scan(&id, &h.GPUs, &h.GPUSeconds); err != nil {
+			return nil, translate(err, "usage ledger")
+		}
+		out[id] = h
+	}
+	return out, translate(rows.Err(), "usage ledger")
+}
