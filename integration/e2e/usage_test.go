@@ -47,8 +47,8 @@ func TestUsageAPI(t *testing.T) {
 		{"usage-a", "bob", "nlp", 1, 11 * time.Hour, 11*time.Hour + 20*time.Minute + 36*time.Second},
 		{"usage-b", "carol", "vision", 8, 9 * time.Hour, 10 * time.Hour},
 	} {
-		_, err := conn.Exec(ctx, `INSERT INTO usage_intervals (tenant_id, job_uid, job_name, creator, labels, gpus, cpu_millis, memory_bytes, pods, start_time, end_time, rolled_to)
-			VALUES ($1, gen_random_uuid(), 'j', $2, jsonb_build_object('team', $3::text), $4, 4000, 8589934592, 1, $5, $6, $5)`,
+		_, err := conn.Exec(ctx, `INSERT INTO usage_intervals (tenant_id, job_uid, creator, labels, gpus, cpu_millis, memory_bytes, pods, start_time, end_time, rolled_to)
+			VALUES ($1, gen_random_uuid(), $2, jsonb_build_object('team', $3::text), $4, 4000, 8589934592, 1, $5, $6, $5)`,
 			iv.tenant, iv.creator, iv.team, iv.gpus, day.Add(iv.from), day.Add(iv.to))
 		require.NoError(t, err)
 	}

@@ -82,15 +82,16 @@ func (s *Store) UsageRollup(ctx context.Context) (int, error) {
 
 const sqlUsageRollup = `
 	WITH iv AS (
-		SELECT id, tenant_id, creator, labels, gpus, cpu_millis, memory_bytes, pods, rolled_to AS a,
+		SELECT tenant_id, job_uid, start_time, creator, labels, gpus, cpu_millis, memory_bytes, pods, rolled_to AS a,
 		       coalesce(end_time, $1) AS b
 		FROM usage_intervals
 		WHERE (end_time IS NULL AND rolled_to < $1) OR (end_time IS NOT NULL AND rolled_to < end_time)
-		ORDER BY id
+		ORDER BY tenant_id, job_uid, start_time
 		LIMIT $2
 		FOR UPDATE SKIP LOCKED
 	), moved AS (
-		UPDATE usage_intervals v SET rolled_to = iv.b FROM iv WHERE v.id = iv.id
+		UPDATE usage_intervals v SET rolled_to = iv.b FROM iv
+		WHERE v.tenant_id = iv.tenant_id AND v.job_uid = iv.job_uid AND v.start_time = iv.start_time
 	), added AS (
 		INSERT INTO usage_hourly AS u (tenant_id, hour, creator, labels, gpu_seconds, cpu_seconds, memory_byte_seconds, pod_seconds)
 		SELECT iv.tenant_id, s.hour, iv.creator, iv.labels,
@@ -345,7 +346,7 @@ type UsageSpan struct {
 func (s *Store) UsageSpans(ctx context.Context, tenantID, uid string) ([]UsageSpan, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT start_time, end_time, gpus, cpu_millis, memory_bytes, pods FROM usage_intervals
-		WHERE tenant_id = $1 AND job_uid = $2::uuid ORDER BY start_time, id`, tenantID, uid)
+		WHERE tenant_id = $1 AND job_uid = $2::uuid ORDER BY start_time`, tenantID, uid)
 	if err != nil {
 		return nil, translate(err, fmt.Sprintf("usage of job %s", uid))
 	}

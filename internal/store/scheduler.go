@@ -498,11 +498,11 @@ func admitted(b *pgx.Batch, read []job.Job, queuedAt map[JobKey]time.Time, gpuTy
 			            $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[])
 			     AS k(tenant_id, uid, status, state, start_time, model, gpus, cpu, mem, pods)
 			WHERE j.tenant_id = k.tenant_id AND j.uid = k.uid
-			RETURNING j.tenant_id, j.uid, j.name, j.creator, j.labels, k.gpus, k.cpu, k.mem, k.pods
+			RETURNING j.tenant_id, j.uid, j.creator, j.labels, k.gpus, k.cpu, k.mem, k.pods
 		)
-		INSERT INTO usage_intervals (tenant_id, job_uid, job_name, creator, labels, gpus, cpu_millis, memory_bytes, pods, start_time, rolled_to)
-		SELECT tenant_id, uid, name, creator, labels, gpus, cpu, mem, pods, $6, $6 FROM a
-		ON CONFLICT (tenant_id, job_uid) WHERE end_time IS NULL DO NOTHING`,
+		INSERT INTO usage_intervals (tenant_id, job_uid, creator, labels, gpus, cpu_millis, memory_bytes, pods, start_time, rolled_to)
+		SELECT tenant_id, uid, creator, labels, gpus, cpu, mem, pods, $6, $6 FROM a
+		ON CONFLICT DO NOTHING`,
 		tenants, uids, aStatuses, aStates, aStarts, now, aModels,
 		aDemands[job.GPU], aDemands[job.CPU], aDemands[job.Memory], aDemands[job.Pods])
 	return out
