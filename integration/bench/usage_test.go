@@ -73,7 +73,9 @@ func measureUsage(tb testing.TB) usageResult {
 	if err != nil {
 		tb.Fatalf("seed: %v", err)
 	}
-	if _, err := conn.Exec(ctx, `ANALYZE usage_hourly`); err != nil {
+	// What autovacuum does for an insert-mostly table: the visibility map
+	// lets the query scan the index only.
+	if _, err := conn.Exec(ctx, `VACUUM ANALYZE usage_hourly`); err != nil {
 		tb.Fatalf("analyze: %v", err)
 	}
 	res := usageResult{rows: tag.RowsAffected(), seed: time.Since(began)}
