@@ -186,10 +186,12 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 	// Open streams are re-authorized when their tenant changes (members,
 	// state) and end when the caller's token does.
 	streams := auth.StreamPolicy{MaxLifetime: f.streamLifetime}
+	var authzOpts []auth.AuthorizerOption
 	if d.listener != nil {
 		streams.TenantChanges = store.NewWakeups(d.listener, store.ChannelTenants).Subscribe
+		authzOpts = append(authzOpts, auth.WithTenantCache(tenantCache(ctx, d.listener)))
 	}
-	ic := auth.NewInterceptor(authn, auth.NewAuthorizer(tenants), auth.WithLogger(log), auth.WithStreamPolicy(streams))
+	ic := auth.NewInterceptor(authn, auth.NewAuthorizer(tenants, authzOpts...), auth.WithLogger(log), auth.WithStreamPolicy(streams))
 	priorities, err := tfjobPriorities(f.tfjobPriority)
 	if err != nil {
 		return err
@@ -259,6 +261,26 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 		}
 	}
 	return srv.Run(ctx)
+}
+
+// tenantCache is the Authorizer's memory of tenant records, kept by the
+// listener: a record is forgotten when its tenant changes, every record
+// when the listener reconnects (notifications may have been lost), and
+// each after auth.TenantCacheTTL.
+func tenantCache(ctx context.Context, l *store.Listener) *auth.TenantCache {
+	c := auth.NewTenantCache(auth.TenantCacheTTL)
+	changes, stop := l.Subscribe(store.ChannelTenants)
+	l.OnReconnect(c.ForgetAll)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	go func() {
+		for id := range changes {
+			c.Forget(id)
+		}
+	}()
+	return c
 }
 
 // expire deletes what is older than retention, at start and then hourly.

@@ -46,6 +46,7 @@ type workerFlags struct {
 	schedulerLeaseTTL time.Duration
 	schedulePeriod    time.Duration
 	starvationAge     time.Duration
+	borrowAging       time.Duration
 	logTailLines      int64
 	logTailBytes      int64
 	finishedTTL       time.Duration
@@ -70,6 +71,7 @@ func (f *workerFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.schedulerLeaseTTL, "scheduler-lease-ttl", scheduler.DefaultLeaseTTL, "the scheduler lease: one worker holds it and schedules; a dead holder is replaced after it")
 	fs.DurationVar(&f.schedulePeriod, "schedule-period", scheduler.DefaultPeriod, "a scheduling cycle runs at least this often (and whenever a job is submitted or requeued; while jobs wait, also when a job ends, a quota changes, or a node or pod changes)")
 	fs.DurationVar(&f.starvationAge, "starvation-age", scheduler.DefaultStarvationAge, "a job that has waited this long holds the line: no later job of its tenant starts ahead of it (BEST_EFFORT_FIFO), and no later job of any tenant takes the resources it lacks")
+	fs.DurationVar(&f.borrowAging, "borrow-aging", 0, "a job that would borrow in its cohort and has waited this long goes before the cohort's other borrowers, the longest waiting first, and later borrowers of other tenants leave the cohort's unused quota to it; 0 leaves borrowers to fair share alone")
 	fs.DurationVar(&f.maxGracePeriod, "max-termination-grace-period", 5*time.Minute, "the most a job's pods get between SIGTERM and SIGKILL (a job asks for its own, default 30s, in spec.terminationGracePeriodSeconds)")
 	fs.Int64Var(&f.logTailLines, "log-tail-lines", worker.DefaultLogTailLines, "lines of a failed replica's log kept in Postgres")
 	fs.Int64Var(&f.logTailBytes, "log-tail-bytes", worker.DefaultLogTailBytes, "most bytes of a failed replica's log kept in Postgres")
@@ -233,11 +235,13 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 		return err
 	}
 	// Every worker runs a scheduler; the one holding the scheduler lease
-	// schedules (internal/scheduler).
+	// schedules (internal/scheduler) and writes the jobs' EndpointSlices.
 	sch, err := scheduler.New(scheduler.Config{
 		ID: id, Store: st, Kube: watch, Pods: pods, Listener: listener,
 		LeaseTTL: wf.schedulerLeaseTTL, Period: wf.schedulePeriod, StarvationAge: wf.starvationAge,
-		Registry: reg, Logger: log,
+		BorrowAging: wf.borrowAging,
+		OnLead:      w.LeadEndpoints,
+		Registry:    reg, Logger: log,
 	})
 	if err != nil {
 		return err

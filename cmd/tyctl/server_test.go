@@ -203,6 +203,21 @@ func (f *fakeTenants) UpdateTenant(ctx context.Context, req *pb.UpdateTenantRequ
 	return t, nil
 }
 
+func (f *fakeTenants) PutCohort(ctx context.Context, req *pb.PutCohortRequest) (*pb.Cohort, error) {
+	f.record(ctx, "PutCohort", req)
+	c := proto.Clone(req.GetCohort()).(*pb.Cohort)
+	c.Tenants = []string{"tenants/team-a", "tenants/team-b"}
+	return c, nil
+}
+
+func (f *fakeTenants) ListCohorts(ctx context.Context, req *pb.ListCohortsRequest) (*pb.ListCohortsResponse, error) {
+	f.record(ctx, "ListCohorts", req)
+	return &pb.ListCohortsResponse{Cohorts: []*pb.Cohort{
+		{Name: "cohorts/lab", NominalQuota: &pb.Quota{Gpu: 16}, GpuTypes: map[string]int64{"A100": 16}, Tenants: []string{"tenants/team-a"}},
+		{Name: "cohorts/other", Tenants: []string{"tenants/team-c"}},
+	}}, nil
+}
+
 func (f *fakeTenants) PutSecret(ctx context.Context, req *pb.PutSecretRequest) (*pb.Secret, error) {
 	f.record(ctx, "PutSecret", req)
 	s := &pb.Secret{Name: req.GetSecret().GetName()}
@@ -573,6 +588,28 @@ func TestTenantsCreate(t *testing.T) {
 	}}
 	got := f.rec.methodCalls("CreateTenant")[0].req
 	require.True(t, proto.Equal(want, got), "got %v", got)
+}
+
+// A cohort's own pool: put sends the whole pool, list shows pools and
+// members.
+func TestCohortsPutAndList(t *testing.T) {
+	f := startFake(t)
+	r := f.tyctl(t, nil, "--token", testToken, "cohorts", "put", "lab", "--gpu", "16", "--gpu-type", "A100=16")
+	require.Equal(t, 0, r.code, r.stderr)
+	want := &pb.PutCohortRequest{Cohort: &pb.Cohort{Name: "cohorts/lab", NominalQuota: &pb.Quota{Gpu: 16}, GpuTypes: map[string]int64{"A100": 16}}}
+	got := f.rec.methodCalls("PutCohort")[0].req
+	require.True(t, proto.Equal(want, got), "got %v", got)
+	require.Contains(t, r.stdout, "gpu=16 (A100 16)")
+	require.Contains(t, r.stdout, "team-a,team-b")
+
+	r = f.tyctl(t, nil, "--token", testToken, "cohorts", "list")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `lab\s+gpu=16 \(A100 16\)\s+team-a`, r.stdout)
+	require.Regexp(t, `other\s+-\s+team-c`, r.stdout)
+
+	r = f.tyctl(t, nil, "--token", testToken, "cohorts", "put", "lab", "--gpu-type", "A100")
+	require.NotEqual(t, 0, r.code)
+	require.Contains(t, r.stderr, "--gpu-type")
 }
 
 func TestTenantsUpdateSharing(t *testing.T) {

@@ -56,8 +56,14 @@
 // table the ratios issue 47 sets targets for: gRPC CreateJob against
 // store.JobCreate, REST against gRPC.
 //
-// TRAINYARD_BENCH_SERVE_ARGS adds flags to that `trainyard serve` (e.g.
-// --pprof-addr 127.0.0.1:6063 to profile the gRPC rows).
+// That `trainyard serve` runs with --tenant-concurrency at the most
+// clients: the section measures what a submit costs, and the fairness
+// limit (8 calls of a tenant at once by default) would cap its one tenant
+// at 32 clients; the noisy section measures the limit.
+// TRAINYARD_BENCH_SERVE_ARGS adds flags to it; with --pprof-addr
+// 127.0.0.1:6063 there and TRAINYARD_BENCH_PROFILE_DIR set, each gRPC
+// CreateJob row writes a CPU profile of serve over the row,
+// store-grpc-clients=<n>-serve.pprof.
 //
 // Per-op latency is one call's (pgbench: per transaction, from its --log);
 // throughput is calls over wall time. Meanwhile pg_stat_activity is

@@ -4,6 +4,9 @@ package bench
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -47,6 +50,41 @@ func profileAPIServer(tb testing.TB, cfg *rest.Config, name string, after time.D
 		}
 		if err := os.WriteFile(filepath.Join(dir, name+"-apiserver.pprof"), raw, 0o644); err != nil {
 			tb.Errorf("API server profile %s: %v", name, err)
+		}
+	}()
+	return func() { <-done }
+}
+
+// profileServe, when TRAINYARD_BENCH_PROFILE_DIR is set and serve runs
+// with --pprof-addr, takes a CPU profile of serve for d (whole seconds, at
+// least 1) from now, in the background, and writes it to
+// <dir>/<name>-serve.pprof; the function returned waits for it. The store
+// section profiles its gRPC rows this way (issue 47).
+func profileServe(tb testing.TB, serve *proc, name string, d time.Duration) (wait func()) {
+	dir, addr := os.Getenv("TRAINYARD_BENCH_PROFILE_DIR"), serve.flag("pprof-addr")
+	if dir == "" || addr == "" {
+		return func() {}
+	}
+	seconds := max(1, int(d.Seconds()))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		u := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, seconds)
+		resp, err := http.Get(u)
+		if err != nil {
+			tb.Errorf("serve profile %s: %v", name, err)
+			return
+		}
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("%s: %s", u, resp.Status)
+		}
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, name+"-serve.pprof"), raw, 0o644)
+		}
+		if err != nil {
+			tb.Errorf("serve profile %s: %v", name, err)
 		}
 	}()
 	return func() { <-done }

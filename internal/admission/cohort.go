@@ -52,6 +52,10 @@ func (c *cycle) considerShared(j *jobState) {
 			tr.over = c.aboveNominal(t, tr.need)
 			tr.msg = fmt.Sprintf("cohort %s is giving a tenant back its nominal quota this cycle; borrowing waits for the next", t.sh.co.name)
 		}
+		if co := t.sh.co; len(tr.over) == 0 && !tr.within && co != nil && co.hold != nil && co.hold.t != t && co.holds(tr.need) {
+			tr.over = c.aboveNominal(t, tr.need)
+			tr.msg = fmt.Sprintf("cohort %s's unused quota is held for a job that has waited longer to borrow", co.name)
+		}
 		if len(tr.over) > 0 {
 			continue
 		}
@@ -100,6 +104,13 @@ func (c *cycle) considerShared(j *jobState) {
 			c.wait(j, reason, fmt.Sprintf("%s; %d job(s) of other tenants of cohort %s give back what they borrowed, and must stop first", msg, n, t.sh.co.name), short)
 			c.block(j)
 			return
+		}
+	}
+	if co := t.sh.co; co != nil && co.hold == nil && reason == job.WaitQuota && !first.within && c.aged(j) {
+		// Aging: it has waited long enough to borrow; later borrowers
+		// of other tenants leave the pool to it.
+		if dims := c.poolShort(t, first.need); dims != nil {
+			co.hold, co.holdDims = j, dims
 		}
 	}
 	if j.PreemptedByName != "" {

@@ -123,6 +123,19 @@
 // the tenants whose next job stays within nominal first, then the lowest
 // weighted share, then the dominant share above.
 //
+// Aging (Config.BorrowAging, off when zero): weighted share alone can pass
+// a borrower by for ever: a gang that needs more of the pool than is
+// free waits while later, smaller borrowers of other tenants take each
+// bit that frees. A borrower whose next job has waited BorrowAging goes
+// before the cohort's other borrowers, the longest waiting first; when
+// what it lacks is the pool, no later job of another tenant borrows in
+// those dimensions (it waits QUOTA, "held for a job that has waited
+// longer"), so the pool fills up for it as borrowed jobs end, as a
+// backfill reservation does. Jobs within their nominal quota are not
+// held: they come first and may reclaim. On the simulator's bursty week
+// it changes little: there the longest waits are the backlog of an
+// overloaded day, not a starved gang (integration/bench/RESULTS.md).
+//
 // Fair-share preemption (Sharing.FairSharePreemption, off by default): a
 // job that would borrow may preempt borrowed jobs of a tenant m only
 // while S_t(with j) ≤ S_m(without the victims), the preemptor's final
@@ -179,5 +192,8 @@
 // of them borrowing (1,000 to 50,000 pending jobs). Sharing adds, per
 // job, a quota check over the cohort's members (a few per dimension) and,
 // for a job within its nominal quota that does not fit, one reclaim trial
-// per tenant and shape per cycle.
+// per tenant and shape per cycle. A cycle's per-job states come from a
+// sync.Pool, not a fresh allocation: the loop, and the simulator that
+// decides at every event, would otherwise make as much garbage per cycle
+// as the snapshot is large.
 package admission

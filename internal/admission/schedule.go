@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/trainyard/trainyard/internal/job"
@@ -23,7 +24,20 @@ func Schedule(s Snapshot) Decision {
 	c.reserveAdmitted()
 	c.admitInOrder()
 	c.estimate()
-	return c.out
+	out := c.out
+	c.release()
+	return out
+}
+
+// statesPool keeps the jobs' states of past cycles for the next: a cycle
+// allocates one per job, and a loop that decides every few seconds (or a
+// simulation that decides at every event) would otherwise make as much
+// garbage as it reads. Nothing of a cycle's states outlives Schedule.
+var statesPool sync.Pool
+
+func (c *cycle) release() {
+	states := c.states
+	statesPool.Put(&states)
 }
 
 // cycle is one Schedule call.
@@ -50,6 +64,8 @@ type cycle struct {
 	waiting []*jobState
 	waits   []Waiting
 	out     Decision
+	// states back c.jobs (from statesPool).
+	states []jobState
 
 	// Sharing (sharing.go): the GPU models quotas name, each a dimension
 	// after job.Vector's, and the model of each node.
@@ -121,7 +137,13 @@ func newCycle(s *Snapshot) *cycle {
 		t.Scheduling = t.Scheduling.WithDefaults()
 		c.tenants[t.ID] = &tenantState{Tenant: t}
 	}
-	states := make([]jobState, len(s.Jobs))
+	var states []jobState
+	if p, ok := statesPool.Get().(*[]jobState); ok && cap(*p) >= len(s.Jobs) {
+		states = (*p)[:len(s.Jobs)]
+	} else {
+		states = make([]jobState, len(s.Jobs))
+	}
+	c.states = states
 	pending := 0
 	for i := range s.Jobs {
 		j := &s.Jobs[i]
@@ -580,6 +602,20 @@ func (h *shareHeap) Less(i, k int) bool {
 		bb, sb := h.c.orderShare(h.items[k])
 		if ba != bb {
 			return !ba
+		}
+		if ba {
+			// Borrowers whose next job has waited Config.BorrowAging go
+			// first, the longest waiting first (aging, doc.go).
+			oa, ob := h.c.agedSince(h.items[i]), h.c.agedSince(h.items[k])
+			if !oa.Equal(ob) {
+				switch {
+				case oa.IsZero():
+					return false
+				case ob.IsZero():
+					return true
+				}
+				return oa.Before(ob)
+			}
 		}
 		if sa != sb {
 			return sa < sb

@@ -146,6 +146,43 @@ type cohortState struct {
 	// reclaiming: this cycle preempts borrowed jobs of the cohort; no job
 	// may borrow in it until the next (it would take the room being made).
 	reclaiming bool
+	// hold is a borrower that has waited Config.BorrowAging for the
+	// pool: no later job of another tenant borrows in the dimensions
+	// holdDims (those of which the pool lacks what it needs).
+	hold     *jobState
+	holdDims []bool
+}
+
+// holds reports whether the cohort's pool is held in a dimension need
+// asks for.
+func (co *cohortState) holds(need acct) bool {
+	for k, h := range co.holdDims {
+		if h && need[k] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// poolShort lists, per dimension, whether the cohort's pool lacks what
+// need would borrow on top of what t uses (nil when it lacks nothing).
+func (c *cycle) poolShort(t *tenantState, need acct) []bool {
+	st := t.sh
+	var short []bool
+	for k := range need {
+		if need[k] <= 0 || !st.limited[k] {
+			continue
+		}
+		g := st.guaranteed[k]
+		more := max(0, t.use[k]+need[k]-g) - max(0, t.use[k]-g)
+		if more > 0 && c.poolUsed(st.co, k)+more > st.co.pool[k] {
+			if short == nil {
+				short = make([]bool, len(need))
+			}
+			short[k] = true
+		}
+	}
+	return short
 }
 
 // setupSharing builds the accounting of sharing tenants: dimensions,
@@ -476,6 +513,20 @@ func (c *cycle) orderShare(t *tenantState) (borrowing bool, share float64) {
 		}
 	}
 	return borrowing, max(share, 0) / st.weight
+}
+
+// agedSince is when t's next job in the cluster order was queued, if it
+// has waited at least Config.BorrowAging (zero otherwise).
+func (c *cycle) agedSince(t *tenantState) time.Time {
+	if t.next >= len(t.queue) || !c.aged(t.queue[t.next]) {
+		return time.Time{}
+	}
+	return t.queue[t.next].QueuedAt
+}
+
+// aged reports whether j has waited at least Config.BorrowAging.
+func (c *cycle) aged(j *jobState) bool {
+	return c.cfg.BorrowAging > 0 && c.now.Sub(j.QueuedAt) >= c.cfg.BorrowAging
 }
 
 // variants are the ways j may run: its groups as given, with its GPU

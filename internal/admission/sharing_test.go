@@ -279,10 +279,51 @@ func TestCohorts(t *testing.T) {
 			want: sharingWant{preempt: map[string]string{"a2": "b1 BUDGET"},
 				messages: map[string][]string{"a2": {"over its GPU-hour budget (11.0 of 10.0 GPU-hours)"}}},
 		},
+		"without aging a stream of small borrowers passes a big one: d's 4 GPUs borrow what a's 16-GPU gang lacks": {
+			snap: agingSnap(0),
+			want: sharingWant{admit: []string{"d-small"}, reasons: map[string]job.WaitReason{"a-big": job.WaitQuota}},
+		},
+		"aging: a's gang has waited past BorrowAging; d's later borrower leaves the pool to it": {
+			snap: agingSnap(30 * time.Minute),
+			want: sharingWant{reasons: map[string]job.WaitReason{"a-big": job.WaitQuota, "d-small": job.WaitQuota},
+				messages: map[string][]string{"d-small": {"held for a job that has waited longer to borrow"}}},
+		},
+		"aging holds only the pool: d's job within its nominal quota still starts": {
+			// b uses 12 of its 16; the pool (28) has 8 left for a's gang.
+			snap: func() Snapshot {
+				s := snapshot([]Tenant{tenantOf("a").quota(4).cohort("c"), tenantOf("d").quota(8).cohort("c"), tenantOf("b").quota(16).cohort("c")},
+					[]Node{gpuNode("n1", 8), gpuNode("n2", 8), gpuNode("n3", 8), gpuNode("n4", 8), gpuNode("n5", 8), gpuNode("n6", 8)},
+					makeJob("a", "a-run", 1).Workers(1, 4).Running(t0).On("n1").Obj(),
+					makeJob("d", "d-run", 2).Workers(1, 4).Running(t0).On("n2").Obj(),
+					makeJob("b", "b-run1", 3).Workers(1, 8).Running(t0).On("n3").Obj(),
+					makeJob("b", "b-run2", 4).Workers(1, 4).Running(t0).On("n4").Obj(),
+					makeJob("a", "a-big", 5).Workers(2, 8).Obj(),
+					makeJob("d", "d-small", 6).Workers(1, 4).QueuedAt(t0.Add(59*time.Minute)).Obj())
+				s.Config.BorrowAging = 30 * time.Minute
+				return s
+			}(),
+			want: sharingWant{admit: []string{"d-small"}, reasons: map[string]job.WaitReason{"a-big": job.WaitQuota}},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) { checkSharing(t, tc.snap, tc.want) })
 	}
+}
+
+// agingSnap: b (16 nominal GPUs) is idle; a (4) runs 4 and has a 16-GPU
+// gang waiting since t0, an hour; d (4) borrows 12 and submits a 4-GPU
+// job now. The pool (24) has 12 left: not enough for the gang, enough
+// for d's job. The nodes have room for both.
+func agingSnap(aging time.Duration) Snapshot {
+	s := snapshot([]Tenant{tenantOf("a").quota(4).cohort("c"), tenantOf("d").quota(4).cohort("c"), tenantOf("b").quota(16).cohort("c")},
+		[]Node{gpuNode("n1", 8), gpuNode("n2", 8), gpuNode("n3", 8), gpuNode("n4", 8), gpuNode("n5", 8), gpuNode("n6", 8)},
+		makeJob("a", "a-run", 1).Workers(1, 4).Running(t0).On("n1").Obj(),
+		makeJob("d", "d-run1", 2).Workers(1, 8).Running(t0).On("n2").Obj(),
+		makeJob("d", "d-run2", 3).Workers(1, 8).Running(t0).On("n3").Obj(),
+		makeJob("a", "a-big", 4).Workers(2, 8).Obj(),
+		makeJob("d", "d-small", 5).Workers(1, 4).QueuedAt(t0.Add(59*time.Minute)).Obj())
+	s.Config.BorrowAging = aging
+	return s
 }
 
 // fairShareSnap: two tenants of 4 nominal GPUs each borrow 4 of b's idle

@@ -44,6 +44,14 @@ type Config struct {
 	// job of any tenant may take the resources it lacks. Zero disables
 	// starvation protection.
 	StarvationAge time.Duration
+	// BorrowAging bounds how long fair share may pass a borrower by: a
+	// job that would borrow in its cohort and has waited this long goes
+	// before the cohort's other borrowers, the longest waiting first
+	// (whatever the tenants' weighted shares), and, while what it lacks
+	// is the cohort's pool, no later job of another tenant borrows in
+	// the dimensions it needs (doc.go: aging). Zero disables it: the
+	// weighted share alone orders borrowers.
+	BorrowAging time.Duration
 	// GPUTypeLabel is the node label that names a node's GPU model
 	// (default "nvidia.com/gpu.product"): quotas per GPU model count a
 	// job's GPUs on the model of the nodes it runs on.

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 
@@ -117,9 +118,18 @@ func hasNUL(s string) bool { return strings.IndexByte(s, 0) >= 0 }
 
 // checkText is the boundary check of one request: nil, or
 // INVALID_ARGUMENT listing the strings that cannot be stored.
+//
+// A string holding a NUL byte holds it in the message's wire encoding too,
+// so a request whose encoding has no zero byte at all (most: proto3 leaves
+// zero values out, and no field number, length or non-zero varint ends in
+// one) is let through without the walk: encoding it costs a fifth of
+// walking it (the walk was 6 % of serve's CPU per CreateJob, issue 47).
 func checkText(req any) error {
 	m, ok := req.(proto.Message)
 	if !ok {
+		return nil
+	}
+	if wire, err := proto.Marshal(m); err == nil && bytes.IndexByte(wire, 0) < 0 {
 		return nil
 	}
 	if vs := textViolations(m); len(vs) > 0 {

@@ -22,6 +22,10 @@ type Store interface {
 	TenantUsage(ctx context.Context, id string) (job.Vector, error)
 	UsageSharing(ctx context.Context, now time.Time, asks []store.SharingAsk) (map[string]store.SharingUsage, error)
 	UsageQuery(ctx context.Context, p store.UsageQueryParams) ([]store.UsageRow, error)
+	CohortPut(ctx context.Context, c tenant.Cohort) (tenant.Cohort, error)
+	CohortGet(ctx context.Context, name string) (tenant.Cohort, error)
+	CohortList(ctx context.Context) ([]tenant.Cohort, error)
+	CohortDelete(ctx context.Context, name string) error
 
 	JobCreate(ctx context.Context, p store.JobCreateParams) (job.Job, bool, error)
 	JobCreateMany(ctx context.Context, tenant string, items []store.JobCreateParams) ([]store.JobCreated, error)

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -68,11 +69,27 @@ func (s *JobServer) CreateJob(ctx context.Context, req *pb.CreateJobRequest) (*p
 	if err := s.checkNewJob(ctx, tenantID, &j); err != nil {
 		return nil, err
 	}
-	created, _, err := s.store.JobCreate(ctx, store.JobCreateParams{Job: j, RequestID: rid})
+	created, _, err := s.store.JobCreate(ctx, store.JobCreateParams{Job: j, RequestID: rid, Caller: callerCheck(ctx)})
+	if role := (*store.RoleError)(nil); errors.As(err, &role) {
+		return nil, auth.RoleRefusal(role.Tenant, role.Have, role.Need)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return jobToPB(created), nil
+}
+
+// callerCheck is the role CreateJob's statement checks again (the
+// interceptor may have allowed the call from a remembered tenant record,
+// auth.TenantCache): the caller's, unless they are a platform admin, who
+// is admin in every tenant.
+func callerCheck(ctx context.Context) *store.RoleCheck {
+	p, ok := auth.PrincipalFrom(ctx)
+	if !ok || p.PlatformAdmin {
+		return nil
+	}
+	perm, _ := auth.RequiredPermission(pb.JobService_CreateJob_FullMethodName)
+	return &store.RoleCheck{Subject: p.Subject, Groups: p.Groups, Role: perm.Role()}
 }
 
 // requestedBefore is the job an earlier request with request id rid
@@ -109,7 +126,15 @@ func (s *JobServer) checkNewJob(ctx context.Context, tenantID string, j *job.Job
 	if len(vs) > 0 {
 		return invalid(vs...)
 	}
-	return fitsEver(t, j.Spec)
+	err = fitsEver(t, j.Spec)
+	if a, ok := auth.AccessFrom(ctx); err != nil && ok && a.Remembered {
+		// The quota remembered may be a notification old: refuse only on
+		// the quota as it is.
+		if t, rerr := s.store.TenantGet(ctx, tenantID); rerr == nil {
+			err = fitsEver(t, j.Spec)
+		}
+	}
+	return err
 }
 
 // readyNewJob gives j an id when it has none, the caller as its creator

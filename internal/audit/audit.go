@@ -38,10 +38,14 @@ const (
 	JobDelete      Action = "job.delete"
 	JobSuspend     Action = "job.suspend"
 	JobResume      Action = "job.resume"
+	// CohortPut and CohortDelete change a cohort's own pool: platform-wide
+	// records, under no tenant.
+	CohortPut    Action = "cohort.put"
+	CohortDelete Action = "cohort.delete"
 )
 
 // Actions lists every action, for validating filters.
-var Actions = []Action{TenantCreate, TenantUpdate, TenantOffboard, SecretPut, SecretDelete, JobCreate, JobCancel, JobDelete, JobSuspend, JobResume}
+var Actions = []Action{TenantCreate, TenantUpdate, TenantOffboard, SecretPut, SecretDelete, JobCreate, JobCancel, JobDelete, JobSuspend, JobResume, CohortPut, CohortDelete}
 
 // Request is where a call came from: the client's address (for REST, the
 // gateway's client, not the gateway) and the request's id.

@@ -73,7 +73,9 @@ func (p Permission) String() string {
 	return "deny"
 }
 
-func (p Permission) role() tenant.Role {
+// Role is the tenant role p requires (admin for PermPlatformAdmin; none for
+// the permissions that need no tenant role).
+func (p Permission) Role() tenant.Role {
 	switch p {
 	case PermTenantViewer:
 		return tenant.RoleViewer
@@ -102,6 +104,11 @@ type rule struct {
 	// platformWildcard: the name tenants/- (AIP-159) asks about every
 	// tenant, which only platform admins may.
 	platformWildcard bool
+	// rechecked says of a request that the handler's write checks the
+	// caller's role and the tenant's state again in its own transaction,
+	// and reads nothing of the tenant's before it, so the Authorizer may
+	// allow it from a remembered tenant record (TenantCache). Nil: never.
+	rechecked func(req any) bool
 }
 
 // named builds a rule for a method whose request names a tenant resource.
@@ -123,7 +130,11 @@ const (
 // rules is the whole access policy: every method of every Trainyard
 // service, and nothing else. A method missing here is denied.
 var rules = map[string]rule{
-	pb.JobService_CreateJob_FullMethodName:     named(PermTenantEditor, write, "parent", resname.Tenant, (*pb.CreateJobRequest).GetParent),
+	// Its statement checks the caller's role and the tenant's state
+	// (store.JobCreateParams.Caller); with a request id, the handler reads
+	// the earlier request's job first, so such calls are decided on a read.
+	pb.JobService_CreateJob_FullMethodName: rechecked(named(PermTenantEditor, write, "parent", resname.Tenant, (*pb.CreateJobRequest).GetParent),
+		func(r *pb.CreateJobRequest) bool { return r.GetRequestId() == "" }),
 	pb.JobService_GetJob_FullMethodName:        named(PermTenantViewer, read, "name", resname.Job, (*pb.GetJobRequest).GetName),
 	pb.JobService_ListJobs_FullMethodName:      named(PermTenantViewer, read, "parent", resname.Tenant, (*pb.ListJobsRequest).GetParent),
 	pb.JobService_CancelJob_FullMethodName:     named(PermTenantEditor, write, "name", resname.Job, (*pb.CancelJobRequest).GetName),
@@ -152,6 +163,11 @@ var rules = map[string]rule{
 		func(r *pb.PutSecretRequest) string { return r.GetSecret().GetName() }),
 	pb.TenantService_ListSecrets_FullMethodName:  named(PermTenantViewer, read, "parent", resname.Tenant, (*pb.ListSecretsRequest).GetParent),
 	pb.TenantService_DeleteSecret_FullMethodName: named(PermTenantAdmin, write, "name", resname.Secret, (*pb.DeleteSecretRequest).GetName),
+	// Cohorts span tenants (their pools and members): platform admins.
+	pb.TenantService_PutCohort_FullMethodName:    {perm: PermPlatformAdmin},
+	pb.TenantService_GetCohort_FullMethodName:    {perm: PermPlatformAdmin},
+	pb.TenantService_ListCohorts_FullMethodName:  {perm: PermPlatformAdmin},
+	pb.TenantService_DeleteCohort_FullMethodName: {perm: PermPlatformAdmin},
 
 	// The audit log: a tenant's to its admins, every tenant's (no parent)
 	// to platform admins. Reading it is allowed in any tenant state.
@@ -180,6 +196,16 @@ func orPlatform(r rule) rule {
 	return r
 }
 
+// rechecked marks a method whose write checks the caller again, for the
+// requests when says.
+func rechecked[T any](r rule, when func(T) bool) rule {
+	r.rechecked = func(req any) bool {
+		t, ok := req.(T)
+		return ok && when(t)
+	}
+	return r
+}
+
 // RequiredPermission returns what fullMethod requires; false for a method
 // the Authorizer does not know (and therefore denies).
 func RequiredPermission(fullMethod string) (Permission, bool) {
@@ -192,6 +218,7 @@ func RequiredPermission(fullMethod string) (Permission, bool) {
 type Authorizer struct {
 	tenants       TenantSource
 	lookupTimeout time.Duration
+	cache         *TenantCache // nil: every decision reads the tenant
 }
 
 // LookupTimeout bounds one tenant lookup: a stream's calls have no
@@ -204,8 +231,22 @@ const LookupTimeout = 10 * time.Second
 var errLookupTimeout = errors.New("tenant lookup timed out")
 
 // NewAuthorizer returns the Authorizer that looks tenants up in ts.
-func NewAuthorizer(ts TenantSource) *Authorizer {
-	return &Authorizer{tenants: ts, lookupTimeout: LookupTimeout}
+func NewAuthorizer(ts TenantSource, opts ...AuthorizerOption) *Authorizer {
+	a := &Authorizer{tenants: ts, lookupTimeout: LookupTimeout}
+	for _, o := range opts {
+		o(a)
+	}
+	return a
+}
+
+// AuthorizerOption configures NewAuthorizer.
+type AuthorizerOption func(*Authorizer)
+
+// WithTenantCache lets the Authorizer allow the methods whose writes check
+// the caller again (CreateJob) from tenant records remembered in c. Off by
+// default: every decision reads the tenant.
+func WithTenantCache(c *TenantCache) AuthorizerOption {
+	return func(a *Authorizer) { a.cache = c }
 }
 
 // Authorize decides whether p may call fullMethod with req. The error is a
@@ -250,6 +291,23 @@ func (a *Authorizer) Authorize(ctx context.Context, p Principal, fullMethod stri
 	if !ok {
 		return Access{}, invalidName(r.field, r.pattern)
 	}
+	useCache := a.cache != nil && r.rechecked != nil && r.rechecked(req)
+	if useCache {
+		if t, ok := a.cache.get(id); ok {
+			if acc, err := decide(p, r, id, t); err == nil {
+				acc.Remembered = true
+				return acc, nil
+			}
+			// A refusal is decided on a fresh read, below.
+		}
+	}
+	var (
+		gen uint64
+		at  time.Time
+	)
+	if useCache {
+		gen, at = a.cache.begin()
+	}
 	t, err := a.tenantGet(ctx, id)
 	switch {
 	case errors.Is(err, ErrTenantNotFound):
@@ -265,7 +323,14 @@ func (a *Authorizer) Authorize(ctx context.Context, p Principal, fullMethod stri
 	case t.ID != id:
 		return Access{}, denyf(codes.Internal, fmt.Errorf("tenant lookup %q returned tenant %q", id, t.ID), "internal error")
 	}
+	if useCache {
+		a.cache.put(t, gen, at)
+	}
+	return decide(p, r, id, t)
+}
 
+// decide is the decision of rule r for p in tenant t (id).
+func decide(p Principal, r rule, id string, t tenant.Tenant) (Access, error) {
 	role := p.RoleIn(t)
 	if role == tenant.RoleNone {
 		return Access{}, notFound(id)
@@ -273,13 +338,29 @@ func (a *Authorizer) Authorize(ctx context.Context, p Principal, fullMethod stri
 	if r.perm == PermPlatformAdmin && !p.PlatformAdmin {
 		return Access{}, denyf(codes.PermissionDenied, nil, "permission denied: requires platform admin")
 	}
-	if need := r.perm.role(); role < need {
-		return Access{}, denyf(codes.PermissionDenied, nil, "permission denied: requires role %s in tenant %q", need, id)
+	if err := RoleRefusal(id, role, r.perm.Role()); err != nil {
+		return Access{}, err
 	}
 	if r.write && t.State != tenant.Active {
 		return Access{}, denyf(codes.FailedPrecondition, nil, "tenant %q is %s: it accepts no changes", id, stateWord(t.State))
 	}
 	return Access{TenantID: id, Tenant: t, Role: role}, nil
+}
+
+// RoleRefusal is the status a caller with role have in tenant id gets
+// for a method that needs role need, or nil when have is enough: NOT_FOUND
+// for a caller with no role at all (exactly as for a tenant that does not
+// exist), PERMISSION_DENIED naming the role needed for a member whose role
+// is too low. Handlers whose write checks the role again (CreateJob)
+// answer its refusal with it.
+func RoleRefusal(id string, have, need tenant.Role) error {
+	switch {
+	case have == tenant.RoleNone:
+		return notFound(id)
+	case have < need:
+		return denyf(codes.PermissionDenied, nil, "permission denied: requires role %s in tenant %q", need, id)
+	}
+	return nil
 }
 
 // WithTenantRecord returns a context in which the Authorizer takes tenant

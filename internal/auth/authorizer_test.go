@@ -109,6 +109,14 @@ func requestFor(method, t string) any {
 		return &pb.ListAuditRecordsRequest{Parent: tn}
 	case pb.UsageService_QueryUsage_FullMethodName:
 		return &pb.QueryUsageRequest{Parent: tn}
+	case pb.TenantService_PutCohort_FullMethodName:
+		return &pb.PutCohortRequest{Cohort: &pb.Cohort{Name: "cohorts/lab"}}
+	case pb.TenantService_GetCohort_FullMethodName:
+		return &pb.GetCohortRequest{Name: "cohorts/lab"}
+	case pb.TenantService_ListCohorts_FullMethodName:
+		return &pb.ListCohortsRequest{}
+	case pb.TenantService_DeleteCohort_FullMethodName:
+		return &pb.DeleteCohortRequest{Name: "cohorts/lab"}
 	}
 	panic("no request for " + method)
 }
@@ -155,6 +163,11 @@ var matrix = []struct {
 	{pb.TenantService_CreateTenant_FullMethodName, "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK"},
 	{pb.TenantService_UpdateTenant_FullMethodName, "NF PD PD PD OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD PD PD FP"},
 	{pb.TenantService_DeleteTenant_FullMethodName, "NF PD PD PD OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD PD PD OK"},
+	// Cohorts span tenants: platform admins only, whatever tenant.
+	{pb.TenantService_PutCohort_FullMethodName, "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK"},
+	{pb.TenantService_GetCohort_FullMethodName, "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK"},
+	{pb.TenantService_ListCohorts_FullMethodName, "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK"},
+	{pb.TenantService_DeleteCohort_FullMethodName, "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK"},
 	// Secrets: names readable by viewers, changes by tenant admins.
 	{pb.TenantService_ListSecrets_FullMethodName, "NF OK OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF OK OK OK OK"},
 	{pb.TenantService_PutSecret_FullMethodName, "NF PD PD OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD PD FP FP"},
@@ -206,7 +219,7 @@ func TestAuthorizerMatrix(t *testing.T) {
 							require.Equal(t, Access{}, acc)
 							return
 						}
-						if perm, _ := RequiredPermission(row.method); perm == PermAuthenticated || row.method == pb.TenantService_CreateTenant_FullMethodName {
+						if perm, _ := RequiredPermission(row.method); perm == PermAuthenticated || row.method == pb.TenantService_CreateTenant_FullMethodName || strings.Contains(row.method, "Cohort") {
 							require.Empty(t, acc.TenantID)
 							return
 						}

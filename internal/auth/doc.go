@@ -50,8 +50,8 @@
 // A token that verified is remembered (tokencache.go, --oidc-token-cache):
 // keyed by its SHA-256, bounded, used only until the token's exp and while
 // the key set is the one it verified against (any JWKS fetch forgets every
-// entry). Only authentication is remembered: memberships are read on every
-// call, so revoking one is still immediate.
+// entry). Authentication is all it remembers: revoking a membership stays
+// immediate (below).
 //
 // Claim mapping: Subject is "sub" (required); Groups come from the
 // configured claim (default "groups"), a list of strings or a single
@@ -75,12 +75,25 @@
 //	ListAuditRecords without parent (all tenants)  platform admin
 //	ListTenants                                    any caller (the handler filters with Principal.RoleIn)
 //	CreateTenant, UpdateTenant, DeleteTenant       platform admin
+//	PutCohort, GetCohort, ListCohorts, DeleteCohort platform admin (cohorts span tenants)
 //
 // The tenant comes from the request's resource name (parent, name,
 // secret.name or tenant.name: "tenants/{tenant}/…"); a malformed one is
 // INVALID_ARGUMENT naming the field. The tenant is looked up through
 // TenantSource; platform admins are admin in every tenant, everyone else
 // has the highest role the tenant's members give their subject or groups.
+//
+// One exception to reading the tenant on every call, for the submit path
+// notebooks feel (issue 47): CreateJob without a request id may be allowed
+// from a tenant record kept in memory (tenantcache.go: forgotten when the
+// tenant's notification arrives, when the listener reconnects, and after
+// a second), because its statement checks again what the decision rests
+// on: the tenant is ACTIVE (its row locked FOR SHARE) and its members, read
+// in that statement, give the caller the role (store.JobCreateParams.Caller);
+// otherwise the job is not created and the caller gets the status a fresh
+// decision gives (RoleRefusal). A refusal is never decided from memory. So
+// a member removed is refused by the very next CreateJob, as by every
+// other call (e2e TestRevokedMemberIsRefusedAtOnce).
 //
 // A caller with no role in a tenant gets NOT_FOUND, exactly as for a tenant
 // that does not exist, never PERMISSION_DENIED: otherwise anyone could

@@ -71,6 +71,11 @@ type Access struct {
 	// Role is the caller's effective role in Tenant (admin for platform
 	// admins).
 	Role tenant.Role
+	// Remembered: Tenant came from the Authorizer's TenantCache, so it may
+	// be as old as a notification takes to arrive, and is shared (read
+	// only). Only methods whose write checks the caller again are
+	// authorized so.
+	Remembered bool
 }
 
 type accessKey struct{}

@@ -14,8 +14,8 @@ import (
 // submit, issue 47).
 //
 // An entry is the token's outcome, nothing more: authorization (tenant
-// memberships) is looked up on every call as before, so taking someone out
-// of a group's tenant is still immediate. An entry is used only while
+// memberships) is decided apart, so taking someone out of a group's tenant
+// is still immediate (doc.go, "Authorization"). An entry is used only while
 //   - the token has not expired (its own exp claim, on the authenticator's
 //     clock), and
 //   - the issuer's key set is the one it was verified against: any JWKS

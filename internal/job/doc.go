@@ -9,8 +9,8 @@
 //
 //	Plan(PlanInput{Job, Admitted, Deleted, Observed, Now}) → PlanResult{Status, Events, Actions, Requeue, RequeueAfter, Forget}
 //
-// The worker reads the job row from Postgres and the job's pods,
-// TensorBoard Service and EndpointSlice from its informers, calls Plan,
+// The worker reads the job row from Postgres and the job's pods and
+// TensorBoard Service from its informers, calls Plan,
 // and applies the result in this order:
 //
 //  1. run the CaptureLogTail actions, writing each log tail into the
@@ -62,8 +62,9 @@
 // job becomes STARTING and its StartTime (from which activeDeadlineSeconds
 // counts) is set — the scheduler writes that status (Admit) with its
 // decision — and then the worker creates every replica pod (chief, workers, PS, evaluator,
-// by index) and the TensorBoard are created; the worker writes the job's
-// EndpointSlice as the pods get addresses.
+// by index) and the TensorBoard are created; the slice controller (package
+// worker/endpoints, not Plan) writes the job's EndpointSlice as the pods
+// get addresses.
 // STARTING and RESTARTING end when every replica that has not succeeded has
 // its current pod Running; a pod in phase Unknown or pending again does not
 // move a RUNNING job back. Each state change emits one event; entering
@@ -155,11 +156,11 @@
 //	None     everything is kept (until the TTL, or until the job is deleted)
 //	Running  pods still Pending, Running or Unknown are deleted, and the
 //	         TensorBoard (a running pod too); finished pods are kept
-//	All      every pod, the TensorBoard and the EndpointSlice are deleted
+//	All      every pod and the TensorBoard are deleted
 //
 // The job's EndpointSlice (its replicas' DNS names under the namespace's
-// Service of replicas) goes as soon as no kept replica runs (under None
-// it stays while kept pods run): it names running replicas only.
+// Service of replicas) is not Plan's: the slice controller lists the
+// replicas that run and deletes the slice once the job has no pod.
 //
 // A cancelled job, a job whose TTL has passed and a deleted job lose
 // everything, whatever the policy. Status.CleanedUp is set once nothing of

@@ -82,7 +82,6 @@ func (b *jobBuilder) state(s job.State) *jobBuilder {
 
 func (b *jobBuilder) observe(pods ...job.ObservedPod) *jobBuilder {
 	b.in.Observed.Pods = pods
-	b.in.Observed.Endpoints = true
 	if b.in.Job.Spec.TensorBoard != nil {
 		b.in.Observed.TensorBoardPod, b.in.Observed.TensorBoardSvc = true, true
 	}
@@ -123,7 +122,6 @@ func (b *jobBuilder) now(t time.Time) *jobBuilder { b.in.Now = t; return b }
 func (b *jobBuilder) notAdmitted() *jobBuilder    { b.in.Admitted = false; return b }
 func (b *jobBuilder) cancel() *jobBuilder         { b.in.Job.Status.CancelRequested = true; return b }
 func (b *jobBuilder) deleted() *jobBuilder        { b.in.Deleted = true; return b }
-func (b *jobBuilder) noSlice() *jobBuilder        { b.in.Observed.Endpoints = false; return b }
 func (b *jobBuilder) nothingLeft() *jobBuilder    { b.in.Observed = job.Observed{}; return b }
 func (b *jobBuilder) obj() job.PlanInput          { return b.in }
 
@@ -212,9 +210,8 @@ func captureLog(t job.ReplicaType, i, att int32) job.Action {
 }
 
 var (
-	deleteSlice = job.Action{Kind: job.ActDeleteEndpoints}
-	createTB    = job.Action{Kind: job.ActCreateTensorBoard}
-	deleteTB    = job.Action{Kind: job.ActDeleteTensorBoard}
+	createTB = job.Action{Kind: job.ActCreateTensorBoard}
+	deleteTB = job.Action{Kind: job.ActDeleteTensorBoard}
 )
 
 // want is the part of a PlanResult a table case checks. Events are

@@ -7,11 +7,9 @@ import "time"
 //
 // Pods follow CleanPodPolicy: None keeps them, Running deletes those not
 // yet finished (and TensorBoard, a running pod too), All deletes them all.
-// The job's EndpointSlice names running replicas: it goes once no kept
-// replica runs, which under Running and All (and after a cancel, the TTL
-// or a delete of the job) is at once; nothing else would delete it (it
-// belongs to the namespace's Service of replicas, which outlives every
-// job). Kept objects wait for the TTL
+// The job's EndpointSlice is not the plan's: the slice controller lists
+// the replicas that run, and deletes the slice once the job has no pod
+// (package worker/endpoints). Kept objects wait for the TTL
 // (RequeueAfter); without a TTL they stay until the job is deleted.
 func (p *planner) cleanup() {
 	if p.status.CompletionTime == nil {
@@ -31,7 +29,7 @@ func (p *planner) cleanup() {
 		(rp.TTLSecondsAfterFinished != nil && !p.in.Now.Before(ttlAt))
 
 	obs := p.in.Observed
-	outstanding, kept, keptRunning := false, false, false
+	outstanding, kept := false, false
 	for _, pod := range sortedPods(obs.Pods) {
 		active := pod.Phase == PodPending || pod.Phase == PodRunning || pod.Phase == PodUnknown
 		if all || (policy == CleanRunning && active) {
@@ -39,7 +37,6 @@ func (p *planner) cleanup() {
 			p.deletePod(pod)
 		} else {
 			kept = true
-			keptRunning = keptRunning || active
 		}
 	}
 	if obs.TensorBoardPod || obs.TensorBoardSvc {
@@ -50,15 +47,7 @@ func (p *planner) cleanup() {
 			kept = true
 		}
 	}
-	if obs.Endpoints {
-		if all || !keptRunning {
-			outstanding = true
-			p.act(Action{Kind: ActDeleteEndpoints})
-		} else {
-			kept = true
-		}
-	}
-	if len(obs.Pods) == 0 && !obs.Endpoints && !obs.TensorBoardPod && !obs.TensorBoardSvc {
+	if len(obs.Pods) == 0 && !obs.TensorBoardPod && !obs.TensorBoardSvc {
 		p.status.CleanedUp = true
 	}
 	switch {

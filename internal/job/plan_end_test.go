@@ -25,7 +25,7 @@ func TestPlanDeadline(t *testing.T) {
 			in: mk().observe(allRunning()...).now(started.Add(600 * time.Second)).obj(),
 			want: want{
 				State: job.Failed, Reason: job.ReasonDeadlineExceeded, Message: "Job ran past its active deadline of 600s",
-				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteSlice},
+				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0)},
 				Events:  []string{"Warning/DeadlineExceeded"},
 			},
 		},
@@ -33,7 +33,7 @@ func TestPlanDeadline(t *testing.T) {
 			in: mk().observe(withPod(allRunning(), pod(job.Worker, 1, job.PodFailed))...).now(started.Add(601 * time.Second)).obj(),
 			want: want{
 				State: job.Failed, Reason: job.ReasonDeadlineExceeded,
-				Actions: []job.Action{captureLog(job.Worker, 1, 0), deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.PS, 0, 0), deleteSlice},
+				Actions: []job.Action{captureLog(job.Worker, 1, 0), deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.PS, 0, 0)},
 				Events:  []string{"Warning/DeadlineExceeded"},
 			},
 		},
@@ -42,7 +42,7 @@ func TestPlanDeadline(t *testing.T) {
 				observe(withPod(allRunning(), pod(job.Chief, 0, job.PodSucceeded))...).now(started.Add(601 * time.Second)).obj(),
 			want: want{
 				State: job.Succeeded, Reason: job.ReasonSucceeded,
-				Actions: []job.Action{deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteSlice},
+				Actions: []job.Action{deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0)},
 				Events:  []string{"Normal/JobSucceeded"},
 			},
 		},
@@ -79,14 +79,14 @@ func TestPlanFinished(t *testing.T) {
 			in: failed().clean(job.CleanRunning).obj(),
 			want: want{
 				State:   job.Failed,
-				Actions: []job.Action{deletePod(job.Worker, 0, 0), deletePod(job.PS, 0, 0), deleteTB, deleteSlice},
+				Actions: []job.Action{deletePod(job.Worker, 0, 0), deletePod(job.PS, 0, 0), deleteTB},
 			},
 		},
 		"CleanPodPolicy Running, deletions under way: wait": {
 			in: failed().clean(job.CleanRunning).observe(pod(job.Chief, 0, job.PodFailed), pod(job.Worker, 0, job.PodRunning, deleting)).obj(),
 			want: want{
 				State:   job.Failed,
-				Actions: []job.Action{deleteTB, deleteSlice},
+				Actions: []job.Action{deleteTB},
 			},
 		},
 		"CleanPodPolicy Running, done: forgotten": {
@@ -95,13 +95,13 @@ func TestPlanFinished(t *testing.T) {
 				b.in.Observed.TensorBoardPod, b.in.Observed.TensorBoardSvc = false, false
 				return b.obj()
 			}(),
-			want: want{State: job.Failed, Actions: []job.Action{deleteSlice}},
+			want: want{State: job.Failed, Actions: []job.Action{}, Forget: true},
 		},
 		"CleanPodPolicy All: everything deleted": {
 			in: failed().clean(job.CleanAll).obj(),
 			want: want{
 				State:   job.Failed,
-				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteTB, deleteSlice},
+				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteTB},
 			},
 		},
 		"CleanPodPolicy All, all gone: cleaned up, forgotten": {
@@ -112,27 +112,27 @@ func TestPlanFinished(t *testing.T) {
 			in:   chiefWorkersPS().clean(job.CleanNone).state(job.Succeeded).observe(pod(job.Chief, 0, job.PodSucceeded), pod(job.Worker, 0, job.PodRunning)).obj(),
 			want: want{State: job.Succeeded, Forget: true},
 		},
-		"CleanPodPolicy Running, every replica finished: the Service goes, the pods stay": {
+		"CleanPodPolicy Running, every replica finished: the pods stay, the job is let go": {
 			in:   chiefWorkersPS().clean(job.CleanRunning).state(job.Succeeded).observe(pod(job.Chief, 0, job.PodSucceeded), pod(job.Worker, 0, job.PodSucceeded)).obj(),
-			want: want{State: job.Succeeded, Actions: []job.Action{deleteSlice}},
+			want: want{State: job.Succeeded, Actions: []job.Action{}, Forget: true},
 		},
 		"a finished job never recreates a replica": {
 			in:   chiefWorkersPS().clean(job.CleanNone).state(job.Succeeded).observe(pod(job.Chief, 0, job.PodSucceeded)).obj(),
-			want: want{State: job.Succeeded, Actions: []job.Action{deleteSlice}},
+			want: want{State: job.Succeeded, Actions: []job.Action{}, Forget: true},
 		},
 		"a finished job ignores a failed pod": {
 			in:   chiefWorkersPS().clean(job.CleanNone).state(job.Succeeded).observe(pod(job.Chief, 0, job.PodSucceeded), pod(job.Worker, 0, job.PodFailed, exit(137, "OOMKilled"))).obj(),
-			want: want{State: job.Succeeded, Actions: []job.Action{deleteSlice}},
+			want: want{State: job.Succeeded, Actions: []job.Action{}, Forget: true},
 		},
 		"TTL pending: kept until then, timer set": {
 			in:   succeededAgo(20 * time.Second).observe(finishedPods...).obj(),
-			want: want{State: job.Succeeded, Actions: []job.Action{deleteSlice}},
+			want: want{State: job.Succeeded, Actions: []job.Action{}, RequeueAfter: 40 * time.Second},
 		},
 		"TTL passed: everything deleted": {
 			in: succeededAgo(60 * time.Second).observe(finishedPods...).obj(),
 			want: want{
 				State:   job.Succeeded,
-				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteSlice},
+				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0)},
 			},
 		},
 		"TTL passed, all gone: cleaned up, forgotten": {
@@ -147,7 +147,7 @@ func TestPlanFinished(t *testing.T) {
 			in: failed().clean(job.CleanNone).deleted().obj(),
 			want: want{
 				State:   job.Failed,
-				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteTB, deleteSlice},
+				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteTB},
 			},
 		},
 		"deleted, pods still terminating: wait": {
@@ -166,7 +166,7 @@ func TestPlanFinished(t *testing.T) {
 			in: chiefWorkersPS().state(job.Running).deleted().observe(allRunning()...).obj(),
 			want: want{
 				State: job.Cancelled, Reason: job.ReasonCancelled,
-				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteSlice},
+				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0)},
 				Events:  []string{"Normal/Cancelled"},
 			},
 		},
@@ -174,7 +174,7 @@ func TestPlanFinished(t *testing.T) {
 }
 
 func TestPlanCancel(t *testing.T) {
-	deleteAll := []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteTB, deleteSlice}
+	deleteAll := []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteTB}
 	runTable(t, map[string]struct {
 		in   job.PlanInput
 		want want
@@ -197,7 +197,7 @@ func TestPlanCancel(t *testing.T) {
 				observe(withPod(allRunning(), pod(job.Worker, 1, job.PodFailed, deleting))...).obj(),
 			want: want{
 				State: job.Cancelled, Reason: job.ReasonCancelled, Restarts: 1,
-				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.PS, 0, 0), deleteSlice},
+				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.PS, 0, 0)},
 				Events:  []string{"Normal/Cancelled"},
 			},
 		},
@@ -205,13 +205,13 @@ func TestPlanCancel(t *testing.T) {
 			in: chiefWorkersPS().state(job.Running).cancel().observe(withPod(allRunning(), pod(job.Worker, 0, job.PodFailed))...).obj(),
 			want: want{
 				State: job.Cancelled, Reason: job.ReasonCancelled,
-				Actions: []job.Action{captureLog(job.Worker, 0, 0), deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteSlice},
+				Actions: []job.Action{captureLog(job.Worker, 0, 0), deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0)},
 				Events:  []string{"Normal/Cancelled"},
 			},
 		},
 		"already final: a cancel changes nothing": {
 			in:   chiefWorkersPS().clean(job.CleanNone).state(job.Succeeded).cancel().observe(pod(job.Chief, 0, job.PodSucceeded)).obj(),
-			want: want{State: job.Succeeded, Actions: []job.Action{deleteSlice}},
+			want: want{State: job.Succeeded, Actions: []job.Action{}, Forget: true},
 		},
 	})
 }

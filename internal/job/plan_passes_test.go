@@ -201,7 +201,7 @@ func TestPlanStatus(t *testing.T) {
 	// Running, one minute later.
 	in2 := next(in, res)
 	in2.Now = t0.Add(time.Minute)
-	in2.Observed = job.Observed{Endpoints: true, Pods: []job.ObservedPod{
+	in2.Observed = job.Observed{Pods: []job.ObservedPod{
 		pod(job.Chief, 0, job.PodRunning), pod(job.Worker, 0, job.PodRunning), pod(job.Worker, 1, job.PodRunning), pod(job.PS, 0, job.PodRunning, func(p *job.ObservedPod) { p.Node = "node-b" }),
 	}}
 	res2 := job.Plan(in2)

@@ -71,8 +71,8 @@ func (p *planner) condition(typ string) *Condition {
 }
 
 // planRequeue deletes the job's pods and, once none is left, puts the job
-// back in the queue. The EndpointSlice stays (the worker keeps it listing
-// the live pods, none by then; the next pods will be in it again).
+// back in the queue. (The slice controller deletes the job's EndpointSlice
+// once no pod is left, and writes it again for the next pods.)
 func (p *planner) planRequeue() {
 	p.buildReplicas()
 	obs := p.in.Observed

@@ -42,7 +42,7 @@ func TestPlanRequeue(t *testing.T) {
 		"preempted while being cancelled: the cancel wins": {
 			in: preempt(running()).cancel().obj(),
 			want: want{State: job.Cancelled, Reason: job.ReasonCancelled, Restarts: 2,
-				Actions: append(allPods, deleteSlice), Events: []string{"Normal/Cancelled"}},
+				Actions: allPods, Events: []string{"Normal/Cancelled"}},
 		},
 		"pods unschedulable for less than the timeout: wait, and look again when it passes": {
 			in:   unschedulableSince(t0.Add(-4 * time.Minute)).obj(),

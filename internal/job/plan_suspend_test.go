@@ -37,7 +37,7 @@ func TestPlanSuspend(t *testing.T) {
 		"suspended while being cancelled: the cancel wins": {
 			in: suspend(running()).cancel().obj(),
 			want: want{State: job.Cancelled, Reason: job.ReasonCancelled, Restarts: 2,
-				Actions: append(allPods, deleteSlice), Events: []string{"Normal/Cancelled"}},
+				Actions: allPods, Events: []string{"Normal/Cancelled"}},
 		},
 		"suspended: nothing to do": {
 			in:   suspend(chiefWorkersPS().state(job.Suspended).restarts(2)).nothingLeft().obj(),

@@ -44,7 +44,7 @@ func TestPlanPhases(t *testing.T) {
 			want: want{State: job.Starting},
 		},
 		"starting after a crash: creates only the missing pods and service": {
-			in: chiefWorkersPS().state(job.Starting).observe(pod(job.Chief, 0, job.PodRunning), pod(job.Worker, 0, job.PodPending)).noSlice().obj(),
+			in: chiefWorkersPS().state(job.Starting).observe(pod(job.Chief, 0, job.PodRunning), pod(job.Worker, 0, job.PodPending)).obj(),
 			want: want{
 				State:   job.Starting,
 				Actions: []job.Action{createPod(job.Worker, 1, 0), createPod(job.PS, 0, 0)},
@@ -67,7 +67,7 @@ func TestPlanPhases(t *testing.T) {
 				observe(withPod(allRunning(), pod(job.Chief, 0, job.PodSucceeded))...).obj(),
 			want: want{
 				State: job.Succeeded, Reason: job.ReasonSucceeded, Message: "chief-0 succeeded",
-				Actions: []job.Action{deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteSlice},
+				Actions: []job.Action{deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0)},
 				Events:  []string{"Normal/JobSucceeded"},
 			},
 		},
@@ -77,7 +77,7 @@ func TestPlanPhases(t *testing.T) {
 				observe(pod(job.Worker, 0, job.PodSucceeded), pod(job.Worker, 1, job.PodRunning), pod(job.PS, 0, job.PodRunning)).obj(),
 			want: want{
 				State: job.Succeeded, Reason: job.ReasonSucceeded, Message: "worker-0 succeeded",
-				Actions: []job.Action{deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteSlice},
+				Actions: []job.Action{deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0)},
 				Events:  []string{"Normal/JobSucceeded"},
 			},
 		},
@@ -98,7 +98,7 @@ func TestPlanPhases(t *testing.T) {
 				observe(pod(job.Chief, 0, job.PodSucceeded), pod(job.Worker, 0, job.PodSucceeded), pod(job.Worker, 1, job.PodSucceeded), pod(job.PS, 0, job.PodRunning)).obj(),
 			want: want{
 				State: job.Succeeded, Reason: job.ReasonSucceeded, Message: "All workers succeeded",
-				Actions: []job.Action{deletePod(job.PS, 0, 0), deleteSlice},
+				Actions: []job.Action{deletePod(job.PS, 0, 0)},
 				Events:  []string{"Normal/JobSucceeded"},
 			},
 		},
@@ -108,7 +108,7 @@ func TestPlanPhases(t *testing.T) {
 			want: want{
 				State: job.Failed, Reason: job.ReasonReplicaFailed,
 				Message: "chief-0 failed with exit code 2, reason Error; restart policy Never does not restart it; last log lines:\nloading data\nValueError: bad shape",
-				Actions: []job.Action{deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteSlice},
+				Actions: []job.Action{deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0)},
 				Events:  []string{"Warning/ReplicaFailed"},
 			},
 		},
@@ -163,7 +163,7 @@ func TestPlanRestartPolicies(t *testing.T) {
 	failed := func(msg string) want {
 		return want{
 			State: job.Failed, Reason: job.ReasonReplicaFailed, Message: msg,
-			Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deleteSlice},
+			Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0)},
 			Events:  []string{"Warning/ReplicaFailed"},
 		}
 	}
@@ -215,7 +215,7 @@ func TestPlanRestartPolicies(t *testing.T) {
 				observe(pod(job.Chief, 0, job.PodSucceeded), pod(job.Worker, 0, job.PodRunning)).obj(),
 			want: want{
 				State: job.Succeeded, Reason: job.ReasonSucceeded,
-				Actions: []job.Action{deletePod(job.Worker, 0, 0), deleteSlice}, Events: []string{"Normal/JobSucceeded"},
+				Actions: []job.Action{deletePod(job.Worker, 0, 0)}, Events: []string{"Normal/JobSucceeded"},
 			},
 		},
 		"restart when the failed pod is already gone: create the next attempt at once": {
@@ -255,7 +255,7 @@ func TestPlanBackoffLimit(t *testing.T) {
 			want: want{
 				State: job.Failed, Reason: job.ReasonBackoffLimitExceeded, Restarts: 3,
 				Message: "worker-1 ended with exit code 137, reason OOMKilled; backoff limit reached (3 of 3 restarts used); last log lines:\nl3\nl4\nl5\nl6\nCUDA error: out of memory",
-				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 3), deleteSlice},
+				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 3)},
 				Events:  []string{"Warning/BackoffLimitExceeded"},
 			},
 		},
@@ -265,7 +265,7 @@ func TestPlanBackoffLimit(t *testing.T) {
 			want: want{
 				State: job.Failed, Reason: job.ReasonBackoffLimitExceeded,
 				Message: "worker-1 ended with exit code 1, reason Error; backoff limit reached (0 of 0 restarts used)",
-				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deleteSlice},
+				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0)},
 				Events:  []string{"Warning/BackoffLimitExceeded"},
 			},
 		},
@@ -275,7 +275,7 @@ func TestPlanBackoffLimit(t *testing.T) {
 			want: want{
 				State: job.Failed, Reason: job.ReasonBackoffLimitExceeded, Restarts: 2,
 				Message: "worker-1 ended with exit code 1, reason Error; backoff limit reached (3 of 3 restarts used)",
-				Actions: []job.Action{deletePod(job.Chief, 0, 0), deleteSlice},
+				Actions: []job.Action{deletePod(job.Chief, 0, 0)},
 				Events:  []string{"Warning/BackoffLimitExceeded"},
 			},
 		},

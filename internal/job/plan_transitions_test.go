@@ -27,14 +27,14 @@ func TestPlanTransitionsFromStartingAndRestarting(t *testing.T) {
 			in: starting().rep(job.Chief, 0, 0, job.ReplicaFailed, term(0, 1, "Error", "boom")).
 				observe(withPod(pending, pod(job.Chief, 0, job.PodFailed))...).obj(),
 			want: want{State: job.Failed, Reason: "ReplicaFailed",
-				Actions: []job.Action{deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteSlice},
+				Actions: []job.Action{deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0)},
 				Events:  []string{"Warning/ReplicaFailed"}},
 		},
 		"STARTING → SUCCEEDED: the chief succeeds while a worker still waits": {
 			in: starting().rep(job.Chief, 0, 0, job.ReplicaSucceeded, term(0, 0, "Completed", "")).
 				observe(withPod(withPod(allRunning(), pod(job.Chief, 0, job.PodSucceeded)), pod(job.Worker, 1, job.PodPending))...).obj(),
 			want: want{State: job.Succeeded, Reason: job.ReasonSucceeded,
-				Actions: []job.Action{deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteSlice},
+				Actions: []job.Action{deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0)},
 				Events:  []string{"Normal/JobSucceeded"}},
 		},
 		"STARTING → RESTARTING: a worker (OnFailure) fails before all run": {
@@ -47,28 +47,28 @@ func TestPlanTransitionsFromStartingAndRestarting(t *testing.T) {
 			in: restarting().rep(job.Chief, 0, 0, job.ReplicaSucceeded, term(0, 0, "Completed", "")).
 				observe(withPod(without(allRunning(), job.Worker, 1), pod(job.Chief, 0, job.PodSucceeded))...).obj(),
 			want: want{State: job.Succeeded, Reason: job.ReasonSucceeded, Restarts: 1,
-				Actions: []job.Action{deletePod(job.Worker, 0, 0), deletePod(job.PS, 0, 0), deleteSlice},
+				Actions: []job.Action{deletePod(job.Worker, 0, 0), deletePod(job.PS, 0, 0)},
 				Events:  []string{"Normal/JobSucceeded"}},
 		},
 		"STARTING past the deadline (pods never scheduled): FAILED, pods deleted": {
 			in: starting().deadline(600).observe(pending...).now(started.Add(600 * time.Second)).obj(),
 			want: want{State: job.Failed, Reason: job.ReasonDeadlineExceeded,
-				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0), deleteSlice},
+				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.Worker, 1, 0), deletePod(job.PS, 0, 0)},
 				Events:  []string{"Warning/DeadlineExceeded"}},
 		},
 		"RESTARTING past the deadline: FAILED, no replacement created": {
 			in: restarting().deadline(600).observe(without(allRunning(), job.Worker, 1)...).now(started.Add(600 * time.Second)).obj(),
 			want: want{State: job.Failed, Reason: job.ReasonDeadlineExceeded, Restarts: 1,
-				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.PS, 0, 0), deleteSlice},
+				Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deletePod(job.PS, 0, 0)},
 				Events:  []string{"Warning/DeadlineExceeded"}},
 		},
 		"FAILED, TTL not yet due: kept, timer at the TTL": {
 			in:   failedAt(30 * time.Second).obj(),
-			want: want{State: job.Failed, Actions: []job.Action{deleteSlice}},
+			want: want{State: job.Failed, Actions: []job.Action{}, RequeueAfter: 30 * time.Second},
 		},
 		"FAILED, TTL due: everything deleted": {
 			in:   failedAt(2 * time.Minute).obj(),
-			want: want{State: job.Failed, Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0), deleteSlice}},
+			want: want{State: job.Failed, Actions: []job.Action{deletePod(job.Chief, 0, 0), deletePod(job.Worker, 0, 0)}},
 		},
 	})
 }

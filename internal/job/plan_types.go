@@ -33,7 +33,6 @@ type Preemption struct {
 type Observed struct {
 	// Pods labelled with the job's uid, at most one per replica name.
 	Pods           []ObservedPod
-	Endpoints      bool // the job's EndpointSlice exists (distributed jobs: the worker writes it)
 	TensorBoardPod bool
 	TensorBoardSvc bool
 }
@@ -71,8 +70,8 @@ type ObservedPod struct {
 	// StalledDeleteAfter has passed. Zero otherwise.
 	DeletedAt time.Time
 	Node      string
-	// IP is the pod's address once it has one: the worker lists it in the
-	// job's EndpointSlice (Plan does not read it).
+	// IP is the pod's address once it has one: the slice controller lists
+	// it in the job's EndpointSlice (Plan does not read it).
 	IP string
 	// Unschedulable holds the scheduler's message while the pod cannot be
 	// scheduled (condition PodScheduled=False, reason Unschedulable).
@@ -97,7 +96,6 @@ const (
 	ActDeletePod         ActionKind = "DeletePod"
 	ActCaptureLogTail    ActionKind = "CaptureLogTail"
 	ActCreateTensorBoard ActionKind = "CreateTensorBoard" // pod and Service
-	ActDeleteEndpoints   ActionKind = "DeleteEndpoints"
 	ActDeleteTensorBoard ActionKind = "DeleteTensorBoard" // pod and Service
 )
 

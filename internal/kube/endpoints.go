@@ -53,36 +53,47 @@ const EndpointSliceManagedBy = "worker.trainyard.dev"
 // and DNS serves a Service's names from all of its slices: each job's
 // slice, named after the job, lists its own replicas and their ports.
 
-// RenderEndpointSlice renders the EndpointSlice of job j's replicas under
-// the namespace's Service of replicas, from the job's replica pods. It
-// lists every replica pod that has an address, is not being
-// deleted and has not finished, under its hostname (the pod's name, which
-// TF_CONFIG uses), ready and serving whether or not the pod is: the
-// Service only names the replicas (it publishes not-ready addresses:
-// TensorFlow servers find each other while starting), and a readiness flip
-// would be a write per pod for nothing. The ports are the job's replica
-// ports. The address family is the first listed pod's
-// (pods of the other family, on a dual-stack cluster, are left out: a
-// slice holds one family); IPv4 when there is none. It has no owner: the
-// job's cleanup deletes it (job.ActDeleteEndpoints), and the worker's
-// orphan sweep what a cleanup missed.
-func RenderEndpointSlice(j job.Job, ns string, pods []*corev1.Pod) *discoveryv1.EndpointSlice {
-	labels := jobLabels(j)
+// RenderEndpointSlice renders the EndpointSlice of a job's replicas under
+// the namespace's Service of replicas, from the job's replica pods alone
+// (the slice controller has no job record: package worker/endpoints). The
+// job's name, tenant and uid are the pods' labels; the ports are the
+// distinct ports the pods' containers declare as PortName. It lists every
+// replica pod that has an address, is not being deleted and has not
+// finished, under its hostname (the pod's name, which TF_CONFIG uses),
+// ready and serving whether or not the pod is: the Service only names the
+// replicas (it publishes not-ready addresses: TensorFlow servers find each
+// other while starting), and a readiness flip would be a write per pod for
+// nothing. The address family is the first listed pod's (pods of the other
+// family, on a dual-stack cluster, are left out: a slice holds one
+// family); IPv4 when there is none. It has no owner: the slice controller
+// deletes it once the job has no pods left, and the worker's orphan sweep
+// what it missed. Nil without pods.
+func RenderEndpointSlice(ns string, pods []*corev1.Pod) *discoveryv1.EndpointSlice {
+	if len(pods) == 0 {
+		return nil
+	}
+	pods = slices.Clone(pods)
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	first := pods[0].Labels
+	labels := map[string]string{
+		LabelManagedBy: ManagedByValue,
+		LabelTenant:    first[LabelTenant],
+		LabelJob:       first[LabelJob],
+		LabelJobUID:    first[LabelJobUID],
+	}
 	labels[discoveryv1.LabelServiceName] = job.ReplicaService
 	labels[discoveryv1.LabelManagedBy] = EndpointSliceManagedBy
 	es := &discoveryv1.EndpointSlice{
 		TypeMeta:    metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"},
-		ObjectMeta:  metav1.ObjectMeta{Name: j.Name, Namespace: ns, Labels: labels},
+		ObjectMeta:  metav1.ObjectMeta{Name: first[LabelJob], Namespace: ns, Labels: labels},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints:   []discoveryv1.Endpoint{},
 	}
-	for _, port := range replicaPorts(j) {
+	for _, port := range podPorts(pods) {
 		es.Ports = append(es.Ports, discoveryv1.EndpointPort{
 			Name: ptr.To(fmt.Sprintf("tf-%d", port)), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(port),
 		})
 	}
-	pods = slices.Clone(pods)
-	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	family := ""
 	for _, pod := range pods {
 		addr, err := netip.ParseAddr(pod.Status.PodIP)
@@ -119,6 +130,23 @@ func RenderEndpointSlice(j job.Job, ns string, pods []*corev1.Pod) *discoveryv1.
 		es.Endpoints = append(es.Endpoints, ep)
 	}
 	return es
+}
+
+// podPorts are the distinct replica ports the pods' containers declare,
+// sorted.
+func podPorts(pods []*corev1.Pod) []int32 {
+	var ports []int32
+	for _, pod := range pods {
+		for _, c := range pod.Spec.Containers {
+			for _, p := range c.Ports {
+				if p.Name == PortName {
+					ports = append(ports, p.ContainerPort)
+				}
+			}
+		}
+	}
+	slices.Sort(ports)
+	return slices.Compact(ports)
 }
 
 // EndpointSliceCurrent reports whether have already says what want does:

@@ -37,7 +37,7 @@ func TestRenderEndpointSlice(t *testing.T) {
 	ps := replicaPod(t, j, job.PS, 0, "10.0.0.8", corev1.PodRunning, true)
 	ps.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)} // going away
 
-	got := RenderEndpointSlice(j, testNS, []*corev1.Pod{w2, w1, w0, ps, chief})
+	got := RenderEndpointSlice(testNS, []*corev1.Pod{w2, w1, w0, ps, chief})
 	ep := func(pod *corev1.Pod) discoveryv1.Endpoint {
 		return discoveryv1.Endpoint{
 			Addresses:  []string{pod.Status.PodIP},
@@ -76,23 +76,24 @@ func TestRenderEndpointSlice(t *testing.T) {
 	// pod under the hostname the pod carries.
 	require.Equal(t, chief.Spec.Hostname, *got.Endpoints[0].Hostname)
 
-	require.True(t, EndpointSliceCurrent(got, RenderEndpointSlice(j, testNS, []*corev1.Pod{chief, w0, w1})))
+	require.True(t, EndpointSliceCurrent(got, RenderEndpointSlice(testNS, []*corev1.Pod{chief, w0, w1, ps})))
 	w0.Status.ContainerStatuses[0].Ready = true
-	require.True(t, EndpointSliceCurrent(got, RenderEndpointSlice(j, testNS, []*corev1.Pod{chief, w0, w1})), "readiness writes nothing")
+	require.True(t, EndpointSliceCurrent(got, RenderEndpointSlice(testNS, []*corev1.Pod{chief, w0, w1, ps})), "readiness writes nothing")
 	w1.Status.PodIP = "10.0.0.6"
-	require.False(t, EndpointSliceCurrent(got, RenderEndpointSlice(j, testNS, []*corev1.Pod{chief, w0, w1})), "a new address needs an update")
-	require.False(t, EndpointSliceCurrent(got, RenderEndpointSlice(j, testNS, []*corev1.Pod{chief})), "a pod gone needs an update")
+	require.False(t, EndpointSliceCurrent(got, RenderEndpointSlice(testNS, []*corev1.Pod{chief, w0, w1, ps})), "a new address needs an update")
+	require.False(t, EndpointSliceCurrent(got, RenderEndpointSlice(testNS, []*corev1.Pod{chief, ps})), "a pod gone needs an update")
 }
 
 func TestRenderEndpointSliceFamilies(t *testing.T) {
 	j := distributedJob()
-	empty := RenderEndpointSlice(j, testNS, nil)
+	pending := replicaPod(t, j, job.Chief, 0, "", corev1.PodPending, false)
+	empty := RenderEndpointSlice(testNS, []*corev1.Pod{pending})
 	require.Equal(t, discoveryv1.AddressTypeIPv4, empty.AddressType)
 	require.NotNil(t, empty.Endpoints, "an empty slice lists no endpoints, not null")
 
 	v6 := replicaPod(t, j, job.Chief, 0, "fd00::5", corev1.PodRunning, true)
 	v4 := replicaPod(t, j, job.Worker, 0, "10.0.0.7", corev1.PodRunning, true)
-	got := RenderEndpointSlice(j, testNS, []*corev1.Pod{v6, v4})
+	got := RenderEndpointSlice(testNS, []*corev1.Pod{v6, v4})
 	require.Equal(t, discoveryv1.AddressTypeIPv6, got.AddressType)
 	require.Len(t, got.Endpoints, 1, "one family per slice")
 	require.Equal(t, []string{"fd00::5"}, got.Endpoints[0].Addresses)

@@ -213,7 +213,7 @@ func TestJobKeyOf(t *testing.T) {
 	j := distributedJob()
 	pod := renderedPod(t)
 	tb, tbSvc := RenderTensorBoard(j, testNS, PodOptions{})
-	for _, obj := range []metav1.Object{pod, RenderEndpointSlice(j, testNS, nil), tb, tbSvc} {
+	for _, obj := range []metav1.Object{pod, RenderEndpointSlice(testNS, []*corev1.Pod{pod}), tb, tbSvc} {
 		tenantID, uid, ok := JobKeyOf(obj)
 		require.True(t, ok, obj.GetName())
 		require.Equal(t, "vision", tenantID)

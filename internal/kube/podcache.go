@@ -1,11 +1,15 @@
 package kube
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/trainyard/trainyard/internal/job"
 )
 
 // A Trainyard worker process watches every pod of the cluster once: its
@@ -26,7 +30,7 @@ func PodInformers(client kubernetes.Interface) informers.SharedInformerFactory {
 // SlimPod keeps of a pod what the scheduler and the worker read: of every
 // pod its identity, deletion, node, phase and requests (containers, init
 // containers, pod level, overhead); of Trainyard's pods also their labels, finalizers,
-// hostname and status without images, other IPs or probes' detail
+// hostname, container ports and status without images, other IPs or probes' detail
 // (ObservePod, RenderEndpointSlice). Nothing may write a cached pod back:
 // it lacks most of its spec.
 func SlimPod(obj any) (any, error) {
@@ -55,6 +59,13 @@ func SlimPod(obj any) (any, error) {
 	}
 	out.Labels, out.Finalizers = pod.Labels, pod.Finalizers
 	out.Spec.Hostname = pod.Spec.Hostname
+	for i, c := range pod.Spec.Containers {
+		out.Spec.Containers[i].Ports = c.Ports // the job's EndpointSlice lists them
+		if slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == job.TFConfigEnv }) {
+			// The name alone: whether the replica has peers (HasPeers).
+			out.Spec.Containers[i].Env = []corev1.EnvVar{{Name: job.TFConfigEnv}}
+		}
+	}
 	s := &out.Status
 	s.Reason, s.Message, s.Conditions, s.PodIP = pod.Status.Reason, pod.Status.Message, pod.Status.Conditions, pod.Status.PodIP
 	for _, cs := range pod.Status.ContainerStatuses {
@@ -64,6 +75,18 @@ func SlimPod(obj any) (any, error) {
 		})
 	}
 	return out, nil
+}
+
+// HasPeers reports whether a replica pod has peers to find: whether its
+// job is distributed, which the pod says by carrying TF_CONFIG (a job of
+// a single pod has neither TF_CONFIG nor an EndpointSlice).
+func HasPeers(pod *corev1.Pod) bool {
+	for _, c := range pod.Spec.Containers {
+		if slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == job.TFConfigEnv }) {
+			return true
+		}
+	}
+	return false
 }
 
 // Managed reports whether obj (or a tombstone's object) carries Trainyard's

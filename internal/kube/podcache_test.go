@@ -10,8 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
-
-	"github.com/trainyard/trainyard/internal/job"
 )
 
 // What the worker reads of a Trainyard pod is the same from the slim cached
@@ -30,7 +28,8 @@ func TestSlimPodKeepsWhatTheWorkerReads(t *testing.T) {
 				Annotations:       map[string]string{"big": "annotation"},
 				ManagedFields:     []metav1.ManagedFieldsEntry{{Manager: "kubelet"}},
 				DeletionTimestamp: &now, DeletionGracePeriodSeconds: &grace},
-			Spec: corev1.PodSpec{NodeName: "node-1", Hostname: "w-1", Subdomain: "w", Containers: []corev1.Container{{Name: ContainerName, Image: "tf", Env: []corev1.EnvVar{{Name: "TF_CONFIG", Value: "{}"}}}}},
+			Spec: corev1.PodSpec{NodeName: "node-1", Hostname: "w-1", Subdomain: "w", Containers: []corev1.Container{{Name: ContainerName, Image: "tf", Env: []corev1.EnvVar{{Name: "TF_CONFIG", Value: "{}"}},
+				Ports: []corev1.ContainerPort{{Name: PortName, ContainerPort: 2222, Protocol: corev1.ProtocolTCP}}}}},
 			Status: corev1.PodStatus{
 				Phase: corev1.PodFailed, Reason: "Evicted", Message: "low on memory", PodIP: "10.0.0.1",
 				Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes", LastTransitionTime: now}},
@@ -56,7 +55,10 @@ func TestSlimPodKeepsWhatTheWorkerReads(t *testing.T) {
 	require.Equal(t, identity(full()), identity(slim), "identity")
 	require.Nil(t, slim.ManagedFields)
 	require.Nil(t, slim.Annotations)
-	require.Equal(t, []corev1.Container{{Name: ContainerName}}, slim.Spec.Containers, "of the spec, the containers' names and requests")
+	require.Equal(t, []corev1.Container{{Name: ContainerName, Env: []corev1.EnvVar{{Name: "TF_CONFIG"}},
+		Ports: []corev1.ContainerPort{{Name: PortName, ContainerPort: 2222, Protocol: corev1.ProtocolTCP}}}},
+		slim.Spec.Containers, "of the spec, the containers' names, requests, ports and whether TF_CONFIG is set (not its value)")
+	require.True(t, HasPeers(slim))
 	require.Empty(t, slim.Spec.Subdomain)
 	require.Empty(t, slim.Status.ContainerStatuses[0].Image)
 
@@ -65,10 +67,10 @@ func TestSlimPodKeepsWhatTheWorkerReads(t *testing.T) {
 	live.DeletionTimestamp, live.Status.Phase = nil, corev1.PodRunning
 	obj, err = SlimPod(live)
 	require.NoError(t, err)
-	j := job.Job{Tenant: "acme", Name: "w", UID: "u1"}
-	fromFull := RenderEndpointSlice(j, "ns", []*corev1.Pod{live})
+	fromFull := RenderEndpointSlice("ns", []*corev1.Pod{live})
 	require.Len(t, fromFull.Endpoints, 1)
-	require.Equal(t, fromFull, RenderEndpointSlice(j, "ns", []*corev1.Pod{obj.(*corev1.Pod)}))
+	require.Len(t, fromFull.Ports, 1)
+	require.Equal(t, fromFull, RenderEndpointSlice("ns", []*corev1.Pod{obj.(*corev1.Pod)}))
 }
 
 func identity(p *corev1.Pod) []string {

@@ -3,7 +3,6 @@ package kube
 import (
 	"fmt"
 	"path"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -111,14 +110,4 @@ func RenderTensorBoard(j job.Job, ns string, opts PodOptions) (*corev1.Pod, *cor
 		},
 	}
 	return pod, svc
-}
-
-// replicaPorts are the distinct ports of a job's replicas, sorted.
-func replicaPorts(j job.Job) []int32 {
-	var ports []int32
-	for _, r := range j.Spec.Replicas {
-		ports = append(ports, replicaPort(r))
-	}
-	slices.Sort(ports)
-	return slices.Compact(ports)
 }

@@ -40,15 +40,30 @@ func TestRenderReplicaService(t *testing.T) {
 			require.Equal(t, pod.Name, pod.Spec.Hostname)
 		}
 	}
-	require.Equal(t, got.Name, RenderEndpointSlice(j, testNS, nil).Labels["kubernetes.io/service-name"])
+	chief, err := RenderPod(j, testNS, job.Chief, 0, 0, PodOptions{})
+	require.NoError(t, err)
+	require.Equal(t, got.Name, RenderEndpointSlice(testNS, []*corev1.Pod{chief}).Labels["kubernetes.io/service-name"])
+	require.Nil(t, RenderEndpointSlice(testNS, nil), "no pods, no slice")
 }
 
+// The slice's ports are the ones the pods declare: a replica without a
+// port of its own has the default one.
 func TestRenderEndpointSliceDefaultPort(t *testing.T) {
 	j := job.Job{UID: "u", Tenant: "t", Name: "j", Spec: job.Spec{Replicas: []job.ReplicaSpec{
 		{Type: job.Worker, Count: 2}, {Type: job.PS, Count: 1, Port: 2222},
 	}}}
-	es := RenderEndpointSlice(j, "ns", nil)
+	var pods []*corev1.Pod
+	for _, r := range j.Spec.Replicas {
+		for i := range r.Count {
+			pod, err := RenderPod(j, "ns", r.Type, i, 0, PodOptions{})
+			require.NoError(t, err)
+			pods = append(pods, pod)
+		}
+	}
+	es := RenderEndpointSlice("ns", pods)
 	require.Equal(t, []discoveryv1.EndpointPort{{Name: ptr.To("tf-2222"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](2222)}}, es.Ports)
+	require.Equal(t, "j", es.Name)
+	require.Equal(t, "u", es.Labels[LabelJobUID])
 }
 
 func TestRenderTensorBoard(t *testing.T) {

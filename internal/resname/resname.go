@@ -161,7 +161,23 @@ func (p Pattern) TenantOf(name string) (string, bool) {
 // IsID reports whether s can be a resource id: a DNS-1123 label (at most 63
 // lower-case letters, digits and '-', starting and ending with a letter or
 // digit).
-func IsID(s string) bool { return len(validation.IsDNS1123Label(s)) == 0 }
+//
+// It is validation.IsDNS1123Label's rule without its regular expression,
+// which every call's authorization paid for (4 % of serve's CPU per
+// CreateJob, issue 47); TestIsIDIsDNS1123Label holds the two together.
+func IsID(s string) bool {
+	if len(s) == 0 || len(s) > validation.DNS1123LabelMaxLength {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := 'a' <= c && c <= 'z' || '0' <= c && c <= '9'
+		if !alnum && (c != '-' || i == 0 || i == len(s)-1) {
+			return false
+		}
+	}
+	return true
+}
 
 // Quote shortens user input echoed in an error and quotes it with Go
 // escapes, so that control bytes and invalid UTF-8 show as escapes rather

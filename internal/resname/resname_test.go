@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // parseCases are shared with FuzzParse as its seed corpus.
@@ -101,4 +102,16 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// IsID is validation.IsDNS1123Label's rule, written out.
+func TestIsIDIsDNS1123Label(t *testing.T) {
+	cases := []string{"", "a", "-", "a-", "-a", "a-b", "a--b", "A", "aB", "0", "0-0", "a.b", "a_b", "é", "a\x00",
+		strings.Repeat("a", 63), strings.Repeat("a", 64), strings.Repeat("a", 62) + "-", "ab-12-cd"}
+	for c := byte(0); c < 128; c++ {
+		cases = append(cases, string([]byte{c}), "a"+string([]byte{c})+"a")
+	}
+	for _, s := range cases {
+		require.Equal(t, len(validation.IsDNS1123Label(s)) == 0, IsID(s), "%q", s)
+	}
 }

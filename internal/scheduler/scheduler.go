@@ -51,6 +51,9 @@ type Config struct {
 	PublishInterval time.Duration
 	// StarvationAge is admission.Config.StarvationAge. Defaults to 30m.
 	StarvationAge time.Duration
+	// BorrowAging is admission.Config.BorrowAging: zero (the default)
+	// leaves borrowers to the weighted-share order alone.
+	BorrowAging time.Duration
 	// RunTimeRefresh is how often the tenants' typical run times are read
 	// again. Defaults to 1m.
 	RunTimeRefresh time.Duration
@@ -58,6 +61,12 @@ type Config struct {
 	// reads it again (decayed usage, GPU-seconds for budgets); between
 	// reads it counts what the admitted jobs hold itself. Defaults to 1m.
 	UsageRefresh time.Duration
+
+	// OnLead, when set, runs while this process holds the lease, with a
+	// context that ends when it steps down; the lease does not end before
+	// OnLead returns. The worker's EndpointSlice controller writes then:
+	// one writer at a time, on a lease that exists anyway. Optional.
+	OnLead func(ctx context.Context)
 
 	// Registry receives the metrics; defaults to a private registry.
 	Registry prometheus.Registerer
@@ -312,9 +321,17 @@ func (s *Scheduler) lead(ctx context.Context, lease store.SchedulerLease) {
 			}
 		}
 	}()
+	led := make(chan struct{})
+	go func() {
+		defer close(led)
+		if s.cfg.OnLead != nil {
+			s.cfg.OnLead(ctx)
+		}
+	}()
 	defer func() {
 		cancel()
 		<-lost
+		<-led
 		release, done := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer done()
 		if err := s.store.SchedulerLeaseRelease(release, lease); err != nil {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,7 +66,7 @@ func (b *bundle) startWith(t *testing.T, cfg Config) (s *Scheduler, reg *prometh
 	t.Helper()
 	reg = prometheus.NewRegistry()
 	s, err := New(Config{ID: cfg.ID, Store: b.store, Kube: b.kube, Listener: cfg.Listener, LeaseTTL: 2 * time.Second, Period: cfg.Period,
-		UsageRefresh:    cfg.UsageRefresh,
+		UsageRefresh: cfg.UsageRefresh, OnLead: cfg.OnLead,
 		PublishInterval: 10 * time.Millisecond, Registry: reg,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	require.NoError(t, err)
@@ -185,6 +186,41 @@ func TestSchedulerLeaderFailover(t *testing.T) {
 		}
 	}
 	require.Equal(t, map[string]int{k1.UID: 1, k2.UID: 1}, admissions, "each job admitted once, with one event")
+}
+
+// OnLead runs while its process holds the lease and only then: the
+// second process's starts once the first stepped down, and the first's
+// context has ended before that (one EndpointSlice writer at a time).
+func TestSchedulerOnLeadFollowsTheLease(t *testing.T) {
+	b := setup(t)
+	var leading atomic.Int32
+	leads := make(chan string, 4)
+	onLead := func(id string) func(context.Context) {
+		return func(ctx context.Context) {
+			if n := leading.Add(1); n != 1 {
+				t.Errorf("%d processes lead at once", n)
+			}
+			leads <- id
+			<-ctx.Done()
+			leading.Add(-1)
+		}
+	}
+	_, _, stop1 := b.startWith(t, Config{ID: "s1", Period: 200 * time.Millisecond, OnLead: onLead("s1")})
+	require.Equal(t, "s1", <-leads)
+	b.startWith(t, Config{ID: "s2", Period: 200 * time.Millisecond, OnLead: onLead("s2")})
+	select {
+	case id := <-leads:
+		t.Fatalf("%s leads beside s1", id)
+	case <-time.After(time.Second):
+	}
+	stop1()
+	require.Zero(t, leading.Load(), "s1's OnLead returned before its Run did")
+	select {
+	case id := <-leads:
+		require.Equal(t, "s2", id)
+	case <-time.After(10 * time.Second):
+		t.Fatal("s2 never led")
+	}
 }
 
 // A pending job of priority 900 preempts the tenant's priority-0 job that

@@ -149,3 +149,26 @@ func budgetGauge(t *testing.T, reg *prometheus.Registry, kind string) float64 {
 	}
 	return -1
 }
+
+// A cohort's own pool (cohorts/{cohort}) is lent like members' unused
+// nominal quota: a (4 nominal GPUs) and b (4) share cohort lab on 16 GPUs;
+// a's two 8-GPU jobs need 12 borrowed, the members lend 8, so the second
+// waits for quota until the cohort gets a pool of 8 of its own.
+func TestSchedulerCohortPool(t *testing.T) {
+	b := setup(t)
+	b.tenantIn(t, "a", "lab", 4, nil)
+	b.tenantIn(t, "b", "lab", 4, nil)
+	a1 := b.submit(t, "a", "a1", 1, 8, 0)
+	a2 := b.submit(t, "a", "a2", 1, 8, 0)
+	_, reg, _ := b.start(t, "s1")
+	require.Eventually(t, func() bool { return b.admitted(t, a1) }, 10*time.Second, 20*time.Millisecond)
+	c := cycles(t, reg)
+	require.Eventually(t, func() bool { return cycles(t, reg) >= c+2 }, 5*time.Second, 20*time.Millisecond)
+	require.False(t, b.admitted(t, a2), "the members lend 8 GPUs in all: a borrows 4 for a1, a2 would need 8 more")
+	require.Equal(t, job.WaitQuota, b.load(t, a2).WaitReason)
+
+	_, err := b.store.CohortPut(b.ctx, tenant.Cohort{Name: "lab", Nominal: tenant.Quota{GPU: 8}})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return b.admitted(t, a2) }, 10*time.Second, 20*time.Millisecond,
+		"the cohort's own 8 GPUs are lent to a")
+}

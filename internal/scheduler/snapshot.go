@@ -69,7 +69,7 @@ type view struct {
 func (s *Scheduler) snapshot(ctx context.Context, now time.Time) (view, error) {
 	v := view{jobs: map[admission.Key]store.SchedJob{}, sharing: map[string]tenant.Sharing{}}
 	v.snap.Now = now
-	v.snap.Config = admission.Config{StarvationAge: s.cfg.StarvationAge}
+	v.snap.Config = admission.Config{StarvationAge: s.cfg.StarvationAge, BorrowAging: s.cfg.BorrowAging}
 
 	read, err := s.store.SchedulerRead(ctx, s.specsAfter)
 	if err != nil {
@@ -87,6 +87,15 @@ func (s *Scheduler) snapshot(ctx context.Context, now time.Time) (view, error) {
 		v.snap.Tenants = append(v.snap.Tenants, admission.Tenant{ID: t.ID, Quota: quota, Scheduling: t.Scheduling, RunTime: runTimes[t.ID].Median})
 		v.tenants = append(v.tenants, t.ID)
 		v.sharing[t.ID] = t.Sharing
+	}
+
+	for _, c := range read.Cohorts {
+		nominal, err := c.Nominal.Limits()
+		if err != nil {
+			s.log.Warn("a cohort's pool does not parse; it is left out", "cohort", c.Name, "error", err)
+			continue
+		}
+		v.snap.Cohorts = append(v.snap.Cohorts, admission.Cohort{Name: c.Name, Nominal: nominal, GPUTypes: c.GPUTypes})
 	}
 
 	rows := read.Jobs

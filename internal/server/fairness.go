@@ -3,7 +3,7 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -64,9 +64,11 @@ func (f *fairness) acquire(ctx context.Context, stream bool) (release func(), er
 	if !ok {
 		return func() {}, nil
 	}
-	adm, key := f.unary, fmt.Sprintf("caller %q", p.Subject)
+	adm, key := f.unary, ""
 	if a, ok := auth.AccessFrom(ctx); ok && a.TenantID != "" {
-		key = fmt.Sprintf("tenant %q", a.TenantID)
+		key = "tenant " + strconv.Quote(a.TenantID)
+	} else {
+		key = "caller " + strconv.Quote(p.Subject)
 	}
 	switch {
 	case p.PlatformAdmin:

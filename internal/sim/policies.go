@@ -8,6 +8,7 @@ import (
 
 	"github.com/trainyard/trainyard/internal/admission"
 	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/tenant"
 )
 
 // stepScheduler runs one scheduling cycle as the scheduler loop would:
@@ -24,17 +25,50 @@ const maxRounds = 16
 // schedule decides; when it preempted, it decides again (at most depth
 // times) since the victims' room is free at once.
 func (r *run) schedule(depth int) {
-	snap := admission.Snapshot{Now: epoch.Add(r.now), Config: admission.Config{StarvationAge: 30 * time.Minute}, Cohorts: r.cohorts}
+	d, byKey := r.decide(true)
+	if !r.prefixDecided(d) {
+		d, byKey = r.decide(false)
+	}
+	r.apply(d, byKey, depth)
+}
+
+// queuePrefix is how many pending jobs of a STRICT_FIFO tenant a cycle
+// is shown (prefixDecided).
+const queuePrefix = 16
+
+// decide builds the snapshot and decides. With prefix, a STRICT_FIFO
+// tenant's pending jobs past the first queuePrefix of its queue are left
+// out (but for requeued victims, whose preemptors they nominate): once one
+// of a tenant's jobs is not admitted under STRICT_FIFO, every later one
+// waits behind it (ORDER or PRIORITY) and changes nothing else of the
+// decision (a tenant's share in the cluster order is its own; jobs that
+// wait behind another neither hold nor preempt). prefixDecided checks
+// that the prefix did end with such a job; otherwise the cycle is decided
+// again in full. The simulation reads only admissions and preemptions.
+func (r *run) decide(prefix bool) (admission.Decision, map[admission.Key]*simJob) {
+	// The snapshot's slices and byKey are reused from cycle to cycle:
+	// Schedule keeps nothing of its input.
+	b := &r.buf
+	if b.byKey == nil {
+		b.byKey = map[admission.Key]*simJob{}
+	}
+	clear(b.byKey)
+	byKey := b.byKey
+	snap := admission.Snapshot{Now: epoch.Add(r.now), Config: admission.Config{StarvationAge: 30 * time.Minute, BorrowAging: r.aging}, Cohorts: r.cohorts,
+		Tenants: b.tenants[:0], Jobs: b.jobs[:0], Nodes: b.nodes[:0]}
 	for _, t := range r.tenants {
 		if r.policy == PolicyCohortHistory {
 			t.Sharing.Usage = r.share.usage[t.ID]
 		}
 		snap.Tenants = append(snap.Tenants, t)
 	}
-	byKey := make(map[admission.Key]*simJob, r.active)
-	snap.Jobs = make([]admission.Job, 0, r.active)
-	for _, j := range r.jobs {
-		if !r.arrived(j) {
+	r.prefixLast = r.prefixLast[:0]
+	var queues map[string][]*simJob
+	if prefix {
+		queues = r.strictQueues()
+	}
+	for _, j := range r.live {
+		if _, cut := queues[j.Tenant]; cut && !j.admitted && j.preempted == (admission.Key{}) && j.qpos >= queuePrefix {
 			continue
 		}
 		byKey[j.key] = j
@@ -57,7 +91,7 @@ func (r *run) schedule(depth int) {
 			}
 			sj.OnNodes, sj.Groups = j.onNodes, j.placedGroups
 		} else if j.preempted != (admission.Key{}) {
-			sj.PreemptedBy, sj.PreemptedByName = j.preempted, byKeyName(r.jobs, j.preempted)
+			sj.PreemptedBy, sj.PreemptedByName = j.preempted, r.names[j.preempted]
 		}
 		snap.Jobs = append(snap.Jobs, sj)
 	}
@@ -65,8 +99,59 @@ func (r *run) schedule(depth int) {
 		n.Used = n.Used.Add(r.used[n.Name])
 		snap.Nodes = append(snap.Nodes, n)
 	}
-	r.active = len(snap.Jobs)
-	d := admission.Schedule(snap)
+	b.tenants, b.jobs, b.nodes = snap.Tenants, snap.Jobs, snap.Nodes
+	for _, q := range queues {
+		if len(q) > queuePrefix {
+			r.prefixLast = append(r.prefixLast, q[queuePrefix-1].key)
+		}
+	}
+	return admission.Schedule(snap), byKey
+}
+
+// strictQueues are the pending jobs of each STRICT_FIFO tenant in queue
+// order (priority, then submission); only tenants with more than
+// queuePrefix of them.
+func (r *run) strictQueues() map[string][]*simJob {
+	count := map[string]int{}
+	for _, j := range r.live {
+		if !j.admitted {
+			count[j.Tenant]++
+		}
+	}
+	queues := map[string][]*simJob{}
+	for _, j := range r.live {
+		if j.admitted || count[j.Tenant] <= queuePrefix || r.tenants[j.Tenant].Scheduling.WithDefaults().Queueing != tenant.StrictFIFO {
+			continue
+		}
+		queues[j.Tenant] = append(queues[j.Tenant], j)
+	}
+	for _, q := range queues {
+		// r.live is in submission order: a stable sort by priority.
+		slices.SortStableFunc(q, func(a, b *simJob) int { return cmp.Compare(b.Priority, a.Priority) })
+		for i, j := range q {
+			j.qpos = i
+		}
+	}
+	return queues
+}
+
+// prefixDecided reports whether every cut queue's last job shown waits
+// behind an earlier one of its tenant: then so would the jobs left out.
+func (r *run) prefixDecided(d admission.Decision) bool {
+	if len(r.prefixLast) == 0 {
+		return true
+	}
+	behind := 0
+	for _, w := range d.Waiting {
+		if (w.Reason == job.WaitOrder || w.Reason == job.WaitPriority) && slices.Contains(r.prefixLast, w.Key) {
+			behind++
+		}
+	}
+	return behind == len(r.prefixLast)
+}
+
+// apply carries out a decision; when it preempted, it decides again.
+func (r *run) apply(d admission.Decision, byKey map[admission.Key]*simJob, depth int) {
 	for _, p := range d.Preempt {
 		v := byKey[p.Victim]
 		// It resumes from its last checkpoint: the work since is lost.
@@ -100,15 +185,6 @@ func (r *run) schedule(depth int) {
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func byKeyName(jobs []*simJob, k admission.Key) string {
-	for _, j := range jobs {
-		if j.key == k {
-			return j.Name
-		}
-	}
-	return ""
-}
-
 // stepQuotaFIFO is the admission Trainyard had before the scheduler: each
 // tenant's queue strictly in (priority, submission) order against its
 // quota only, then every admitted pod placed one at a time, first fit, in
@@ -116,9 +192,8 @@ func byKeyName(jobs []*simJob, k admission.Key) string {
 func (r *run) stepQuotaFIFO() {
 	used := map[string]job.Vector{}
 	var queue []*simJob
-	for _, j := range r.jobs {
+	for _, j := range r.live {
 		switch {
-		case !r.arrived(j):
 		case j.admitted:
 			used[j.Tenant] = used[j.Tenant].Add(demand(j.Groups))
 		default:
@@ -154,8 +229,8 @@ func (r *run) stepQuotaFIFO() {
 	// admission order, each on the first node with room; a pod that does
 	// not fit waits, and the others go on.
 	var placing []*simJob
-	for _, j := range r.jobs { // r.jobs is in submission (seq) order
-		if j.admitted && !j.done && len(j.pendingPod) > 0 {
+	for _, j := range r.live { // in submission (seq) order
+		if j.admitted && len(j.pendingPod) > 0 {
 			placing = append(placing, j)
 		}
 	}

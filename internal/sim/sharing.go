@@ -43,6 +43,13 @@ type SharingStats struct {
 	WaitBySize map[string]Stats
 	// LongestWait is the longest of those waits.
 	LongestWait time.Duration
+	// PeakBacklog is the most work that waited at one instant (the GPU
+	// time its jobs still had to run) over the cluster's GPUs, at
+	// PeakBacklogAt: how long the whole cluster would take to run the
+	// jobs then waiting. Some of them wait about that long under any
+	// order that keeps the GPUs busy, so it bounds how short the longest
+	// wait can be.
+	PeakBacklog, PeakBacklogAt time.Duration
 }
 
 // TenantShare is what a tenant received against its entitlement: while
@@ -83,6 +90,9 @@ type shareRun struct {
 	owedFrom map[string]time.Duration
 	owed     []time.Duration
 	lostSec  float64 // GPU-seconds
+	gpus     int64
+	peak     time.Duration // SharingStats.PeakBacklog
+	peakAt   time.Duration
 }
 
 type tenantNow struct {
@@ -96,6 +106,9 @@ func newShareRun(r *run) *shareRun {
 	for id := range r.tenants {
 		s.ids = append(s.ids, id)
 		s.owedFrom[id] = -1
+	}
+	for _, n := range r.nodes {
+		s.gpus += n.Allocatable[job.GPU]
 	}
 	slices.Sort(s.ids)
 	return s
@@ -132,16 +145,22 @@ func (s *shareRun) account(r *run, dt float64) {
 func (s *shareRun) observe(r *run) {
 	held, demand := map[string]int64{}, map[string]int64{}
 	head := map[string]*simJob{}
-	for _, j := range r.jobs {
-		if !r.arrived(j) {
-			continue
-		}
+	var backlog float64 // GPU-seconds
+	for _, j := range r.live {
 		g := demand1(j)
 		demand[j.Tenant] += g
+		if !j.admitted {
+			backlog += float64(g) * j.left.Seconds()
+		}
 		if j.admitted {
 			held[j.Tenant] += g
 		} else if h := head[j.Tenant]; h == nil || j.Priority > h.Priority || (j.Priority == h.Priority && j.seq < h.seq) {
 			head[j.Tenant] = j
+		}
+	}
+	if s.gpus > 0 {
+		if b := time.Duration(backlog / float64(s.gpus) * float64(time.Second)); b > s.peak {
+			s.peak, s.peakAt = b, r.now
 		}
 	}
 	for _, id := range s.ids {
@@ -166,7 +185,7 @@ func (s *shareRun) lost(v *simJob, d time.Duration) {
 
 func (s *shareRun) result(r *run) SharingStats {
 	out := SharingStats{Tenants: map[string]TenantShare{}, WaitBySize: map[string]Stats{},
-		BusyGPUHours: r.busyGPU / 3600, LostGPUHours: s.lostSec / 3600}
+		BusyGPUHours: r.busyGPU / 3600, LostGPUHours: s.lostSec / 3600, PeakBacklog: s.peak, PeakBacklogAt: s.peakAt}
 	var ratios []float64
 	for _, id := range s.ids {
 		ts := TenantShare{Nominal: s.nominal(r, id), DemandHours: s.demandT[id] / 3600,

@@ -126,6 +126,7 @@ type simJob struct {
 	placed     []placement       // pods on nodes
 	pendingPod []admission.Group // quota-fifo: admitted pods not placed yet (Count 1 each)
 	preempted  admission.Key     // scheduler: who preempted it, while it waits
+	qpos       int               // scheduler: its place in its tenant's queue (strictQueues)
 	// scheduler: the snapshot's view of an admitted job, built once.
 	onNodes      map[string]job.Vector
 	placedGroups []admission.Group
@@ -138,15 +139,32 @@ type placement struct {
 
 // Run plays the trace under a policy until every job ended or the horizon.
 func Run(tr Trace, policy string, horizon time.Duration) (Result, error) {
+	return RunWith(tr, policy, Options{Horizon: horizon})
+}
+
+// Options are a run's settings beside the trace and the policy.
+type Options struct {
+	// Horizon: the run stops at this virtual time.
+	Horizon time.Duration
+	// BorrowAging is the scheduler's admission.Config.BorrowAging (zero:
+	// off, the scheduler's default).
+	BorrowAging time.Duration
+}
+
+// RunWith is Run with more settings.
+func RunWith(tr Trace, policy string, o Options) (Result, error) {
+	horizon := o.Horizon
 	if !slices.Contains(Policies, policy) {
 		return Result{}, fmt.Errorf("sim: unknown policy %q (one of %v)", policy, Policies)
 	}
 	r := newRun(tr, policy)
+	r.aging = o.BorrowAging
 	if len(r.jobs) > 0 {
 		r.now = r.jobs[0].Submit
 	}
 	r.lastAcct = r.now
 	for {
+		r.arrive()
 		r.finishDue()
 		if policy == PolicyQuotaFIFO {
 			r.stepQuotaFIFO()
@@ -181,8 +199,16 @@ type run struct {
 	lastAcct         time.Duration
 	preemptions      int
 	share            *shareRun
-	active           int // jobs in the last snapshot: to size the next
+	buf              snapBuffers
+	aging            time.Duration   // admission.Config.BorrowAging
+	prefixLast       []admission.Key // decide's cut queues' last jobs shown
 	cohorts          []admission.Cohort
+	// live are the jobs that arrived and are not done, in submission
+	// order; r.jobs[arrivals:] have not arrived yet. Every step looks at
+	// these only, not at the whole trace.
+	live     []*simJob
+	arrivals int
+	names    map[admission.Key]string
 }
 
 func newRun(tr Trace, policy string) *run {
@@ -208,29 +234,45 @@ func newRun(tr Trace, policy string) *run {
 	r.share = newShareRun(r)
 	jobs := slices.Clone(tr.Jobs)
 	slices.SortStableFunc(jobs, func(a, b Job) int { return cmp.Compare(a.Submit, b.Submit) })
+	r.names = make(map[admission.Key]string, len(jobs))
 	for i, j := range jobs {
-		r.jobs = append(r.jobs, &simJob{
+		sj := &simJob{
 			Job: j, key: admission.Key{Tenant: j.Tenant, UID: fmt.Sprintf("%s/%s", j.Tenant, j.Name)},
 			seq: int64(i + 1), queuedAt: j.Submit, started: -1, firstStart: -1, left: j.Run,
-		})
+		}
+		r.jobs = append(r.jobs, sj)
+		r.names[sj.key] = j.Name
 	}
 	return r
+}
+
+// snapBuffers are the scheduler policies' snapshot, kept across cycles.
+type snapBuffers struct {
+	tenants []admission.Tenant
+	jobs    []admission.Job
+	nodes   []admission.Node
+	byKey   map[admission.Key]*simJob
+}
+
+// arrive adds the jobs submitted by now to the live ones.
+func (r *run) arrive() {
+	for r.arrivals < len(r.jobs) && r.jobs[r.arrivals].Submit <= r.now {
+		r.live = append(r.live, r.jobs[r.arrivals])
+		r.arrivals++
+	}
 }
 
 // nextEvent is the next arrival or end after now.
 func (r *run) nextEvent() (time.Duration, bool) {
 	best, ok := time.Duration(0), false
-	for _, j := range r.jobs {
-		t := j.Submit
-		switch {
-		case j.done:
-			continue
-		case j.started >= 0:
-			t = j.started + j.left
-		case j.Submit <= r.now:
+	if r.arrivals < len(r.jobs) {
+		best, ok = r.jobs[r.arrivals].Submit, true
+	}
+	for _, j := range r.live {
+		if j.started < 0 {
 			continue
 		}
-		if !ok || t < best {
+		if t := j.started + j.left; !ok || t < best {
 			best, ok = t, true
 		}
 	}
@@ -240,12 +282,18 @@ func (r *run) nextEvent() (time.Duration, bool) {
 // finishDue ends the jobs whose run time is over, and accounts GPU time.
 func (r *run) finishDue() {
 	r.account()
-	for _, j := range r.jobs {
+	live := r.live[:0]
+	for _, j := range r.live {
 		if j.started >= 0 && !j.done && j.started+j.left <= r.now {
 			j.done, j.end, j.left = true, r.now, 0
 			r.free(j)
 		}
+		if !j.done {
+			live = append(live, j)
+		}
 	}
+	clear(r.live[len(live):])
+	r.live = live
 }
 
 // account adds the GPU time since the last event: running jobs' GPUs are
@@ -256,10 +304,7 @@ func (r *run) account() {
 	if dt <= 0 {
 		return
 	}
-	for _, j := range r.jobs {
-		if j.done {
-			continue
-		}
+	for _, j := range r.live {
 		var gpus int64
 		for _, p := range j.placed {
 			gpus += p.req[job.GPU]
@@ -282,10 +327,8 @@ func (r *run) free(j *simJob) {
 }
 
 func (r *run) unfinished() bool {
-	return slices.ContainsFunc(r.jobs, func(j *simJob) bool { return !j.done })
+	return r.arrivals < len(r.jobs) || len(r.live) > 0
 }
-
-func (r *run) arrived(j *simJob) bool { return j.Submit <= r.now && !j.done }
 
 func (r *run) start(j *simJob) {
 	j.started = r.now

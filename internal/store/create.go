@@ -16,6 +16,7 @@ import (
 	"github.com/trainyard/trainyard/internal/audit"
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/resname"
+	"github.com/trainyard/trainyard/internal/tenant"
 )
 
 // MaxBatchCreate is the most jobs one JobCreateMany (BatchCreateJobs) takes.
@@ -192,14 +193,17 @@ func queuedStatus(now time.Time) job.Status {
 // insertJobs runs the one INSERT statement of items, which may be of
 // several tenants and callers, and says what became of each: created, a
 // replay of an earlier request (the job as it is now), or an error of the
-// item (its tenant is not active, its earlier job was purged). err is the
-// statement's own failure, untranslated (a unique violation of a name
-// rolls back every item).
+// item (its tenant is not active, its caller lacks the role it needs, its
+// earlier job was purged). err is the statement's own failure,
+// untranslated (a unique violation of a name rolls back every item).
 //
 // The statement reads the tenants' rows FOR SHARE first: that conflicts
 // with the FOR NO KEY UPDATE of TenantUpdate, so no job is inserted for a
 // tenant that an offboarding committed meanwhile, and an offboarding waits
-// for creates in flight and then sees their jobs. Idempotency keys are
+// for creates in flight and then sees their jobs. An item with a Caller
+// is inserted only if the tenant's members, as the statement reads them,
+// give the caller the role: a membership whose removal committed before
+// the statement began is refused. Idempotency keys are
 // inserted ON CONFLICT DO NOTHING before the jobs: a concurrent retry of
 // the same request waits on the key's unique index until the first
 // commits, and then creates nothing. No NOTIFY is in the transaction: the
@@ -253,11 +257,15 @@ func (s *Store) insertJobs(ctx context.Context, items []createItem) ([]JobCreate
 			notes[note{ChannelEvents, tenantID}] = struct{}{}
 			continue
 		}
-		// Not inserted: the tenant is not active, or the request id was seen.
+		// Not inserted: the tenant is not active, the caller lacks the
+		// role, or the request id was seen.
 		err, checked := inactive[tenantID]
 		if !checked {
 			err = s.tenantActive(ctx, tenantID)
 			inactive[tenantID] = err
+		}
+		if err == nil && it.p.Caller != nil {
+			err = s.callerRole(ctx, tenantID, *it.p.Caller)
 		}
 		if err == nil {
 			var w WorkerJob
@@ -299,6 +307,8 @@ func createStatement(items []createItem, status job.Status, now time.Time) (stri
 		subjects, issuers, addresses, auditIDs = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		groups                                 = make([]string, n) // JSON arrays: unnest takes no ragged 2-D array
 		rowTenants                             = make([]string, n)
+		needs                                  = make([]int32, n) // tenant.Role: 0 checks nothing
+		callers, callerGroups                  = make([]string, n), make([]string, n)
 	)
 	for i, it := range items {
 		j := it.p.Job
@@ -317,22 +327,36 @@ func createStatement(items []createItem, status job.Status, now time.Time) (stri
 		g, _ := json.Marshal(nonNilSlice(a.Groups)) // a []string always encodes
 		audited[i], subjects[i], groups[i], issuers[i], addresses[i], auditIDs[i] =
 			it.audited, a.Subject, string(g), a.Issuer, a.Address, a.ID
+		callerGroups[i] = "[]"
+		if c := it.p.Caller; c != nil {
+			g, _ := json.Marshal(nonNilSlice(c.Groups))
+			needs[i], callers[i], callerGroups[i] = int32(max(c.Role, tenant.RoleViewer)), c.Subject, string(g)
+		}
 	}
 	slices.Sort(tenants) // share locks taken in one order
 	args := []any{tenants, rowTenants, uids, names, displays, labels, creators, specs, status,
 		priorities, requests, messages, resources, details, now,
-		audited, subjects, groups, issuers, addresses, auditIDs, string(audit.JobCreate)}
+		audited, subjects, groups, issuers, addresses, auditIDs, string(audit.JobCreate),
+		needs, callers, callerGroups}
 	return `
 		WITH t AS (
 			SELECT id FROM tenants WHERE id = ANY($1::text[]) AND state = 'ACTIVE' ORDER BY id FOR SHARE
 		), i AS (
 			SELECT * FROM unnest($2::text[], $3::uuid[], $4::text[], $5::text[], $6::jsonb[], $7::text[], $8::jsonb[],
 			                     $10::int[], $11::text[], $12::text[], $13::text[], $14::jsonb[],
-			                     $16::bool[], $17::text[], $18::text[], $19::text[], $20::text[], $21::text[])
+			                     $16::bool[], $17::text[], $18::text[], $19::text[], $20::text[], $21::text[],
+			                     $23::int[], $24::text[], $25::text[])
 			     WITH ORDINALITY AS u(tenant_id, uid, name, display_name, labels, creator, spec, priority,
 			                          request_id, message, resource, details,
-			                          audited, subject, groups, issuer, address, audit_id, ord)
-			WHERE tenant_id IN (SELECT id FROM t)
+			                          audited, subject, groups, issuer, address, audit_id,
+			                          need, caller, caller_groups, ord)
+			WHERE tenant_id = ANY (ARRAY(SELECT id FROM t))
+			  AND (u.need = 0 OR u.need <= (
+			      SELECT coalesce(max(array_position(ARRAY['viewer','editor','admin'], m.role)), 0)
+			      FROM tenant_members m
+			      WHERE m.tenant_id = u.tenant_id
+			        AND (m.kind = 'subject' AND m.principal = u.caller AND u.caller <> ''
+			             OR m.kind = 'group' AND u.caller_groups::jsonb ? m.principal)))
 		), k AS (
 			INSERT INTO idempotency_keys (tenant_id, request_id, job_uid, create_time)
 			SELECT i.tenant_id, i.request_id, i.uid, $15 FROM i WHERE i.request_id <> '' ORDER BY i.ord
@@ -371,6 +395,31 @@ func (s *Store) tenantActive(ctx context.Context, tenantID string) error {
 		return translate(err, fmt.Sprintf("tenant %q", tenantID))
 	case state != "ACTIVE":
 		return fmt.Errorf("%w: tenant %q is %s", ErrFailedPrecondition, tenantID, state)
+	}
+	return nil
+}
+
+// callerRole says why an item with a Caller was not inserted when the
+// caller's role is the reason: a *RoleError.
+func (s *Store) callerRole(ctx context.Context, tenantID string, c RoleCheck) error {
+	rows, err := s.pool.Query(ctx, `SELECT role FROM tenant_members WHERE tenant_id = $1
+		AND (kind = 'subject' AND principal = $2 AND $2 <> '' OR kind = 'group' AND principal = ANY($3::text[]))`,
+		tenantID, c.Subject, nonNilSlice(c.Groups))
+	if err != nil {
+		return translate(err, tenantWhat(tenantID))
+	}
+	roles, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return translate(err, tenantWhat(tenantID))
+	}
+	have := tenant.RoleNone
+	for _, r := range roles {
+		if role, _ := tenant.ParseRole(r); role > have {
+			have = role
+		}
+	}
+	if need := max(c.Role, tenant.RoleViewer); have < need {
+		return &RoleError{Tenant: tenantID, Have: have, Need: need}
 	}
 	return nil
 }

@@ -272,3 +272,84 @@ func TestJobCreateConcurrentCallers(t *testing.T) {
 	}
 	require.Equal(t, 60, b.count(t, `SELECT count(*) FROM audit_records WHERE action = 'job.create'`))
 }
+
+// TestJobCreateChecksCallerRole: a create with a Caller is refused with a
+// *RoleError, creating nothing, unless the tenant's members give the
+// caller the role now, by subject or by group; a member removed is
+// refused by the next create, and the refusal says what role they have.
+func TestJobCreateChecksCallerRole(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a",
+		tenant.Member{Subject: "ed", Role: tenant.RoleEditor},
+		tenant.Member{Subject: "vi", Role: tenant.RoleViewer},
+		tenant.Member{Group: "ml", Role: tenant.RoleEditor})
+	b.tenantCreate(t, "b", tenant.Member{Subject: "other", Role: tenant.RoleAdmin})
+	create := func(name string, c *RoleCheck) error {
+		_, _, err := b.store.JobCreate(b.ctx, JobCreateParams{
+			Job: job.Job{Tenant: "a", Name: name, Spec: testSpec(), Creator: "x"}, RequestID: "req-" + name, Caller: c})
+		return err
+	}
+	editor := func(subject string, groups ...string) *RoleCheck {
+		return &RoleCheck{Subject: subject, Groups: groups, Role: tenant.RoleEditor}
+	}
+	tests := []struct {
+		name   string
+		caller *RoleCheck
+		want   *RoleError // nil: created
+	}{
+		{"an editor by subject", editor("ed"), nil},
+		{"an editor by group", editor("someone", "ml"), nil},
+		{"no check", nil, nil},
+		{"a viewer", editor("vi"), &RoleError{Tenant: "a", Have: tenant.RoleViewer, Need: tenant.RoleEditor}},
+		{"a stranger", editor("nobody", "ops"), &RoleError{Tenant: "a", Need: tenant.RoleEditor}},
+		{"another tenant's admin", editor("other"), &RoleError{Tenant: "a", Need: tenant.RoleEditor}},
+		{"an empty subject matches no member", editor(""), &RoleError{Tenant: "a", Need: tenant.RoleEditor}},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			name := fmt.Sprintf("j%d", i)
+			err := create(name, tc.caller)
+			if tc.want == nil {
+				require.NoError(t, err)
+				return
+			}
+			var re *RoleError
+			require.ErrorAs(t, err, &re)
+			require.Equal(t, tc.want, re)
+			require.Zero(t, b.count(t, `SELECT count(*) FROM jobs WHERE tenant_id = 'a' AND name = $1`, name))
+			require.Zero(t, b.count(t, `SELECT count(*) FROM idempotency_keys WHERE tenant_id = 'a' AND request_id = $1`, "req-"+name))
+		})
+	}
+
+	// Revoked: the next create is refused, without anything in between.
+	require.NoError(t, create("before", editor("ed")))
+	_, err := b.store.TenantUpdate(b.ctx, "a", func(tn *tenant.Tenant) error {
+		tn.Members = []tenant.Member{{Subject: "vi", Role: tenant.RoleViewer}}
+		return nil
+	})
+	require.NoError(t, err)
+	var re *RoleError
+	require.ErrorAs(t, create("after", editor("ed")), &re)
+	require.Equal(t, tenant.RoleNone, re.Have)
+
+	// Shared statements: each item's caller is checked on its own.
+	var (
+		wg   sync.WaitGroup
+		errs = make([]error, 20)
+	)
+	for i := range errs {
+		c := editor("vi")
+		if i%2 == 0 {
+			c = nil
+		}
+		wg.Go(func() { errs[i] = create(fmt.Sprintf("shared-%d", i), c) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if i%2 == 0 {
+			require.NoError(t, err, "item %d", i)
+		} else {
+			require.ErrorAs(t, err, &re, "item %d", i)
+		}
+	}
+}

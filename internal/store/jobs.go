@@ -15,6 +15,7 @@ import (
 	"github.com/trainyard/trainyard/internal/audit"
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/resname"
+	"github.com/trainyard/trainyard/internal/tenant"
 )
 
 // JobCreateParams is a job to create.
@@ -26,6 +27,37 @@ type JobCreateParams struct {
 	// RequestID (AIP-155), optional: a create with a request id seen before
 	// in this tenant returns the first job instead of creating one.
 	RequestID string
+	// Caller, optional, is who asks, when the create must check their role
+	// itself: the job is created only if the tenant's members, read in the
+	// create's own statement (which holds the tenant's row), still give
+	// the caller at least Caller.Role; otherwise the create fails with a
+	// *RoleError. The API sets it when it authorized the call from a
+	// tenant record kept in memory (auth.TenantCache), so that a member
+	// removed since is refused at once.
+	Caller *RoleCheck
+}
+
+// RoleCheck is a role a caller must hold in a job's tenant
+// (JobCreateParams.Caller): their subject's, or one of their groups'.
+type RoleCheck struct {
+	Subject string
+	Groups  []string
+	Role    tenant.Role
+}
+
+// RoleError is a create refused because its caller does not hold the
+// role it needs in the tenant (JobCreateParams.Caller); Have is the role
+// the members give them now (tenant.RoleNone: none).
+type RoleError struct {
+	Tenant     string
+	Have, Need tenant.Role
+}
+
+func (e *RoleError) Error() string {
+	if e.Have == tenant.RoleNone {
+		return fmt.Sprintf("the caller has no role in tenant %q", e.Tenant)
+	}
+	return fmt.Sprintf("the caller is %s in tenant %q and needs %s", e.Have, e.Tenant, e.Need)
 }
 
 // JobListParams filters and pages JobList.

@@ -115,6 +115,8 @@ type SchedulerRead struct {
 	Tenants []SchedTenant
 	// Jobs are every unfinished job the scheduler decides on or counts.
 	Jobs []SchedJob
+	// Cohorts are the cohorts' own pools (Name, Nominal and GPUTypes).
+	Cohorts []tenant.Cohort
 }
 
 // SchedulerRead reads the active tenants and every unfinished job the
@@ -133,6 +135,15 @@ func (s *Store) SchedulerRead(ctx context.Context, specsAfter int64) (SchedulerR
 			var t SchedTenant
 			err := r.Scan(&t.ID, &t.Quota, &t.Scheduling, &t.Sharing)
 			return t, err
+		})
+		return err
+	})
+	b.Queue(`SELECT name, nominal, gpu_types FROM cohorts ORDER BY name`).Query(func(rows pgx.Rows) error {
+		var err error
+		out.Cohorts, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (tenant.Cohort, error) {
+			var c tenant.Cohort
+			err := r.Scan(&c.Name, &c.Nominal, &c.GPUTypes)
+			return c, err
 		})
 		return err
 	})

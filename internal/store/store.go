@@ -157,6 +157,9 @@ func translate(err error, what string) error {
 	if expired := (*EventsExpiredError)(nil); errors.As(err, &expired) {
 		return err
 	}
+	if role := (*RoleError)(nil); errors.As(err, &role) {
+		return err
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("%w: %s", ErrNotFound, what)
 	}

@@ -162,8 +162,8 @@ func (w *Worker) logTail(ctx context.Context, ns, pod string) (string, error) {
 // the deletes. Plan never asks, in one pass, to create a pod under a name
 // whose old pod it deletes, so the groups are independent; they run in
 // that order because the pods are what the user and the kube-scheduler
-// wait for. (The job's EndpointSlice is written after the actions, by
-// syncEndpoints: it needs the pods' addresses.) AlreadyExists on create is adoption (names are deterministic),
+// wait for. (The job's EndpointSlice is the slice controller's: package
+// endpoints.) AlreadyExists on create is adoption (names are deterministic),
 // NotFound on delete is success. The error is the first terminal one if
 // any (the job fails), else all retryable ones joined.
 //
@@ -183,8 +183,6 @@ func (w *Worker) act(ctx context.Context, p *pass, actions []job.Action) error {
 			creates = append(creates, func(ctx context.Context) error { return w.createTensorBoard(ctx, p) })
 		case job.ActDeletePod:
 			deletes = append(deletes, func(ctx context.Context) error { return w.deletePod(ctx, p, a.Pod) })
-		case job.ActDeleteEndpoints:
-			deletes = append(deletes, func(ctx context.Context) error { return w.deleteSlice(ctx, p) })
 		case job.ActDeleteTensorBoard:
 			deletes = append(deletes, func(ctx context.Context) error { return w.deleteTensorBoard(ctx, p) })
 		}
@@ -441,21 +439,6 @@ func (w *Worker) deletePod(ctx context.Context, p *pass, name string) error {
 		return nil
 	}
 	return w.deleteObject(ctx, "pods", pod.Namespace, name, pod.UID)
-}
-
-// deleteSlice deletes the job's EndpointSlice, the one the pass observed.
-func (w *Worker) deleteSlice(ctx context.Context, p *pass) error {
-	es := p.objs.slice
-	if es == nil {
-		return nil
-	}
-	err := w.deleteObject(ctx, "endpointslices", es.Namespace, es.Name, es.UID)
-	if err == nil {
-		// Gone, or going: a memo of the last write must not bring it back
-		// into a later pass's view (observeSlice).
-		w.slices.Forget(p.ns, p.key.UID)
-	}
-	return err
 }
 
 func (w *Worker) deleteTensorBoard(ctx context.Context, p *pass) error {

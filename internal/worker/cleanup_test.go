@@ -215,7 +215,9 @@ func TestOrphanSweep(t *testing.T) {
 	// The EndpointSlice a cleanup missed (the late job's, written after it
 	// was let go), and the namespace's Service of replicas, which is no
 	// job's.
-	lateSlice := kube.RenderEndpointSlice(job.Job{UID: cleaned.UID, Tenant: "acme", Name: "cleaned"}, "ty-acme", nil)
+	lateSlice := kube.RenderEndpointSlice("ty-acme", []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "cleaned-chief-0", Labels: map[string]string{
+		kube.LabelTenant: "acme", kube.LabelJob: "cleaned", kube.LabelJobUID: cleaned.UID,
+	}}}})
 	_, err = b.kube.DiscoveryV1().EndpointSlices("ty-acme").Create(b.ctx, lateSlice, metav1.CreateOptions{})
 	require.NoError(t, err)
 	// A TensorBoard Service's slice, made by the controller manager with

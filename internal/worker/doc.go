@@ -21,15 +21,18 @@
 //
 //	Postgres ──NOTIFY──► claim / renew (ownership.Keeper) ──► owned set (ownership.Set)
 //	   ▲                                                   │
-//	   │                informers: pods, Services,         │ owned keys
-//	   │                EndpointSlices (label selected) ───┤ events → job key
+//	   │                informers: pods, Services          │ owned keys
+//	   │                (label selected) ──────────────────┤ events → job key
 //	   │                                                   ▼
 //	   │           workqueue by job key (internal/controller.Loop; unstarted first)
 //	   │                                                   │
 //	   │                                                   ▼
 //	   └── JobSave / JobPark / JobPurge ◄── reconcile pass (reconcile.go, act.go)
 //	                                                       │
-//	                                     pods, TensorBoard, EndpointSlice (endpoints.Writer)
+//	                                     pods, TensorBoard
+//
+//	slice controller (endpoints/), on the process holding the scheduler lease:
+//	    the job's replica pods in the cache → its EndpointSlice
 //
 //	orphan sweep (sweep.go), every minute: objects of purged or cleaned-up jobs → delete
 //
@@ -41,7 +44,7 @@
 //	ownership/        the owned-job set, the claim and renewal loop, the state diagram
 //	reconcile.go      one pass: load, observe, plan, save, let go
 //	act.go            the Kubernetes calls of a plan; log tails; adoption
-//	endpoints/        the job's EndpointSlice writer (endpoints.go calls it from the pass)
+//	endpoints/        the EndpointSlice controller: each job's slice from its pods alone
 //	expectations.go   writes whose informer events have not come yet
 //	requeue.go        a preempted or unschedulable job back to the queue
 //	sweep.go          the orphan sweep
@@ -97,11 +100,6 @@
 //	                                 (ownership doc); AlreadyExists = adopt (below), NotFound = done;
 //	                                 invalid/forbidden → the job FAILS with the API server's
 //	                                 reason and message and a Warning event
-//	EndpointSlice                    the job's, of its namespace's headless Service of
-//	                                 replicas (no selector), written when its replicas'
-//	                                 addresses differ from what the cache (or this worker's
-//	                                 last write) shows (endpoints.go); not in a pass that
-//	                                 deletes it
 //	Forget                           letting go (below), then: final job: JobSave Done
 //	                                 (inactive, unowned); deleted job: JobPurge
 //	requeue                          Requeue → now; RequeueAfter → AddAfter (the deadline
@@ -119,9 +117,7 @@
 // Letting go. Once a job is let go (Done, or purged) its informer events
 // are dropped, so anything of it that exists without the caches showing it
 // yet — a cancel or deadline during dispatch, a failure after the
-// TensorBoard was created in the same pass — would stay for ever. (The
-// job's EndpointSlice is seen through this worker's memo of its last write
-// as well as through the cache: observeSlice.) The caches are
+// TensorBoard was created in the same pass — would stay for ever. The caches are
 // trusted for the rest: what this worker did not just create, they show.
 // So a job is not let go while creates of it are awaited by the caches
 // (expectations), and a create whose expectation lapsed (30 s without its

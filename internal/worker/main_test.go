@@ -6,6 +6,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -74,6 +75,17 @@ func (b *bundle) newWorker(t *testing.T, id string, opts ...func(*Config)) *Work
 	require.True(t, cache.WaitForCacheSync(b.ctx.Done(), w.pods.HasSynced, w.services.HasSynced, w.endpoints.HasSynced))
 	w.synced.Store(true)
 	return w
+}
+
+// leadSlices runs the worker's EndpointSlice controller, leading, for the
+// rest of the test (in a process, the holder of the scheduler lease leads).
+func (b *bundle) leadSlices(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(b.ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { b.w.slices.Run(ctx, 1) })
+	wg.Go(func() { b.w.LeadEndpoints(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
 }
 
 // buildWorker builds a worker on the bundle's store and clientset without

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -44,12 +43,9 @@ type objects struct {
 	tbSvc *corev1.Service
 	// legacySvc is the headless Service of a job dispatched before the
 	// Service of replicas was the namespace's: its pods' TF_CONFIG names
-	// their peers under it, so its slice goes on naming it (syncEndpoints);
-	// the orphan sweep deletes it once the job is let go.
+	// their peers under it, so its slice goes on naming it (package
+	// endpoints); the orphan sweep deletes it once the job is let go.
 	legacySvc *corev1.Service
-	// slice is the job's EndpointSlice: the cache's, or this worker's last
-	// write of it when the cache does not show that yet (endpoints.Writer).
-	slice *discoveryv1.EndpointSlice
 }
 
 // reconcile loads a job (the first pass over a job claimed unstarted takes
@@ -138,13 +134,10 @@ func (w *Worker) planInput(p *pass, obs job.Observed) job.PlanInput {
 func (w *Worker) observe(ns, uid string) (job.Observed, objects) {
 	pods, _ := w.pods.GetIndexer().ByIndex(indexJobUID, jobIndexKey(ns, uid))
 	svcs, _ := w.services.GetIndexer().ByIndex(indexJobUID, jobIndexKey(ns, uid))
-	obs, objs := observed(pods, svcs)
-	w.observeSlice(ns, uid, &obs, &objs)
-	return obs, objs
+	return observed(pods, svcs)
 }
 
-// observed builds Plan's view of a job from its pods and Services (the
-// EndpointSlice is observeSlice's).
+// observed builds Plan's view of a job from its pods and Services.
 func observed(pods, svcs []any) (job.Observed, objects) {
 	var obs job.Observed
 	objs := objects{pods: map[string]*corev1.Pod{}}
@@ -220,7 +213,6 @@ func (w *Worker) observeLapsed(ctx context.Context, p *pass, lapsed []string) (o
 		}
 	}
 	obs, objs = observed(pods, svcs)
-	w.observeSlice(p.ns, p.key.UID, &obs, &objs)
 	return obs, objs, found, nil
 }
 
@@ -259,16 +251,6 @@ func (w *Worker) apply(ctx context.Context, p *pass, plan job.PlanResult) (resul
 	var park time.Duration
 	if mustSave {
 		park = w.parkFor(p, plan)
-	}
-	if (done || park > 0) && !deletesEndpoints(plan.Actions) {
-		// The last pass: the slice must not go on listing the addresses
-		// the finished pods gave back.
-		if !w.own.Leased(p.key, time.Now(), w.cfg.LeaseTTL/10) {
-			return result{}, errorf(errReasonLease, fmt.Errorf("job %s: lease not confirmed; waiting for renewal", p.key))
-		}
-		if _, err := w.syncEndpoints(ctx, p, true); err != nil {
-			return result{}, errorf(errReasonKube, err)
-		}
 	}
 	saved := false
 	if mustSave {
@@ -316,17 +298,6 @@ func (w *Worker) apply(ctx context.Context, p *pass, plan job.PlanResult) (resul
 		return w.failTerminal(ctx, p, plan.Status, err)
 	}
 	w.noteDispatch(p)
-	var recheck time.Duration
-	// A pass that records how replicas ended (plan.Requeue) is followed at
-	// once by the pass that decides on it, which writes the slice, or
-	// deletes it with the job's cleanup: a job whose pods all end is then
-	// one slice write the less (its addresses were emptied, then the slice
-	// deleted).
-	if !purge && !deletesEndpoints(plan.Actions) && !plan.Requeue {
-		if recheck, err = w.syncEndpoints(ctx, p, plan.Status.State.Final()); err != nil {
-			return result{}, errorf(errReasonKube, err)
-		}
-	}
 	if purge {
 		if err := w.store.JobPurge(ctx, w.cfg.ID, p.key.Tenant, p.key.UID); err != nil {
 			if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrNotFound) {
@@ -342,11 +313,7 @@ func (w *Worker) apply(ctx context.Context, p *pass, plan job.PlanResult) (resul
 	if after := w.parkFor(p, plan); after > 0 {
 		return w.park(ctx, p, after)
 	}
-	after := plan.RequeueAfter
-	if recheck > 0 && (after <= 0 || recheck < after) {
-		after = recheck
-	}
-	return result{requeue: plan.Requeue, after: after}, nil
+	return result{requeue: plan.Requeue, after: plan.RequeueAfter}, nil
 }
 
 // parkFor is how long a finished job that needs nothing before its kept
@@ -412,7 +379,7 @@ func (w *Worker) finishing(ctx context.Context, p *pass, plan job.PlanResult) (j
 		}
 		if found {
 			w.log.Info("the job ended with objects the informers never showed; deleting them before letting it go",
-				"job", p.key, "pods", len(obs.Pods), "endpoints", obs.Endpoints)
+				"job", p.key, "pods", len(obs.Pods))
 			p.objs = objs
 			plan = job.Plan(w.planInput(p, obs))
 		}
@@ -420,7 +387,7 @@ func (w *Worker) finishing(ctx context.Context, p *pass, plan job.PlanResult) (j
 	// Plan only ever sets CleanedUp; what is let go must say exactly
 	// whether anything is left, because the orphan sweep deletes what is
 	// left of a job that says nothing is.
-	plan.Status.CleanedUp = len(p.objs.pods) == 0 && p.objs.slice == nil && p.objs.tbPod == nil && p.objs.tbSvc == nil
+	plan.Status.CleanedUp = len(p.objs.pods) == 0 && p.objs.tbPod == nil && p.objs.tbSvc == nil
 	if plan.Forget && len(plan.Actions) == 0 {
 		return plan, true, result{}, nil
 	}

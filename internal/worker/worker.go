@@ -39,7 +39,7 @@ type Worker struct {
 	factory   informers.SharedInformerFactory
 	pods      cache.SharedIndexInformer
 	services  cache.SharedIndexInformer
-	endpoints cache.SharedIndexInformer // the jobs' EndpointSlices (endpoints.go)
+	endpoints cache.SharedIndexInformer // the jobs' EndpointSlices (the slice controller's)
 	// podFactory holds the pod informer (Config.Pods or the worker's own).
 	podFactory informers.SharedInformerFactory
 	podLister  listerscorev1.PodLister
@@ -50,8 +50,9 @@ type Worker struct {
 	// batches holds the jobs whose pod events wait for their pass
 	// (podEventBatch, podEventLazy).
 	batches *batches
-	// slices writes the jobs' EndpointSlices (package endpoints).
-	slices  *endpoints.Writer
+	// slices writes the jobs' EndpointSlices while this process leads
+	// (package endpoints, LeadEndpoints).
+	slices  *endpoints.Controller
 	tenants *tenantCache
 	// keeper claims jobs into own and renews their lease (leases.go).
 	keeper *ownership.Keeper
@@ -130,7 +131,13 @@ func New(cfg Config) (*Worker, error) {
 			return nil, fmt.Errorf("worker: informer index: %w", err)
 		}
 	}
-	w.slices = endpoints.NewWriter(cfg.Kube, w.endpoints, indexJobUID, w.count)
+	var err error
+	if w.slices, err = endpoints.New(endpoints.Config{
+		Kube: cfg.Kube, Pods: w.pods, Services: w.services, Slices: w.endpoints, Index: indexJobUID,
+		Mine: w.tenantNamespace, Count: w.count, Metrics: w.metrics.queue, Logger: w.log,
+	}); err != nil {
+		return nil, err
+	}
 	for kind, inf := range map[string]cache.SharedIndexInformer{"pod": w.pods, "service": w.services} {
 		delay := serviceEventDelay
 		if kind == "pod" {
@@ -159,21 +166,24 @@ func New(cfg Config) (*Worker, error) {
 			return nil, err
 		}
 	}
-	// A slice's own changes are the worker's writes; only its deletion
-	// calls for a pass (the cleanup's, which then lets the job go; or
-	// someone else's, and the pass writes it again).
-	if _, err := w.endpoints.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { w.slices.Seen(obj, false) },
-		UpdateFunc: func(_, cur any) { w.slices.Seen(cur, false) },
-		DeleteFunc: func(obj any) {
-			w.slices.Seen(obj, true)
-			w.observed("endpointslice", obj, true)
-			w.enqueueOwner(obj, 0)
-		},
-	}); err != nil {
-		return nil, err
-	}
 	return w, nil
+}
+
+// LeadEndpoints makes this worker's slice controller the one writing
+// every job's EndpointSlice until ctx ends (package endpoints). The
+// process that holds the scheduler lease calls it (scheduler.Config.OnLead):
+// one writer at a time, chosen by a lease that exists anyway.
+func (w *Worker) LeadEndpoints(ctx context.Context) { w.slices.Lead(ctx) }
+
+// tenantNamespace reports whether ns is tenant tenantID's namespace in
+// this installation (endpoints.Config.Mine).
+func (w *Worker) tenantNamespace(ctx context.Context, ns, tenantID string) (bool, error) {
+	t, found, err := w.tenants.lookup(ctx, tenantID)
+	if err != nil || !found {
+		return false, err
+	}
+	want, err := namespaceOf(t)
+	return err == nil && want == ns, nil
 }
 
 // Ready reports whether the worker is doing its work: its caches are
@@ -226,6 +236,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	var workers sync.WaitGroup
 	loops.Go(func() { w.runSweep(ctx) })
 	workers.Go(func() { w.loop.Run(workCtx, w.cfg.Concurrency) })
+	workers.Go(func() { w.slices.Run(ctx, 2) })
 	<-ctx.Done()
 	drain := time.AfterFunc(5*time.Second, cancelWork)
 	defer drain.Stop()

@@ -2,18 +2,15 @@ package endpoints
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/kube"
 )
 
@@ -70,21 +67,14 @@ func (w *Writer) Observe(ns, uid string) *discoveryv1.EndpointSlice {
 	return slice
 }
 
-// Sync brings the slice of job j, in namespace ns, to list pods, given
-// have, the slice Observe returned for the pass. legacySvc, when not nil,
-// is the job's own headless Service (a job dispatched before the Service of
-// replicas was the namespace's): its replicas' names are under it, so the
-// slice names it. No slice is created while it would be empty (DNS answers
-// a missing slice as it does an empty one), nor for a finished job (final).
-// It returns how soon to look again when the slice could not be brought up
-// to date now.
-func (w *Writer) Sync(ctx context.Context, j job.Job, ns string, pods []*corev1.Pod, legacySvc *corev1.Service,
-	have *discoveryv1.EndpointSlice, final bool) (time.Duration, error) {
-	want := kube.RenderEndpointSlice(j, ns, pods)
-	if legacySvc != nil {
-		want.Labels[discoveryv1.LabelServiceName] = legacySvc.Name
-	}
-	memoKey := key(ns, j.UID)
+// Sync brings the job's slice to want (kube.RenderEndpointSlice), given
+// have, the slice Observe returned. No slice is created while it would be
+// empty: DNS answers a missing slice as it does an empty one. It returns
+// how soon to look again when the slice could not be brought up to date
+// now: a create that finds it there (another writer's, before the cache
+// shows it) or an update that conflicts or finds it gone.
+func (w *Writer) Sync(ctx context.Context, want, have *discoveryv1.EndpointSlice) (time.Duration, error) {
+	memoKey := key(want.Namespace, want.Labels[kube.LabelJobUID])
 	if have != nil && kube.EndpointSliceCurrent(have, want) {
 		return 0, nil
 	}
@@ -94,26 +84,27 @@ func (w *Writer) Sync(ctx context.Context, j job.Job, ns string, pods []*corev1.
 		err     error
 	)
 	if have == nil {
-		if final || len(want.Endpoints) == 0 {
+		if len(want.Endpoints) == 0 {
 			return 0, nil
 		}
 		start := time.Now()
 		written, err = slices.Create(ctx, want, metav1.CreateOptions{})
 		w.count("create", "endpointslices", start, err)
 		if apierrors.IsAlreadyExists(err) {
-			// Written by a worker that had the job before, and not in the
-			// cache yet; it shows Trainyard's slices only, so one that
-			// never appears there is someone else's.
-			return 0, fmt.Errorf("EndpointSlice %s/%s exists but is not in the cache yet (or not Trainyard's); trying again", want.Namespace, want.Name)
+			// Written by the writer before this one (another process
+			// led before), and not in the cache yet; the cache shows
+			// Trainyard's slices only, so one that never appears there
+			// is someone else's, and is never adopted.
+			return Recheck, nil
 		}
 	} else {
-		want.ResourceVersion = have.ResourceVersion
+		want.ResourceVersion, want.UID = have.ResourceVersion, have.UID
 		start := time.Now()
 		written, err = slices.Update(ctx, want, metav1.UpdateOptions{})
 		w.count("update", "endpointslices", start, err)
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			// Written by a worker that had the job before, or deleted by
-			// someone: the cache brings the news.
+			// Written by the writer before this one, or deleted by
+			// someone (the orphan sweep): the cache brings the news.
 			w.writes.Delete(memoKey)
 			return Recheck, nil
 		}
@@ -122,6 +113,27 @@ func (w *Writer) Sync(ctx context.Context, j job.Job, ns string, pods []*corev1.
 		return 0, err
 	}
 	w.writes.Store(memoKey, written)
+	return 0, nil
+}
+
+// Delete deletes have, a job's slice, with its UID as a precondition (a
+// slice of the same name written since is another's business), and
+// forgets the memo of it: a deleted slice must not come back into a later
+// Observe. A slice already gone is no error; one that changed meanwhile
+// is looked at again after Recheck, once the cache shows it.
+func (w *Writer) Delete(ctx context.Context, have *discoveryv1.EndpointSlice) (time.Duration, error) {
+	start := time.Now()
+	err := w.kube.DiscoveryV1().EndpointSlices(have.Namespace).Delete(ctx, have.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &have.UID},
+	})
+	w.count("delete", "endpointslices", start, err)
+	w.writes.Delete(key(have.Namespace, have.Labels[kube.LabelJobUID]))
+	switch {
+	case apierrors.IsConflict(err):
+		return Recheck, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return 0, err
+	}
 	return 0, nil
 }
 
@@ -140,7 +152,3 @@ func (w *Writer) Seen(obj any, gone bool) {
 		w.writes.CompareAndDelete(k, m)
 	}
 }
-
-// Forget drops the memo of a job's slice once it was deleted (or is
-// going): it must not bring the slice back into a later pass's view.
-func (w *Writer) Forget(ns, uid string) { w.writes.Delete(key(ns, uid)) }

@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/worker/workertest"
 )
@@ -45,39 +44,51 @@ func TestWriterRemembersItsWriteUntilTheCacheShowsIt(t *testing.T) {
 	defer cancel()
 	require.True(t, cache.WaitForCacheSync(ctx.Done(), inf.HasSynced))
 
-	j := job.Job{Tenant: "acme", Name: "tj", UID: "00000000-0000-0000-0000-000000000001",
-		Spec: job.Spec{Replicas: []job.ReplicaSpec{{Type: job.Chief, Count: 1}, {Type: job.Worker, Count: 1}}}}
-	j.Spec.Default()
+	const uid = "00000000-0000-0000-0000-000000000001"
 	pod := func(name, ip string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ty-acme"},
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ty-acme", Labels: map[string]string{
+			kube.LabelManagedBy: kube.ManagedByValue, kube.LabelTenant: "acme", kube.LabelJob: "tj", kube.LabelJobUID: uid,
+		}}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: kube.ContainerName, Ports: []corev1.ContainerPort{{Name: kube.PortName, ContainerPort: 2222}}}}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip}}
 	}
-	require.Nil(t, w.Observe("ty-acme", j.UID))
-	_, err = w.Sync(ctx, j, "ty-acme", nil, nil, nil, false)
+	require.Nil(t, w.Observe("ty-acme", uid))
+	_, err = w.Sync(ctx, kube.RenderEndpointSlice("ty-acme", []*corev1.Pod{pod("tj-chief-0", "")}), nil)
 	require.NoError(t, err)
 	require.Zero(t, calls, "an empty slice is not created")
 
 	pods := []*corev1.Pod{pod("tj-chief-0", "10.0.0.1"), pod("tj-worker-0", "10.0.0.2")}
-	_, err = w.Sync(ctx, j, "ty-acme", pods, nil, nil, false)
+	_, err = w.Sync(ctx, kube.RenderEndpointSlice("ty-acme", pods), nil)
 	require.NoError(t, err)
 	require.Equal(t, 1, calls)
-	written := w.Observe("ty-acme", j.UID)
+	written := w.Observe("ty-acme", uid)
 	require.NotNil(t, written, "the write, before the cache shows it")
 	require.Len(t, written.Endpoints, 2)
 
-	_, err = w.Sync(ctx, j, "ty-acme", pods, nil, written, false)
+	_, err = w.Sync(ctx, kube.RenderEndpointSlice("ty-acme", pods), written)
 	require.NoError(t, err)
 	require.Equal(t, 1, calls, "nothing changed: nothing sent")
 
 	require.Eventually(t, func() bool {
-		_, memo := w.writes.Load("ty-acme/" + j.UID)
+		_, memo := w.writes.Load("ty-acme/" + uid)
 		return !memo && len(inf.GetStore().List()) == 1
 	}, 5*time.Second, time.Millisecond, "the cache shows the write: the memo goes")
-	require.Len(t, w.Observe("ty-acme", j.UID).Endpoints, 2)
+	require.Len(t, w.Observe("ty-acme", uid).Endpoints, 2)
 
-	w.Forget("ty-acme", j.UID)
-	_, err = w.Sync(ctx, j, "ty-acme", pods[:1], nil, w.Observe("ty-acme", j.UID), true)
+	_, err = w.Sync(ctx, kube.RenderEndpointSlice("ty-acme", pods[:1]), w.Observe("ty-acme", uid))
 	require.NoError(t, err)
 	require.Equal(t, 2, calls, "an address gone: updated")
-	require.Len(t, w.Observe("ty-acme", j.UID).Endpoints, 1)
+	require.Len(t, w.Observe("ty-acme", uid).Endpoints, 1)
+
+	// Created again by another writer before the cache shows it: look
+	// again soon, no error.
+	recheck, err := w.Sync(ctx, kube.RenderEndpointSlice("ty-acme", pods), nil)
+	require.NoError(t, err)
+	require.Equal(t, Recheck, recheck)
+
+	_, err = w.Delete(ctx, w.Observe("ty-acme", uid))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return w.Observe("ty-acme", uid) == nil }, 5*time.Second, time.Millisecond,
+		"deleted: neither the memo nor the cache shows it")
+	_, err = w.Delete(ctx, written)
+	require.NoError(t, err, "a slice already gone is no error")
 }

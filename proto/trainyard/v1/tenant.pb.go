@@ -405,6 +405,351 @@ func (Role) EnumDescriptor() ([]byte, []int) {
 	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{6}
 }
 
+// A cohort of tenants that lend one another their unused nominal quota
+// (Sharing.cohort names it), with a pool of its own that nobody owns.
+type Cohort struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// cohorts/{cohort}: the name tenants' sharing.cohort gives, a DNS-1123
+	// label.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The cohort's own pool, lent to its members beside what they lend one
+	// another. An unset field is none of that resource.
+	NominalQuota *Quota `protobuf:"bytes,2,opt,name=nominal_quota,json=nominalQuota,proto3" json:"nominal_quota,omitempty"`
+	// The pool's GPUs per GPU model (the node label nvidia.com/gpu.product).
+	GpuTypes map[string]int64 `protobuf:"bytes,3,rep,name=gpu_types,json=gpuTypes,proto3" json:"gpu_types,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// The tenants of the cohort, by name (tenants/{tenant}). Output only.
+	Tenants []string `protobuf:"bytes,4,rep,name=tenants,proto3" json:"tenants,omitempty"`
+	// Unset while the cohort has no pool. Output only.
+	CreateTime *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	// Output only.
+	UpdateTime    *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Cohort) Reset() {
+	*x = Cohort{}
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Cohort) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Cohort) ProtoMessage() {}
+
+func (x *Cohort) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Cohort.ProtoReflect.Descriptor instead.
+func (*Cohort) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *Cohort) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Cohort) GetNominalQuota() *Quota {
+	if x != nil {
+		return x.NominalQuota
+	}
+	return nil
+}
+
+func (x *Cohort) GetGpuTypes() map[string]int64 {
+	if x != nil {
+		return x.GpuTypes
+	}
+	return nil
+}
+
+func (x *Cohort) GetTenants() []string {
+	if x != nil {
+		return x.Tenants
+	}
+	return nil
+}
+
+func (x *Cohort) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
+	}
+	return nil
+}
+
+func (x *Cohort) GetUpdateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdateTime
+	}
+	return nil
+}
+
+type PutCohortRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The cohort, named cohorts/{cohort}.
+	Cohort        *Cohort `protobuf:"bytes,1,opt,name=cohort,proto3" json:"cohort,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutCohortRequest) Reset() {
+	*x = PutCohortRequest{}
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutCohortRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutCohortRequest) ProtoMessage() {}
+
+func (x *PutCohortRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutCohortRequest.ProtoReflect.Descriptor instead.
+func (*PutCohortRequest) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *PutCohortRequest) GetCohort() *Cohort {
+	if x != nil {
+		return x.Cohort
+	}
+	return nil
+}
+
+type GetCohortRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// cohorts/{cohort}
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCohortRequest) Reset() {
+	*x = GetCohortRequest{}
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCohortRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCohortRequest) ProtoMessage() {}
+
+func (x *GetCohortRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCohortRequest.ProtoReflect.Descriptor instead.
+func (*GetCohortRequest) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *GetCohortRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type ListCohortsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCohortsRequest) Reset() {
+	*x = ListCohortsRequest{}
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCohortsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCohortsRequest) ProtoMessage() {}
+
+func (x *ListCohortsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCohortsRequest.ProtoReflect.Descriptor instead.
+func (*ListCohortsRequest) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{3}
+}
+
+type ListCohortsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Cohorts       []*Cohort              `protobuf:"bytes,1,rep,name=cohorts,proto3" json:"cohorts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCohortsResponse) Reset() {
+	*x = ListCohortsResponse{}
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCohortsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCohortsResponse) ProtoMessage() {}
+
+func (x *ListCohortsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCohortsResponse.ProtoReflect.Descriptor instead.
+func (*ListCohortsResponse) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ListCohortsResponse) GetCohorts() []*Cohort {
+	if x != nil {
+		return x.Cohorts
+	}
+	return nil
+}
+
+type DeleteCohortRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// cohorts/{cohort}
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteCohortRequest) Reset() {
+	*x = DeleteCohortRequest{}
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteCohortRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteCohortRequest) ProtoMessage() {}
+
+func (x *DeleteCohortRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteCohortRequest.ProtoReflect.Descriptor instead.
+func (*DeleteCohortRequest) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *DeleteCohortRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type DeleteCohortResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteCohortResponse) Reset() {
+	*x = DeleteCohortResponse{}
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteCohortResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteCohortResponse) ProtoMessage() {}
+
+func (x *DeleteCohortResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteCohortResponse.ProtoReflect.Descriptor instead.
+func (*DeleteCohortResponse) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{6}
+}
+
 // A team with its own Kubernetes namespace, quota, members and secrets.
 type Tenant struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -446,7 +791,7 @@ type Tenant struct {
 
 func (x *Tenant) Reset() {
 	*x = Tenant{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[0]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -458,7 +803,7 @@ func (x *Tenant) String() string {
 func (*Tenant) ProtoMessage() {}
 
 func (x *Tenant) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[0]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -471,7 +816,7 @@ func (x *Tenant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tenant.ProtoReflect.Descriptor instead.
 func (*Tenant) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{0}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Tenant) GetName() string {
@@ -610,7 +955,7 @@ type Sharing struct {
 
 func (x *Sharing) Reset() {
 	*x = Sharing{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[1]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -622,7 +967,7 @@ func (x *Sharing) String() string {
 func (*Sharing) ProtoMessage() {}
 
 func (x *Sharing) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[1]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -635,7 +980,7 @@ func (x *Sharing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sharing.ProtoReflect.Descriptor instead.
 func (*Sharing) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{1}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Sharing) GetCohort() string {
@@ -716,7 +1061,7 @@ type Budget struct {
 
 func (x *Budget) Reset() {
 	*x = Budget{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[2]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -728,7 +1073,7 @@ func (x *Budget) String() string {
 func (*Budget) ProtoMessage() {}
 
 func (x *Budget) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[2]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -741,7 +1086,7 @@ func (x *Budget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Budget.ProtoReflect.Descriptor instead.
 func (*Budget) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{2}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Budget) GetGpuHours() float64 {
@@ -782,7 +1127,7 @@ type SharingStatus struct {
 
 func (x *SharingStatus) Reset() {
 	*x = SharingStatus{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[3]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -794,7 +1139,7 @@ func (x *SharingStatus) String() string {
 func (*SharingStatus) ProtoMessage() {}
 
 func (x *SharingStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[3]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -807,7 +1152,7 @@ func (x *SharingStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SharingStatus.ProtoReflect.Descriptor instead.
 func (*SharingStatus) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{3}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SharingStatus) GetDecayedUsage() *Quota {
@@ -851,7 +1196,7 @@ type Scheduling struct {
 
 func (x *Scheduling) Reset() {
 	*x = Scheduling{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[4]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -863,7 +1208,7 @@ func (x *Scheduling) String() string {
 func (*Scheduling) ProtoMessage() {}
 
 func (x *Scheduling) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[4]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -876,7 +1221,7 @@ func (x *Scheduling) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Scheduling.ProtoReflect.Descriptor instead.
 func (*Scheduling) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{4}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Scheduling) GetPreemptionPolicy() PreemptionPolicy {
@@ -908,7 +1253,7 @@ type Quota struct {
 
 func (x *Quota) Reset() {
 	*x = Quota{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[5]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -920,7 +1265,7 @@ func (x *Quota) String() string {
 func (*Quota) ProtoMessage() {}
 
 func (x *Quota) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[5]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -933,7 +1278,7 @@ func (x *Quota) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Quota.ProtoReflect.Descriptor instead.
 func (*Quota) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{5}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Quota) GetGpu() int32 {
@@ -979,7 +1324,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[6]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -991,7 +1336,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[6]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1004,7 +1349,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{6}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Member) GetPrincipal() isMember_Principal {
@@ -1074,7 +1419,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[7]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1086,7 +1431,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[7]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1099,7 +1444,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{7}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Secret) GetName() string {
@@ -1148,7 +1493,7 @@ type CreateTenantRequest struct {
 
 func (x *CreateTenantRequest) Reset() {
 	*x = CreateTenantRequest{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[8]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1160,7 +1505,7 @@ func (x *CreateTenantRequest) String() string {
 func (*CreateTenantRequest) ProtoMessage() {}
 
 func (x *CreateTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[8]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1173,7 +1518,7 @@ func (x *CreateTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTenantRequest.ProtoReflect.Descriptor instead.
 func (*CreateTenantRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{8}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CreateTenantRequest) GetTenant() *Tenant {
@@ -1199,7 +1544,7 @@ type GetTenantRequest struct {
 
 func (x *GetTenantRequest) Reset() {
 	*x = GetTenantRequest{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[9]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1211,7 +1556,7 @@ func (x *GetTenantRequest) String() string {
 func (*GetTenantRequest) ProtoMessage() {}
 
 func (x *GetTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[9]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1224,7 +1569,7 @@ func (x *GetTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTenantRequest.ProtoReflect.Descriptor instead.
 func (*GetTenantRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{9}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetTenantRequest) GetName() string {
@@ -1244,7 +1589,7 @@ type ListTenantsRequest struct {
 
 func (x *ListTenantsRequest) Reset() {
 	*x = ListTenantsRequest{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[10]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1256,7 +1601,7 @@ func (x *ListTenantsRequest) String() string {
 func (*ListTenantsRequest) ProtoMessage() {}
 
 func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[10]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1269,7 +1614,7 @@ func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsRequest.ProtoReflect.Descriptor instead.
 func (*ListTenantsRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{10}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListTenantsRequest) GetPageSize() int32 {
@@ -1296,7 +1641,7 @@ type ListTenantsResponse struct {
 
 func (x *ListTenantsResponse) Reset() {
 	*x = ListTenantsResponse{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[11]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1308,7 +1653,7 @@ func (x *ListTenantsResponse) String() string {
 func (*ListTenantsResponse) ProtoMessage() {}
 
 func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[11]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1321,7 +1666,7 @@ func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsResponse.ProtoReflect.Descriptor instead.
 func (*ListTenantsResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{11}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListTenantsResponse) GetTenants() []*Tenant {
@@ -1355,7 +1700,7 @@ type UpdateTenantRequest struct {
 
 func (x *UpdateTenantRequest) Reset() {
 	*x = UpdateTenantRequest{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[12]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1367,7 +1712,7 @@ func (x *UpdateTenantRequest) String() string {
 func (*UpdateTenantRequest) ProtoMessage() {}
 
 func (x *UpdateTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[12]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1380,7 +1725,7 @@ func (x *UpdateTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTenantRequest.ProtoReflect.Descriptor instead.
 func (*UpdateTenantRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{12}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *UpdateTenantRequest) GetTenant() *Tenant {
@@ -1406,7 +1751,7 @@ type DeleteTenantRequest struct {
 
 func (x *DeleteTenantRequest) Reset() {
 	*x = DeleteTenantRequest{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[13]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1418,7 +1763,7 @@ func (x *DeleteTenantRequest) String() string {
 func (*DeleteTenantRequest) ProtoMessage() {}
 
 func (x *DeleteTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[13]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1431,7 +1776,7 @@ func (x *DeleteTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTenantRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTenantRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{13}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DeleteTenantRequest) GetName() string {
@@ -1450,7 +1795,7 @@ type PutSecretRequest struct {
 
 func (x *PutSecretRequest) Reset() {
 	*x = PutSecretRequest{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[14]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1462,7 +1807,7 @@ func (x *PutSecretRequest) String() string {
 func (*PutSecretRequest) ProtoMessage() {}
 
 func (x *PutSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[14]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1475,7 +1820,7 @@ func (x *PutSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutSecretRequest.ProtoReflect.Descriptor instead.
 func (*PutSecretRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{14}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PutSecretRequest) GetSecret() *Secret {
@@ -1494,7 +1839,7 @@ type ListSecretsRequest struct {
 
 func (x *ListSecretsRequest) Reset() {
 	*x = ListSecretsRequest{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[15]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1506,7 +1851,7 @@ func (x *ListSecretsRequest) String() string {
 func (*ListSecretsRequest) ProtoMessage() {}
 
 func (x *ListSecretsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[15]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1519,7 +1864,7 @@ func (x *ListSecretsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSecretsRequest.ProtoReflect.Descriptor instead.
 func (*ListSecretsRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{15}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListSecretsRequest) GetParent() string {
@@ -1538,7 +1883,7 @@ type ListSecretsResponse struct {
 
 func (x *ListSecretsResponse) Reset() {
 	*x = ListSecretsResponse{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[16]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1550,7 +1895,7 @@ func (x *ListSecretsResponse) String() string {
 func (*ListSecretsResponse) ProtoMessage() {}
 
 func (x *ListSecretsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[16]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1563,7 +1908,7 @@ func (x *ListSecretsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSecretsResponse.ProtoReflect.Descriptor instead.
 func (*ListSecretsResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{16}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListSecretsResponse) GetSecrets() []*Secret {
@@ -1582,7 +1927,7 @@ type DeleteSecretRequest struct {
 
 func (x *DeleteSecretRequest) Reset() {
 	*x = DeleteSecretRequest{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[17]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1594,7 +1939,7 @@ func (x *DeleteSecretRequest) String() string {
 func (*DeleteSecretRequest) ProtoMessage() {}
 
 func (x *DeleteSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[17]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1607,7 +1952,7 @@ func (x *DeleteSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSecretRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSecretRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{17}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DeleteSecretRequest) GetName() string {
@@ -1625,7 +1970,7 @@ type DeleteSecretResponse struct {
 
 func (x *DeleteSecretResponse) Reset() {
 	*x = DeleteSecretResponse{}
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[18]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1637,7 +1982,7 @@ func (x *DeleteSecretResponse) String() string {
 func (*DeleteSecretResponse) ProtoMessage() {}
 
 func (x *DeleteSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_tenant_proto_msgTypes[18]
+	mi := &file_trainyard_v1_tenant_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1650,14 +1995,36 @@ func (x *DeleteSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSecretResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSecretResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{18}
+	return file_trainyard_v1_tenant_proto_rawDescGZIP(), []int{25}
 }
 
 var File_trainyard_v1_tenant_proto protoreflect.FileDescriptor
 
 const file_trainyard_v1_tenant_proto_rawDesc = "" +
 	"\n" +
-	"\x19trainyard/v1/tenant.proto\x12\ftrainyard.v1\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\x8f\x06\n" +
+	"\x19trainyard/v1/tenant.proto\x12\ftrainyard.v1\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xfd\x02\n" +
+	"\x06Cohort\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x128\n" +
+	"\rnominal_quota\x18\x02 \x01(\v2\x13.trainyard.v1.QuotaR\fnominalQuota\x12?\n" +
+	"\tgpu_types\x18\x03 \x03(\v2\".trainyard.v1.Cohort.GpuTypesEntryR\bgpuTypes\x12\x1f\n" +
+	"\atenants\x18\x04 \x03(\tB\x05\x92A\x02@\x01R\atenants\x12B\n" +
+	"\vcreate_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampB\x05\x92A\x02@\x01R\n" +
+	"createTime\x12B\n" +
+	"\vupdate_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampB\x05\x92A\x02@\x01R\n" +
+	"updateTime\x1a;\n" +
+	"\rGpuTypesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"@\n" +
+	"\x10PutCohortRequest\x12,\n" +
+	"\x06cohort\x18\x01 \x01(\v2\x14.trainyard.v1.CohortR\x06cohort\"&\n" +
+	"\x10GetCohortRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x14\n" +
+	"\x12ListCohortsRequest\"E\n" +
+	"\x13ListCohortsResponse\x12.\n" +
+	"\acohorts\x18\x01 \x03(\v2\x14.trainyard.v1.CohortR\acohorts\")\n" +
+	"\x13DeleteCohortRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x16\n" +
+	"\x14DeleteCohortResponse\"\x8f\x06\n" +
 	"\x06Tenant\x12\x19\n" +
 	"\x04name\x18\x01 \x01(\tB\x05\x92A\x02@\x01R\x04name\x12!\n" +
 	"\fdisplay_name\x18\x02 \x01(\tR\vdisplayName\x128\n" +
@@ -1787,7 +2154,8 @@ const file_trainyard_v1_tenant_proto_rawDesc = "" +
 	"\vROLE_VIEWER\x10\x01\x12\x0f\n" +
 	"\vROLE_EDITOR\x10\x02\x12\x0e\n" +
 	"\n" +
-	"ROLE_ADMIN\x10\x032\x91\a\n" +
+	"ROLE_ADMIN\x10\x032\xc0\n" +
+	"\n" +
 	"\rTenantService\x12d\n" +
 	"\fCreateTenant\x12!.trainyard.v1.CreateTenantRequest\x1a\x14.trainyard.v1.Tenant\"\x1b\x82\xd3\xe4\x93\x02\x15:\x06tenant\"\v/v1/tenants\x12_\n" +
 	"\tGetTenant\x12\x1e.trainyard.v1.GetTenantRequest\x1a\x14.trainyard.v1.Tenant\"\x1c\x82\xd3\xe4\x93\x02\x16\x12\x14/v1/{name=tenants/*}\x12g\n" +
@@ -1796,7 +2164,11 @@ const file_trainyard_v1_tenant_proto_rawDesc = "" +
 	"\fDeleteTenant\x12!.trainyard.v1.DeleteTenantRequest\x1a\x14.trainyard.v1.Tenant\"\x1c\x82\xd3\xe4\x93\x02\x16*\x14/v1/{name=tenants/*}\x12x\n" +
 	"\tPutSecret\x12\x1e.trainyard.v1.PutSecretRequest\x1a\x14.trainyard.v1.Secret\"5\x82\xd3\xe4\x93\x02/:\x06secret\x1a%/v1/{secret.name=tenants/*/secrets/*}\x12z\n" +
 	"\vListSecrets\x12 .trainyard.v1.ListSecretsRequest\x1a!.trainyard.v1.ListSecretsResponse\"&\x82\xd3\xe4\x93\x02 \x12\x1e/v1/{parent=tenants/*}/secrets\x12}\n" +
-	"\fDeleteSecret\x12!.trainyard.v1.DeleteSecretRequest\x1a\".trainyard.v1.DeleteSecretResponse\"&\x82\xd3\xe4\x93\x02 *\x1e/v1/{name=tenants/*/secrets/*}B?Z=github.com/trainyard/trainyard/proto/trainyard/v1;trainyardv1b\x06proto3"
+	"\fDeleteSecret\x12!.trainyard.v1.DeleteSecretRequest\x1a\".trainyard.v1.DeleteSecretResponse\"&\x82\xd3\xe4\x93\x02 *\x1e/v1/{name=tenants/*/secrets/*}\x12n\n" +
+	"\tPutCohort\x12\x1e.trainyard.v1.PutCohortRequest\x1a\x14.trainyard.v1.Cohort\"+\x82\xd3\xe4\x93\x02%:\x06cohort\x1a\x1b/v1/{cohort.name=cohorts/*}\x12_\n" +
+	"\tGetCohort\x12\x1e.trainyard.v1.GetCohortRequest\x1a\x14.trainyard.v1.Cohort\"\x1c\x82\xd3\xe4\x93\x02\x16\x12\x14/v1/{name=cohorts/*}\x12g\n" +
+	"\vListCohorts\x12 .trainyard.v1.ListCohortsRequest\x1a!.trainyard.v1.ListCohortsResponse\"\x13\x82\xd3\xe4\x93\x02\r\x12\v/v1/cohorts\x12s\n" +
+	"\fDeleteCohort\x12!.trainyard.v1.DeleteCohortRequest\x1a\".trainyard.v1.DeleteCohortResponse\"\x1c\x82\xd3\xe4\x93\x02\x16*\x14/v1/{name=cohorts/*}B?Z=github.com/trainyard/trainyard/proto/trainyard/v1;trainyardv1b\x06proto3"
 
 var (
 	file_trainyard_v1_tenant_proto_rawDescOnce sync.Once
@@ -1811,7 +2183,7 @@ func file_trainyard_v1_tenant_proto_rawDescGZIP() []byte {
 }
 
 var file_trainyard_v1_tenant_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_trainyard_v1_tenant_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_trainyard_v1_tenant_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_trainyard_v1_tenant_proto_goTypes = []any{
 	(ReclaimPolicy)(0),            // 0: trainyard.v1.ReclaimPolicy
 	(BudgetPeriod)(0),             // 1: trainyard.v1.BudgetPeriod
@@ -1820,84 +2192,106 @@ var file_trainyard_v1_tenant_proto_goTypes = []any{
 	(QueueingStrategy)(0),         // 4: trainyard.v1.QueueingStrategy
 	(TenantState)(0),              // 5: trainyard.v1.TenantState
 	(Role)(0),                     // 6: trainyard.v1.Role
-	(*Tenant)(nil),                // 7: trainyard.v1.Tenant
-	(*Sharing)(nil),               // 8: trainyard.v1.Sharing
-	(*Budget)(nil),                // 9: trainyard.v1.Budget
-	(*SharingStatus)(nil),         // 10: trainyard.v1.SharingStatus
-	(*Scheduling)(nil),            // 11: trainyard.v1.Scheduling
-	(*Quota)(nil),                 // 12: trainyard.v1.Quota
-	(*Member)(nil),                // 13: trainyard.v1.Member
-	(*Secret)(nil),                // 14: trainyard.v1.Secret
-	(*CreateTenantRequest)(nil),   // 15: trainyard.v1.CreateTenantRequest
-	(*GetTenantRequest)(nil),      // 16: trainyard.v1.GetTenantRequest
-	(*ListTenantsRequest)(nil),    // 17: trainyard.v1.ListTenantsRequest
-	(*ListTenantsResponse)(nil),   // 18: trainyard.v1.ListTenantsResponse
-	(*UpdateTenantRequest)(nil),   // 19: trainyard.v1.UpdateTenantRequest
-	(*DeleteTenantRequest)(nil),   // 20: trainyard.v1.DeleteTenantRequest
-	(*PutSecretRequest)(nil),      // 21: trainyard.v1.PutSecretRequest
-	(*ListSecretsRequest)(nil),    // 22: trainyard.v1.ListSecretsRequest
-	(*ListSecretsResponse)(nil),   // 23: trainyard.v1.ListSecretsResponse
-	(*DeleteSecretRequest)(nil),   // 24: trainyard.v1.DeleteSecretRequest
-	(*DeleteSecretResponse)(nil),  // 25: trainyard.v1.DeleteSecretResponse
-	nil,                           // 26: trainyard.v1.Tenant.LabelsEntry
-	nil,                           // 27: trainyard.v1.Sharing.GpuTypesEntry
-	nil,                           // 28: trainyard.v1.Secret.DataEntry
-	(*timestamppb.Timestamp)(nil), // 29: google.protobuf.Timestamp
-	(*fieldmaskpb.FieldMask)(nil), // 30: google.protobuf.FieldMask
+	(*Cohort)(nil),                // 7: trainyard.v1.Cohort
+	(*PutCohortRequest)(nil),      // 8: trainyard.v1.PutCohortRequest
+	(*GetCohortRequest)(nil),      // 9: trainyard.v1.GetCohortRequest
+	(*ListCohortsRequest)(nil),    // 10: trainyard.v1.ListCohortsRequest
+	(*ListCohortsResponse)(nil),   // 11: trainyard.v1.ListCohortsResponse
+	(*DeleteCohortRequest)(nil),   // 12: trainyard.v1.DeleteCohortRequest
+	(*DeleteCohortResponse)(nil),  // 13: trainyard.v1.DeleteCohortResponse
+	(*Tenant)(nil),                // 14: trainyard.v1.Tenant
+	(*Sharing)(nil),               // 15: trainyard.v1.Sharing
+	(*Budget)(nil),                // 16: trainyard.v1.Budget
+	(*SharingStatus)(nil),         // 17: trainyard.v1.SharingStatus
+	(*Scheduling)(nil),            // 18: trainyard.v1.Scheduling
+	(*Quota)(nil),                 // 19: trainyard.v1.Quota
+	(*Member)(nil),                // 20: trainyard.v1.Member
+	(*Secret)(nil),                // 21: trainyard.v1.Secret
+	(*CreateTenantRequest)(nil),   // 22: trainyard.v1.CreateTenantRequest
+	(*GetTenantRequest)(nil),      // 23: trainyard.v1.GetTenantRequest
+	(*ListTenantsRequest)(nil),    // 24: trainyard.v1.ListTenantsRequest
+	(*ListTenantsResponse)(nil),   // 25: trainyard.v1.ListTenantsResponse
+	(*UpdateTenantRequest)(nil),   // 26: trainyard.v1.UpdateTenantRequest
+	(*DeleteTenantRequest)(nil),   // 27: trainyard.v1.DeleteTenantRequest
+	(*PutSecretRequest)(nil),      // 28: trainyard.v1.PutSecretRequest
+	(*ListSecretsRequest)(nil),    // 29: trainyard.v1.ListSecretsRequest
+	(*ListSecretsResponse)(nil),   // 30: trainyard.v1.ListSecretsResponse
+	(*DeleteSecretRequest)(nil),   // 31: trainyard.v1.DeleteSecretRequest
+	(*DeleteSecretResponse)(nil),  // 32: trainyard.v1.DeleteSecretResponse
+	nil,                           // 33: trainyard.v1.Cohort.GpuTypesEntry
+	nil,                           // 34: trainyard.v1.Tenant.LabelsEntry
+	nil,                           // 35: trainyard.v1.Sharing.GpuTypesEntry
+	nil,                           // 36: trainyard.v1.Secret.DataEntry
+	(*timestamppb.Timestamp)(nil), // 37: google.protobuf.Timestamp
+	(*fieldmaskpb.FieldMask)(nil), // 38: google.protobuf.FieldMask
 }
 var file_trainyard_v1_tenant_proto_depIdxs = []int32{
-	26, // 0: trainyard.v1.Tenant.labels:type_name -> trainyard.v1.Tenant.LabelsEntry
-	12, // 1: trainyard.v1.Tenant.quota:type_name -> trainyard.v1.Quota
-	13, // 2: trainyard.v1.Tenant.members:type_name -> trainyard.v1.Member
-	5,  // 3: trainyard.v1.Tenant.state:type_name -> trainyard.v1.TenantState
-	29, // 4: trainyard.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
-	29, // 5: trainyard.v1.Tenant.update_time:type_name -> google.protobuf.Timestamp
-	11, // 6: trainyard.v1.Tenant.scheduling:type_name -> trainyard.v1.Scheduling
-	12, // 7: trainyard.v1.Tenant.usage:type_name -> trainyard.v1.Quota
-	8,  // 8: trainyard.v1.Tenant.sharing:type_name -> trainyard.v1.Sharing
-	10, // 9: trainyard.v1.Tenant.sharing_status:type_name -> trainyard.v1.SharingStatus
-	12, // 10: trainyard.v1.Sharing.borrowing_limit:type_name -> trainyard.v1.Quota
-	12, // 11: trainyard.v1.Sharing.lending_limit:type_name -> trainyard.v1.Quota
-	0,  // 12: trainyard.v1.Sharing.reclaim_policy:type_name -> trainyard.v1.ReclaimPolicy
-	9,  // 13: trainyard.v1.Sharing.budget:type_name -> trainyard.v1.Budget
-	27, // 14: trainyard.v1.Sharing.gpu_types:type_name -> trainyard.v1.Sharing.GpuTypesEntry
-	1,  // 15: trainyard.v1.Budget.period:type_name -> trainyard.v1.BudgetPeriod
-	2,  // 16: trainyard.v1.Budget.over_budget:type_name -> trainyard.v1.OverBudgetPolicy
-	12, // 17: trainyard.v1.SharingStatus.decayed_usage:type_name -> trainyard.v1.Quota
-	29, // 18: trainyard.v1.SharingStatus.budget_reset_time:type_name -> google.protobuf.Timestamp
-	3,  // 19: trainyard.v1.Scheduling.preemption_policy:type_name -> trainyard.v1.PreemptionPolicy
-	4,  // 20: trainyard.v1.Scheduling.queueing_strategy:type_name -> trainyard.v1.QueueingStrategy
-	6,  // 21: trainyard.v1.Member.role:type_name -> trainyard.v1.Role
-	28, // 22: trainyard.v1.Secret.data:type_name -> trainyard.v1.Secret.DataEntry
-	29, // 23: trainyard.v1.Secret.create_time:type_name -> google.protobuf.Timestamp
-	29, // 24: trainyard.v1.Secret.update_time:type_name -> google.protobuf.Timestamp
-	7,  // 25: trainyard.v1.CreateTenantRequest.tenant:type_name -> trainyard.v1.Tenant
-	7,  // 26: trainyard.v1.ListTenantsResponse.tenants:type_name -> trainyard.v1.Tenant
-	7,  // 27: trainyard.v1.UpdateTenantRequest.tenant:type_name -> trainyard.v1.Tenant
-	30, // 28: trainyard.v1.UpdateTenantRequest.update_mask:type_name -> google.protobuf.FieldMask
-	14, // 29: trainyard.v1.PutSecretRequest.secret:type_name -> trainyard.v1.Secret
-	14, // 30: trainyard.v1.ListSecretsResponse.secrets:type_name -> trainyard.v1.Secret
-	15, // 31: trainyard.v1.TenantService.CreateTenant:input_type -> trainyard.v1.CreateTenantRequest
-	16, // 32: trainyard.v1.TenantService.GetTenant:input_type -> trainyard.v1.GetTenantRequest
-	17, // 33: trainyard.v1.TenantService.ListTenants:input_type -> trainyard.v1.ListTenantsRequest
-	19, // 34: trainyard.v1.TenantService.UpdateTenant:input_type -> trainyard.v1.UpdateTenantRequest
-	20, // 35: trainyard.v1.TenantService.DeleteTenant:input_type -> trainyard.v1.DeleteTenantRequest
-	21, // 36: trainyard.v1.TenantService.PutSecret:input_type -> trainyard.v1.PutSecretRequest
-	22, // 37: trainyard.v1.TenantService.ListSecrets:input_type -> trainyard.v1.ListSecretsRequest
-	24, // 38: trainyard.v1.TenantService.DeleteSecret:input_type -> trainyard.v1.DeleteSecretRequest
-	7,  // 39: trainyard.v1.TenantService.CreateTenant:output_type -> trainyard.v1.Tenant
-	7,  // 40: trainyard.v1.TenantService.GetTenant:output_type -> trainyard.v1.Tenant
-	18, // 41: trainyard.v1.TenantService.ListTenants:output_type -> trainyard.v1.ListTenantsResponse
-	7,  // 42: trainyard.v1.TenantService.UpdateTenant:output_type -> trainyard.v1.Tenant
-	7,  // 43: trainyard.v1.TenantService.DeleteTenant:output_type -> trainyard.v1.Tenant
-	14, // 44: trainyard.v1.TenantService.PutSecret:output_type -> trainyard.v1.Secret
-	23, // 45: trainyard.v1.TenantService.ListSecrets:output_type -> trainyard.v1.ListSecretsResponse
-	25, // 46: trainyard.v1.TenantService.DeleteSecret:output_type -> trainyard.v1.DeleteSecretResponse
-	39, // [39:47] is the sub-list for method output_type
-	31, // [31:39] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	19, // 0: trainyard.v1.Cohort.nominal_quota:type_name -> trainyard.v1.Quota
+	33, // 1: trainyard.v1.Cohort.gpu_types:type_name -> trainyard.v1.Cohort.GpuTypesEntry
+	37, // 2: trainyard.v1.Cohort.create_time:type_name -> google.protobuf.Timestamp
+	37, // 3: trainyard.v1.Cohort.update_time:type_name -> google.protobuf.Timestamp
+	7,  // 4: trainyard.v1.PutCohortRequest.cohort:type_name -> trainyard.v1.Cohort
+	7,  // 5: trainyard.v1.ListCohortsResponse.cohorts:type_name -> trainyard.v1.Cohort
+	34, // 6: trainyard.v1.Tenant.labels:type_name -> trainyard.v1.Tenant.LabelsEntry
+	19, // 7: trainyard.v1.Tenant.quota:type_name -> trainyard.v1.Quota
+	20, // 8: trainyard.v1.Tenant.members:type_name -> trainyard.v1.Member
+	5,  // 9: trainyard.v1.Tenant.state:type_name -> trainyard.v1.TenantState
+	37, // 10: trainyard.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
+	37, // 11: trainyard.v1.Tenant.update_time:type_name -> google.protobuf.Timestamp
+	18, // 12: trainyard.v1.Tenant.scheduling:type_name -> trainyard.v1.Scheduling
+	19, // 13: trainyard.v1.Tenant.usage:type_name -> trainyard.v1.Quota
+	15, // 14: trainyard.v1.Tenant.sharing:type_name -> trainyard.v1.Sharing
+	17, // 15: trainyard.v1.Tenant.sharing_status:type_name -> trainyard.v1.SharingStatus
+	19, // 16: trainyard.v1.Sharing.borrowing_limit:type_name -> trainyard.v1.Quota
+	19, // 17: trainyard.v1.Sharing.lending_limit:type_name -> trainyard.v1.Quota
+	0,  // 18: trainyard.v1.Sharing.reclaim_policy:type_name -> trainyard.v1.ReclaimPolicy
+	16, // 19: trainyard.v1.Sharing.budget:type_name -> trainyard.v1.Budget
+	35, // 20: trainyard.v1.Sharing.gpu_types:type_name -> trainyard.v1.Sharing.GpuTypesEntry
+	1,  // 21: trainyard.v1.Budget.period:type_name -> trainyard.v1.BudgetPeriod
+	2,  // 22: trainyard.v1.Budget.over_budget:type_name -> trainyard.v1.OverBudgetPolicy
+	19, // 23: trainyard.v1.SharingStatus.decayed_usage:type_name -> trainyard.v1.Quota
+	37, // 24: trainyard.v1.SharingStatus.budget_reset_time:type_name -> google.protobuf.Timestamp
+	3,  // 25: trainyard.v1.Scheduling.preemption_policy:type_name -> trainyard.v1.PreemptionPolicy
+	4,  // 26: trainyard.v1.Scheduling.queueing_strategy:type_name -> trainyard.v1.QueueingStrategy
+	6,  // 27: trainyard.v1.Member.role:type_name -> trainyard.v1.Role
+	36, // 28: trainyard.v1.Secret.data:type_name -> trainyard.v1.Secret.DataEntry
+	37, // 29: trainyard.v1.Secret.create_time:type_name -> google.protobuf.Timestamp
+	37, // 30: trainyard.v1.Secret.update_time:type_name -> google.protobuf.Timestamp
+	14, // 31: trainyard.v1.CreateTenantRequest.tenant:type_name -> trainyard.v1.Tenant
+	14, // 32: trainyard.v1.ListTenantsResponse.tenants:type_name -> trainyard.v1.Tenant
+	14, // 33: trainyard.v1.UpdateTenantRequest.tenant:type_name -> trainyard.v1.Tenant
+	38, // 34: trainyard.v1.UpdateTenantRequest.update_mask:type_name -> google.protobuf.FieldMask
+	21, // 35: trainyard.v1.PutSecretRequest.secret:type_name -> trainyard.v1.Secret
+	21, // 36: trainyard.v1.ListSecretsResponse.secrets:type_name -> trainyard.v1.Secret
+	22, // 37: trainyard.v1.TenantService.CreateTenant:input_type -> trainyard.v1.CreateTenantRequest
+	23, // 38: trainyard.v1.TenantService.GetTenant:input_type -> trainyard.v1.GetTenantRequest
+	24, // 39: trainyard.v1.TenantService.ListTenants:input_type -> trainyard.v1.ListTenantsRequest
+	26, // 40: trainyard.v1.TenantService.UpdateTenant:input_type -> trainyard.v1.UpdateTenantRequest
+	27, // 41: trainyard.v1.TenantService.DeleteTenant:input_type -> trainyard.v1.DeleteTenantRequest
+	28, // 42: trainyard.v1.TenantService.PutSecret:input_type -> trainyard.v1.PutSecretRequest
+	29, // 43: trainyard.v1.TenantService.ListSecrets:input_type -> trainyard.v1.ListSecretsRequest
+	31, // 44: trainyard.v1.TenantService.DeleteSecret:input_type -> trainyard.v1.DeleteSecretRequest
+	8,  // 45: trainyard.v1.TenantService.PutCohort:input_type -> trainyard.v1.PutCohortRequest
+	9,  // 46: trainyard.v1.TenantService.GetCohort:input_type -> trainyard.v1.GetCohortRequest
+	10, // 47: trainyard.v1.TenantService.ListCohorts:input_type -> trainyard.v1.ListCohortsRequest
+	12, // 48: trainyard.v1.TenantService.DeleteCohort:input_type -> trainyard.v1.DeleteCohortRequest
+	14, // 49: trainyard.v1.TenantService.CreateTenant:output_type -> trainyard.v1.Tenant
+	14, // 50: trainyard.v1.TenantService.GetTenant:output_type -> trainyard.v1.Tenant
+	25, // 51: trainyard.v1.TenantService.ListTenants:output_type -> trainyard.v1.ListTenantsResponse
+	14, // 52: trainyard.v1.TenantService.UpdateTenant:output_type -> trainyard.v1.Tenant
+	14, // 53: trainyard.v1.TenantService.DeleteTenant:output_type -> trainyard.v1.Tenant
+	21, // 54: trainyard.v1.TenantService.PutSecret:output_type -> trainyard.v1.Secret
+	30, // 55: trainyard.v1.TenantService.ListSecrets:output_type -> trainyard.v1.ListSecretsResponse
+	32, // 56: trainyard.v1.TenantService.DeleteSecret:output_type -> trainyard.v1.DeleteSecretResponse
+	7,  // 57: trainyard.v1.TenantService.PutCohort:output_type -> trainyard.v1.Cohort
+	7,  // 58: trainyard.v1.TenantService.GetCohort:output_type -> trainyard.v1.Cohort
+	11, // 59: trainyard.v1.TenantService.ListCohorts:output_type -> trainyard.v1.ListCohortsResponse
+	13, // 60: trainyard.v1.TenantService.DeleteCohort:output_type -> trainyard.v1.DeleteCohortResponse
+	49, // [49:61] is the sub-list for method output_type
+	37, // [37:49] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_trainyard_v1_tenant_proto_init() }
@@ -1905,7 +2299,7 @@ func file_trainyard_v1_tenant_proto_init() {
 	if File_trainyard_v1_tenant_proto != nil {
 		return
 	}
-	file_trainyard_v1_tenant_proto_msgTypes[6].OneofWrappers = []any{
+	file_trainyard_v1_tenant_proto_msgTypes[13].OneofWrappers = []any{
 		(*Member_Subject)(nil),
 		(*Member_Group)(nil),
 	}
@@ -1915,7 +2309,7 @@ func file_trainyard_v1_tenant_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_trainyard_v1_tenant_proto_rawDesc), len(file_trainyard_v1_tenant_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   22,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

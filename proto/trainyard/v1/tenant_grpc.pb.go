@@ -27,6 +27,10 @@ const (
 	TenantService_PutSecret_FullMethodName    = "/trainyard.v1.TenantService/PutSecret"
 	TenantService_ListSecrets_FullMethodName  = "/trainyard.v1.TenantService/ListSecrets"
 	TenantService_DeleteSecret_FullMethodName = "/trainyard.v1.TenantService/DeleteSecret"
+	TenantService_PutCohort_FullMethodName    = "/trainyard.v1.TenantService/PutCohort"
+	TenantService_GetCohort_FullMethodName    = "/trainyard.v1.TenantService/GetCohort"
+	TenantService_ListCohorts_FullMethodName  = "/trainyard.v1.TenantService/ListCohorts"
+	TenantService_DeleteCohort_FullMethodName = "/trainyard.v1.TenantService/DeleteCohort"
 )
 
 // TenantServiceClient is the client API for TenantService service.
@@ -35,7 +39,8 @@ const (
 //
 // TenantService manages tenants (platform admins) and their secrets (tenant admins).
 //
-// Resource names: tenants/{tenant}, tenants/{tenant}/secrets/{secret}.
+// Resource names: tenants/{tenant}, tenants/{tenant}/secrets/{secret},
+// cohorts/{cohort}.
 type TenantServiceClient interface {
 	// Creates a tenant and its Kubernetes namespace. Platform admins only.
 	CreateTenant(ctx context.Context, in *CreateTenantRequest, opts ...grpc.CallOption) (*Tenant, error)
@@ -56,6 +61,19 @@ type TenantServiceClient interface {
 	ListSecrets(ctx context.Context, in *ListSecretsRequest, opts ...grpc.CallOption) (*ListSecretsResponse, error)
 	// Deletes a secret. Tenant admins only.
 	DeleteSecret(ctx context.Context, in *DeleteSecretRequest, opts ...grpc.CallOption) (*DeleteSecretResponse, error)
+	// Creates or replaces a cohort's own pool: capacity that belongs to the
+	// cohort, not to any of its tenants, lent to its members. Platform
+	// admins only.
+	PutCohort(ctx context.Context, in *PutCohortRequest, opts ...grpc.CallOption) (*Cohort, error)
+	// Returns a cohort: its pool and its members. A cohort that tenants
+	// name has an empty pool until one is put. Platform admins only.
+	GetCohort(ctx context.Context, in *GetCohortRequest, opts ...grpc.CallOption) (*Cohort, error)
+	// Lists every cohort: those with a pool and those tenants only name.
+	// Platform admins only.
+	ListCohorts(ctx context.Context, in *ListCohortsRequest, opts ...grpc.CallOption) (*ListCohortsResponse, error)
+	// Removes a cohort's pool; its tenants keep lending one another their
+	// unused nominal quota. Platform admins only.
+	DeleteCohort(ctx context.Context, in *DeleteCohortRequest, opts ...grpc.CallOption) (*DeleteCohortResponse, error)
 }
 
 type tenantServiceClient struct {
@@ -146,13 +164,54 @@ func (c *tenantServiceClient) DeleteSecret(ctx context.Context, in *DeleteSecret
 	return out, nil
 }
 
+func (c *tenantServiceClient) PutCohort(ctx context.Context, in *PutCohortRequest, opts ...grpc.CallOption) (*Cohort, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Cohort)
+	err := c.cc.Invoke(ctx, TenantService_PutCohort_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tenantServiceClient) GetCohort(ctx context.Context, in *GetCohortRequest, opts ...grpc.CallOption) (*Cohort, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Cohort)
+	err := c.cc.Invoke(ctx, TenantService_GetCohort_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tenantServiceClient) ListCohorts(ctx context.Context, in *ListCohortsRequest, opts ...grpc.CallOption) (*ListCohortsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListCohortsResponse)
+	err := c.cc.Invoke(ctx, TenantService_ListCohorts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tenantServiceClient) DeleteCohort(ctx context.Context, in *DeleteCohortRequest, opts ...grpc.CallOption) (*DeleteCohortResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteCohortResponse)
+	err := c.cc.Invoke(ctx, TenantService_DeleteCohort_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TenantServiceServer is the server API for TenantService service.
 // All implementations must embed UnimplementedTenantServiceServer
 // for forward compatibility.
 //
 // TenantService manages tenants (platform admins) and their secrets (tenant admins).
 //
-// Resource names: tenants/{tenant}, tenants/{tenant}/secrets/{secret}.
+// Resource names: tenants/{tenant}, tenants/{tenant}/secrets/{secret},
+// cohorts/{cohort}.
 type TenantServiceServer interface {
 	// Creates a tenant and its Kubernetes namespace. Platform admins only.
 	CreateTenant(context.Context, *CreateTenantRequest) (*Tenant, error)
@@ -173,6 +232,19 @@ type TenantServiceServer interface {
 	ListSecrets(context.Context, *ListSecretsRequest) (*ListSecretsResponse, error)
 	// Deletes a secret. Tenant admins only.
 	DeleteSecret(context.Context, *DeleteSecretRequest) (*DeleteSecretResponse, error)
+	// Creates or replaces a cohort's own pool: capacity that belongs to the
+	// cohort, not to any of its tenants, lent to its members. Platform
+	// admins only.
+	PutCohort(context.Context, *PutCohortRequest) (*Cohort, error)
+	// Returns a cohort: its pool and its members. A cohort that tenants
+	// name has an empty pool until one is put. Platform admins only.
+	GetCohort(context.Context, *GetCohortRequest) (*Cohort, error)
+	// Lists every cohort: those with a pool and those tenants only name.
+	// Platform admins only.
+	ListCohorts(context.Context, *ListCohortsRequest) (*ListCohortsResponse, error)
+	// Removes a cohort's pool; its tenants keep lending one another their
+	// unused nominal quota. Platform admins only.
+	DeleteCohort(context.Context, *DeleteCohortRequest) (*DeleteCohortResponse, error)
 	mustEmbedUnimplementedTenantServiceServer()
 }
 
@@ -206,6 +278,18 @@ func (UnimplementedTenantServiceServer) ListSecrets(context.Context, *ListSecret
 }
 func (UnimplementedTenantServiceServer) DeleteSecret(context.Context, *DeleteSecretRequest) (*DeleteSecretResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteSecret not implemented")
+}
+func (UnimplementedTenantServiceServer) PutCohort(context.Context, *PutCohortRequest) (*Cohort, error) {
+	return nil, status.Error(codes.Unimplemented, "method PutCohort not implemented")
+}
+func (UnimplementedTenantServiceServer) GetCohort(context.Context, *GetCohortRequest) (*Cohort, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetCohort not implemented")
+}
+func (UnimplementedTenantServiceServer) ListCohorts(context.Context, *ListCohortsRequest) (*ListCohortsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListCohorts not implemented")
+}
+func (UnimplementedTenantServiceServer) DeleteCohort(context.Context, *DeleteCohortRequest) (*DeleteCohortResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteCohort not implemented")
 }
 func (UnimplementedTenantServiceServer) mustEmbedUnimplementedTenantServiceServer() {}
 func (UnimplementedTenantServiceServer) testEmbeddedByValue()                       {}
@@ -372,6 +456,78 @@ func _TenantService_DeleteSecret_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TenantService_PutCohort_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PutCohortRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TenantServiceServer).PutCohort(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TenantService_PutCohort_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TenantServiceServer).PutCohort(ctx, req.(*PutCohortRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TenantService_GetCohort_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetCohortRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TenantServiceServer).GetCohort(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TenantService_GetCohort_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TenantServiceServer).GetCohort(ctx, req.(*GetCohortRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TenantService_ListCohorts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListCohortsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TenantServiceServer).ListCohorts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TenantService_ListCohorts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TenantServiceServer).ListCohorts(ctx, req.(*ListCohortsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TenantService_DeleteCohort_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteCohortRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TenantServiceServer).DeleteCohort(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TenantService_DeleteCohort_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TenantServiceServer).DeleteCohort(ctx, req.(*DeleteCohortRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // TenantService_ServiceDesc is the grpc.ServiceDesc for TenantService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -410,6 +566,22 @@ var TenantService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteSecret",
 			Handler:    _TenantService_DeleteSecret_Handler,
+		},
+		{
+			MethodName: "PutCohort",
+			Handler:    _TenantService_PutCohort_Handler,
+		},
+		{
+			MethodName: "GetCohort",
+			Handler:    _TenantService_GetCohort_Handler,
+		},
+		{
+			MethodName: "ListCohorts",
+			Handler:    _TenantService_ListCohorts_Handler,
+		},
+		{
+			MethodName: "DeleteCohort",
+			Handler:    _TenantService_DeleteCohort_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

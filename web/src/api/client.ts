@@ -145,6 +145,7 @@ export const paths = {
   jobs: (tenant: string) => `/v1/tenants/${enc(tenant)}/jobs`,
   job: (name: string) => `/v1/${name.split("/").map(enc).join("/")}`,
   tenant: (tenant: string) => `/v1/tenants/${enc(tenant)}`,
+  cohorts: "/v1/cohorts",
 };
 
 function enc(s: string): string {

@@ -23,6 +23,55 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/cohorts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Lists every cohort: those with a pool and those tenants only name.
+         *     Platform admins only.
+         */
+        get: operations["TenantService_ListCohorts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/cohorts/{cohort}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Returns a cohort: its pool and its members. A cohort that tenants
+         *     name has an empty pool until one is put. Platform admins only.
+         */
+        get: operations["TenantService_GetCohort"];
+        /**
+         * Creates or replaces a cohort's own pool: capacity that belongs to the
+         *     cohort, not to any of its tenants, lent to its members. Platform
+         *     admins only.
+         */
+        put: operations["TenantService_PutCohort"];
+        post?: never;
+        /**
+         * Removes a cohort's pool; its tenants keep lending one another their
+         *     unused nominal quota. Platform admins only.
+         */
+        delete: operations["TenantService_DeleteCohort"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tenants": {
         parameters: {
             query?: never;
@@ -679,6 +728,34 @@ export interface components {
          */
         v1CleanPodPolicy: "CLEAN_POD_POLICY_UNSPECIFIED" | "CLEAN_POD_POLICY_NONE" | "CLEAN_POD_POLICY_RUNNING" | "CLEAN_POD_POLICY_ALL";
         /**
+         * @description A cohort of tenants that lend one another their unused nominal quota
+         *     (Sharing.cohort names it), with a pool of its own that nobody owns.
+         */
+        v1Cohort: {
+            /**
+             * Format: date-time
+             * @description Unset while the cohort has no pool. Output only.
+             */
+            readonly createTime?: string;
+            /** @description The pool's GPUs per GPU model (the node label nvidia.com/gpu.product). */
+            gpuTypes?: {
+                [key: string]: string;
+            };
+            /**
+             * @description cohorts/{cohort}: the name tenants' sharing.cohort gives, a DNS-1123
+             *     label.
+             */
+            name?: string;
+            nominalQuota?: components["schemas"]["v1Quota"];
+            /** @description The tenants of the cohort, by name (tenants/{tenant}). Output only. */
+            readonly tenants?: string[];
+            /**
+             * Format: date-time
+             * @description Output only.
+             */
+            readonly updateTime?: string;
+        };
+        /**
          * @description A condition of a job (Queued, Admitted, Running, Restarting, Succeeded,
          *     Failed, Cancelled, Unschedulable, ...).
          */
@@ -703,6 +780,7 @@ export interface components {
              */
             requestId?: string;
         };
+        v1DeleteCohortResponse: Record<string, never>;
         v1DeleteJobResponse: Record<string, never>;
         v1DeleteSecretResponse: Record<string, never>;
         /** @description An environment variable: a literal value or a key of a tenant secret. */
@@ -906,6 +984,9 @@ export interface components {
             auditRecords?: components["schemas"]["v1AuditRecord"][];
             /** @description Empty on the last page. */
             nextPageToken?: string;
+        };
+        v1ListCohortsResponse: {
+            cohorts?: components["schemas"]["v1Cohort"][];
         };
         v1ListJobEventsResponse: {
             events?: components["schemas"]["v1JobEvent"][];
@@ -1559,6 +1640,151 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["v1ListAuditRecordsResponse"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    TenantService_ListCohorts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1ListCohortsResponse"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    TenantService_GetCohort: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                cohort: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1Cohort"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    TenantService_PutCohort: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                cohort: string;
+            };
+            cookie?: never;
+        };
+        /** @description The cohort, named cohorts/{cohort}. */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: date-time
+                     * @description Unset while the cohort has no pool. Output only.
+                     */
+                    readonly createTime?: string;
+                    /** @description The pool's GPUs per GPU model (the node label nvidia.com/gpu.product). */
+                    gpuTypes?: {
+                        [key: string]: string;
+                    };
+                    nominalQuota?: components["schemas"]["v1Quota"];
+                    /** @description The tenants of the cohort, by name (tenants/{tenant}). Output only. */
+                    readonly tenants?: string[];
+                    /**
+                     * Format: date-time
+                     * @description Output only.
+                     */
+                    readonly updateTime?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1Cohort"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    TenantService_DeleteCohort: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                cohort: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1DeleteCohortResponse"];
                 };
             };
             /** @description An unexpected error response. */

@@ -31,6 +31,7 @@ export type Quota = Schemas["v1Quota"];
 export type Member = Schemas["v1Member"];
 export type Tenant = Always<Schemas["v1Tenant"], "name">;
 export type Secret = Always<Schemas["v1Secret"], "name">;
+export type Cohort = Always<Schemas["v1Cohort"], "name">;
 
 // A google.rpc.BadRequest field violation, as the gateway returns it in an
 // error's details (a google.protobuf.Any, which the document leaves open).

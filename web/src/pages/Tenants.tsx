@@ -1,7 +1,7 @@
 import { useEffect, useState } from "react";
 import { Link, useParams } from "react-router";
 import { ApiError, paths } from "../api/client";
-import type { Secret, Tenant } from "../api/types";
+import type { Cohort, Secret, Tenant } from "../api/types";
 import { tenantId, useTenants } from "../App";
 import { localTime, quotaLines, shortEnum } from "../format";
 import { useSession } from "../session";
@@ -12,6 +12,15 @@ const tenantState = (t: Tenant) => shortEnum(t.state, "TENANT_STATE_");
 // platform admin, their own for everyone else.
 export function TenantsPage() {
   const { tenants, error } = useTenants();
+  const { api } = useSession();
+  // Cohorts span tenants: only platform admins may read them; for anyone
+  // else the section stays hidden.
+  const [cohorts, setCohorts] = useState<Cohort[]>();
+  useEffect(() => {
+    const ctl = new AbortController();
+    api.get<{ cohorts?: Cohort[] }>(paths.cohorts, ctl.signal).then((r) => setCohorts(r.cohorts ?? []), () => undefined);
+    return () => ctl.abort();
+  }, [api]);
   if (error) return <p role="alert" className="error">{error}</p>;
   if (!tenants) return <p aria-live="polite">Loading…</p>;
   return (
@@ -35,8 +44,37 @@ export function TenantsPage() {
           ))}
         </tbody>
       </table>
+      {cohorts && cohorts.length > 0 && (
+        <section aria-labelledby="cohorts-title">
+          <h2 id="cohorts-title">Cohorts</h2>
+          <p className="help">Tenants of a cohort lend one another their unused quota; a cohort's own pool belongs to none of them (tyctl cohorts put).</p>
+          <table className="cohorts">
+            <thead><tr><th scope="col">Cohort</th><th scope="col">Own pool</th><th scope="col">Tenants</th></tr></thead>
+            <tbody>
+              {cohorts.map((c) => (
+                <tr key={c.name}>
+                  <th scope="row">{c.name.split("/").pop()}</th>
+                  <td>{cohortPool(c)}</td>
+                  <td>{(c.tenants ?? []).map((t) => t.split("/").pop()).join(", ") || "none"}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </section>
+      )}
     </>
   );
+}
+
+// cohortPool is a cohort's own pool in a line: "16 GPUs (A100: 16)".
+function cohortPool(c: Cohort): string {
+  const parts = [];
+  if (c.nominalQuota?.gpu) parts.push(`${c.nominalQuota.gpu} GPUs`);
+  if (c.nominalQuota?.cpu) parts.push(`${c.nominalQuota.cpu} CPU`);
+  if (c.nominalQuota?.memory) parts.push(`${c.nominalQuota.memory} memory`);
+  const models = Object.entries(c.gpuTypes ?? {}).sort().map(([m, n]) => `${m}: ${n}`);
+  if (models.length > 0) parts.push(`(${models.join(", ")})`);
+  return parts.join(", ") || "none";
 }
 
 // TenantPage shows one tenant: quota against current usage, members,

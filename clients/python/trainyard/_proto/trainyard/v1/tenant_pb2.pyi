@@ -44,6 +44,29 @@ class Budget(_message.Message):
     period: BudgetPeriod
     def __init__(self, gpu_hours: _Optional[float] = ..., period: _Optional[_Union[BudgetPeriod, str]] = ..., over_budget: _Optional[_Union[OverBudgetPolicy, str]] = ...) -> None: ...
 
+class Cohort(_message.Message):
+    __slots__ = ["create_time", "gpu_types", "name", "nominal_quota", "tenants", "update_time"]
+    class GpuTypesEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    GPU_TYPES_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NOMINAL_QUOTA_FIELD_NUMBER: _ClassVar[int]
+    TENANTS_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    create_time: _timestamp_pb2.Timestamp
+    gpu_types: _containers.ScalarMap[str, int]
+    name: str
+    nominal_quota: Quota
+    tenants: _containers.RepeatedScalarFieldContainer[str]
+    update_time: _timestamp_pb2.Timestamp
+    def __init__(self, name: _Optional[str] = ..., nominal_quota: _Optional[_Union[Quota, _Mapping]] = ..., gpu_types: _Optional[_Mapping[str, int]] = ..., tenants: _Optional[_Iterable[str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
 class CreateTenantRequest(_message.Message):
     __slots__ = ["tenant", "tenant_id"]
     TENANT_FIELD_NUMBER: _ClassVar[int]
@@ -51,6 +74,16 @@ class CreateTenantRequest(_message.Message):
     tenant: Tenant
     tenant_id: str
     def __init__(self, tenant: _Optional[_Union[Tenant, _Mapping]] = ..., tenant_id: _Optional[str] = ...) -> None: ...
+
+class DeleteCohortRequest(_message.Message):
+    __slots__ = ["name"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class DeleteCohortResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
 
 class DeleteSecretRequest(_message.Message):
     __slots__ = ["name"]
@@ -68,11 +101,27 @@ class DeleteTenantRequest(_message.Message):
     name: str
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
+class GetCohortRequest(_message.Message):
+    __slots__ = ["name"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
 class GetTenantRequest(_message.Message):
     __slots__ = ["name"]
     NAME_FIELD_NUMBER: _ClassVar[int]
     name: str
     def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class ListCohortsRequest(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class ListCohortsResponse(_message.Message):
+    __slots__ = ["cohorts"]
+    COHORTS_FIELD_NUMBER: _ClassVar[int]
+    cohorts: _containers.RepeatedCompositeFieldContainer[Cohort]
+    def __init__(self, cohorts: _Optional[_Iterable[_Union[Cohort, _Mapping]]] = ...) -> None: ...
 
 class ListSecretsRequest(_message.Message):
     __slots__ = ["parent"]
@@ -111,6 +160,12 @@ class Member(_message.Message):
     role: Role
     subject: str
     def __init__(self, subject: _Optional[str] = ..., group: _Optional[str] = ..., role: _Optional[_Union[Role, str]] = ...) -> None: ...
+
+class PutCohortRequest(_message.Message):
+    __slots__ = ["cohort"]
+    COHORT_FIELD_NUMBER: _ClassVar[int]
+    cohort: Cohort
+    def __init__(self, cohort: _Optional[_Union[Cohort, _Mapping]] = ...) -> None: ...
 
 class PutSecretRequest(_message.Message):
     __slots__ = ["secret"]

@@ -8,7 +8,8 @@ from trainyard._proto.trainyard.v1 import tenant_pb2 as trainyard_dot_v1_dot_ten
 class TenantServiceStub(object):
     """TenantService manages tenants (platform admins) and their secrets (tenant admins).
 
-    Resource names: tenants/{tenant}, tenants/{tenant}/secrets/{secret}.
+    Resource names: tenants/{tenant}, tenants/{tenant}/secrets/{secret},
+    cohorts/{cohort}.
     """
 
     def __init__(self, channel):
@@ -57,12 +58,33 @@ class TenantServiceStub(object):
                 request_serializer=trainyard_dot_v1_dot_tenant__pb2.DeleteSecretRequest.SerializeToString,
                 response_deserializer=trainyard_dot_v1_dot_tenant__pb2.DeleteSecretResponse.FromString,
                 )
+        self.PutCohort = channel.unary_unary(
+                '/trainyard.v1.TenantService/PutCohort',
+                request_serializer=trainyard_dot_v1_dot_tenant__pb2.PutCohortRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_tenant__pb2.Cohort.FromString,
+                )
+        self.GetCohort = channel.unary_unary(
+                '/trainyard.v1.TenantService/GetCohort',
+                request_serializer=trainyard_dot_v1_dot_tenant__pb2.GetCohortRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_tenant__pb2.Cohort.FromString,
+                )
+        self.ListCohorts = channel.unary_unary(
+                '/trainyard.v1.TenantService/ListCohorts',
+                request_serializer=trainyard_dot_v1_dot_tenant__pb2.ListCohortsRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_tenant__pb2.ListCohortsResponse.FromString,
+                )
+        self.DeleteCohort = channel.unary_unary(
+                '/trainyard.v1.TenantService/DeleteCohort',
+                request_serializer=trainyard_dot_v1_dot_tenant__pb2.DeleteCohortRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_tenant__pb2.DeleteCohortResponse.FromString,
+                )
 
 
 class TenantServiceServicer(object):
     """TenantService manages tenants (platform admins) and their secrets (tenant admins).
 
-    Resource names: tenants/{tenant}, tenants/{tenant}/secrets/{secret}.
+    Resource names: tenants/{tenant}, tenants/{tenant}/secrets/{secret},
+    cohorts/{cohort}.
     """
 
     def CreateTenant(self, request, context):
@@ -124,6 +146,39 @@ class TenantServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PutCohort(self, request, context):
+        """Creates or replaces a cohort's own pool: capacity that belongs to the
+        cohort, not to any of its tenants, lent to its members. Platform
+        admins only.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetCohort(self, request, context):
+        """Returns a cohort: its pool and its members. A cohort that tenants
+        name has an empty pool until one is put. Platform admins only.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListCohorts(self, request, context):
+        """Lists every cohort: those with a pool and those tenants only name.
+        Platform admins only.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteCohort(self, request, context):
+        """Removes a cohort's pool; its tenants keep lending one another their
+        unused nominal quota. Platform admins only.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TenantServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -167,6 +222,26 @@ def add_TenantServiceServicer_to_server(servicer, server):
                     request_deserializer=trainyard_dot_v1_dot_tenant__pb2.DeleteSecretRequest.FromString,
                     response_serializer=trainyard_dot_v1_dot_tenant__pb2.DeleteSecretResponse.SerializeToString,
             ),
+            'PutCohort': grpc.unary_unary_rpc_method_handler(
+                    servicer.PutCohort,
+                    request_deserializer=trainyard_dot_v1_dot_tenant__pb2.PutCohortRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_tenant__pb2.Cohort.SerializeToString,
+            ),
+            'GetCohort': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetCohort,
+                    request_deserializer=trainyard_dot_v1_dot_tenant__pb2.GetCohortRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_tenant__pb2.Cohort.SerializeToString,
+            ),
+            'ListCohorts': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListCohorts,
+                    request_deserializer=trainyard_dot_v1_dot_tenant__pb2.ListCohortsRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_tenant__pb2.ListCohortsResponse.SerializeToString,
+            ),
+            'DeleteCohort': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteCohort,
+                    request_deserializer=trainyard_dot_v1_dot_tenant__pb2.DeleteCohortRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_tenant__pb2.DeleteCohortResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'trainyard.v1.TenantService', rpc_method_handlers)
@@ -177,7 +252,8 @@ def add_TenantServiceServicer_to_server(servicer, server):
 class TenantService(object):
     """TenantService manages tenants (platform admins) and their secrets (tenant admins).
 
-    Resource names: tenants/{tenant}, tenants/{tenant}/secrets/{secret}.
+    Resource names: tenants/{tenant}, tenants/{tenant}/secrets/{secret},
+    cohorts/{cohort}.
     """
 
     @staticmethod
@@ -313,5 +389,73 @@ class TenantService(object):
         return grpc.experimental.unary_unary(request, target, '/trainyard.v1.TenantService/DeleteSecret',
             trainyard_dot_v1_dot_tenant__pb2.DeleteSecretRequest.SerializeToString,
             trainyard_dot_v1_dot_tenant__pb2.DeleteSecretResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def PutCohort(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/trainyard.v1.TenantService/PutCohort',
+            trainyard_dot_v1_dot_tenant__pb2.PutCohortRequest.SerializeToString,
+            trainyard_dot_v1_dot_tenant__pb2.Cohort.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetCohort(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/trainyard.v1.TenantService/GetCohort',
+            trainyard_dot_v1_dot_tenant__pb2.GetCohortRequest.SerializeToString,
+            trainyard_dot_v1_dot_tenant__pb2.Cohort.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListCohorts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/trainyard.v1.TenantService/ListCohorts',
+            trainyard_dot_v1_dot_tenant__pb2.ListCohortsRequest.SerializeToString,
+            trainyard_dot_v1_dot_tenant__pb2.ListCohortsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def DeleteCohort(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/trainyard.v1.TenantService/DeleteCohort',
+            trainyard_dot_v1_dot_tenant__pb2.DeleteCohortRequest.SerializeToString,
+            trainyard_dot_v1_dot_tenant__pb2.DeleteCohortResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
