@@ -224,6 +224,7 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 		Jobs:                api.NewJobServer(apiDeps),
 		Tenants:             api.NewTenantServer(apiDeps),
 		Audit:               api.NewAuditServer(apiDeps),
+		Usage:               api.NewUsageServer(apiDeps),
 		AuthUnary:           ic.Unary(),
 		AuthStream:          ic.Stream(),
 		AuthTap:             ic.Tap,

@@ -146,6 +146,7 @@ func BenchmarkTrainyard(b *testing.B) {
 	section("store", func(b *testing.B) { benchStore(b, cfg, rep) })
 	section("noisy", func(b *testing.B) { benchNoisy(b, cfg, rep) })
 	section("batch", func(b *testing.B) { benchBatch(b, cfg, rep) })
+	section("usage", func(b *testing.B) { benchUsage(b, rep) })
 	section("million", func(b *testing.B) { benchMillion(b, rep) })
 	section("watchers", func(b *testing.B) { benchFanout(b, rep) })
 	section("dispatch", func(b *testing.B) { benchDispatch(b, cfg, rep) })

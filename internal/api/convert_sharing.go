@@ -121,32 +121,24 @@ func sharingToPB(s tenant.Sharing) *pb.Sharing {
 	return out
 }
 
-// sharingStatusToPB is what the scheduler's ledger says of a tenant: its
-// decayed usage as of the ledger's last write, and its budget's use in
-// the current period.
-func sharingStatusToPB(s tenant.Sharing, u store.TenantUsage, now time.Time) *pb.SharingStatus {
+// sharingStatusToPB is what the usage ledger says of a tenant as of now:
+// its decayed usage, and its budget's use in the current period (u asked
+// from the period's start).
+func sharingStatusToPB(s tenant.Sharing, u store.SharingUsage, now time.Time) *pb.SharingStatus {
 	out := &pb.SharingStatus{}
 	if s.UsageHalfLifeSeconds > 0 {
 		var v job.Vector
 		for _, r := range job.AllResources {
-			v[r] = int64(math.Round(u.Decayed[r.Name()]))
+			v[r] = int64(math.Round(u.Decayed[r]))
 		}
 		out.DecayedUsage = quotaOfVector(v)
 	}
 	if b := s.Budget; b != nil {
-		from := b.PeriodStart(now)
-		var (
-			sec   float64
-			first time.Time
-		)
-		for day, x := range u.GPUSeconds {
-			if day.Before(from) || x <= 0 {
-				continue
-			}
-			sec += x
-			if first.IsZero() || day.Before(first) {
-				first = day
-			}
+		sec := u.BudgetGPUSeconds
+		var first time.Time
+		if !u.FirstUse.IsZero() {
+			f := u.FirstUse.UTC()
+			first = time.Date(f.Year(), f.Month(), f.Day(), 0, 0, 0, 0, time.UTC)
 		}
 		out.BudgetUsedGpuHours = sec / 3600
 		out.BudgetRemainingGpuHours = max(b.GPUHours-sec/3600, 0)

@@ -1,5 +1,5 @@
 // Package api implements Trainyard's gRPC services: JobService,
-// TenantService and AuditService. The REST gateway (internal/server) calls
+// TenantService, AuditService and UsageService. The REST gateway (internal/server) calls
 // the same handlers over in-memory gRPC, so REST and gRPC cannot drift apart.
 //
 // # A call

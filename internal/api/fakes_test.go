@@ -66,8 +66,13 @@ func (f *fakeStore) TenantUsage(context.Context, string) (job.Vector, error) {
 	return job.Vector{}, nil
 }
 
-func (f *fakeStore) UsageLedgerRead(context.Context, string) (map[string]store.TenantUsage, error) {
-	f.called("UsageLedgerRead")
+func (f *fakeStore) UsageSharing(context.Context, time.Time, []store.SharingAsk) (map[string]store.SharingUsage, error) {
+	f.called("UsageSharing")
+	return nil, nil
+}
+
+func (f *fakeStore) UsageQuery(context.Context, store.UsageQueryParams) ([]store.UsageRow, error) {
+	f.called("UsageQuery")
 	return nil, nil
 }
 

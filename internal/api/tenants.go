@@ -62,11 +62,16 @@ func (s *TenantServer) GetTenant(ctx context.Context, req *pb.GetTenantRequest) 
 	out := tenantToPB(t)
 	out.Usage = quotaOfVector(usage)
 	if t.Sharing.Budget != nil || t.Sharing.UsageHalfLifeSeconds > 0 {
-		ledger, err := s.store.UsageLedgerRead(ctx, id)
+		now := s.now()
+		ask := store.SharingAsk{Tenant: id, HalfLife: t.Sharing.UsageHalfLife()}
+		if b := t.Sharing.Budget; b != nil {
+			ask.BudgetFrom = b.PeriodStart(now)
+		}
+		ledger, err := s.store.UsageSharing(ctx, now, []store.SharingAsk{ask})
 		if err != nil {
 			return nil, err
 		}
-		out.SharingStatus = sharingStatusToPB(t.Sharing, ledger[id], s.now())
+		out.SharingStatus = sharingStatusToPB(t.Sharing, ledger[id], now)
 	}
 	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
 
+	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenant"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
@@ -124,10 +125,8 @@ func TestUpdateTenantSharing(t *testing.T) {
 func TestSharingStatusFromTheLedger(t *testing.T) {
 	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
 	day := func(m time.Month, d int) time.Time { return time.Date(2026, m, d, 0, 0, 0, 0, time.UTC) }
-	u := store.TenantUsage{
-		Decayed:    map[string]float64{"nvidia.com/gpu": 5.6, "cpu": 2000},
-		GPUSeconds: map[time.Time]float64{day(11, 30): 3600 * 50, day(12, 1): 3600 * 30, day(12, 6): 3600 * 80},
-	}
+	u := store.SharingUsage{BudgetGPUSeconds: 3600 * 110, FirstUse: day(12, 1).Add(5 * time.Hour)}
+	u.Decayed[job.GPU], u.Decayed[job.CPU] = 5.6, 2000
 	month := sharingStatusToPB(tenant.Sharing{UsageHalfLifeSeconds: 3600, Budget: &tenant.Budget{GPUHours: 100}}, u, now)
 	require.InDelta(t, 110, month.GetBudgetUsedGpuHours(), 1e-9, "December's days only")
 	require.Zero(t, month.GetBudgetRemainingGpuHours())
@@ -135,6 +134,7 @@ func TestSharingStatusFromTheLedger(t *testing.T) {
 	require.EqualValues(t, 6, month.GetDecayedUsage().GetGpu())
 	require.Equal(t, "2", month.GetDecayedUsage().GetCpu())
 
+	u = store.SharingUsage{BudgetGPUSeconds: 3600 * 160, FirstUse: day(11, 30).Add(time.Hour)}
 	rolling := sharingStatusToPB(tenant.Sharing{Budget: &tenant.Budget{GPUHours: 200, Period: tenant.PeriodRolling30d}}, u, now)
 	require.InDelta(t, 160, rolling.GetBudgetUsedGpuHours(), 1e-9)
 	require.InDelta(t, 40, rolling.GetBudgetRemainingGpuHours(), 1e-9)

@@ -101,6 +101,9 @@ type rule struct {
 	// platformWithoutName: a request naming no resource (an empty name
 	// field) asks about every tenant, which only platform admins may.
 	platformWithoutName bool
+	// platformWildcard: the name tenants/- (AIP-159) asks about every
+	// tenant, which only platform admins may.
+	platformWildcard bool
 	// rechecked says of a request that the handler's write checks the
 	// caller's role and the tenant's state again in its own transaction,
 	// and reads nothing of the tenant's before it, so the Authorizer may
@@ -169,6 +172,21 @@ var rules = map[string]rule{
 	// The audit log: a tenant's to its admins, every tenant's (no parent)
 	// to platform admins. Reading it is allowed in any tenant state.
 	pb.AuditService_ListAuditRecords_FullMethodName: orPlatform(named(PermTenantAdmin, read, "parent", resname.Tenant, (*pb.ListAuditRecordsRequest).GetParent)),
+
+	// The usage ledger: a tenant's to its members (viewers and up), every
+	// tenant's (tenants/-) to platform admins. Allowed in any tenant state:
+	// an offboarded tenant's usage is still billed.
+	pb.UsageService_QueryUsage_FullMethodName: allTenants(named(PermTenantViewer, read, "parent", resname.Tenant, (*pb.QueryUsageRequest).GetParent)),
+}
+
+// allTenantsName is the name of every tenant at once (AIP-159).
+const allTenantsName = "tenants/-"
+
+// allTenants lets the name tenants/- ask about every tenant, as a
+// platform admin.
+func allTenants(r rule) rule {
+	r.platformWildcard = true
+	return r
 }
 
 // orPlatform lets a request without a name ask about every tenant, as a
@@ -263,7 +281,7 @@ func (a *Authorizer) Authorize(ctx context.Context, p Principal, fullMethod stri
 	if !ok {
 		return Access{}, denyf(codes.Internal, fmt.Errorf("request %T does not match method %s", req, fullMethod), "internal error")
 	}
-	if name == "" && r.platformWithoutName {
+	if (name == "" && r.platformWithoutName) || (name == allTenantsName && r.platformWildcard) {
 		if !p.PlatformAdmin {
 			return Access{}, denyf(codes.PermissionDenied, nil, "permission denied: every tenant at once requires platform admin; name a tenant in %s", r.field)
 		}

@@ -107,6 +107,8 @@ func requestFor(method, t string) any {
 		return &pb.DeleteSecretRequest{Name: tn + "/secrets/s1"}
 	case pb.AuditService_ListAuditRecords_FullMethodName:
 		return &pb.ListAuditRecordsRequest{Parent: tn}
+	case pb.UsageService_QueryUsage_FullMethodName:
+		return &pb.QueryUsageRequest{Parent: tn}
 	case pb.TenantService_PutCohort_FullMethodName:
 		return &pb.PutCohortRequest{Cohort: &pb.Cohort{Name: "cohorts/lab"}}
 	case pb.TenantService_GetCohort_FullMethodName:
@@ -172,6 +174,9 @@ var matrix = []struct {
 	{pb.TenantService_DeleteSecret_FullMethodName, "NF PD PD OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD PD FP FP"},
 	// The audit log: a tenant's admins read it, whatever its state.
 	{pb.AuditService_ListAuditRecords_FullMethodName, "NF PD PD OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD PD OK OK"},
+	// Usage: a tenant's members read theirs, whatever its state (it is
+	// still billed).
+	{pb.UsageService_QueryUsage_FullMethodName, "NF OK OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF OK OK OK OK"},
 }
 
 func parseRow(t *testing.T, row string) []codes.Code {
@@ -232,7 +237,7 @@ func TestAuthorizerMatrix(t *testing.T) {
 // matrix; the table has nothing else.
 func TestEveryMethodHasARule(t *testing.T) {
 	var all []string
-	for _, sd := range []grpc.ServiceDesc{pb.JobService_ServiceDesc, pb.TenantService_ServiceDesc, pb.AuditService_ServiceDesc} {
+	for _, sd := range []grpc.ServiceDesc{pb.JobService_ServiceDesc, pb.TenantService_ServiceDesc, pb.AuditService_ServiceDesc, pb.UsageService_ServiceDesc} {
 		for _, m := range sd.Methods {
 			all = append(all, "/"+sd.ServiceName+"/"+m.MethodName)
 		}
@@ -345,6 +350,24 @@ func TestAuditRecordsOfEveryTenant(t *testing.T) {
 			continue
 		}
 		require.Equal(t, codes.PermissionDenied, status.Code(err), pr.col)
+	}
+}
+
+// Every tenant's usage (tenants/-) is the platform admins'; an empty
+// parent is no name at all.
+func TestUsageOfEveryTenant(t *testing.T) {
+	a := NewAuthorizer(testTenants)
+	m := pb.UsageService_QueryUsage_FullMethodName
+	for _, pr := range principals {
+		acc, err := a.Authorize(context.Background(), pr.p, m, &pb.QueryUsageRequest{Parent: "tenants/-"})
+		if pr.p.PlatformAdmin {
+			require.NoError(t, err)
+			require.Empty(t, acc.TenantID)
+		} else {
+			require.Equal(t, codes.PermissionDenied, status.Code(err), pr.col)
+		}
+		_, err = a.Authorize(context.Background(), pr.p, m, &pb.QueryUsageRequest{})
+		require.Equal(t, codes.InvalidArgument, status.Code(err), pr.col)
 	}
 }
 

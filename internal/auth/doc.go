@@ -63,7 +63,7 @@
 // # Authorization
 //
 // A table (rules in authorizer.go) gives every method of JobService,
-// TenantService and AuditService the permission it needs; a method not in the table is
+// TenantService, AuditService and UsageService the permission it needs; a method not in the table is
 // PERMISSION_DENIED, and a test fails when a proto method has no row.
 //
 //	job reads (Get, List, Events, Logs, Watch*), GetTenant,

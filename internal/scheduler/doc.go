@@ -63,17 +63,16 @@
 // lending limits, weight, reclaim policy, fair-share preemption, usage
 // half-life, GPU-hour budget, GPU quotas per model) become
 // admission.Sharing (sharing.go). A limit's unset field does not limit,
-// as a quota's. The leader keeps the usage ledger in memory: each cycle
-// charges what the tenants' jobs held after the previous commit (admitted
-// jobs, from admission to end) for the time since, as GPU-seconds on
-// today's row and, for tenants with a half-life, as decayed usage
-// (admission.DecayUsage); it writes the ledger every UsageFlush, fenced by
-// the lease (store.UsageLedgerWrite), and a new leader reads it back, so
-// budgets and history survive a fail-over (what the old leader counted
-// after its last write is lost: at most UsageFlush plus the lease's TTL).
-// A budget's use is the sum of the days of its period (the calendar month
-// or the last 30 days, UTC). While a tenant with a budget or a history
-// holds anything, idle cycles read the snapshot, to count it.
+// as a quota's. Budgets and decayed usage come from the usage ledger
+// (store/ledger.go, issue 44), which the jobs' own fenced transitions
+// write: admission opens a job's span, its requeue or end closes it. The
+// leader rolls the ledger up and reads it every UsageRefresh, and between
+// reads advances its copy by what the admitted jobs hold (GPU-seconds for
+// budgets; admission.DecayUsage for tenants with a half-life). A new
+// leader reads it at its first cycle, so a fail-over loses nothing. A
+// budget's use is the ledger's GPU-seconds since its period's start (the
+// calendar month or the last 30 days, UTC). While a tenant with a budget
+// or a history holds anything, idle cycles read the snapshot, to count it.
 //
 // A preemption may cross tenants (reclaim, fair share): the commit writes
 // the preemptor's tenant beside its uid (jobs.preemptor_tenant), and the
@@ -94,4 +93,7 @@
 //	trainyard_scheduler_cycle_errors_total
 //	trainyard_scheduler_tenant_budget_gpu_hours{tenant,kind}   budget | used | remaining, leader only
 //	trainyard_scheduler_tenant_decayed_usage{tenant,resource}  tenants with a half-life, leader only
+//	trainyard_tenant_gpus_allocated{tenant}            GPUs the tenant's admitted jobs hold (the ledger), leader only
+//	trainyard_tenant_gpu_hours_total{tenant}           the ledger's GPU-hours of the UTC month (resets monthly), leader only
+//	trainyard_tenant_oldest_wait_seconds{tenant}       the longest wait for admission, leader only
 package scheduler

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,6 +25,10 @@ type metrics struct {
 	cycleErrors      prometheus.Counter
 	budget           *prometheus.GaugeVec
 	decayedUsage     *prometheus.GaugeVec
+	// Per tenant, from the usage ledger (leader only).
+	gpusAllocated *prometheus.GaugeVec
+	gpuHours      *ledgerCounter
+	oldestWait    *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -70,7 +75,19 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "trainyard_scheduler_tenant_decayed_usage",
 			Help: "A tenant's decayed usage (fair share that remembers), by resource (cpu in cores, memory in bytes, nvidia.com/gpu, pods). Tenants with a usage half-life only; leader only.",
 		}, []string{"tenant", "resource"}),
+		gpusAllocated: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "trainyard_tenant_gpus_allocated",
+			Help: "GPUs a tenant's admitted jobs hold, from the usage ledger (allocated, not measured). Leader only, every scheduler UsageRefresh.",
+		}, []string{"tenant"}),
+		gpuHours: &ledgerCounter{desc: prometheus.NewDesc("trainyard_tenant_gpu_hours_total",
+			"GPU-hours a tenant's jobs held (allocated) since the start of the UTC month, from the usage ledger: a counter that resets at each month's start. Leader only, every scheduler UsageRefresh.",
+			[]string{"tenant"}, nil)},
+		oldestWait: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "trainyard_tenant_oldest_wait_seconds",
+			Help: "How long a tenant's longest-waiting job has waited for admission (since it entered the queue), as of the last cycle. Leader only; the queue's length is trainyard_scheduler_pending_jobs summed by tenant.",
+		}, []string{"tenant"}),
 	}
+	reg.MustRegister(m.gpusAllocated, m.gpuHours, m.oldestWait)
 	reg.MustRegister(m.budget, m.decayedUsage)
 	reg.MustRegister(m.leader, m.pending, m.pendingDemand, m.admissionLatency, m.admissions, m.preemptions, m.cycleSeconds, m.cycleErrors)
 	return m
@@ -105,6 +122,15 @@ func (m *metrics) observeDecision(v view, d admission.Decision, res store.Schedu
 			demand[j.Key] = demand[j.Key].Add(g.Request.Times(int64(g.Count)))
 		}
 	}
+	oldest := map[string]time.Duration{}
+	for _, w := range d.Waiting {
+		if q := v.jobs[w.Key].QueuedAt; !q.IsZero() {
+			oldest[w.Key.Tenant] = max(oldest[w.Key.Tenant], now.Sub(q))
+		}
+	}
+	for id, age := range oldest {
+		m.oldestWait.WithLabelValues(id).Set(max(age, 0).Seconds())
+	}
 	for _, w := range d.Waiting {
 		reason := string(w.Reason)
 		m.pending.WithLabelValues(w.Key.Tenant, reason).Inc()
@@ -121,6 +147,48 @@ func (m *metrics) observeDecision(v view, d admission.Decision, res store.Schedu
 func (m *metrics) resetQueue() {
 	m.pending.Reset()
 	m.pendingDemand.Reset()
+	m.oldestWait.Reset()
+}
+
+func (m *metrics) resetHeld() {
+	m.gpusAllocated.Reset()
+	m.gpuHours.set(nil)
+}
+
+// observeHeld sets the ledger's gauges and counters.
+func (m *metrics) observeHeld(held map[string]store.TenantHeld) {
+	m.gpusAllocated.Reset()
+	hours := make(map[string]float64, len(held))
+	for id, h := range held {
+		m.gpusAllocated.WithLabelValues(id).Set(float64(h.GPUs))
+		hours[id] = h.GPUSeconds / 3600
+	}
+	m.gpuHours.set(hours)
+}
+
+// ledgerCounter exposes the ledger's monthly GPU-hours as counters: the
+// ledger, not this process, counts them, so a new leader goes on from
+// the same value.
+type ledgerCounter struct {
+	desc *prometheus.Desc
+	mu   sync.Mutex
+	by   map[string]float64
+}
+
+func (c *ledgerCounter) set(by map[string]float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.by = by
+}
+
+func (c *ledgerCounter) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *ledgerCounter) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, v := range c.by {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, v, id)
+	}
 }
 
 // observeSharing sets the tenants' budget and decayed usage gauges.

@@ -57,9 +57,10 @@ type Config struct {
 	// RunTimeRefresh is how often the tenants' typical run times are read
 	// again. Defaults to 1m.
 	RunTimeRefresh time.Duration
-	// UsageFlush is how often the leader writes the usage ledger
-	// (decayed usage, GPU-seconds for budgets). Defaults to 10s.
-	UsageFlush time.Duration
+	// UsageRefresh is how often the leader rolls the usage ledger up and
+	// reads it again (decayed usage, GPU-seconds for budgets); between
+	// reads it counts what the admitted jobs hold itself. Defaults to 1m.
+	UsageRefresh time.Duration
 
 	// OnLead, when set, runs while this process holds the lease, with a
 	// context that ends when it steps down; the lease does not end before
@@ -83,7 +84,7 @@ const (
 	DefaultPublishInterval = time.Second
 	DefaultStarvationAge   = 30 * time.Minute
 	DefaultRunTimeRefresh  = time.Minute
-	DefaultUsageFlush      = 10 * time.Second
+	DefaultUsageRefresh    = time.Minute
 )
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -99,7 +100,7 @@ func (c Config) WithDefaults() Config {
 	set(&c.PublishInterval, DefaultPublishInterval)
 	set(&c.StarvationAge, DefaultStarvationAge)
 	set(&c.RunTimeRefresh, DefaultRunTimeRefresh)
-	set(&c.UsageFlush, DefaultUsageFlush)
+	set(&c.UsageRefresh, DefaultUsageRefresh)
 	if c.Registry == nil {
 		c.Registry = prometheus.NewRegistry()
 	}
@@ -155,7 +156,8 @@ type Scheduler struct {
 	specsAfter       int64 // the highest seq read: later jobs' specs come with the next read
 	runTimesByTenant map[string]store.RunTime
 	runTimesAt       time.Time
-	ledger           ledger // the usage ledger (sharing.go), while leading
+	ledger           ledger    // the usage ledger (sharing.go), while leading
+	heldAt           time.Time // when the ledger's metrics were last read (observeHeld)
 	published        map[string]map[string]job.QueueInfo
 	publishedAt      time.Time
 }
@@ -291,7 +293,9 @@ func (s *Scheduler) lead(ctx context.Context, lease store.SchedulerLease) {
 		s.published, s.publishedAt = nil, time.Time{}
 		s.idle.Store(false)
 		s.ledger = ledger{} // the next leadership reads it again
+		s.heldAt = time.Time{}
 		s.metrics.resetSharing()
+		s.metrics.resetHeld()
 	}()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -375,6 +379,9 @@ func (s *Scheduler) lead(ctx context.Context, lease store.SchedulerLease) {
 // the next cycle is due at the latest (a backoff ending), zero for the
 // period.
 func (s *Scheduler) cycle(ctx context.Context, lease store.SchedulerLease) (time.Time, error) {
+	if err := s.rollup(ctx); err != nil {
+		return time.Time{}, fmt.Errorf("usage ledger: %w", err)
+	}
 	if submitted := s.submitted.Swap(false); s.idle.Load() && !submitted && !s.accounting.Load() {
 		// Nothing waited last time and no job was submitted since: the
 		// period's cycle first asks whether anything waits now, with an
@@ -399,9 +406,6 @@ func (s *Scheduler) cycle(ctx context.Context, lease store.SchedulerLease) (time
 	}
 	if err := s.publish(ctx, lease, v, d, now); err != nil {
 		return time.Time{}, fmt.Errorf("publish: %w", err)
-	}
-	if err := s.ledgerFlush(ctx, lease, now); err != nil {
-		return time.Time{}, fmt.Errorf("usage ledger: %w", err)
 	}
 	s.accounting.Store(s.ledgerHold(v, res.Admitted))
 	s.metrics.observeSharing(v)

@@ -66,7 +66,7 @@ func (b *bundle) startWith(t *testing.T, cfg Config) (s *Scheduler, reg *prometh
 	t.Helper()
 	reg = prometheus.NewRegistry()
 	s, err := New(Config{ID: cfg.ID, Store: b.store, Kube: b.kube, Listener: cfg.Listener, LeaseTTL: 2 * time.Second, Period: cfg.Period,
-		UsageFlush: cfg.UsageFlush, OnLead: cfg.OnLead,
+		UsageRefresh: cfg.UsageRefresh, OnLead: cfg.OnLead,
 		PublishInterval: 10 * time.Millisecond, Registry: reg,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	require.NoError(t, err)

@@ -12,32 +12,32 @@ import (
 )
 
 // Sharing across tenants (issue 42): the tenants' sharing settings become
-// admission.Sharing, and the usage ledger — decayed usage for fair share
-// that remembers, GPU-seconds per day for budgets — is kept by the leader
-// in memory, advanced every cycle by what the admitted jobs hold (from
-// admission to end), and written to Postgres every UsageFlush, fenced by
-// the lease. A new leader reads it back: history and budgets survive a
-// fail-over; what the old leader saw after its last write, at most
-// UsageFlush plus the lease's expiry, is not counted.
+// admission.Sharing, with what the usage ledger (store/ledger.go, issue
+// 44) says of them: GPU-seconds in the budget's period and decayed usage
+// for fair share that remembers. The ledger is written by the jobs' own
+// transitions, not by the scheduler; the leader reads it every
+// UsageRefresh (rolling it up first) and, between reads, advances its copy
+// by what the admitted jobs hold. A new leader reads it at its first
+// cycle: nothing is lost in a fail-over, and every read corrects the copy.
 
-// ledger is the leader's copy of the usage ledger.
+// ledger is the leader's copy of what the usage ledger says.
 type ledger struct {
-	loaded    bool
-	at        time.Time // what is counted runs up to here
-	flushedAt time.Time
-	tenants   map[string]*tenantLedger
+	readAt  time.Time // zero: read at the next cycle
+	at      time.Time // what is counted runs up to here
+	tenants map[string]*tenantLedger
 	// used is what each tenant's jobs held after the last commit.
 	used map[string]job.Vector
 }
 
 type tenantLedger struct {
 	decayed admission.Usage
-	// days are the GPU-seconds per UTC day, what is not written yet
-	// included; pending is the part not written, on day pendingDay.
-	days       map[time.Time]float64
-	pending    float64
-	pendingDay time.Time
-	history    bool // the tenant keeps decayed usage: write it
+	// budgetSeconds are the GPU-seconds since budgetFrom (the budget
+	// period's start when read; zero: no budget), firstUse the first
+	// hour with any.
+	budgetFrom    time.Time
+	budgetSeconds float64
+	firstUse      time.Time
+	halfLife      time.Duration
 }
 
 // unlimited stands for "no limit" in a borrowing or lending limit's
@@ -91,24 +91,14 @@ func sharingOf(s tenant.Sharing, tl *tenantLedger, now time.Time) (admission.Sha
 // budgetUsed is the GPU-hours a tenant used in its budget's current
 // period, and the first day with usage in it.
 func budgetUsed(b tenant.Budget, tl *tenantLedger, now time.Time) (float64, time.Time) {
-	if tl == nil {
+	if tl == nil || !tl.budgetFrom.Equal(b.PeriodStart(now)) {
 		return 0, time.Time{}
 	}
-	from := b.PeriodStart(now)
-	var (
-		sec   float64
-		first time.Time
-	)
-	for day, s := range tl.days {
-		if day.Before(from) || s <= 0 {
-			continue
-		}
-		sec += s
-		if first.IsZero() || day.Before(first) {
-			first = day
-		}
+	var first time.Time
+	if !tl.firstUse.IsZero() {
+		first = utcDay(tl.firstUse)
 	}
-	return sec / 3600, first
+	return tl.budgetSeconds / 3600, first
 }
 
 // utcDay is the UTC midnight of t.
@@ -117,66 +107,116 @@ func utcDay(t time.Time) time.Time {
 	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
 }
 
-// ledgerLoad reads the ledger when the leader has none (a new leadership):
-// decayed usage is decayed over the time nobody counted, as unused.
-func (s *Scheduler) ledgerLoad(ctx context.Context, now time.Time) error {
-	if s.ledger.loaded {
+// ledgerUpdate brings the leader's copy of the ledger to now: read again
+// (after a rollup) every UsageRefresh, when a tenant's settings or budget
+// period changed, and at a leadership's first cycle; else advanced by
+// what the tenants' jobs held since the last cycle (ledger.used, set by
+// ledgerHold at its commit).
+func (s *Scheduler) ledgerUpdate(ctx context.Context, settings map[string]tenant.Sharing, now time.Time) error {
+	if s.ledgerStale(settings, now) {
+		return s.ledgerRead(ctx, settings, now)
+	}
+	elapsed := now.Sub(s.ledger.at)
+	if elapsed <= 0 {
 		return nil
 	}
-	read, err := s.store.UsageLedgerRead(ctx, "")
-	if err != nil {
-		return err
-	}
-	s.ledger = ledger{loaded: true, at: now, flushedAt: now, tenants: map[string]*tenantLedger{}}
-	for id, u := range read {
-		tl := &tenantLedger{days: u.GPUSeconds}
-		for _, r := range job.AllResources {
-			tl.decayed[r] = u.Decayed[r.Name()]
+	s.ledger.at = now
+	for id, tl := range s.ledger.tenants {
+		used := s.ledger.used[id]
+		if gpus := used[job.GPU]; gpus > 0 && !tl.budgetFrom.IsZero() {
+			tl.budgetSeconds += float64(gpus) * elapsed.Seconds()
+			if tl.firstUse.IsZero() {
+				tl.firstUse = now.UTC().Truncate(time.Hour)
+			}
 		}
-		s.ledger.tenants[id] = tl
+		if tl.halfLife > 0 {
+			tl.decayed = admission.DecayUsage(tl.decayed, used, elapsed, tl.halfLife)
+		}
 	}
 	return nil
 }
 
-// ledgerAdvance counts what the admitted jobs held since the last cycle
-// (ledger.used, set by ledgerHold at its commit): GPU-seconds on today's
-// row and the decayed usage of the tenants with a history half-life. A
-// job that ended meanwhile is counted up to this cycle: at most a Period
-// more than it ran.
-func (s *Scheduler) ledgerAdvance(settings map[string]tenant.Sharing, now time.Time) {
-	elapsed := now.Sub(s.ledger.at)
-	if elapsed <= 0 {
-		return
+// ledgerStale reports whether the copy must be read again.
+func (s *Scheduler) ledgerStale(settings map[string]tenant.Sharing, now time.Time) bool {
+	if s.ledger.readAt.IsZero() || now.Sub(s.ledger.readAt) >= s.cfg.UsageRefresh || now.Before(s.ledger.at) {
+		return true
 	}
-	s.ledger.at = now
-	day := utcDay(now)
+	n := 0
 	for id, sh := range settings {
+		if sh.Budget == nil && sh.UsageHalfLifeSeconds <= 0 {
+			continue
+		}
+		n++
 		tl := s.ledger.tenants[id]
-		if tl == nil {
-			tl = &tenantLedger{days: map[time.Time]float64{}}
-			s.ledger.tenants[id] = tl
+		if tl == nil || tl.halfLife != sh.UsageHalfLife() {
+			return true
 		}
-		used := s.ledger.used[id]
-		if gpus := used[job.GPU]; gpus > 0 {
-			sec := float64(gpus) * elapsed.Seconds()
-			// What is not written yet goes on today's row when it is
-			// (a day's change between writes moves seconds by one day).
-			tl.pendingDay = day
-			tl.pending += sec
-			tl.days[day] += sec
-		}
-		tl.history = sh.UsageHalfLifeSeconds > 0
-		if tl.history {
-			tl.decayed = admission.DecayUsage(tl.decayed, used, elapsed, sh.UsageHalfLife())
-		} else {
-			tl.decayed = admission.Usage{}
+		if from := budgetFrom(sh, now); !from.Equal(tl.budgetFrom) {
+			return true
 		}
 	}
+	return n != len(s.ledger.tenants)
+}
+
+// budgetFrom is where a tenant's budget counts from now (zero: none).
+func budgetFrom(sh tenant.Sharing, now time.Time) time.Time {
+	if b := sh.Budget; b != nil && b.GPUHours > 0 {
+		return b.PeriodStart(now)
+	}
+	return time.Time{}
+}
+
+// ledgerRead rolls the ledger up and reads what the tenants with a budget
+// or a usage history need of it.
+func (s *Scheduler) ledgerRead(ctx context.Context, settings map[string]tenant.Sharing, now time.Time) error {
+	var asks []store.SharingAsk
+	for id, sh := range settings {
+		from := budgetFrom(sh, now)
+		if from.IsZero() && sh.UsageHalfLifeSeconds <= 0 {
+			continue
+		}
+		asks = append(asks, store.SharingAsk{Tenant: id, BudgetFrom: from, HalfLife: sh.UsageHalfLife()})
+	}
+	read, err := s.store.UsageSharing(ctx, now, asks)
+	if err != nil {
+		return err
+	}
+	tenants := make(map[string]*tenantLedger, len(asks))
+	for _, a := range asks {
+		u := read[a.Tenant]
+		tenants[a.Tenant] = &tenantLedger{
+			decayed: admission.Usage(u.Decayed), budgetFrom: a.BudgetFrom, budgetSeconds: u.BudgetGPUSeconds,
+			firstUse: u.FirstUse, halfLife: a.HalfLife,
+		}
+	}
+	s.ledger.tenants, s.ledger.at, s.ledger.readAt = tenants, now, now
+	return nil
+}
+
+// rollup rolls the ledger up and sets the tenants' ledger metrics, every
+// UsageRefresh, idle or not (store.UsageRollup; any process may, the
+// leader does).
+func (s *Scheduler) rollup(ctx context.Context) error {
+	now := time.Now()
+	if !s.heldAt.IsZero() && now.Sub(s.heldAt) < s.cfg.UsageRefresh {
+		return nil
+	}
+	if _, err := s.store.UsageRollup(ctx); err != nil {
+		return err
+	}
+	u := now.UTC()
+	held, err := s.store.UsageHeld(ctx, time.Date(u.Year(), u.Month(), 1, 0, 0, 0, 0, time.UTC))
+	if err != nil {
+		return err
+	}
+	s.metrics.observeHeld(held)
+	s.heldAt = now
+	return nil
 }
 
 // ledgerHold records what the tenants' jobs hold after a cycle's commit
 // (the admitted ones, those it admitted included), for the next
-// ledgerAdvance, and reports whether a tenant with a budget or a history
+// ledgerUpdate, and reports whether a tenant with a budget or a history
 // holds anything: then idle cycles still read, to count it.
 func (s *Scheduler) ledgerHold(v view, admitted []store.AdmittedJob) bool {
 	now := map[admission.Key]bool{}
@@ -199,33 +239,4 @@ func (s *Scheduler) ledgerHold(v view, admitted []store.AdmittedJob) bool {
 		}
 	}
 	return false
-}
-
-// ledgerFlush writes the ledger every UsageFlush (fenced by the lease).
-func (s *Scheduler) ledgerFlush(ctx context.Context, lease store.SchedulerLease, now time.Time) error {
-	if now.Sub(s.ledger.flushedAt) < s.cfg.UsageFlush {
-		return nil
-	}
-	entries := map[string]store.UsageWrite{}
-	for id, tl := range s.ledger.tenants {
-		if tl.pending == 0 && !tl.history {
-			continue
-		}
-		w := store.UsageWrite{AddGPUSeconds: tl.pending, Day: tl.pendingDay}
-		if tl.history {
-			w.Decayed = map[string]float64{}
-			for _, r := range job.AllResources {
-				w.Decayed[r.Name()] = tl.decayed[r]
-			}
-		}
-		entries[id] = w
-	}
-	if err := s.store.UsageLedgerWrite(ctx, lease, now, entries); err != nil {
-		return err
-	}
-	for _, tl := range s.ledger.tenants {
-		tl.pending = 0
-	}
-	s.ledger.flushedAt = now
-	return nil
 }

@@ -73,7 +73,7 @@ func TestSchedulerBudgetHolds(t *testing.T) {
 	// 0.002 GPU-hours: 7.2 GPU-seconds, under a second of 8 GPUs.
 	b.tenantIn(t, "a", "", 0, &tenant.Budget{GPUHours: 0.002})
 	first := b.submit(t, "a", "first", 1, 8, 0)
-	_, reg, stop := b.startWith(t, Config{ID: "s1", Period: 100 * time.Millisecond, UsageFlush: 100 * time.Millisecond})
+	_, reg, stop := b.startWith(t, Config{ID: "s1", Period: 100 * time.Millisecond, UsageRefresh: 100 * time.Millisecond})
 	require.Eventually(t, func() bool { return b.admitted(t, first) }, 10*time.Second, 20*time.Millisecond)
 	require.Eventually(t, func() bool { return budgetGauge(t, reg, "remaining") == 0 }, 10*time.Second, 50*time.Millisecond)
 	require.Equal(t, 0.002, budgetGauge(t, reg, "budget"))
@@ -92,15 +92,39 @@ func TestSchedulerBudgetHolds(t *testing.T) {
 	require.Contains(t, q[next.UID].Message, "GPU-hour budget is used up")
 	require.Contains(t, q[next.UID].Message, "the period resets at")
 	require.NotNil(t, q[next.UID].EstimatedStart)
+	// The tenant's ledger metrics: GPUs held now, GPU-hours this month,
+	// the oldest wait.
+	require.Eventually(t, func() bool {
+		return tenantMetric(t, reg, "trainyard_tenant_gpu_hours_total") >= 0.002 &&
+			tenantMetric(t, reg, "trainyard_tenant_gpus_allocated") == 8 &&
+			tenantMetric(t, reg, "trainyard_tenant_oldest_wait_seconds") >= 0
+	}, 10*time.Second, 50*time.Millisecond)
 
 	stop()
-	led, err := b.store.UsageLedgerRead(b.ctx, "a")
+	now := time.Now()
+	led, err := b.store.UsageSharing(b.ctx, now, []store.SharingAsk{{Tenant: "a", BudgetFrom: (&tenant.Budget{}).PeriodStart(now)}})
 	require.NoError(t, err)
-	var sec float64
-	for _, s := range led["a"].GPUSeconds {
-		sec += s
+	require.GreaterOrEqual(t, led["a"].BudgetGPUSeconds, 0.002*3600, "the ledger survives the leader")
+}
+
+// tenantMetric is tenant a's value of a gauge or counter; -1 when unset.
+func tenantMetric(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "tenant" && l.GetValue() == "a" {
+					return m.GetGauge().GetValue() + m.GetCounter().GetValue()
+				}
+			}
+		}
 	}
-	require.GreaterOrEqual(t, sec, 0.002*3600, "the ledger survives the leader")
+	return -1
 }
 
 // budgetGauge is tenant a's trainyard_scheduler_tenant_budget_gpu_hours

@@ -69,9 +69,6 @@ type view struct {
 func (s *Scheduler) snapshot(ctx context.Context, now time.Time) (view, error) {
 	v := view{jobs: map[admission.Key]store.SchedJob{}, sharing: map[string]tenant.Sharing{}}
 	v.snap.Now = now
-	if err := s.ledgerLoad(ctx, now); err != nil {
-		return view{}, err
-	}
 	v.snap.Config = admission.Config{StarvationAge: s.cfg.StarvationAge, BorrowAging: s.cfg.BorrowAging}
 
 	read, err := s.store.SchedulerRead(ctx, s.specsAfter)
@@ -143,7 +140,9 @@ func (s *Scheduler) snapshot(ctx context.Context, now time.Time) (view, error) {
 		v.jobs[k] = r
 	}
 	v.snap.Nodes = s.nodes()
-	s.ledgerAdvance(v.sharing, now)
+	if err := s.ledgerUpdate(ctx, v.sharing, now); err != nil {
+		return view{}, fmt.Errorf("usage ledger: %w", err)
+	}
 	for i := range v.snap.Tenants {
 		t := &v.snap.Tenants[i]
 		var errs []error

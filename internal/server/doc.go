@@ -20,7 +20,7 @@
 //	         │                             │ (bufconn, no socket) │
 //	         │                             └──────────┬───────────┘
 //	         ▼                                        ▼
-//	  interceptor chain ──► JobService, TenantService, AuditService
+//	  interceptor chain ──► JobService, TenantService, AuditService, UsageService
 //
 // # Listeners
 //

@@ -43,7 +43,7 @@ func newGateway(ctx context.Context, conn *grpc.ClientConn, jsonLimits, yamlLimi
 		MarshalOptions:   protojson.MarshalOptions{UseProtoNames: false},
 		UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
 	}, limits: jsonLimits}
-	rs := routesOf(pb.File_trainyard_v1_job_proto, pb.File_trainyard_v1_tenant_proto, pb.File_trainyard_v1_audit_proto)
+	rs := routesOf(pb.File_trainyard_v1_job_proto, pb.File_trainyard_v1_tenant_proto, pb.File_trainyard_v1_audit_proto, pb.File_trainyard_v1_usage_proto)
 	opts := []runtime.ServeMuxOption{
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.HTTPBodyMarshaler{Marshaler: jsonpb}),
 		runtime.WithIncomingHeaderMatcher(incomingHeader),
@@ -52,7 +52,8 @@ func newGateway(ctx context.Context, conn *grpc.ClientConn, jsonLimits, yamlLimi
 		runtime.WithRoutingErrorHandler(rs.routingErrorHandler),
 		runtime.WithDisableHTTPMethodOverride(),
 		runtime.WithDisablePathLengthFallback(),
-		runtime.WithMiddlewares(requireUTF8),
+		runtime.WithMarshalerOption(mimeCSV, csvMarshaler{Marshaler: jsonpb}),
+		runtime.WithMiddlewares(requireUTF8, acceptCSV),
 		runtime.SetQueryParameterParser(queryParser{}),
 	}
 	for _, ct := range yamlContentTypes {
@@ -66,6 +67,9 @@ func newGateway(ctx context.Context, conn *grpc.ClientConn, jsonLimits, yamlLimi
 		return nil, err
 	}
 	if err := pb.RegisterAuditServiceHandler(ctx, mux, conn); err != nil {
+		return nil, err
+	}
+	if err := pb.RegisterUsageServiceHandler(ctx, mux, conn); err != nil {
 		return nil, err
 	}
 	return mux, nil

@@ -47,6 +47,7 @@ type Config struct {
 	Jobs    pb.JobServiceServer
 	Tenants pb.TenantServiceServer
 	Audit   pb.AuditServiceServer
+	Usage   pb.UsageServiceServer
 	// Auth are the authentication+authorization interceptors. Required: a
 	// server without them would serve every tenant to anyone.
 	AuthUnary  grpc.UnaryServerInterceptor
@@ -155,8 +156,8 @@ func (c *Config) withDefaults() error {
 		c.Fairness.Admin = DefaultFairness.Admin
 	}
 	switch {
-	case c.Jobs == nil || c.Tenants == nil || c.Audit == nil:
-		return errors.New("server: Jobs, Tenants and Audit are required")
+	case c.Jobs == nil || c.Tenants == nil || c.Audit == nil || c.Usage == nil:
+		return errors.New("server: Jobs, Tenants, Audit and Usage are required")
 	case c.AuthUnary == nil || c.AuthStream == nil:
 		return errors.New("server: auth interceptors are required")
 	case c.ErrorCode == nil:
@@ -251,6 +252,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		pb.RegisterJobServiceServer(g, cfg.Jobs)
 		pb.RegisterTenantServiceServer(g, cfg.Tenants)
 		pb.RegisterAuditServiceServer(g, cfg.Audit)
+		pb.RegisterUsageServiceServer(g, cfg.Usage)
 		return g
 	}
 	public := []grpc.ServerOption{}
@@ -326,7 +328,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		mux.Handle("/", cfg.Console)
 	}
 	onlyGET(mux, "/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/docs/swagger-ui-bundle.js", "/docs/swagger-ui.css")
-	rs := append(routesOf(pb.File_trainyard_v1_job_proto, pb.File_trainyard_v1_tenant_proto, pb.File_trainyard_v1_audit_proto),
+	rs := append(routesOf(pb.File_trainyard_v1_job_proto, pb.File_trainyard_v1_tenant_proto, pb.File_trainyard_v1_audit_proto, pb.File_trainyard_v1_usage_proto),
 		newRoute(http.MethodPost, tensorBoardPath+":open"))
 	mux.Handle("/v1/", rs.methodCheck(authenticateFirst(cfg.AuthHTTP, limitBody(cfg.MaxRequestBytes, gw))))
 	s.routeTensorBoard(mux, gw)
@@ -433,6 +435,7 @@ func (s *Server) watchReadiness(ctx context.Context) {
 		s.health.SetServingStatus(pb.JobService_ServiceDesc.ServiceName, st)
 		s.health.SetServingStatus(pb.TenantService_ServiceDesc.ServiceName, st)
 		s.health.SetServingStatus(pb.AuditService_ServiceDesc.ServiceName, st)
+		s.health.SetServingStatus(pb.UsageService_ServiceDesc.ServiceName, st)
 		select {
 		case <-ctx.Done():
 			return

@@ -59,7 +59,7 @@ func startServer(t *testing.T, jobs *stubJobs, opts ...func(*Config)) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := Config{
 		HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0",
-		Jobs: jobs, Tenants: pb.UnimplementedTenantServiceServer{}, Audit: pb.UnimplementedAuditServiceServer{},
+		Jobs: jobs, Tenants: pb.UnimplementedTenantServiceServer{}, Audit: pb.UnimplementedAuditServiceServer{}, Usage: pb.UnimplementedUsageServiceServer{},
 		AuthUnary: passUnary, AuthStream: passStream, ErrorCode: status.Code,
 	}
 	for _, o := range opts {

@@ -43,15 +43,16 @@
 //	worker_leases         worker_id → expires_at
 //	scheduler_lease       one row: holder, epoch, expires_at
 //	tenant_queues         tenant → where its waiting jobs stand (JSONB by job uid)
-//	tenant_usage          (tenant, resource) → decayed usage, update_time: the scheduler's ledger
-//	tenant_budget_days       (tenant, UTC day) → GPU-seconds, for budgets (62 days kept)
+//	usage_intervals       the usage ledger (ledger.go): a job's admitted spans, start to end, with its demand
+//	usage_hourly          (tenant, UTC hour, creator, labels) → resource-seconds, rolled up from the spans (13 months)
 //
 // Every table with tenant data has tenant_id. Every query of an API method
 // filters on it. So a tenant cannot reach another tenant's rows, even by
 // guessing names or uids. Only the worker's and the scheduler's queries
 // are cross-tenant, by nature: JobClaim, JobLeaseRenew, JobReleaseAll,
 // JobListByKeys, TenantListAll, SchedulerRead, JobSpecs, TenantRunTimes,
-// SchedulerCommit and QueuePublish.
+// SchedulerCommit, QueuePublish, UsageRollup and UsageHeld; UsageQuery
+// spans tenants only for a platform admin's tenants/-.
 //
 // # Jobs: the API side
 //
@@ -182,6 +183,9 @@
 //   - preemptions: preempt_for and preempt_message on running jobs not
 //     already stopping, a Preempting event, a NOTIFY to the owner.
 //   - wait reasons that changed: the Admitted condition and a Waiting event.
+//
+// An admission also opens the job's span in the usage ledger, in the same
+// statement (ledger.go); JobSave's requeue or end closes it.
 //
 // Rows are locked before their events are written, as every writer does.
 // Admission is a flag, so a second leader's or a replayed admission is a

@@ -599,7 +599,14 @@ func saveStatement(items []saveItem) (string, []any) {
 			FROM i
 			WHERE jobs.tenant_id = i.tenant_id AND jobs.uid = i.uid AND jobs.version = i.version
 			  AND ` + sqlOwnedBy("i.worker_id") + `
-			RETURNING i.ord, jobs.version, jobs.name, jobs.tenant_id, jobs.uid
+			RETURNING i.ord, jobs.version, jobs.name, jobs.tenant_id, jobs.uid, i.now,
+			          i.requeue OR i.finish IS NOT NULL AS ends
+		), l AS (
+			-- A requeue or an end closes the job's open span in the usage
+			-- ledger (ledger.go), never before the part rolled up.
+			UPDATE usage_intervals v SET end_time = greatest(u.now, v.rolled_to)
+			FROM u
+			WHERE u.ends AND v.tenant_id = u.tenant_id AND v.job_uid = u.uid AND v.end_time IS NULL
 		), e AS (
 			INSERT INTO job_events (tenant_id, job_uid, job_name, type, reason, message, state, create_time)
 			SELECT u.tenant_id, u.uid, u.name, x.t, x.r, x.m, x.s, x.c

@@ -471,6 +471,7 @@ func admitted(b *pgx.Batch, read []job.Job, queuedAt map[JobKey]time.Time, gpuTy
 		aStates   []string
 		aStarts   []*time.Time
 		aModels   []string
+		aDemands  [job.NumResources][]int64
 	)
 	for _, j := range read {
 		k := JobKey{Tenant: j.Tenant, UID: j.UID}
@@ -490,14 +491,31 @@ func admitted(b *pgx.Batch, read []job.Job, queuedAt map[JobKey]time.Time, gpuTy
 		aKeys = append(aKeys, k)
 		aStatuses, aStates, aStarts = append(aStatuses, st), append(aStates, string(st.State)), append(aStarts, st.StartTime)
 		aModels = append(aModels, gpuTypes[k])
+		d := demandOf(j.Spec)
+		for r := range aDemands {
+			aDemands[r] = append(aDemands[r], d[r])
+		}
 	}
 	tenants, uids := keyArrays(aKeys)
+	// The admission opens the job's span in the usage ledger (ledger.go),
+	// in the same statement: a job already holding an open span (a
+	// replay) keeps it.
 	b.Queue(`
-		UPDATE jobs j SET admitted = true, claim_after = '-infinity', not_before = NULL,
-		                  status = k.status, state = k.state, start_time = k.start_time,
-		                  admitted_model = k.model, version = j.version + 1, update_time = $6
-		FROM unnest($1::text[], $2::uuid[], $3::jsonb[], $4::text[], $5::timestamptz[], $7::text[]) AS k(tenant_id, uid, status, state, start_time, model)
-		WHERE j.tenant_id = k.tenant_id AND j.uid = k.uid`, tenants, uids, aStatuses, aStates, aStarts, now, aModels)
+		WITH a AS (
+			UPDATE jobs j SET admitted = true, claim_after = '-infinity', not_before = NULL,
+			                  status = k.status, state = k.state, start_time = k.start_time,
+			                  admitted_model = k.model, version = j.version + 1, update_time = $6
+			FROM unnest($1::text[], $2::uuid[], $3::jsonb[], $4::text[], $5::timestamptz[], $7::text[],
+			            $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[])
+			     AS k(tenant_id, uid, status, state, start_time, model, gpus, cpu, mem, pods)
+			WHERE j.tenant_id = k.tenant_id AND j.uid = k.uid
+			RETURNING j.tenant_id, j.uid, j.creator, j.labels, k.gpus, k.cpu, k.mem, k.pods
+		)
+		INSERT INTO usage_intervals (tenant_id, job_uid, creator, labels, gpus, cpu_millis, memory_bytes, pods, start_time, rolled_to)
+		SELECT tenant_id, uid, creator, labels, gpus, cpu, mem, pods, $6, $6 FROM a
+		ON CONFLICT DO NOTHING`,
+		tenants, uids, aStatuses, aStates, aStarts, now, aModels,
+		aDemands[job.GPU], aDemands[job.CPU], aDemands[job.Memory], aDemands[job.Pods])
 	return out
 }
 

@@ -7,12 +7,13 @@ import time
 import uuid
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, List, Optional, Tuple, Union, cast
+from datetime import datetime, timezone
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union, cast
 
 import grpc
 
 from trainyard import _documents, _progress, _settings
-from trainyard._proto.trainyard.v1 import job_pb2, job_pb2_grpc
+from trainyard._proto.trainyard.v1 import job_pb2, job_pb2_grpc, usage_pb2, usage_pb2_grpc
 from trainyard.errors import JobCancelled, JobFailed, OutOfRange, TrainyardError, Unavailable, from_rpc_error
 
 JobRef = Union[str, job_pb2.Job]
@@ -60,6 +61,7 @@ class Client:
             roots = Path(s.ca_file).read_bytes() if s.ca_file else None
             self._channel = grpc.secure_channel(s.server, grpc.ssl_channel_credentials(root_certificates=roots), options=options)
         self._jobs = job_pb2_grpc.JobServiceStub(self._channel)  # type: ignore[no-untyped-call]  # generated, untyped
+        self._usage = usage_pb2_grpc.UsageServiceStub(self._channel)  # type: ignore[no-untyped-call]
 
     def __repr__(self) -> str:  # never the token
         return f"Client(target={self.target!r}, tenant={self.tenant!r})"
@@ -93,6 +95,43 @@ class Client:
             return method(request, metadata=self._metadata, timeout=timeout or self.timeout)
         except grpc.RpcError as e:
             raise from_rpc_error(e) from None
+
+    # --- usage ---
+
+    def usage(self, start: Optional[datetime] = None, end: Optional[datetime] = None, *, group_by: str = "",
+              step: str = "1h", all_tenants: bool = False) -> List[Dict[str, Any]]:
+        """The usage ledger: GPU-, CPU- and memory-hours the jobs held from
+        admission to end, by hour (``step="1h"``) or UTC day (``"1d"``),
+        as a list of rows that ``pandas.DataFrame(rows)`` takes as is.
+
+        Each row has ``start`` and ``end`` (UTC datetimes), ``tenant``,
+        ``creator`` and ``label:<key>`` when grouped by them (``group_by=
+        "creator,label:team"``), ``gpuHours``, ``cpuHours`` and
+        ``memoryGibHours``: the columns of the REST API's CSV. Buckets
+        without usage are left out. ``all_tenants``: every tenant's
+        (platform admins). Naive datetimes are taken as UTC.
+        """
+        req = usage_pb2.QueryUsageRequest(parent="tenants/-" if all_tenants else self._parent(), group_by=group_by, step=step)
+        for field, t in (("start", start), ("end", end)):
+            if t is not None:
+                getattr(req, field).FromDatetime(t if t.tzinfo else t.replace(tzinfo=timezone.utc))
+        resp = self._call(self._usage.QueryUsage, req)
+        groups = [g.strip() for g in resp.group_by.split(",") if g.strip()]
+        rows: List[Dict[str, Any]] = []
+        for r in resp.rows:
+            row: Dict[str, Any] = {
+                "start": r.start.ToDatetime(tzinfo=timezone.utc),
+                "end": r.end.ToDatetime(tzinfo=timezone.utc),
+                "tenant": r.tenant,
+            }
+            for g in groups:
+                if g == "creator":
+                    row["creator"] = r.creator
+                elif g.startswith("label:"):
+                    row[g] = r.labels.get(g[len("label:"):], "")
+            row.update(gpuHours=r.gpu_hours, cpuHours=r.cpu_hours, memoryGibHours=r.memory_gib_hours)
+            rows.append(row)
+        return rows
 
     # --- jobs ---
 

@@ -452,6 +452,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tenants/{tenant}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Usage of a tenant (its viewers and up), or of every tenant
+         *     (parent tenants/-, platform admins), by bucket of step.
+         */
+        get: operations["UsageService_QueryUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1073,6 +1093,26 @@ export interface components {
             /** Format: int32 */
             timeoutSeconds?: number;
         };
+        v1QueryUsageResponse: {
+            /** Format: date-time */
+            end?: string;
+            groupBy?: string;
+            /**
+             * @description Buckets with usage, by start, tenant and group; buckets without
+             *     usage are left out.
+             */
+            rows?: components["schemas"]["v1UsageRow"][];
+            /**
+             * Format: date-time
+             * @description The window the buckets cover: the request's, rounded to the step.
+             */
+            start?: string;
+            /**
+             * @description The step and grouping the rows have, as the request gave them or by
+             *     default.
+             */
+            step?: string;
+        };
         /**
          * @description Whether a job may start ahead of an earlier one that does not fit.
          *
@@ -1498,6 +1538,42 @@ export interface components {
              */
             tolerationSeconds?: string;
             value?: string;
+        };
+        /** @description One bucket's usage of a tenant, or of one group of its jobs. */
+        v1UsageRow: {
+            /**
+             * Format: double
+             * @description CPU core-hours requested.
+             */
+            cpuHours?: number;
+            /** @description The jobs' creator (the OIDC subject), when grouped by creator. */
+            creator?: string;
+            /** Format: date-time */
+            end?: string;
+            /**
+             * Format: double
+             * @description GPU-hours: GPUs held times hours.
+             */
+            gpuHours?: number;
+            /**
+             * @description The values of the labels grouped by ("" for jobs without the label),
+             *     by key.
+             */
+            labels?: {
+                [key: string]: string;
+            };
+            /**
+             * Format: double
+             * @description Memory requested, in GiB-hours.
+             */
+            memoryGibHours?: number;
+            /**
+             * Format: date-time
+             * @description The bucket: [start, end).
+             */
+            start?: string;
+            /** @description The tenant's id. */
+            tenant?: string;
         };
         /**
          * @description Why a queued job is not admitted yet.
@@ -2620,6 +2696,55 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["v1DeleteSecretResponse"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    UsageService_QueryUsage: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The last bucket ends at or after this time: it is rounded up to the
+                 *     step (UTC). Default: now.
+                 */
+                end?: string;
+                /**
+                 * @description "creator", "label:<key>", or several, comma separated
+                 *     ("creator,label:team"); empty: by tenant only.
+                 */
+                groupBy?: string;
+                /**
+                 * @description The first bucket holds this time; it is rounded down to the step
+                 *     (UTC). Default: end less 7 days.
+                 */
+                start?: string;
+                /** @description Bucket width: "1h" (default) or "1d" (UTC days). */
+                step?: string;
+            };
+            header?: never;
+            path: {
+                tenant: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1QueryUsageResponse"];
                 };
             };
             /** @description An unexpected error response. */
