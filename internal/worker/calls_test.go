@@ -74,6 +74,10 @@ func TestKubeCallsPerJob(t *testing.T) {
 				b.kubelet(t, name, corev1.PodRunning)
 			}
 			b.reconcile(t, key)
+			// The slice controller lists them (after its batch: pods that
+			// ran and ended within it would never be listed).
+			require.Eventually(t, func() bool { return len(b.actions("create", "endpointslices")) == 1 }, 10*time.Second, 5*time.Millisecond,
+				"the slice controller lists the running replicas")
 			if tc.cancel {
 				_, err := b.store.JobCancel(b.ctx, "acme", "tj")
 				require.NoError(t, err)
