@@ -97,7 +97,7 @@ func TestParseOutputs(t *testing.T) {
 			map[string]string{"modelUri": "s3://b/m", "accuracy": "0.93", "ok": "true", "tags": `["a"]`}},
 		"bad keys dropped": {"1st=x\nwith space=y\nwith-dash=z\n_x=1\ngood=1",
 			map[string]string{"good": "1"}},
-		"long value dropped": {"big=" + strings.Repeat("x", MaxOutputValue+1) + "\nsmall=1", map[string]string{"small": "1"}},
+		"long value dropped":   {"big=" + strings.Repeat("x", MaxOutputValue+1) + "\nsmall=1", map[string]string{"small": "1"}},
 		"broken JSON is lines": {`{"a": 1`, nil},
 	}
 	for name, tc := range cases {
