@@ -68,11 +68,22 @@ func (s *JobServer) CreateJob(ctx context.Context, req *pb.CreateJobRequest) (*p
 	if err := s.checkNewJob(ctx, tenantID, &j); err != nil {
 		return nil, err
 	}
+	if vs, err := s.resolveDependencies(ctx, tenantID, []*job.Job{&j}, func(int) string { return "" }); err != nil || len(vs) > 0 {
+		return nil, cmpErr(err, vs)
+	}
 	created, _, err := s.store.JobCreate(ctx, store.JobCreateParams{Job: j, RequestID: rid})
 	if err != nil {
 		return nil, err
 	}
 	return jobToPB(created), nil
+}
+
+// cmpErr is err, else INVALID_ARGUMENT with vs.
+func cmpErr(err error, vs job.Violations) error {
+	if err != nil {
+		return err
+	}
+	return invalid(vs...)
 }
 
 // requestedBefore is the job an earlier request with request id rid

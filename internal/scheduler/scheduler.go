@@ -434,7 +434,15 @@ func (s *Scheduler) commit(ctx context.Context, lease store.SchedulerLease, v vi
 			p.Waits = append(p.Waits, store.WaitWrite{Key: store.JobKey(w.Key), Reason: w.Reason, Message: w.Message})
 		}
 	}
-	if len(p.Admit)+len(p.Preempt)+len(p.Waits) == 0 {
+	for _, f := range d.DependencyFailed {
+		p.DependencyFailed = append(p.DependencyFailed, store.DependencyFailWrite{Key: store.JobKey(f.Key), Cancel: f.Cancel, Message: f.Message})
+	}
+	for _, k := range d.Admit {
+		for _, dep := range s.shapes[store.JobKey(k)].deps {
+			p.Dependencies = append(p.Dependencies, store.JobKey{Tenant: k.Tenant, UID: dep.UID})
+		}
+	}
+	if len(p.Admit)+len(p.Preempt)+len(p.Waits)+len(p.DependencyFailed) == 0 {
 		return store.SchedulerCommitResult{}, nil
 	}
 	return s.store.SchedulerCommit(ctx, p)
