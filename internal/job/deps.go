@@ -24,6 +24,8 @@ import (
 //     the condition is met, may still be, or can never be. Never: the
 //     dependent ends (FailDependency) FAILED, reason DependencyFailed, or
 //     CANCELLED with OnDependencyFailure CANCEL.
+//   - Dependencies gate a job's first admission only: one preempted and
+//     requeued after is not held (nor failed) by them again.
 //   - At admission, each dependency's result (ResultOf: state, exit codes,
 //     outputs) is copied into the dependent's Status.Dependencies, so its
 //     pods read them (env vars, DependencyEnv) however long the dependency

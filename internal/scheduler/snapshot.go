@@ -135,7 +135,7 @@ func (s *Scheduler) snapshot(ctx context.Context, now time.Time) (view, error) {
 				j.Groups[i].Placed = min(placed[j.Groups[i].Name], j.Groups[i].Count)
 			}
 		}
-		if !r.Admitted && len(sh.deps) > 0 {
+		if !r.Admitted && len(sh.deps) > 0 && !r.AdmittedBefore {
 			j.CancelOnDependencyFailure = sh.cancelOnDep
 			for _, d := range sh.deps {
 				j.Dependencies = append(j.Dependencies, admission.Dependency{

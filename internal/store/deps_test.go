@@ -123,6 +123,8 @@ func TestSchedulerCommitDependencies(t *testing.T) {
 	tr, err := b.store.JobLoad(b.ctx, "a", train.UID)
 	require.NoError(t, err)
 	require.True(t, tr.Admitted)
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM jobs WHERE uid = $1 AND admitted_before`, train.UID),
+		"requeued, its dependencies do not hold it again")
 	require.Equal(t, []job.DependencyResult{{
 		Job: "prep", UID: prep.Job.UID, Condition: job.DependsSucceeded, State: job.Succeeded, Reason: job.ReasonSucceeded,
 		ExitCodes: map[string]int32{"worker-0": 0}, Outputs: map[string]string{"dataset": "gs://d/7", "rows": "1000"},

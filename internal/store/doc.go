@@ -33,7 +33,8 @@
 //	tenant_members        (tenant, kind subject|group, principal) → role
 //	jobs                  (tenant, uid) key; spec and status JSONB beside the columns that
 //	                      are queried (name, state, labels, seq, worker_id, claim_after, ...),
-//	                      preemptor_tenant (a reclaim crosses tenants) and admitted_model
+//	                      preemptor_tenant (a reclaim crosses tenants), admitted_model and
+//	                      admitted_before (a dependent's dependencies gate its first admission only)
 //	job_events            id in watermark order (below); (tenant, job uid)
 //	tenant_event_horizons tenant → the highest of its event ids that retention deleted
 //	event_horizon         one row: the same for the whole installation (an older floor)

@@ -107,6 +107,9 @@ type SchedJob struct {
 	Version    int64
 	// Spec is the job's spec when SchedulerRead was asked for it.
 	Spec *job.Spec
+	// AdmittedBefore: the job was admitted once (migration 000012): a
+	// requeued dependent is not held by its dependencies again.
+	AdmittedBefore bool
 }
 
 // SchedulerRead is what a scheduling cycle reads of Postgres.
@@ -151,7 +154,7 @@ const sqlSchedulerJobs = `
 	SELECT tenant_id, uid::text, name, priority, seq, admitted, state, queued_at,
 	       start_time, not_before,
 	       coalesce(preempt_for::text, ''), coalesce(preempted_by::text, ''), coalesce(preemptor_tenant, ''), admitted_model, wait_reason, version,
-	       CASE WHEN seq > $1 THEN spec END
+	       CASE WHEN seq > $1 THEN spec END, admitted_before
 	FROM jobs
 	WHERE active AND NOT deleted AND ` + sqlUnfinished + `
 	  AND (admitted OR NOT cancel_requested)`
@@ -164,7 +167,7 @@ func scanSchedJob(r pgx.CollectableRow) (SchedJob, error) {
 		startTime, notBefore *time.Time
 	)
 	err := r.Scan(&j.Key.Tenant, &j.Key.UID, &j.Name, &j.Priority, &j.Seq, &j.Admitted, &state, &j.QueuedAt,
-		&startTime, &notBefore, &j.PreemptFor, &j.PreemptedBy, &j.PreemptorTenant, &j.GPUType, &j.WaitReason, &j.Version, &j.Spec)
+		&startTime, &notBefore, &j.PreemptFor, &j.PreemptedBy, &j.PreemptorTenant, &j.GPUType, &j.WaitReason, &j.Version, &j.Spec, &j.AdmittedBefore)
 	j.State = job.State(state)
 	if startTime != nil {
 		j.StartTime = *startTime
@@ -533,7 +536,7 @@ func admitted(b *pgx.Batch, read []job.Job, queuedAt map[JobKey]time.Time, gpuTy
 	}
 	tenants, uids := keyArrays(aKeys)
 	b.Queue(`
-		UPDATE jobs j SET admitted = true, claim_after = '-infinity', not_before = NULL,
+		UPDATE jobs j SET admitted = true, admitted_before = true, claim_after = '-infinity', not_before = NULL,
 		                  status = k.status, state = k.state, start_time = k.start_time,
 		                  admitted_model = k.model, version = j.version + 1, update_time = $6
 		FROM unnest($1::text[], $2::uuid[], $3::jsonb[], $4::text[], $5::timestamptz[], $7::text[]) AS k(tenant_id, uid, status, state, start_time, model)
