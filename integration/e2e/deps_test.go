@@ -28,7 +28,7 @@ spec:
     - type: WORKER
       image: tensorflow/tensorflow:2.16.1
       podAnnotations:
-        sim.trainyard.dev/run-for: 3s
+        sim.trainyard.dev/run-for: 6s
         sim.trainyard.dev/message: "dataset=gs://datasets/mnist/v7\nrows=60000"
 ---
 name: train
