@@ -87,6 +87,21 @@ func TestSchedulerDependencies(t *testing.T) {
 	require.Equal(t, map[string]string{"dataset": "gs://d/7"}, w.Job.Status.Dependencies[0].Outputs)
 	require.False(t, b.admitted(t, publish))
 
+	// Preempted and requeued after prep is deleted, train returns to the
+	// queue like any job: its dependencies gated its first admission only.
+	require.NoError(t, b.store.JobDelete(b.ctx, "a", "prep"))
+	claimed, err := b.store.JobClaim(b.ctx, "test-worker", 100, time.Hour)
+	require.NoError(t, err)
+	require.Contains(t, store.KeysOf(claimed), train)
+	w, err = b.store.JobLoad(b.ctx, "a", train.UID)
+	require.NoError(t, err)
+	st := w.Job.Status
+	st.State = job.Queued
+	_, err = b.store.JobSave(b.ctx, store.JobSaveParams{WorkerID: "test-worker", Tenant: "a", UID: train.UID,
+		Version: w.Version, Status: st, Requeue: &store.Requeue{}})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return b.admitted(t, train) }, 10*time.Second, 10*time.Millisecond, "admitted again")
+
 	finish(t, b, train, job.Failed, "")
 	var p, n store.WorkerJob
 	require.Eventually(t, func() bool {
