@@ -42,3 +42,11 @@ describe("dependencyGraph", () => {
     expect(g.nodes.map((n) => [n.id, n.col, n.row])).toEqual([["prep", 0, 0], ["a", 1, 0], ["b", 1, 1]]);
   });
 });
+
+describe("waitingFor a dependency", () => {
+  it("names the job waited on", async () => {
+    const { waitingFor } = await import("./format");
+    const j: Job = { name: "tenants/ml/jobs/train", status: { state: "JOB_STATE_QUEUED", queue: { reason: "WAIT_REASON_DEPENDENCY", blockedBy: "prep" } } };
+    expect(waitingFor(j)).toBe("dependency: on prep");
+  });
+});
