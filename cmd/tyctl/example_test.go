@@ -21,6 +21,7 @@ import (
 type acceptingStore struct {
 	api.Store
 	created *job.Job
+	batch   []job.Job
 }
 
 func (s *acceptingStore) TenantGet(_ context.Context, id string) (tenant.Tenant, error) {
@@ -58,4 +59,53 @@ func TestExampleAcceptedByServer(t *testing.T) {
 	require.NotNil(t, st.created)
 	require.Len(t, st.created.Spec.Replicas, 3)
 	require.Equal(t, int32(4), st.created.Spec.RunPolicy.BackoffLimit)
+}
+
+func (s *acceptingStore) JobGetByRequestIDs(context.Context, string, []string) (map[string]store.RequestedJob, error) {
+	return nil, nil
+}
+
+func (s *acceptingStore) JobUIDsByName(context.Context, string, []string) (map[string]string, error) {
+	return nil, nil
+}
+
+func (s *acceptingStore) JobCreateMany(_ context.Context, _ string, items []store.JobCreateParams) ([]store.JobCreated, error) {
+	out := make([]store.JobCreated, len(items))
+	for i, it := range items {
+		s.batch = append(s.batch, it.Job)
+		out[i] = store.JobCreated{Job: it.Job}
+	}
+	return out, nil
+}
+
+// TestExamplePipelineAcceptedByServer runs examples/pipeline.yaml through
+// ParseJobFile and BatchCreateJobs as tyctl sends it: one batch, in order,
+// each dependency resolved to the uid of the job before it.
+func TestExamplePipelineAcceptedByServer(t *testing.T) {
+	data, err := os.ReadFile("examples/pipeline.yaml")
+	require.NoError(t, err)
+	st := &acceptingStore{}
+	srv := api.NewJobServer(api.Deps{Store: st})
+	parsed, err := srv.ParseJobFile(context.Background(), &pb.ParseJobFileRequest{Parent: "tenants/ml-team", Content: string(data)})
+	require.NoError(t, err)
+	var reqs []*pb.CreateJobRequest
+	for _, j := range parsed.GetJobs() {
+		id := lastSegment(j.GetName())
+		j.Name = ""
+		reqs = append(reqs, &pb.CreateJobRequest{Job: j, JobId: id})
+	}
+	_, err = srv.BatchCreateJobs(context.Background(), &pb.BatchCreateJobsRequest{Parent: "tenants/ml-team", Requests: reqs})
+	require.NoError(t, err)
+	require.Len(t, st.batch, 4)
+	byName := map[string]job.Job{}
+	for _, j := range st.batch {
+		byName[j.Name] = j
+	}
+	require.Empty(t, byName["prep"].Spec.DependsOn)
+	require.Equal(t, byName["prep"].UID, byName["train"].Spec.DependsOn[0].UID)
+	require.NotEmpty(t, byName["train"].UID)
+	eval := byName["evaluate"].Spec
+	require.Equal(t, job.Dependency{Job: "train", Condition: job.DependsStarted, UID: byName["train"].UID}, eval.DependsOn[0])
+	require.Equal(t, job.DependencyCancel, eval.OnDependencyFailure)
+	require.Equal(t, "train", byName["publish"].Spec.DependsOn[0].Job)
 }

@@ -44,10 +44,12 @@ A file of several YAML documents (separated by ---) or a directory of job
 files submits every job in one batch (BatchCreateJobs, 1,000 jobs per
 call, each call all or nothing): a document's name is its job id, and
 document n gets the request id "<request id>-<n>", so the same command
-with the same --request-id is safe to rerun.`,
+with the same --request-id is safe to rerun. Jobs may depend on jobs
+earlier in the file (spec.dependsOn): a pipeline is one file, one batch.`,
 		Example: `  tyctl jobs submit -f examples/mnist.yaml --id mnist-1
   tyctl jobs submit -f tf_job_mnist.yaml          # a Kubeflow TFJob; its metadata.name is the id
-  tyctl jobs submit -f sweep/ --request-id sweep-7 # every job file of a directory, in one batch`,
+  tyctl jobs submit -f sweep/ --request-id sweep-7 # every job file of a directory, in one batch
+  tyctl jobs submit -f examples/pipeline.yaml      # prep → train (+ evaluate beside it) → publish`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			files, n, err := a.jobFiles(file)

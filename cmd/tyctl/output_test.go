@@ -216,3 +216,32 @@ func TestShortAndParseEnum(t *testing.T) {
 	_, err = parseEnum(pb.Role(0).Descriptor(), "owner")
 	require.EqualError(t, err, `"owner" is not one of VIEWER, EDITOR, ADMIN`)
 }
+
+func TestJobDetailDependencies(t *testing.T) {
+	gated := &pb.Job{Name: "tenants/ml/jobs/publish", Spec: &pb.JobSpec{
+		Replicas: []*pb.ReplicaSpec{{Type: pb.ReplicaType_REPLICA_TYPE_WORKER}},
+		DependsOn: []*pb.JobDependency{
+			{Job: "prep", Condition: pb.DependencyCondition_DEPENDENCY_CONDITION_SUCCEEDED},
+			{Job: "train", Condition: pb.DependencyCondition_DEPENDENCY_CONDITION_STARTED},
+		}},
+		Status: &pb.JobStatus{State: pb.JobState_JOB_STATE_QUEUED, Queue: &pb.QueueStatus{
+			Reason: pb.WaitReason_WAIT_REASON_DEPENDENCY, BlockedBy: "train", Message: "waits for job train to start",
+		}}}
+	var out bytes.Buffer
+	writeJobsTable(&out, []*pb.Job{gated}, testNow)
+	require.Contains(t, out.String(), "-          DEPENDENCY train")
+	out.Reset()
+	writeJobDetail(&out, gated, testNow)
+	squash := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	require.Contains(t, squash(out.String()), "Depends on: prep (SUCCEEDED), train (STARTED)")
+	require.Contains(t, squash(out.String()), "Waiting for: DEPENDENCY train: waits for job train to start")
+	require.NotContains(t, out.String(), "Position")
+	require.NotContains(t, out.String(), "Estimated start")
+
+	gated.Status = &pb.JobStatus{State: pb.JobState_JOB_STATE_RUNNING, Outputs: map[string]string{"model": "gs://m/1"},
+		Dependencies: []*pb.DependencyResult{{Job: "prep", State: pb.JobState_JOB_STATE_SUCCEEDED}}}
+	out.Reset()
+	writeJobDetail(&out, gated, testNow)
+	require.Contains(t, out.String(), "prep (SUCCEEDED: was SUCCEEDED), train (STARTED)")
+	require.Contains(t, squash(out.String()), "Outputs: model=gs://m/1")
+}

@@ -33,8 +33,8 @@ func writeJobsTable(w io.Writer, jobs []*pb.Job, now time.Time) {
 
 // queuePosition is "<in the tenant's queue>/<in the cluster's>", or "-".
 func queuePosition(q *pb.QueueStatus) string {
-	if q == nil {
-		return "-"
+	if q == nil || q.GetReason() == pb.WaitReason_WAIT_REASON_DEPENDENCY {
+		return "-" // outside the line
 	}
 	return fmt.Sprintf("%d/%d", q.GetTenantPosition(), q.GetClusterPosition())
 }
@@ -98,6 +98,25 @@ func finalState(s pb.JobState) bool {
 	return false
 }
 
+// dependsOn is "prep (SUCCEEDED: SUCCEEDED), train (STARTED)": each
+// dependency with its condition and, once the job was admitted, the state
+// it had then.
+func dependsOn(j *pb.Job) string {
+	results := map[string]*pb.DependencyResult{}
+	for _, r := range j.GetStatus().GetDependencies() {
+		results[r.GetJob()] = r
+	}
+	var parts []string
+	for _, d := range j.GetSpec().GetDependsOn() {
+		p := fmt.Sprintf("%s (%s", d.GetJob(), shortEnum(d.GetCondition()))
+		if r := results[d.GetJob()]; r != nil {
+			p += ": was " + shortEnum(r.GetState())
+		}
+		parts = append(parts, p+")")
+	}
+	return strings.Join(parts, ", ")
+}
+
 // replicaSummary is "chief 1/1, worker 3/4": per replica type in spec
 // order, the replicas running or succeeded out of those asked for.
 func replicaSummary(j *pb.Job) string {
@@ -134,16 +153,20 @@ func writeJobDetail(w io.Writer, j *pb.Job, now time.Time) {
 		row("Requeues", strconv.Itoa(int(n)))
 	}
 	row("Priority", strconv.Itoa(int(j.GetSpec().GetPriority())))
+	row("Depends on", dependsOn(j))
+	row("Outputs", formatMap(st.GetOutputs()))
 	if q := st.GetQueue(); q != nil {
 		row("Waiting for", waitingFor(q)+": "+q.GetMessage())
-		row("Position", fmt.Sprintf("%d in the tenant's queue, %d in the cluster's", q.GetTenantPosition(), q.GetClusterPosition()))
-		e := eta(now, q)
-		if b, ok := etaBasis[q.GetEstimateBasis()]; ok && e != "?" {
-			e += " (" + b + ")"
-		} else if e == "?" {
-			e = "unknown (no recent run times or deadlines to go by)"
+		if q.GetReason() != pb.WaitReason_WAIT_REASON_DEPENDENCY { // outside the line
+			row("Position", fmt.Sprintf("%d in the tenant's queue, %d in the cluster's", q.GetTenantPosition(), q.GetClusterPosition()))
+			e := eta(now, q)
+			if b, ok := etaBasis[q.GetEstimateBasis()]; ok && e != "?" {
+				e += " (" + b + ")"
+			} else if e == "?" {
+				e = "unknown (no recent run times or deadlines to go by)"
+			}
+			row("Estimated start", e)
 		}
-		row("Estimated start", e)
 	}
 	created := when(now, j.GetCreateTime())
 	if c := j.GetCreator(); c != "" && created != "" {

@@ -30,7 +30,9 @@
 //
 // # One cycle
 //
-//	reserve admitted pods not on nodes ─► order the pending jobs ─► for each, in order:
+//	gate on dependencies (deps.go: unmet ─ wait DEPENDENCY outside the line;
+//	never met ─ DependencyFailed) ─► reserve admitted pods not on nodes ─►
+//	order the pending jobs ─► for each, in order:
 //	                                                                 │
 //	   backoff after unschedulable pods? ──────────── wait UNSCHEDULABLE (ETA: backoff end)
 //	   its tenant's line held (strict, or starving)? ─ wait ORDER / PRIORITY (blocked by it)

@@ -20,10 +20,13 @@ import (
 // no I/O, no clock but s.Now, and the same snapshot (in any order) gives
 // the same decision. It does not modify s. doc.go explains the rules.
 func Schedule(s Snapshot) Decision {
+	s, gated := gateDependencies(s)
 	c := newCycle(&s)
 	c.reserveAdmitted()
 	c.admitInOrder()
 	c.estimate()
+	c.out.Waiting = append(c.out.Waiting, gated.waiting...)
+	c.out.DependencyFailed = gated.failed
 	out := c.out
 	c.release()
 	return out

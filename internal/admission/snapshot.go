@@ -120,6 +120,10 @@ type Job struct {
 	// again, and PreemptedByName that job's name.
 	PreemptedBy     Key
 	PreemptedByName string
+	// Dependencies are spec.dependsOn, with what the loop saw of each
+	// (deps.go); CancelOnDependencyFailure is onDependencyFailure CANCEL.
+	Dependencies              []Dependency
+	CancelOnDependencyFailure bool
 
 	// Admitted jobs only.
 	//
@@ -205,8 +209,12 @@ type Decision struct {
 	// Preempt lists the running jobs to preempt, with why.
 	Preempt []Preemption
 	// Waiting has one entry per pending job that is not admitted, in
-	// cluster order.
+	// cluster order; those waiting for a dependency (no place in the
+	// line: positions 0) last, in submission order.
 	Waiting []Waiting
+	// DependencyFailed are pending jobs a dependency of which can never
+	// be met: they end (deps.go).
+	DependencyFailed []DependencyFailure
 }
 
 // Preemption is a running job to stop and requeue so that a pending job

@@ -76,6 +76,14 @@ func (s *JobServer) BatchCreateJobs(ctx context.Context, req *pb.BatchCreateJobs
 		if err := s.checkBatchAgainstTenant(ctx, tenantID, items, index); err != nil {
 			return nil, err
 		}
+		ptrs := make([]*job.Job, len(items))
+		for k := range items {
+			ptrs[k] = &items[k].Job
+		}
+		at := func(k int) string { return fmt.Sprintf("requests[%d].", index[k]) }
+		if vs, err := s.resolveDependencies(ctx, tenantID, ptrs, at); err != nil || len(vs) > 0 {
+			return nil, cmpErr(err, vs)
+		}
 		created, err := s.store.JobCreateMany(ctx, tenantID, items)
 		if err != nil {
 			return nil, batchStatus(err, index)

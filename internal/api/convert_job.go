@@ -85,6 +85,7 @@ func specFromPB(s *pb.JobSpec) job.Spec {
 	for _, r := range s.GetReplicas() {
 		out.Replicas = append(out.Replicas, replicaFromPB(r))
 	}
+	dependenciesFromPB(s, &out)
 	rp := s.GetRunPolicy()
 	out.RunPolicy = job.RunPolicy{
 		BackoffLimit:   job.DefaultBackoffLimit,
@@ -235,6 +236,7 @@ func specToPB(s job.Spec) *pb.JobSpec {
 	for _, r := range s.Replicas {
 		out.Replicas = append(out.Replicas, replicaToPB(r))
 	}
+	dependenciesToPB(s, out)
 	if c := s.Checkpoint; c != nil {
 		out.Checkpoint = &pb.CheckpointVolume{ClaimName: c.ClaimName, MountPath: c.MountPath}
 	}
@@ -346,6 +348,7 @@ func statusToPB(s job.Status) *pb.JobStatus {
 		}
 		out.Replicas = append(out.Replicas, rs)
 	}
+	dependencyResultsToPB(s, out)
 	return out
 }
 

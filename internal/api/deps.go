@@ -30,6 +30,8 @@ type Store interface {
 	JobCreate(ctx context.Context, p store.JobCreateParams) (job.Job, bool, error)
 	JobCreateMany(ctx context.Context, tenant string, items []store.JobCreateParams) ([]store.JobCreated, error)
 	JobGetByRequestIDs(ctx context.Context, tenant string, requestIDs []string) (map[string]store.RequestedJob, error)
+	// JobUIDsByName resolves spec.dependsOn (dependencies.go).
+	JobUIDsByName(ctx context.Context, tenant string, names []string) (map[string]string, error)
 	JobGet(ctx context.Context, tenant, name string) (job.Job, error)
 	JobGetMany(ctx context.Context, tenant string, uids []string) ([]job.Job, error)
 	JobGetByRequestID(ctx context.Context, tenant, requestID string) (job.Job, bool, error)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -105,7 +106,9 @@ func (f *fakeStore) JobGetByRequestID(_ context.Context, tenantID, rid string) (
 func (f *fakeStore) JobCreate(_ context.Context, p store.JobCreateParams) (job.Job, bool, error) {
 	f.called("JobCreate")
 	j := p.Job
-	j.UID = fmt.Sprintf("uid-%d", len(f.jobs)+1)
+	if j.UID == "" { // the API sets it for a dependency earlier in a batch
+		j.UID = fmt.Sprintf("uid-%d", len(f.jobs)+1)
+	}
 	j.Status.State = job.Queued
 	f.jobs = append(f.jobs, j)
 	if p.RequestID != "" {
@@ -365,4 +368,15 @@ func (k *fakeKube) PodLogs(_ context.Context, ns, pod string, _ bool, _ int64) (
 func (f *fakeStore) AuditWrite(_ context.Context, tenantID string, action audit.Action, resource string, _ map[string]any) error {
 	f.called("AuditWrite " + string(action) + " " + resource)
 	return nil
+}
+
+func (f *fakeStore) JobUIDsByName(_ context.Context, tenantID string, names []string) (map[string]string, error) {
+	f.called("JobUIDsByName")
+	out := map[string]string{}
+	for _, j := range f.jobs {
+		if j.Tenant == tenantID && !f.deleted[j.UID] && slices.Contains(names, j.Name) {
+			out[j.Name] = j.UID
+		}
+	}
+	return out, nil
 }

@@ -69,6 +69,9 @@ func (s *JobServer) CreateJob(ctx context.Context, req *pb.CreateJobRequest) (*p
 	if err := s.checkNewJob(ctx, tenantID, &j); err != nil {
 		return nil, err
 	}
+	if vs, err := s.resolveDependencies(ctx, tenantID, []*job.Job{&j}, func(int) string { return "" }); err != nil || len(vs) > 0 {
+		return nil, cmpErr(err, vs)
+	}
 	created, _, err := s.store.JobCreate(ctx, store.JobCreateParams{Job: j, RequestID: rid, Caller: callerCheck(ctx)})
 	if role := (*store.RoleError)(nil); errors.As(err, &role) {
 		return nil, auth.RoleRefusal(role.Tenant, role.Have, role.Need)
@@ -90,6 +93,14 @@ func callerCheck(ctx context.Context) *store.RoleCheck {
 	}
 	perm, _ := auth.RequiredPermission(pb.JobService_CreateJob_FullMethodName)
 	return &store.RoleCheck{Subject: p.Subject, Groups: p.Groups, Role: perm.Role()}
+}
+
+// cmpErr is err, else INVALID_ARGUMENT with vs.
+func cmpErr(err error, vs job.Violations) error {
+	if err != nil {
+		return err
+	}
+	return invalid(vs...)
 }
 
 // requestedBefore is the job an earlier request with request id rid

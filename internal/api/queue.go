@@ -22,6 +22,7 @@ var waitReasonToPB = map[job.WaitReason]pb.WaitReason{
 	job.WaitPreempted:     pb.WaitReason_WAIT_REASON_PREEMPTED,
 	job.WaitUnschedulable: pb.WaitReason_WAIT_REASON_UNSCHEDULABLE,
 	job.WaitBudget:        pb.WaitReason_WAIT_REASON_BUDGET,
+	job.WaitDependency:    pb.WaitReason_WAIT_REASON_DEPENDENCY,
 }
 
 var etaBasisToPB = map[job.ETABasis]pb.EstimateBasis{

@@ -75,4 +75,5 @@ var waitConditionReasons = map[WaitReason]string{
 	WaitPreempted:     ReasonPreempted,
 	WaitUnschedulable: ReasonUnschedulable,
 	WaitBudget:        "BudgetExhausted",
+	WaitDependency:    "WaitingForDependency",
 }

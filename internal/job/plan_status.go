@@ -175,6 +175,7 @@ func copyStatus(s Status) Status {
 	out.Conditions = slices.Clone(s.Conditions)
 	out.ReplicaCounts = slices.Clone(s.ReplicaCounts)
 	out.Replicas = slices.Clone(s.Replicas)
+	out.Dependencies = slices.Clone(s.Dependencies)
 	for i, rs := range out.Replicas {
 		if rs.LastTermination != nil {
 			t := *rs.LastTermination

@@ -24,10 +24,13 @@ const (
 	// WaitBudget: the tenant's GPU-hour budget for the period is used up;
 	// the job waits for the period to reset (its estimated start).
 	WaitBudget WaitReason = "BUDGET"
+	// WaitDependency: a job of spec.dependsOn has not met its condition
+	// yet (BlockedBy names it); the job holds no place in the line.
+	WaitDependency WaitReason = "DEPENDENCY"
 )
 
 // WaitReasons lists every reason, for metrics and validation.
-var WaitReasons = []WaitReason{WaitQuota, WaitCapacity, WaitPriority, WaitOrder, WaitPreempted, WaitUnschedulable, WaitBudget}
+var WaitReasons = []WaitReason{WaitQuota, WaitCapacity, WaitPriority, WaitOrder, WaitPreempted, WaitUnschedulable, WaitBudget, WaitDependency}
 
 // ETABasis says what an estimated start time rests on.
 type ETABasis string

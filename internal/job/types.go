@@ -87,6 +87,11 @@ type Spec struct {
 	// tenant or another; it then runs only inside its tenant's nominal
 	// quota (it never borrows). Unset means true.
 	Preemptible *bool `json:"preemptible,omitempty"`
+	// DependsOn are jobs of the same tenant this one waits for (deps.go).
+	DependsOn []Dependency `json:"dependsOn,omitempty"`
+	// OnDependencyFailure: what becomes of the job when a dependency can
+	// never be met. Unset means FAIL.
+	OnDependencyFailure OnDependencyFailure `json:"onDependencyFailure,omitempty"`
 }
 
 // NonPreemptible reports spec.preemptible: false.
@@ -259,6 +264,9 @@ type Status struct {
 	// its last admission (a job of any model, of a tenant with quotas per
 	// model); its GPU pods are pinned to that model's nodes.
 	GPUType string `json:"gpuType,omitempty"`
+	// Dependencies are the results of spec.dependsOn's jobs, copied when
+	// the job was admitted (deps.go).
+	Dependencies []DependencyResult `json:"dependencies,omitempty"`
 }
 
 // Requeuing is why a job goes back to the queue.

@@ -111,6 +111,7 @@ func (v *Violations) spec(s *Spec) {
 		}
 	}
 	v.runPolicy(&s.RunPolicy)
+	v.dependencies(s)
 
 	switch s.SuccessPolicy {
 	case SuccessChiefOrWorker0:

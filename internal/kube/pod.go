@@ -180,7 +180,8 @@ func mergeLabels(ours, user map[string]string) (map[string]string, error) {
 }
 
 // replicaEnv is TF_CONFIG (for jobs of more than one replica), Trainyard's
-// own variables, then the user's in their order. Secret values are
+// own variables (its dependencies' results among them), then the user's
+// in their order. Secret values are
 // referenced, never copied: the Kubernetes Secret is named by the tenant
 // secret's id.
 func replicaEnv(j job.Job, ns string, r job.ReplicaSpec, index int32) ([]corev1.EnvVar, error) {
@@ -193,6 +194,12 @@ func replicaEnv(j job.Job, ns string, r job.ReplicaSpec, index int32) ([]corev1.
 		corev1.EnvVar{Name: EnvReplicaType, Value: string(r.Type)},
 		corev1.EnvVar{Name: EnvReplicaIndex, Value: strconv.Itoa(int(index))},
 	)
+	// The results of spec.dependsOn, as admission copied them (job/deps.go).
+	// Kubernetes keeps at most 4 KiB of a termination message, so outputs
+	// stay small.
+	for _, e := range job.DependencyEnv(j.Status.Dependencies) {
+		env = append(env, corev1.EnvVar{Name: e.Name, Value: e.Value})
+	}
 	for _, e := range r.Env {
 		if e.Name == EnvTFConfig || strings.HasPrefix(e.Name, job.ReservedEnvPrefix) {
 			return nil, fmt.Errorf("%w: env var %s is reserved for Trainyard", ErrInvalidSpec, e.Name)

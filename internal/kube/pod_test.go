@@ -271,6 +271,24 @@ func TestRenderPodSingleReplicaHasNoTFConfig(t *testing.T) {
 	require.Nil(t, pod.Spec.Affinity)
 }
 
+// A dependent's pods get its dependencies' results, after Trainyard's own
+// variables and before the user's.
+func TestRenderPodDependencyEnv(t *testing.T) {
+	j := job.Job{UID: "u2", Tenant: "vision", Name: "train", Spec: job.Spec{Replicas: []job.ReplicaSpec{
+		{Type: job.Worker, Count: 1, Image: "tf", Env: []job.EnvVar{{Name: "EPOCHS", Value: "3"}}},
+	}}}
+	j.Status.Dependencies = []job.DependencyResult{{Job: "prep-data", State: job.Succeeded, Condition: job.DependsSucceeded,
+		ExitCodes: map[string]int32{"worker-0": 0}, Outputs: map[string]string{"dataset": "gs://d/7"}}}
+	pod, err := RenderPod(j, testNS, job.Worker, 0, 0, PodOptions{})
+	require.NoError(t, err)
+	env := pod.Spec.Containers[0].Env
+	require.Equal(t, []string{"TRAINYARD_JOB", "TRAINYARD_REPLICA_TYPE", "TRAINYARD_REPLICA_INDEX",
+		"TRAINYARD_DEPENDENCIES", "TRAINYARD_DEP_PREP_DATA_STATE", "TRAINYARD_DEP_PREP_DATA_EXIT_CODE",
+		"TRAINYARD_DEP_PREP_DATA_EXIT_CODES", "TRAINYARD_DEP_PREP_DATA_OUTPUT_DATASET", "EPOCHS"}, envNames(env))
+	require.Equal(t, "gs://d/7", envMap(env)["TRAINYARD_DEP_PREP_DATA_OUTPUT_DATASET"])
+	require.Equal(t, "SUCCEEDED", envMap(env)["TRAINYARD_DEP_PREP_DATA_STATE"])
+}
+
 func TestRenderPodPrivileged(t *testing.T) {
 	j := distributedJob()
 	j.Spec.Replicas[0].Privileged = true

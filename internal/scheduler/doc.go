@@ -17,9 +17,12 @@
 //	             (shapes cached by job; JobSpecs for any other missing), run
 //	             times (TenantRunTimes, each RunTimeRefresh), nodes and the
 //	             pods on them from the informers
+//	             and, for pending jobs with spec.dependsOn, what their
+//	             dependencies are now (DependencyObserve, one query)
 //	   decide:   admission.Schedule(snapshot)                     ← pure
-//	   commit:   SchedulerCommit: admissions, preemptions and changed wait
-//	             reasons, one transaction in two round trips, fenced by the
+//	   commit:   SchedulerCommit: admissions (with their dependencies'
+//	             results), preemptions, changed wait reasons and jobs ended
+//	             for a dependency (DependencyFailed), one transaction in two round trips, fenced by the
 //	             lease's epoch
 //	   publish:  QueuePublish: the tenants whose queue view changed, at most
 //	             every PublishInterval

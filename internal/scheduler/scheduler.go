@@ -451,14 +451,33 @@ func (s *Scheduler) commit(ctx context.Context, lease store.SchedulerLease, v vi
 		if len(p.Waits) == maxWaitWrites {
 			break // the rest next cycle: they still differ then
 		}
-		if v.jobs[w.Key].WaitReason != w.Reason {
+		if v.jobs[w.Key].WaitReason != w.Reason || s.blockerMoved(w) {
 			p.Waits = append(p.Waits, store.WaitWrite{Key: store.JobKey(w.Key), Reason: w.Reason, Message: w.Message})
 		}
 	}
-	if len(p.Admit)+len(p.Preempt)+len(p.Waits) == 0 {
+	for _, f := range d.DependencyFailed {
+		p.DependencyFailed = append(p.DependencyFailed, store.DependencyFailWrite{Key: store.JobKey(f.Key), Cancel: f.Cancel, Message: f.Message})
+	}
+	for _, k := range d.Admit {
+		for _, dep := range s.shapes[store.JobKey(k)].deps {
+			p.Dependencies = append(p.Dependencies, store.JobKey{Tenant: k.Tenant, UID: dep.UID})
+		}
+	}
+	if len(p.Admit)+len(p.Preempt)+len(p.Waits)+len(p.DependencyFailed) == 0 {
 		return store.SchedulerCommitResult{}, nil
 	}
 	return s.store.SchedulerCommit(ctx, p)
+}
+
+// blockerMoved reports whether a job waiting for a dependency now waits
+// for another one than it did at the last publish (its condition's message
+// names the one it waits for; the reason alone did not change).
+func (s *Scheduler) blockerMoved(w admission.Waiting) bool {
+	if w.Reason != job.WaitDependency {
+		return false
+	}
+	prev, ok := s.published[w.Key.Tenant][w.Key.UID]
+	return ok && prev.Reason == w.Reason && prev.BlockedBy != w.BlockedBy
 }
 
 // maxWaitWrites bounds the wait reasons one commit records (each is a

@@ -25,10 +25,15 @@ type shape struct {
 	// nonPreemptible, gpuType: spec.preemptible false, spec.gpuType.
 	nonPreemptible bool
 	gpuType        string
+	// deps are spec.dependsOn (uids resolved at submission); cancelOnDep
+	// is onDependencyFailure CANCEL.
+	deps        []job.Dependency
+	cancelOnDep bool
 }
 
 func shapeOf(spec job.Spec) (shape, error) {
-	s := shape{gracePeriod: spec.GracePeriod(), nonPreemptible: spec.NonPreemptible()}
+	s := shape{gracePeriod: spec.GracePeriod(), nonPreemptible: spec.NonPreemptible(),
+		deps: spec.DependsOn, cancelOnDep: spec.Failure() == job.DependencyCancel}
 	if d := spec.RunPolicy.ActiveDeadlineSeconds; d != nil {
 		s.maxRunTime = time.Duration(*d) * time.Second
 	}
@@ -136,8 +141,19 @@ func (s *Scheduler) snapshot(ctx context.Context, now time.Time) (view, error) {
 				j.Groups[i].Placed = min(placed[j.Groups[i].Name], j.Groups[i].Count)
 			}
 		}
+		if !r.Admitted && len(sh.deps) > 0 && !r.AdmittedBefore {
+			j.CancelOnDependencyFailure = sh.cancelOnDep
+			for _, d := range sh.deps {
+				j.Dependencies = append(j.Dependencies, admission.Dependency{
+					Key: admission.Key{Tenant: r.Key.Tenant, UID: d.UID}, Name: d.Job, Condition: d.Cond(),
+				})
+			}
+		}
 		v.snap.Jobs = append(v.snap.Jobs, j)
 		v.jobs[k] = r
+	}
+	if err := s.observeDependencies(ctx, v.snap.Jobs); err != nil {
+		return view{}, err
 	}
 	v.snap.Nodes = s.nodes()
 	if err := s.ledgerUpdate(ctx, v.sharing, now); err != nil {
@@ -152,6 +168,31 @@ func (s *Scheduler) snapshot(ctx context.Context, now time.Time) (view, error) {
 		}
 	}
 	return v, nil
+}
+
+// observeDependencies reads what the pending jobs' dependencies are now,
+// in one query for all of them.
+func (s *Scheduler) observeDependencies(ctx context.Context, jobs []admission.Job) error {
+	var keys []store.JobKey
+	for _, j := range jobs {
+		for _, d := range j.Dependencies {
+			keys = append(keys, store.JobKey(d.Key))
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	seen, err := s.store.DependencyObserve(ctx, keys)
+	if err != nil {
+		return fmt.Errorf("dependencies: %w", err)
+	}
+	for i := range jobs {
+		for k := range jobs[i].Dependencies {
+			d := &jobs[i].Dependencies[k]
+			d.Observed = seen[store.JobKey(d.Key)]
+		}
+	}
+	return nil
 }
 
 // loadShapes keeps the shapes of jobs not seen before — from the specs the

@@ -33,7 +33,8 @@
 //	tenant_members        (tenant, kind subject|group, principal) → role
 //	jobs                  (tenant, uid) key; spec and status JSONB beside the columns that
 //	                      are queried (name, state, labels, seq, worker_id, claim_after, ...),
-//	                      preemptor_tenant (a reclaim crosses tenants) and admitted_model
+//	                      preemptor_tenant (a reclaim crosses tenants), admitted_model and
+//	                      admitted_before (a dependent's dependencies gate its first admission only)
 //	job_events            id in watermark order (below); (tenant, job uid)
 //	tenant_event_horizons tenant → the highest of its event ids that retention deleted
 //	event_horizon         one row: the same for the whole installation (an older floor)
@@ -195,9 +196,16 @@
 // published cycle: positions, reason, blocker, estimated start. The API
 // reads the caller's tenant's row only. It is rewritten when it changes.
 //
+//   - dependency failures (deps.go): a pending job whose dependency can
+//     never be met ends FAILED or CANCELLED (DependencyFailed), inactive,
+//     as a cancel of a queued job does; and a job admitted with
+//     dependencies gets their results (read unlocked in the first round
+//     trip) in its status.
+//
 // ChannelSchedule wakes the scheduler when a job starts waiting (created,
 // or requeued by JobSave). ChannelFreed wakes it when something changed that
-// matters only to waiting jobs: a job finished or was cancelled while
+// matters only to waiting jobs: a job finished, entered RUNNING (a
+// dependent may wait for it to start), was deleted, or was cancelled while
 // queued, or a tenant's quota or policy changed. A scheduler
 // whose last cycle found nothing waiting ignores ChannelFreed.
 //

@@ -414,6 +414,8 @@ func (s *Store) JobDelete(ctx context.Context, tenantID, name string) error {
 			return err
 		}
 		tx.notify(ChannelJobs, tenantID+"/"+w.Job.UID)
+		// A job waiting on it can no longer be met (spec.dependsOn).
+		tx.notify(ChannelFreed, tenantID)
 		return nil
 	})
 	return translate(err, jobWhat(tenantID, name))

@@ -522,12 +522,24 @@ func (s *Store) saveJobs(ctx context.Context, items []saveItem) ([]int64, []erro
 		switch {
 		case p.Requeue != nil:
 			notes[note{ChannelSchedule, p.Tenant}] = struct{}{}
-		case p.Status.State.Final():
+		case p.Status.State.Final() || startedRunning(p.Events):
+			// A job that ran frees nothing, but a job waiting for it to
+			// start (spec.dependsOn STARTED) may go now.
 			notes[note{ChannelFreed, p.Tenant}] = struct{}{}
 		}
 	}
 	s.notifier.add(notes)
 	return out, errs, nil
+}
+
+// startedRunning reports whether events include the job's entering RUNNING.
+func startedRunning(events []job.Event) bool {
+	for _, e := range events {
+		if e.Reason == job.ReasonRunning {
+			return true
+		}
+	}
+	return false
 }
 
 // saveStatement is saveJobs' statement. Its shape does not depend on the

@@ -107,6 +107,9 @@ type SchedJob struct {
 	Version    int64
 	// Spec is the job's spec when SchedulerRead was asked for it.
 	Spec *job.Spec
+	// AdmittedBefore: the job was admitted once (migration 000012): a
+	// requeued dependent is not held by its dependencies again.
+	AdmittedBefore bool
 }
 
 // SchedulerRead is what a scheduling cycle reads of Postgres.
@@ -162,7 +165,7 @@ const sqlSchedulerJobs = `
 	SELECT tenant_id, uid::text, name, priority, seq, admitted, state, queued_at,
 	       start_time, not_before,
 	       coalesce(preempt_for::text, ''), coalesce(preempted_by::text, ''), coalesce(preemptor_tenant, ''), admitted_model, wait_reason, version,
-	       CASE WHEN seq > $1 THEN spec END
+	       CASE WHEN seq > $1 THEN spec END, admitted_before
 	FROM jobs
 	WHERE active AND NOT deleted AND ` + sqlUnfinished + `
 	  AND (admitted OR NOT cancel_requested)`
@@ -175,7 +178,7 @@ func scanSchedJob(r pgx.CollectableRow) (SchedJob, error) {
 		startTime, notBefore *time.Time
 	)
 	err := r.Scan(&j.Key.Tenant, &j.Key.UID, &j.Name, &j.Priority, &j.Seq, &j.Admitted, &state, &j.QueuedAt,
-		&startTime, &notBefore, &j.PreemptFor, &j.PreemptedBy, &j.PreemptorTenant, &j.GPUType, &j.WaitReason, &j.Version, &j.Spec)
+		&startTime, &notBefore, &j.PreemptFor, &j.PreemptedBy, &j.PreemptorTenant, &j.GPUType, &j.WaitReason, &j.Version, &j.Spec, &j.AdmittedBefore)
 	j.State = job.State(state)
 	if startTime != nil {
 		j.StartTime = *startTime
@@ -285,6 +288,20 @@ type SchedulerCommitParams struct {
 	Preempt []PreemptWrite
 	// Waits records wait reasons that changed since the snapshot.
 	Waits []WaitWrite
+	// DependencyFailed ends pending jobs a dependency of which can never
+	// be met (skipped: admitted, cancelled or gone since the snapshot).
+	DependencyFailed []DependencyFailWrite
+	// Dependencies are the dependencies of the jobs in Admit: their
+	// results (job.ResultOf) go into the admitted jobs' statuses.
+	Dependencies []JobKey
+}
+
+// DependencyFailWrite ends a pending job whose dependency can never be met.
+type DependencyFailWrite struct {
+	Key JobKey
+	// Cancel: CANCELLED (onDependencyFailure CANCEL), else FAILED.
+	Cancel  bool
+	Message string
 }
 
 // PreemptWrite asks a running job's worker to stop it and requeue it.
@@ -316,6 +333,8 @@ type SchedulerCommitResult struct {
 	// Preempted are the victims marked (skipped: finished or already
 	// stopping).
 	Preempted []JobKey
+	// DependencyFailed are the jobs ended for a dependency.
+	DependencyFailed []JobKey
 }
 
 // AdmittedJob is a job a commit admitted.
@@ -344,6 +363,8 @@ func (s *Store) SchedulerCommit(ctx context.Context, p SchedulerCommitParams) (S
 		queuedAt = map[JobKey]time.Time{}
 		waiting  = map[JobKey]job.Job{}
 		victims  = map[JobKey]job.Job{}
+		failing  = map[JobKey]job.Job{}
+		deps     = map[JobKey]job.Job{}
 	)
 	reads := &pgx.Batch{}
 	reads.Queue(sqlCustomPlans)
@@ -386,6 +407,31 @@ func (s *Store) SchedulerCommit(ctx context.Context, p SchedulerCommitParams) (S
 		queueLocking(reads, keys, `j.admitted AND j.preempt_for IS NULL AND NOT j.deleted
 			AND j.`+sqlUnfinished, victims)
 	}
+	if len(p.DependencyFailed) > 0 {
+		keys := make([]JobKey, len(p.DependencyFailed))
+		for i, f := range p.DependencyFailed {
+			keys[i] = f.Key
+		}
+		queueLocking(reads, keys, `j.state = 'QUEUED' AND NOT j.admitted AND NOT j.cancel_requested AND NOT j.deleted`, failing)
+	}
+	if len(p.Dependencies) > 0 {
+		// Not locked: a result is what the dependency was at admission.
+		tenants, uids := keyArrays(p.Dependencies)
+		reads.Queue(`
+			SELECT j.tenant_id, j.uid::text, j.name, j.status
+			FROM unnest($1::text[], $2::uuid[]) AS k(tenant_id, uid)
+			JOIN jobs j ON j.tenant_id = k.tenant_id AND j.uid = k.uid
+			WHERE NOT j.deleted`, tenants, uids).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var j job.Job
+				if err := rows.Scan(&j.Tenant, &j.UID, &j.Name, &j.Status); err != nil {
+					return err
+				}
+				deps[JobKey{Tenant: j.Tenant, UID: j.UID}] = j
+			}
+			return rows.Err()
+		})
+	}
 	err := s.pipelined(ctx, reads, func(b *pgx.Batch, tx *txn) error {
 		res = SchedulerCommitResult{}
 		if !leaseOK {
@@ -394,6 +440,7 @@ func (s *Store) SchedulerCommit(ctx context.Context, p SchedulerCommitParams) (S
 		now := s.timestamp()
 		jobs := map[JobKey]job.Job{}
 		events := map[JobKey][]job.Event{}
+		withResults(admits, deps)
 		res.Admitted = admitted(b, admits, queuedAt, p.GPUTypes, now, jobs, events)
 		for _, a := range res.Admitted {
 			// Nobody owns an admitted job yet: one wake-up per tenant for
@@ -405,6 +452,12 @@ func (s *Store) SchedulerCommit(ctx context.Context, p SchedulerCommitParams) (S
 			tx.notify(ChannelJobs, k.String())
 		}
 		waited(b, p.Waits, waiting, now, jobs, events)
+		res.DependencyFailed = dependencyFailed(b, p.DependencyFailed, failing, now, jobs, events)
+		for _, k := range res.DependencyFailed {
+			tx.notify(ChannelJobs, k.String())
+			// Its own dependents look again.
+			tx.notify(ChannelFreed, k.Tenant)
+		}
 		// Events last, in one statement.
 		sql, args, tenants, err := eventsStatement(jobs, events, now)
 		if err != nil {
@@ -478,6 +531,7 @@ func admitted(b *pgx.Batch, read []job.Job, queuedAt map[JobKey]time.Time, gpuTy
 		j.Status.GPUType = gpuTypes[k]
 		st, drafts, ok := job.Admit(j, now)
 		if ok {
+			st.Dependencies = j.Status.Dependencies
 			j.Status = st
 			jobs[k] = j
 			events[k] = append(events[k], eventsOf(drafts)...)
@@ -502,7 +556,7 @@ func admitted(b *pgx.Batch, read []job.Job, queuedAt map[JobKey]time.Time, gpuTy
 	// replay) keeps it.
 	b.Queue(`
 		WITH a AS (
-			UPDATE jobs j SET admitted = true, claim_after = '-infinity', not_before = NULL,
+			UPDATE jobs j SET admitted = true, admitted_before = true, claim_after = '-infinity', not_before = NULL,
 			                  status = k.status, state = k.state, start_time = k.start_time,
 			                  admitted_model = k.model, version = j.version + 1, update_time = $6
 			FROM unnest($1::text[], $2::uuid[], $3::jsonb[], $4::text[], $5::timestamptz[], $7::text[],
@@ -516,6 +570,60 @@ func admitted(b *pgx.Batch, read []job.Job, queuedAt map[JobKey]time.Time, gpuTy
 		ON CONFLICT DO NOTHING`,
 		tenants, uids, aStatuses, aStates, aStarts, now, aModels,
 		aDemands[job.GPU], aDemands[job.CPU], aDemands[job.Memory], aDemands[job.Pods])
+	return out
+}
+
+// withResults puts the results of the jobs' dependencies (read: by key;
+// a dependency not there was deleted) into their statuses.
+func withResults(jobs []job.Job, read map[JobKey]job.Job) {
+	for i := range jobs {
+		j := &jobs[i]
+		if len(j.Spec.DependsOn) == 0 {
+			continue
+		}
+		j.Status.Dependencies = make([]job.DependencyResult, 0, len(j.Spec.DependsOn))
+		for _, d := range j.Spec.DependsOn {
+			dep, ok := read[JobKey{Tenant: j.Tenant, UID: d.UID}]
+			if !ok {
+				dep = job.Job{Status: job.Status{Reason: job.ReasonDeleted}}
+			}
+			j.Status.Dependencies = append(j.Status.Dependencies, job.ResultOf(d, dep))
+		}
+	}
+}
+
+// dependencyFailed queues the ends of the jobs read (still QUEUED,
+// pending and uncancelled) a dependency of which can never be met, and
+// their events.
+func dependencyFailed(b *pgx.Batch, writes []DependencyFailWrite, read map[JobKey]job.Job, now time.Time, jobs map[JobKey]job.Job, events map[JobKey][]job.Event) []JobKey {
+	var (
+		out              []JobKey
+		fTenants, states []string
+		fUIDs            []uuid.UUID
+		statuses         []job.Status
+	)
+	for _, f := range writes {
+		j, ok := read[f.Key]
+		u, err := uuid.Parse(f.Key.UID)
+		if !ok || err != nil || slices.Contains(out, f.Key) {
+			continue
+		}
+		st, drafts := job.FailDependency(j.Status, f.Cancel, f.Message, now)
+		j.Status = st
+		jobs[f.Key] = j
+		events[f.Key] = append(events[f.Key], eventsOf(drafts)...)
+		out = append(out, f.Key)
+		fTenants, fUIDs = append(fTenants, f.Key.Tenant), append(fUIDs, u)
+		states, statuses = append(states, string(st.State)), append(statuses, st)
+	}
+	if len(out) > 0 {
+		// As a cancel of a job that never started: final and inactive at once.
+		b.Queue(`
+			UPDATE jobs j SET state = k.state, status = k.status, finish_time = $5, update_time = $5,
+			                  active = false, version = j.version + 1
+			FROM unnest($1::text[], $2::uuid[], $3::text[], $4::jsonb[]) AS k(tenant_id, uid, state, status)
+			WHERE j.tenant_id = k.tenant_id AND j.uid = k.uid`, fTenants, fUIDs, states, statuses, now)
+	}
 	return out
 }
 

@@ -75,7 +75,9 @@ export function waitingFor(j: Job): string {
   const reason = shortEnum(q.reason, "WAIT_REASON_").toLowerCase();
   const parts = [reason];
   if (q.waitingFor?.length) parts.push(q.waitingFor.join(", "));
-  if (q.blockedBy) parts.push(`behind ${q.blockedBy}`);
+  // A job waiting for a dependency is outside the line: it waits for the
+  // job to reach its condition, not behind it.
+  if (q.blockedBy) parts.push(q.reason === "WAIT_REASON_DEPENDENCY" ? `on ${q.blockedBy}` : `behind ${q.blockedBy}`);
   return parts.filter(Boolean).join(": ");
 }
 

@@ -7,11 +7,16 @@
     ty.wait(job)                             # progress; raises JobFailed with the log tail
     print("\\n".join(ty.logs(job, "worker-0")))
 
+A pipeline is one ``submit_many`` of jobs that depend on earlier ones
+(``spec.dependsOn``); inside their pods, :mod:`trainyard.pipeline` writes a
+job's outputs and reads its dependencies' results.
+
 Errors are exceptions (:mod:`trainyard.errors`); an invalid job raises
 :class:`InvalidArgument`, whose ``violations`` name each field.
 """
 
 from trainyard._proto.trainyard.v1.job_pb2 import Job, JobEvent, JobSpec, JobState, WatchJobResponse
+from trainyard import pipeline
 from trainyard.client import FINAL_STATES, Client, TFJobWarning
 from trainyard.errors import (
     AlreadyExists,
@@ -31,7 +36,7 @@ from trainyard.errors import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "TFJobWarning", "FINAL_STATES",
+    "Client", "TFJobWarning", "FINAL_STATES", "pipeline",
     "Job", "JobEvent", "JobSpec", "JobState", "WatchJobResponse",
     "TrainyardError", "InvalidArgument", "FieldViolation", "Unauthenticated", "PermissionDenied", "NotFound",
     "AlreadyExists", "FailedPrecondition", "Unavailable", "OutOfRange", "JobFailed", "JobCancelled",

@@ -177,7 +177,8 @@ class Client:
         """Submits many jobs at once and returns them (QUEUED), in order.
 
         They go to BatchCreateJobs, 1,000 per call; each call creates all of
-        its jobs or none, and a validation error names every wrong field of
+        its jobs or none, in order, so a job may depend (``spec.dependsOn``)
+        on one before it: a pipeline is one call, and a validation error names every wrong field of
         every job (``requests[3].spec.replicas[0].image``, the index counting
         within that call).
 

@@ -26,6 +26,117 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// When a dependency is met.
+type DependencyCondition int32
+
+const (
+	// Defaults to SUCCEEDED.
+	DependencyCondition_DEPENDENCY_CONDITION_UNSPECIFIED DependencyCondition = 0
+	// The dependency ended SUCCEEDED; FAILED or CANCELLED can never meet it.
+	DependencyCondition_DEPENDENCY_CONDITION_SUCCEEDED DependencyCondition = 1
+	// The dependency ended, whatever its end.
+	DependencyCondition_DEPENDENCY_CONDITION_FINISHED DependencyCondition = 2
+	// The dependency's replicas all run (RUNNING), or it ended after it was
+	// admitted: a job may run beside it, e.g. an evaluator beside its trainer.
+	DependencyCondition_DEPENDENCY_CONDITION_STARTED DependencyCondition = 3
+)
+
+// Enum value maps for DependencyCondition.
+var (
+	DependencyCondition_name = map[int32]string{
+		0: "DEPENDENCY_CONDITION_UNSPECIFIED",
+		1: "DEPENDENCY_CONDITION_SUCCEEDED",
+		2: "DEPENDENCY_CONDITION_FINISHED",
+		3: "DEPENDENCY_CONDITION_STARTED",
+	}
+	DependencyCondition_value = map[string]int32{
+		"DEPENDENCY_CONDITION_UNSPECIFIED": 0,
+		"DEPENDENCY_CONDITION_SUCCEEDED":   1,
+		"DEPENDENCY_CONDITION_FINISHED":    2,
+		"DEPENDENCY_CONDITION_STARTED":     3,
+	}
+)
+
+func (x DependencyCondition) Enum() *DependencyCondition {
+	p := new(DependencyCondition)
+	*p = x
+	return p
+}
+
+func (x DependencyCondition) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (DependencyCondition) Descriptor() protoreflect.EnumDescriptor {
+	return file_trainyard_v1_job_proto_enumTypes[0].Descriptor()
+}
+
+func (DependencyCondition) Type() protoreflect.EnumType {
+	return &file_trainyard_v1_job_proto_enumTypes[0]
+}
+
+func (x DependencyCondition) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use DependencyCondition.Descriptor instead.
+func (DependencyCondition) EnumDescriptor() ([]byte, []int) {
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{0}
+}
+
+// What becomes of a job when a dependency can never be met.
+type OnDependencyFailure int32
+
+const (
+	// Defaults to FAIL.
+	OnDependencyFailure_ON_DEPENDENCY_FAILURE_UNSPECIFIED OnDependencyFailure = 0
+	// The job ends FAILED, reason DependencyFailed, naming the dependency.
+	OnDependencyFailure_ON_DEPENDENCY_FAILURE_FAIL OnDependencyFailure = 1
+	// The job ends CANCELLED, reason DependencyFailed, naming the dependency.
+	OnDependencyFailure_ON_DEPENDENCY_FAILURE_CANCEL OnDependencyFailure = 2
+)
+
+// Enum value maps for OnDependencyFailure.
+var (
+	OnDependencyFailure_name = map[int32]string{
+		0: "ON_DEPENDENCY_FAILURE_UNSPECIFIED",
+		1: "ON_DEPENDENCY_FAILURE_FAIL",
+		2: "ON_DEPENDENCY_FAILURE_CANCEL",
+	}
+	OnDependencyFailure_value = map[string]int32{
+		"ON_DEPENDENCY_FAILURE_UNSPECIFIED": 0,
+		"ON_DEPENDENCY_FAILURE_FAIL":        1,
+		"ON_DEPENDENCY_FAILURE_CANCEL":      2,
+	}
+)
+
+func (x OnDependencyFailure) Enum() *OnDependencyFailure {
+	p := new(OnDependencyFailure)
+	*p = x
+	return p
+}
+
+func (x OnDependencyFailure) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (OnDependencyFailure) Descriptor() protoreflect.EnumDescriptor {
+	return file_trainyard_v1_job_proto_enumTypes[1].Descriptor()
+}
+
+func (OnDependencyFailure) Type() protoreflect.EnumType {
+	return &file_trainyard_v1_job_proto_enumTypes[1]
+}
+
+func (x OnDependencyFailure) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use OnDependencyFailure.Descriptor instead.
+func (OnDependencyFailure) EnumDescriptor() ([]byte, []int) {
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{1}
+}
+
 // The kind of a TensorFlow replica; it becomes the task type in TF_CONFIG.
 type ReplicaType int32
 
@@ -66,11 +177,11 @@ func (x ReplicaType) String() string {
 }
 
 func (ReplicaType) Descriptor() protoreflect.EnumDescriptor {
-	return file_trainyard_v1_job_proto_enumTypes[0].Descriptor()
+	return file_trainyard_v1_job_proto_enumTypes[2].Descriptor()
 }
 
 func (ReplicaType) Type() protoreflect.EnumType {
-	return &file_trainyard_v1_job_proto_enumTypes[0]
+	return &file_trainyard_v1_job_proto_enumTypes[2]
 }
 
 func (x ReplicaType) Number() protoreflect.EnumNumber {
@@ -79,7 +190,7 @@ func (x ReplicaType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ReplicaType.Descriptor instead.
 func (ReplicaType) EnumDescriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{0}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{2}
 }
 
 // When a failed (or finished) replica is restarted. Trainyard restarts a
@@ -130,11 +241,11 @@ func (x RestartPolicy) String() string {
 }
 
 func (RestartPolicy) Descriptor() protoreflect.EnumDescriptor {
-	return file_trainyard_v1_job_proto_enumTypes[1].Descriptor()
+	return file_trainyard_v1_job_proto_enumTypes[3].Descriptor()
 }
 
 func (RestartPolicy) Type() protoreflect.EnumType {
-	return &file_trainyard_v1_job_proto_enumTypes[1]
+	return &file_trainyard_v1_job_proto_enumTypes[3]
 }
 
 func (x RestartPolicy) Number() protoreflect.EnumNumber {
@@ -143,7 +254,7 @@ func (x RestartPolicy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RestartPolicy.Descriptor instead.
 func (RestartPolicy) EnumDescriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{1}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{3}
 }
 
 // Which pods are deleted when a job finishes.
@@ -187,11 +298,11 @@ func (x CleanPodPolicy) String() string {
 }
 
 func (CleanPodPolicy) Descriptor() protoreflect.EnumDescriptor {
-	return file_trainyard_v1_job_proto_enumTypes[2].Descriptor()
+	return file_trainyard_v1_job_proto_enumTypes[4].Descriptor()
 }
 
 func (CleanPodPolicy) Type() protoreflect.EnumType {
-	return &file_trainyard_v1_job_proto_enumTypes[2]
+	return &file_trainyard_v1_job_proto_enumTypes[4]
 }
 
 func (x CleanPodPolicy) Number() protoreflect.EnumNumber {
@@ -200,7 +311,7 @@ func (x CleanPodPolicy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use CleanPodPolicy.Descriptor instead.
 func (CleanPodPolicy) EnumDescriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{2}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{4}
 }
 
 // When a job counts as succeeded.
@@ -240,11 +351,11 @@ func (x SuccessPolicy) String() string {
 }
 
 func (SuccessPolicy) Descriptor() protoreflect.EnumDescriptor {
-	return file_trainyard_v1_job_proto_enumTypes[3].Descriptor()
+	return file_trainyard_v1_job_proto_enumTypes[5].Descriptor()
 }
 
 func (SuccessPolicy) Type() protoreflect.EnumType {
-	return &file_trainyard_v1_job_proto_enumTypes[3]
+	return &file_trainyard_v1_job_proto_enumTypes[5]
 }
 
 func (x SuccessPolicy) Number() protoreflect.EnumNumber {
@@ -253,7 +364,7 @@ func (x SuccessPolicy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SuccessPolicy.Descriptor instead.
 func (SuccessPolicy) EnumDescriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{3}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{5}
 }
 
 // The lifecycle of a job.
@@ -313,11 +424,11 @@ func (x JobState) String() string {
 }
 
 func (JobState) Descriptor() protoreflect.EnumDescriptor {
-	return file_trainyard_v1_job_proto_enumTypes[4].Descriptor()
+	return file_trainyard_v1_job_proto_enumTypes[6].Descriptor()
 }
 
 func (JobState) Type() protoreflect.EnumType {
-	return &file_trainyard_v1_job_proto_enumTypes[4]
+	return &file_trainyard_v1_job_proto_enumTypes[6]
 }
 
 func (x JobState) Number() protoreflect.EnumNumber {
@@ -326,7 +437,7 @@ func (x JobState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use JobState.Descriptor instead.
 func (JobState) EnumDescriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{4}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{6}
 }
 
 // Why a queued job is not admitted yet.
@@ -349,6 +460,9 @@ const (
 	// The tenant's GPU-hour budget for the period is used up; its estimated
 	// start is the period's reset.
 	WaitReason_WAIT_REASON_BUDGET WaitReason = 7
+	// A job of spec.depends_on has not met its condition yet (blocked_by
+	// names it). The job holds no place in the queue: its positions are 0.
+	WaitReason_WAIT_REASON_DEPENDENCY WaitReason = 8
 )
 
 // Enum value maps for WaitReason.
@@ -362,6 +476,7 @@ var (
 		5: "WAIT_REASON_PREEMPTED",
 		6: "WAIT_REASON_UNSCHEDULABLE",
 		7: "WAIT_REASON_BUDGET",
+		8: "WAIT_REASON_DEPENDENCY",
 	}
 	WaitReason_value = map[string]int32{
 		"WAIT_REASON_UNSPECIFIED":   0,
@@ -372,6 +487,7 @@ var (
 		"WAIT_REASON_PREEMPTED":     5,
 		"WAIT_REASON_UNSCHEDULABLE": 6,
 		"WAIT_REASON_BUDGET":        7,
+		"WAIT_REASON_DEPENDENCY":    8,
 	}
 )
 
@@ -386,11 +502,11 @@ func (x WaitReason) String() string {
 }
 
 func (WaitReason) Descriptor() protoreflect.EnumDescriptor {
-	return file_trainyard_v1_job_proto_enumTypes[5].Descriptor()
+	return file_trainyard_v1_job_proto_enumTypes[7].Descriptor()
 }
 
 func (WaitReason) Type() protoreflect.EnumType {
-	return &file_trainyard_v1_job_proto_enumTypes[5]
+	return &file_trainyard_v1_job_proto_enumTypes[7]
 }
 
 func (x WaitReason) Number() protoreflect.EnumNumber {
@@ -399,7 +515,7 @@ func (x WaitReason) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WaitReason.Descriptor instead.
 func (WaitReason) EnumDescriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{5}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{7}
 }
 
 // What an estimated start time rests on.
@@ -450,11 +566,11 @@ func (x EstimateBasis) String() string {
 }
 
 func (EstimateBasis) Descriptor() protoreflect.EnumDescriptor {
-	return file_trainyard_v1_job_proto_enumTypes[6].Descriptor()
+	return file_trainyard_v1_job_proto_enumTypes[8].Descriptor()
 }
 
 func (EstimateBasis) Type() protoreflect.EnumType {
-	return &file_trainyard_v1_job_proto_enumTypes[6]
+	return &file_trainyard_v1_job_proto_enumTypes[8]
 }
 
 func (x EstimateBasis) Number() protoreflect.EnumNumber {
@@ -463,7 +579,7 @@ func (x EstimateBasis) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use EstimateBasis.Descriptor instead.
 func (EstimateBasis) EnumDescriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{6}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{8}
 }
 
 // The state of one replica.
@@ -506,11 +622,11 @@ func (x ReplicaState) String() string {
 }
 
 func (ReplicaState) Descriptor() protoreflect.EnumDescriptor {
-	return file_trainyard_v1_job_proto_enumTypes[7].Descriptor()
+	return file_trainyard_v1_job_proto_enumTypes[9].Descriptor()
 }
 
 func (ReplicaState) Type() protoreflect.EnumType {
-	return &file_trainyard_v1_job_proto_enumTypes[7]
+	return &file_trainyard_v1_job_proto_enumTypes[9]
 }
 
 func (x ReplicaState) Number() protoreflect.EnumNumber {
@@ -519,7 +635,7 @@ func (x ReplicaState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ReplicaState.Descriptor instead.
 func (ReplicaState) EnumDescriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{7}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{9}
 }
 
 // A distributed TensorFlow training job.
@@ -667,9 +783,23 @@ type JobSpec struct {
 	// only inside its tenant's nominal quota (it never borrows). Default
 	// true. A job asks for a GPU model with a node selector on
 	// nvidia.com/gpu.product on its GPU replicas.
-	Preemptible   *bool `protobuf:"varint,8,opt,name=preemptible,proto3,oneof" json:"preemptible,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Preemptible *bool `protobuf:"varint,8,opt,name=preemptible,proto3,oneof" json:"preemptible,omitempty"`
+	// Jobs of the same tenant this one waits for, each until its condition
+	// holds; at most 32. A dependency must exist when this job is submitted
+	// (earlier in the same BatchCreateJobs call counts), so dependencies
+	// never form a cycle. Until every condition holds the job waits with
+	// reason DEPENDENCY, holding no quota and no place in the queue. When one
+	// can never hold (the dependency failed, was cancelled or deleted) the job
+	// ends FAILED with reason DependencyFailed (or CANCELLED, below). Each
+	// dependency's result (state, exit codes, outputs) is copied into
+	// status.dependencies when the job is admitted, and its pods get it as
+	// environment variables (TRAINYARD_DEP_<NAME>_STATE, _EXIT_CODE,
+	// _EXIT_CODES, _OUTPUT_<KEY>, and TRAINYARD_DEPENDENCIES as JSON).
+	DependsOn []*JobDependency `protobuf:"bytes,9,rep,name=depends_on,json=dependsOn,proto3" json:"depends_on,omitempty"`
+	// What becomes of the job when a dependency can never be met.
+	OnDependencyFailure OnDependencyFailure `protobuf:"varint,10,opt,name=on_dependency_failure,json=onDependencyFailure,proto3,enum=trainyard.v1.OnDependencyFailure" json:"on_dependency_failure,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -758,6 +888,183 @@ func (x *JobSpec) GetPreemptible() bool {
 	return false
 }
 
+func (x *JobSpec) GetDependsOn() []*JobDependency {
+	if x != nil {
+		return x.DependsOn
+	}
+	return nil
+}
+
+func (x *JobSpec) GetOnDependencyFailure() OnDependencyFailure {
+	if x != nil {
+		return x.OnDependencyFailure
+	}
+	return OnDependencyFailure_ON_DEPENDENCY_FAILURE_UNSPECIFIED
+}
+
+// A job this one waits for.
+type JobDependency struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The id of a job of the same tenant. Required.
+	Job string `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	// When the dependency is met; SUCCEEDED when unset.
+	Condition DependencyCondition `protobuf:"varint,2,opt,name=condition,proto3,enum=trainyard.v1.DependencyCondition" json:"condition,omitempty"`
+	// Output only: the uid of the job `job` named when this job was submitted.
+	JobUid        string `protobuf:"bytes,3,opt,name=job_uid,json=jobUid,proto3" json:"job_uid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobDependency) Reset() {
+	*x = JobDependency{}
+	mi := &file_trainyard_v1_job_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobDependency) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobDependency) ProtoMessage() {}
+
+func (x *JobDependency) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_job_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobDependency.ProtoReflect.Descriptor instead.
+func (*JobDependency) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *JobDependency) GetJob() string {
+	if x != nil {
+		return x.Job
+	}
+	return ""
+}
+
+func (x *JobDependency) GetCondition() DependencyCondition {
+	if x != nil {
+		return x.Condition
+	}
+	return DependencyCondition_DEPENDENCY_CONDITION_UNSPECIFIED
+}
+
+func (x *JobDependency) GetJobUid() string {
+	if x != nil {
+		return x.JobUid
+	}
+	return ""
+}
+
+// What a job knew of a dependency when it was admitted.
+type DependencyResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The dependency's job id and uid.
+	Job       string              `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	JobUid    string              `protobuf:"bytes,2,opt,name=job_uid,json=jobUid,proto3" json:"job_uid,omitempty"`
+	Condition DependencyCondition `protobuf:"varint,3,opt,name=condition,proto3,enum=trainyard.v1.DependencyCondition" json:"condition,omitempty"`
+	// Its state at the dependent's admission (RUNNING for a STARTED
+	// dependency that had not ended).
+	State  JobState `protobuf:"varint,4,opt,name=state,proto3,enum=trainyard.v1.JobState" json:"state,omitempty"`
+	Reason string   `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The last exit code of each of its replicas that ended, by replica
+	// ("chief-0", "worker-1").
+	ExitCodes map[string]int32 `protobuf:"bytes,6,rep,name=exit_codes,json=exitCodes,proto3" json:"exit_codes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// Its outputs (JobStatus.outputs).
+	Outputs       map[string]string `protobuf:"bytes,7,rep,name=outputs,proto3" json:"outputs,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DependencyResult) Reset() {
+	*x = DependencyResult{}
+	mi := &file_trainyard_v1_job_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DependencyResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DependencyResult) ProtoMessage() {}
+
+func (x *DependencyResult) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_job_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DependencyResult.ProtoReflect.Descriptor instead.
+func (*DependencyResult) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *DependencyResult) GetJob() string {
+	if x != nil {
+		return x.Job
+	}
+	return ""
+}
+
+func (x *DependencyResult) GetJobUid() string {
+	if x != nil {
+		return x.JobUid
+	}
+	return ""
+}
+
+func (x *DependencyResult) GetCondition() DependencyCondition {
+	if x != nil {
+		return x.Condition
+	}
+	return DependencyCondition_DEPENDENCY_CONDITION_UNSPECIFIED
+}
+
+func (x *DependencyResult) GetState() JobState {
+	if x != nil {
+		return x.State
+	}
+	return JobState_JOB_STATE_UNSPECIFIED
+}
+
+func (x *DependencyResult) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *DependencyResult) GetExitCodes() map[string]int32 {
+	if x != nil {
+		return x.ExitCodes
+	}
+	return nil
+}
+
+func (x *DependencyResult) GetOutputs() map[string]string {
+	if x != nil {
+		return x.Outputs
+	}
+	return nil
+}
+
 // One replica type of a job and the pods that run it.
 type ReplicaSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -814,7 +1121,7 @@ type ReplicaSpec struct {
 
 func (x *ReplicaSpec) Reset() {
 	*x = ReplicaSpec{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[2]
+	mi := &file_trainyard_v1_job_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -826,7 +1133,7 @@ func (x *ReplicaSpec) String() string {
 func (*ReplicaSpec) ProtoMessage() {}
 
 func (x *ReplicaSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[2]
+	mi := &file_trainyard_v1_job_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -839,7 +1146,7 @@ func (x *ReplicaSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaSpec.ProtoReflect.Descriptor instead.
 func (*ReplicaSpec) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{2}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ReplicaSpec) GetType() ReplicaType {
@@ -1020,7 +1327,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[3]
+	mi := &file_trainyard_v1_job_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1032,7 +1339,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[3]
+	mi := &file_trainyard_v1_job_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1045,7 +1352,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{3}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Probe) GetHandler() isProbe_Handler {
@@ -1149,7 +1456,7 @@ type ExecAction struct {
 
 func (x *ExecAction) Reset() {
 	*x = ExecAction{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[4]
+	mi := &file_trainyard_v1_job_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1161,7 +1468,7 @@ func (x *ExecAction) String() string {
 func (*ExecAction) ProtoMessage() {}
 
 func (x *ExecAction) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[4]
+	mi := &file_trainyard_v1_job_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1174,7 +1481,7 @@ func (x *ExecAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecAction.ProtoReflect.Descriptor instead.
 func (*ExecAction) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{4}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ExecAction) GetCommand() []string {
@@ -1195,7 +1502,7 @@ type TCPSocketAction struct {
 
 func (x *TCPSocketAction) Reset() {
 	*x = TCPSocketAction{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[5]
+	mi := &file_trainyard_v1_job_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1207,7 +1514,7 @@ func (x *TCPSocketAction) String() string {
 func (*TCPSocketAction) ProtoMessage() {}
 
 func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[5]
+	mi := &file_trainyard_v1_job_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1220,7 +1527,7 @@ func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPSocketAction.ProtoReflect.Descriptor instead.
 func (*TCPSocketAction) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{5}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *TCPSocketAction) GetPort() int32 {
@@ -1246,7 +1553,7 @@ type HTTPGetAction struct {
 
 func (x *HTTPGetAction) Reset() {
 	*x = HTTPGetAction{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[6]
+	mi := &file_trainyard_v1_job_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1258,7 +1565,7 @@ func (x *HTTPGetAction) String() string {
 func (*HTTPGetAction) ProtoMessage() {}
 
 func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[6]
+	mi := &file_trainyard_v1_job_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1271,7 +1578,7 @@ func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPGetAction.ProtoReflect.Descriptor instead.
 func (*HTTPGetAction) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{6}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *HTTPGetAction) GetPath() string {
@@ -1313,7 +1620,7 @@ type HTTPHeader struct {
 
 func (x *HTTPHeader) Reset() {
 	*x = HTTPHeader{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[7]
+	mi := &file_trainyard_v1_job_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1325,7 +1632,7 @@ func (x *HTTPHeader) String() string {
 func (*HTTPHeader) ProtoMessage() {}
 
 func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[7]
+	mi := &file_trainyard_v1_job_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1338,7 +1645,7 @@ func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPHeader.ProtoReflect.Descriptor instead.
 func (*HTTPHeader) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{7}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *HTTPHeader) GetName() string {
@@ -1370,7 +1677,7 @@ type EnvVar struct {
 
 func (x *EnvVar) Reset() {
 	*x = EnvVar{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[8]
+	mi := &file_trainyard_v1_job_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1382,7 +1689,7 @@ func (x *EnvVar) String() string {
 func (*EnvVar) ProtoMessage() {}
 
 func (x *EnvVar) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[8]
+	mi := &file_trainyard_v1_job_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1395,7 +1702,7 @@ func (x *EnvVar) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVar.ProtoReflect.Descriptor instead.
 func (*EnvVar) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{8}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *EnvVar) GetName() string {
@@ -1458,7 +1765,7 @@ type SecretKeyRef struct {
 
 func (x *SecretKeyRef) Reset() {
 	*x = SecretKeyRef{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[9]
+	mi := &file_trainyard_v1_job_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1470,7 +1777,7 @@ func (x *SecretKeyRef) String() string {
 func (*SecretKeyRef) ProtoMessage() {}
 
 func (x *SecretKeyRef) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[9]
+	mi := &file_trainyard_v1_job_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1483,7 +1790,7 @@ func (x *SecretKeyRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretKeyRef.ProtoReflect.Descriptor instead.
 func (*SecretKeyRef) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{9}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SecretKeyRef) GetSecret() string {
@@ -1512,7 +1819,7 @@ type SecretVolume struct {
 
 func (x *SecretVolume) Reset() {
 	*x = SecretVolume{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[10]
+	mi := &file_trainyard_v1_job_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1524,7 +1831,7 @@ func (x *SecretVolume) String() string {
 func (*SecretVolume) ProtoMessage() {}
 
 func (x *SecretVolume) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[10]
+	mi := &file_trainyard_v1_job_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1537,7 +1844,7 @@ func (x *SecretVolume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretVolume.ProtoReflect.Descriptor instead.
 func (*SecretVolume) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{10}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SecretVolume) GetSecret() string {
@@ -1574,7 +1881,7 @@ type Resources struct {
 
 func (x *Resources) Reset() {
 	*x = Resources{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[11]
+	mi := &file_trainyard_v1_job_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1586,7 +1893,7 @@ func (x *Resources) String() string {
 func (*Resources) ProtoMessage() {}
 
 func (x *Resources) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[11]
+	mi := &file_trainyard_v1_job_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1599,7 +1906,7 @@ func (x *Resources) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resources.ProtoReflect.Descriptor instead.
 func (*Resources) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{11}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Resources) GetCpu() string {
@@ -1654,7 +1961,7 @@ type Toleration struct {
 
 func (x *Toleration) Reset() {
 	*x = Toleration{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[12]
+	mi := &file_trainyard_v1_job_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1666,7 +1973,7 @@ func (x *Toleration) String() string {
 func (*Toleration) ProtoMessage() {}
 
 func (x *Toleration) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[12]
+	mi := &file_trainyard_v1_job_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1679,7 +1986,7 @@ func (x *Toleration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Toleration.ProtoReflect.Descriptor instead.
 func (*Toleration) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{12}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Toleration) GetKey() string {
@@ -1730,7 +2037,7 @@ type Affinity struct {
 
 func (x *Affinity) Reset() {
 	*x = Affinity{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[13]
+	mi := &file_trainyard_v1_job_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1742,7 +2049,7 @@ func (x *Affinity) String() string {
 func (*Affinity) ProtoMessage() {}
 
 func (x *Affinity) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[13]
+	mi := &file_trainyard_v1_job_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1755,7 +2062,7 @@ func (x *Affinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Affinity.ProtoReflect.Descriptor instead.
 func (*Affinity) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{13}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Affinity) GetRequired() []*NodeSelectorTerm {
@@ -1782,7 +2089,7 @@ type NodeSelectorTerm struct {
 
 func (x *NodeSelectorTerm) Reset() {
 	*x = NodeSelectorTerm{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[14]
+	mi := &file_trainyard_v1_job_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1794,7 +2101,7 @@ func (x *NodeSelectorTerm) String() string {
 func (*NodeSelectorTerm) ProtoMessage() {}
 
 func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[14]
+	mi := &file_trainyard_v1_job_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1807,7 +2114,7 @@ func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorTerm.ProtoReflect.Descriptor instead.
 func (*NodeSelectorTerm) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{14}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *NodeSelectorTerm) GetMatchExpressions() []*NodeSelectorRequirement {
@@ -1830,7 +2137,7 @@ type NodeSelectorRequirement struct {
 
 func (x *NodeSelectorRequirement) Reset() {
 	*x = NodeSelectorRequirement{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[15]
+	mi := &file_trainyard_v1_job_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1842,7 +2149,7 @@ func (x *NodeSelectorRequirement) String() string {
 func (*NodeSelectorRequirement) ProtoMessage() {}
 
 func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[15]
+	mi := &file_trainyard_v1_job_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1855,7 +2162,7 @@ func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorRequirement.ProtoReflect.Descriptor instead.
 func (*NodeSelectorRequirement) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{15}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *NodeSelectorRequirement) GetKey() string {
@@ -1891,7 +2198,7 @@ type PreferredTerm struct {
 
 func (x *PreferredTerm) Reset() {
 	*x = PreferredTerm{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[16]
+	mi := &file_trainyard_v1_job_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1903,7 +2210,7 @@ func (x *PreferredTerm) String() string {
 func (*PreferredTerm) ProtoMessage() {}
 
 func (x *PreferredTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[16]
+	mi := &file_trainyard_v1_job_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1916,7 +2223,7 @@ func (x *PreferredTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreferredTerm.ProtoReflect.Descriptor instead.
 func (*PreferredTerm) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{16}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *PreferredTerm) GetWeight() int32 {
@@ -1953,7 +2260,7 @@ type RunPolicy struct {
 
 func (x *RunPolicy) Reset() {
 	*x = RunPolicy{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[17]
+	mi := &file_trainyard_v1_job_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1965,7 +2272,7 @@ func (x *RunPolicy) String() string {
 func (*RunPolicy) ProtoMessage() {}
 
 func (x *RunPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[17]
+	mi := &file_trainyard_v1_job_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1978,7 +2285,7 @@ func (x *RunPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunPolicy.ProtoReflect.Descriptor instead.
 func (*RunPolicy) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{17}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RunPolicy) GetBackoffLimit() int32 {
@@ -2022,7 +2329,7 @@ type CheckpointVolume struct {
 
 func (x *CheckpointVolume) Reset() {
 	*x = CheckpointVolume{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[18]
+	mi := &file_trainyard_v1_job_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2034,7 +2341,7 @@ func (x *CheckpointVolume) String() string {
 func (*CheckpointVolume) ProtoMessage() {}
 
 func (x *CheckpointVolume) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[18]
+	mi := &file_trainyard_v1_job_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2047,7 +2354,7 @@ func (x *CheckpointVolume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointVolume.ProtoReflect.Descriptor instead.
 func (*CheckpointVolume) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{18}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CheckpointVolume) GetClaimName() string {
@@ -2078,7 +2385,7 @@ type TensorBoard struct {
 
 func (x *TensorBoard) Reset() {
 	*x = TensorBoard{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[19]
+	mi := &file_trainyard_v1_job_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2090,7 +2397,7 @@ func (x *TensorBoard) String() string {
 func (*TensorBoard) ProtoMessage() {}
 
 func (x *TensorBoard) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[19]
+	mi := &file_trainyard_v1_job_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2103,7 +2410,7 @@ func (x *TensorBoard) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TensorBoard.ProtoReflect.Descriptor instead.
 func (*TensorBoard) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{19}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *TensorBoard) GetEnabled() bool {
@@ -2160,13 +2467,22 @@ type JobStatus struct {
 	// A suspension was requested and the worker is stopping the job's pods
 	// (and, while SUSPENDED, the job stays suspended until resumed).
 	SuspendRequested bool `protobuf:"varint,14,opt,name=suspend_requested,json=suspendRequested,proto3" json:"suspend_requested,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// What the job's primary replica (CHIEF 0, else WORKER 0) left in its
+	// termination message (/dev/termination-log) when it ended, read as a
+	// JSON object or as key=value lines: keys of letters, digits and '_'
+	// (starting with a letter, at most 63), values at most 1 KiB, at most 32
+	// entries; anything else is left out. Jobs that depend on this one read
+	// them.
+	Outputs map[string]string `protobuf:"bytes,15,rep,name=outputs,proto3" json:"outputs,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The results of spec.depends_on's jobs, copied when the job was admitted.
+	Dependencies  []*DependencyResult `protobuf:"bytes,16,rep,name=dependencies,proto3" json:"dependencies,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[20]
+	mi := &file_trainyard_v1_job_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2178,7 +2494,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[20]
+	mi := &file_trainyard_v1_job_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2191,7 +2507,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{20}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *JobStatus) GetState() JobState {
@@ -2292,6 +2608,20 @@ func (x *JobStatus) GetSuspendRequested() bool {
 	return false
 }
 
+func (x *JobStatus) GetOutputs() map[string]string {
+	if x != nil {
+		return x.Outputs
+	}
+	return nil
+}
+
+func (x *JobStatus) GetDependencies() []*DependencyResult {
+	if x != nil {
+		return x.Dependencies
+	}
+	return nil
+}
+
 // Where a queued job stands, as the scheduler's last cycle saw it.
 type QueueStatus struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
@@ -2316,7 +2646,7 @@ type QueueStatus struct {
 
 func (x *QueueStatus) Reset() {
 	*x = QueueStatus{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[21]
+	mi := &file_trainyard_v1_job_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2328,7 +2658,7 @@ func (x *QueueStatus) String() string {
 func (*QueueStatus) ProtoMessage() {}
 
 func (x *QueueStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[21]
+	mi := &file_trainyard_v1_job_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2341,7 +2671,7 @@ func (x *QueueStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueStatus.ProtoReflect.Descriptor instead.
 func (*QueueStatus) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{21}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *QueueStatus) GetReason() WaitReason {
@@ -2422,7 +2752,7 @@ type Condition struct {
 
 func (x *Condition) Reset() {
 	*x = Condition{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[22]
+	mi := &file_trainyard_v1_job_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2434,7 +2764,7 @@ func (x *Condition) String() string {
 func (*Condition) ProtoMessage() {}
 
 func (x *Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[22]
+	mi := &file_trainyard_v1_job_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2447,7 +2777,7 @@ func (x *Condition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Condition.ProtoReflect.Descriptor instead.
 func (*Condition) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{22}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Condition) GetType() string {
@@ -2499,7 +2829,7 @@ type ReplicaCounts struct {
 
 func (x *ReplicaCounts) Reset() {
 	*x = ReplicaCounts{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[23]
+	mi := &file_trainyard_v1_job_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2511,7 +2841,7 @@ func (x *ReplicaCounts) String() string {
 func (*ReplicaCounts) ProtoMessage() {}
 
 func (x *ReplicaCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[23]
+	mi := &file_trainyard_v1_job_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2524,7 +2854,7 @@ func (x *ReplicaCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaCounts.ProtoReflect.Descriptor instead.
 func (*ReplicaCounts) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{23}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ReplicaCounts) GetType() ReplicaType {
@@ -2585,7 +2915,7 @@ type ReplicaStatus struct {
 
 func (x *ReplicaStatus) Reset() {
 	*x = ReplicaStatus{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[24]
+	mi := &file_trainyard_v1_job_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2597,7 +2927,7 @@ func (x *ReplicaStatus) String() string {
 func (*ReplicaStatus) ProtoMessage() {}
 
 func (x *ReplicaStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[24]
+	mi := &file_trainyard_v1_job_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2610,7 +2940,7 @@ func (x *ReplicaStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaStatus.ProtoReflect.Descriptor instead.
 func (*ReplicaStatus) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{24}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ReplicaStatus) GetType() ReplicaType {
@@ -2687,7 +3017,7 @@ type Termination struct {
 
 func (x *Termination) Reset() {
 	*x = Termination{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[25]
+	mi := &file_trainyard_v1_job_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2699,7 +3029,7 @@ func (x *Termination) String() string {
 func (*Termination) ProtoMessage() {}
 
 func (x *Termination) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[25]
+	mi := &file_trainyard_v1_job_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2712,7 +3042,7 @@ func (x *Termination) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Termination.ProtoReflect.Descriptor instead.
 func (*Termination) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{25}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Termination) GetExitCode() int32 {
@@ -2767,7 +3097,7 @@ type CreateJobRequest struct {
 
 func (x *CreateJobRequest) Reset() {
 	*x = CreateJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[26]
+	mi := &file_trainyard_v1_job_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2779,7 +3109,7 @@ func (x *CreateJobRequest) String() string {
 func (*CreateJobRequest) ProtoMessage() {}
 
 func (x *CreateJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[26]
+	mi := &file_trainyard_v1_job_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2792,7 +3122,7 @@ func (x *CreateJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJobRequest.ProtoReflect.Descriptor instead.
 func (*CreateJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{26}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CreateJobRequest) GetParent() string {
@@ -2836,7 +3166,7 @@ type BatchCreateJobsRequest struct {
 
 func (x *BatchCreateJobsRequest) Reset() {
 	*x = BatchCreateJobsRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[27]
+	mi := &file_trainyard_v1_job_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2848,7 +3178,7 @@ func (x *BatchCreateJobsRequest) String() string {
 func (*BatchCreateJobsRequest) ProtoMessage() {}
 
 func (x *BatchCreateJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[27]
+	mi := &file_trainyard_v1_job_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2861,7 +3191,7 @@ func (x *BatchCreateJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchCreateJobsRequest.ProtoReflect.Descriptor instead.
 func (*BatchCreateJobsRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{27}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *BatchCreateJobsRequest) GetParent() string {
@@ -2888,7 +3218,7 @@ type BatchCreateJobsResponse struct {
 
 func (x *BatchCreateJobsResponse) Reset() {
 	*x = BatchCreateJobsResponse{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[28]
+	mi := &file_trainyard_v1_job_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2900,7 +3230,7 @@ func (x *BatchCreateJobsResponse) String() string {
 func (*BatchCreateJobsResponse) ProtoMessage() {}
 
 func (x *BatchCreateJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[28]
+	mi := &file_trainyard_v1_job_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2913,7 +3243,7 @@ func (x *BatchCreateJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchCreateJobsResponse.ProtoReflect.Descriptor instead.
 func (*BatchCreateJobsResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{28}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *BatchCreateJobsResponse) GetJobs() []*Job {
@@ -2945,7 +3275,7 @@ type ImportTFJobRequest struct {
 
 func (x *ImportTFJobRequest) Reset() {
 	*x = ImportTFJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[29]
+	mi := &file_trainyard_v1_job_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2957,7 +3287,7 @@ func (x *ImportTFJobRequest) String() string {
 func (*ImportTFJobRequest) ProtoMessage() {}
 
 func (x *ImportTFJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[29]
+	mi := &file_trainyard_v1_job_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2970,7 +3300,7 @@ func (x *ImportTFJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportTFJobRequest.ProtoReflect.Descriptor instead.
 func (*ImportTFJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{29}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ImportTFJobRequest) GetParent() string {
@@ -3027,7 +3357,7 @@ type ImportTFJobResponse struct {
 
 func (x *ImportTFJobResponse) Reset() {
 	*x = ImportTFJobResponse{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[30]
+	mi := &file_trainyard_v1_job_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3039,7 +3369,7 @@ func (x *ImportTFJobResponse) String() string {
 func (*ImportTFJobResponse) ProtoMessage() {}
 
 func (x *ImportTFJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[30]
+	mi := &file_trainyard_v1_job_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3052,7 +3382,7 @@ func (x *ImportTFJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportTFJobResponse.ProtoReflect.Descriptor instead.
 func (*ImportTFJobResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{30}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ImportTFJobResponse) GetJob() *Job {
@@ -3086,7 +3416,7 @@ type ImportWarning struct {
 
 func (x *ImportWarning) Reset() {
 	*x = ImportWarning{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[31]
+	mi := &file_trainyard_v1_job_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3098,7 +3428,7 @@ func (x *ImportWarning) String() string {
 func (*ImportWarning) ProtoMessage() {}
 
 func (x *ImportWarning) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[31]
+	mi := &file_trainyard_v1_job_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3111,7 +3441,7 @@ func (x *ImportWarning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportWarning.ProtoReflect.Descriptor instead.
 func (*ImportWarning) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{31}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ImportWarning) GetField() string {
@@ -3144,7 +3474,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[32]
+	mi := &file_trainyard_v1_job_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3156,7 +3486,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[32]
+	mi := &file_trainyard_v1_job_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3169,7 +3499,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{32}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *GetJobRequest) GetName() string {
@@ -3195,7 +3525,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[33]
+	mi := &file_trainyard_v1_job_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3207,7 +3537,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[33]
+	mi := &file_trainyard_v1_job_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3220,7 +3550,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{33}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ListJobsRequest) GetParent() string {
@@ -3269,7 +3599,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[34]
+	mi := &file_trainyard_v1_job_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3281,7 +3611,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[34]
+	mi := &file_trainyard_v1_job_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3294,7 +3624,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{34}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -3327,7 +3657,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[35]
+	mi := &file_trainyard_v1_job_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3339,7 +3669,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[35]
+	mi := &file_trainyard_v1_job_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3352,7 +3682,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{35}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CancelJobRequest) GetName() string {
@@ -3371,7 +3701,7 @@ type SuspendJobRequest struct {
 
 func (x *SuspendJobRequest) Reset() {
 	*x = SuspendJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[36]
+	mi := &file_trainyard_v1_job_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3383,7 +3713,7 @@ func (x *SuspendJobRequest) String() string {
 func (*SuspendJobRequest) ProtoMessage() {}
 
 func (x *SuspendJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[36]
+	mi := &file_trainyard_v1_job_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3396,7 +3726,7 @@ func (x *SuspendJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuspendJobRequest.ProtoReflect.Descriptor instead.
 func (*SuspendJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{36}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SuspendJobRequest) GetName() string {
@@ -3415,7 +3745,7 @@ type ResumeJobRequest struct {
 
 func (x *ResumeJobRequest) Reset() {
 	*x = ResumeJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[37]
+	mi := &file_trainyard_v1_job_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3427,7 +3757,7 @@ func (x *ResumeJobRequest) String() string {
 func (*ResumeJobRequest) ProtoMessage() {}
 
 func (x *ResumeJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[37]
+	mi := &file_trainyard_v1_job_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3440,7 +3770,7 @@ func (x *ResumeJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeJobRequest.ProtoReflect.Descriptor instead.
 func (*ResumeJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{37}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ResumeJobRequest) GetName() string {
@@ -3459,7 +3789,7 @@ type DeleteJobRequest struct {
 
 func (x *DeleteJobRequest) Reset() {
 	*x = DeleteJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[38]
+	mi := &file_trainyard_v1_job_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3471,7 +3801,7 @@ func (x *DeleteJobRequest) String() string {
 func (*DeleteJobRequest) ProtoMessage() {}
 
 func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[38]
+	mi := &file_trainyard_v1_job_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3484,7 +3814,7 @@ func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobRequest.ProtoReflect.Descriptor instead.
 func (*DeleteJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{38}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *DeleteJobRequest) GetName() string {
@@ -3502,7 +3832,7 @@ type DeleteJobResponse struct {
 
 func (x *DeleteJobResponse) Reset() {
 	*x = DeleteJobResponse{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[39]
+	mi := &file_trainyard_v1_job_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3514,7 +3844,7 @@ func (x *DeleteJobResponse) String() string {
 func (*DeleteJobResponse) ProtoMessage() {}
 
 func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[39]
+	mi := &file_trainyard_v1_job_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3527,7 +3857,7 @@ func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobResponse.ProtoReflect.Descriptor instead.
 func (*DeleteJobResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{39}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{41}
 }
 
 // Something that happened to a job.
@@ -3550,7 +3880,7 @@ type JobEvent struct {
 
 func (x *JobEvent) Reset() {
 	*x = JobEvent{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[40]
+	mi := &file_trainyard_v1_job_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3562,7 +3892,7 @@ func (x *JobEvent) String() string {
 func (*JobEvent) ProtoMessage() {}
 
 func (x *JobEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[40]
+	mi := &file_trainyard_v1_job_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3575,7 +3905,7 @@ func (x *JobEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEvent.ProtoReflect.Descriptor instead.
 func (*JobEvent) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{40}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *JobEvent) GetId() int64 {
@@ -3639,7 +3969,7 @@ type ListJobEventsRequest struct {
 
 func (x *ListJobEventsRequest) Reset() {
 	*x = ListJobEventsRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[41]
+	mi := &file_trainyard_v1_job_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3651,7 +3981,7 @@ func (x *ListJobEventsRequest) String() string {
 func (*ListJobEventsRequest) ProtoMessage() {}
 
 func (x *ListJobEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[41]
+	mi := &file_trainyard_v1_job_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3664,7 +3994,7 @@ func (x *ListJobEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobEventsRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{41}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListJobEventsRequest) GetParent() string {
@@ -3698,7 +4028,7 @@ type ListJobEventsResponse struct {
 
 func (x *ListJobEventsResponse) Reset() {
 	*x = ListJobEventsResponse{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[42]
+	mi := &file_trainyard_v1_job_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3710,7 +4040,7 @@ func (x *ListJobEventsResponse) String() string {
 func (*ListJobEventsResponse) ProtoMessage() {}
 
 func (x *ListJobEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[42]
+	mi := &file_trainyard_v1_job_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3723,7 +4053,7 @@ func (x *ListJobEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobEventsResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{42}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListJobEventsResponse) GetEvents() []*JobEvent {
@@ -3755,7 +4085,7 @@ type GetJobLogsRequest struct {
 
 func (x *GetJobLogsRequest) Reset() {
 	*x = GetJobLogsRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[43]
+	mi := &file_trainyard_v1_job_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3767,7 +4097,7 @@ func (x *GetJobLogsRequest) String() string {
 func (*GetJobLogsRequest) ProtoMessage() {}
 
 func (x *GetJobLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[43]
+	mi := &file_trainyard_v1_job_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3780,7 +4110,7 @@ func (x *GetJobLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobLogsRequest.ProtoReflect.Descriptor instead.
 func (*GetJobLogsRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{43}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *GetJobLogsRequest) GetName() string {
@@ -3831,7 +4161,7 @@ type WatchJobRequest struct {
 
 func (x *WatchJobRequest) Reset() {
 	*x = WatchJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[44]
+	mi := &file_trainyard_v1_job_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3843,7 +4173,7 @@ func (x *WatchJobRequest) String() string {
 func (*WatchJobRequest) ProtoMessage() {}
 
 func (x *WatchJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[44]
+	mi := &file_trainyard_v1_job_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3856,7 +4186,7 @@ func (x *WatchJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchJobRequest.ProtoReflect.Descriptor instead.
 func (*WatchJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{44}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *WatchJobRequest) GetName() string {
@@ -3904,7 +4234,7 @@ type WatchJobsRequest struct {
 
 func (x *WatchJobsRequest) Reset() {
 	*x = WatchJobsRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[45]
+	mi := &file_trainyard_v1_job_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3916,7 +4246,7 @@ func (x *WatchJobsRequest) String() string {
 func (*WatchJobsRequest) ProtoMessage() {}
 
 func (x *WatchJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[45]
+	mi := &file_trainyard_v1_job_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3929,7 +4259,7 @@ func (x *WatchJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchJobsRequest.ProtoReflect.Descriptor instead.
 func (*WatchJobsRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{45}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *WatchJobsRequest) GetParent() string {
@@ -3976,7 +4306,7 @@ type WatchJobResponse struct {
 
 func (x *WatchJobResponse) Reset() {
 	*x = WatchJobResponse{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[46]
+	mi := &file_trainyard_v1_job_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3988,7 +4318,7 @@ func (x *WatchJobResponse) String() string {
 func (*WatchJobResponse) ProtoMessage() {}
 
 func (x *WatchJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[46]
+	mi := &file_trainyard_v1_job_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4001,7 +4331,7 @@ func (x *WatchJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchJobResponse.ProtoReflect.Descriptor instead.
 func (*WatchJobResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{46}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *WatchJobResponse) GetEvent() *JobEvent {
@@ -4039,7 +4369,7 @@ type ParseJobFileRequest struct {
 
 func (x *ParseJobFileRequest) Reset() {
 	*x = ParseJobFileRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[47]
+	mi := &file_trainyard_v1_job_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4051,7 +4381,7 @@ func (x *ParseJobFileRequest) String() string {
 func (*ParseJobFileRequest) ProtoMessage() {}
 
 func (x *ParseJobFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[47]
+	mi := &file_trainyard_v1_job_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4064,7 +4394,7 @@ func (x *ParseJobFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParseJobFileRequest.ProtoReflect.Descriptor instead.
 func (*ParseJobFileRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{47}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ParseJobFileRequest) GetParent() string {
@@ -4100,7 +4430,7 @@ type ParseJobFileResponse struct {
 
 func (x *ParseJobFileResponse) Reset() {
 	*x = ParseJobFileResponse{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[48]
+	mi := &file_trainyard_v1_job_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4112,7 +4442,7 @@ func (x *ParseJobFileResponse) String() string {
 func (*ParseJobFileResponse) ProtoMessage() {}
 
 func (x *ParseJobFileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[48]
+	mi := &file_trainyard_v1_job_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4125,7 +4455,7 @@ func (x *ParseJobFileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParseJobFileResponse.ProtoReflect.Descriptor instead.
 func (*ParseJobFileResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{48}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ParseJobFileResponse) GetJobs() []*Job {
@@ -4154,7 +4484,7 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\acreator\x18\t \x01(\tB\x05\x92A\x02@\x01R\acreator\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xff\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x92\x05\n" +
 	"\aJobSpec\x125\n" +
 	"\breplicas\x18\x01 \x03(\v2\x19.trainyard.v1.ReplicaSpecR\breplicas\x126\n" +
 	"\n" +
@@ -4166,9 +4496,32 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\vtensorboard\x18\x05 \x01(\v2\x19.trainyard.v1.TensorBoardR\vtensorboard\x12\x1a\n" +
 	"\bpriority\x18\x06 \x01(\x05R\bpriority\x12L\n" +
 	" termination_grace_period_seconds\x18\a \x01(\x03H\x00R\x1dterminationGracePeriodSeconds\x88\x01\x01\x12%\n" +
-	"\vpreemptible\x18\b \x01(\bH\x01R\vpreemptible\x88\x01\x01B#\n" +
+	"\vpreemptible\x18\b \x01(\bH\x01R\vpreemptible\x88\x01\x01\x12:\n" +
+	"\n" +
+	"depends_on\x18\t \x03(\v2\x1b.trainyard.v1.JobDependencyR\tdependsOn\x12U\n" +
+	"\x15on_dependency_failure\x18\n" +
+	" \x01(\x0e2!.trainyard.v1.OnDependencyFailureR\x13onDependencyFailureB#\n" +
 	"!_termination_grace_period_secondsB\x0e\n" +
-	"\f_preemptible\"\x9b\n" +
+	"\f_preemptible\"{\n" +
+	"\rJobDependency\x12\x10\n" +
+	"\x03job\x18\x01 \x01(\tR\x03job\x12?\n" +
+	"\tcondition\x18\x02 \x01(\x0e2!.trainyard.v1.DependencyConditionR\tcondition\x12\x17\n" +
+	"\ajob_uid\x18\x03 \x01(\tR\x06jobUid\"\xd3\x03\n" +
+	"\x10DependencyResult\x12\x10\n" +
+	"\x03job\x18\x01 \x01(\tR\x03job\x12\x17\n" +
+	"\ajob_uid\x18\x02 \x01(\tR\x06jobUid\x12?\n" +
+	"\tcondition\x18\x03 \x01(\x0e2!.trainyard.v1.DependencyConditionR\tcondition\x12,\n" +
+	"\x05state\x18\x04 \x01(\x0e2\x16.trainyard.v1.JobStateR\x05state\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\x12L\n" +
+	"\n" +
+	"exit_codes\x18\x06 \x03(\v2-.trainyard.v1.DependencyResult.ExitCodesEntryR\texitCodes\x12E\n" +
+	"\aoutputs\x18\a \x03(\v2+.trainyard.v1.DependencyResult.OutputsEntryR\aoutputs\x1a<\n" +
+	"\x0eExitCodesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\x1a:\n" +
+	"\fOutputsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9b\n" +
 	"\n" +
 	"\vReplicaSpec\x12-\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x19.trainyard.v1.ReplicaTypeR\x04type\x12\x14\n" +
@@ -4287,7 +4640,7 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\vTensorBoard\x12\x18\n" +
 	"\aenabled\x18\x01 \x01(\bR\aenabled\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x17\n" +
-	"\alog_dir\x18\x03 \x01(\tR\x06logDir\"\xfd\x04\n" +
+	"\alog_dir\x18\x03 \x01(\tR\x06logDir\"\xbd\x06\n" +
 	"\tJobStatus\x12,\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x16.trainyard.v1.JobStateR\x05state\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
@@ -4306,7 +4659,12 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\x05queue\x18\v \x01(\v2\x19.trainyard.v1.QueueStatusR\x05queue\x12\x1a\n" +
 	"\brequeues\x18\f \x01(\x05R\brequeues\x12\x19\n" +
 	"\bgpu_type\x18\r \x01(\tR\agpuType\x12+\n" +
-	"\x11suspend_requested\x18\x0e \x01(\bR\x10suspendRequested\"\xbc\x03\n" +
+	"\x11suspend_requested\x18\x0e \x01(\bR\x10suspendRequested\x12>\n" +
+	"\aoutputs\x18\x0f \x03(\v2$.trainyard.v1.JobStatus.OutputsEntryR\aoutputs\x12B\n" +
+	"\fdependencies\x18\x10 \x03(\v2\x1e.trainyard.v1.DependencyResultR\fdependencies\x1a:\n" +
+	"\fOutputsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbc\x03\n" +
 	"\vQueueStatus\x120\n" +
 	"\x06reason\x18\x01 \x01(\x0e2\x18.trainyard.v1.WaitReasonR\x06reason\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12'\n" +
@@ -4436,7 +4794,16 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\acontent\x18\x02 \x01(\tR\acontent\x12\x1a\n" +
 	"\bfilename\x18\x03 \x01(\tR\bfilename\"=\n" +
 	"\x14ParseJobFileResponse\x12%\n" +
-	"\x04jobs\x18\x01 \x03(\v2\x11.trainyard.v1.JobR\x04jobs*\x8d\x01\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x11.trainyard.v1.JobR\x04jobs*\xa4\x01\n" +
+	"\x13DependencyCondition\x12$\n" +
+	" DEPENDENCY_CONDITION_UNSPECIFIED\x10\x00\x12\"\n" +
+	"\x1eDEPENDENCY_CONDITION_SUCCEEDED\x10\x01\x12!\n" +
+	"\x1dDEPENDENCY_CONDITION_FINISHED\x10\x02\x12 \n" +
+	"\x1cDEPENDENCY_CONDITION_STARTED\x10\x03*~\n" +
+	"\x13OnDependencyFailure\x12%\n" +
+	"!ON_DEPENDENCY_FAILURE_UNSPECIFIED\x10\x00\x12\x1e\n" +
+	"\x1aON_DEPENDENCY_FAILURE_FAIL\x10\x01\x12 \n" +
+	"\x1cON_DEPENDENCY_FAILURE_CANCEL\x10\x02*\x8d\x01\n" +
 	"\vReplicaType\x12\x1c\n" +
 	"\x18REPLICA_TYPE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12REPLICA_TYPE_CHIEF\x10\x01\x12\x17\n" +
@@ -4467,7 +4834,7 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\x13JOB_STATE_SUCCEEDED\x10\x05\x12\x14\n" +
 	"\x10JOB_STATE_FAILED\x10\x06\x12\x17\n" +
 	"\x13JOB_STATE_CANCELLED\x10\a\x12\x17\n" +
-	"\x13JOB_STATE_SUSPENDED\x10\b*\xdd\x01\n" +
+	"\x13JOB_STATE_SUSPENDED\x10\b*\xf9\x01\n" +
 	"\n" +
 	"WaitReason\x12\x1b\n" +
 	"\x17WAIT_REASON_UNSPECIFIED\x10\x00\x12\x15\n" +
@@ -4477,7 +4844,8 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\x11WAIT_REASON_ORDER\x10\x04\x12\x19\n" +
 	"\x15WAIT_REASON_PREEMPTED\x10\x05\x12\x1d\n" +
 	"\x19WAIT_REASON_UNSCHEDULABLE\x10\x06\x12\x16\n" +
-	"\x12WAIT_REASON_BUDGET\x10\a*\xc4\x01\n" +
+	"\x12WAIT_REASON_BUDGET\x10\a\x12\x1a\n" +
+	"\x16WAIT_REASON_DEPENDENCY\x10\b*\xc4\x01\n" +
 	"\rEstimateBasis\x12\x1e\n" +
 	"\x1aESTIMATE_BASIS_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18ESTIMATE_BASIS_RUN_TIMES\x10\x01\x12\x1c\n" +
@@ -4528,171 +4896,187 @@ func file_trainyard_v1_job_proto_rawDescGZIP() []byte {
 	return file_trainyard_v1_job_proto_rawDescData
 }
 
-var file_trainyard_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_trainyard_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
+var file_trainyard_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 10)
+var file_trainyard_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
 var file_trainyard_v1_job_proto_goTypes = []any{
-	(ReplicaType)(0),                // 0: trainyard.v1.ReplicaType
-	(RestartPolicy)(0),              // 1: trainyard.v1.RestartPolicy
-	(CleanPodPolicy)(0),             // 2: trainyard.v1.CleanPodPolicy
-	(SuccessPolicy)(0),              // 3: trainyard.v1.SuccessPolicy
-	(JobState)(0),                   // 4: trainyard.v1.JobState
-	(WaitReason)(0),                 // 5: trainyard.v1.WaitReason
-	(EstimateBasis)(0),              // 6: trainyard.v1.EstimateBasis
-	(ReplicaState)(0),               // 7: trainyard.v1.ReplicaState
-	(*Job)(nil),                     // 8: trainyard.v1.Job
-	(*JobSpec)(nil),                 // 9: trainyard.v1.JobSpec
-	(*ReplicaSpec)(nil),             // 10: trainyard.v1.ReplicaSpec
-	(*Probe)(nil),                   // 11: trainyard.v1.Probe
-	(*ExecAction)(nil),              // 12: trainyard.v1.ExecAction
-	(*TCPSocketAction)(nil),         // 13: trainyard.v1.TCPSocketAction
-	(*HTTPGetAction)(nil),           // 14: trainyard.v1.HTTPGetAction
-	(*HTTPHeader)(nil),              // 15: trainyard.v1.HTTPHeader
-	(*EnvVar)(nil),                  // 16: trainyard.v1.EnvVar
-	(*SecretKeyRef)(nil),            // 17: trainyard.v1.SecretKeyRef
-	(*SecretVolume)(nil),            // 18: trainyard.v1.SecretVolume
-	(*Resources)(nil),               // 19: trainyard.v1.Resources
-	(*Toleration)(nil),              // 20: trainyard.v1.Toleration
-	(*Affinity)(nil),                // 21: trainyard.v1.Affinity
-	(*NodeSelectorTerm)(nil),        // 22: trainyard.v1.NodeSelectorTerm
-	(*NodeSelectorRequirement)(nil), // 23: trainyard.v1.NodeSelectorRequirement
-	(*PreferredTerm)(nil),           // 24: trainyard.v1.PreferredTerm
-	(*RunPolicy)(nil),               // 25: trainyard.v1.RunPolicy
-	(*CheckpointVolume)(nil),        // 26: trainyard.v1.CheckpointVolume
-	(*TensorBoard)(nil),             // 27: trainyard.v1.TensorBoard
-	(*JobStatus)(nil),               // 28: trainyard.v1.JobStatus
-	(*QueueStatus)(nil),             // 29: trainyard.v1.QueueStatus
-	(*Condition)(nil),               // 30: trainyard.v1.Condition
-	(*ReplicaCounts)(nil),           // 31: trainyard.v1.ReplicaCounts
-	(*ReplicaStatus)(nil),           // 32: trainyard.v1.ReplicaStatus
-	(*Termination)(nil),             // 33: trainyard.v1.Termination
-	(*CreateJobRequest)(nil),        // 34: trainyard.v1.CreateJobRequest
-	(*BatchCreateJobsRequest)(nil),  // 35: trainyard.v1.BatchCreateJobsRequest
-	(*BatchCreateJobsResponse)(nil), // 36: trainyard.v1.BatchCreateJobsResponse
-	(*ImportTFJobRequest)(nil),      // 37: trainyard.v1.ImportTFJobRequest
-	(*ImportTFJobResponse)(nil),     // 38: trainyard.v1.ImportTFJobResponse
-	(*ImportWarning)(nil),           // 39: trainyard.v1.ImportWarning
-	(*GetJobRequest)(nil),           // 40: trainyard.v1.GetJobRequest
-	(*ListJobsRequest)(nil),         // 41: trainyard.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),        // 42: trainyard.v1.ListJobsResponse
-	(*CancelJobRequest)(nil),        // 43: trainyard.v1.CancelJobRequest
-	(*SuspendJobRequest)(nil),       // 44: trainyard.v1.SuspendJobRequest
-	(*ResumeJobRequest)(nil),        // 45: trainyard.v1.ResumeJobRequest
-	(*DeleteJobRequest)(nil),        // 46: trainyard.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),       // 47: trainyard.v1.DeleteJobResponse
-	(*JobEvent)(nil),                // 48: trainyard.v1.JobEvent
-	(*ListJobEventsRequest)(nil),    // 49: trainyard.v1.ListJobEventsRequest
-	(*ListJobEventsResponse)(nil),   // 50: trainyard.v1.ListJobEventsResponse
-	(*GetJobLogsRequest)(nil),       // 51: trainyard.v1.GetJobLogsRequest
-	(*WatchJobRequest)(nil),         // 52: trainyard.v1.WatchJobRequest
-	(*WatchJobsRequest)(nil),        // 53: trainyard.v1.WatchJobsRequest
-	(*WatchJobResponse)(nil),        // 54: trainyard.v1.WatchJobResponse
-	(*ParseJobFileRequest)(nil),     // 55: trainyard.v1.ParseJobFileRequest
-	(*ParseJobFileResponse)(nil),    // 56: trainyard.v1.ParseJobFileResponse
-	nil,                             // 57: trainyard.v1.Job.LabelsEntry
-	nil,                             // 58: trainyard.v1.ReplicaSpec.NodeSelectorEntry
-	nil,                             // 59: trainyard.v1.ReplicaSpec.PodLabelsEntry
-	nil,                             // 60: trainyard.v1.ReplicaSpec.PodAnnotationsEntry
-	(*timestamppb.Timestamp)(nil),   // 61: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),         // 62: google.protobuf.Struct
-	(*httpbody.HttpBody)(nil),       // 63: google.api.HttpBody
+	(DependencyCondition)(0),        // 0: trainyard.v1.DependencyCondition
+	(OnDependencyFailure)(0),        // 1: trainyard.v1.OnDependencyFailure
+	(ReplicaType)(0),                // 2: trainyard.v1.ReplicaType
+	(RestartPolicy)(0),              // 3: trainyard.v1.RestartPolicy
+	(CleanPodPolicy)(0),             // 4: trainyard.v1.CleanPodPolicy
+	(SuccessPolicy)(0),              // 5: trainyard.v1.SuccessPolicy
+	(JobState)(0),                   // 6: trainyard.v1.JobState
+	(WaitReason)(0),                 // 7: trainyard.v1.WaitReason
+	(EstimateBasis)(0),              // 8: trainyard.v1.EstimateBasis
+	(ReplicaState)(0),               // 9: trainyard.v1.ReplicaState
+	(*Job)(nil),                     // 10: trainyard.v1.Job
+	(*JobSpec)(nil),                 // 11: trainyard.v1.JobSpec
+	(*JobDependency)(nil),           // 12: trainyard.v1.JobDependency
+	(*DependencyResult)(nil),        // 13: trainyard.v1.DependencyResult
+	(*ReplicaSpec)(nil),             // 14: trainyard.v1.ReplicaSpec
+	(*Probe)(nil),                   // 15: trainyard.v1.Probe
+	(*ExecAction)(nil),              // 16: trainyard.v1.ExecAction
+	(*TCPSocketAction)(nil),         // 17: trainyard.v1.TCPSocketAction
+	(*HTTPGetAction)(nil),           // 18: trainyard.v1.HTTPGetAction
+	(*HTTPHeader)(nil),              // 19: trainyard.v1.HTTPHeader
+	(*EnvVar)(nil),                  // 20: trainyard.v1.EnvVar
+	(*SecretKeyRef)(nil),            // 21: trainyard.v1.SecretKeyRef
+	(*SecretVolume)(nil),            // 22: trainyard.v1.SecretVolume
+	(*Resources)(nil),               // 23: trainyard.v1.Resources
+	(*Toleration)(nil),              // 24: trainyard.v1.Toleration
+	(*Affinity)(nil),                // 25: trainyard.v1.Affinity
+	(*NodeSelectorTerm)(nil),        // 26: trainyard.v1.NodeSelectorTerm
+	(*NodeSelectorRequirement)(nil), // 27: trainyard.v1.NodeSelectorRequirement
+	(*PreferredTerm)(nil),           // 28: trainyard.v1.PreferredTerm
+	(*RunPolicy)(nil),               // 29: trainyard.v1.RunPolicy
+	(*CheckpointVolume)(nil),        // 30: trainyard.v1.CheckpointVolume
+	(*TensorBoard)(nil),             // 31: trainyard.v1.TensorBoard
+	(*JobStatus)(nil),               // 32: trainyard.v1.JobStatus
+	(*QueueStatus)(nil),             // 33: trainyard.v1.QueueStatus
+	(*Condition)(nil),               // 34: trainyard.v1.Condition
+	(*ReplicaCounts)(nil),           // 35: trainyard.v1.ReplicaCounts
+	(*ReplicaStatus)(nil),           // 36: trainyard.v1.ReplicaStatus
+	(*Termination)(nil),             // 37: trainyard.v1.Termination
+	(*CreateJobRequest)(nil),        // 38: trainyard.v1.CreateJobRequest
+	(*BatchCreateJobsRequest)(nil),  // 39: trainyard.v1.BatchCreateJobsRequest
+	(*BatchCreateJobsResponse)(nil), // 40: trainyard.v1.BatchCreateJobsResponse
+	(*ImportTFJobRequest)(nil),      // 41: trainyard.v1.ImportTFJobRequest
+	(*ImportTFJobResponse)(nil),     // 42: trainyard.v1.ImportTFJobResponse
+	(*ImportWarning)(nil),           // 43: trainyard.v1.ImportWarning
+	(*GetJobRequest)(nil),           // 44: trainyard.v1.GetJobRequest
+	(*ListJobsRequest)(nil),         // 45: trainyard.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),        // 46: trainyard.v1.ListJobsResponse
+	(*CancelJobRequest)(nil),        // 47: trainyard.v1.CancelJobRequest
+	(*SuspendJobRequest)(nil),       // 48: trainyard.v1.SuspendJobRequest
+	(*ResumeJobRequest)(nil),        // 49: trainyard.v1.ResumeJobRequest
+	(*DeleteJobRequest)(nil),        // 50: trainyard.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),       // 51: trainyard.v1.DeleteJobResponse
+	(*JobEvent)(nil),                // 52: trainyard.v1.JobEvent
+	(*ListJobEventsRequest)(nil),    // 53: trainyard.v1.ListJobEventsRequest
+	(*ListJobEventsResponse)(nil),   // 54: trainyard.v1.ListJobEventsResponse
+	(*GetJobLogsRequest)(nil),       // 55: trainyard.v1.GetJobLogsRequest
+	(*WatchJobRequest)(nil),         // 56: trainyard.v1.WatchJobRequest
+	(*WatchJobsRequest)(nil),        // 57: trainyard.v1.WatchJobsRequest
+	(*WatchJobResponse)(nil),        // 58: trainyard.v1.WatchJobResponse
+	(*ParseJobFileRequest)(nil),     // 59: trainyard.v1.ParseJobFileRequest
+	(*ParseJobFileResponse)(nil),    // 60: trainyard.v1.ParseJobFileResponse
+	nil,                             // 61: trainyard.v1.Job.LabelsEntry
+	nil,                             // 62: trainyard.v1.DependencyResult.ExitCodesEntry
+	nil,                             // 63: trainyard.v1.DependencyResult.OutputsEntry
+	nil,                             // 64: trainyard.v1.ReplicaSpec.NodeSelectorEntry
+	nil,                             // 65: trainyard.v1.ReplicaSpec.PodLabelsEntry
+	nil,                             // 66: trainyard.v1.ReplicaSpec.PodAnnotationsEntry
+	nil,                             // 67: trainyard.v1.JobStatus.OutputsEntry
+	(*timestamppb.Timestamp)(nil),   // 68: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),         // 69: google.protobuf.Struct
+	(*httpbody.HttpBody)(nil),       // 70: google.api.HttpBody
 }
 var file_trainyard_v1_job_proto_depIdxs = []int32{
-	57, // 0: trainyard.v1.Job.labels:type_name -> trainyard.v1.Job.LabelsEntry
-	9,  // 1: trainyard.v1.Job.spec:type_name -> trainyard.v1.JobSpec
-	28, // 2: trainyard.v1.Job.status:type_name -> trainyard.v1.JobStatus
-	61, // 3: trainyard.v1.Job.create_time:type_name -> google.protobuf.Timestamp
-	61, // 4: trainyard.v1.Job.update_time:type_name -> google.protobuf.Timestamp
-	10, // 5: trainyard.v1.JobSpec.replicas:type_name -> trainyard.v1.ReplicaSpec
-	25, // 6: trainyard.v1.JobSpec.run_policy:type_name -> trainyard.v1.RunPolicy
-	3,  // 7: trainyard.v1.JobSpec.success_policy:type_name -> trainyard.v1.SuccessPolicy
-	26, // 8: trainyard.v1.JobSpec.checkpoint:type_name -> trainyard.v1.CheckpointVolume
-	27, // 9: trainyard.v1.JobSpec.tensorboard:type_name -> trainyard.v1.TensorBoard
-	0,  // 10: trainyard.v1.ReplicaSpec.type:type_name -> trainyard.v1.ReplicaType
-	16, // 11: trainyard.v1.ReplicaSpec.env:type_name -> trainyard.v1.EnvVar
-	19, // 12: trainyard.v1.ReplicaSpec.resources:type_name -> trainyard.v1.Resources
-	58, // 13: trainyard.v1.ReplicaSpec.node_selector:type_name -> trainyard.v1.ReplicaSpec.NodeSelectorEntry
-	20, // 14: trainyard.v1.ReplicaSpec.tolerations:type_name -> trainyard.v1.Toleration
-	21, // 15: trainyard.v1.ReplicaSpec.affinity:type_name -> trainyard.v1.Affinity
-	59, // 16: trainyard.v1.ReplicaSpec.pod_labels:type_name -> trainyard.v1.ReplicaSpec.PodLabelsEntry
-	60, // 17: trainyard.v1.ReplicaSpec.pod_annotations:type_name -> trainyard.v1.ReplicaSpec.PodAnnotationsEntry
-	1,  // 18: trainyard.v1.ReplicaSpec.restart_policy:type_name -> trainyard.v1.RestartPolicy
-	18, // 19: trainyard.v1.ReplicaSpec.secret_volumes:type_name -> trainyard.v1.SecretVolume
-	11, // 20: trainyard.v1.ReplicaSpec.liveness_probe:type_name -> trainyard.v1.Probe
-	11, // 21: trainyard.v1.ReplicaSpec.readiness_probe:type_name -> trainyard.v1.Probe
-	11, // 22: trainyard.v1.ReplicaSpec.startup_probe:type_name -> trainyard.v1.Probe
-	12, // 23: trainyard.v1.Probe.exec:type_name -> trainyard.v1.ExecAction
-	13, // 24: trainyard.v1.Probe.tcp_socket:type_name -> trainyard.v1.TCPSocketAction
-	14, // 25: trainyard.v1.Probe.http_get:type_name -> trainyard.v1.HTTPGetAction
-	15, // 26: trainyard.v1.HTTPGetAction.headers:type_name -> trainyard.v1.HTTPHeader
-	17, // 27: trainyard.v1.EnvVar.secret:type_name -> trainyard.v1.SecretKeyRef
-	22, // 28: trainyard.v1.Affinity.required:type_name -> trainyard.v1.NodeSelectorTerm
-	24, // 29: trainyard.v1.Affinity.preferred:type_name -> trainyard.v1.PreferredTerm
-	23, // 30: trainyard.v1.NodeSelectorTerm.match_expressions:type_name -> trainyard.v1.NodeSelectorRequirement
-	22, // 31: trainyard.v1.PreferredTerm.preference:type_name -> trainyard.v1.NodeSelectorTerm
-	2,  // 32: trainyard.v1.RunPolicy.clean_pod_policy:type_name -> trainyard.v1.CleanPodPolicy
-	4,  // 33: trainyard.v1.JobStatus.state:type_name -> trainyard.v1.JobState
-	30, // 34: trainyard.v1.JobStatus.conditions:type_name -> trainyard.v1.Condition
-	61, // 35: trainyard.v1.JobStatus.start_time:type_name -> google.protobuf.Timestamp
-	61, // 36: trainyard.v1.JobStatus.completion_time:type_name -> google.protobuf.Timestamp
-	31, // 37: trainyard.v1.JobStatus.replica_counts:type_name -> trainyard.v1.ReplicaCounts
-	32, // 38: trainyard.v1.JobStatus.replicas:type_name -> trainyard.v1.ReplicaStatus
-	29, // 39: trainyard.v1.JobStatus.queue:type_name -> trainyard.v1.QueueStatus
-	5,  // 40: trainyard.v1.QueueStatus.reason:type_name -> trainyard.v1.WaitReason
-	61, // 41: trainyard.v1.QueueStatus.estimated_start_time:type_name -> google.protobuf.Timestamp
-	6,  // 42: trainyard.v1.QueueStatus.estimate_basis:type_name -> trainyard.v1.EstimateBasis
-	61, // 43: trainyard.v1.QueueStatus.update_time:type_name -> google.protobuf.Timestamp
-	61, // 44: trainyard.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
-	0,  // 45: trainyard.v1.ReplicaCounts.type:type_name -> trainyard.v1.ReplicaType
-	0,  // 46: trainyard.v1.ReplicaStatus.type:type_name -> trainyard.v1.ReplicaType
-	7,  // 47: trainyard.v1.ReplicaStatus.state:type_name -> trainyard.v1.ReplicaState
-	33, // 48: trainyard.v1.ReplicaStatus.last_termination:type_name -> trainyard.v1.Termination
-	61, // 49: trainyard.v1.Termination.finish_time:type_name -> google.protobuf.Timestamp
-	8,  // 50: trainyard.v1.CreateJobRequest.job:type_name -> trainyard.v1.Job
-	34, // 51: trainyard.v1.BatchCreateJobsRequest.requests:type_name -> trainyard.v1.CreateJobRequest
-	8,  // 52: trainyard.v1.BatchCreateJobsResponse.jobs:type_name -> trainyard.v1.Job
-	62, // 53: trainyard.v1.ImportTFJobRequest.tfjob:type_name -> google.protobuf.Struct
-	8,  // 54: trainyard.v1.ImportTFJobResponse.job:type_name -> trainyard.v1.Job
-	39, // 55: trainyard.v1.ImportTFJobResponse.warnings:type_name -> trainyard.v1.ImportWarning
-	8,  // 56: trainyard.v1.ListJobsResponse.jobs:type_name -> trainyard.v1.Job
-	4,  // 57: trainyard.v1.JobEvent.state:type_name -> trainyard.v1.JobState
-	61, // 58: trainyard.v1.JobEvent.create_time:type_name -> google.protobuf.Timestamp
-	48, // 59: trainyard.v1.ListJobEventsResponse.events:type_name -> trainyard.v1.JobEvent
-	48, // 60: trainyard.v1.WatchJobResponse.event:type_name -> trainyard.v1.JobEvent
-	8,  // 61: trainyard.v1.WatchJobResponse.job:type_name -> trainyard.v1.Job
-	8,  // 62: trainyard.v1.ParseJobFileResponse.jobs:type_name -> trainyard.v1.Job
-	34, // 63: trainyard.v1.JobService.CreateJob:input_type -> trainyard.v1.CreateJobRequest
-	40, // 64: trainyard.v1.JobService.GetJob:input_type -> trainyard.v1.GetJobRequest
-	41, // 65: trainyard.v1.JobService.ListJobs:input_type -> trainyard.v1.ListJobsRequest
-	43, // 66: trainyard.v1.JobService.CancelJob:input_type -> trainyard.v1.CancelJobRequest
-	44, // 67: trainyard.v1.JobService.SuspendJob:input_type -> trainyard.v1.SuspendJobRequest
-	45, // 68: trainyard.v1.JobService.ResumeJob:input_type -> trainyard.v1.ResumeJobRequest
-	46, // 69: trainyard.v1.JobService.DeleteJob:input_type -> trainyard.v1.DeleteJobRequest
-	49, // 70: trainyard.v1.JobService.ListJobEvents:input_type -> trainyard.v1.ListJobEventsRequest
-	51, // 71: trainyard.v1.JobService.GetJobLogs:input_type -> trainyard.v1.GetJobLogsRequest
-	52, // 72: trainyard.v1.JobService.WatchJob:input_type -> trainyard.v1.WatchJobRequest
-	53, // 73: trainyard.v1.JobService.WatchJobs:input_type -> trainyard.v1.WatchJobsRequest
-	37, // 74: trainyard.v1.JobService.ImportTFJob:input_type -> trainyard.v1.ImportTFJobRequest
-	35, // 75: trainyard.v1.JobService.BatchCreateJobs:input_type -> trainyard.v1.BatchCreateJobsRequest
-	55, // 76: trainyard.v1.JobService.ParseJobFile:input_type -> trainyard.v1.ParseJobFileRequest
-	8,  // 77: trainyard.v1.JobService.CreateJob:output_type -> trainyard.v1.Job
-	8,  // 78: trainyard.v1.JobService.GetJob:output_type -> trainyard.v1.Job
-	42, // 79: trainyard.v1.JobService.ListJobs:output_type -> trainyard.v1.ListJobsResponse
-	8,  // 80: trainyard.v1.JobService.CancelJob:output_type -> trainyard.v1.Job
-	8,  // 81: trainyard.v1.JobService.SuspendJob:output_type -> trainyard.v1.Job
-	8,  // 82: trainyard.v1.JobService.ResumeJob:output_type -> trainyard.v1.Job
-	47, // 83: trainyard.v1.JobService.DeleteJob:output_type -> trainyard.v1.DeleteJobResponse
-	50, // 84: trainyard.v1.JobService.ListJobEvents:output_type -> trainyard.v1.ListJobEventsResponse
-	63, // 85: trainyard.v1.JobService.GetJobLogs:output_type -> google.api.HttpBody
-	54, // 86: trainyard.v1.JobService.WatchJob:output_type -> trainyard.v1.WatchJobResponse
-	54, // 87: trainyard.v1.JobService.WatchJobs:output_type -> trainyard.v1.WatchJobResponse
-	38, // 88: trainyard.v1.JobService.ImportTFJob:output_type -> trainyard.v1.ImportTFJobResponse
-	36, // 89: trainyard.v1.JobService.BatchCreateJobs:output_type -> trainyard.v1.BatchCreateJobsResponse
-	56, // 90: trainyard.v1.JobService.ParseJobFile:output_type -> trainyard.v1.ParseJobFileResponse
-	77, // [77:91] is the sub-list for method output_type
-	63, // [63:77] is the sub-list for method input_type
-	63, // [63:63] is the sub-list for extension type_name
-	63, // [63:63] is the sub-list for extension extendee
-	0,  // [0:63] is the sub-list for field type_name
+	61, // 0: trainyard.v1.Job.labels:type_name -> trainyard.v1.Job.LabelsEntry
+	11, // 1: trainyard.v1.Job.spec:type_name -> trainyard.v1.JobSpec
+	32, // 2: trainyard.v1.Job.status:type_name -> trainyard.v1.JobStatus
+	68, // 3: trainyard.v1.Job.create_time:type_name -> google.protobuf.Timestamp
+	68, // 4: trainyard.v1.Job.update_time:type_name -> google.protobuf.Timestamp
+	14, // 5: trainyard.v1.JobSpec.replicas:type_name -> trainyard.v1.ReplicaSpec
+	29, // 6: trainyard.v1.JobSpec.run_policy:type_name -> trainyard.v1.RunPolicy
+	5,  // 7: trainyard.v1.JobSpec.success_policy:type_name -> trainyard.v1.SuccessPolicy
+	30, // 8: trainyard.v1.JobSpec.checkpoint:type_name -> trainyard.v1.CheckpointVolume
+	31, // 9: trainyard.v1.JobSpec.tensorboard:type_name -> trainyard.v1.TensorBoard
+	12, // 10: trainyard.v1.JobSpec.depends_on:type_name -> trainyard.v1.JobDependency
+	1,  // 11: trainyard.v1.JobSpec.on_dependency_failure:type_name -> trainyard.v1.OnDependencyFailure
+	0,  // 12: trainyard.v1.JobDependency.condition:type_name -> trainyard.v1.DependencyCondition
+	0,  // 13: trainyard.v1.DependencyResult.condition:type_name -> trainyard.v1.DependencyCondition
+	6,  // 14: trainyard.v1.DependencyResult.state:type_name -> trainyard.v1.JobState
+	62, // 15: trainyard.v1.DependencyResult.exit_codes:type_name -> trainyard.v1.DependencyResult.ExitCodesEntry
+	63, // 16: trainyard.v1.DependencyResult.outputs:type_name -> trainyard.v1.DependencyResult.OutputsEntry
+	2,  // 17: trainyard.v1.ReplicaSpec.type:type_name -> trainyard.v1.ReplicaType
+	20, // 18: trainyard.v1.ReplicaSpec.env:type_name -> trainyard.v1.EnvVar
+	23, // 19: trainyard.v1.ReplicaSpec.resources:type_name -> trainyard.v1.Resources
+	64, // 20: trainyard.v1.ReplicaSpec.node_selector:type_name -> trainyard.v1.ReplicaSpec.NodeSelectorEntry
+	24, // 21: trainyard.v1.ReplicaSpec.tolerations:type_name -> trainyard.v1.Toleration
+	25, // 22: trainyard.v1.ReplicaSpec.affinity:type_name -> trainyard.v1.Affinity
+	65, // 23: trainyard.v1.ReplicaSpec.pod_labels:type_name -> trainyard.v1.ReplicaSpec.PodLabelsEntry
+	66, // 24: trainyard.v1.ReplicaSpec.pod_annotations:type_name -> trainyard.v1.ReplicaSpec.PodAnnotationsEntry
+	3,  // 25: trainyard.v1.ReplicaSpec.restart_policy:type_name -> trainyard.v1.RestartPolicy
+	22, // 26: trainyard.v1.ReplicaSpec.secret_volumes:type_name -> trainyard.v1.SecretVolume
+	15, // 27: trainyard.v1.ReplicaSpec.liveness_probe:type_name -> trainyard.v1.Probe
+	15, // 28: trainyard.v1.ReplicaSpec.readiness_probe:type_name -> trainyard.v1.Probe
+	15, // 29: trainyard.v1.ReplicaSpec.startup_probe:type_name -> trainyard.v1.Probe
+	16, // 30: trainyard.v1.Probe.exec:type_name -> trainyard.v1.ExecAction
+	17, // 31: trainyard.v1.Probe.tcp_socket:type_name -> trainyard.v1.TCPSocketAction
+	18, // 32: trainyard.v1.Probe.http_get:type_name -> trainyard.v1.HTTPGetAction
+	19, // 33: trainyard.v1.HTTPGetAction.headers:type_name -> trainyard.v1.HTTPHeader
+	21, // 34: trainyard.v1.EnvVar.secret:type_name -> trainyard.v1.SecretKeyRef
+	26, // 35: trainyard.v1.Affinity.required:type_name -> trainyard.v1.NodeSelectorTerm
+	28, // 36: trainyard.v1.Affinity.preferred:type_name -> trainyard.v1.PreferredTerm
+	27, // 37: trainyard.v1.NodeSelectorTerm.match_expressions:type_name -> trainyard.v1.NodeSelectorRequirement
+	26, // 38: trainyard.v1.PreferredTerm.preference:type_name -> trainyard.v1.NodeSelectorTerm
+	4,  // 39: trainyard.v1.RunPolicy.clean_pod_policy:type_name -> trainyard.v1.CleanPodPolicy
+	6,  // 40: trainyard.v1.JobStatus.state:type_name -> trainyard.v1.JobState
+	34, // 41: trainyard.v1.JobStatus.conditions:type_name -> trainyard.v1.Condition
+	68, // 42: trainyard.v1.JobStatus.start_time:type_name -> google.protobuf.Timestamp
+	68, // 43: trainyard.v1.JobStatus.completion_time:type_name -> google.protobuf.Timestamp
+	35, // 44: trainyard.v1.JobStatus.replica_counts:type_name -> trainyard.v1.ReplicaCounts
+	36, // 45: trainyard.v1.JobStatus.replicas:type_name -> trainyard.v1.ReplicaStatus
+	33, // 46: trainyard.v1.JobStatus.queue:type_name -> trainyard.v1.QueueStatus
+	67, // 47: trainyard.v1.JobStatus.outputs:type_name -> trainyard.v1.JobStatus.OutputsEntry
+	13, // 48: trainyard.v1.JobStatus.dependencies:type_name -> trainyard.v1.DependencyResult
+	7,  // 49: trainyard.v1.QueueStatus.reason:type_name -> trainyard.v1.WaitReason
+	68, // 50: trainyard.v1.QueueStatus.estimated_start_time:type_name -> google.protobuf.Timestamp
+	8,  // 51: trainyard.v1.QueueStatus.estimate_basis:type_name -> trainyard.v1.EstimateBasis
+	68, // 52: trainyard.v1.QueueStatus.update_time:type_name -> google.protobuf.Timestamp
+	68, // 53: trainyard.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
+	2,  // 54: trainyard.v1.ReplicaCounts.type:type_name -> trainyard.v1.ReplicaType
+	2,  // 55: trainyard.v1.ReplicaStatus.type:type_name -> trainyard.v1.ReplicaType
+	9,  // 56: trainyard.v1.ReplicaStatus.state:type_name -> trainyard.v1.ReplicaState
+	37, // 57: trainyard.v1.ReplicaStatus.last_termination:type_name -> trainyard.v1.Termination
+	68, // 58: trainyard.v1.Termination.finish_time:type_name -> google.protobuf.Timestamp
+	10, // 59: trainyard.v1.CreateJobRequest.job:type_name -> trainyard.v1.Job
+	38, // 60: trainyard.v1.BatchCreateJobsRequest.requests:type_name -> trainyard.v1.CreateJobRequest
+	10, // 61: trainyard.v1.BatchCreateJobsResponse.jobs:type_name -> trainyard.v1.Job
+	69, // 62: trainyard.v1.ImportTFJobRequest.tfjob:type_name -> google.protobuf.Struct
+	10, // 63: trainyard.v1.ImportTFJobResponse.job:type_name -> trainyard.v1.Job
+	43, // 64: trainyard.v1.ImportTFJobResponse.warnings:type_name -> trainyard.v1.ImportWarning
+	10, // 65: trainyard.v1.ListJobsResponse.jobs:type_name -> trainyard.v1.Job
+	6,  // 66: trainyard.v1.JobEvent.state:type_name -> trainyard.v1.JobState
+	68, // 67: trainyard.v1.JobEvent.create_time:type_name -> google.protobuf.Timestamp
+	52, // 68: trainyard.v1.ListJobEventsResponse.events:type_name -> trainyard.v1.JobEvent
+	52, // 69: trainyard.v1.WatchJobResponse.event:type_name -> trainyard.v1.JobEvent
+	10, // 70: trainyard.v1.WatchJobResponse.job:type_name -> trainyard.v1.Job
+	10, // 71: trainyard.v1.ParseJobFileResponse.jobs:type_name -> trainyard.v1.Job
+	38, // 72: trainyard.v1.JobService.CreateJob:input_type -> trainyard.v1.CreateJobRequest
+	44, // 73: trainyard.v1.JobService.GetJob:input_type -> trainyard.v1.GetJobRequest
+	45, // 74: trainyard.v1.JobService.ListJobs:input_type -> trainyard.v1.ListJobsRequest
+	47, // 75: trainyard.v1.JobService.CancelJob:input_type -> trainyard.v1.CancelJobRequest
+	48, // 76: trainyard.v1.JobService.SuspendJob:input_type -> trainyard.v1.SuspendJobRequest
+	49, // 77: trainyard.v1.JobService.ResumeJob:input_type -> trainyard.v1.ResumeJobRequest
+	50, // 78: trainyard.v1.JobService.DeleteJob:input_type -> trainyard.v1.DeleteJobRequest
+	53, // 79: trainyard.v1.JobService.ListJobEvents:input_type -> trainyard.v1.ListJobEventsRequest
+	55, // 80: trainyard.v1.JobService.GetJobLogs:input_type -> trainyard.v1.GetJobLogsRequest
+	56, // 81: trainyard.v1.JobService.WatchJob:input_type -> trainyard.v1.WatchJobRequest
+	57, // 82: trainyard.v1.JobService.WatchJobs:input_type -> trainyard.v1.WatchJobsRequest
+	41, // 83: trainyard.v1.JobService.ImportTFJob:input_type -> trainyard.v1.ImportTFJobRequest
+	39, // 84: trainyard.v1.JobService.BatchCreateJobs:input_type -> trainyard.v1.BatchCreateJobsRequest
+	59, // 85: trainyard.v1.JobService.ParseJobFile:input_type -> trainyard.v1.ParseJobFileRequest
+	10, // 86: trainyard.v1.JobService.CreateJob:output_type -> trainyard.v1.Job
+	10, // 87: trainyard.v1.JobService.GetJob:output_type -> trainyard.v1.Job
+	46, // 88: trainyard.v1.JobService.ListJobs:output_type -> trainyard.v1.ListJobsResponse
+	10, // 89: trainyard.v1.JobService.CancelJob:output_type -> trainyard.v1.Job
+	10, // 90: trainyard.v1.JobService.SuspendJob:output_type -> trainyard.v1.Job
+	10, // 91: trainyard.v1.JobService.ResumeJob:output_type -> trainyard.v1.Job
+	51, // 92: trainyard.v1.JobService.DeleteJob:output_type -> trainyard.v1.DeleteJobResponse
+	54, // 93: trainyard.v1.JobService.ListJobEvents:output_type -> trainyard.v1.ListJobEventsResponse
+	70, // 94: trainyard.v1.JobService.GetJobLogs:output_type -> google.api.HttpBody
+	58, // 95: trainyard.v1.JobService.WatchJob:output_type -> trainyard.v1.WatchJobResponse
+	58, // 96: trainyard.v1.JobService.WatchJobs:output_type -> trainyard.v1.WatchJobResponse
+	42, // 97: trainyard.v1.JobService.ImportTFJob:output_type -> trainyard.v1.ImportTFJobResponse
+	40, // 98: trainyard.v1.JobService.BatchCreateJobs:output_type -> trainyard.v1.BatchCreateJobsResponse
+	60, // 99: trainyard.v1.JobService.ParseJobFile:output_type -> trainyard.v1.ParseJobFileResponse
+	86, // [86:100] is the sub-list for method output_type
+	72, // [72:86] is the sub-list for method input_type
+	72, // [72:72] is the sub-list for extension type_name
+	72, // [72:72] is the sub-list for extension extendee
+	0,  // [0:72] is the sub-list for field type_name
 }
 
 func init() { file_trainyard_v1_job_proto_init() }
@@ -4701,23 +5085,23 @@ func file_trainyard_v1_job_proto_init() {
 		return
 	}
 	file_trainyard_v1_job_proto_msgTypes[1].OneofWrappers = []any{}
-	file_trainyard_v1_job_proto_msgTypes[3].OneofWrappers = []any{
+	file_trainyard_v1_job_proto_msgTypes[5].OneofWrappers = []any{
 		(*Probe_Exec)(nil),
 		(*Probe_TcpSocket)(nil),
 		(*Probe_HttpGet)(nil),
 	}
-	file_trainyard_v1_job_proto_msgTypes[8].OneofWrappers = []any{
+	file_trainyard_v1_job_proto_msgTypes[10].OneofWrappers = []any{
 		(*EnvVar_Value)(nil),
 		(*EnvVar_Secret)(nil),
 	}
-	file_trainyard_v1_job_proto_msgTypes[17].OneofWrappers = []any{}
+	file_trainyard_v1_job_proto_msgTypes[19].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_trainyard_v1_job_proto_rawDesc), len(file_trainyard_v1_job_proto_rawDesc)),
-			NumEnums:      8,
-			NumMessages:   53,
+			NumEnums:      10,
+			NumMessages:   58,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -783,6 +783,38 @@ export interface components {
         v1DeleteCohortResponse: Record<string, never>;
         v1DeleteJobResponse: Record<string, never>;
         v1DeleteSecretResponse: Record<string, never>;
+        /**
+         * @description When a dependency is met.
+         *
+         *      - DEPENDENCY_CONDITION_UNSPECIFIED: Defaults to SUCCEEDED.
+         *      - DEPENDENCY_CONDITION_SUCCEEDED: The dependency ended SUCCEEDED; FAILED or CANCELLED can never meet it.
+         *      - DEPENDENCY_CONDITION_FINISHED: The dependency ended, whatever its end.
+         *      - DEPENDENCY_CONDITION_STARTED: The dependency's replicas all run (RUNNING), or it ended after it was
+         *     admitted: a job may run beside it, e.g. an evaluator beside its trainer.
+         * @default DEPENDENCY_CONDITION_UNSPECIFIED
+         * @enum {string}
+         */
+        v1DependencyCondition: "DEPENDENCY_CONDITION_UNSPECIFIED" | "DEPENDENCY_CONDITION_SUCCEEDED" | "DEPENDENCY_CONDITION_FINISHED" | "DEPENDENCY_CONDITION_STARTED";
+        /** @description What a job knew of a dependency when it was admitted. */
+        v1DependencyResult: {
+            condition?: components["schemas"]["v1DependencyCondition"];
+            /**
+             * @description The last exit code of each of its replicas that ended, by replica
+             *     ("chief-0", "worker-1").
+             */
+            exitCodes?: {
+                [key: string]: number;
+            };
+            /** @description The dependency's job id and uid. */
+            job?: string;
+            jobUid?: string;
+            /** @description Its outputs (JobStatus.outputs). */
+            outputs?: {
+                [key: string]: string;
+            };
+            reason?: string;
+            state?: components["schemas"]["v1JobState"];
+        };
         /** @description An environment variable: a literal value or a key of a tenant secret. */
         v1EnvVar: {
             name?: string;
@@ -870,6 +902,14 @@ export interface components {
              */
             readonly updateTime?: string;
         };
+        /** @description A job this one waits for. */
+        v1JobDependency: {
+            condition?: components["schemas"]["v1DependencyCondition"];
+            /** @description The id of a job of the same tenant. Required. */
+            job?: string;
+            /** @description Output only: the uid of the job `job` named when this job was submitted. */
+            jobUid?: string;
+        };
         /** @description Something that happened to a job. */
         v1JobEvent: {
             /** Format: date-time */
@@ -890,6 +930,21 @@ export interface components {
         /** @description The desired shape of a job. */
         v1JobSpec: {
             checkpoint?: components["schemas"]["v1CheckpointVolume"];
+            /**
+             * @description Jobs of the same tenant this one waits for, each until its condition
+             *     holds; at most 32. A dependency must exist when this job is submitted
+             *     (earlier in the same BatchCreateJobs call counts), so dependencies
+             *     never form a cycle. Until every condition holds the job waits with
+             *     reason DEPENDENCY, holding no quota and no place in the queue. When one
+             *     can never hold (the dependency failed, was cancelled or deleted) the job
+             *     ends FAILED with reason DependencyFailed (or CANCELLED, below). Each
+             *     dependency's result (state, exit codes, outputs) is copied into
+             *     status.dependencies when the job is admitted, and its pods get it as
+             *     environment variables (TRAINYARD_DEP_<NAME>_STATE, _EXIT_CODE,
+             *     _EXIT_CODES, _OUTPUT_<KEY>, and TRAINYARD_DEPENDENCIES as JSON).
+             */
+            dependsOn?: components["schemas"]["v1JobDependency"][];
+            onDependencyFailure?: components["schemas"]["v1OnDependencyFailure"];
             /**
              * @description false keeps the job from being preempted, by its own tenant's
              *     priorities or by another tenant's reclaim or fair share; it then runs
@@ -943,6 +998,8 @@ export interface components {
              */
             completionTime?: string;
             conditions?: components["schemas"]["v1Condition"][];
+            /** @description The results of spec.depends_on's jobs, copied when the job was admitted. */
+            dependencies?: components["schemas"]["v1DependencyResult"][];
             /**
              * @description The GPU model the scheduler counted the job against when it admitted
              *     it (a job of any model, of a tenant with GPU quotas per model); its
@@ -950,6 +1007,17 @@ export interface components {
              */
             gpuType?: string;
             message?: string;
+            /**
+             * @description What the job's primary replica (CHIEF 0, else WORKER 0) left in its
+             *     termination message (/dev/termination-log) when it ended, read as a
+             *     JSON object or as key=value lines: keys of letters, digits and '_'
+             *     (starting with a letter, at most 63), values at most 1 KiB, at most 32
+             *     entries; anything else is left out. Jobs that depend on this one read
+             *     them.
+             */
+            outputs?: {
+                [key: string]: string;
+            };
             queue?: components["schemas"]["v1QueueStatus"];
             /** @description A CamelCase word saying why the job is in its state, e.g. BackoffLimitExceeded. */
             reason?: string;
@@ -1031,6 +1099,16 @@ export interface components {
         v1NodeSelectorTerm: {
             matchExpressions?: components["schemas"]["v1NodeSelectorRequirement"][];
         };
+        /**
+         * @description What becomes of a job when a dependency can never be met.
+         *
+         *      - ON_DEPENDENCY_FAILURE_UNSPECIFIED: Defaults to FAIL.
+         *      - ON_DEPENDENCY_FAILURE_FAIL: The job ends FAILED, reason DependencyFailed, naming the dependency.
+         *      - ON_DEPENDENCY_FAILURE_CANCEL: The job ends CANCELLED, reason DependencyFailed, naming the dependency.
+         * @default ON_DEPENDENCY_FAILURE_UNSPECIFIED
+         * @enum {string}
+         */
+        v1OnDependencyFailure: "ON_DEPENDENCY_FAILURE_UNSPECIFIED" | "ON_DEPENDENCY_FAILURE_FAIL" | "ON_DEPENDENCY_FAILURE_CANCEL";
         /**
          * @description What a tenant's GPU jobs do once its budget is used up.
          *
@@ -1586,10 +1664,12 @@ export interface components {
          *      - WAIT_REASON_UNSCHEDULABLE: Its pods could not be placed (it backs off), or no node can ever hold them.
          *      - WAIT_REASON_BUDGET: The tenant's GPU-hour budget for the period is used up; its estimated
          *     start is the period's reset.
+         *      - WAIT_REASON_DEPENDENCY: A job of spec.depends_on has not met its condition yet (blocked_by
+         *     names it). The job holds no place in the queue: its positions are 0.
          * @default WAIT_REASON_UNSPECIFIED
          * @enum {string}
          */
-        v1WaitReason: "WAIT_REASON_UNSPECIFIED" | "WAIT_REASON_QUOTA" | "WAIT_REASON_CAPACITY" | "WAIT_REASON_PRIORITY" | "WAIT_REASON_ORDER" | "WAIT_REASON_PREEMPTED" | "WAIT_REASON_UNSCHEDULABLE" | "WAIT_REASON_BUDGET";
+        v1WaitReason: "WAIT_REASON_UNSPECIFIED" | "WAIT_REASON_QUOTA" | "WAIT_REASON_CAPACITY" | "WAIT_REASON_PRIORITY" | "WAIT_REASON_ORDER" | "WAIT_REASON_PREEMPTED" | "WAIT_REASON_UNSCHEDULABLE" | "WAIT_REASON_BUDGET" | "WAIT_REASON_DEPENDENCY";
         v1WatchJobResponse: {
             /**
              * Format: int64

@@ -4,6 +4,7 @@ import { stringify } from "yaml";
 import { ApiError, paths } from "../api/client";
 import type { Job, JobEvent, ReplicaStatus } from "../api/types";
 import { Confirm } from "../components/Confirm";
+import { DependencyGraph } from "../components/DependencyGraph";
 import { Logs } from "../components/Logs";
 import { useNow } from "../components/useNow";
 import { age, displayState, duration, isFinal, jobDuration, localTime, replicaTypeName, shortEnum, stateName, waitingFor } from "../format";
@@ -152,6 +153,25 @@ export function JobPage() {
         {tb && <><dt>TensorBoard</dt><dd><TensorBoardLink name={name} /></dd></>}
         <dt>Priority</dt><dd>{j.spec?.priority ?? 0}</dd>
         <dt>Restarts</dt><dd>{st.restarts ?? 0}{st.requeues ? `, requeued ${st.requeues}×` : ""}</dd>
+        {(j.spec?.dependsOn ?? []).length > 0 && (
+          <>
+            <dt>Depends on</dt>
+            <dd>
+              {(j.spec?.dependsOn ?? []).map((d, i) => {
+                const r = (st.dependencies ?? []).find((x) => x.job === d.job);
+                return (
+                  <span key={d.job} data-dependency={d.job}>
+                    {i > 0 ? ", " : ""}<Link to={`/tenants/${tenant}/jobs/${d.job}`}>{d.job}</Link>{" "}
+                    ({shortEnum(d.condition, "DEPENDENCY_CONDITION_").toLowerCase()}{r ? `; was ${stateName(r.state)} at admission` : ""})
+                  </span>
+                );
+              })}
+            </dd>
+          </>
+        )}
+        {st.outputs && Object.keys(st.outputs).length > 0 && (
+          <><dt>Outputs</dt><dd>{Object.entries(st.outputs).map(([k, v]) => <code key={k} className="output">{k}={v}</code>)}</dd></>
+        )}
         {st.queue && (
           <>
             <dt>Queue</dt>
@@ -164,6 +184,8 @@ export function JobPage() {
           </>
         )}
       </dl>
+
+      <DependencyGraph tenant={tenant} job={job} state={st.state} />
 
       <section aria-labelledby="history-title">
         <h2 id="history-title">State history</h2>

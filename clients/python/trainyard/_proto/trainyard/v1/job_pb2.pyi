@@ -13,6 +13,10 @@ CLEAN_POD_POLICY_ALL: CleanPodPolicy
 CLEAN_POD_POLICY_NONE: CleanPodPolicy
 CLEAN_POD_POLICY_RUNNING: CleanPodPolicy
 CLEAN_POD_POLICY_UNSPECIFIED: CleanPodPolicy
+DEPENDENCY_CONDITION_FINISHED: DependencyCondition
+DEPENDENCY_CONDITION_STARTED: DependencyCondition
+DEPENDENCY_CONDITION_SUCCEEDED: DependencyCondition
+DEPENDENCY_CONDITION_UNSPECIFIED: DependencyCondition
 DESCRIPTOR: _descriptor.FileDescriptor
 ESTIMATE_BASIS_AVAILABLE: EstimateBasis
 ESTIMATE_BASIS_BACKOFF: EstimateBasis
@@ -29,6 +33,9 @@ JOB_STATE_STARTING: JobState
 JOB_STATE_SUCCEEDED: JobState
 JOB_STATE_SUSPENDED: JobState
 JOB_STATE_UNSPECIFIED: JobState
+ON_DEPENDENCY_FAILURE_CANCEL: OnDependencyFailure
+ON_DEPENDENCY_FAILURE_FAIL: OnDependencyFailure
+ON_DEPENDENCY_FAILURE_UNSPECIFIED: OnDependencyFailure
 REPLICA_STATE_FAILED: ReplicaState
 REPLICA_STATE_PENDING: ReplicaState
 REPLICA_STATE_RUNNING: ReplicaState
@@ -49,6 +56,7 @@ SUCCESS_POLICY_CHIEF_OR_WORKER0: SuccessPolicy
 SUCCESS_POLICY_UNSPECIFIED: SuccessPolicy
 WAIT_REASON_BUDGET: WaitReason
 WAIT_REASON_CAPACITY: WaitReason
+WAIT_REASON_DEPENDENCY: WaitReason
 WAIT_REASON_ORDER: WaitReason
 WAIT_REASON_PREEMPTED: WaitReason
 WAIT_REASON_PRIORITY: WaitReason
@@ -127,6 +135,38 @@ class DeleteJobRequest(_message.Message):
 class DeleteJobResponse(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
+
+class DependencyResult(_message.Message):
+    __slots__ = ["condition", "exit_codes", "job", "job_uid", "outputs", "reason", "state"]
+    class ExitCodesEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    class OutputsEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    CONDITION_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODES_FIELD_NUMBER: _ClassVar[int]
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    JOB_UID_FIELD_NUMBER: _ClassVar[int]
+    OUTPUTS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    condition: DependencyCondition
+    exit_codes: _containers.ScalarMap[str, int]
+    job: str
+    job_uid: str
+    outputs: _containers.ScalarMap[str, str]
+    reason: str
+    state: JobState
+    def __init__(self, job: _Optional[str] = ..., job_uid: _Optional[str] = ..., condition: _Optional[_Union[DependencyCondition, str]] = ..., state: _Optional[_Union[JobState, str]] = ..., reason: _Optional[str] = ..., exit_codes: _Optional[_Mapping[str, int]] = ..., outputs: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class EnvVar(_message.Message):
     __slots__ = ["name", "secret", "value"]
@@ -245,6 +285,16 @@ class Job(_message.Message):
     update_time: _timestamp_pb2.Timestamp
     def __init__(self, name: _Optional[str] = ..., uid: _Optional[str] = ..., display_name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., status: _Optional[_Union[JobStatus, _Mapping]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., creator: _Optional[str] = ...) -> None: ...
 
+class JobDependency(_message.Message):
+    __slots__ = ["condition", "job", "job_uid"]
+    CONDITION_FIELD_NUMBER: _ClassVar[int]
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    JOB_UID_FIELD_NUMBER: _ClassVar[int]
+    condition: DependencyCondition
+    job: str
+    job_uid: str
+    def __init__(self, job: _Optional[str] = ..., condition: _Optional[_Union[DependencyCondition, str]] = ..., job_uid: _Optional[str] = ...) -> None: ...
+
 class JobEvent(_message.Message):
     __slots__ = ["create_time", "id", "job", "message", "reason", "state", "type"]
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
@@ -264,8 +314,10 @@ class JobEvent(_message.Message):
     def __init__(self, id: _Optional[int] = ..., job: _Optional[str] = ..., type: _Optional[str] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ["checkpoint", "preemptible", "priority", "replicas", "run_policy", "success_policy", "tensorboard", "termination_grace_period_seconds"]
+    __slots__ = ["checkpoint", "depends_on", "on_dependency_failure", "preemptible", "priority", "replicas", "run_policy", "success_policy", "tensorboard", "termination_grace_period_seconds"]
     CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    DEPENDS_ON_FIELD_NUMBER: _ClassVar[int]
+    ON_DEPENDENCY_FAILURE_FIELD_NUMBER: _ClassVar[int]
     PREEMPTIBLE_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     REPLICAS_FIELD_NUMBER: _ClassVar[int]
@@ -274,6 +326,8 @@ class JobSpec(_message.Message):
     TENSORBOARD_FIELD_NUMBER: _ClassVar[int]
     TERMINATION_GRACE_PERIOD_SECONDS_FIELD_NUMBER: _ClassVar[int]
     checkpoint: CheckpointVolume
+    depends_on: _containers.RepeatedCompositeFieldContainer[JobDependency]
+    on_dependency_failure: OnDependencyFailure
     preemptible: bool
     priority: int
     replicas: _containers.RepeatedCompositeFieldContainer[ReplicaSpec]
@@ -281,15 +335,24 @@ class JobSpec(_message.Message):
     success_policy: SuccessPolicy
     tensorboard: TensorBoard
     termination_grace_period_seconds: int
-    def __init__(self, replicas: _Optional[_Iterable[_Union[ReplicaSpec, _Mapping]]] = ..., run_policy: _Optional[_Union[RunPolicy, _Mapping]] = ..., success_policy: _Optional[_Union[SuccessPolicy, str]] = ..., checkpoint: _Optional[_Union[CheckpointVolume, _Mapping]] = ..., tensorboard: _Optional[_Union[TensorBoard, _Mapping]] = ..., priority: _Optional[int] = ..., termination_grace_period_seconds: _Optional[int] = ..., preemptible: bool = ...) -> None: ...
+    def __init__(self, replicas: _Optional[_Iterable[_Union[ReplicaSpec, _Mapping]]] = ..., run_policy: _Optional[_Union[RunPolicy, _Mapping]] = ..., success_policy: _Optional[_Union[SuccessPolicy, str]] = ..., checkpoint: _Optional[_Union[CheckpointVolume, _Mapping]] = ..., tensorboard: _Optional[_Union[TensorBoard, _Mapping]] = ..., priority: _Optional[int] = ..., termination_grace_period_seconds: _Optional[int] = ..., preemptible: bool = ..., depends_on: _Optional[_Iterable[_Union[JobDependency, _Mapping]]] = ..., on_dependency_failure: _Optional[_Union[OnDependencyFailure, str]] = ...) -> None: ...
 
 class JobStatus(_message.Message):
-    __slots__ = ["cancel_requested", "completion_time", "conditions", "gpu_type", "message", "queue", "reason", "replica_counts", "replicas", "requeues", "restarts", "start_time", "state", "suspend_requested"]
+    __slots__ = ["cancel_requested", "completion_time", "conditions", "dependencies", "gpu_type", "message", "outputs", "queue", "reason", "replica_counts", "replicas", "requeues", "restarts", "start_time", "state", "suspend_requested"]
+    class OutputsEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     CANCEL_REQUESTED_FIELD_NUMBER: _ClassVar[int]
     COMPLETION_TIME_FIELD_NUMBER: _ClassVar[int]
     CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    DEPENDENCIES_FIELD_NUMBER: _ClassVar[int]
     GPU_TYPE_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    OUTPUTS_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     REPLICAS_FIELD_NUMBER: _ClassVar[int]
@@ -302,8 +365,10 @@ class JobStatus(_message.Message):
     cancel_requested: bool
     completion_time: _timestamp_pb2.Timestamp
     conditions: _containers.RepeatedCompositeFieldContainer[Condition]
+    dependencies: _containers.RepeatedCompositeFieldContainer[DependencyResult]
     gpu_type: str
     message: str
+    outputs: _containers.ScalarMap[str, str]
     queue: QueueStatus
     reason: str
     replica_counts: _containers.RepeatedCompositeFieldContainer[ReplicaCounts]
@@ -313,7 +378,7 @@ class JobStatus(_message.Message):
     start_time: _timestamp_pb2.Timestamp
     state: JobState
     suspend_requested: bool
-    def __init__(self, state: _Optional[_Union[JobState, str]] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., completion_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., replica_counts: _Optional[_Iterable[_Union[ReplicaCounts, _Mapping]]] = ..., replicas: _Optional[_Iterable[_Union[ReplicaStatus, _Mapping]]] = ..., restarts: _Optional[int] = ..., cancel_requested: bool = ..., queue: _Optional[_Union[QueueStatus, _Mapping]] = ..., requeues: _Optional[int] = ..., gpu_type: _Optional[str] = ..., suspend_requested: bool = ...) -> None: ...
+    def __init__(self, state: _Optional[_Union[JobState, str]] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., completion_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., replica_counts: _Optional[_Iterable[_Union[ReplicaCounts, _Mapping]]] = ..., replicas: _Optional[_Iterable[_Union[ReplicaStatus, _Mapping]]] = ..., restarts: _Optional[int] = ..., cancel_requested: bool = ..., queue: _Optional[_Union[QueueStatus, _Mapping]] = ..., requeues: _Optional[int] = ..., gpu_type: _Optional[str] = ..., suspend_requested: bool = ..., outputs: _Optional[_Mapping[str, str]] = ..., dependencies: _Optional[_Iterable[_Union[DependencyResult, _Mapping]]] = ...) -> None: ...
 
 class ListJobEventsRequest(_message.Message):
     __slots__ = ["page_size", "page_token", "parent"]
@@ -669,6 +734,12 @@ class WatchJobsRequest(_message.Message):
     filter: str
     parent: str
     def __init__(self, parent: _Optional[str] = ..., filter: _Optional[str] = ..., after_event_id: _Optional[int] = ..., bookmarks: bool = ...) -> None: ...
+
+class DependencyCondition(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class OnDependencyFailure(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
 
 class ReplicaType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
