@@ -38,10 +38,18 @@ const (
 	JobDelete      Action = "job.delete"
 	JobSuspend     Action = "job.suspend"
 	JobResume      Action = "job.resume"
+	// Webhooks: a record names the URL and event types, never the signing
+	// secret (only that it was replaced).
+	WebhookCreate    Action = "webhook.create"
+	WebhookUpdate    Action = "webhook.update"
+	WebhookDelete    Action = "webhook.delete"
+	WebhookRedeliver Action = "webhook.redeliver"
+	WebhookPing      Action = "webhook.ping"
 )
 
 // Actions lists every action, for validating filters.
-var Actions = []Action{TenantCreate, TenantUpdate, TenantOffboard, SecretPut, SecretDelete, JobCreate, JobCancel, JobDelete, JobSuspend, JobResume}
+var Actions = []Action{TenantCreate, TenantUpdate, TenantOffboard, SecretPut, SecretDelete, JobCreate, JobCancel, JobDelete, JobSuspend, JobResume,
+	WebhookCreate, WebhookUpdate, WebhookDelete, WebhookRedeliver, WebhookPing}
 
 // Request is where a call came from: the client's address (for REST, the
 // gateway's client, not the gateway) and the request's id.
