@@ -465,4 +465,3 @@ func (s *Store) DeliveryDeleteBefore(ctx context.Context, t time.Time) (int64, e
 	tag, err := s.pool.Exec(ctx, `DELETE FROM webhook_deliveries WHERE state <> 'PENDING' AND create_time < $1`, t)
 	return tag.RowsAffected(), translate(err, "webhook deliveries")
 }
-
