@@ -130,6 +130,7 @@ func (s *Store) WebhookUpdate(ctx context.Context, tenantID, id string, secretRe
 		if err != nil {
 			return err
 		}
+		tx.notify(ChannelWebhooks, tenantID)
 		details := webhookAuditDetails(out, secretReplaced)
 		details["before"] = webhookAuditDetails(before, false)
 		return auditInsert(ctx, tx, tenantID, audit.WebhookUpdate, resname.Webhook.Format(tenantID, id), details)
@@ -234,6 +235,7 @@ func (s *Store) DeliveryRedeliver(ctx context.Context, tenantID, webhookID strin
 		if err != nil {
 			return err
 		}
+		tx.notify(ChannelWebhooks, tenantID)
 		return auditInsert(ctx, tx, tenantID, audit.WebhookRedeliver, resname.WebhookDelivery.Format(tenantID, webhookID, strconv.FormatInt(id, 10)),
 			map[string]any{"messageId": out.MessageID, "previousState": state})
 	})
@@ -256,6 +258,7 @@ func (s *Store) DeliveryPing(ctx context.Context, tenantID, webhookID string) (w
 		if err != nil {
 			return err
 		}
+		tx.notify(ChannelWebhooks, tenantID)
 		return auditInsert(ctx, tx, tenantID, audit.WebhookPing, resname.Webhook.Format(tenantID, webhookID),
 			map[string]any{"messageId": out.MessageID})
 	})
@@ -277,6 +280,7 @@ func outboxTenantQuota(ctx context.Context, tx *txn, t tenant.Tenant) error {
 		FROM webhooks w, m
 		WHERE w.tenant_id = $1 AND w.state = 'ACTIVE' AND $2 = ANY (w.event_types)
 		ORDER BY w.id`, t.ID, webhook.TopicTenantQuotaChanged, snapshot)
+	tx.notify(ChannelWebhooks, t.ID)
 	return err
 }
 
