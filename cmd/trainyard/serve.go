@@ -165,6 +165,8 @@ type apiDeps struct {
 	// kubeConfig is kube's; the TensorBoard proxy port-forwards with it.
 	kubeConfig *rest.Config
 	nsPrefix   string
+	// webhooks says where webhooks may point.
+	webhooks *webhookFlags
 }
 
 // runAPI serves the API until ctx ends.
@@ -202,6 +204,10 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 	if d.kube != nil {
 		apiDeps.Kube = kube.APIClient{Client: d.kube}
 	}
+	policy, err := d.webhooks.policy()
+	if err != nil {
+		return err
+	}
 	var tensorBoard server.TensorBoardDialer
 	if d.kubeConfig != nil {
 		pd, err := kube.NewPodDialer(d.kubeConfig)
@@ -222,6 +228,7 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 		Jobs:                api.NewJobServer(apiDeps),
 		Tenants:             api.NewTenantServer(apiDeps),
 		Audit:               api.NewAuditServer(apiDeps),
+		Webhooks:            api.NewWebhookServer(apiDeps, d.store, policy),
 		AuthUnary:           ic.Unary(),
 		AuthStream:          ic.Stream(),
 		AuthTap:             ic.Tap,

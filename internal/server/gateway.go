@@ -68,6 +68,9 @@ func newGateway(ctx context.Context, conn *grpc.ClientConn, jsonLimits, yamlLimi
 	if err := pb.RegisterAuditServiceHandler(ctx, mux, conn); err != nil {
 		return nil, err
 	}
+	if err := pb.RegisterWebhookServiceHandler(ctx, mux, conn); err != nil {
+		return nil, err
+	}
 	return mux, nil
 }
 

@@ -47,6 +47,8 @@ type Config struct {
 	Jobs    pb.JobServiceServer
 	Tenants pb.TenantServiceServer
 	Audit   pb.AuditServiceServer
+	// Webhooks is optional: without it the service is not served.
+	Webhooks pb.WebhookServiceServer
 	// Auth are the authentication+authorization interceptors. Required: a
 	// server without them would serve every tenant to anyone.
 	AuthUnary  grpc.UnaryServerInterceptor
@@ -243,6 +245,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		pb.RegisterJobServiceServer(g, cfg.Jobs)
 		pb.RegisterTenantServiceServer(g, cfg.Tenants)
 		pb.RegisterAuditServiceServer(g, cfg.Audit)
+		if cfg.Webhooks != nil {
+			pb.RegisterWebhookServiceServer(g, cfg.Webhooks)
+		}
 		return g
 	}
 	public := []grpc.ServerOption{}
@@ -425,6 +430,7 @@ func (s *Server) watchReadiness(ctx context.Context) {
 		s.health.SetServingStatus(pb.JobService_ServiceDesc.ServiceName, st)
 		s.health.SetServingStatus(pb.TenantService_ServiceDesc.ServiceName, st)
 		s.health.SetServingStatus(pb.AuditService_ServiceDesc.ServiceName, st)
+		s.health.SetServingStatus(pb.WebhookService_ServiceDesc.ServiceName, st)
 		select {
 		case <-ctx.Done():
 			return
