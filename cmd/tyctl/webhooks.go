@@ -183,8 +183,8 @@ func newWebhooksCreateCmd(a *app) *cobra.Command {
 
 func newWebhooksUpdateCmd(a *app) *cobra.Command {
 	var (
-		o                webhookOpts
-		enable, disable  bool
+		o               webhookOpts
+		enable, disable bool
 	)
 	cmd := &cobra.Command{
 		Use:   "update NAME [--url URL] [--events TYPES] [--selector K=V] [--enable | --disable] [--generate-secret | --secret-file PATH]",
