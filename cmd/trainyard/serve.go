@@ -256,6 +256,8 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 		{"job events", f.eventRetention, func(ctx context.Context, t time.Time) (int64, error) {
 			return d.store.EventDeleteBefore(ctx, t, store.DefaultRetentionBatch)
 		}},
+		// The delivery log goes with the events it delivered.
+		{"webhook deliveries", f.eventRetention, d.store.DeliveryDeleteBefore},
 		{"request ids", f.requestIDKeep, func(ctx context.Context, t time.Time) (int64, error) {
 			return d.store.RequestIDDeleteBefore(ctx, t, store.DefaultRetentionBatch)
 		}},

@@ -464,8 +464,19 @@ func (s *Store) DeliveryRelease(ctx context.Context, holder string, ids []int64)
 }
 
 // DeliveryDeleteBefore removes sent and given-up deliveries written before
-// t, for retention; pending ones stay whatever their age.
+// t, for retention (the API server's --event-retention), in batches of
+// DefaultRetentionBatch; pending ones stay whatever their age.
 func (s *Store) DeliveryDeleteBefore(ctx context.Context, t time.Time) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM webhook_deliveries WHERE state <> 'PENDING' AND create_time < $1`, t)
-	return tag.RowsAffected(), translate(err, "webhook deliveries")
+	var total int64
+	for {
+		tag, err := s.pool.Exec(ctx, `DELETE FROM webhook_deliveries WHERE id IN (
+			SELECT id FROM webhook_deliveries WHERE state <> 'PENDING' AND create_time < $1 LIMIT $2)`, t, DefaultRetentionBatch)
+		if err != nil {
+			return total, translate(err, "webhook deliveries")
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < DefaultRetentionBatch {
+			return total, nil
+		}
+	}
 }

@@ -258,3 +258,18 @@ func TestDeliveryClaimConcurrent(t *testing.T) {
 	wg.Wait()
 	require.Len(t, seen, jobs)
 }
+
+func TestDeliveryRetentionKeepsPending(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	b.webhookCreate(t, "a", "h", webhook.Topics, nil)
+	b.jobCreate(t, "a", "one", 0)
+	b.jobCreate(t, "a", "two", 0)
+	msgs, err := b.store.DeliveryClaim(b.ctx, "d", 1, time.Minute, nil)
+	require.NoError(t, err)
+	require.NoError(t, b.store.DeliveryFinish(b.ctx, "d", msgs[0].ID, Attempt{Outcome: Delivered, StatusCode: 200}))
+	n, err := b.store.DeliveryDeleteBefore(b.ctx, time.Now().Add(time.Hour))
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	require.Len(t, b.outbox(t, "a", "h"), 1, "the pending one stays")
+}
