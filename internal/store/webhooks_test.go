@@ -273,3 +273,30 @@ func TestDeliveryRetentionKeepsPending(t *testing.T) {
 	require.EqualValues(t, 1, n)
 	require.Len(t, b.outbox(t, "a", "h"), 1, "the pending one stays")
 }
+
+func TestWebhookTopicsOfFailureAndPreemption(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	b.webhookCreate(t, "a", "h", webhook.Topics, nil)
+	pre := b.jobCreate(t, "a", "pre", 0)
+	fail := b.jobCreate(t, "a", "fail", 0)
+	b.admit(t, keyOf(pre), keyOf(fail))
+
+	w := b.own(t, "w", keyOf(pre))
+	st := w.Job.Status
+	st.State, st.Reason = job.Queued, job.ReasonPreempted
+	_, err := b.store.JobSave(b.ctx, JobSaveParams{WorkerID: "w", Tenant: "a", UID: pre.UID, Version: w.Version, Status: st,
+		Events: []job.Event{{Type: job.EventWarning, Reason: job.ReasonPreempted}}, Requeue: &Requeue{}})
+	require.NoError(t, err)
+
+	w = b.own(t, "w", keyOf(fail))
+	// Failed with a reason of job.Fail's (any reason the job's status carries).
+	require.NoError(t, b.save(t, &w, job.Failed, "DependencyFailed"))
+	var got []string
+	for _, s := range b.outbox(t, "a", "h") {
+		if s != "job.created pre" && s != "job.created fail" && s != "job.admitted pre" && s != "job.admitted fail" {
+			got = append(got, s)
+		}
+	}
+	require.Equal(t, []string{"job.preempted pre", "job.failed fail"}, got)
+}
