@@ -35,13 +35,16 @@ fresh token for the platform admin "dev" is written to a temporary token
 file and printed as "export TOKEN=...". With --migrate (the default) the
 database is migrated first.
 
-Takes every flag of "serve" and "worker".`,
+Takes every flag of "serve", "worker" and "webhooks".`,
 		Args: cobra.NoArgs,
 		PreRunE: func(cmd *cobra.Command, _ []string) error {
 			if err := bindEnv(cmd.Flags()); err != nil {
 				return err
 			}
 			if err := serve.validate(); err != nil {
+				return err
+			}
+			if err := common.webhooks.validateDeliverer(); err != nil {
 				return err
 			}
 			return wf.validate()
@@ -91,24 +94,32 @@ Takes every flag of "serve" and "worker".`,
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			var (
-				wg        sync.WaitGroup
-				apiErr    error
-				workerErr error
+				wg         sync.WaitGroup
+				apiErr     error
+				workerErr  error
+				webhookErr error
 			)
 			wg.Go(func() {
 				defer cancel()
-				apiErr = runAPI(ctx, log, &serve, apiDeps{store: st, listener: listener, kube: kc, kubeConfig: kcfg, nsPrefix: common.kube.namespacePrefix})
+				apiErr = runAPI(ctx, log, &serve, apiDeps{store: st, listener: listener, kube: kc, kubeConfig: kcfg, nsPrefix: common.kube.namespacePrefix, webhooks: &common.webhooks})
 			})
 			wg.Go(func() {
 				defer cancel()
 				workerErr = runWorker(ctx, log, &common, &wf, st, listener)
 			})
+			// The webhook deliverer too, with the dev cluster's identity.
+			wg.Go(func() {
+				if webhookErr = runDeliverer(ctx, log, &common.webhooks, "dev", st, listener, kc, nil); webhookErr != nil {
+					cancel()
+				}
+			})
 			wg.Wait()
-			return errors.Join(apiErr, workerErr)
+			return errors.Join(apiErr, workerErr, webhookErr)
 		},
 	}
 	common.register(cmd)
 	serve.register(cmd.Flags())
+	common.webhooks.registerDeliverer(cmd.Flags())
 	wf.register(cmd.Flags())
 	cmd.Flags().Lookup("dev-auth").Usage = "FILE of static tokens; without it and without --oidc-issuer, a fresh admin token is generated and printed"
 	cmd.Flags().Lookup("oidc-issuer").Usage = "OIDC issuer URL whose ID tokens are accepted (discovery and JWKS are fetched from it); without it, dev authentication"

@@ -41,7 +41,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	for _, cmd := range []*cobra.Command{newServeCmd(), newWorkerCmd(), newDevCmd(), newMigrateCmd(), newSimulateCmd()} {
+	for _, cmd := range []*cobra.Command{newServeCmd(), newWorkerCmd(), newWebhooksCmd(), newDevCmd(), newMigrateCmd(), newSimulateCmd()} {
 		root.AddCommand(withPprof(cmd))
 	}
 	return root
@@ -53,6 +53,7 @@ type commonFlags struct {
 	dbMaxConns  int
 	logs        logFlags
 	kube        kubeFlags
+	webhooks    webhookFlags
 }
 
 func (c *commonFlags) register(cmd *cobra.Command) {
@@ -61,6 +62,7 @@ func (c *commonFlags) register(cmd *cobra.Command) {
 	fs.IntVar(&c.dbMaxConns, "db-max-conns", 0, "most Postgres connections of this process's pool, besides its one LISTEN connection; 0: serve 16, worker --concurrency/2 + 8, dev --concurrency/2 + 16 (a pool_max_conns in --database-url wins)")
 	c.logs.register(fs)
 	c.kube.register(fs)
+	c.webhooks.register(fs)
 }
 
 // workerPool is a worker's default Postgres pool for its reconcile
@@ -96,6 +98,9 @@ The database must be migrated first (trainyard migrate up).`,
 			if err := bindEnv(cmd.Flags()); err != nil {
 				return err
 			}
+			if _, err := common.webhooks.policy(); err != nil {
+				return err
+			}
 			return serve.validate()
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -118,7 +123,7 @@ The database must be migrated first (trainyard migrate up).`,
 			if err != nil {
 				return err
 			}
-			return runAPI(ctx, log, &serve, apiDeps{store: st, listener: listener, kube: kc, kubeConfig: kcfg, nsPrefix: common.kube.namespacePrefix})
+			return runAPI(ctx, log, &serve, apiDeps{store: st, listener: listener, kube: kc, kubeConfig: kcfg, nsPrefix: common.kube.namespacePrefix, webhooks: &common.webhooks})
 		},
 	}
 	common.register(cmd)

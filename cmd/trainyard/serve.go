@@ -165,6 +165,8 @@ type apiDeps struct {
 	// kubeConfig is kube's; the TensorBoard proxy port-forwards with it.
 	kubeConfig *rest.Config
 	nsPrefix   string
+	// webhooks says where webhooks may point.
+	webhooks *webhookFlags
 }
 
 // runAPI serves the API until ctx ends.
@@ -204,6 +206,10 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 	if d.kube != nil {
 		apiDeps.Kube = kube.APIClient{Client: d.kube}
 	}
+	policy, err := d.webhooks.policy()
+	if err != nil {
+		return err
+	}
 	var tensorBoard server.TensorBoardDialer
 	if d.kubeConfig != nil {
 		pd, err := kube.NewPodDialer(d.kubeConfig)
@@ -225,6 +231,7 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 		Tenants:             api.NewTenantServer(apiDeps),
 		Audit:               api.NewAuditServer(apiDeps),
 		Usage:               api.NewUsageServer(apiDeps),
+		Webhooks:            api.NewWebhookServer(apiDeps, d.store, policy),
 		AuthUnary:           ic.Unary(),
 		AuthStream:          ic.Stream(),
 		AuthTap:             ic.Tap,
@@ -252,6 +259,8 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 		{"job events", f.eventRetention, func(ctx context.Context, t time.Time) (int64, error) {
 			return d.store.EventDeleteBefore(ctx, t, store.DefaultRetentionBatch)
 		}},
+		// The delivery log goes with the events it delivered.
+		{"webhook deliveries", f.eventRetention, d.store.DeliveryDeleteBefore},
 		{"request ids", f.requestIDKeep, func(ctx context.Context, t time.Time) (int64, error) {
 			return d.store.RequestIDDeleteBefore(ctx, t, store.DefaultRetentionBatch)
 		}},

@@ -71,4 +71,4 @@ func nameOf(p resname.Pattern, arg string, tenant func() (string, error)) (strin
 	return name, nil
 }
 
-var example = map[string]string{"tenant": "ml-team", "job": "mnist-1", "secret": "hf-token"}
+var example = map[string]string{"tenant": "ml-team", "job": "mnist-1", "secret": "hf-token", "webhook": "registry"}

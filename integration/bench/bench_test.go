@@ -151,6 +151,7 @@ func BenchmarkTrainyard(b *testing.B) {
 	section("watchers", func(b *testing.B) { benchFanout(b, rep) })
 	section("dispatch", func(b *testing.B) { benchDispatch(b, cfg, rep) })
 	section("rates", func(b *testing.B) { benchDispatchRates(b, cfg, rep) })
+	section("webhooks", func(b *testing.B) { benchWebhooks(b, cfg, rep) })
 	// Every section on the cluster leaves it empty when it ends
 	// (leaveClusterEmpty: a new cluster, or its pods deleted): the next one
 	// starts on the nodes alone.

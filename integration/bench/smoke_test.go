@@ -139,3 +139,10 @@ func TestBenchNodesHoldTwiceThePods(t *testing.T) {
 		}
 	}
 }
+
+func TestWebhooksSmoke(t *testing.T) {
+	r := measureWebhooks(t, 4, 2*time.Second, 50, 2*time.Second)
+	t.Logf("submits %.0f/s off, %.0f/s on; end→2xx p50 %.0f ms p99 %.0f ms", r.off, r.on, ms(r.endToReceiver.p50), ms(r.endToReceiver.p99))
+	require.Equal(t, r.ended, r.endToReceiver.n, "every end reached the receiver")
+	require.Positive(t, r.on)
+}

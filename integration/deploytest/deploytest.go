@@ -40,10 +40,12 @@ import (
 
 // Names in deploy/.
 const (
-	Namespace      = "trainyard"
-	WorkerAccount  = "trainyard-worker"
-	APIAccount     = "trainyard-api"
-	MigrateAccount = "trainyard-migrate"
+	Namespace     = "trainyard"
+	WorkerAccount = "trainyard-worker"
+	APIAccount    = "trainyard-api"
+	// WebhooksAccount is the webhook deliverer's (deploy/base/webhooks.yaml).
+	WebhooksAccount = "trainyard-webhooks"
+	MigrateAccount  = "trainyard-migrate"
 )
 
 // Dir is the absolute path of deploy/ in this checkout.
@@ -132,6 +134,13 @@ func WorkerKubeconfig(t testing.TB, c *cluster.Cluster) string {
 func APIKubeconfig(t testing.TB, c *cluster.Cluster) string {
 	t.Helper()
 	return accountKubeconfig(t, c, APIAccount)
+}
+
+// WebhooksKubeconfig is WorkerKubeconfig for the webhook deliverer's
+// account, which may only read Secrets.
+func WebhooksKubeconfig(t testing.TB, c *cluster.Cluster) string {
+	t.Helper()
+	return accountKubeconfig(t, c, WebhooksAccount)
 }
 
 // applyMu serialises applies: tests of a package run in parallel against

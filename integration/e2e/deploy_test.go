@@ -53,6 +53,7 @@ func TestDeployManifestsPassServerDryRun(t *testing.T) {
 		"configmap/trainyard-config", "clusterrole.rbac.authorization.k8s.io/trainyard-worker",
 		"clusterrolebinding.rbac.authorization.k8s.io/trainyard-api", "service/trainyard-api",
 		"deployment.apps/trainyard-api", "deployment.apps/trainyard-worker", "job.batch/trainyard-migrate",
+		"deployment.apps/trainyard-webhooks", "clusterrole.rbac.authorization.k8s.io/trainyard-webhooks",
 		"clusterrole.rbac.authorization.k8s.io/trainyard-api-pod-logs",
 		"validatingadmissionpolicy.admissionregistration.k8s.io/trainyard-api-secrets",
 		"validatingadmissionpolicy.admissionregistration.k8s.io/trainyard-tenant-pod-security",
@@ -83,7 +84,7 @@ func TestDeployManifestsPassServerDryRun(t *testing.T) {
 		require.NoError(t, err, "pod of %s %s", o.GetKind(), o.GetName())
 		templates++
 	}
-	require.Equal(t, 3, templates, "api and worker Deployments and the migration Job")
+	require.Equal(t, 4, templates, "api, worker and webhooks Deployments and the migration Job")
 }
 
 // The API server's rights in deploy/, exactly: write-only on Secrets, and

@@ -42,10 +42,18 @@ const (
 	// records, under no tenant.
 	CohortPut    Action = "cohort.put"
 	CohortDelete Action = "cohort.delete"
+	// Webhooks: a record names the URL and event types, never the signing
+	// secret (only that it was replaced).
+	WebhookCreate    Action = "webhook.create"
+	WebhookUpdate    Action = "webhook.update"
+	WebhookDelete    Action = "webhook.delete"
+	WebhookRedeliver Action = "webhook.redeliver"
+	WebhookPing      Action = "webhook.ping"
 )
 
 // Actions lists every action, for validating filters.
-var Actions = []Action{TenantCreate, TenantUpdate, TenantOffboard, SecretPut, SecretDelete, JobCreate, JobCancel, JobDelete, JobSuspend, JobResume, CohortPut, CohortDelete}
+var Actions = []Action{TenantCreate, TenantUpdate, TenantOffboard, SecretPut, SecretDelete, JobCreate, JobCancel, JobDelete, JobSuspend, JobResume,
+	CohortPut, CohortDelete, WebhookCreate, WebhookUpdate, WebhookDelete, WebhookRedeliver, WebhookPing}
 
 // Request is where a call came from: the client's address (for REST, the
 // gateway's client, not the gateway) and the request's id.

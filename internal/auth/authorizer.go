@@ -169,6 +169,19 @@ var rules = map[string]rule{
 	pb.TenantService_ListCohorts_FullMethodName:  {perm: PermPlatformAdmin},
 	pb.TenantService_DeleteCohort_FullMethodName: {perm: PermPlatformAdmin},
 
+	// Webhooks: a tenant's admins. Reads too: a webhook's URL and its
+	// delivery log say where the tenant's events go.
+	pb.WebhookService_CreateWebhook_FullMethodName: named(PermTenantAdmin, write, "parent", resname.Tenant, (*pb.CreateWebhookRequest).GetParent),
+	pb.WebhookService_GetWebhook_FullMethodName:    named(PermTenantAdmin, read, "name", resname.Webhook, (*pb.GetWebhookRequest).GetName),
+	pb.WebhookService_ListWebhooks_FullMethodName:  named(PermTenantAdmin, read, "parent", resname.Tenant, (*pb.ListWebhooksRequest).GetParent),
+	pb.WebhookService_UpdateWebhook_FullMethodName: named(PermTenantAdmin, write, "webhook.name", resname.Webhook,
+		func(r *pb.UpdateWebhookRequest) string { return r.GetWebhook().GetName() }),
+	pb.WebhookService_DeleteWebhook_FullMethodName:            named(PermTenantAdmin, write, "name", resname.Webhook, (*pb.DeleteWebhookRequest).GetName),
+	pb.WebhookService_PingWebhook_FullMethodName:              named(PermTenantAdmin, write, "name", resname.Webhook, (*pb.PingWebhookRequest).GetName),
+	pb.WebhookService_ListWebhookDeliveries_FullMethodName:    named(PermTenantAdmin, read, "parent", resname.Webhook, (*pb.ListWebhookDeliveriesRequest).GetParent),
+	pb.WebhookService_GetWebhookDelivery_FullMethodName:       named(PermTenantAdmin, read, "name", resname.WebhookDelivery, (*pb.GetWebhookDeliveryRequest).GetName),
+	pb.WebhookService_RedeliverWebhookDelivery_FullMethodName: named(PermTenantAdmin, write, "name", resname.WebhookDelivery, (*pb.RedeliverWebhookDeliveryRequest).GetName),
+
 	// The audit log: a tenant's to its admins, every tenant's (no parent)
 	// to platform admins. Reading it is allowed in any tenant state.
 	pb.AuditService_ListAuditRecords_FullMethodName: orPlatform(named(PermTenantAdmin, read, "parent", resname.Tenant, (*pb.ListAuditRecordsRequest).GetParent)),

@@ -99,6 +99,24 @@ func requestFor(method, t string) any {
 		return &pb.UpdateTenantRequest{Tenant: &pb.Tenant{Name: tn}}
 	case pb.TenantService_DeleteTenant_FullMethodName:
 		return &pb.DeleteTenantRequest{Name: tn}
+	case pb.WebhookService_CreateWebhook_FullMethodName:
+		return &pb.CreateWebhookRequest{Parent: tn}
+	case pb.WebhookService_GetWebhook_FullMethodName:
+		return &pb.GetWebhookRequest{Name: tn + "/webhooks/h"}
+	case pb.WebhookService_ListWebhooks_FullMethodName:
+		return &pb.ListWebhooksRequest{Parent: tn}
+	case pb.WebhookService_UpdateWebhook_FullMethodName:
+		return &pb.UpdateWebhookRequest{Webhook: &pb.Webhook{Name: tn + "/webhooks/h"}}
+	case pb.WebhookService_DeleteWebhook_FullMethodName:
+		return &pb.DeleteWebhookRequest{Name: tn + "/webhooks/h"}
+	case pb.WebhookService_PingWebhook_FullMethodName:
+		return &pb.PingWebhookRequest{Name: tn + "/webhooks/h"}
+	case pb.WebhookService_ListWebhookDeliveries_FullMethodName:
+		return &pb.ListWebhookDeliveriesRequest{Parent: tn + "/webhooks/h"}
+	case pb.WebhookService_GetWebhookDelivery_FullMethodName:
+		return &pb.GetWebhookDeliveryRequest{Name: tn + "/webhooks/h/deliveries/1"}
+	case pb.WebhookService_RedeliverWebhookDelivery_FullMethodName:
+		return &pb.RedeliverWebhookDeliveryRequest{Name: tn + "/webhooks/h/deliveries/1"}
 	case pb.TenantService_PutSecret_FullMethodName:
 		return &pb.PutSecretRequest{Secret: &pb.Secret{Name: tn + "/secrets/s1", Data: map[string]string{"k": "v"}}}
 	case pb.TenantService_ListSecrets_FullMethodName:
@@ -172,6 +190,16 @@ var matrix = []struct {
 	{pb.TenantService_ListSecrets_FullMethodName, "NF OK OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF OK OK OK OK"},
 	{pb.TenantService_PutSecret_FullMethodName, "NF PD PD OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD PD FP FP"},
 	{pb.TenantService_DeleteSecret_FullMethodName, "NF PD PD OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD PD FP FP"},
+	// Webhooks: tenant admins, reads included; writes in an active tenant only.
+	{pb.WebhookService_CreateWebhook_FullMethodName, "NF PD PD OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD PD FP FP"},
+	{pb.WebhookService_UpdateWebhook_FullMethodName, "NF PD PD OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD PD FP FP"},
+	{pb.WebhookService_DeleteWebhook_FullMethodName, "NF PD PD OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD PD FP FP"},
+	{pb.WebhookService_PingWebhook_FullMethodName, "NF PD PD OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD PD FP FP"},
+	{pb.WebhookService_RedeliverWebhookDelivery_FullMethodName, "NF PD PD OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD PD FP FP"},
+	{pb.WebhookService_GetWebhook_FullMethodName, "NF PD PD OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD PD OK OK"},
+	{pb.WebhookService_ListWebhooks_FullMethodName, "NF PD PD OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD PD OK OK"},
+	{pb.WebhookService_ListWebhookDeliveries_FullMethodName, "NF PD PD OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD PD OK OK"},
+	{pb.WebhookService_GetWebhookDelivery_FullMethodName, "NF PD PD OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD PD OK OK"},
 	// The audit log: a tenant's admins read it, whatever its state.
 	{pb.AuditService_ListAuditRecords_FullMethodName, "NF PD PD OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD PD OK OK"},
 	// Usage: a tenant's members read theirs, whatever its state (it is
@@ -237,7 +265,7 @@ func TestAuthorizerMatrix(t *testing.T) {
 // matrix; the table has nothing else.
 func TestEveryMethodHasARule(t *testing.T) {
 	var all []string
-	for _, sd := range []grpc.ServiceDesc{pb.JobService_ServiceDesc, pb.TenantService_ServiceDesc, pb.AuditService_ServiceDesc, pb.UsageService_ServiceDesc} {
+	for _, sd := range []grpc.ServiceDesc{pb.JobService_ServiceDesc, pb.TenantService_ServiceDesc, pb.AuditService_ServiceDesc, pb.UsageService_ServiceDesc, pb.WebhookService_ServiceDesc} {
 		for _, m := range sd.Methods {
 			all = append(all, "/"+sd.ServiceName+"/"+m.MethodName)
 		}

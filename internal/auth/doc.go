@@ -63,7 +63,7 @@
 // # Authorization
 //
 // A table (rules in authorizer.go) gives every method of JobService,
-// TenantService, AuditService and UsageService the permission it needs; a method not in the table is
+// TenantService, AuditService, UsageService and WebhookService the permission it needs; a method not in the table is
 // PERMISSION_DENIED, and a test fails when a proto method has no row.
 //
 //	job reads (Get, List, Events, Logs, Watch*), GetTenant,
@@ -71,6 +71,7 @@
 //	CreateJob, BatchCreateJobs, ImportTFJob,      editor
 //	CancelJob, SuspendJob, ResumeJob, DeleteJob
 //	PutSecret, DeleteSecret                        tenant admin
+//	every WebhookService method                    tenant admin
 //	ListAuditRecords of tenants/{tenant}           tenant admin
 //	ListAuditRecords without parent (all tenants)  platform admin
 //	ListTenants                                    any caller (the handler filters with Principal.RoleIn)

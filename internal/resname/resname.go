@@ -3,6 +3,8 @@
 //	tenants/{tenant}
 //	tenants/{tenant}/jobs/{job}
 //	tenants/{tenant}/secrets/{secret}
+//	tenants/{tenant}/webhooks/{webhook}
+//	tenants/{tenant}/webhooks/{webhook}/deliveries/{delivery}
 //
 // The Authorizer (which takes the tenant from a request's name), the API
 // handlers (which take every id) and tyctl (which builds names from what
@@ -46,6 +48,9 @@ var (
 	Tenant = mustPattern("tenants/{tenant}")
 	Job    = mustPattern("tenants/{tenant}/jobs/{job}")
 	Secret = mustPattern("tenants/{tenant}/secrets/{secret}")
+	// Webhook deliveries are numbered: their ids are digits, which are labels too.
+	Webhook         = mustPattern("tenants/{tenant}/webhooks/{webhook}")
+	WebhookDelivery = mustPattern("tenants/{tenant}/webhooks/{webhook}/deliveries/{delivery}")
 )
 
 func mustPattern(s string) Pattern {

@@ -72,6 +72,9 @@ func newGateway(ctx context.Context, conn *grpc.ClientConn, jsonLimits, yamlLimi
 	if err := pb.RegisterUsageServiceHandler(ctx, mux, conn); err != nil {
 		return nil, err
 	}
+	if err := pb.RegisterWebhookServiceHandler(ctx, mux, conn); err != nil {
+		return nil, err
+	}
 	return mux, nil
 }
 

@@ -48,6 +48,8 @@ type Config struct {
 	Tenants pb.TenantServiceServer
 	Audit   pb.AuditServiceServer
 	Usage   pb.UsageServiceServer
+	// Webhooks is optional: without it the service is not served.
+	Webhooks pb.WebhookServiceServer
 	// Auth are the authentication+authorization interceptors. Required: a
 	// server without them would serve every tenant to anyone.
 	AuthUnary  grpc.UnaryServerInterceptor
@@ -253,6 +255,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		pb.RegisterTenantServiceServer(g, cfg.Tenants)
 		pb.RegisterAuditServiceServer(g, cfg.Audit)
 		pb.RegisterUsageServiceServer(g, cfg.Usage)
+		if cfg.Webhooks != nil {
+			pb.RegisterWebhookServiceServer(g, cfg.Webhooks)
+		}
 		return g
 	}
 	public := []grpc.ServerOption{}
@@ -436,6 +441,7 @@ func (s *Server) watchReadiness(ctx context.Context) {
 		s.health.SetServingStatus(pb.TenantService_ServiceDesc.ServiceName, st)
 		s.health.SetServingStatus(pb.AuditService_ServiceDesc.ServiceName, st)
 		s.health.SetServingStatus(pb.UsageService_ServiceDesc.ServiceName, st)
+		s.health.SetServingStatus(pb.WebhookService_ServiceDesc.ServiceName, st)
 		select {
 		case <-ctx.Done():
 			return

@@ -46,6 +46,8 @@
 //	tenant_queues         tenant → where its waiting jobs stand (JSONB by job uid)
 //	usage_intervals       the usage ledger (ledger.go): a job's admitted spans, start to end, with its demand
 //	usage_hourly          (tenant, UTC hour, creator, labels) → resource-seconds, rolled up from the spans (13 months)
+//	webhooks              (tenant, id) → URL, topics, label selector, state; the signing secret lives in Kubernetes
+//	webhook_deliveries    the webhook outbox: one row per message per webhook, with the job as the event left it
 //
 // Every table with tenant data has tenant_id. Every query of an API method
 // filters on it. So a tenant cannot reach another tenant's rows, even by
@@ -277,6 +279,34 @@
 // sent while it reconnects, and a full buffer coalesces payloads. So readers
 // re-read Postgres when woken, re-poll on reconnect, and poll on a timer
 // anyway. Wakeups fans a channel out by tenant.
+//
+// # Webhooks: the outbox
+//
+// A statement-level trigger on job_events (migration 000013) inserts, in
+// the writing transaction, one webhook_deliveries row per new event and
+// active webhook of its tenant that subscribes to its topic
+// (trainyard_webhook_topic: from the event's reason and state) and whose
+// label selector the job's labels contain. So every writer of events (the
+// API, the scheduler, the workers, and writers yet to come) fills the
+// outbox without knowing it, a rolled-back write leaves nothing, and a
+// committed one cannot lose its message. The row keeps the job's row as
+// that statement left it (to_jsonb), so a late delivery still says what
+// the event saw. This trigger inserts rows and notifies nobody: the
+// NOTIFYs are the writers' own, after commit, as above. A tenant without
+// webhooks costs each statement one index probe. TenantUpdate queues
+// tenant.quota_changed the same way, by hand.
+//
+// Deliverers (internal/webhook/deliver) claim with DeliveryClaim: due
+// PENDING rows, each the first PENDING row of its (webhook, ordering key
+// = job uid), FOR UPDATE SKIP LOCKED, leased to the claimer for a while
+// (no transaction stays open while a request is in flight: that would
+// hold back the events' watermark). A job's rows are inserted in commit
+// order (every writer locks the job's row first), so "first pending"
+// is the job's order. DeliveryFinish writes the attempt only while the
+// claimer still holds the lease: SUCCEEDED; PENDING again after a backoff;
+// FAILED once the next try would be past 24 h; 410 disables the webhook.
+// A deliverer that dies leaves its lease to run out, and the row is sent
+// again with the same message id.
 //
 // # The audit log
 //

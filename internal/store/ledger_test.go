@@ -45,8 +45,8 @@ func at(hms string) time.Time {
 	return t.UTC()
 }
 
-// save writes a worker's save of key in state at the clock's time.
-func (b *testBundle) save(t *testing.T, worker string, key JobKey, state job.State, requeue, done bool) error {
+// ledgerSave writes a worker's save of key in state at the clock's time.
+func (b *testBundle) ledgerSave(t *testing.T, worker string, key JobKey, state job.State, requeue, done bool) error {
 	t.Helper()
 	w, err := b.store.JobLoad(b.ctx, key.Tenant, key.UID)
 	require.NoError(t, err)
@@ -108,7 +108,7 @@ func TestLedgerPreemptedTwiceAndResumed(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, res.Admitted)
 		b.own(t, "w1", key)
-		require.NoError(t, b.save(t, "w1", key, job.Running, false, false))
+		require.NoError(t, b.ledgerSave(t, "w1", key, job.Running, false, false))
 		if i == 1 {
 			// The rollup runs mid-way: it moves what is done, the rest stays exact.
 			c.set(at("12:40:00"))
@@ -121,9 +121,9 @@ func TestLedgerPreemptedTwiceAndResumed(t *testing.T) {
 				Preempt: []PreemptWrite{{Victim: key, For: other.UID, Message: "preempted"}}})
 			require.NoError(t, err)
 			require.Len(t, res.Preempted, 1)
-			require.NoError(t, b.save(t, "w1", key, job.Queued, true, false))
+			require.NoError(t, b.ledgerSave(t, "w1", key, job.Queued, true, false))
 		} else {
-			require.NoError(t, b.save(t, "w1", key, job.Succeeded, false, true))
+			require.NoError(t, b.ledgerSave(t, "w1", key, job.Succeeded, false, true))
 		}
 		// Later saves of the requeued or finished job close nothing again.
 	}
@@ -179,7 +179,7 @@ func TestLedgerWorkerKilledMidRun(t *testing.T) {
 	b.admit(t, key)
 	b.own(t, "w1", key)
 	c.set(at("10:10:00"))
-	require.NoError(t, b.save(t, "w1", key, job.Running, false, false))
+	require.NoError(t, b.ledgerSave(t, "w1", key, job.Running, false, false))
 
 	// w1 is killed: nothing more from it, and its lease runs out.
 	b.exec(t, `UPDATE worker_leases SET expires_at = now() - interval '1 second' WHERE worker_id = 'w1'`)
@@ -187,11 +187,11 @@ func TestLedgerWorkerKilledMidRun(t *testing.T) {
 	claimed, err := b.store.JobClaim(b.ctx, "w2", 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, claimed, 1)
-	require.NoError(t, b.save(t, "w2", key, job.Running, false, false))
+	require.NoError(t, b.ledgerSave(t, "w2", key, job.Running, false, false))
 	c.set(at("10:31:00"))
-	require.ErrorIs(t, b.save(t, "w1", key, job.Failed, false, true), ErrLeaseLost, "the dead worker's save is fenced")
+	require.ErrorIs(t, b.ledgerSave(t, "w1", key, job.Failed, false, true), ErrLeaseLost, "the dead worker's save is fenced")
 	c.set(at("12:00:00.75"))
-	require.NoError(t, b.save(t, "w2", key, job.Succeeded, false, true))
+	require.NoError(t, b.ledgerSave(t, "w2", key, job.Succeeded, false, true))
 
 	want := at("12:00:00.75").Sub(at("09:59:59"))
 	sec, spans := b.spanSeconds(t, key)
@@ -234,7 +234,7 @@ func TestLedgerSchedulerFailover(t *testing.T) {
 	c.set(at("09:30:00"))
 	for _, k := range []JobKey{first, second} {
 		b.own(t, "w1", k)
-		require.NoError(t, b.save(t, "w1", k, job.Succeeded, false, true))
+		require.NoError(t, b.ledgerSave(t, "w1", k, job.Succeeded, false, true))
 	}
 	s, spans := b.spanSeconds(t, first)
 	require.Len(t, spans, 1)

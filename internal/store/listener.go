@@ -30,6 +30,10 @@ const (
 	// policy). An idle scheduler, with nothing waiting, ignores it.
 	// Payload: the tenant id.
 	ChannelFreed = "trainyard_freed"
+	// ChannelWebhooks: a webhook message is due that no job event announced
+	// (a ping, a redelivery, a quota change, a webhook enabled again); job
+	// events wake deliverers on ChannelEvents. Payload: the tenant id.
+	ChannelWebhooks = "trainyard_webhooks"
 )
 
 // ListenerConfig configures a Listener.

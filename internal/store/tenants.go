@@ -218,6 +218,12 @@ func (s *Store) TenantUpdate(ctx context.Context, id string, fn func(*tenant.Ten
 				return err
 			}
 		}
+		if before.Quota != t.Quota {
+			// In this transaction, as a job's events are (the outbox).
+			if err := outboxTenantQuota(ctx, tx, t); err != nil {
+				return err
+			}
+		}
 		// A quota or policy change can let waiting jobs in.
 		tx.notify(ChannelFreed, id)
 		tx.notify(ChannelTenants, id)

@@ -46,8 +46,16 @@ func ValidateTenantID(id string) error {
 // ValidateSecretID checks a secret id: a DNS-1123 label, which is also the
 // name of the Kubernetes Secret.
 func ValidateSecretID(id string) error {
+	if strings.HasPrefix(id, ReservedSecretPrefix) {
+		return fmt.Errorf("secret id %q: ids starting with %q are reserved for webhook signing secrets", id, ReservedSecretPrefix)
+	}
 	return dnsLabel("secret id", id, MaxSecretIDLength)
 }
+
+// ReservedSecretPrefix starts the Kubernetes Secrets that hold webhook
+// signing secrets (webhook.SecretPrefix), which a tenant secret must not
+// overwrite.
+const ReservedSecretPrefix = "trainyard-webhook-"
 
 func dnsLabel(what, id string, maxLen int) error {
 	if id == "" {

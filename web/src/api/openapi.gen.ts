@@ -472,6 +472,124 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tenants/{tenant}/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Lists the tenant's webhooks by id. */
+        get: operations["WebhookService_ListWebhooks"];
+        put?: never;
+        /** Creates a webhook. Its URL must be allowed by the server */
+        post: operations["WebhookService_CreateWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tenants/{tenant}/webhooks/{webhook}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Returns a webhook (never its signing secret). */
+        get: operations["WebhookService_GetWebhook"];
+        put?: never;
+        post?: never;
+        /**
+         * Deletes a webhook, its signing secret and its delivery log; what was
+         *     not delivered yet is dropped.
+         */
+        delete: operations["WebhookService_DeleteWebhook"];
+        options?: never;
+        head?: never;
+        /**
+         * Changes a webhook: its URL, event types, selector, description, state
+         *     (ACTIVE enables a disabled webhook again) or signing secret.
+         */
+        patch: operations["WebhookService_UpdateWebhook"];
+        trace?: never;
+    };
+    "/v1/tenants/{tenant}/webhooks/{webhook}:ping": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Queues a test event (type dev.trainyard.webhook.ping) to the webhook,
+         *     even a disabled one, and returns its delivery.
+         */
+        post: operations["WebhookService_PingWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tenants/{tenant}/webhooks/{webhook}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Lists a webhook's deliveries, newest first. */
+        get: operations["WebhookService_ListWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tenants/{tenant}/webhooks/{webhook}/deliveries/{deliverie}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Returns one delivery. */
+        get: operations["WebhookService_GetWebhookDelivery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tenants/{tenant}/webhooks/{webhook}/deliveries/{deliverie}:redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sends a delivery again, by hand: the same event with the same
+         *     webhook-id, pending at once, its attempts and its 24 hours counted
+         *     afresh.
+         */
+        post: operations["WebhookService_RedeliverWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -783,6 +901,17 @@ export interface components {
         v1DeleteCohortResponse: Record<string, never>;
         v1DeleteJobResponse: Record<string, never>;
         v1DeleteSecretResponse: Record<string, never>;
+        v1DeleteWebhookResponse: Record<string, never>;
+        /**
+         * @description A delivery's state.
+         *
+         *      - DELIVERY_STATE_PENDING: Waiting for its first attempt or a retry (next_attempt_time).
+         *      - DELIVERY_STATE_SUCCEEDED: The receiver answered 2xx.
+         *      - DELIVERY_STATE_FAILED: Given up after 24 hours of failed attempts.
+         * @default DELIVERY_STATE_UNSPECIFIED
+         * @enum {string}
+         */
+        v1DeliveryState: "DELIVERY_STATE_UNSPECIFIED" | "DELIVERY_STATE_PENDING" | "DELIVERY_STATE_SUCCEEDED" | "DELIVERY_STATE_FAILED";
         /**
          * @description When a dependency is met.
          *
@@ -1081,6 +1210,13 @@ export interface components {
         v1ListTenantsResponse: {
             nextPageToken?: string;
             tenants?: components["schemas"]["v1Tenant"][];
+        };
+        v1ListWebhookDeliveriesResponse: {
+            deliveries?: components["schemas"]["v1WebhookDelivery"][];
+            nextPageToken?: string;
+        };
+        v1ListWebhooksResponse: {
+            webhooks?: components["schemas"]["v1Webhook"][];
         };
         /** @description A role given to an OIDC subject or to every member of an OIDC group. */
         v1Member: {
@@ -1681,6 +1817,96 @@ export interface components {
             event?: components["schemas"]["v1JobEvent"];
             job?: components["schemas"]["v1Job"];
         };
+        v1Webhook: {
+            /**
+             * Format: date-time
+             * @description Output only.
+             */
+            readonly createTime?: string;
+            description?: string;
+            /** @description The events it gets; at least one. */
+            eventTypes?: components["schemas"]["v1WebhookEventType"][];
+            /** @description Only jobs whose labels include all of these (key equals value). */
+            labelSelector?: {
+                [key: string]: string;
+            };
+            /** @description tenants/{tenant}/webhooks/{webhook}. Output only. */
+            readonly name?: string;
+            /** @description whsec_ and the base64 of 24 to 64 random bytes. Write-only: required on create, never returned. */
+            signingSecret?: string;
+            state?: components["schemas"]["v1WebhookState"];
+            /** @description Why it is DISABLED. Output only. */
+            readonly stateReason?: string;
+            /**
+             * Format: date-time
+             * @description Output only.
+             */
+            readonly updateTime?: string;
+            /** @description Where events are POSTed: http or https. */
+            url?: string;
+        };
+        /** @description One event to one webhook, and how sending it went. */
+        v1WebhookDelivery: {
+            /** Format: int32 */
+            attempts?: number;
+            /** Format: date-time */
+            createTime?: string;
+            /** Format: date-time */
+            eventTime?: string;
+            /** Format: date-time */
+            lastAttemptTime?: string;
+            /** @description What went wrong last (a connection error, a refused address, a status). */
+            lastError?: string;
+            /** @description From sending the last request to its response's headers. */
+            lastLatency?: string;
+            /**
+             * Format: int32
+             * @description The last answer's HTTP status; 0 when there was none.
+             */
+            lastStatusCode?: number;
+            /** @description The webhook-id header and the CloudEvent's id. */
+            messageId?: string;
+            /** @description tenants/{tenant}/webhooks/{webhook}/deliveries/{delivery}. */
+            name?: string;
+            /**
+             * Format: date-time
+             * @description When a PENDING delivery is tried next.
+             */
+            nextAttemptTime?: string;
+            state?: components["schemas"]["v1DeliveryState"];
+            /** @description The CloudEvent's subject: the job's id (the tenant's for tenant events). */
+            subject?: string;
+            /** @description The CloudEvent's type: dev.trainyard.job.succeeded. */
+            type?: string;
+        };
+        /**
+         * @description What a webhook may subscribe to. The CloudEvent type is
+         *     dev.trainyard.<the lower-case name with its first "_" a ".">:
+         *     JOB_SUCCEEDED is dev.trainyard.job.succeeded,
+         *     JOB_REPLICA_RESTARTED dev.trainyard.job.replica_restarted.
+         *
+         *      - WEBHOOK_EVENT_TYPE_JOB_CREATED: The job was submitted.
+         *      - WEBHOOK_EVENT_TYPE_JOB_ADMITTED: The scheduler admitted it (again, after a preemption).
+         *      - WEBHOOK_EVENT_TYPE_JOB_RUNNING: All its replicas run.
+         *      - WEBHOOK_EVENT_TYPE_JOB_PREEMPTED: It was stopped for another job and is back in the queue.
+         *      - WEBHOOK_EVENT_TYPE_JOB_REPLICA_RESTARTED: A replica was restarted (within the job's backoffLimit).
+         *      - WEBHOOK_EVENT_TYPE_TENANT_QUOTA_CHANGED: The tenant's quota changed; data is the tenant.
+         * @default WEBHOOK_EVENT_TYPE_UNSPECIFIED
+         * @enum {string}
+         */
+        v1WebhookEventType: "WEBHOOK_EVENT_TYPE_UNSPECIFIED" | "WEBHOOK_EVENT_TYPE_JOB_CREATED" | "WEBHOOK_EVENT_TYPE_JOB_ADMITTED" | "WEBHOOK_EVENT_TYPE_JOB_RUNNING" | "WEBHOOK_EVENT_TYPE_JOB_SUCCEEDED" | "WEBHOOK_EVENT_TYPE_JOB_FAILED" | "WEBHOOK_EVENT_TYPE_JOB_CANCELLED" | "WEBHOOK_EVENT_TYPE_JOB_PREEMPTED" | "WEBHOOK_EVENT_TYPE_JOB_REPLICA_RESTARTED" | "WEBHOOK_EVENT_TYPE_TENANT_QUOTA_CHANGED";
+        /**
+         * @description A webhook's state.
+         *
+         *      - WEBHOOK_STATE_ACTIVE: Gets events.
+         *      - WEBHOOK_STATE_DISABLED: Gets none (the receiver answered 410, or an admin disabled it); what
+         *     was pending waits, and goes once it is ACTIVE again.
+         * @default WEBHOOK_STATE_UNSPECIFIED
+         * @enum {string}
+         */
+        v1WebhookState: "WEBHOOK_STATE_UNSPECIFIED" | "WEBHOOK_STATE_ACTIVE" | "WEBHOOK_STATE_DISABLED";
+        WebhookServicePingWebhookBody: Record<string, never>;
+        WebhookServiceRedeliverWebhookDeliveryBody: Record<string, never>;
     };
     responses: never;
     parameters: never;
@@ -2825,6 +3051,342 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["v1QueryUsageResponse"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    WebhookService_ListWebhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1ListWebhooksResponse"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    WebhookService_CreateWebhook: {
+        parameters: {
+            query?: {
+                /** @description The webhook's id, a DNS-1123 label of at most 40 characters. */
+                webhookId?: string;
+            };
+            header?: never;
+            path: {
+                tenant: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["v1Webhook"];
+            };
+        };
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1Webhook"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    WebhookService_GetWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant: string;
+                webhook: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1Webhook"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    WebhookService_DeleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant: string;
+                webhook: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1DeleteWebhookResponse"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    WebhookService_UpdateWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant: string;
+                webhook: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: date-time
+                     * @description Output only.
+                     */
+                    readonly createTime?: string;
+                    description?: string;
+                    /** @description The events it gets; at least one. */
+                    eventTypes?: components["schemas"]["v1WebhookEventType"][];
+                    /** @description Only jobs whose labels include all of these (key equals value). */
+                    labelSelector?: {
+                        [key: string]: string;
+                    };
+                    /** @description whsec_ and the base64 of 24 to 64 random bytes. Write-only: required on create, never returned. */
+                    signingSecret?: string;
+                    state?: components["schemas"]["v1WebhookState"];
+                    /** @description Why it is DISABLED. Output only. */
+                    readonly stateReason?: string;
+                    /**
+                     * Format: date-time
+                     * @description Output only.
+                     */
+                    readonly updateTime?: string;
+                    /** @description Where events are POSTed: http or https. */
+                    url?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1Webhook"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    WebhookService_PingWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant: string;
+                webhook: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookServicePingWebhookBody"];
+            };
+        };
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1WebhookDelivery"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    WebhookService_ListWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Default 50, at most 1000. */
+                pageSize?: number;
+                pageToken?: string;
+            };
+            header?: never;
+            path: {
+                tenant: string;
+                webhook: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1ListWebhookDeliveriesResponse"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    WebhookService_GetWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                deliverie: string;
+                tenant: string;
+                webhook: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1WebhookDelivery"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    WebhookService_RedeliverWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                deliverie: string;
+                tenant: string;
+                webhook: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookServiceRedeliverWebhookDeliveryBody"];
+            };
+        };
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1WebhookDelivery"];
                 };
             };
             /** @description An unexpected error response. */

@@ -32,6 +32,9 @@ export type Member = Schemas["v1Member"];
 export type Tenant = Always<Schemas["v1Tenant"], "name">;
 export type Secret = Always<Schemas["v1Secret"], "name">;
 export type Cohort = Always<Schemas["v1Cohort"], "name">;
+export type WebhookEventType = Schemas["v1WebhookEventType"];
+export type Webhook = Always<Schemas["v1Webhook"], "name">;
+export type WebhookDelivery = Always<Schemas["v1WebhookDelivery"], "name">;
 
 // A google.rpc.BadRequest field violation, as the gateway returns it in an
 // error's details (a google.protobuf.Any, which the document leaves open).
