@@ -267,7 +267,7 @@ func TestNoResourceColumnsOrPredicates(t *testing.T) {
 		WHERE table_schema = current_schema() AND table_name = 'jobs'
 		  AND (column_name LIKE 'demand%' OR column_name LIKE '%gpu%' OR column_name LIKE '%cpu%' OR column_name LIKE '%memory%')`))
 	require.Zero(t, b.count(t, `SELECT count(*) FROM pg_indexes
-		WHERE schemaname = current_schema() AND (indexdef ILIKE '%demand%' OR indexdef ILIKE '%gpu%')`))
+		WHERE schemaname = current_schema() AND tablename = 'jobs' AND (indexdef ILIKE '%demand%' OR indexdef ILIKE '%gpu%')`))
 	for _, src := range []string{sqlJobClaim, sqlSchedulerJobs} {
 		for _, word := range []string{"demand", "gpu", "cpu", "memory"} {
 			require.NotContains(t, strings.ToLower(src), word)
