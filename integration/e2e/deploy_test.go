@@ -273,7 +273,7 @@ func TestDeployCloudNativePGOverlay(t *testing.T) {
 			workloads++
 		}
 	}
-	require.Equal(t, 3, workloads, "api and worker Deployments and the migration Job")
+	require.Equal(t, 4, workloads, "api, worker and webhooks Deployments and the migration Job")
 
 	require.Len(t, clusters, 1)
 	cl := clusters[0]
