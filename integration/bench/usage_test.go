@@ -21,7 +21,8 @@ import (
 
 // Issue 44's usage query: a year of hourly ledger rows for 100 tenants
 // (two creator and label sets a tenant-hour: 1,752,000 rows of
-// usage_hourly), then QueryUsage through gRPC — a tenant's year by day,
+// usage_hourly, and their sums per day in usage_daily, as the rollup
+// writes them), then QueryUsage through gRPC — a tenant's year by day,
 // grouped by label:team, as its viewer; and the platform's year by day
 // (tenants/-) — beside the baseline: the plain SQL aggregate of the same
 // rows (one tenant's year by day and team) on a pgx connection. The
@@ -75,9 +76,18 @@ func measureUsage(tb testing.TB, size usageSize) usageResult {
 	if err != nil {
 		tb.Fatalf("seed: %v", err)
 	}
+	// The rollup writes each hour's figures to usage_daily too (migration
+	// 000018): the days are the sums of the hours.
+	if _, err := conn.Exec(ctx, `
+		INSERT INTO usage_daily (tenant_id, day, creator, labels, gpu_seconds, cpu_seconds, memory_byte_seconds, pod_seconds)
+		SELECT tenant_id, date_trunc('day', hour, 'UTC'), creator, labels,
+		       sum(gpu_seconds), sum(cpu_seconds), sum(memory_byte_seconds), sum(pod_seconds)
+		FROM usage_hourly GROUP BY 1, 2, 3, 4`); err != nil {
+		tb.Fatalf("seed days: %v", err)
+	}
 	// What autovacuum does for an insert-mostly table: the visibility map
 	// lets the query scan the index only.
-	if _, err := conn.Exec(ctx, `VACUUM ANALYZE usage_hourly`); err != nil {
+	if _, err := conn.Exec(ctx, `VACUUM ANALYZE usage_hourly, usage_daily`); err != nil {
 		tb.Fatalf("analyze: %v", err)
 	}
 	res := usageResult{size: size, rows: tag.RowsAffected(), seed: time.Since(began)}

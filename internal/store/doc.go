@@ -46,6 +46,7 @@
 //	tenant_queues         tenant → where its waiting jobs stand (JSONB by job uid)
 //	usage_intervals       the usage ledger (ledger.go): a job's admitted spans, start to end, with its demand
 //	usage_hourly          (tenant, UTC hour, creator, labels) → resource-seconds, rolled up from the spans (13 months)
+//	usage_daily           the same per UTC day, written with the hours: what a query by day reads
 //	webhooks              (tenant, id) → URL, topics, label selector, state; the signing secret lives in Kubernetes
 //	webhook_deliveries    the webhook outbox: one row per message per webhook, with the job as the event left it
 //

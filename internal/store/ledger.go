@@ -21,8 +21,10 @@ import (
 //	JobSave requeues / ends ──► the open span closed (end = the save's time)
 //	UsageRollup (the scheduler's leader, every minute)
 //	        └─► the spans' time up to the last whole hour, split at UTC
-//	            hours, moved into usage_hourly (rolled_to advances)
-//	UsageQuery, UsageSharing = usage_hourly + what is not rolled up yet
+//	            hours, moved into usage_hourly and summed per day into
+//	            usage_daily (rolled_to advances)
+//	UsageQuery, UsageSharing = usage_hourly (by day: usage_daily) + what
+//	            is not rolled up yet
 //
 // Exact: a span is opened and closed by the job's own fenced transitions,
 // in the transaction that makes them (the scheduler's lease and epoch; the
@@ -75,7 +77,8 @@ func (s *Store) UsageRollup(ctx context.Context) (int, error) {
 		}
 	}
 	_, err := s.pool.Exec(ctx, `
-		WITH h AS (DELETE FROM usage_hourly WHERE hour < $1::timestamptz - interval '`+ledgerRetention+`')
+		WITH h AS (DELETE FROM usage_hourly WHERE hour < $1::timestamptz - interval '`+ledgerRetention+`'),
+		     d AS (DELETE FROM usage_daily WHERE day + interval '1 day' <= $1::timestamptz - interval '`+ledgerRetention+`')
 		DELETE FROM usage_intervals WHERE end_time < $1::timestamptz - interval '`+ledgerRetention+`' AND rolled_to = end_time`, now)
 	return total, translate(err, "usage retention")
 }
@@ -92,14 +95,27 @@ const sqlUsageRollup = `
 	), moved AS (
 		UPDATE usage_intervals v SET rolled_to = iv.b FROM iv
 		WHERE v.tenant_id = iv.tenant_id AND v.job_uid = iv.job_uid AND v.start_time = iv.start_time
-	), added AS (
-		INSERT INTO usage_hourly AS u (tenant_id, hour, creator, labels, gpu_seconds, cpu_seconds, memory_byte_seconds, pod_seconds)
+	), hours AS (
 		SELECT iv.tenant_id, s.hour, iv.creator, iv.labels,
-		       sum(iv.gpus * s.seconds), sum(iv.cpu_millis * s.seconds / 1000), sum(iv.memory_bytes * s.seconds), sum(iv.pods * s.seconds)
+		       sum(iv.gpus * s.seconds) AS g, sum(iv.cpu_millis * s.seconds / 1000) AS c,
+		       sum(iv.memory_bytes * s.seconds) AS m, sum(iv.pods * s.seconds) AS p
 		FROM iv, trainyard_usage_hours(iv.a, iv.b) s
 		GROUP BY 1, 2, 3, 4
+	), added AS (
+		INSERT INTO usage_hourly AS u (tenant_id, hour, creator, labels, gpu_seconds, cpu_seconds, memory_byte_seconds, pod_seconds)
+		SELECT tenant_id, hour, creator, labels, g, c, m, p FROM hours
 		ORDER BY 1, 2, 3, 4
 		ON CONFLICT (tenant_id, hour, creator, labels) DO UPDATE SET
+		    gpu_seconds = u.gpu_seconds + excluded.gpu_seconds,
+		    cpu_seconds = u.cpu_seconds + excluded.cpu_seconds,
+		    memory_byte_seconds = u.memory_byte_seconds + excluded.memory_byte_seconds,
+		    pod_seconds = u.pod_seconds + excluded.pod_seconds
+	), days AS (
+		INSERT INTO usage_daily AS u (tenant_id, day, creator, labels, gpu_seconds, cpu_seconds, memory_byte_seconds, pod_seconds)
+		SELECT tenant_id, date_trunc('day', hour, 'UTC'), creator, labels, sum(g), sum(c), sum(m), sum(p) FROM hours
+		GROUP BY 1, 2, 3, 4
+		ORDER BY 1, 2, 3, 4
+		ON CONFLICT (tenant_id, day, creator, labels) DO UPDATE SET
 		    gpu_seconds = u.gpu_seconds + excluded.gpu_seconds,
 		    cpu_seconds = u.cpu_seconds + excluded.cpu_seconds,
 		    memory_byte_seconds = u.memory_byte_seconds + excluded.memory_byte_seconds,
@@ -113,11 +129,19 @@ const sqlUsageRollup = `
 // (on u. and v.), "true" for none. Columns: tenant_id, hour, creator,
 // labels, g, c, m, p (resource-seconds: GPUs, cores, bytes, pods).
 func sqlUsageSeries(tenantCond, from, to, now string) string {
+	return sqlUsageSeriesFrom("usage_hourly", "hour", tenantCond, from, to, now)
+}
+
+// sqlUsageSeriesFrom is sqlUsageSeries reading the rolled-up part from
+// table (usage_hourly or usage_daily) by its time column; with
+// usage_daily, $from and $to must be day-aligned and the rolled-up rows'
+// "hour" is their day.
+func sqlUsageSeriesFrom(table, at, tenantCond, from, to, now string) string {
 	return `
-		SELECT u.tenant_id, u.hour, u.creator, u.labels,
+		SELECT u.tenant_id, u.` + at + ` AS hour, u.creator, u.labels,
 		       u.gpu_seconds AS g, u.cpu_seconds AS c, u.memory_byte_seconds AS m, u.pod_seconds AS p
-		FROM usage_hourly u
-		WHERE ` + strings.ReplaceAll(tenantCond, "%t", "u.tenant_id") + ` AND u.hour >= ` + from + ` AND u.hour < ` + to + `
+		FROM ` + table + ` u
+		WHERE ` + strings.ReplaceAll(tenantCond, "%t", "u.tenant_id") + ` AND u.` + at + ` >= ` + from + ` AND u.` + at + ` < ` + to + `
 		UNION ALL
 		SELECT v.tenant_id, s.hour, v.creator, v.labels,
 		       v.gpus * s.seconds, v.cpu_millis * s.seconds / 1000, v.memory_bytes * s.seconds, v.pods * s.seconds
@@ -174,9 +198,12 @@ func (s *Store) UsageQuery(ctx context.Context, p UsageQueryParams) ([]UsageRow,
 		args = append(args, p.Tenant)
 		cond = "%t = $4"
 	}
-	bucket := "x.hour"
+	bucket, table, at := "x.hour", "usage_hourly", "hour"
 	if p.Step == StepDay {
 		bucket = "date_trunc('day', x.hour, 'UTC')"
+		if dayAligned(p.Start) && dayAligned(p.End) {
+			table, at = "usage_daily", "day"
+		}
 	}
 	cols := []string{bucket, "x.tenant_id"}
 	if p.ByCreator {
@@ -193,7 +220,7 @@ func (s *Store) UsageQuery(ctx context.Context, p UsageQueryParams) ([]UsageRow,
 		groups[i] = strconv.Itoa(i + 1)
 	}
 	sql := `SELECT ` + strings.Join(cols, ", ") + `, sum(x.g), sum(x.c), sum(x.m), sum(x.p)
-		FROM (` + sqlUsageSeries(cond, "$1::timestamptz", "$2::timestamptz", "$3::timestamptz") + `) x
+		FROM (` + sqlUsageSeriesFrom(table, at, cond, "$1::timestamptz", "$2::timestamptz", "$3::timestamptz") + `) x
 		GROUP BY ` + strings.Join(groups, ", ") + `
 		HAVING sum(x.g) > 0 OR sum(x.c) > 0 OR sum(x.m) > 0 OR sum(x.p) > 0
 		ORDER BY ` + strings.Join(groups, ", ")
@@ -218,6 +245,10 @@ func (s *Store) UsageQuery(ctx context.Context, p UsageQueryParams) ([]UsageRow,
 	}
 	return out, translate(rows.Err(), "usage")
 }
+
+// dayAligned reports whether t is a UTC midnight: where usage_daily's
+// days may stand in for usage_hourly's hours.
+func dayAligned(t time.Time) bool { return t.Equal(t.UTC().Truncate(24 * time.Hour)) }
 
 // SharingAsk asks the ledger what sharing needs of one tenant.
 type SharingAsk struct {

@@ -283,3 +283,71 @@ func TestUsageQueryGroups(t *testing.T) {
 	require.Equal(t, "b", all[1].Tenant)
 	require.InDelta(t, 2*3600, all[1].GPUSeconds, 1e-6)
 }
+
+// A query by day reads usage_daily, written with the hours by the same
+// rollup: at every moment — before, between and after rollups, with spans
+// open across midnight and closed mid-day — each day equals the sum of its
+// hours, and a window that is not day-aligned still reads the hours.
+func TestUsageDaysAreTheSumOfTheirHours(t *testing.T) {
+	day := func(d int, hms string) time.Time { return at(hms).Add(time.Duration(d) * 24 * time.Hour) }
+	b, c := ledgerSetup(t, day(0, "22:30:00"))
+	b.tenantCreate(t, "a")
+	b.tenantCreate(t, "b")
+	long := keyOf(b.jobCreate(t, "a", "long", 2))
+	short := keyOf(b.jobCreate(t, "b", "short", 2))
+	b.admit(t, long, short)
+	b.own(t, "w1", long)
+	b.own(t, "w1", short)
+
+	compare := func(when string) {
+		t.Helper()
+		q := UsageQueryParams{Start: day(0, "00:00:00"), End: day(3, "00:00:00"), ByCreator: true}
+		q.Step = StepHour
+		hours, err := b.store.UsageQuery(b.ctx, q)
+		require.NoError(t, err)
+		q.Step = StepDay
+		days, err := b.store.UsageQuery(b.ctx, q)
+		require.NoError(t, err)
+		want := map[[2]string]float64{}
+		for _, r := range hours {
+			want[[2]string{r.Tenant, r.Start.Truncate(24 * time.Hour).Format(time.RFC3339)}] += r.GPUSeconds
+		}
+		got := map[[2]string]float64{}
+		for _, r := range days {
+			got[[2]string{r.Tenant, r.Start.Format(time.RFC3339)}] += r.GPUSeconds
+		}
+		require.Equal(t, len(want), len(got), when)
+		for k, v := range want {
+			require.InDelta(t, v, got[k], 1e-6, "%s: %v", when, k)
+		}
+		// Not day-aligned: the same days, from the hours.
+		q.Start = day(0, "12:00:00")
+		odd, err := b.store.UsageQuery(b.ctx, q)
+		require.NoError(t, err)
+		var sum float64
+		for _, r := range odd {
+			sum += r.GPUSeconds
+		}
+		var all float64
+		for _, v := range want {
+			all += v
+		}
+		require.InDelta(t, all, sum, 1e-6, when)
+	}
+	rollup := func(when string) {
+		t.Helper()
+		_, err := b.store.UsageRollup(b.ctx)
+		require.NoError(t, err)
+		compare(when)
+	}
+	c.set(day(1, "03:10:00"))
+	compare("open across midnight")
+	rollup("rolled up to 03:00")
+	c.set(day(1, "05:00:00"))
+	require.NoError(t, b.ledgerSave(t, "w1", short, job.Succeeded, false, true))
+	compare("one closed mid-day")
+	c.set(day(2, "01:00:00"))
+	rollup("rolled up across the second midnight")
+	rollup("a second rollup adds nothing")
+	require.InDelta(t, jobGPUs*(6*3600+30*60), b.count(t, `SELECT sum(gpu_seconds)::bigint FROM usage_daily WHERE tenant_id = 'b'`), 1)
+}
