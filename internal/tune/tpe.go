@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	"gonum.org/v1/gonum/floats"
-	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
@@ -201,17 +200,28 @@ type parzen struct {
 	logWeights []float64
 }
 
-// parzen builds the density of ys. The bandwidth is Scott's rule over ys
-// (about std·n^-1/5), kept between a range/min(100, n+1) floor, so that a
-// few close values do not make a spike, and the whole range.
+// parzen builds the density of ys. Each value's bandwidth is the larger of
+// its gaps to its neighbours among the sorted values and the prior's
+// centre, so that a crowded region is modelled finely and a sparse one
+// smoothly; it is kept between a range/min(100, n+1) floor, so that a few
+// close values do not make a spike, and the whole range.
 func (t TPE) parzen(ys []float64, lo, hi float64) parzen {
 	width := hi - lo
-	n := float64(len(ys))
-	sigma := width
-	if len(ys) > 1 {
-		sigma = 1.06 * stat.StdDev(ys, nil) * math.Pow(n, -0.2)
+	mid := (lo + hi) / 2
+	floor := width / math.Min(100, float64(len(ys))+1)
+	sorted := append(slices.Clone(ys), mid)
+	slices.Sort(sorted)
+	sigmaOf := func(y float64) float64 {
+		i, _ := slices.BinarySearch(sorted, y)
+		gap := 0.0
+		if i > 0 {
+			gap = y - sorted[i-1]
+		}
+		if i+1 < len(sorted) {
+			gap = math.Max(gap, sorted[i+1]-y)
+		}
+		return math.Max(floor, math.Min(width, gap))
 	}
-	sigma = math.Max(width/math.Min(100, n+1), math.Min(width, sigma))
 	p := parzen{lo: lo, hi: hi}
 	add := func(mu, sigma, w float64) {
 		d := distuv.Normal{Mu: mu, Sigma: sigma}
@@ -220,9 +230,9 @@ func (t TPE) parzen(ys []float64, lo, hi float64) parzen {
 		p.logMass = append(p.logMass, math.Log(math.Max(d.CDF(hi)-d.CDF(lo), 1e-300)))
 	}
 	for _, y := range ys {
-		add(y, sigma, 1)
+		add(y, sigmaOf(y), 1)
 	}
-	add((lo+hi)/2, width, t.PriorWeight)
+	add(mid, width, t.PriorWeight)
 	floats.Scale(1/floats.Sum(p.weights), p.weights)
 	p.logWeights = make([]float64, len(p.weights))
 	for i, w := range p.weights {
