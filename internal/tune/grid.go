@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/gonum/floats"
@@ -65,8 +66,8 @@ func (g Grid) axes(space Space) ([][]string, error) {
 			}
 		case KindInt:
 			if p.Max-p.Min+1 > MaxGridSize {
-				return nil, fmt.Errorf("grid: int parameter %q has %v values; a grid has at most %d points",
-					p.Name, p.Max-p.Min+1, MaxGridSize)
+				return nil, fmt.Errorf("grid: int parameter %q has %d values; a grid has at most %d points",
+					p.Name, int64(p.Max-p.Min)+1, MaxGridSize)
 			}
 			xs = make([]float64, int(p.Max-p.Min)+1)
 			for k := range xs {
@@ -87,8 +88,10 @@ func (g Grid) axes(space Space) ([][]string, error) {
 		axes[i] = make([]string, len(xs))
 		for k, x := range xs {
 			if p.Kind == KindDouble {
-				// Span's ends are exact; LogSpan's may miss min or max by
-				// an ulp, and a grid point must lie inside the range.
+				// Twelve significant digits make 0.01 of a log grid read
+				// 0.01, not 0.010000000000000002; the clamp keeps the ends
+				// inside the range.
+				x, _ = strconv.ParseFloat(strconv.FormatFloat(x, 'g', 12, 64), 64)
 				x = math.Max(p.Min, math.Min(p.Max, x))
 			}
 			axes[i][k] = p.Format(x)
