@@ -111,6 +111,9 @@ func indices(n int) []float64 {
 // Suggest implements Algorithm. It draws nothing from rng. It returns
 // ErrExhausted, with the points that were left, when fewer than n remain.
 func (g Grid) Suggest(space Space, _ Objective, history []Trial, n int, _ *rand.Rand) ([]Assignment, error) {
+	if err := checkRequest(space, n); err != nil {
+		return nil, err
+	}
 	axes, err := g.axes(space)
 	if err != nil {
 		return nil, err

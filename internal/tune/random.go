@@ -13,6 +13,9 @@ type Random struct{}
 
 // Suggest implements Algorithm.
 func (Random) Suggest(space Space, _ Objective, _ []Trial, n int, rng *rand.Rand) ([]Assignment, error) {
+	if err := checkRequest(space, n); err != nil {
+		return nil, err
+	}
 	out := make([]Assignment, n)
 	for i := range out {
 		out[i] = randomAssignment(space, rng)

@@ -149,3 +149,13 @@ func TestGridSize(t *testing.T) {
 	_, err = Grid{}.Size(many)
 	require.EqualError(t, err, `grid: more than 100000 points (at parameter "b"); lower the points per double or narrow the ranges`)
 }
+
+func TestSuggestChecksItsInput(t *testing.T) {
+	bad := Space{Params: []Param{{Name: "opt", Kind: KindCategorical}}}
+	for _, alg := range []Algorithm{Random{}, Grid{}, TPE{}} {
+		_, err := alg.Suggest(bad, Objective{}, nil, 1, rand.New(rand.NewPCG(1, 1)))
+		require.EqualError(t, err, `invalid search space: parameters[0].values: parameter "opt": at least one value is required`, "%T", alg)
+		_, err = alg.Suggest(gridSpace, Objective{}, nil, -1, rand.New(rand.NewPCG(1, 1)))
+		require.EqualError(t, err, "-1 suggestions asked for", "%T", alg)
+	}
+}

@@ -84,6 +84,9 @@ func (t TPE) Suggest(space Space, obj Objective, history []Trial, n int, rng *ra
 	if v := t.Validate(); len(v) > 0 {
 		return nil, fmt.Errorf("%s: %s", v[0].Field, v[0].Description)
 	}
+	if err := checkRequest(space, n); err != nil {
+		return nil, err
+	}
 	obs, err := observations(space, obj, history)
 	if err != nil {
 		return nil, err

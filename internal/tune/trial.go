@@ -91,9 +91,21 @@ var ErrExhausted = errors.New("the search space is exhausted")
 // randomness from rng, so a caller that seeds rng the same way (say, from
 // the experiment's seed and the number of trials so far) gets the same
 // suggestions. Fewer than n, with ErrExhausted, when the space has no more
-// to offer.
+// to offer. An invalid space (see Space.Validate) is an error.
 type Algorithm interface {
 	Suggest(space Space, obj Objective, history []Trial, n int, rng *rand.Rand) ([]Assignment, error)
+}
+
+// checkRequest is what every Suggest checks first: an invalid space would
+// make the algorithms index past a list or take the log of zero.
+func checkRequest(space Space, n int) error {
+	if n < 0 {
+		return fmt.Errorf("%d suggestions asked for", n)
+	}
+	if v := space.Validate(); len(v) > 0 {
+		return fmt.Errorf("invalid search space: %s: %s", v[0].Field, v[0].Description)
+	}
+	return nil
 }
 
 // observation is a finished trial as a point of the search space (one
