@@ -201,6 +201,7 @@ type parzen struct {
 	weights    []float64 // normalised
 	logMass    []float64 // log of each component's mass inside [lo, hi]
 	logWeights []float64
+	terms      []float64 // logPDF's scratch, one per component
 }
 
 // parzen builds the density of ys. Each value's bandwidth is the larger of
@@ -258,11 +259,13 @@ func (p *parzen) sample(pick distuv.Categorical, rng *rand.Rand) float64 {
 }
 
 func (p *parzen) logPDF(y float64) float64 {
-	terms := make([]float64, len(p.components))
-	for i, d := range p.components {
-		terms[i] = p.logWeights[i] + d.LogProb(y) - p.logMass[i]
+	if p.terms == nil {
+		p.terms = make([]float64, len(p.components))
 	}
-	return floats.LogSumExp(terms)
+	for i, d := range p.components {
+		p.terms[i] = p.logWeights[i] + d.LogProb(y) - p.logMass[i]
+	}
+	return floats.LogSumExp(p.terms)
 }
 
 // choiceModel is a categorical or discrete parameter's: the probability of

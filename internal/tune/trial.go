@@ -69,7 +69,7 @@ type Point struct {
 // Trial is one run of the job template with an assignment, as the
 // algorithms and stopping rules see it.
 type Trial struct {
-	// ID names the trial in stopping reasons.
+	// ID names the trial in Stop decisions and in errors.
 	ID         string
 	Assignment Assignment
 	State      State
