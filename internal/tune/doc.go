@@ -46,7 +46,9 @@
 // Every algorithm implements Algorithm.Suggest(space, objective, history,
 // n, rng). The history is every trial so far, whatever its state. The
 // objective's direction is applied in one place (Objective.loss): the
-// algorithms and stopping rules see only losses, smaller being better.
+// algorithms and stopping rules see only losses, smaller being better, and
+// the controller asks Objective.Better, Objective.Reached (the goal) and
+// Best (the best trial) rather than comparing values itself.
 // Reproducibility is the caller's half of the contract: seed rng from the
 // experiment's seed and the number of trials created so far, and a
 // restarted controller suggests the same assignments again.

@@ -2,6 +2,7 @@ package tune
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -274,7 +275,7 @@ func (s Space) Check(a Assignment) error {
 		}
 	}
 	if len(a) != len(s.Params) {
-		for name := range a {
+		for _, name := range slices.Sorted(maps.Keys(a)) {
 			if !slices.ContainsFunc(s.Params, func(p Param) bool { return p.Name == name }) {
 				return fmt.Errorf("%q is not a parameter of the search space", name)
 			}

@@ -49,6 +49,26 @@ func (o Objective) loss(value float64) float64 {
 // value is loss's inverse, for messages that quote a figure.
 func (o Objective) value(loss float64) float64 { return o.loss(loss) }
 
+// Better reports whether value a is strictly better than value b.
+func (o Objective) Better(a, b float64) bool { return o.loss(a) < o.loss(b) }
+
+// Reached reports whether value meets the goal: at most it when
+// minimising, at least it when maximising. An experiment with a goal ends
+// at the first succeeded trial that reaches it.
+func (o Objective) Reached(value, goal float64) bool { return o.loss(value) <= o.loss(goal) }
+
+// Best returns the index of the succeeded trial with the best value, the
+// earliest of equals; -1 when no trial has succeeded.
+func Best(obj Objective, trials []Trial) int {
+	best := -1
+	for i, t := range trials {
+		if t.State == Succeeded && !math.IsNaN(t.Value) && (best < 0 || obj.Better(t.Value, trials[best].Value)) {
+			best = i
+		}
+	}
+	return best
+}
+
 // State is where a trial is in its life.
 type State string
 
