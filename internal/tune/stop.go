@@ -21,10 +21,11 @@ type Stopper interface {
 	Stop(obj Objective, trials []Trial) []Stop
 }
 
-// MedianStop is the median stopping rule: a running trial that has reached
-// step s is stopped when the best value it has reported so far is worse
-// than the median of the running averages, up to step s, of the other
-// trials that reached step s. Failed trials do not count.
+// MedianStop is the median stopping rule: a running trial whose latest
+// point is at step s is stopped when the best value it has reported so far
+// is worse than the median of the running averages, up to step s, of the
+// other trials that reached step s (have a point at or past it). Failed
+// trials do not count.
 type MedianStop struct {
 	// MinTrials is how many other trials must have reached step s before
 	// the rule judges a trial there. Defaults to 5.

@@ -194,7 +194,7 @@ func (m *numericModel) suggest(candidates int, rng *rand.Rand) float64 {
 }
 
 // parzen is a mixture of normals truncated to [lo, hi]: one per observed
-// value, with a bandwidth common to them, and a broad prior.
+// value, each with its own bandwidth, and a broad prior.
 type parzen struct {
 	lo, hi     float64
 	components []distuv.Normal
