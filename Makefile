@@ -92,7 +92,8 @@ FUZZ_TARGETS := \
 	./internal/api:FuzzParseJobFilter \
 	./internal/api:FuzzPageToken \
 	./internal/resname:FuzzParse \
-	./internal/tenant:FuzzValidate
+	./internal/tenant:FuzzValidate \
+	./internal/tune:FuzzParseMetricLine
 FUZZTIME ?= 1m
 
 .PHONY: fuzz
