@@ -299,7 +299,9 @@
 //
 // Deliverers (internal/webhook/deliver) claim with DeliveryClaim: due
 // PENDING rows, each the first PENDING row of its (webhook, ordering key
-// = job uid), FOR UPDATE SKIP LOCKED, leased to the claimer for a while
+// = job uid), no more of a webhook than its receiver has room for at the
+// claimer (read per webhook from its own index range, so a full or down
+// receiver's backlog costs nothing), FOR UPDATE SKIP LOCKED, leased to the claimer for a while
 // (no transaction stays open while a request is in flight: that would
 // hold back the events' watermark). A job's rows are inserted in commit
 // order (every writer locks the job's row first), so "first pending"

@@ -329,26 +329,41 @@ func (j jobSnapshot) job() *job.Job {
 
 // DeliveryClaim leases up to limit due deliveries to holder for lease: the
 // first pending one of its ordering key (a job's, per webhook) only, of an
-// active webhook (pings go to disabled ones too), none of the webhooks in
-// skip ("tenant/webhook": its receiver is busy at this deliverer). Rows
-// another deliverer is claiming are skipped (SKIP LOCKED); one whose lease
-// ran out (its deliverer died) is claimed again, and sent with the same
-// message id. Cross-tenant.
-func (s *Store) DeliveryClaim(ctx context.Context, holder string, limit int, lease time.Duration, skip []string) ([]OutboxMessage, error) {
+// active webhook (pings go to disabled ones too), and of each webhook at
+// most its room ("tenant/webhook" → how many more its receiver takes at
+// this deliverer; perWebhook for one not in room). Each webhook's due rows
+// are read in order from its own index range (a LATERAL per webhook), so a
+// claim costs what it takes, not the backlog of a receiver that is full or
+// down. Rows another deliverer is claiming are skipped (SKIP LOCKED); one
+// whose lease ran out (its deliverer died) is claimed again, and sent with
+// the same message id. Cross-tenant.
+func (s *Store) DeliveryClaim(ctx context.Context, holder string, limit, perWebhook int, lease time.Duration, room map[string]int) ([]OutboxMessage, error) {
+	keys, rooms := make([]string, 0, len(room)), make([]int32, 0, len(room))
+	for k, n := range room {
+		keys, rooms = append(keys, k), append(rooms, int32(max(n, 0)))
+	}
 	rows, err := s.pool.Query(ctx, `
-		WITH c AS (
-			SELECT d.id FROM webhook_deliveries d
-			JOIN webhooks w ON w.tenant_id = d.tenant_id AND w.id = d.webhook_id
-			WHERE d.state = 'PENDING' AND d.next_attempt_time <= now()
-			  AND (w.state = 'ACTIVE' OR d.topic = $5)
-			  AND (d.lease_expires_at IS NULL OR d.lease_expires_at < now())
-			  AND NOT (d.tenant_id || '/' || d.webhook_id = ANY ($4::text[]))
-			  AND NOT EXISTS (SELECT FROM webhook_deliveries p
-			                  WHERE p.tenant_id = d.tenant_id AND p.webhook_id = d.webhook_id
-			                    AND p.ordering_key = d.ordering_key AND p.state = 'PENDING' AND p.id < d.id)
+		WITH r AS (
+			SELECT * FROM unnest($4::text[], $5::int[]) AS r(key, n)
+		), c AS (
+			SELECT d.id FROM webhooks w
+			LEFT JOIN r ON r.key = w.tenant_id || '/' || w.id
+			CROSS JOIN LATERAL (
+				SELECT d.id, d.next_attempt_time FROM webhook_deliveries d
+				WHERE d.tenant_id = w.tenant_id AND d.webhook_id = w.id
+				  AND d.state = 'PENDING' AND d.next_attempt_time <= now()
+				  AND (w.state = 'ACTIVE' OR d.topic = $6)
+				  AND (d.lease_expires_at IS NULL OR d.lease_expires_at < now())
+				  AND NOT EXISTS (SELECT FROM webhook_deliveries p
+				                  WHERE p.tenant_id = d.tenant_id AND p.webhook_id = d.webhook_id
+				                    AND p.ordering_key = d.ordering_key AND p.state = 'PENDING' AND p.id < d.id)
+				ORDER BY d.next_attempt_time, d.id
+				LIMIT least(coalesce(r.n, $7), $2)
+				FOR UPDATE OF d SKIP LOCKED
+			) d
+			WHERE coalesce(r.n, $7) > 0
 			ORDER BY d.next_attempt_time, d.id
 			LIMIT $2
-			FOR UPDATE OF d SKIP LOCKED
 		), u AS (
 			UPDATE webhook_deliveries d SET lease_holder = $1, lease_expires_at = now() + $3 * interval '1 millisecond'
 			FROM c WHERE d.id = c.id
@@ -358,7 +373,7 @@ func (s *Store) DeliveryClaim(ctx context.Context, holder string, limit int, lea
 		FROM u d
 		JOIN webhooks w ON w.tenant_id = d.tenant_id AND w.id = d.webhook_id
 		JOIN tenants t ON t.id = d.tenant_id
-		ORDER BY d.id`, holder, limit, lease.Milliseconds(), nonNilSlice(skip), webhook.TopicPing)
+		ORDER BY d.id`, holder, limit, lease.Milliseconds(), keys, rooms, webhook.TopicPing, perWebhook)
 	if err != nil {
 		return nil, translate(err, "webhook deliveries")
 	}

@@ -95,7 +95,7 @@ func TestWebhookOutboxIsWrittenWithTheEvents(t *testing.T) {
 	require.Equal(t, "tenant.quota_changed a", b.outbox(t, "a", "all")[7])
 
 	// The messages carry the job as each event left it.
-	msgs, err := b.store.DeliveryClaim(b.ctx, "d1", 100, time.Minute, nil)
+	msgs, err := b.store.DeliveryClaim(b.ctx, "d1", 100, 100, time.Minute, nil)
 	require.NoError(t, err)
 	byMsg := map[string]OutboxMessage{}
 	for _, m := range msgs {
@@ -119,9 +119,13 @@ func TestDeliveryClaimKeepsEachJobsOrder(t *testing.T) {
 	b.admit(t, keyOf(j1), keyOf(j2))
 	// Outbox per job: created, admitted.
 
-	claim := func(holder string, skip ...string) []OutboxMessage {
+	claim := func(holder string, full ...string) []OutboxMessage {
 		t.Helper()
-		msgs, err := b.store.DeliveryClaim(b.ctx, holder, 10, time.Minute, skip)
+		room := map[string]int{}
+		for _, w := range full {
+			room[w] = 0
+		}
+		msgs, err := b.store.DeliveryClaim(b.ctx, holder, 10, 10, time.Minute, room)
 		require.NoError(t, err)
 		return msgs
 	}
@@ -160,6 +164,11 @@ func TestDeliveryClaimKeepsEachJobsOrder(t *testing.T) {
 	require.NoError(t, b.store.DeliveryRelease(b.ctx, "d3", []int64{again[0].ID}))
 	require.Empty(t, claim("d4", "a/h"))
 	require.Len(t, claim("d4"), 1)
+	require.NoError(t, b.store.DeliveryRelease(b.ctx, "d4", []int64{again[0].ID}))
+	// A webhook gets no more than its room, the limit no more than limit.
+	msgs, err := b.store.DeliveryClaim(b.ctx, "d4", 10, 10, time.Minute, map[string]int{"a/h": 1})
+	require.NoError(t, err)
+	require.Len(t, msgs, 1)
 
 	// Given up once the next try would be past a day since it was written.
 	b.exec(t, `UPDATE webhook_deliveries SET create_time = now() - interval '23 hours', lease_holder = 'd5',
@@ -183,7 +192,7 @@ func TestDeliveryGoneDisablesTheWebhook(t *testing.T) {
 	b.tenantCreate(t, "a")
 	b.webhookCreate(t, "a", "h", webhook.Topics, nil)
 	b.jobCreate(t, "a", "one", 0)
-	msgs, err := b.store.DeliveryClaim(b.ctx, "d", 10, time.Minute, nil)
+	msgs, err := b.store.DeliveryClaim(b.ctx, "d", 10, 10, time.Minute, nil)
 	require.NoError(t, err)
 	require.Len(t, msgs, 1)
 	require.NoError(t, b.store.DeliveryFinish(b.ctx, "d", msgs[0].ID, Attempt{Outcome: Gone, StatusCode: 410}))
@@ -195,12 +204,12 @@ func TestDeliveryGoneDisablesTheWebhook(t *testing.T) {
 	b.jobCreate(t, "a", "two", 0)
 	require.Len(t, b.outbox(t, "a", "h"), 1)
 	b.exec(t, `UPDATE webhook_deliveries SET next_attempt_time = now()`)
-	msgs, err = b.store.DeliveryClaim(b.ctx, "d", 10, time.Minute, nil)
+	msgs, err = b.store.DeliveryClaim(b.ctx, "d", 10, 10, time.Minute, nil)
 	require.NoError(t, err)
 	require.Empty(t, msgs)
 	ping, err := b.store.DeliveryPing(b.ctx, "a", "h")
 	require.NoError(t, err)
-	msgs, err = b.store.DeliveryClaim(b.ctx, "d", 10, time.Minute, nil)
+	msgs, err = b.store.DeliveryClaim(b.ctx, "d", 10, 10, time.Minute, nil)
 	require.NoError(t, err)
 	require.Len(t, msgs, 1)
 	require.Equal(t, ping.MessageID, msgs[0].MessageID)
@@ -208,7 +217,7 @@ func TestDeliveryGoneDisablesTheWebhook(t *testing.T) {
 	// Enabled again: the message waiting since the 410 goes.
 	_, err = b.store.WebhookUpdate(b.ctx, "a", "h", false, func(w *webhook.Webhook) error { w.State = webhook.Active; return nil })
 	require.NoError(t, err)
-	msgs, err = b.store.DeliveryClaim(b.ctx, "d", 10, time.Minute, nil)
+	msgs, err = b.store.DeliveryClaim(b.ctx, "d", 10, 10, time.Minute, nil)
 	require.NoError(t, err)
 	require.Len(t, msgs, 1)
 	require.Equal(t, "job.created", msgs[0].Topic)
@@ -233,7 +242,7 @@ func TestDeliveryClaimConcurrent(t *testing.T) {
 		wg.Go(func() {
 			holder := "d" + string(rune('0'+c))
 			for {
-				msgs, err := b.store.DeliveryClaim(b.ctx, holder, 3, time.Minute, nil)
+				msgs, err := b.store.DeliveryClaim(b.ctx, holder, 3, 3, time.Minute, nil)
 				if err != nil {
 					t.Error(err)
 					return
@@ -265,7 +274,7 @@ func TestDeliveryRetentionKeepsPending(t *testing.T) {
 	b.webhookCreate(t, "a", "h", webhook.Topics, nil)
 	b.jobCreate(t, "a", "one", 0)
 	b.jobCreate(t, "a", "two", 0)
-	msgs, err := b.store.DeliveryClaim(b.ctx, "d", 1, time.Minute, nil)
+	msgs, err := b.store.DeliveryClaim(b.ctx, "d", 1, 1, time.Minute, nil)
 	require.NoError(t, err)
 	require.NoError(t, b.store.DeliveryFinish(b.ctx, "d", msgs[0].ID, Attempt{Outcome: Delivered, StatusCode: 200}))
 	n, err := b.store.DeliveryDeleteBefore(b.ctx, time.Now().Add(time.Hour))

@@ -43,7 +43,7 @@ import (
 
 // Store is what a Deliverer needs of internal/store.
 type Store interface {
-	DeliveryClaim(ctx context.Context, holder string, limit int, lease time.Duration, skip []string) ([]store.OutboxMessage, error)
+	DeliveryClaim(ctx context.Context, holder string, limit, perWebhook int, lease time.Duration, room map[string]int) ([]store.OutboxMessage, error)
 	DeliveryFinish(ctx context.Context, holder string, id int64, a store.Attempt) error
 	DeliveryRelease(ctx context.Context, holder string, ids []int64) error
 }
@@ -136,8 +136,8 @@ type Deliverer struct {
 	mu       sync.Mutex
 	inFlight int
 	// receivers counts messages in flight per host:port; webhooks the
-	// webhooks ("tenant/id") in flight per receiver, skipped by claims
-	// while it is full.
+	// webhooks ("tenant/id") in flight per receiver, which claims ask for
+	// no more than the receiver's room.
 	receivers map[string]int
 	webhooks  map[string]map[string]int
 	secrets   map[secretKey][]byte
@@ -230,19 +230,21 @@ func (d *Deliverer) Run(ctx context.Context) error {
 func (d *Deliverer) dispatch(ctx context.Context, wg *sync.WaitGroup) (full bool, err error) {
 	d.mu.Lock()
 	free := d.cfg.Concurrency - d.inFlight
-	var skip []string
+	// Each webhook in flight may take what its receiver has room for;
+	// the claim asks no more of it, so a busy receiver costs no claims
+	// handed back. Two webhooks at one receiver may together bring more
+	// than its room: those are handed back below.
+	room := map[string]int{}
 	for recv, n := range d.receivers {
-		if n >= d.cfg.PerReceiver {
-			for w := range d.webhooks[recv] {
-				skip = append(skip, w)
-			}
+		for w := range d.webhooks[recv] {
+			room[w] = d.cfg.PerReceiver - n
 		}
 	}
 	d.mu.Unlock()
 	if free <= 0 {
 		return true, nil
 	}
-	msgs, err := d.cfg.Store.DeliveryClaim(ctx, d.cfg.ID, free, d.cfg.Lease, skip)
+	msgs, err := d.cfg.Store.DeliveryClaim(ctx, d.cfg.ID, free, d.cfg.PerReceiver, d.cfg.Lease, room)
 	if err != nil {
 		return false, err
 	}

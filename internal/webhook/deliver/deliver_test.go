@@ -32,16 +32,19 @@ type fakeStore struct {
 	released []int64
 }
 
-func (f *fakeStore) DeliveryClaim(_ context.Context, _ string, limit int, _ time.Duration, skip []string) ([]store.OutboxMessage, error) {
+func (f *fakeStore) DeliveryClaim(_ context.Context, _ string, limit, perWebhook int, _ time.Duration, room map[string]int) ([]store.OutboxMessage, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out, rest []store.OutboxMessage
+	taken := map[string]int{}
 	for _, m := range f.pending {
-		skipped := false
-		for _, s := range skip {
-			skipped = skipped || s == m.Tenant+"/"+m.Webhook
+		key := m.Tenant + "/" + m.Webhook
+		n, ok := room[key]
+		if !ok {
+			n = perWebhook
 		}
-		if len(out) < limit && !skipped {
+		if len(out) < limit && taken[key] < n {
+			taken[key]++
 			out = append(out, m)
 		} else {
 			rest = append(rest, m)
