@@ -144,15 +144,30 @@ func checkInvariants(t *testing.T, s Snapshot, d Decision) {
 	}
 
 	// Nodes: every pod of an admitted job is placed (no partial gang), on a
-	// schedulable node that allows it, and no node is overcommitted.
-	free := map[string]job.Vector{}
-	nodes := map[string]Node{}
+	// schedulable node that allows it, all in one READY cluster the job
+	// allows, and no node is overcommitted.
+	free := map[nodeRef]job.Vector{}
+	nodes := map[nodeRef]Node{}
 	for _, n := range s.Nodes {
-		free[n.Name], nodes[n.Name] = n.Allocatable.Sub(n.Used), n
+		ref := nodeRef{n.Cluster, n.Name}
+		free[ref], nodes[ref] = n.Allocatable.Sub(n.Used), n
 	}
+	clusters := map[string]Cluster{}
+	for _, cl := range s.Clusters {
+		clusters[cl.Name] = cl
+	}
+	taken := map[nodeRef]bool{}
 	for _, k := range d.Admit {
 		j := jobs[k]
 		assigned := d.Assigned[k]
+		name, ok := d.Clusters[k]
+		require.True(t, ok, "job %s admitted without a cluster", j.Name)
+		cl := clusters[name]
+		require.Contains(t, []ClusterState{"", ClusterReady}, cl.State, "job %s admitted to cluster %q, %s", j.Name, name, cl.State)
+		require.True(t, len(j.Clusters) == 0 || slices.Contains(j.Clusters, name), "job %s admitted to cluster %q, not one it names", j.Name, name)
+		for lk, lv := range j.ClusterSelector {
+			require.Equal(t, lv, cl.Labels[lk], "job %s admitted to cluster %q, which its selector does not match", j.Name, name)
+		}
 		var total int32
 		for _, g := range j.Groups {
 			total += g.Count
@@ -161,17 +176,20 @@ func checkInvariants(t *testing.T, s Snapshot, d Decision) {
 		i := 0
 		for _, g := range j.Groups {
 			for range g.Count {
-				n := nodes[assigned[i]]
+				ref := nodeRef{name, assigned[i]}
+				n, ok := nodes[ref]
+				require.True(t, ok, "job %s on node %s, not one of cluster %q", j.Name, assigned[i], name)
 				require.False(t, n.Unschedulable, "job %s on unschedulable node %s", j.Name, n.Name)
 				require.True(t, matcher(g.Placement)(&n), "job %s group %s on node %s it does not allow", j.Name, g.Name, n.Name)
-				free[n.Name] = free[n.Name].Sub(g.Request)
+				free[ref] = free[ref].Sub(g.Request)
+				taken[ref] = true
 				i++
 			}
 		}
 	}
-	for name, f := range free {
-		if slices.ContainsFunc(d.Admit, func(k Key) bool { return slices.Contains(d.Assigned[k], name) }) {
-			require.True(t, job.Vector{}.LessEq(f), "node %s overcommitted: free %v", name, f)
+	for ref, f := range free {
+		if taken[ref] {
+			require.True(t, job.Vector{}.LessEq(f), "node %v overcommitted: free %v", ref, f)
 		}
 	}
 
