@@ -255,3 +255,84 @@ func before(a, b Job) bool {
 	}
 	return a.Seq < b.Seq
 }
+
+// twoClusters spreads a random snapshot over two clusters, east and west
+// (node names repeat: each cluster's nodes are n0, n1, ...), with random
+// states and labels, and gives pending jobs random cluster selectors and
+// names. Each running job is on one node, so in one cluster.
+func twoClusters(r *rand.Rand, s Snapshot) Snapshot {
+	names := []string{"east", "west"}
+	states := []ClusterState{ClusterReady, ClusterReady, ClusterReady, ClusterDraining, ClusterCordoned, ClusterUnreachable}
+	for i, n := range names {
+		s.Clusters = append(s.Clusters, Cluster{Name: n, State: states[r.IntN(len(states))],
+			Labels: map[string]string{"region": []string{"us", "eu"}[i], "tier": []string{"spot", "on-demand"}[r.IntN(2)]}})
+	}
+	ref := map[string]nodeRef{}
+	s.Nodes = slices.Clone(s.Nodes)
+	for i := range s.Nodes {
+		n := &s.Nodes[i]
+		to := nodeRef{names[i%2], fmt.Sprintf("n%d", i/2)}
+		ref[n.Name] = to
+		n.Cluster, n.Name = to.cluster, to.name
+	}
+	s.Jobs = slices.Clone(s.Jobs)
+	for i := range s.Jobs {
+		j := &s.Jobs[i]
+		if j.Admitted {
+			on := map[string]job.Vector{}
+			for name, v := range j.OnNodes {
+				j.Cluster = ref[name].cluster
+				on[ref[name].name] = v
+			}
+			j.OnNodes = on
+			continue
+		}
+		switch r.IntN(6) {
+		case 0:
+			j.ClusterSelector = map[string]string{"region": "eu"}
+		case 1:
+			j.ClusterSelector = map[string]string{"tier": "spot"}
+		case 2:
+			j.Clusters = []string{names[r.IntN(2)]}
+		case 3:
+			j.ClusterSelector = map[string]string{"region": "ap"}
+		}
+	}
+	return s
+}
+
+func TestSchedulePropertiesTwoClusters(t *testing.T) {
+	for seed := range uint64(3000) {
+		r := rand.New(rand.NewPCG(seed, 2))
+		s := twoClusters(r, randomSnapshot(r))
+		d := Schedule(s)
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			checkInvariants(t, s, d)
+			// Preemption: every victim is of the preemptor's tenant; when
+			// a capacity preemption is chosen, every new victim in it is
+			// in one cluster.
+			in := map[Key]string{}
+			for _, j := range s.Jobs {
+				in[j.Key] = j.Cluster
+			}
+			for _, p := range d.Preempt {
+				if p.Reason == job.WaitCapacity {
+					for _, q := range d.Preempt {
+						if q.By == p.By && q.Reason == job.WaitCapacity {
+							require.Equal(t, in[p.Victim], in[q.Victim], "a capacity preemption for %s across clusters", p.ByName)
+						}
+					}
+				}
+			}
+
+			shuffled := s
+			shuffled.Jobs, shuffled.Nodes, shuffled.Tenants, shuffled.Clusters = slices.Clone(s.Jobs), slices.Clone(s.Nodes), slices.Clone(s.Tenants), slices.Clone(s.Clusters)
+			r.Shuffle(len(shuffled.Jobs), func(i, k int) { shuffled.Jobs[i], shuffled.Jobs[k] = shuffled.Jobs[k], shuffled.Jobs[i] })
+			r.Shuffle(len(shuffled.Nodes), func(i, k int) { shuffled.Nodes[i], shuffled.Nodes[k] = shuffled.Nodes[k], shuffled.Nodes[i] })
+			r.Shuffle(len(shuffled.Clusters), func(i, k int) { shuffled.Clusters[i], shuffled.Clusters[k] = shuffled.Clusters[k], shuffled.Clusters[i] })
+			if diff := cmp.Diff(d, Schedule(shuffled)); diff != "" {
+				t.Fatalf("decision depends on input order (-first +shuffled):\n%s", diff)
+			}
+		})
+	}
+}
