@@ -329,7 +329,9 @@ func TestSchedulePropertiesTwoClusters(t *testing.T) {
 			shuffled.Jobs, shuffled.Nodes, shuffled.Tenants, shuffled.Clusters = slices.Clone(s.Jobs), slices.Clone(s.Nodes), slices.Clone(s.Tenants), slices.Clone(s.Clusters)
 			r.Shuffle(len(shuffled.Jobs), func(i, k int) { shuffled.Jobs[i], shuffled.Jobs[k] = shuffled.Jobs[k], shuffled.Jobs[i] })
 			r.Shuffle(len(shuffled.Nodes), func(i, k int) { shuffled.Nodes[i], shuffled.Nodes[k] = shuffled.Nodes[k], shuffled.Nodes[i] })
-			r.Shuffle(len(shuffled.Clusters), func(i, k int) { shuffled.Clusters[i], shuffled.Clusters[k] = shuffled.Clusters[k], shuffled.Clusters[i] })
+			r.Shuffle(len(shuffled.Clusters), func(i, k int) {
+				shuffled.Clusters[i], shuffled.Clusters[k] = shuffled.Clusters[k], shuffled.Clusters[i]
+			})
 			if diff := cmp.Diff(d, Schedule(shuffled)); diff != "" {
 				t.Fatalf("decision depends on input order (-first +shuffled):\n%s", diff)
 			}
