@@ -228,7 +228,7 @@ func (c *cycle) preemptAcross(j *jobState, reason job.WaitReason, v variant, nee
 			lines = append(lines, l)
 		}
 	}
-	rk := reclaimKey{t: t, shape: j.at.of(v.shape)}
+	rk := tenantShape{t: t, shape: j.at.of(v.shape)}
 	if p, ok := c.noReclaim[rk]; ok && p >= j.Priority && len(inFlight) == 0 {
 		return nil, nil
 	}

@@ -33,9 +33,9 @@ func (c *cycle) preempt(j *jobState, groups []Group, shape uint64, need acct) (v
 			cands = append(cands, v)
 		}
 	}
-	key := j.at.of(shape)
+	key := tenantShape{t: t, shape: j.at.of(shape)}
 	if p, ok := c.noPreempt[key]; ok && p >= j.Priority && len(inFlight) == 0 {
-		return nil, nil // a job of this shape and no lower priority found nothing
+		return nil, nil // a job of its tenant, this shape and no lower priority found nothing
 	}
 	slices.SortFunc(cands, func(a, b *jobState) int {
 		return cmp.Or(cmp.Compare(a.Priority, b.Priority), b.StartTime.Compare(a.StartTime), cmp.Compare(b.Seq, a.Seq))

@@ -64,9 +64,10 @@ type cycle struct {
 	// that no node set of any one cluster could ever hold, or some could.
 	never map[uint64]bool
 	ever  map[uint64]bool
-	// noPreempt: shapes for which preemption found nothing, by the
-	// highest priority that tried (a lower one has fewer candidates).
-	noPreempt map[uint64]int32
+	// noPreempt: (tenant, shape) for which preemption found nothing, by
+	// the highest priority that tried (a lower one has fewer candidates;
+	// another tenant has other jobs to preempt).
+	noPreempt map[tenantShape]int32
 	// hold is a job that has waited past the starvation age for capacity:
 	// later jobs may not take what it lacks.
 	hold *jobState
@@ -86,13 +87,13 @@ type cycle struct {
 	nodeModel map[nodeRef]string
 	// noReclaim: (tenant, shape) for which cross-tenant preemption found
 	// nothing, by the highest priority that tried.
-	noReclaim map[reclaimKey]int32
+	noReclaim map[tenantShape]int32
 }
 
 // nodeRef names a node: its name is unique only within its cluster.
 type nodeRef struct{ cluster, name string }
 
-type reclaimKey struct {
+type tenantShape struct {
 	t     *tenantState
 	shape uint64
 }
@@ -144,8 +145,8 @@ func newCycle(s *Snapshot) *cycle {
 	c := &cycle{
 		now: s.Now, cfg: s.Config, clusters: newClusters(s), wheres: map[string]*where{},
 		tenants: map[string]*tenantState{}, jobs: make(map[Key]*jobState, len(s.Jobs)),
-		never: map[uint64]bool{}, ever: map[uint64]bool{}, noPreempt: map[uint64]int32{},
-		noReclaim: map[reclaimKey]int32{},
+		never: map[uint64]bool{}, ever: map[uint64]bool{}, noPreempt: map[tenantShape]int32{},
+		noReclaim: map[tenantShape]int32{},
 	}
 	c.multi = len(c.clusters) > 1
 	c.anywhere = &where{matched: c.clusters}
