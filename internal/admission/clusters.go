@@ -134,12 +134,8 @@ func (c *cycle) byFit(cls []*cluster, d job.Vector) []*cluster {
 	if len(cls) < 2 {
 		return cls
 	}
-	type fit struct {
-		cl   *cluster
-		gpus int64
-		load float64
-	}
-	fits := make([]fit, len(cls))
+	fits := slices.Grow(c.fits[:0], len(cls))[:len(cls)]
+	c.fits = fits
 	for i, cl := range cls {
 		f := fit{cl: cl, gpus: cl.free[job.GPU] - d[job.GPU]}
 		for r, capa := range cl.capacity {
@@ -158,6 +154,13 @@ func (c *cycle) byFit(cls []*cluster, d job.Vector) []*cluster {
 	}
 	c.fitBuf = out
 	return out
+}
+
+// fit is a cluster's place in byFit's order.
+type fit struct {
+	cl   *cluster
+	gpus int64
+	load float64
 }
 
 // placeShape places a gang (j's groups, or a variant of them) whole in

@@ -56,7 +56,8 @@ type cycle struct {
 	wheres   map[string]*where
 	multi    bool
 	capacity job.Vector // of the READY clusters together
-	fitBuf   []*cluster
+	fitBuf   []*cluster // byFit's result, and its scratch
+	fits     []fit
 	tenants  map[string]*tenantState
 	order    []*tenantState // by id
 	jobs     map[Key]*jobState
