@@ -37,11 +37,13 @@
 //	                                                                 │
 //	   backoff after unschedulable pods? ──────────── wait UNSCHEDULABLE (ETA: backoff end)
 //	   its tenant's line held (strict, or starving)? ─ wait ORDER / PRIORITY (blocked by it)
+//	   no READY cluster it allows? ─────────────────── wait UNSCHEDULABLE (holds nobody up)
 //	   larger than the tenant's whole quota? ───────── wait QUOTA (holds nobody up)
-//	   no set of nodes could ever hold it? ─────────── wait UNSCHEDULABLE (holds nobody up)
+//	   no one cluster's nodes could ever hold it? ──── wait UNSCHEDULABLE (holds nobody up)
 //	   another tenant's starving job holds what it
 //	   needs? ────────────────────────────────────── wait CAPACITY
-//	   quota has room and the gang fits the nodes? ─── ADMIT
+//	   quota has room and the gang fits the nodes
+//	   of a cluster (the best fit)? ────────────────── ADMIT there
 //	   else, tenant LOWER_PRIORITY and lower-priority
 //	   running jobs would make room? ──────────────── PREEMPT them; wait QUOTA / CAPACITY
 //	   else ────────────────────────────────────────── wait QUOTA / CAPACITY (PREEMPTED if
@@ -51,11 +53,10 @@
 //
 // Gang fit: a job is admitted only when every one of its pods has a node
 // now, all in one cluster (below), each node keeping within its free
-// capacity per dimension (GPUs and
-// pod slots included) and allowing the pod (node selector and required
-// node affinity on its labels, every NoSchedule/NoExecute taint
-// tolerated; the checks are kube-scheduler's own library code). Pods are
-// placed first-fit in node-name order; the nodes found (Decision.Assigned)
+// capacity per dimension (GPUs and pod slots included) and allowing the
+// pod (node selector and required node affinity on its labels, every
+// NoSchedule/NoExecute taint tolerated; the checks are kube-scheduler's
+// own library code). Pods are placed first-fit in node-name order; the nodes found (Decision.Assigned)
 // prove that the gang fits, and kube-scheduler then places the pods,
 // perhaps elsewhere. Should they not fit after all (something else took
 // the room meanwhile), the worker requeues the job after a timeout with a
