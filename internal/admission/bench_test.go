@@ -19,6 +19,13 @@ import (
 // jobs filling about half of the cluster and pending jobs of typical
 // shapes (one GPU, a few workers of four or eight GPUs, CPU-only).
 func largeSnapshot(pending, running, tenants, nodes int) Snapshot {
+	return largeSnapshotIn(1, pending, running, tenants, nodes)
+}
+
+// largeSnapshotIn is largeSnapshot with the nodes in clusters of equal
+// size (node names repeat from one cluster to the next), the running jobs
+// filling the first half of each; with one cluster it is largeSnapshot's.
+func largeSnapshotIn(clusters, pending, running, tenants, nodes int) Snapshot {
 	r := rand.New(rand.NewPCG(uint64(pending), 7))
 	s := Snapshot{Now: t0.Add(time.Hour), Config: Config{StarvationAge: 30 * time.Minute}}
 	for i := range tenants {
@@ -33,8 +40,15 @@ func largeSnapshot(pending, running, tenants, nodes int) Snapshot {
 		s.Tenants = append(s.Tenants, t)
 	}
 	spot := []corev1.Toleration{{Key: "spot", Operator: corev1.TolerationOpExists}}
+	per := nodes / clusters
+	clusterName := func(k int) string {
+		if clusters == 1 {
+			return ""
+		}
+		return fmt.Sprintf("cluster-%d", k)
+	}
 	for i := range nodes {
-		n := Node{Name: fmt.Sprintf("node-%04d", i), Allocatable: job.Vector{job.CPU: 96000, job.Memory: 1024 * gi, job.GPU: 8, job.Pods: 110}}
+		n := Node{Cluster: clusterName(i / per), Name: fmt.Sprintf("node-%04d", i%per), Allocatable: job.Vector{job.CPU: 96000, job.Memory: 1024 * gi, job.GPU: 8, job.Pods: 110}}
 		if i%4 == 0 {
 			n.Taints = []corev1.Taint{taint("spot")}
 		}
@@ -56,36 +70,41 @@ func largeSnapshot(pending, running, tenants, nodes int) Snapshot {
 		b.j.QueuedAt = s.Now.Add(-time.Duration(r.IntN(3600)) * time.Second)
 		return b.Group(NewGroup("worker", sh.count, job.Vector{job.CPU: 4000, job.Memory: 16 * gi, job.GPU: sh.gpu, job.Pods: 1}, p))
 	}
-	// Running jobs, every pod on a node, filling the first half of the
-	// nodes; a job that does not fit there any more is left out.
-	next, admitted := 0, 0
-	for i := 0; admitted < running && next < nodes/2; i++ {
-		b := newJob(i).Running(s.Now.Add(-time.Duration(r.IntN(3600)) * time.Second)).Deadline(4 * time.Hour)
-		g := &b.j.Groups[0]
-		b.j.OnNodes = map[string]job.Vector{}
-		for g.Placed < g.Count && next < nodes/2 {
-			n := &s.Nodes[next]
-			if !g.Request.LessEq(n.Allocatable.Sub(n.Used)) {
-				next++
-				continue
+	// Running jobs, every pod on a node, filling the first half of each
+	// cluster's nodes; a job that does not fit there any more is left out.
+	i, admitted := 0, 0
+	for k := range clusters {
+		next, end := k*per, k*per+per/2
+		for ; admitted < running*(k+1)/clusters && next < end; i++ {
+			b := newJob(i).Running(s.Now.Add(-time.Duration(r.IntN(3600)) * time.Second)).Deadline(4 * time.Hour)
+			b.j.Cluster = clusterName(k)
+			g := &b.j.Groups[0]
+			b.j.OnNodes = map[string]job.Vector{}
+			for g.Placed < g.Count && next < end {
+				n := &s.Nodes[next]
+				if !g.Request.LessEq(n.Allocatable.Sub(n.Used)) {
+					next++
+					continue
+				}
+				n.Used = n.Used.Add(g.Request)
+				b.j.OnNodes[n.Name] = b.j.OnNodes[n.Name].Add(g.Request)
+				g.Placed++
 			}
-			n.Used = n.Used.Add(g.Request)
-			b.j.OnNodes[n.Name] = b.j.OnNodes[n.Name].Add(g.Request)
-			g.Placed++
-		}
-		if g.Placed < g.Count {
-			for name, v := range b.j.OnNodes {
-				for k := range s.Nodes {
-					if s.Nodes[k].Name == name {
-						s.Nodes[k].Used = s.Nodes[k].Used.Sub(v)
+			if g.Placed < g.Count {
+				for name, v := range b.j.OnNodes {
+					for x := k * per; x < end; x++ {
+						if s.Nodes[x].Name == name {
+							s.Nodes[x].Used = s.Nodes[x].Used.Sub(v)
+						}
 					}
 				}
+				break
 			}
-			break
+			s.Jobs = append(s.Jobs, b.Obj())
+			admitted++
 		}
-		s.Jobs = append(s.Jobs, b.Obj())
-		admitted++
 	}
+	running = max(running, i)
 	for i := range pending {
 		s.Jobs = append(s.Jobs, newJob(running+1+i).Obj())
 	}
@@ -122,6 +141,26 @@ func BenchmarkScheduleSweep(b *testing.B) {
 	}
 }
 
+// BenchmarkScheduleClusters is BenchmarkSchedule's installation (10,000
+// pending jobs, 1,000 running, 100 tenants, 1,000 nodes) as one cluster
+// and as 5 clusters of 200 nodes: every gang is placed whole in one
+// cluster, the best fit first (the target: under 100 ms).
+func BenchmarkScheduleClusters(b *testing.B) {
+	for _, clusters := range []int{1, 5} {
+		b.Run(fmt.Sprintf("clusters=%dx%d", clusters, 1_000/clusters), func(b *testing.B) {
+			s := largeSnapshotIn(clusters, 10_000, 1_000, 100, 1_000)
+			b.ReportAllocs()
+			b.ResetTimer()
+			var d Decision
+			for b.Loop() {
+				d = Schedule(s)
+			}
+			b.ReportMetric(float64(len(d.Admit)), "admitted")
+			b.ReportMetric(float64(len(d.Preempt)), "preempted")
+		})
+	}
+}
+
 // TestScheduleSmoke runs the benchmark's snapshot once at a tenth of its
 // size and checks the decision, so that the benchmark does not rot.
 func TestScheduleSmoke(t *testing.T) {
@@ -130,6 +169,16 @@ func TestScheduleSmoke(t *testing.T) {
 	checkInvariants(t, s, d)
 	if len(d.Admit) == 0 || len(d.Waiting) == 0 {
 		t.Fatalf("a half-full cluster with 1,000 pending jobs admits some and queues some: %d admitted, %d waiting", len(d.Admit), len(d.Waiting))
+	}
+	s = largeSnapshotIn(5, 1_000, 100, 10, 100)
+	d = Schedule(s)
+	checkInvariants(t, s, d)
+	in := map[string]int{}
+	for _, k := range d.Admit {
+		in[d.Clusters[k]]++
+	}
+	if len(in) < 3 || len(d.Waiting) == 0 {
+		t.Fatalf("5 half-full clusters admit in most of them and queue some: admitted per cluster %v, %d waiting", in, len(d.Waiting))
 	}
 }
 

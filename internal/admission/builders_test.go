@@ -81,6 +81,18 @@ func (b *jobB) On(node string) *jobB {
 	return b
 }
 
+// In says which cluster an admitted job runs in (set it before On).
+func (b *jobB) In(cluster string) *jobB { b.j.Cluster = cluster; return b }
+
+// Selector sets the job's cluster selector.
+func (b *jobB) Selector(sel map[string]string) *jobB { b.j.ClusterSelector = sel; return b }
+
+// OnlyIn names the clusters the job may run in.
+func (b *jobB) OnlyIn(names ...string) *jobB { b.j.Clusters = names; return b }
+
+// inCluster puts a node in a cluster.
+func inCluster(cluster string, n Node) Node { n.Cluster = cluster; return n }
+
 func (b *jobB) PreemptingFor(k Key) *jobB { b.j.PreemptingFor = k; return b }
 
 func (b *jobB) Obj() Job { return b.j }
@@ -89,13 +101,14 @@ func (b *jobB) Obj() Job { return b.j }
 // its nodes' Used, as the loop does from the pods it sees.
 func snapshot(tenants []Tenant, nodes []Node, jobs ...Job) Snapshot {
 	nodes = slices.Clone(nodes)
-	byName := map[string]*Node{}
+	byName := map[nodeRef]*Node{}
 	for i := range nodes {
-		byName[nodes[i].Name] = &nodes[i]
+		byName[nodeRef{nodes[i].Cluster, nodes[i].Name}] = &nodes[i]
 	}
 	for _, j := range jobs {
 		for n, v := range j.OnNodes {
-			byName[n].Used = byName[n].Used.Add(v)
+			node := byName[nodeRef{j.Cluster, n}]
+			node.Used = node.Used.Add(v)
 		}
 	}
 	return Snapshot{Now: t0.Add(time.Hour), Tenants: tenants, Nodes: nodes, Jobs: jobs, Config: Config{StarvationAge: 10 * time.Minute}}

@@ -59,9 +59,9 @@ func (c *cycle) considerShared(j *jobState) {
 		if len(tr.over) > 0 {
 			continue
 		}
-		if ps, ok := c.placeShape(tr.v.groups, tr.v.shape); ok {
+		if cl, ps, ok := c.placeShape(j, tr.v.groups, tr.v.shape); ok {
 			j.need = tr.need
-			c.admit(j, ps)
+			c.admit(j, cl, ps)
 			if tr.v.model != "" && j.GPUType == "" {
 				if c.out.GPUTypes == nil {
 					c.out.GPUTypes = map[Key]string{}
@@ -71,9 +71,9 @@ func (c *cycle) considerShared(j *jobState) {
 			return
 		}
 	}
-	k := slices.IndexFunc(tries, func(tr try) bool { return c.everFitsShape(tr.v.groups, tr.v.shape) })
+	k := slices.IndexFunc(tries, func(tr try) bool { return c.everFitsShape(j, tr.v.groups, tr.v.shape) })
 	if k < 0 {
-		c.wait(j, job.WaitUnschedulable, msgNeverFits, nil)
+		c.wait(j, job.WaitUnschedulable, c.neverMessage(j), nil)
 		return
 	}
 	first := tries[k]
@@ -81,8 +81,9 @@ func (c *cycle) considerShared(j *jobState) {
 	if len(first.over) > 0 {
 		msg = "waiting for quota: " + first.msg
 	} else {
-		reason, short = job.WaitCapacity, c.shortOf(j)
-		msg = "waiting for capacity: " + c.capacityMessage(j, short)
+		cl := c.closest(j)
+		reason, short = job.WaitCapacity, c.shortOf(j, cl)
+		msg = "waiting for capacity: " + c.capacityMessage(j, cl, short)
 	}
 	if t.Scheduling.Preemption == tenant.PreemptLowerPriority {
 		if victims, inFlight := c.preempt(j, first.v.groups, first.v.shape, first.need); len(victims)+len(inFlight) > 0 {
@@ -95,7 +96,7 @@ func (c *cycle) considerShared(j *jobState) {
 		}
 	}
 	for _, tr := range tries {
-		if !c.everFitsShape(tr.v.groups, tr.v.shape) {
+		if !c.everFitsShape(j, tr.v.groups, tr.v.shape) {
 			continue
 		}
 		victims, inFlight := c.preemptAcross(j, reason, tr.v, tr.need, tr.within)
@@ -201,11 +202,6 @@ func (c *cycle) preemptAcross(j *jobState, reason job.WaitReason, v variant, nee
 	if !within {
 		kind = PreemptFairShare
 	}
-	type line struct {
-		t    *tenantState
-		jobs []*jobState
-		next int
-	}
 	var lines []*line
 	for _, m := range st.co.members {
 		if m == t {
@@ -232,7 +228,7 @@ func (c *cycle) preemptAcross(j *jobState, reason job.WaitReason, v variant, nee
 			lines = append(lines, l)
 		}
 	}
-	rk := reclaimKey{t: t, shape: v.shape}
+	rk := tenantShape{t: t, shape: j.at.of(v.shape)}
 	if p, ok := c.noReclaim[rk]; ok && p >= j.Priority && len(inFlight) == 0 {
 		return nil, nil
 	}
@@ -242,21 +238,73 @@ func (c *cycle) preemptAcross(j *jobState, reason job.WaitReason, v variant, nee
 	}
 	byShare := c.share(t, need, 1)
 
-	tr := &trial{c: c, j: j, groups: v.groups, need: need}
+	found := false
+	for _, cl := range c.preemptOrder(j, inFlight) {
+		for _, l := range lines {
+			l.next = 0
+		}
+		vs, ok := c.reclaimIn(cl, j, v, need, kind, byShare, inFlight, lines)
+		if ok && (!found || len(vs) < len(victims)) {
+			victims, found = vs, true
+			if len(vs) == 0 {
+				break
+			}
+		}
+	}
+	if !found {
+		c.noReclaim[rk] = max(c.noReclaim[rk], j.Priority)
+	}
+	if len(victims) == 0 {
+		st.co.reclaiming = st.co.reclaiming || len(inFlight) > 0
+		return nil, inFlight
+	}
+	st.co.reclaiming = true
+	for _, a := range victims {
+		a.PreemptingFor, a.preempting = j.Key, j
+		k := kind
+		if a.t.sh.overBudget {
+			k = PreemptBudget
+		}
+		c.out.Preempt = append(c.out.Preempt, Preemption{
+			Victim: a.Key, VictimName: a.Name, By: j.Key, ByName: j.Name, ByPriority: j.Priority, Reason: reason,
+			Kind: k, ByShare: byShare, VictimShare: before[a.t],
+			Message: c.explain(k, j, a, need, byShare, before[a.t]),
+		})
+	}
+	return victims, inFlight
+}
+
+// line is a cohort member's preemptible jobs, in the order reclaim takes
+// them.
+type line struct {
+	t    *tenantState
+	jobs []*jobState
+	next int
+}
+
+// reclaimIn is preemptAcross's trial with j placed in cluster cl (as
+// variant v): lines' jobs are taken from the tenant furthest over its
+// entitlement first, as few as will do. Victims of other clusters free
+// the cohort's pool, never room on cl's nodes, so once the quota has room
+// they are passed over.
+func (c *cycle) reclaimIn(cl *cluster, j *jobState, v variant, need acct, kind PreemptionKind, byShare float64, inFlight []*jobState, lines []*line) ([]*jobState, bool) {
+	tr := &trial{c: c, cl: cl, j: j, groups: v.groups, need: need}
 	defer tr.undoAll()
 	for _, a := range inFlight {
 		tr.release(a)
 	}
 	if tr.fits() {
-		st.co.reclaiming = st.co.reclaiming || len(inFlight) > 0
-		return nil, inFlight
+		return nil, true
 	}
+	quotaOK := tr.quotaFits()
 	n := len(tr.released)
-	fit := false
 	for range maxCandidates {
 		var best *line
 		bestShare := -1.0
 		for _, l := range lines {
+			for quotaOK && l.next < len(l.jobs) && l.jobs[l.next].cl != cl {
+				l.next++
+			}
 			if l.next >= len(l.jobs) || !c.borrowingIn(l.t, need) {
 				continue
 			}
@@ -273,31 +321,10 @@ func (c *cycle) preemptAcross(j *jobState, reason job.WaitReason, v variant, nee
 		tr.release(best.jobs[best.next])
 		best.next++
 		if tr.fits() {
-			fit = true
-			break
+			return tr.minimal(n), true
 		}
 	}
-	if !fit {
-		c.noReclaim[rk] = max(c.noReclaim[rk], j.Priority)
-		st.co.reclaiming = st.co.reclaiming || len(inFlight) > 0
-		return nil, inFlight
-	}
-	victims = tr.minimal(n)
-	st.co.reclaiming = true
-	tr.undoAll() // the explanations give the figures before the preemption
-	for _, a := range victims {
-		a.PreemptingFor, a.preempting = j.Key, j
-		k := kind
-		if a.t.sh.overBudget {
-			k = PreemptBudget
-		}
-		c.out.Preempt = append(c.out.Preempt, Preemption{
-			Victim: a.Key, VictimName: a.Name, By: j.Key, ByName: j.Name, ByPriority: j.Priority, Reason: reason,
-			Kind: k, ByShare: byShare, VictimShare: before[a.t],
-			Message: c.explain(k, j, a, need, byShare, before[a.t]),
-		})
-	}
-	return victims, inFlight
+	return nil, false
 }
 
 // explain says why a was preempted for j, with the figures that decided it.
@@ -337,33 +364,4 @@ func (c *cycle) figuresWith(t *tenantState, need acct) string {
 		}
 	}
 	return strings.Join(parts, ", ")
-}
-
-// placeShape places a gang, remembering a shape that did not fit.
-func (c *cycle) placeShape(groups []Group, shape uint64) ([]placed, bool) {
-	if c.failed[shape] {
-		return nil, false
-	}
-	ps, ok := c.cl.gang(groups, false)
-	if !ok {
-		c.failed[shape] = true
-	}
-	return ps, ok
-}
-
-// everFitsShape is everFits for a gang of given groups.
-func (c *cycle) everFitsShape(groups []Group, shape uint64) bool {
-	if c.never[shape] {
-		return false
-	}
-	if c.ever[shape] {
-		return true
-	}
-	ok := c.cl.everFits(groups)
-	if ok {
-		c.ever[shape] = true
-	} else {
-		c.never[shape] = true
-	}
-	return ok
 }

@@ -1,7 +1,7 @@
 // Package admission is Trainyard's admission decision: one pure function over
 // the whole installation at one instant.
 //
-//	Schedule(Snapshot{Now, Config, Tenants, Jobs, Nodes}) → Decision{Admit, Assigned, Preempt, Waiting}
+//	Schedule(Snapshot{Now, Config, Tenants, Jobs, Nodes, Clusters}) → Decision{Admit, Assigned, Clusters, Preempt, Waiting}
 //
 // Like job.Plan it does no I/O, reads no clock but Snapshot.Now, never
 // writes into its input, and gives the same decision for the same
@@ -19,9 +19,10 @@
 //	   │                   node yet keep room reserved (reserveAdmitted)
 //	   └─ pending jobs ─── the tenant's queue: priority DESC, then submission
 //
-//	nodes ─ allocatable − used by every bound pod (Trainyard's or not);
-//	        labels and taints decide which pods may go there; cordoned
-//	        nodes take nothing new
+//	clusters ─ labels, state; only READY ones take new work
+//	   └─ nodes ─ allocatable − used by every bound pod (Trainyard's or
+//	              not); labels and taints decide which pods may go there;
+//	              cordoned nodes take nothing new
 //
 // Resources are job.Vector: the dimensions (CPU, memory, nvidia.com/gpu,
 // pods) are listed once, in internal/job. A GPU type is a node label the
@@ -36,11 +37,13 @@
 //	                                                                 │
 //	   backoff after unschedulable pods? ──────────── wait UNSCHEDULABLE (ETA: backoff end)
 //	   its tenant's line held (strict, or starving)? ─ wait ORDER / PRIORITY (blocked by it)
+//	   no READY cluster it allows? ─────────────────── wait UNSCHEDULABLE (holds nobody up)
 //	   larger than the tenant's whole quota? ───────── wait QUOTA (holds nobody up)
-//	   no set of nodes could ever hold it? ─────────── wait UNSCHEDULABLE (holds nobody up)
+//	   no one cluster's nodes could ever hold it? ──── wait UNSCHEDULABLE (holds nobody up)
 //	   another tenant's starving job holds what it
 //	   needs? ────────────────────────────────────── wait CAPACITY
-//	   quota has room and the gang fits the nodes? ─── ADMIT
+//	   quota has room and the gang fits the nodes
+//	   of a cluster (the best fit)? ────────────────── ADMIT there
 //	   else, tenant LOWER_PRIORITY and lower-priority
 //	   running jobs would make room? ──────────────── PREEMPT them; wait QUOTA / CAPACITY
 //	   else ────────────────────────────────────────── wait QUOTA / CAPACITY (PREEMPTED if
@@ -49,11 +52,11 @@
 //	─► estimate every waiting job's start
 //
 // Gang fit: a job is admitted only when every one of its pods has a node
-// now, each node keeping within its free capacity per dimension (GPUs and
-// pod slots included) and allowing the pod (node selector and required
-// node affinity on its labels, every NoSchedule/NoExecute taint
-// tolerated; the checks are kube-scheduler's own library code). Pods are
-// placed first-fit in node-name order; the nodes found (Decision.Assigned)
+// now, all in one cluster (below), each node keeping within its free
+// capacity per dimension (GPUs and pod slots included) and allowing the
+// pod (node selector and required node affinity on its labels, every
+// NoSchedule/NoExecute taint tolerated; the checks are kube-scheduler's
+// own library code). Pods are placed first-fit in node-name order; the nodes found (Decision.Assigned)
 // prove that the gang fits, and kube-scheduler then places the pods,
 // perhaps elsewhere. Should they not fit after all (something else took
 // the room meanwhile), the worker requeues the job after a timeout with a
@@ -90,6 +93,56 @@
 // nobody else takes the room. Jobs already stopping for it count first: a
 // cycle chooses no new victims while those will do. Preemption never
 // crosses tenants, except by the sharing rules below.
+//
+// # Many clusters
+//
+// Nodes belong to Kubernetes clusters (Node.Cluster; "" is the default
+// cluster, the only one a one-cluster installation and the simulator
+// have: with it every rule in this page is as it was). A node's name is
+// unique only within its cluster, and an admitted job's OnNodes name
+// nodes of its Job.Cluster.
+//
+//	job ─ spec.clusterSelector (labels a cluster must have) and
+//	      spec.clusters (names; empty: any)
+//	   │
+//	   ├─ READY clusters it allows: none? ──── wait UNSCHEDULABLE ("no
+//	   │                                        cluster matches …", or which
+//	   │                                        match and their states);
+//	   │                                        holds nobody up
+//	   └─ in byFit order, the first cluster whose nodes hold the whole
+//	      gang ─► ADMIT there (Decision.Clusters; Assigned are its nodes)
+//
+// A gang is never split: all its pods go to one cluster. The order among
+// the clusters that can hold it (byFit) is best fit by GPUs (the fewest
+// free GPUs left in the cluster once the job is placed, so big holes stay
+// whole for big gangs), then load (the largest fraction of any resource's
+// allocatable in use once it is placed, the smaller first), then name. A
+// cluster that is not READY (UNREACHABLE, DRAINING, CORDONED) takes
+// nothing new; its nodes and the admitted jobs on them keep counting
+// what they use. A cluster that nodes name but Snapshot.Clusters does
+// not list is READY without labels.
+//
+// What stays global: quotas, cohorts and their pools, budgets, fair
+// share and the cluster order count every cluster together (a tenant's
+// quota is one quota, wherever its jobs run), and dominant shares are
+// over the READY clusters' capacity together, as are start estimates.
+//
+// Waiting messages: with more than one cluster, a job that waits for
+// capacity is told about the closest cluster (the one lacking the
+// smallest fraction of its demand in any resource, then the most free
+// GPUs, then name) and, when the clusters it allows have enough free
+// together, that a gang is never split across clusters; a job no one
+// cluster could ever hold says so, and whether they could together.
+//
+// Preemption is made for one cluster: the trial that picks victims puts
+// the preemptor in one cluster it may run in, and a victim frees room
+// only on its own cluster's nodes. Victims elsewhere still free quota
+// (or a cohort's pool), so while the quota lacks they count; once the
+// quota has room they are passed over, so a capacity preemption never
+// stops jobs in two clusters that would not add up to room in one. Every
+// allowed cluster is tried, those where jobs already stop for the
+// preemptor first, then in byFit order; the one needing the fewest new
+// victims wins. Reclaim and fair-share preemption run the same trial.
 //
 // # Sharing: cohorts, reclaim, fair share, budgets, GPU models
 //
@@ -187,8 +240,12 @@
 // merge them, and at most one gang placement per job shape per cycle
 // (a shape that did not fit will not fit later in the same cycle: free
 // capacity only shrinks). Placement keeps, per placement class and pod
-// request, a cursor past the nodes that could not hold it. BenchmarkSchedule
-// (10,000 pending, 1,000 running, 100 tenants, 1,000 nodes) and
+// request, a cursor past the nodes that could not hold it, per cluster.
+// With several clusters, a job is tried in each it allows, best fit
+// first, at most once per shape and cluster, and a capacity or
+// preemption trial per allowed cluster. BenchmarkSchedule
+// (10,000 pending, 1,000 running, 100 tenants, 1,000 nodes),
+// BenchmarkScheduleClusters (the same as 1 × 1,000 and 5 × 200 nodes) and
 // BenchmarkScheduleSweep measure it; make bench prints them, and
 // BenchmarkScheduleCohorts the same with 100 tenants in 10 cohorts, half
 // of them borrowing (1,000 to 50,000 pending jobs). Sharing adds, per

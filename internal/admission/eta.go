@@ -37,7 +37,7 @@ func (c *cycle) estimate() {
 			heap.Push(ends, end{at: c.now.Add(d), j: j, basis: basis})
 		}
 	}
-	free := c.cl.free
+	free := c.readyFree()
 	used := map[*tenantState]job.Vector{}
 	for _, t := range c.order {
 		used[t] = t.used

@@ -1,6 +1,8 @@
 package admission
 
 import (
+	"cmp"
+
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,16 +12,21 @@ import (
 	"github.com/trainyard/trainyard/internal/job"
 )
 
-// cluster is the nodes' free capacity during one cycle, and the placement
-// classes seen so far. Within a cycle free capacity only shrinks (admissions
-// take it), except inside a preemption trial, which gives back what it
-// took before it returns.
+// cluster is one Kubernetes cluster's nodes and their free capacity during
+// one cycle, and the placement classes seen so far. Within a cycle free
+// capacity only shrinks (admissions take it), except inside a preemption
+// trial, which gives back what it took before it returns.
 type cluster struct {
+	Cluster
+	ready    bool // READY: takes new work
 	nodes    []nodeState
 	byName   map[string]int
 	classes  map[string]*class
 	capacity job.Vector // allocatable of the schedulable nodes
 	free     job.Vector // free capacity of the schedulable nodes
+	// failed are gang shapes that did not fit this cycle; free capacity
+	// only shrinks, so they will not fit later in it either.
+	failed map[uint64]bool
 }
 
 type nodeState struct {
@@ -42,8 +49,13 @@ type placed struct {
 	req  job.Vector
 }
 
-func newCluster(nodes []Node) *cluster {
-	c := &cluster{byName: make(map[string]int, len(nodes)), classes: map[string]*class{}}
+// newCluster builds a cluster of nodes sorted by name.
+func newCluster(info Cluster, nodes []Node) *cluster {
+	info.State = cmp.Or(info.State, ClusterReady)
+	c := &cluster{
+		Cluster: info, ready: info.State == ClusterReady,
+		byName: make(map[string]int, len(nodes)), classes: map[string]*class{}, failed: map[uint64]bool{},
+	}
 	c.nodes = make([]nodeState, len(nodes))
 	for i := range nodes {
 		n := &nodes[i]
@@ -143,6 +155,9 @@ func (c *cluster) give(ps []placed) {
 // pods); it returns what to give back to undo it.
 func (c *cluster) release(onNodes map[string]job.Vector) []placed {
 	var undo []placed
+	if c == nil {
+		return nil // the victim's cluster has no nodes in the snapshot
+	}
 	for name, v := range onNodes {
 		i, ok := c.byName[name]
 		if !ok || c.nodes[i].node.Unschedulable {
@@ -207,7 +222,7 @@ func (c *cluster) gang(groups []Group, scan bool) ([]placed, bool) {
 // everFits reports whether the groups could be placed on the schedulable
 // nodes if nothing else ran there.
 func (c *cluster) everFits(groups []Group) bool {
-	empty := &cluster{nodes: make([]nodeState, len(c.nodes)), classes: c.classes, free: c.capacity}
+	empty := &cluster{Cluster: c.Cluster, nodes: make([]nodeState, len(c.nodes)), classes: c.classes, free: c.capacity}
 	for i, n := range c.nodes {
 		empty.nodes[i] = nodeState{node: n.node}
 		if !n.node.Unschedulable {

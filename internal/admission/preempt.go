@@ -13,11 +13,13 @@ import (
 const maxCandidates = 256
 
 // preempt finds running jobs of j's tenant whose stopping would let j fit
-// (its quota and the nodes): only jobs of lower priority, the lowest
-// priority first and, among equals, the most recently started first (they
-// lose the least work), as few as will do. inFlight are the jobs already
-// stopping for j; when they are enough, no new victim is chosen. Nothing
-// is changed: victims hold their resources until their pods are gone.
+// (its quota and the nodes of one cluster): only jobs of lower priority,
+// the lowest priority first and, among equals, the most recently started
+// first (they lose the least work), as few as will do. inFlight are the
+// jobs already stopping for j; when they are enough, no new victim is
+// chosen. Each cluster j may run in is tried (preemptOrder); the one
+// that needs the fewest new victims wins. Nothing is changed: victims
+// hold their resources until their pods are gone.
 func (c *cycle) preempt(j *jobState, groups []Group, shape uint64, need acct) (victims, inFlight []*jobState) {
 	t := j.t
 	var cands []*jobState
@@ -31,8 +33,9 @@ func (c *cycle) preempt(j *jobState, groups []Group, shape uint64, need acct) (v
 			cands = append(cands, v)
 		}
 	}
-	if p, ok := c.noPreempt[shape]; ok && p >= j.Priority && len(inFlight) == 0 {
-		return nil, nil // a job of this shape and no lower priority found nothing
+	key := tenantShape{t: t, shape: j.at.of(shape)}
+	if p, ok := c.noPreempt[key]; ok && p >= j.Priority && len(inFlight) == 0 {
+		return nil, nil // a job of its tenant, this shape and no lower priority found nothing
 	}
 	slices.SortFunc(cands, func(a, b *jobState) int {
 		return cmp.Or(cmp.Compare(a.Priority, b.Priority), b.StartTime.Compare(a.StartTime), cmp.Compare(b.Seq, a.Seq))
@@ -40,29 +43,66 @@ func (c *cycle) preempt(j *jobState, groups []Group, shape uint64, need acct) (v
 	if len(cands) > maxCandidates {
 		cands = cands[:maxCandidates]
 	}
+	found := false
+	for _, cl := range c.preemptOrder(j, inFlight) {
+		vs, ok := c.preemptIn(cl, j, groups, need, inFlight, cands)
+		if ok && (!found || len(vs) < len(victims)) {
+			victims, found = vs, true
+			if len(vs) == 0 {
+				break
+			}
+		}
+	}
+	if !found {
+		c.noPreempt[key] = max(c.noPreempt[key], j.Priority)
+		return nil, inFlight
+	}
+	return victims, inFlight
+}
 
-	tr := &trial{c: c, j: j, groups: groups, need: need}
+// preemptIn is preempt's trial with j placed in cluster cl: victims of
+// other clusters free quota, never room on cl's nodes, so once the quota
+// has room they are passed over.
+func (c *cycle) preemptIn(cl *cluster, j *jobState, groups []Group, need acct, inFlight, cands []*jobState) ([]*jobState, bool) {
+	tr := &trial{c: c, cl: cl, j: j, groups: groups, need: need}
 	defer tr.undoAll()
 	for _, v := range inFlight {
 		tr.release(v)
 	}
 	if tr.fits() {
-		return nil, inFlight
+		return nil, true
 	}
+	quotaOK := tr.quotaFits()
 	n := len(tr.released)
-	fit := false
 	for _, v := range cands {
+		if quotaOK && v.cl != cl {
+			continue
+		}
 		tr.release(v)
 		if tr.fits() {
-			fit = true
-			break
+			return tr.minimal(n), true
 		}
 	}
-	if !fit {
-		c.noPreempt[shape] = max(c.noPreempt[shape], j.Priority)
-		return nil, inFlight
+	return nil, false
+}
+
+// preemptOrder is the order in which preemption tries the clusters j may
+// run in: those where jobs already stop for it first, then by fit.
+func (c *cycle) preemptOrder(j *jobState, inFlight []*jobState) []*cluster {
+	if len(j.at.clusters) < 2 {
+		return j.at.clusters
 	}
-	return tr.minimal(n), inFlight
+	cls := slices.Clone(c.byFit(j.at.clusters, j.demand))
+	if len(inFlight) > 0 {
+		holds := func(cl *cluster) int {
+			if slices.ContainsFunc(inFlight, func(v *jobState) bool { return v.cl == cl }) {
+				return 0
+			}
+			return 1
+		}
+		slices.SortStableFunc(cls, func(a, b *cluster) int { return cmp.Compare(holds(a), holds(b)) })
+	}
+	return cls
 }
 
 // minimal drops, from the victims released after the first n (the last
@@ -116,6 +156,7 @@ func reasonWord(r job.WaitReason) string {
 // would fit.
 type trial struct {
 	c        *cycle
+	cl       *cluster // where j would be placed
 	j        *jobState
 	groups   []Group
 	need     acct
@@ -124,13 +165,14 @@ type trial struct {
 
 type released struct {
 	v      *jobState
+	cl     *cluster // v's
 	undo   []placed // adding these back takes the resources again
 	active bool
 }
 
 func (tr *trial) release(v *jobState) {
-	undo := tr.c.cl.release(v.OnNodes)
-	tr.c.cl.give(v.reserved)
+	undo := v.cl.release(v.OnNodes)
+	v.cl.give(v.reserved)
 	for _, p := range v.reserved {
 		undo = append(undo, placed{node: p.node, req: p.req.Times(-1)})
 	}
@@ -138,12 +180,12 @@ func (tr *trial) release(v *jobState) {
 	if v.t.sh != nil {
 		v.t.use.sub(v.need)
 	}
-	tr.released = append(tr.released, released{v: v, undo: undo, active: true})
+	tr.released = append(tr.released, released{v: v, cl: v.cl, undo: undo, active: true})
 }
 
 func (tr *trial) unrelease(k int) {
 	r := &tr.released[k]
-	tr.c.cl.give(r.undo)
+	r.cl.give(r.undo)
 	r.v.t.used = r.v.t.used.Add(r.v.demand)
 	if r.v.t.sh != nil {
 		r.v.t.use.add(r.v.need)
@@ -154,7 +196,7 @@ func (tr *trial) unrelease(k int) {
 func (tr *trial) rerelease(k int) {
 	r := &tr.released[k]
 	for _, p := range r.undo {
-		tr.c.cl.give([]placed{{node: p.node, req: p.req.Times(-1)}})
+		r.cl.give([]placed{{node: p.node, req: p.req.Times(-1)}})
 	}
 	r.v.t.used = r.v.t.used.Sub(r.v.demand)
 	if r.v.t.sh != nil {
@@ -171,17 +213,22 @@ func (tr *trial) undoAll() {
 	}
 }
 
-// fits reports whether j would fit its quota and the nodes now.
+// fits reports whether j would fit its quota and the nodes of tr.cl now.
 func (tr *trial) fits() bool {
-	j := tr.j
-	if j.t.sh != nil {
-		if fits, _ := tr.c.quotaFits(j.t, j, tr.need); !fits {
-			return false
-		}
-	} else if !j.t.used.Add(j.demand).Within(j.t.Quota) {
+	if !tr.quotaFits() {
 		return false
 	}
-	ps, ok := tr.c.cl.gang(tr.groups, true)
-	tr.c.cl.give(ps)
+	ps, ok := tr.cl.gang(tr.groups, true)
+	tr.cl.give(ps)
 	return ok
+}
+
+// quotaFits reports whether j would fit its tenant's quota now.
+func (tr *trial) quotaFits() bool {
+	j := tr.j
+	if j.t.sh != nil {
+		fits, _ := tr.c.quotaFits(j.t, j, tr.need)
+		return fits
+	}
+	return j.t.used.Add(j.demand).Within(j.t.Quota)
 }

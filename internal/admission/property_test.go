@@ -144,15 +144,30 @@ func checkInvariants(t *testing.T, s Snapshot, d Decision) {
 	}
 
 	// Nodes: every pod of an admitted job is placed (no partial gang), on a
-	// schedulable node that allows it, and no node is overcommitted.
-	free := map[string]job.Vector{}
-	nodes := map[string]Node{}
+	// schedulable node that allows it, all in one READY cluster the job
+	// allows, and no node is overcommitted.
+	free := map[nodeRef]job.Vector{}
+	nodes := map[nodeRef]Node{}
 	for _, n := range s.Nodes {
-		free[n.Name], nodes[n.Name] = n.Allocatable.Sub(n.Used), n
+		ref := nodeRef{n.Cluster, n.Name}
+		free[ref], nodes[ref] = n.Allocatable.Sub(n.Used), n
 	}
+	clusters := map[string]Cluster{}
+	for _, cl := range s.Clusters {
+		clusters[cl.Name] = cl
+	}
+	taken := map[nodeRef]bool{}
 	for _, k := range d.Admit {
 		j := jobs[k]
 		assigned := d.Assigned[k]
+		name, ok := d.Clusters[k]
+		require.True(t, ok, "job %s admitted without a cluster", j.Name)
+		cl := clusters[name]
+		require.Contains(t, []ClusterState{"", ClusterReady}, cl.State, "job %s admitted to cluster %q, %s", j.Name, name, cl.State)
+		require.True(t, len(j.Clusters) == 0 || slices.Contains(j.Clusters, name), "job %s admitted to cluster %q, not one it names", j.Name, name)
+		for lk, lv := range j.ClusterSelector {
+			require.Equal(t, lv, cl.Labels[lk], "job %s admitted to cluster %q, which its selector does not match", j.Name, name)
+		}
 		var total int32
 		for _, g := range j.Groups {
 			total += g.Count
@@ -161,17 +176,20 @@ func checkInvariants(t *testing.T, s Snapshot, d Decision) {
 		i := 0
 		for _, g := range j.Groups {
 			for range g.Count {
-				n := nodes[assigned[i]]
+				ref := nodeRef{name, assigned[i]}
+				n, ok := nodes[ref]
+				require.True(t, ok, "job %s on node %s, not one of cluster %q", j.Name, assigned[i], name)
 				require.False(t, n.Unschedulable, "job %s on unschedulable node %s", j.Name, n.Name)
 				require.True(t, matcher(g.Placement)(&n), "job %s group %s on node %s it does not allow", j.Name, g.Name, n.Name)
-				free[n.Name] = free[n.Name].Sub(g.Request)
+				free[ref] = free[ref].Sub(g.Request)
+				taken[ref] = true
 				i++
 			}
 		}
 	}
-	for name, f := range free {
-		if slices.ContainsFunc(d.Admit, func(k Key) bool { return slices.Contains(d.Assigned[k], name) }) {
-			require.True(t, job.Vector{}.LessEq(f), "node %s overcommitted: free %v", name, f)
+	for ref, f := range free {
+		if taken[ref] {
+			require.True(t, job.Vector{}.LessEq(f), "node %v overcommitted: free %v", ref, f)
 		}
 	}
 
@@ -236,4 +254,87 @@ func before(a, b Job) bool {
 		return a.Priority > b.Priority
 	}
 	return a.Seq < b.Seq
+}
+
+// twoClusters spreads a random snapshot over two clusters, east and west
+// (node names repeat: each cluster's nodes are n0, n1, ...), with random
+// states and labels, and gives pending jobs random cluster selectors and
+// names. Each running job is on one node, so in one cluster.
+func twoClusters(r *rand.Rand, s Snapshot) Snapshot {
+	names := []string{"east", "west"}
+	states := []ClusterState{ClusterReady, ClusterReady, ClusterReady, ClusterDraining, ClusterCordoned, ClusterUnreachable}
+	for i, n := range names {
+		s.Clusters = append(s.Clusters, Cluster{Name: n, State: states[r.IntN(len(states))],
+			Labels: map[string]string{"region": []string{"us", "eu"}[i], "tier": []string{"spot", "on-demand"}[r.IntN(2)]}})
+	}
+	ref := map[string]nodeRef{}
+	s.Nodes = slices.Clone(s.Nodes)
+	for i := range s.Nodes {
+		n := &s.Nodes[i]
+		to := nodeRef{names[i%2], fmt.Sprintf("n%d", i/2)}
+		ref[n.Name] = to
+		n.Cluster, n.Name = to.cluster, to.name
+	}
+	s.Jobs = slices.Clone(s.Jobs)
+	for i := range s.Jobs {
+		j := &s.Jobs[i]
+		if j.Admitted {
+			on := map[string]job.Vector{}
+			for name, v := range j.OnNodes {
+				j.Cluster = ref[name].cluster
+				on[ref[name].name] = v
+			}
+			j.OnNodes = on
+			continue
+		}
+		switch r.IntN(6) {
+		case 0:
+			j.ClusterSelector = map[string]string{"region": "eu"}
+		case 1:
+			j.ClusterSelector = map[string]string{"tier": "spot"}
+		case 2:
+			j.Clusters = []string{names[r.IntN(2)]}
+		case 3:
+			j.ClusterSelector = map[string]string{"region": "ap"}
+		}
+	}
+	return s
+}
+
+func TestSchedulePropertiesTwoClusters(t *testing.T) {
+	for seed := range uint64(3000) {
+		r := rand.New(rand.NewPCG(seed, 2))
+		s := twoClusters(r, randomSnapshot(r))
+		d := Schedule(s)
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			checkInvariants(t, s, d)
+			// Preemption: every victim is of the preemptor's tenant; when
+			// a capacity preemption is chosen, every new victim in it is
+			// in one cluster.
+			in := map[Key]string{}
+			for _, j := range s.Jobs {
+				in[j.Key] = j.Cluster
+			}
+			for _, p := range d.Preempt {
+				if p.Reason == job.WaitCapacity {
+					for _, q := range d.Preempt {
+						if q.By == p.By && q.Reason == job.WaitCapacity {
+							require.Equal(t, in[p.Victim], in[q.Victim], "a capacity preemption for %s across clusters", p.ByName)
+						}
+					}
+				}
+			}
+
+			shuffled := s
+			shuffled.Jobs, shuffled.Nodes, shuffled.Tenants, shuffled.Clusters = slices.Clone(s.Jobs), slices.Clone(s.Nodes), slices.Clone(s.Tenants), slices.Clone(s.Clusters)
+			r.Shuffle(len(shuffled.Jobs), func(i, k int) { shuffled.Jobs[i], shuffled.Jobs[k] = shuffled.Jobs[k], shuffled.Jobs[i] })
+			r.Shuffle(len(shuffled.Nodes), func(i, k int) { shuffled.Nodes[i], shuffled.Nodes[k] = shuffled.Nodes[k], shuffled.Nodes[i] })
+			r.Shuffle(len(shuffled.Clusters), func(i, k int) {
+				shuffled.Clusters[i], shuffled.Clusters[k] = shuffled.Clusters[k], shuffled.Clusters[i]
+			})
+			if diff := cmp.Diff(d, Schedule(shuffled)); diff != "" {
+				t.Fatalf("decision depends on input order (-first +shuffled):\n%s", diff)
+			}
+		})
+	}
 }

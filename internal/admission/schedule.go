@@ -45,20 +45,30 @@ func (c *cycle) release() {
 
 // cycle is one Schedule call.
 type cycle struct {
-	now     time.Time
-	cfg     Config
-	cl      *cluster
-	tenants map[string]*tenantState
-	order   []*tenantState // by id
-	jobs    map[Key]*jobState
-	// failed are job shapes whose gang did not fit this cycle; free
-	// capacity only shrinks, so they will not fit later in it either.
-	failed map[uint64]bool
-	never  map[uint64]bool // shapes that no node set could ever hold
-	ever   map[uint64]bool // shapes that some node set could
-	// noPreempt: shapes for which preemption found nothing, by the
-	// highest priority that tried (a lower one has fewer candidates).
-	noPreempt map[uint64]int32
+	now time.Time
+	cfg Config
+	// clusters are the Kubernetes clusters, by name (clusters.go);
+	// anywhere is where a job without constraints may run (the READY
+	// ones), wheres the other jobs' sets, by their constraints; multi
+	// says whether there is more than the one (messages name them).
+	clusters []*cluster
+	anywhere *where
+	wheres   map[string]*where
+	multi    bool
+	capacity job.Vector // of the READY clusters together
+	fitBuf   []*cluster // byFit's result, and its scratch
+	fits     []fit
+	tenants  map[string]*tenantState
+	order    []*tenantState // by id
+	jobs     map[Key]*jobState
+	// never and ever: gang shapes (within a set of clusters, where.of)
+	// that no node set of any one cluster could ever hold, or some could.
+	never map[uint64]bool
+	ever  map[uint64]bool
+	// noPreempt: (tenant, shape) for which preemption found nothing, by
+	// the highest priority that tried (a lower one has fewer candidates;
+	// another tenant has other jobs to preempt).
+	noPreempt map[tenantShape]int32
 	// hold is a job that has waited past the starvation age for capacity:
 	// later jobs may not take what it lacks.
 	hold *jobState
@@ -75,13 +85,16 @@ type cycle struct {
 	gpuLabel  string
 	models    []string
 	modelIdx  map[string]int
-	nodeModel map[string]string
+	nodeModel map[nodeRef]string
 	// noReclaim: (tenant, shape) for which cross-tenant preemption found
 	// nothing, by the highest priority that tried.
-	noReclaim map[reclaimKey]int32
+	noReclaim map[tenantShape]int32
 }
 
-type reclaimKey struct {
+// nodeRef names a node: its name is unique only within its cluster.
+type nodeRef struct{ cluster, name string }
+
+type tenantShape struct {
 	t     *tenantState
 	shape uint64
 }
@@ -115,8 +128,12 @@ type jobState struct {
 	// preempting is set for an admitted job being preempted, to the job
 	// it makes room for (nil when that job is not pending any more).
 	preempting *jobState
-	wait       *Waiting
-	short      []job.Resource // what it lacks, while it waits
+	// cl is the cluster an admitted job runs in (nil: none with nodes);
+	// at is where a pending job may run.
+	cl    *cluster
+	at    *where
+	wait  *Waiting
+	short []job.Resource // what it lacks, while it waits
 	// Sharing tenants' jobs: what the job counts against quotas (admitted:
 	// its own; pending: once admitted), and the ways it may run.
 	need     acct
@@ -127,10 +144,18 @@ type jobState struct {
 
 func newCycle(s *Snapshot) *cycle {
 	c := &cycle{
-		now: s.Now, cfg: s.Config, cl: newCluster(sortedNodes(s.Nodes)),
+		now: s.Now, cfg: s.Config, clusters: newClusters(s), wheres: map[string]*where{},
 		tenants: map[string]*tenantState{}, jobs: make(map[Key]*jobState, len(s.Jobs)),
-		failed: map[uint64]bool{}, never: map[uint64]bool{}, ever: map[uint64]bool{}, noPreempt: map[uint64]int32{},
-		noReclaim: map[reclaimKey]int32{},
+		never: map[uint64]bool{}, ever: map[uint64]bool{}, noPreempt: map[tenantShape]int32{},
+		noReclaim: map[tenantShape]int32{},
+	}
+	c.multi = len(c.clusters) > 1
+	c.anywhere = &where{matched: c.clusters}
+	for _, cl := range c.clusters {
+		if cl.ready {
+			c.anywhere.clusters = append(c.anywhere.clusters, cl)
+			c.capacity = c.capacity.Add(cl.capacity)
+		}
 	}
 	label := s.Config.GPUTypeLabel
 	if label == "" {
@@ -168,9 +193,11 @@ func newCycle(s *Snapshot) *cycle {
 		js.shape = shapeOf(js.Groups)
 		c.jobs[j.Key] = js
 		if j.Admitted {
+			js.cl = c.clusterOf(j.Cluster)
 			t.admitted = append(t.admitted, js)
 			t.used = t.used.Add(js.demand)
 		} else {
+			js.at = c.whereOf(j)
 			t.queue = append(t.queue, js)
 			pending++
 		}
@@ -222,9 +249,10 @@ func queueOrder(a, b *jobState) int {
 	return cmp.Or(cmp.Compare(b.Priority, a.Priority), cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.Key.UID, b.Key.UID))
 }
 
+// sortedNodes orders nodes by cluster, then name.
 func sortedNodes(nodes []Node) []Node {
 	out := slices.Clone(nodes)
-	slices.SortFunc(out, func(a, b Node) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b Node) int { return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Name, b.Name)) })
 	return out
 }
 
@@ -268,7 +296,10 @@ func (c *cycle) reserveAdmitted() {
 				one := []Group{*g}
 				one[0].Placed = 0
 				one[0].Count = g.Count - g.Placed
-				if ps, ok := c.cl.gang(one, true); ok {
+				if j.cl == nil {
+					continue // its cluster has no nodes here to reserve on
+				}
+				if ps, ok := j.cl.gang(one, true); ok {
 					j.reserved = append(j.reserved, ps...)
 				}
 			}
@@ -337,7 +368,7 @@ func (c *cycle) clusterOrder() []*jobState {
 			}
 		}
 	}
-	h := &shareHeap{capacity: c.cl.capacity, c: c}
+	h := &shareHeap{capacity: c.capacity, c: c}
 	for _, t := range c.order {
 		if len(t.queue) > 0 {
 			h.items = append(h.items, t)
@@ -392,6 +423,11 @@ func (c *cycle) consider(j *jobState) {
 			j.wait.EstimatedStart, j.wait.EstimateBasis = &eta, job.ETABackoff
 		}
 		return // holds nobody up: the tenant's CPU jobs may start
+	case len(j.at.clusters) == 0:
+		// No READY cluster it allows: it holds nobody up, as a job no
+		// node set can hold does not.
+		c.wait(j, job.WaitUnschedulable, c.noClusterMessage(j), nil)
+		return
 	case t.sh != nil:
 		c.considerShared(j)
 		return
@@ -402,8 +438,8 @@ func (c *cycle) consider(j *jobState) {
 		c.wait(j, job.WaitQuota, "needs more than the tenant's whole quota: "+quotaParts(j.demand, job.Vector{}, t.Quota, over), over)
 		return
 	}
-	if c.never[j.shape] {
-		c.wait(j, job.WaitUnschedulable, msgNeverFits, nil)
+	if c.never[j.at.of(j.shape)] {
+		c.wait(j, job.WaitUnschedulable, c.neverMessage(j), nil)
 		return
 	}
 	if h := c.hold; h != nil && h.t != t && touches(j.demand, h.short) {
@@ -413,13 +449,13 @@ func (c *cycle) consider(j *jobState) {
 	}
 	over := t.used.Add(j.demand).Over(t.Quota)
 	if len(over) == 0 {
-		if ps, ok := c.placeOnce(j); ok {
-			c.admit(j, ps)
+		if cl, ps, ok := c.placeShape(j, j.Groups, j.shape); ok {
+			c.admit(j, cl, ps)
 			return
 		}
 	}
-	if !c.everFits(j) {
-		c.wait(j, job.WaitUnschedulable, msgNeverFits, nil)
+	if !c.everFitsShape(j, j.Groups, j.shape) {
+		c.wait(j, job.WaitUnschedulable, c.neverMessage(j), nil)
 		return
 	}
 	reason, short := job.WaitQuota, over
@@ -427,8 +463,9 @@ func (c *cycle) consider(j *jobState) {
 	if len(over) > 0 {
 		msg = "waiting for quota: " + quotaParts(j.demand, t.used, t.Quota, over)
 	} else {
-		reason, short = job.WaitCapacity, c.shortOf(j)
-		msg = "waiting for capacity: " + c.capacityMessage(j, short)
+		cl := c.closest(j)
+		reason, short = job.WaitCapacity, c.shortOf(j, cl)
+		msg = "waiting for capacity: " + c.capacityMessage(j, cl, short)
 	}
 	if t.Scheduling.Preemption == tenant.PreemptLowerPriority {
 		if victims, inFlight := c.preempt(j, j.Groups, j.shape, nil); len(victims)+len(inFlight) > 0 {
@@ -448,15 +485,8 @@ func (c *cycle) consider(j *jobState) {
 	c.block(j)
 }
 
-// everFits reports, once per shape, whether j's pods could be placed at
-// all if nothing else ran.
-func (c *cycle) everFits(j *jobState) bool { return c.everFitsShape(j.Groups, j.shape) }
-
-// placeOnce places j's gang, remembering a shape that did not fit.
-func (c *cycle) placeOnce(j *jobState) ([]placed, bool) { return c.placeShape(j.Groups, j.shape) }
-
-func (c *cycle) admit(j *jobState, ps []placed) {
-	j.reserved = ps
+func (c *cycle) admit(j *jobState, cl *cluster, ps []placed) {
+	j.reserved, j.cl = ps, cl
 	j.t.used = j.t.used.Add(j.demand)
 	if j.t.sh != nil {
 		j.t.use.add(j.need)
@@ -464,12 +494,13 @@ func (c *cycle) admit(j *jobState, ps []placed) {
 	c.out.Admit = append(c.out.Admit, j.Key)
 	nodes := make([]string, len(ps))
 	for i, p := range ps {
-		nodes[i] = c.cl.nodes[p.node].node.Name
+		nodes[i] = cl.nodes[p.node].node.Name
 	}
 	if c.out.Assigned == nil {
-		c.out.Assigned = map[Key][]string{}
+		c.out.Assigned, c.out.Clusters = map[Key][]string{}, map[Key]string{}
 	}
 	c.out.Assigned[j.Key] = nodes
+	c.out.Clusters[j.Key] = cl.Name
 }
 
 // block applies the queueing rules to a job that was not admitted: under
@@ -500,11 +531,11 @@ func (c *cycle) wait(j *jobState, reason job.WaitReason, msg string, short []job
 	c.waiting = append(c.waiting, j)
 }
 
-// shortOf names the resources the cluster lacks for j: those of which
+// shortOf names the resources cluster cl lacks for j: those of which
 // there is not enough free in total, else (the sum fits, the pods do not)
 // every resource j asks for, since the free capacity is split across nodes.
-func (c *cycle) shortOf(j *jobState) []job.Resource {
-	if short := j.demand.Short(c.cl.free); len(short) > 0 {
+func (c *cycle) shortOf(j *jobState, cl *cluster) []job.Resource {
+	if short := j.demand.Short(cl.free); len(short) > 0 {
 		return short
 	}
 	// Enough is free in the cluster, spread too thin: what is short is
@@ -516,7 +547,7 @@ func (c *cycle) shortOf(j *jobState) []job.Resource {
 			continue
 		}
 		asked = append(asked, r)
-		if podMax(j, r) > c.cl.maxFree(r) {
+		if podMax(j, r) > cl.maxFree(r) {
 			tooBig = append(tooBig, r)
 		}
 	}
@@ -553,22 +584,44 @@ func quotaParts(demand, used, quota job.Vector, over []job.Resource) string {
 	return strings.Join(parts, "; ")
 }
 
-// capacityMessage says what of short the cluster lacks for j: in total,
-// or on any one node for its largest pod.
-func (c *cycle) capacityMessage(j *jobState, short []job.Resource) string {
+// capacityMessage says what of short cluster cl (with several clusters,
+// the closest) lacks for j: in total, or on any one node for its largest
+// pod; and, when the clusters together have enough free, that a gang is
+// never split across them.
+func (c *cycle) capacityMessage(j *jobState, cl *cluster, short []job.Resource) string {
+	in := "the cluster"
+	if c.multi {
+		in = clusterWord(cl)
+	}
 	var parts []string
 	for _, r := range short {
-		free := max(c.cl.free[r], 0)
+		free := max(cl.free[r], 0)
 		if free < j.demand[r] {
-			parts = append(parts, fmt.Sprintf("needs %s %s, %s free in the cluster", r.Format(j.demand[r]), r.Human(), r.Format(free)))
-		} else if pod, node := podMax(j, r), max(c.cl.maxFree(r), 0); pod > node {
-			parts = append(parts, fmt.Sprintf("a pod needs %s %s, at most %s free on one node (%s in the cluster)", r.Format(pod), r.Human(), r.Format(node), r.Format(free)))
+			parts = append(parts, fmt.Sprintf("needs %s %s, %s free in %s", r.Format(j.demand[r]), r.Human(), r.Format(free), in))
+		} else if pod, node := podMax(j, r), max(cl.maxFree(r), 0); pod > node {
+			parts = append(parts, fmt.Sprintf("a pod needs %s %s, at most %s free on one node (%s in %s)", r.Format(pod), r.Human(), r.Format(node), r.Format(free), in))
 		}
 	}
+	msg := strings.Join(parts, "; ")
 	if len(parts) == 0 {
-		return "enough is free in the cluster, but not on a set of nodes that holds every pod of the job"
+		msg = "enough is free in " + in + ", but not on a set of nodes that holds every pod of the job"
 	}
-	return strings.Join(parts, "; ")
+	if !c.multi {
+		return msg
+	}
+	cls := j.at.clusters
+	if len(cls) == 1 {
+		return msg
+	}
+	msg = fmt.Sprintf("no cluster can hold all of its pods now; the closest is %s: %s", clusterWord(cl), msg)
+	var sum job.Vector
+	for _, k := range cls {
+		sum = sum.Add(k.free)
+	}
+	if j.demand.LessEq(sum) {
+		msg += fmt.Sprintf("; clusters %s have enough free together, but %s", clusterNames(cls), msgNeverSplit)
+	}
+	return msg
 }
 
 func namesOf(js []*jobState) []string {

@@ -424,3 +424,18 @@ func TestScheduleIgnoresJobsOfUnknownTenants(t *testing.T) {
 	require.Len(t, d.Waiting, 1)
 	require.Equal(t, key("a", "next"), d.Waiting[0].Key)
 }
+
+// A tenant whose job found nothing to preempt does not keep another
+// tenant's job of the same shape and priority from preempting its own
+// lower-priority jobs (the cache of failed trials is per tenant).
+func TestPreemptionTrialsPerTenant(t *testing.T) {
+	s := snapshot([]Tenant{tenantOf("a").preempting(), tenantOf("b").preempting()}, []Node{gpuNode("n1", 8)},
+		makeJob("b", "low", 1).Workers(1, 8).Running(t0).On("n1").Obj(),
+		makeJob("a", "ua", 2).Workers(1, 8).Priority(100).Obj(), // first in the cluster order: a uses nothing
+		makeJob("b", "ub", 3).Workers(1, 8).Priority(100).Obj())
+	s.Config.StarvationAge = 0
+	d := Schedule(s)
+	require.Len(t, d.Preempt, 1)
+	require.Equal(t, "low", d.Preempt[0].VictimName)
+	require.Equal(t, "ub", d.Preempt[0].ByName)
+}

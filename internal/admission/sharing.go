@@ -214,11 +214,11 @@ func (c *cycle) setupSharing(s *Snapshot) {
 	for i, m := range c.models {
 		c.modelIdx[m] = int(job.NumResources) + i
 	}
-	c.nodeModel = map[string]string{}
+	c.nodeModel = map[nodeRef]string{}
 	if len(c.models) > 0 {
 		for _, n := range s.Nodes {
 			if m := n.Labels[c.gpuLabel]; m != "" {
-				c.nodeModel[n.Name] = m
+				c.nodeModel[nodeRef{n.Cluster, n.Name}] = m
 			}
 		}
 	}
@@ -334,7 +334,7 @@ func (c *cycle) needOf(j *jobState, groups []Group, model string) acct {
 		return n
 	}
 	for node, v := range j.OnNodes {
-		if m := c.nodeModel[node]; m != "" {
+		if m := c.nodeModel[nodeRef{j.Cluster, node}]; m != "" {
 			if k, ok := c.modelIdx[m]; ok {
 				n[k] += v[job.GPU]
 			}

@@ -21,10 +21,45 @@ type Snapshot struct {
 	// cancelled) and admitted (holding quota and capacity until they end).
 	Jobs  []Job
 	Nodes []Node
+	// Clusters are the Kubernetes clusters the nodes belong to
+	// (Node.Cluster), with their labels and states. A cluster that nodes
+	// name but that is not listed is READY with no labels: a one-cluster
+	// installation lists none and its nodes' Cluster is "".
+	Clusters []Cluster
 	// Cohorts are the cohorts' own nominal pools (nobody owns them); a
 	// cohort that tenants name but that is not listed has none.
 	Cohorts []Cohort
 }
+
+// Cluster is a Kubernetes cluster as the scheduler sees it (clusters.go).
+type Cluster struct {
+	// Name is the cluster's name; "" is the default cluster (the one a
+	// one-cluster installation has).
+	Name string
+	// Labels are what jobs' cluster selectors match (region, cloud, GPU
+	// models, cost class).
+	Labels map[string]string
+	// State says whether new work may go there ("" is READY).
+	State ClusterState
+}
+
+// ClusterState is a cluster's state. Only a READY cluster takes new
+// work; in every other state its nodes keep counting what the admitted
+// jobs on them use, and those jobs keep their quota.
+type ClusterState string
+
+const (
+	// ClusterReady: its agent reports; new jobs may be placed there.
+	ClusterReady ClusterState = "READY"
+	// ClusterUnreachable: its agent missed its heartbeats; nothing new
+	// goes there (what runs there is moved by the control plane after a
+	// grace, not by this decision).
+	ClusterUnreachable ClusterState = "UNREACHABLE"
+	// ClusterDraining: nothing new goes there; running jobs finish.
+	ClusterDraining ClusterState = "DRAINING"
+	// ClusterCordoned: nothing new goes there; running jobs keep running.
+	ClusterCordoned ClusterState = "CORDONED"
+)
 
 // Cohort is a group of tenants that lend one another their unused
 // nominal quota (sharing.go).
@@ -108,6 +143,12 @@ type Job struct {
 	// places its GPU pods on nodes of that model and counts its GPUs
 	// against the tenant's quota of that model.
 	GPUType string
+	// ClusterSelector (spec.clusterSelector) are labels a cluster must
+	// have for the job to run there; Clusters (spec.clusters) the names
+	// of the clusters it may run in (empty: any). A gang runs whole
+	// inside one cluster.
+	ClusterSelector map[string]string
+	Clusters        []string
 
 	Admitted bool
 
@@ -134,8 +175,12 @@ type Job struct {
 	// PreemptingFor is set while the job is being preempted: the pending
 	// job it makes room for.
 	PreemptingFor Key
+	// Cluster is the cluster the job runs in (Decision.Clusters when it
+	// was admitted).
+	Cluster string
 	// OnNodes is what the job's pods that are on nodes use there, by
-	// node name (those amounts are part of the nodes' Used).
+	// node name within Cluster (those amounts are part of the nodes'
+	// Used).
 	OnNodes map[string]job.Vector
 }
 
@@ -182,9 +227,12 @@ func (p Placement) Key() string {
 
 // Node is a node as the scheduler sees it.
 type Node struct {
-	Name   string
-	Labels map[string]string
-	Taints []corev1.Taint
+	// Cluster is the cluster the node belongs to ("": the default one);
+	// a node's Name is unique only within its cluster.
+	Cluster string
+	Name    string
+	Labels  map[string]string
+	Taints  []corev1.Taint
 	// Unschedulable: cordoned, or not ready. Nothing new goes there.
 	Unschedulable bool
 	Allocatable   job.Vector
@@ -198,9 +246,13 @@ type Decision struct {
 	// Admit lists the jobs to admit, in the order they were admitted.
 	Admit []Key
 	// Assigned is, for each admitted job, the node the cycle found for
-	// each of its pods (group by group): the proof that the gang fits.
-	// kube-scheduler places the pods; it may choose other nodes.
+	// each of its pods (group by group), all in the job's cluster
+	// (Clusters): the proof that the gang fits. kube-scheduler places the
+	// pods; it may choose other nodes of that cluster.
 	Assigned map[Key][]string
+	// Clusters is, for each admitted job, the cluster chosen for it
+	// ("": the default cluster). Its pods must be created there.
+	Clusters map[Key]string
 	// GPUTypes is, for each admitted job that asked for any GPU model of
 	// a tenant with quotas per model, the model it was counted against:
 	// its GPU pods must go to nodes of that model (a node selector on

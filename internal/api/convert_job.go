@@ -1,6 +1,8 @@
 package api
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -82,6 +84,10 @@ func specFromPB(s *pb.JobSpec) job.Spec {
 	if s.Preemptible != nil {
 		out.Preemptible = new(s.GetPreemptible())
 	}
+	if len(s.GetClusterSelector()) > 0 {
+		out.ClusterSelector = maps.Clone(s.GetClusterSelector())
+	}
+	out.Clusters = slices.Clone(s.GetClusters())
 	for _, r := range s.GetReplicas() {
 		out.Replicas = append(out.Replicas, replicaFromPB(r))
 	}
@@ -226,6 +232,8 @@ func specToPB(s job.Spec) *pb.JobSpec {
 		Priority:                      s.Priority,
 		TerminationGracePeriodSeconds: s.TerminationGracePeriodSeconds,
 		Preemptible:                   s.Preemptible,
+		ClusterSelector:               maps.Clone(s.ClusterSelector),
+		Clusters:                      slices.Clone(s.Clusters),
 		RunPolicy: &pb.RunPolicy{
 			BackoffLimit:            &s.RunPolicy.BackoffLimit,
 			ActiveDeadlineSeconds:   s.RunPolicy.ActiveDeadlineSeconds,

@@ -40,10 +40,12 @@ func fullSpecPB() *pb.JobSpec {
 			BackoffLimit: &backoff, ActiveDeadlineSeconds: &deadline, TtlSecondsAfterFinished: &ttl,
 			CleanPodPolicy: pb.CleanPodPolicy_CLEAN_POD_POLICY_ALL,
 		},
-		SuccessPolicy: pb.SuccessPolicy_SUCCESS_POLICY_ALL_WORKERS,
-		Checkpoint:    &pb.CheckpointVolume{ClaimName: "ckpt", MountPath: "/ckpt"},
-		Tensorboard:   &pb.TensorBoard{Enabled: true, Image: "tb", LogDir: "logs"},
-		Priority:      7,
+		SuccessPolicy:   pb.SuccessPolicy_SUCCESS_POLICY_ALL_WORKERS,
+		Checkpoint:      &pb.CheckpointVolume{ClaimName: "ckpt", MountPath: "/ckpt"},
+		Tensorboard:     &pb.TensorBoard{Enabled: true, Image: "tb", LogDir: "logs"},
+		Priority:        7,
+		ClusterSelector: map[string]string{"topology.kubernetes.io/region": "us-east-1", "cost": "spot"},
+		Clusters:        []string{"gpu-east", "gpu-west"},
 	}
 }
 

@@ -92,6 +92,11 @@ type Spec struct {
 	// OnDependencyFailure: what becomes of the job when a dependency can
 	// never be met. Unset means FAIL.
 	OnDependencyFailure OnDependencyFailure `json:"onDependencyFailure,omitempty"`
+	// ClusterSelector are labels a cluster must have for the job to run
+	// there; Clusters the ids of the clusters it may run in (empty: any).
+	// The job runs whole inside one of them (internal/admission).
+	ClusterSelector map[string]string `json:"clusterSelector,omitempty"`
+	Clusters        []string          `json:"clusters,omitempty"`
 }
 
 // NonPreemptible reports spec.preemptible: false.

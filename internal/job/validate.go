@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/trainyard/trainyard/internal/resname"
 )
 
 // Limits enforced by Validate. They keep every object Trainyard renders well
@@ -35,6 +37,8 @@ const (
 	MaxEnvBytes           = 64 << 10 // names and values of a replica's env
 	MaxGPU                = 64       // per replica pod
 	MaxNodeSelector       = 32
+	MaxClusterSelector    = 16
+	MaxClusters           = 64 // names in spec.clusters
 	MaxTolerations        = 32
 	MaxAffinityTerms      = 16 // required terms, and preferred terms
 	MaxMatchExpressions   = 16 // per term
@@ -112,6 +116,7 @@ func (v *Violations) spec(s *Spec) {
 	}
 	v.runPolicy(&s.RunPolicy)
 	v.dependencies(s)
+	v.clusters(s)
 
 	switch s.SuccessPolicy {
 	case SuccessChiefOrWorker0:
@@ -313,6 +318,26 @@ func (v *Violations) env(p string, env []EnvVar) {
 	}
 	if size > MaxEnvBytes {
 		v.Add(p, "names and values are %d bytes in total; at most %d are allowed", size, MaxEnvBytes)
+	}
+}
+
+// clusters checks spec.clusterSelector (label syntax) and spec.clusters
+// (cluster ids, as the clusters API names them: resname's id rule).
+func (v *Violations) clusters(s *Spec) {
+	v.Labels("spec.clusterSelector", s.ClusterSelector, MaxClusterSelector, nil)
+	if len(s.Clusters) > MaxClusters {
+		v.Add("spec.clusters", "has %d entries; at most %d are allowed", len(s.Clusters), MaxClusters)
+	}
+	seen := map[string]int{}
+	for i, c := range s.Clusters {
+		p := fmt.Sprintf("spec.clusters[%d]", i)
+		if !resname.IsID(c) {
+			v.Add(p, "%s is not a cluster id: at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit", resname.Quote(c))
+		} else if k, dup := seen[c]; dup {
+			v.Add(p, "%q is already given in spec.clusters[%d]", c, k)
+		} else {
+			seen[c] = i
+		}
 	}
 }
 

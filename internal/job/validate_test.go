@@ -305,6 +305,24 @@ func TestValidate(t *testing.T) {
 		"priority below -1000": {func(j *Job) { j.Spec.Priority = -1001 }, []string{"spec.priority"}},
 		"priority -1000":       {func(j *Job) { j.Spec.Priority = -1000 }, nil},
 
+		// Clusters.
+		"cluster selector and names": {func(j *Job) {
+			j.Spec.ClusterSelector = map[string]string{"topology.kubernetes.io/region": "eu-west-1"}
+			j.Spec.Clusters = []string{"gpu-east", "a1"}
+		}, nil},
+		"cluster selector key invalid":   {func(j *Job) { j.Spec.ClusterSelector = map[string]string{"bad key": "x"} }, []string{"spec.clusterSelector"}},
+		"cluster selector value invalid": {func(j *Job) { j.Spec.ClusterSelector = map[string]string{"region": "eu west"} }, []string{"spec.clusterSelector"}},
+		"cluster selector over 16":       {func(j *Job) { j.Spec.ClusterSelector = valLabels(MaxClusterSelector + 1) }, []string{"spec.clusterSelector"}},
+		"cluster id invalid": {func(j *Job) { j.Spec.Clusters = []string{"ok", "Gpu_East", "", "-x"} }, []string{
+			"spec.clusters[1]", "spec.clusters[2]", "spec.clusters[3]",
+		}},
+		"cluster id twice": {func(j *Job) { j.Spec.Clusters = []string{"a", "b", "a"} }, []string{"spec.clusters[2]"}},
+		"clusters over 64": {func(j *Job) {
+			for i := range MaxClusters + 1 {
+				j.Spec.Clusters = append(j.Spec.Clusters, fmt.Sprintf("c%d", i))
+			}
+		}, []string{"spec.clusters"}},
+
 		// Several problems at once: every one is reported, in order.
 		"all problems reported": {func(j *Job) {
 			j.Name = "Bad"

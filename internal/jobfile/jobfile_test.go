@@ -232,3 +232,17 @@ func TestParseEnumAmbiguousAndUnknown(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, pb.Role_ROLE_EDITOR, pb.Role(v.Number()))
 }
+
+// A job file selects clusters by label and by name; a label value written
+// as a number is a string, as elsewhere.
+func TestParseJobFileClusters(t *testing.T) {
+	j, err := parseJobFile([]byte(`
+spec:
+  replicas: [{type: worker, image: tf}]
+  clusterSelector: {region: eu-west-1, generation: 5}
+  clusters: [gpu-east, gpu-west]
+`))
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"region": "eu-west-1", "generation": "5"}, j.GetSpec().GetClusterSelector())
+	require.Equal(t, []string{"gpu-east", "gpu-west"}, j.GetSpec().GetClusters())
+}

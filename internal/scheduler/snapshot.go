@@ -29,11 +29,16 @@ type shape struct {
 	// is onDependencyFailure CANCEL.
 	deps        []job.Dependency
 	cancelOnDep bool
+	// clusterSelector, clusters: where the job may run (spec.clusterSelector,
+	// spec.clusters).
+	clusterSelector map[string]string
+	clusters        []string
 }
 
 func shapeOf(spec job.Spec) (shape, error) {
 	s := shape{gracePeriod: spec.GracePeriod(), nonPreemptible: spec.NonPreemptible(),
-		deps: spec.DependsOn, cancelOnDep: spec.Failure() == job.DependencyCancel}
+		deps: spec.DependsOn, cancelOnDep: spec.Failure() == job.DependencyCancel,
+		clusterSelector: spec.ClusterSelector, clusters: spec.Clusters}
 	if d := spec.RunPolicy.ActiveDeadlineSeconds; d != nil {
 		s.maxRunTime = time.Duration(*d) * time.Second
 	}
@@ -121,6 +126,7 @@ func (s *Scheduler) snapshot(ctx context.Context, now time.Time) (view, error) {
 			Key: k, Name: r.Name, Priority: r.Priority, Seq: r.Seq, QueuedAt: r.QueuedAt,
 			MaxRunTime: sh.maxRunTime, GracePeriod: sh.gracePeriod, Admitted: r.Admitted,
 			NonPreemptible: sh.nonPreemptible, GPUType: sh.gpuType,
+			ClusterSelector: sh.clusterSelector, Clusters: sh.clusters,
 			NotBefore: r.NotBefore, StartTime: r.StartTime,
 		}
 		j.Groups = append([]admission.Group(nil), sh.groups...)
@@ -255,7 +261,9 @@ func (s *Scheduler) runTimes(ctx context.Context, now time.Time) (map[string]sto
 	return s.runTimesByTenant, nil
 }
 
-// nodes are the cluster's nodes with what the pods bound to them take.
+// nodes are the cluster's nodes with what the pods bound to them take,
+// all of the default cluster (Node.Cluster ""): other clusters' nodes come
+// from their agents.
 func (s *Scheduler) nodes() []admission.Node {
 	list, _ := s.nodeLister.List(labels.Everything())
 	out := make([]admission.Node, 0, len(list))

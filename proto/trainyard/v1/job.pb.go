@@ -798,8 +798,18 @@ type JobSpec struct {
 	DependsOn []*JobDependency `protobuf:"bytes,9,rep,name=depends_on,json=dependsOn,proto3" json:"depends_on,omitempty"`
 	// What becomes of the job when a dependency can never be met.
 	OnDependencyFailure OnDependencyFailure `protobuf:"varint,10,opt,name=on_dependency_failure,json=onDependencyFailure,proto3,enum=trainyard.v1.OnDependencyFailure" json:"on_dependency_failure,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Labels a cluster must have for the job to run there (region, cloud,
+	// GPU models, cost class); at most 16 entries, Kubernetes label syntax.
+	// A job runs whole inside one cluster: its pods are never split across
+	// clusters. Among the READY clusters that match and have room, the
+	// scheduler takes the best fit by GPUs. Empty: any cluster.
+	ClusterSelector map[string]string `protobuf:"bytes,11,rep,name=cluster_selector,json=clusterSelector,proto3" json:"cluster_selector,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The ids of the clusters the job may run in, at most 64; empty: any
+	// (that cluster_selector matches). A job no READY cluster matches waits
+	// with reason UNSCHEDULABLE, saying which clusters match and their states.
+	Clusters      []string `protobuf:"bytes,12,rep,name=clusters,proto3" json:"clusters,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -900,6 +910,20 @@ func (x *JobSpec) GetOnDependencyFailure() OnDependencyFailure {
 		return x.OnDependencyFailure
 	}
 	return OnDependencyFailure_ON_DEPENDENCY_FAILURE_UNSPECIFIED
+}
+
+func (x *JobSpec) GetClusterSelector() map[string]string {
+	if x != nil {
+		return x.ClusterSelector
+	}
+	return nil
+}
+
+func (x *JobSpec) GetClusters() []string {
+	if x != nil {
+		return x.Clusters
+	}
+	return nil
 }
 
 // A job this one waits for.
@@ -4484,7 +4508,7 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\acreator\x18\t \x01(\tB\x05\x92A\x02@\x01R\acreator\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x92\x05\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc9\x06\n" +
 	"\aJobSpec\x125\n" +
 	"\breplicas\x18\x01 \x03(\v2\x19.trainyard.v1.ReplicaSpecR\breplicas\x126\n" +
 	"\n" +
@@ -4500,7 +4524,12 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\n" +
 	"depends_on\x18\t \x03(\v2\x1b.trainyard.v1.JobDependencyR\tdependsOn\x12U\n" +
 	"\x15on_dependency_failure\x18\n" +
-	" \x01(\x0e2!.trainyard.v1.OnDependencyFailureR\x13onDependencyFailureB#\n" +
+	" \x01(\x0e2!.trainyard.v1.OnDependencyFailureR\x13onDependencyFailure\x12U\n" +
+	"\x10cluster_selector\x18\v \x03(\v2*.trainyard.v1.JobSpec.ClusterSelectorEntryR\x0fclusterSelector\x12\x1a\n" +
+	"\bclusters\x18\f \x03(\tR\bclusters\x1aB\n" +
+	"\x14ClusterSelectorEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B#\n" +
 	"!_termination_grace_period_secondsB\x0e\n" +
 	"\f_preemptible\"{\n" +
 	"\rJobDependency\x12\x10\n" +
@@ -4897,7 +4926,7 @@ func file_trainyard_v1_job_proto_rawDescGZIP() []byte {
 }
 
 var file_trainyard_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 10)
-var file_trainyard_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
+var file_trainyard_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
 var file_trainyard_v1_job_proto_goTypes = []any{
 	(DependencyCondition)(0),        // 0: trainyard.v1.DependencyCondition
 	(OnDependencyFailure)(0),        // 1: trainyard.v1.OnDependencyFailure
@@ -4961,22 +4990,23 @@ var file_trainyard_v1_job_proto_goTypes = []any{
 	(*ParseJobFileRequest)(nil),     // 59: trainyard.v1.ParseJobFileRequest
 	(*ParseJobFileResponse)(nil),    // 60: trainyard.v1.ParseJobFileResponse
 	nil,                             // 61: trainyard.v1.Job.LabelsEntry
-	nil,                             // 62: trainyard.v1.DependencyResult.ExitCodesEntry
-	nil,                             // 63: trainyard.v1.DependencyResult.OutputsEntry
-	nil,                             // 64: trainyard.v1.ReplicaSpec.NodeSelectorEntry
-	nil,                             // 65: trainyard.v1.ReplicaSpec.PodLabelsEntry
-	nil,                             // 66: trainyard.v1.ReplicaSpec.PodAnnotationsEntry
-	nil,                             // 67: trainyard.v1.JobStatus.OutputsEntry
-	(*timestamppb.Timestamp)(nil),   // 68: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),         // 69: google.protobuf.Struct
-	(*httpbody.HttpBody)(nil),       // 70: google.api.HttpBody
+	nil,                             // 62: trainyard.v1.JobSpec.ClusterSelectorEntry
+	nil,                             // 63: trainyard.v1.DependencyResult.ExitCodesEntry
+	nil,                             // 64: trainyard.v1.DependencyResult.OutputsEntry
+	nil,                             // 65: trainyard.v1.ReplicaSpec.NodeSelectorEntry
+	nil,                             // 66: trainyard.v1.ReplicaSpec.PodLabelsEntry
+	nil,                             // 67: trainyard.v1.ReplicaSpec.PodAnnotationsEntry
+	nil,                             // 68: trainyard.v1.JobStatus.OutputsEntry
+	(*timestamppb.Timestamp)(nil),   // 69: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),         // 70: google.protobuf.Struct
+	(*httpbody.HttpBody)(nil),       // 71: google.api.HttpBody
 }
 var file_trainyard_v1_job_proto_depIdxs = []int32{
 	61, // 0: trainyard.v1.Job.labels:type_name -> trainyard.v1.Job.LabelsEntry
 	11, // 1: trainyard.v1.Job.spec:type_name -> trainyard.v1.JobSpec
 	32, // 2: trainyard.v1.Job.status:type_name -> trainyard.v1.JobStatus
-	68, // 3: trainyard.v1.Job.create_time:type_name -> google.protobuf.Timestamp
-	68, // 4: trainyard.v1.Job.update_time:type_name -> google.protobuf.Timestamp
+	69, // 3: trainyard.v1.Job.create_time:type_name -> google.protobuf.Timestamp
+	69, // 4: trainyard.v1.Job.update_time:type_name -> google.protobuf.Timestamp
 	14, // 5: trainyard.v1.JobSpec.replicas:type_name -> trainyard.v1.ReplicaSpec
 	29, // 6: trainyard.v1.JobSpec.run_policy:type_name -> trainyard.v1.RunPolicy
 	5,  // 7: trainyard.v1.JobSpec.success_policy:type_name -> trainyard.v1.SuccessPolicy
@@ -4984,99 +5014,100 @@ var file_trainyard_v1_job_proto_depIdxs = []int32{
 	31, // 9: trainyard.v1.JobSpec.tensorboard:type_name -> trainyard.v1.TensorBoard
 	12, // 10: trainyard.v1.JobSpec.depends_on:type_name -> trainyard.v1.JobDependency
 	1,  // 11: trainyard.v1.JobSpec.on_dependency_failure:type_name -> trainyard.v1.OnDependencyFailure
-	0,  // 12: trainyard.v1.JobDependency.condition:type_name -> trainyard.v1.DependencyCondition
-	0,  // 13: trainyard.v1.DependencyResult.condition:type_name -> trainyard.v1.DependencyCondition
-	6,  // 14: trainyard.v1.DependencyResult.state:type_name -> trainyard.v1.JobState
-	62, // 15: trainyard.v1.DependencyResult.exit_codes:type_name -> trainyard.v1.DependencyResult.ExitCodesEntry
-	63, // 16: trainyard.v1.DependencyResult.outputs:type_name -> trainyard.v1.DependencyResult.OutputsEntry
-	2,  // 17: trainyard.v1.ReplicaSpec.type:type_name -> trainyard.v1.ReplicaType
-	20, // 18: trainyard.v1.ReplicaSpec.env:type_name -> trainyard.v1.EnvVar
-	23, // 19: trainyard.v1.ReplicaSpec.resources:type_name -> trainyard.v1.Resources
-	64, // 20: trainyard.v1.ReplicaSpec.node_selector:type_name -> trainyard.v1.ReplicaSpec.NodeSelectorEntry
-	24, // 21: trainyard.v1.ReplicaSpec.tolerations:type_name -> trainyard.v1.Toleration
-	25, // 22: trainyard.v1.ReplicaSpec.affinity:type_name -> trainyard.v1.Affinity
-	65, // 23: trainyard.v1.ReplicaSpec.pod_labels:type_name -> trainyard.v1.ReplicaSpec.PodLabelsEntry
-	66, // 24: trainyard.v1.ReplicaSpec.pod_annotations:type_name -> trainyard.v1.ReplicaSpec.PodAnnotationsEntry
-	3,  // 25: trainyard.v1.ReplicaSpec.restart_policy:type_name -> trainyard.v1.RestartPolicy
-	22, // 26: trainyard.v1.ReplicaSpec.secret_volumes:type_name -> trainyard.v1.SecretVolume
-	15, // 27: trainyard.v1.ReplicaSpec.liveness_probe:type_name -> trainyard.v1.Probe
-	15, // 28: trainyard.v1.ReplicaSpec.readiness_probe:type_name -> trainyard.v1.Probe
-	15, // 29: trainyard.v1.ReplicaSpec.startup_probe:type_name -> trainyard.v1.Probe
-	16, // 30: trainyard.v1.Probe.exec:type_name -> trainyard.v1.ExecAction
-	17, // 31: trainyard.v1.Probe.tcp_socket:type_name -> trainyard.v1.TCPSocketAction
-	18, // 32: trainyard.v1.Probe.http_get:type_name -> trainyard.v1.HTTPGetAction
-	19, // 33: trainyard.v1.HTTPGetAction.headers:type_name -> trainyard.v1.HTTPHeader
-	21, // 34: trainyard.v1.EnvVar.secret:type_name -> trainyard.v1.SecretKeyRef
-	26, // 35: trainyard.v1.Affinity.required:type_name -> trainyard.v1.NodeSelectorTerm
-	28, // 36: trainyard.v1.Affinity.preferred:type_name -> trainyard.v1.PreferredTerm
-	27, // 37: trainyard.v1.NodeSelectorTerm.match_expressions:type_name -> trainyard.v1.NodeSelectorRequirement
-	26, // 38: trainyard.v1.PreferredTerm.preference:type_name -> trainyard.v1.NodeSelectorTerm
-	4,  // 39: trainyard.v1.RunPolicy.clean_pod_policy:type_name -> trainyard.v1.CleanPodPolicy
-	6,  // 40: trainyard.v1.JobStatus.state:type_name -> trainyard.v1.JobState
-	34, // 41: trainyard.v1.JobStatus.conditions:type_name -> trainyard.v1.Condition
-	68, // 42: trainyard.v1.JobStatus.start_time:type_name -> google.protobuf.Timestamp
-	68, // 43: trainyard.v1.JobStatus.completion_time:type_name -> google.protobuf.Timestamp
-	35, // 44: trainyard.v1.JobStatus.replica_counts:type_name -> trainyard.v1.ReplicaCounts
-	36, // 45: trainyard.v1.JobStatus.replicas:type_name -> trainyard.v1.ReplicaStatus
-	33, // 46: trainyard.v1.JobStatus.queue:type_name -> trainyard.v1.QueueStatus
-	67, // 47: trainyard.v1.JobStatus.outputs:type_name -> trainyard.v1.JobStatus.OutputsEntry
-	13, // 48: trainyard.v1.JobStatus.dependencies:type_name -> trainyard.v1.DependencyResult
-	7,  // 49: trainyard.v1.QueueStatus.reason:type_name -> trainyard.v1.WaitReason
-	68, // 50: trainyard.v1.QueueStatus.estimated_start_time:type_name -> google.protobuf.Timestamp
-	8,  // 51: trainyard.v1.QueueStatus.estimate_basis:type_name -> trainyard.v1.EstimateBasis
-	68, // 52: trainyard.v1.QueueStatus.update_time:type_name -> google.protobuf.Timestamp
-	68, // 53: trainyard.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
-	2,  // 54: trainyard.v1.ReplicaCounts.type:type_name -> trainyard.v1.ReplicaType
-	2,  // 55: trainyard.v1.ReplicaStatus.type:type_name -> trainyard.v1.ReplicaType
-	9,  // 56: trainyard.v1.ReplicaStatus.state:type_name -> trainyard.v1.ReplicaState
-	37, // 57: trainyard.v1.ReplicaStatus.last_termination:type_name -> trainyard.v1.Termination
-	68, // 58: trainyard.v1.Termination.finish_time:type_name -> google.protobuf.Timestamp
-	10, // 59: trainyard.v1.CreateJobRequest.job:type_name -> trainyard.v1.Job
-	38, // 60: trainyard.v1.BatchCreateJobsRequest.requests:type_name -> trainyard.v1.CreateJobRequest
-	10, // 61: trainyard.v1.BatchCreateJobsResponse.jobs:type_name -> trainyard.v1.Job
-	69, // 62: trainyard.v1.ImportTFJobRequest.tfjob:type_name -> google.protobuf.Struct
-	10, // 63: trainyard.v1.ImportTFJobResponse.job:type_name -> trainyard.v1.Job
-	43, // 64: trainyard.v1.ImportTFJobResponse.warnings:type_name -> trainyard.v1.ImportWarning
-	10, // 65: trainyard.v1.ListJobsResponse.jobs:type_name -> trainyard.v1.Job
-	6,  // 66: trainyard.v1.JobEvent.state:type_name -> trainyard.v1.JobState
-	68, // 67: trainyard.v1.JobEvent.create_time:type_name -> google.protobuf.Timestamp
-	52, // 68: trainyard.v1.ListJobEventsResponse.events:type_name -> trainyard.v1.JobEvent
-	52, // 69: trainyard.v1.WatchJobResponse.event:type_name -> trainyard.v1.JobEvent
-	10, // 70: trainyard.v1.WatchJobResponse.job:type_name -> trainyard.v1.Job
-	10, // 71: trainyard.v1.ParseJobFileResponse.jobs:type_name -> trainyard.v1.Job
-	38, // 72: trainyard.v1.JobService.CreateJob:input_type -> trainyard.v1.CreateJobRequest
-	44, // 73: trainyard.v1.JobService.GetJob:input_type -> trainyard.v1.GetJobRequest
-	45, // 74: trainyard.v1.JobService.ListJobs:input_type -> trainyard.v1.ListJobsRequest
-	47, // 75: trainyard.v1.JobService.CancelJob:input_type -> trainyard.v1.CancelJobRequest
-	48, // 76: trainyard.v1.JobService.SuspendJob:input_type -> trainyard.v1.SuspendJobRequest
-	49, // 77: trainyard.v1.JobService.ResumeJob:input_type -> trainyard.v1.ResumeJobRequest
-	50, // 78: trainyard.v1.JobService.DeleteJob:input_type -> trainyard.v1.DeleteJobRequest
-	53, // 79: trainyard.v1.JobService.ListJobEvents:input_type -> trainyard.v1.ListJobEventsRequest
-	55, // 80: trainyard.v1.JobService.GetJobLogs:input_type -> trainyard.v1.GetJobLogsRequest
-	56, // 81: trainyard.v1.JobService.WatchJob:input_type -> trainyard.v1.WatchJobRequest
-	57, // 82: trainyard.v1.JobService.WatchJobs:input_type -> trainyard.v1.WatchJobsRequest
-	41, // 83: trainyard.v1.JobService.ImportTFJob:input_type -> trainyard.v1.ImportTFJobRequest
-	39, // 84: trainyard.v1.JobService.BatchCreateJobs:input_type -> trainyard.v1.BatchCreateJobsRequest
-	59, // 85: trainyard.v1.JobService.ParseJobFile:input_type -> trainyard.v1.ParseJobFileRequest
-	10, // 86: trainyard.v1.JobService.CreateJob:output_type -> trainyard.v1.Job
-	10, // 87: trainyard.v1.JobService.GetJob:output_type -> trainyard.v1.Job
-	46, // 88: trainyard.v1.JobService.ListJobs:output_type -> trainyard.v1.ListJobsResponse
-	10, // 89: trainyard.v1.JobService.CancelJob:output_type -> trainyard.v1.Job
-	10, // 90: trainyard.v1.JobService.SuspendJob:output_type -> trainyard.v1.Job
-	10, // 91: trainyard.v1.JobService.ResumeJob:output_type -> trainyard.v1.Job
-	51, // 92: trainyard.v1.JobService.DeleteJob:output_type -> trainyard.v1.DeleteJobResponse
-	54, // 93: trainyard.v1.JobService.ListJobEvents:output_type -> trainyard.v1.ListJobEventsResponse
-	70, // 94: trainyard.v1.JobService.GetJobLogs:output_type -> google.api.HttpBody
-	58, // 95: trainyard.v1.JobService.WatchJob:output_type -> trainyard.v1.WatchJobResponse
-	58, // 96: trainyard.v1.JobService.WatchJobs:output_type -> trainyard.v1.WatchJobResponse
-	42, // 97: trainyard.v1.JobService.ImportTFJob:output_type -> trainyard.v1.ImportTFJobResponse
-	40, // 98: trainyard.v1.JobService.BatchCreateJobs:output_type -> trainyard.v1.BatchCreateJobsResponse
-	60, // 99: trainyard.v1.JobService.ParseJobFile:output_type -> trainyard.v1.ParseJobFileResponse
-	86, // [86:100] is the sub-list for method output_type
-	72, // [72:86] is the sub-list for method input_type
-	72, // [72:72] is the sub-list for extension type_name
-	72, // [72:72] is the sub-list for extension extendee
-	0,  // [0:72] is the sub-list for field type_name
+	62, // 12: trainyard.v1.JobSpec.cluster_selector:type_name -> trainyard.v1.JobSpec.ClusterSelectorEntry
+	0,  // 13: trainyard.v1.JobDependency.condition:type_name -> trainyard.v1.DependencyCondition
+	0,  // 14: trainyard.v1.DependencyResult.condition:type_name -> trainyard.v1.DependencyCondition
+	6,  // 15: trainyard.v1.DependencyResult.state:type_name -> trainyard.v1.JobState
+	63, // 16: trainyard.v1.DependencyResult.exit_codes:type_name -> trainyard.v1.DependencyResult.ExitCodesEntry
+	64, // 17: trainyard.v1.DependencyResult.outputs:type_name -> trainyard.v1.DependencyResult.OutputsEntry
+	2,  // 18: trainyard.v1.ReplicaSpec.type:type_name -> trainyard.v1.ReplicaType
+	20, // 19: trainyard.v1.ReplicaSpec.env:type_name -> trainyard.v1.EnvVar
+	23, // 20: trainyard.v1.ReplicaSpec.resources:type_name -> trainyard.v1.Resources
+	65, // 21: trainyard.v1.ReplicaSpec.node_selector:type_name -> trainyard.v1.ReplicaSpec.NodeSelectorEntry
+	24, // 22: trainyard.v1.ReplicaSpec.tolerations:type_name -> trainyard.v1.Toleration
+	25, // 23: trainyard.v1.ReplicaSpec.affinity:type_name -> trainyard.v1.Affinity
+	66, // 24: trainyard.v1.ReplicaSpec.pod_labels:type_name -> trainyard.v1.ReplicaSpec.PodLabelsEntry
+	67, // 25: trainyard.v1.ReplicaSpec.pod_annotations:type_name -> trainyard.v1.ReplicaSpec.PodAnnotationsEntry
+	3,  // 26: trainyard.v1.ReplicaSpec.restart_policy:type_name -> trainyard.v1.RestartPolicy
+	22, // 27: trainyard.v1.ReplicaSpec.secret_volumes:type_name -> trainyard.v1.SecretVolume
+	15, // 28: trainyard.v1.ReplicaSpec.liveness_probe:type_name -> trainyard.v1.Probe
+	15, // 29: trainyard.v1.ReplicaSpec.readiness_probe:type_name -> trainyard.v1.Probe
+	15, // 30: trainyard.v1.ReplicaSpec.startup_probe:type_name -> trainyard.v1.Probe
+	16, // 31: trainyard.v1.Probe.exec:type_name -> trainyard.v1.ExecAction
+	17, // 32: trainyard.v1.Probe.tcp_socket:type_name -> trainyard.v1.TCPSocketAction
+	18, // 33: trainyard.v1.Probe.http_get:type_name -> trainyard.v1.HTTPGetAction
+	19, // 34: trainyard.v1.HTTPGetAction.headers:type_name -> trainyard.v1.HTTPHeader
+	21, // 35: trainyard.v1.EnvVar.secret:type_name -> trainyard.v1.SecretKeyRef
+	26, // 36: trainyard.v1.Affinity.required:type_name -> trainyard.v1.NodeSelectorTerm
+	28, // 37: trainyard.v1.Affinity.preferred:type_name -> trainyard.v1.PreferredTerm
+	27, // 38: trainyard.v1.NodeSelectorTerm.match_expressions:type_name -> trainyard.v1.NodeSelectorRequirement
+	26, // 39: trainyard.v1.PreferredTerm.preference:type_name -> trainyard.v1.NodeSelectorTerm
+	4,  // 40: trainyard.v1.RunPolicy.clean_pod_policy:type_name -> trainyard.v1.CleanPodPolicy
+	6,  // 41: trainyard.v1.JobStatus.state:type_name -> trainyard.v1.JobState
+	34, // 42: trainyard.v1.JobStatus.conditions:type_name -> trainyard.v1.Condition
+	69, // 43: trainyard.v1.JobStatus.start_time:type_name -> google.protobuf.Timestamp
+	69, // 44: trainyard.v1.JobStatus.completion_time:type_name -> google.protobuf.Timestamp
+	35, // 45: trainyard.v1.JobStatus.replica_counts:type_name -> trainyard.v1.ReplicaCounts
+	36, // 46: trainyard.v1.JobStatus.replicas:type_name -> trainyard.v1.ReplicaStatus
+	33, // 47: trainyard.v1.JobStatus.queue:type_name -> trainyard.v1.QueueStatus
+	68, // 48: trainyard.v1.JobStatus.outputs:type_name -> trainyard.v1.JobStatus.OutputsEntry
+	13, // 49: trainyard.v1.JobStatus.dependencies:type_name -> trainyard.v1.DependencyResult
+	7,  // 50: trainyard.v1.QueueStatus.reason:type_name -> trainyard.v1.WaitReason
+	69, // 51: trainyard.v1.QueueStatus.estimated_start_time:type_name -> google.protobuf.Timestamp
+	8,  // 52: trainyard.v1.QueueStatus.estimate_basis:type_name -> trainyard.v1.EstimateBasis
+	69, // 53: trainyard.v1.QueueStatus.update_time:type_name -> google.protobuf.Timestamp
+	69, // 54: trainyard.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
+	2,  // 55: trainyard.v1.ReplicaCounts.type:type_name -> trainyard.v1.ReplicaType
+	2,  // 56: trainyard.v1.ReplicaStatus.type:type_name -> trainyard.v1.ReplicaType
+	9,  // 57: trainyard.v1.ReplicaStatus.state:type_name -> trainyard.v1.ReplicaState
+	37, // 58: trainyard.v1.ReplicaStatus.last_termination:type_name -> trainyard.v1.Termination
+	69, // 59: trainyard.v1.Termination.finish_time:type_name -> google.protobuf.Timestamp
+	10, // 60: trainyard.v1.CreateJobRequest.job:type_name -> trainyard.v1.Job
+	38, // 61: trainyard.v1.BatchCreateJobsRequest.requests:type_name -> trainyard.v1.CreateJobRequest
+	10, // 62: trainyard.v1.BatchCreateJobsResponse.jobs:type_name -> trainyard.v1.Job
+	70, // 63: trainyard.v1.ImportTFJobRequest.tfjob:type_name -> google.protobuf.Struct
+	10, // 64: trainyard.v1.ImportTFJobResponse.job:type_name -> trainyard.v1.Job
+	43, // 65: trainyard.v1.ImportTFJobResponse.warnings:type_name -> trainyard.v1.ImportWarning
+	10, // 66: trainyard.v1.ListJobsResponse.jobs:type_name -> trainyard.v1.Job
+	6,  // 67: trainyard.v1.JobEvent.state:type_name -> trainyard.v1.JobState
+	69, // 68: trainyard.v1.JobEvent.create_time:type_name -> google.protobuf.Timestamp
+	52, // 69: trainyard.v1.ListJobEventsResponse.events:type_name -> trainyard.v1.JobEvent
+	52, // 70: trainyard.v1.WatchJobResponse.event:type_name -> trainyard.v1.JobEvent
+	10, // 71: trainyard.v1.WatchJobResponse.job:type_name -> trainyard.v1.Job
+	10, // 72: trainyard.v1.ParseJobFileResponse.jobs:type_name -> trainyard.v1.Job
+	38, // 73: trainyard.v1.JobService.CreateJob:input_type -> trainyard.v1.CreateJobRequest
+	44, // 74: trainyard.v1.JobService.GetJob:input_type -> trainyard.v1.GetJobRequest
+	45, // 75: trainyard.v1.JobService.ListJobs:input_type -> trainyard.v1.ListJobsRequest
+	47, // 76: trainyard.v1.JobService.CancelJob:input_type -> trainyard.v1.CancelJobRequest
+	48, // 77: trainyard.v1.JobService.SuspendJob:input_type -> trainyard.v1.SuspendJobRequest
+	49, // 78: trainyard.v1.JobService.ResumeJob:input_type -> trainyard.v1.ResumeJobRequest
+	50, // 79: trainyard.v1.JobService.DeleteJob:input_type -> trainyard.v1.DeleteJobRequest
+	53, // 80: trainyard.v1.JobService.ListJobEvents:input_type -> trainyard.v1.ListJobEventsRequest
+	55, // 81: trainyard.v1.JobService.GetJobLogs:input_type -> trainyard.v1.GetJobLogsRequest
+	56, // 82: trainyard.v1.JobService.WatchJob:input_type -> trainyard.v1.WatchJobRequest
+	57, // 83: trainyard.v1.JobService.WatchJobs:input_type -> trainyard.v1.WatchJobsRequest
+	41, // 84: trainyard.v1.JobService.ImportTFJob:input_type -> trainyard.v1.ImportTFJobRequest
+	39, // 85: trainyard.v1.JobService.BatchCreateJobs:input_type -> trainyard.v1.BatchCreateJobsRequest
+	59, // 86: trainyard.v1.JobService.ParseJobFile:input_type -> trainyard.v1.ParseJobFileRequest
+	10, // 87: trainyard.v1.JobService.CreateJob:output_type -> trainyard.v1.Job
+	10, // 88: trainyard.v1.JobService.GetJob:output_type -> trainyard.v1.Job
+	46, // 89: trainyard.v1.JobService.ListJobs:output_type -> trainyard.v1.ListJobsResponse
+	10, // 90: trainyard.v1.JobService.CancelJob:output_type -> trainyard.v1.Job
+	10, // 91: trainyard.v1.JobService.SuspendJob:output_type -> trainyard.v1.Job
+	10, // 92: trainyard.v1.JobService.ResumeJob:output_type -> trainyard.v1.Job
+	51, // 93: trainyard.v1.JobService.DeleteJob:output_type -> trainyard.v1.DeleteJobResponse
+	54, // 94: trainyard.v1.JobService.ListJobEvents:output_type -> trainyard.v1.ListJobEventsResponse
+	71, // 95: trainyard.v1.JobService.GetJobLogs:output_type -> google.api.HttpBody
+	58, // 96: trainyard.v1.JobService.WatchJob:output_type -> trainyard.v1.WatchJobResponse
+	58, // 97: trainyard.v1.JobService.WatchJobs:output_type -> trainyard.v1.WatchJobResponse
+	42, // 98: trainyard.v1.JobService.ImportTFJob:output_type -> trainyard.v1.ImportTFJobResponse
+	40, // 99: trainyard.v1.JobService.BatchCreateJobs:output_type -> trainyard.v1.BatchCreateJobsResponse
+	60, // 100: trainyard.v1.JobService.ParseJobFile:output_type -> trainyard.v1.ParseJobFileResponse
+	87, // [87:101] is the sub-list for method output_type
+	73, // [73:87] is the sub-list for method input_type
+	73, // [73:73] is the sub-list for extension type_name
+	73, // [73:73] is the sub-list for extension extendee
+	0,  // [0:73] is the sub-list for field type_name
 }
 
 func init() { file_trainyard_v1_job_proto_init() }
@@ -5101,7 +5132,7 @@ func file_trainyard_v1_job_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_trainyard_v1_job_proto_rawDesc), len(file_trainyard_v1_job_proto_rawDesc)),
 			NumEnums:      10,
-			NumMessages:   58,
+			NumMessages:   59,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1060,6 +1060,22 @@ export interface components {
         v1JobSpec: {
             checkpoint?: components["schemas"]["v1CheckpointVolume"];
             /**
+             * @description The ids of the clusters the job may run in, at most 64; empty: any
+             *     (that cluster_selector matches). A job no READY cluster matches waits
+             *     with reason UNSCHEDULABLE, saying which clusters match and their states.
+             */
+            clusters?: string[];
+            /**
+             * @description Labels a cluster must have for the job to run there (region, cloud,
+             *     GPU models, cost class); at most 16 entries, Kubernetes label syntax.
+             *     A job runs whole inside one cluster: its pods are never split across
+             *     clusters. Among the READY clusters that match and have room, the
+             *     scheduler takes the best fit by GPUs. Empty: any cluster.
+             */
+            clusterSelector?: {
+                [key: string]: string;
+            };
+            /**
              * @description Jobs of the same tenant this one waits for, each until its condition
              *     holds; at most 32. A dependency must exist when this job is submitted
              *     (earlier in the same BatchCreateJobs call counts), so dependencies

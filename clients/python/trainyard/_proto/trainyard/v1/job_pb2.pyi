@@ -314,8 +314,17 @@ class JobEvent(_message.Message):
     def __init__(self, id: _Optional[int] = ..., job: _Optional[str] = ..., type: _Optional[str] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ["checkpoint", "depends_on", "on_dependency_failure", "preemptible", "priority", "replicas", "run_policy", "success_policy", "tensorboard", "termination_grace_period_seconds"]
+    __slots__ = ["checkpoint", "cluster_selector", "clusters", "depends_on", "on_dependency_failure", "preemptible", "priority", "replicas", "run_policy", "success_policy", "tensorboard", "termination_grace_period_seconds"]
+    class ClusterSelectorEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    CLUSTERS_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_SELECTOR_FIELD_NUMBER: _ClassVar[int]
     DEPENDS_ON_FIELD_NUMBER: _ClassVar[int]
     ON_DEPENDENCY_FAILURE_FIELD_NUMBER: _ClassVar[int]
     PREEMPTIBLE_FIELD_NUMBER: _ClassVar[int]
@@ -326,6 +335,8 @@ class JobSpec(_message.Message):
     TENSORBOARD_FIELD_NUMBER: _ClassVar[int]
     TERMINATION_GRACE_PERIOD_SECONDS_FIELD_NUMBER: _ClassVar[int]
     checkpoint: CheckpointVolume
+    cluster_selector: _containers.ScalarMap[str, str]
+    clusters: _containers.RepeatedScalarFieldContainer[str]
     depends_on: _containers.RepeatedCompositeFieldContainer[JobDependency]
     on_dependency_failure: OnDependencyFailure
     preemptible: bool
@@ -335,7 +346,7 @@ class JobSpec(_message.Message):
     success_policy: SuccessPolicy
     tensorboard: TensorBoard
     termination_grace_period_seconds: int
-    def __init__(self, replicas: _Optional[_Iterable[_Union[ReplicaSpec, _Mapping]]] = ..., run_policy: _Optional[_Union[RunPolicy, _Mapping]] = ..., success_policy: _Optional[_Union[SuccessPolicy, str]] = ..., checkpoint: _Optional[_Union[CheckpointVolume, _Mapping]] = ..., tensorboard: _Optional[_Union[TensorBoard, _Mapping]] = ..., priority: _Optional[int] = ..., termination_grace_period_seconds: _Optional[int] = ..., preemptible: bool = ..., depends_on: _Optional[_Iterable[_Union[JobDependency, _Mapping]]] = ..., on_dependency_failure: _Optional[_Union[OnDependencyFailure, str]] = ...) -> None: ...
+    def __init__(self, replicas: _Optional[_Iterable[_Union[ReplicaSpec, _Mapping]]] = ..., run_policy: _Optional[_Union[RunPolicy, _Mapping]] = ..., success_policy: _Optional[_Union[SuccessPolicy, str]] = ..., checkpoint: _Optional[_Union[CheckpointVolume, _Mapping]] = ..., tensorboard: _Optional[_Union[TensorBoard, _Mapping]] = ..., priority: _Optional[int] = ..., termination_grace_period_seconds: _Optional[int] = ..., preemptible: bool = ..., depends_on: _Optional[_Iterable[_Union[JobDependency, _Mapping]]] = ..., on_dependency_failure: _Optional[_Union[OnDependencyFailure, str]] = ..., cluster_selector: _Optional[_Mapping[str, str]] = ..., clusters: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class JobStatus(_message.Message):
     __slots__ = ["cancel_requested", "completion_time", "conditions", "dependencies", "gpu_type", "message", "outputs", "queue", "reason", "replica_counts", "replicas", "requeues", "restarts", "start_time", "state", "suspend_requested"]
