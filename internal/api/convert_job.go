@@ -331,6 +331,7 @@ func statusToPB(s job.Status) *pb.JobStatus {
 		SuspendRequested: s.SuspendRequested,
 		Requeues:         s.Requeues,
 		GpuType:          s.GPUType,
+		Cluster:          s.Cluster,
 	}
 	for _, c := range s.Conditions {
 		out.Conditions = append(out.Conditions, &pb.Condition{

@@ -438,6 +438,15 @@ func (s *Scheduler) commit(ctx context.Context, lease store.SchedulerLease, v vi
 		}
 		p.GPUTypes[store.JobKey(k)] = m
 	}
+	for k, c := range d.Clusters {
+		if c == "" {
+			continue
+		}
+		if p.Clusters == nil {
+			p.Clusters = map[store.JobKey]string{}
+		}
+		p.Clusters[store.JobKey(k)] = c
+	}
 	for _, pr := range d.Preempt {
 		msg := pr.Message
 		if msg == "" || pr.Kind == admission.PreemptPriority {

@@ -138,6 +138,7 @@ func (s *Scheduler) snapshot(ctx context.Context, now time.Time) (view, error) {
 		}
 		if r.Admitted {
 			j.GPUType = cmp.Or(sh.gpuType, r.GPUType)
+			j.Cluster = r.Cluster
 			if r.PreemptFor != "" {
 				j.PreemptingFor = admission.Key{Tenant: byTenant, UID: r.PreemptFor}
 			}

@@ -103,6 +103,8 @@ type SchedJob struct {
 	PreemptorTenant string
 	// GPUType is the GPU model the job was counted against at admission.
 	GPUType    string
+	// Cluster is the cluster the job was admitted to ("" the own one).
+	Cluster string
 	WaitReason job.WaitReason
 	Version    int64
 	// Spec is the job's spec when SchedulerRead was asked for it.
@@ -165,7 +167,7 @@ const sqlSchedulerJobs = `
 	SELECT tenant_id, uid::text, name, priority, seq, admitted, state, queued_at,
 	       start_time, not_before,
 	       coalesce(preempt_for::text, ''), coalesce(preempted_by::text, ''), coalesce(preemptor_tenant, ''), admitted_model, wait_reason, version,
-	       CASE WHEN seq > $1 THEN spec END, admitted_before
+	       CASE WHEN seq > $1 THEN spec END, admitted_before, cluster
 	FROM jobs
 	WHERE active AND NOT deleted AND ` + sqlUnfinished + `
 	  AND (admitted OR NOT cancel_requested)`
@@ -178,7 +180,7 @@ func scanSchedJob(r pgx.CollectableRow) (SchedJob, error) {
 		startTime, notBefore *time.Time
 	)
 	err := r.Scan(&j.Key.Tenant, &j.Key.UID, &j.Name, &j.Priority, &j.Seq, &j.Admitted, &state, &j.QueuedAt,
-		&startTime, &notBefore, &j.PreemptFor, &j.PreemptedBy, &j.PreemptorTenant, &j.GPUType, &j.WaitReason, &j.Version, &j.Spec, &j.AdmittedBefore)
+		&startTime, &notBefore, &j.PreemptFor, &j.PreemptedBy, &j.PreemptorTenant, &j.GPUType, &j.WaitReason, &j.Version, &j.Spec, &j.AdmittedBefore, &j.Cluster)
 	j.State = job.State(state)
 	if startTime != nil {
 		j.StartTime = *startTime
@@ -284,6 +286,9 @@ type SchedulerCommitParams struct {
 	// GPUTypes is the GPU model an admitted job was counted against, for
 	// jobs of any model of tenants with quotas per model.
 	GPUTypes map[JobKey]string
+	// Clusters is the cluster each admitted job was placed in; a job not
+	// in it goes to the installation's own ("").
+	Clusters map[JobKey]string
 	// Preempt lists running jobs to preempt.
 	Preempt []PreemptWrite
 	// Waits records wait reasons that changed since the snapshot.
@@ -441,7 +446,7 @@ func (s *Store) SchedulerCommit(ctx context.Context, p SchedulerCommitParams) (S
 		jobs := map[JobKey]job.Job{}
 		events := map[JobKey][]job.Event{}
 		withResults(admits, deps)
-		res.Admitted = admitted(b, admits, queuedAt, p.GPUTypes, now, jobs, events)
+		res.Admitted = admitted(b, admits, queuedAt, p.GPUTypes, p.Clusters, now, jobs, events)
 		for _, a := range res.Admitted {
 			// Nobody owns an admitted job yet: one wake-up per tenant for
 			// the claimers, not one per job.
@@ -513,7 +518,7 @@ func queueLocking(b *pgx.Batch, keys []JobKey, where string, into map[JobKey]job
 // time, the Admitted condition), written in the same row update, so that
 // its worker's first pass only creates the pods: a job's row is written
 // once fewer before its pods exist.
-func admitted(b *pgx.Batch, read []job.Job, queuedAt map[JobKey]time.Time, gpuTypes map[JobKey]string, now time.Time, jobs map[JobKey]job.Job, events map[JobKey][]job.Event) []AdmittedJob {
+func admitted(b *pgx.Batch, read []job.Job, queuedAt map[JobKey]time.Time, gpuTypes, clusters map[JobKey]string, now time.Time, jobs map[JobKey]job.Job, events map[JobKey][]job.Event) []AdmittedJob {
 	if len(read) == 0 {
 		return nil
 	}
@@ -524,11 +529,13 @@ func admitted(b *pgx.Batch, read []job.Job, queuedAt map[JobKey]time.Time, gpuTy
 		aStates   []string
 		aStarts   []*time.Time
 		aModels   []string
+		aClusters []string
 		aDemands  [job.NumResources][]int64
 	)
 	for _, j := range read {
 		k := JobKey{Tenant: j.Tenant, UID: j.UID}
 		j.Status.GPUType = gpuTypes[k]
+		j.Status.Cluster = clusters[k]
 		st, drafts, ok := job.Admit(j, now)
 		if ok {
 			st.Dependencies = j.Status.Dependencies
@@ -545,6 +552,7 @@ func admitted(b *pgx.Batch, read []job.Job, queuedAt map[JobKey]time.Time, gpuTy
 		aKeys = append(aKeys, k)
 		aStatuses, aStates, aStarts = append(aStatuses, st), append(aStates, string(st.State)), append(aStarts, st.StartTime)
 		aModels = append(aModels, gpuTypes[k])
+		aClusters = append(aClusters, clusters[k])
 		d := demandOf(j.Spec)
 		for r := range aDemands {
 			aDemands[r] = append(aDemands[r], d[r])
@@ -558,10 +566,10 @@ func admitted(b *pgx.Batch, read []job.Job, queuedAt map[JobKey]time.Time, gpuTy
 		WITH a AS (
 			UPDATE jobs j SET admitted = true, admitted_before = true, claim_after = '-infinity', not_before = NULL,
 			                  status = k.status, state = k.state, start_time = k.start_time,
-			                  admitted_model = k.model, version = j.version + 1, update_time = $6
+			                  admitted_model = k.model, cluster = k.cluster, version = j.version + 1, update_time = $6
 			FROM unnest($1::text[], $2::uuid[], $3::jsonb[], $4::text[], $5::timestamptz[], $7::text[],
-			            $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[])
-			     AS k(tenant_id, uid, status, state, start_time, model, gpus, cpu, mem, pods)
+			            $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[])
+			     AS k(tenant_id, uid, status, state, start_time, model, gpus, cpu, mem, pods, cluster)
 			WHERE j.tenant_id = k.tenant_id AND j.uid = k.uid
 			RETURNING j.tenant_id, j.uid, j.creator, j.labels, k.gpus, k.cpu, k.mem, k.pods
 		)
@@ -569,7 +577,7 @@ func admitted(b *pgx.Batch, read []job.Job, queuedAt map[JobKey]time.Time, gpuTy
 		SELECT tenant_id, uid, creator, labels, gpus, cpu, mem, pods, $6, $6 FROM a
 		ON CONFLICT DO NOTHING`,
 		tenants, uids, aStatuses, aStates, aStarts, now, aModels,
-		aDemands[job.GPU], aDemands[job.CPU], aDemands[job.Memory], aDemands[job.Pods])
+		aDemands[job.GPU], aDemands[job.CPU], aDemands[job.Memory], aDemands[job.Pods], aClusters)
 	return out
 }
 

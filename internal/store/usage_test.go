@@ -12,7 +12,8 @@ import (
 )
 
 // A preemption across tenants keeps the preemptor's tenant through the
-// requeue, and an admission records the GPU model it was counted against.
+// requeue, and an admission records the GPU model it was counted against
+// and the cluster it was placed in.
 func TestSchedulerCommitAcrossTenants(t *testing.T) {
 	b := setup(t)
 	b.tenantCreate(t, "a")
@@ -23,6 +24,7 @@ func TestSchedulerCommitAcrossTenants(t *testing.T) {
 
 	res, err := b.store.SchedulerCommit(b.ctx, SchedulerCommitParams{
 		Lease: b.lease(t), Admit: []JobKey{keyOf(anyModel)}, GPUTypes: map[JobKey]string{keyOf(anyModel): "H100"},
+		Clusters: map[JobKey]string{keyOf(anyModel): "eu-west"},
 		Preempt: []PreemptWrite{{Victim: keyOf(victim.Job), For: reclaimer.UID, ForTenant: "b",
 			Message: `reclaim in cohort lab: job "reclaimer" of tenant b needs quota within its nominal share`}},
 	})
@@ -37,11 +39,16 @@ func TestSchedulerCommitAcrossTenants(t *testing.T) {
 			require.Equal(t, "b", j.PreemptorTenant)
 		case keyOf(anyModel):
 			require.Equal(t, "H100", j.GPUType)
+			require.Equal(t, "eu-west", j.Cluster)
+		case keyOf(reclaimer):
+			require.Empty(t, j.Cluster)
 		}
 	}
 	got, err := b.store.JobGet(b.ctx, "b", "any-model")
 	require.NoError(t, err)
 	require.Equal(t, "H100", got.Status.GPUType, "the worker renders the node selector from the status")
+	require.Equal(t, "eu-west", got.Status.Cluster, "GetJob says where it runs")
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM jobs WHERE cluster = 'eu-west'`))
 }
 
 // A tenant's sharing settings are kept as written.

@@ -2488,6 +2488,9 @@ type JobStatus struct {
 	// it (a job of any model, of a tenant with GPU quotas per model); its
 	// GPU pods run on that model's nodes.
 	GpuType string `protobuf:"bytes,13,opt,name=gpu_type,json=gpuType,proto3" json:"gpu_type,omitempty"`
+	// The cluster the scheduler admitted the job to at its last admission;
+	// its pods run there. Empty for the installation's own cluster.
+	Cluster string `protobuf:"bytes,20,opt,name=cluster,proto3" json:"cluster,omitempty"`
 	// A suspension was requested and the worker is stopping the job's pods
 	// (and, while SUSPENDED, the job stays suspended until resumed).
 	SuspendRequested bool `protobuf:"varint,14,opt,name=suspend_requested,json=suspendRequested,proto3" json:"suspend_requested,omitempty"`
@@ -2621,6 +2624,13 @@ func (x *JobStatus) GetRequeues() int32 {
 func (x *JobStatus) GetGpuType() string {
 	if x != nil {
 		return x.GpuType
+	}
+	return ""
+}
+
+func (x *JobStatus) GetCluster() string {
+	if x != nil {
+		return x.Cluster
 	}
 	return ""
 }
@@ -4669,7 +4679,7 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\vTensorBoard\x12\x18\n" +
 	"\aenabled\x18\x01 \x01(\bR\aenabled\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x17\n" +
-	"\alog_dir\x18\x03 \x01(\tR\x06logDir\"\xbd\x06\n" +
+	"\alog_dir\x18\x03 \x01(\tR\x06logDir\"\xd7\x06\n" +
 	"\tJobStatus\x12,\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x16.trainyard.v1.JobStateR\x05state\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
@@ -4687,7 +4697,8 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	" \x01(\bR\x0fcancelRequested\x12/\n" +
 	"\x05queue\x18\v \x01(\v2\x19.trainyard.v1.QueueStatusR\x05queue\x12\x1a\n" +
 	"\brequeues\x18\f \x01(\x05R\brequeues\x12\x19\n" +
-	"\bgpu_type\x18\r \x01(\tR\agpuType\x12+\n" +
+	"\bgpu_type\x18\r \x01(\tR\agpuType\x12\x18\n" +
+	"\acluster\x18\x14 \x01(\tR\acluster\x12+\n" +
 	"\x11suspend_requested\x18\x0e \x01(\bR\x10suspendRequested\x12>\n" +
 	"\aoutputs\x18\x0f \x03(\v2$.trainyard.v1.JobStatus.OutputsEntryR\aoutputs\x12B\n" +
 	"\fdependencies\x18\x10 \x03(\v2\x1e.trainyard.v1.DependencyResultR\fdependencies\x1a:\n" +

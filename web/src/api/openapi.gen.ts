@@ -1138,6 +1138,11 @@ export interface components {
             /** @description A cancel was requested and the worker is stopping the job. */
             cancelRequested?: boolean;
             /**
+             * @description The cluster the scheduler admitted the job to at its last admission;
+             *     its pods run there. Empty for the installation's own cluster.
+             */
+            cluster?: string;
+            /**
              * Format: date-time
              * @description When the job reached a final state.
              */

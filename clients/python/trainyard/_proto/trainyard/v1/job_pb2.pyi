@@ -349,7 +349,7 @@ class JobSpec(_message.Message):
     def __init__(self, replicas: _Optional[_Iterable[_Union[ReplicaSpec, _Mapping]]] = ..., run_policy: _Optional[_Union[RunPolicy, _Mapping]] = ..., success_policy: _Optional[_Union[SuccessPolicy, str]] = ..., checkpoint: _Optional[_Union[CheckpointVolume, _Mapping]] = ..., tensorboard: _Optional[_Union[TensorBoard, _Mapping]] = ..., priority: _Optional[int] = ..., termination_grace_period_seconds: _Optional[int] = ..., preemptible: bool = ..., depends_on: _Optional[_Iterable[_Union[JobDependency, _Mapping]]] = ..., on_dependency_failure: _Optional[_Union[OnDependencyFailure, str]] = ..., cluster_selector: _Optional[_Mapping[str, str]] = ..., clusters: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class JobStatus(_message.Message):
-    __slots__ = ["cancel_requested", "completion_time", "conditions", "dependencies", "gpu_type", "message", "outputs", "queue", "reason", "replica_counts", "replicas", "requeues", "restarts", "start_time", "state", "suspend_requested"]
+    __slots__ = ["cancel_requested", "cluster", "completion_time", "conditions", "dependencies", "gpu_type", "message", "outputs", "queue", "reason", "replica_counts", "replicas", "requeues", "restarts", "start_time", "state", "suspend_requested"]
     class OutputsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -358,6 +358,7 @@ class JobStatus(_message.Message):
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     CANCEL_REQUESTED_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_FIELD_NUMBER: _ClassVar[int]
     COMPLETION_TIME_FIELD_NUMBER: _ClassVar[int]
     CONDITIONS_FIELD_NUMBER: _ClassVar[int]
     DEPENDENCIES_FIELD_NUMBER: _ClassVar[int]
@@ -374,6 +375,7 @@ class JobStatus(_message.Message):
     STATE_FIELD_NUMBER: _ClassVar[int]
     SUSPEND_REQUESTED_FIELD_NUMBER: _ClassVar[int]
     cancel_requested: bool
+    cluster: str
     completion_time: _timestamp_pb2.Timestamp
     conditions: _containers.RepeatedCompositeFieldContainer[Condition]
     dependencies: _containers.RepeatedCompositeFieldContainer[DependencyResult]
@@ -389,7 +391,7 @@ class JobStatus(_message.Message):
     start_time: _timestamp_pb2.Timestamp
     state: JobState
     suspend_requested: bool
-    def __init__(self, state: _Optional[_Union[JobState, str]] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., completion_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., replica_counts: _Optional[_Iterable[_Union[ReplicaCounts, _Mapping]]] = ..., replicas: _Optional[_Iterable[_Union[ReplicaStatus, _Mapping]]] = ..., restarts: _Optional[int] = ..., cancel_requested: bool = ..., queue: _Optional[_Union[QueueStatus, _Mapping]] = ..., requeues: _Optional[int] = ..., gpu_type: _Optional[str] = ..., suspend_requested: bool = ..., outputs: _Optional[_Mapping[str, str]] = ..., dependencies: _Optional[_Iterable[_Union[DependencyResult, _Mapping]]] = ...) -> None: ...
+    def __init__(self, state: _Optional[_Union[JobState, str]] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., completion_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., replica_counts: _Optional[_Iterable[_Union[ReplicaCounts, _Mapping]]] = ..., replicas: _Optional[_Iterable[_Union[ReplicaStatus, _Mapping]]] = ..., restarts: _Optional[int] = ..., cancel_requested: bool = ..., queue: _Optional[_Union[QueueStatus, _Mapping]] = ..., requeues: _Optional[int] = ..., gpu_type: _Optional[str] = ..., cluster: _Optional[str] = ..., suspend_requested: bool = ..., outputs: _Optional[_Mapping[str, str]] = ..., dependencies: _Optional[_Iterable[_Union[DependencyResult, _Mapping]]] = ...) -> None: ...
 
 class ListJobEventsRequest(_message.Message):
     __slots__ = ["page_size", "page_token", "parent"]
