@@ -270,7 +270,7 @@ type Status struct {
 	// model); its GPU pods are pinned to that model's nodes.
 	GPUType string `json:"gpuType,omitempty"`
 	// Cluster is the cluster the scheduler admitted the job to at its last
-	// admission ("" for the installation's own); its pods run there.
+	// admission; its pods run there.
 	Cluster string `json:"cluster,omitempty"`
 	// Dependencies are the results of spec.dependsOn's jobs, copied when
 	// the job was admitted (deps.go).

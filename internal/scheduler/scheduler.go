@@ -29,6 +29,10 @@ type Config struct {
 	Store *store.Store
 	// Kube lists and watches nodes (and pods, without Pods).
 	Kube kubernetes.Interface
+	// Cluster names the cluster Kube reaches: its nodes are that cluster's
+	// in the decision, and the jobs placed on them are admitted to it.
+	// Defaults to store.DefaultCluster.
+	Cluster string
 	// Pods is the factory of the pod informer (kube.PodInformers), shared
 	// with the process's worker so that every pod event is received and
 	// decoded once. Optional: the scheduler makes its own from Kube.
@@ -101,6 +105,9 @@ func (c Config) WithDefaults() Config {
 	set(&c.StarvationAge, DefaultStarvationAge)
 	set(&c.RunTimeRefresh, DefaultRunTimeRefresh)
 	set(&c.UsageRefresh, DefaultUsageRefresh)
+	if c.Cluster == "" {
+		c.Cluster = store.DefaultCluster
+	}
 	if c.Registry == nil {
 		c.Registry = prometheus.NewRegistry()
 	}

@@ -263,14 +263,13 @@ func (s *Scheduler) runTimes(ctx context.Context, now time.Time) (map[string]sto
 }
 
 // nodes are the cluster's nodes with what the pods bound to them take,
-// all of the default cluster (Node.Cluster ""): other clusters' nodes come
-// from their agents.
+// all of Config.Cluster: other clusters' nodes come from their agents.
 func (s *Scheduler) nodes() []admission.Node {
 	list, _ := s.nodeLister.List(labels.Everything())
 	out := make([]admission.Node, 0, len(list))
 	for _, n := range list {
 		out = append(out, admission.Node{
-			Name: n.Name, Labels: n.Labels, Taints: n.Spec.Taints, Unschedulable: !ready(n),
+			Name: n.Name, Cluster: s.cfg.Cluster, Labels: n.Labels, Taints: n.Spec.Taints, Unschedulable: !ready(n),
 			Allocatable: vectorOf(n.Status.Allocatable), Used: s.usage.nodeUsed(n.Name),
 		})
 	}

@@ -103,7 +103,7 @@ type SchedJob struct {
 	PreemptorTenant string
 	// GPUType is the GPU model the job was counted against at admission.
 	GPUType    string
-	// Cluster is the cluster the job was admitted to ("" the own one).
+	// Cluster is the cluster the job was admitted to.
 	Cluster string
 	WaitReason job.WaitReason
 	Version    int64
@@ -277,6 +277,10 @@ type RunTime struct {
 	Jobs   int
 }
 
+// DefaultCluster names the cluster of an installation that registered no
+// other: a job admitted without a cluster is admitted there.
+const DefaultCluster = "default"
+
 // SchedulerCommitParams are the decisions of one scheduling cycle.
 type SchedulerCommitParams struct {
 	Lease SchedulerLease
@@ -287,7 +291,7 @@ type SchedulerCommitParams struct {
 	// jobs of any model of tenants with quotas per model.
 	GPUTypes map[JobKey]string
 	// Clusters is the cluster each admitted job was placed in; a job not
-	// in it goes to the installation's own ("").
+	// in it goes to DefaultCluster.
 	Clusters map[JobKey]string
 	// Preempt lists running jobs to preempt.
 	Preempt []PreemptWrite
@@ -535,7 +539,7 @@ func admitted(b *pgx.Batch, read []job.Job, queuedAt map[JobKey]time.Time, gpuTy
 	for _, j := range read {
 		k := JobKey{Tenant: j.Tenant, UID: j.UID}
 		j.Status.GPUType = gpuTypes[k]
-		j.Status.Cluster = clusters[k]
+		j.Status.Cluster = cmp.Or(clusters[k], DefaultCluster)
 		st, drafts, ok := job.Admit(j, now)
 		if ok {
 			st.Dependencies = j.Status.Dependencies
@@ -552,7 +556,7 @@ func admitted(b *pgx.Batch, read []job.Job, queuedAt map[JobKey]time.Time, gpuTy
 		aKeys = append(aKeys, k)
 		aStatuses, aStates, aStarts = append(aStatuses, st), append(aStates, string(st.State)), append(aStarts, st.StartTime)
 		aModels = append(aModels, gpuTypes[k])
-		aClusters = append(aClusters, clusters[k])
+		aClusters = append(aClusters, j.Status.Cluster)
 		d := demandOf(j.Spec)
 		for r := range aDemands {
 			aDemands[r] = append(aDemands[r], d[r])

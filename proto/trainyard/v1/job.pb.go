@@ -2489,7 +2489,7 @@ type JobStatus struct {
 	// GPU pods run on that model's nodes.
 	GpuType string `protobuf:"bytes,13,opt,name=gpu_type,json=gpuType,proto3" json:"gpu_type,omitempty"`
 	// The cluster the scheduler admitted the job to at its last admission;
-	// its pods run there. Empty for the installation's own cluster.
+	// its pods run there (`default` in an installation of one cluster).
 	Cluster string `protobuf:"bytes,20,opt,name=cluster,proto3" json:"cluster,omitempty"`
 	// A suspension was requested and the worker is stopping the job's pods
 	// (and, while SUSPENDED, the job stays suspended until resumed).

@@ -1139,7 +1139,7 @@ export interface components {
             cancelRequested?: boolean;
             /**
              * @description The cluster the scheduler admitted the job to at its last admission;
-             *     its pods run there. Empty for the installation's own cluster.
+             *     its pods run there (`default` in an installation of one cluster).
              */
             cluster?: string;
             /**
