@@ -4,3 +4,8 @@
 -- cluster's workers claim it. Every job before this migration ran in the
 -- one cluster there was: `default`.
 ALTER TABLE jobs ADD COLUMN cluster text NOT NULL DEFAULT 'default';
+
+-- A worker claims only its own cluster's jobs: the claim's probe for due,
+-- unowned jobs starts with the cluster.
+DROP INDEX jobs_claim_idx;
+CREATE INDEX jobs_claim_idx ON jobs (cluster, claim_after, seq) WHERE active AND worker_id IS NULL;

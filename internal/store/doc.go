@@ -129,9 +129,11 @@
 // two index range scans, each stopped by its LIMIT and FOR UPDATE SKIP
 // LOCKED. One takes the jobs of workers whose lease expired
 // (jobs_worker_idx). The other takes unowned jobs whose claim_after has
-// come (jobs_claim_idx on (claim_after, seq)), so admitted jobs
+// come (jobs_claim_idx on (cluster, claim_after, seq)), so admitted jobs
 // ('-infinity') go in submission order and unadmitted ones ('infinity')
-// are never reached. Owned jobs are in neither scan: a claim costs the same
+// are never reached. Both take only jobs of the claimer's cluster
+// (WithCluster; the cluster the scheduler admitted the job to, where its
+// pods are): a worker never touches another cluster's pods. Owned jobs are in neither scan: a claim costs the same
 // with ten thousand jobs running as with none. Concurrent claimers skip
 // each other's locked rows.
 //

@@ -109,7 +109,7 @@ func TestJobListExplainUsesIndexes(t *testing.T) {
 		{name: "creator, later page", p: JobListParams{Creator: "alice", Before: 30000}, index: "jobs_tenant_creator_seq_idx"},
 	}
 	t.Run("claim", func(t *testing.T) {
-		nodes := planNodes(t, b.ctx, conn, sqlJobClaim, []any{"w", 10})
+		nodes := planNodes(t, b.ctx, conn, sqlJobClaim, []any{"w", 10, DefaultCluster})
 		plan := strings.Join(nodes, " > ")
 		t.Log(plan)
 		require.Contains(t, plan, "Index Scan:jobs_claim_idx")
@@ -252,7 +252,7 @@ func TestJobClaimReadsWhatItTakes(t *testing.T) {
 				return err
 			}
 			var raw []byte
-			if err := tx.QueryRow(b.ctx, "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE claim_generic('idle', 10)").Scan(&raw); err != nil {
+			if err := tx.QueryRow(b.ctx, "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE claim_generic('idle', 10, 'default')").Scan(&raw); err != nil {
 				return err
 			}
 			var plans []struct {

@@ -144,12 +144,12 @@ const sqlJobClaim = `
 		      WHERE expires_at < now() AND worker_id <> $1
 		      FOR SHARE SKIP LOCKED) l,
 		     LATERAL (SELECT tenant_id, uid FROM jobs
-		              WHERE jobs.worker_id = l.worker_id AND active
+		              WHERE jobs.worker_id = l.worker_id AND active AND cluster = $3
 		              LIMIT $2 FOR UPDATE SKIP LOCKED) j
 		LIMIT $2
 	), due AS (
 		SELECT tenant_id, uid FROM jobs
-		WHERE active AND worker_id IS NULL AND claim_after <= now()
+		WHERE active AND worker_id IS NULL AND cluster = $3 AND claim_after <= now()
 		ORDER BY claim_after, seq
 		LIMIT $2
 		FOR UPDATE SKIP LOCKED
@@ -189,7 +189,7 @@ func (s *Store) JobClaim(ctx context.Context, workerID string, limit int, ttl ti
 	b.Queue(sqlLeaseUpsert, workerID, microseconds(ttl))
 	b.Queue(sqlLeaseForget)
 	b.Queue(sqlClaimSettings)
-	b.Queue(sqlJobClaim, workerID, limit).Query(func(rows pgx.Rows) error {
+	b.Queue(sqlJobClaim, workerID, limit, s.cluster).Query(func(rows pgx.Rows) error {
 		var err error
 		jobs, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (WorkerJob, error) {
 			w, _, err := scanJob(row)

@@ -664,3 +664,34 @@ func TestJobSaveSharedStatement(t *testing.T) {
 	require.Equal(t, ws[2].Version+1, versions[1])
 	require.Equal(t, []string{"Fine"}, reasons(ws[2]))
 }
+
+// A worker claims only the jobs admitted to its own cluster, and takes
+// over a dead worker's jobs only there: the pods of a job are in the
+// cluster it was admitted to.
+func TestJobClaimTakesOnlyItsClustersJobs(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	here := keyOf(b.jobCreate(t, "a", "here", 1))
+	there := keyOf(b.jobCreate(t, "a", "there", 1))
+	_, err := b.store.SchedulerCommit(b.ctx, SchedulerCommitParams{Lease: b.lease(t), Admit: []JobKey{here, there},
+		Clusters: map[JobKey]string{there: "eu-west"}})
+	require.NoError(t, err)
+	eu := New(b.pool, WithCluster("eu-west"))
+
+	got, err := b.store.JobClaim(b.ctx, "w-default", 10, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []JobKey{here}, KeysOf(got))
+	got, err = eu.JobClaim(b.ctx, "w-eu-1", 10, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []JobKey{there}, KeysOf(got))
+
+	// w-eu-1 dies: the default cluster's worker does not take its job over,
+	// another of eu-west's does.
+	b.exec(t, `UPDATE worker_leases SET expires_at = now() - interval '1 s' WHERE worker_id = 'w-eu-1'`)
+	got, err = b.store.JobClaim(b.ctx, "w-default-2", 10, time.Minute)
+	require.NoError(t, err)
+	require.Empty(t, got)
+	got, err = eu.JobClaim(b.ctx, "w-eu-2", 10, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []JobKey{there}, KeysOf(got))
+}

@@ -54,6 +54,9 @@ type Store struct {
 	creates *createQueue
 	// saves shares statements between concurrent JobSaves (queue.go).
 	saves *sharedQueue[saveItem, int64]
+	// cluster is where this process's workers run jobs: JobClaim claims
+	// only jobs admitted there.
+	cluster string
 }
 
 // Option configures a Store.
@@ -64,9 +67,14 @@ type Option func(*Store)
 // written at admission and the deadline a worker plans agree.
 func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
 
+// WithCluster says which cluster this process's workers run jobs in
+// (`trainyard worker --cluster`): JobClaim claims only jobs admitted
+// there. Defaults to DefaultCluster.
+func WithCluster(name string) Option { return func(s *Store) { s.cluster = name } }
+
 // New returns a Store using pool. The caller keeps ownership of pool.
 func New(pool *pgxpool.Pool, opts ...Option) *Store {
-	s := &Store{pool: pool, now: time.Now, notifier: newNotifier(pool)}
+	s := &Store{pool: pool, now: time.Now, notifier: newNotifier(pool), cluster: DefaultCluster}
 	for _, o := range opts {
 		o(s)
 	}
@@ -77,7 +85,7 @@ func New(pool *pgxpool.Pool, opts ...Option) *Store {
 
 // Open connects a pool to databaseURL (a postgres:// URL or key=value DSN,
 // with pgxpool's pool_* parameters) and checks that Postgres answers.
-func Open(ctx context.Context, databaseURL string) (*Store, error) {
+func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("store: parse database URL: %v", err)
@@ -87,7 +95,7 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: connect: %v", err)
 	}
-	s := New(pool)
+	s := New(pool, opts...)
 	if err := s.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, err
