@@ -56,6 +56,7 @@ var (
 
 	clusterMu sync.Mutex
 	shared    *cluster.Cluster
+	second    *cluster.Cluster
 )
 
 // Main runs the package's tests, then stops the shared cluster (if a test
@@ -63,8 +64,11 @@ var (
 func Main(m *testing.M) {
 	code := m.Run()
 	clusterMu.Lock()
-	if shared != nil {
-		if err := shared.Stop(); err != nil {
+	for _, c := range []*cluster.Cluster{shared, second} {
+		if c == nil {
+			continue
+		}
+		if err := c.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "harness: stopping the cluster:", err)
 			code = 1
 		}
@@ -123,6 +127,27 @@ func Cluster(t testing.TB) *cluster.Cluster {
 		shared = c
 	}
 	return shared
+}
+
+// SecondCluster returns a second local cluster, a control plane of its
+// own (its own etcd, API server, kwok nodes and certificates), started on
+// first use and shared by this package's tests like Cluster: the other
+// cluster of the multi-cluster tests (issue 45). It is always local: a
+// bound TRAINYARD_CLUSTER_KUBECONFIG names one cluster only.
+func SecondCluster(t testing.TB) *cluster.Cluster {
+	t.Helper()
+	clusterMu.Lock()
+	defer clusterMu.Unlock()
+	if second == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+		defer cancel()
+		c, err := cluster.StartLocal(ctx, cluster.Options{Progress: testWriter{t}})
+		if err != nil {
+			t.Fatalf("starting the second local cluster: %v", err)
+		}
+		second = c
+	}
+	return second
 }
 
 // DiscardCluster stops the shared cluster when this process started it

@@ -436,9 +436,11 @@ func (s *Store) DeliveryFinish(ctx context.Context, holder string, id int64, a A
 	if len(errText) > 500 {
 		errText = errText[:500]
 	}
-	err := s.inTx(ctx, func(tx *txn) error {
-		var tenantID, webhookID string
-		err := tx.QueryRow(ctx, `
+	// One statement, one round trip: the attempt, and for a 410 the
+	// webhook disabled with it.
+	var tenantID string
+	err := s.pool.QueryRow(ctx, `
+		WITH d AS (
 			UPDATE webhook_deliveries d SET
 			    attempts = attempts + 1, last_attempt_time = now(), last_status_code = $3, last_error = $4,
 			    last_latency_ms = $5, lease_holder = NULL, lease_expires_at = NULL,
@@ -448,19 +450,14 @@ func (s *Store) DeliveryFinish(ctx context.Context, holder string, id int64, a A
 			    next_attempt_time = CASE WHEN $6 = 0 THEN d.next_attempt_time
 			                             ELSE now() + $7 * interval '1 millisecond' END
 			WHERE d.id = $1 AND d.lease_holder = $2 AND d.state = 'PENDING'
-			RETURNING d.tenant_id, d.webhook_id`,
-			id, holder, a.StatusCode, errText, a.Latency.Milliseconds(), int(a.Outcome), a.RetryAfter.Milliseconds(),
-			webhook.MaxAge.Milliseconds()).Scan(&tenantID, &webhookID)
-		if err != nil {
-			return err
-		}
-		if a.Outcome == Gone {
-			_, err = tx.Exec(ctx, `UPDATE webhooks SET state = 'DISABLED', state_reason = $3, update_time = now()
-				WHERE tenant_id = $1 AND id = $2 AND state = 'ACTIVE'`, tenantID, webhookID,
-				fmt.Sprintf("the receiver answered 410 Gone at %s", time.Now().UTC().Format(time.RFC3339)))
-		}
-		return err
-	})
+			RETURNING d.tenant_id, d.webhook_id
+		), w AS (
+			UPDATE webhooks w SET state = 'DISABLED', state_reason = $9, update_time = now()
+			FROM d WHERE $6 = 2 AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id AND w.state = 'ACTIVE'
+		)
+		SELECT tenant_id FROM d`,
+		id, holder, a.StatusCode, errText, a.Latency.Milliseconds(), int(a.Outcome), a.RetryAfter.Milliseconds(),
+		webhook.MaxAge.Milliseconds(), fmt.Sprintf("the receiver answered 410 Gone at %s", time.Now().UTC().Format(time.RFC3339))).Scan(&tenantID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("%w: delivery %d is no longer %s's", ErrLeaseLost, id, holder)
 	}
