@@ -211,7 +211,7 @@ func newClustersDeleteCmd(a *app) *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
 		Use:   "delete NAME",
-		Short: "Delete a cluster (not \"default\"; a reporting one only with --force)",
+		Short: "Delete a cluster (not \"default\"; one running jobs or reporting only with --force)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.clusterClient()
@@ -228,7 +228,7 @@ func newClustersDeleteCmd(a *app) *cobra.Command {
 			return a.print(resp, func(w io.Writer) { fmt.Fprintf(w, "cluster %s deleted\n", lastSegment(name)) })
 		},
 	}
-	cmd.Flags().BoolVar(&force, "force", false, "delete even while the cluster's agent reports (jobs may run there)")
+	cmd.Flags().BoolVar(&force, "force", false, "delete even while jobs are admitted there or its agent reports")
 	return cmd
 }
 

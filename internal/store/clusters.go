@@ -165,30 +165,39 @@ func (s *Store) ClusterSetAdmin(ctx context.Context, name string, state cluster.
 
 // ClusterDelete removes a cluster and its published nodes. The default
 // cluster is never removed (FAILED_PRECONDITION). Without force, neither
-// is a cluster whose agent still reports (reachable, with a heartbeat):
-// jobs may run there. Stop its agent first (the sweep then marks it
-// unreachable), or force.
-//
-// Jobs do not carry their cluster yet; once they do, the busy check is
-// "an unfinished job assigned there", in this one statement.
+// is a cluster where jobs are admitted and unfinished (jobs.cluster), nor
+// one whose agent still reports (reachable, with a heartbeat): drain it,
+// let its jobs end, stop its agent (the sweep then marks it unreachable),
+// or force. Forcing leaves those jobs' rows naming a cluster that no
+// longer exists; moving them is the lost-cluster requeue's (issue 45).
 func (s *Store) ClusterDelete(ctx context.Context, name string, force bool) error {
 	if name == cluster.Default {
 		return fmt.Errorf("%w: the default cluster cannot be deleted", ErrFailedPrecondition)
 	}
 	err := s.inTx(ctx, func(tx *txn) error {
-		var busy bool
-		err := tx.QueryRow(ctx, `SELECT reachable AND heartbeat_time IS NOT NULL FROM clusters WHERE name = $1 FOR UPDATE`, name).Scan(&busy)
+		var (
+			reporting bool
+			jobs      int64
+		)
+		err := tx.QueryRow(ctx, `
+			SELECT c.reachable AND c.heartbeat_time IS NOT NULL,
+			       (SELECT count(*) FROM jobs j WHERE j.cluster = c.name AND j.admitted AND NOT j.deleted AND j.`+sqlUnfinished+`)
+			FROM clusters c WHERE c.name = $1 FOR UPDATE`, name).Scan(&reporting, &jobs)
 		if err != nil {
 			return err
 		}
-		if busy && !force {
-			return fmt.Errorf("%w: cluster %q is reachable and its agent reports: jobs may run there; drain it and stop its agent, or force", ErrFailedPrecondition, name)
+		switch {
+		case force:
+		case jobs > 0:
+			return fmt.Errorf("%w: %d unfinished jobs are admitted to cluster %q; drain it and let them end, or force", ErrFailedPrecondition, jobs, name)
+		case reporting:
+			return fmt.Errorf("%w: cluster %q is reachable and its agent reports; stop its agent first, or force", ErrFailedPrecondition, name)
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM clusters WHERE name = $1`, name); err != nil {
 			return err
 		}
 		tx.notify(ChannelFreed, "")
-		return auditInsert(ctx, tx, "", audit.ClusterDelete, clusterResource(name), map[string]any{"force": force})
+		return auditInsert(ctx, tx, "", audit.ClusterDelete, clusterResource(name), map[string]any{"force": force, "unfinishedJobs": jobs})
 	})
 	return translate(err, clusterWhat(name))
 }

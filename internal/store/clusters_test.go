@@ -222,3 +222,27 @@ func utcHealth(hs []ClusterHealth) []ClusterHealth {
 	}
 	return hs
 }
+
+// A cluster where an admitted job has not finished is deleted only by
+// force, even when its agent is silent.
+func TestClusterDeleteRefusedWithJobs(t *testing.T) {
+	b := setup(t)
+	ctx := as(b.ctx, "root")
+	_, err := b.store.ClusterCreate(ctx, cluster.Cluster{Name: "eu-1"})
+	require.NoError(t, err)
+	b.tenantCreate(t, "acme")
+	j := b.jobCreate(t, "acme", "train", 1)
+	key := JobKey{Tenant: "acme", UID: j.UID}
+	lease, ok, err := b.store.SchedulerLeaseAcquire(b.ctx, "s1", time.Hour)
+	require.NoError(t, err)
+	require.True(t, ok)
+	res, err := b.store.SchedulerCommit(b.ctx, SchedulerCommitParams{Lease: lease, Admit: []JobKey{key},
+		Clusters: map[JobKey]string{key: "eu-1"}})
+	require.NoError(t, err)
+	require.Len(t, res.Admitted, 1)
+
+	err = b.store.ClusterDelete(ctx, "eu-1", false)
+	require.ErrorIs(t, err, ErrFailedPrecondition)
+	require.ErrorContains(t, err, "1 unfinished jobs are admitted")
+	require.NoError(t, b.store.ClusterDelete(ctx, "eu-1", true))
+}

@@ -606,7 +606,7 @@ type DeleteClusterRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// clusters/{cluster}
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// Delete even while the cluster's agent reports.
+	// Delete even while jobs are admitted there or its agent reports.
 	Force         bool `protobuf:"varint,2,opt,name=force,proto3" json:"force,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

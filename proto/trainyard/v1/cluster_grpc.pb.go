@@ -57,7 +57,8 @@ type ClusterServiceClient interface {
 	// Ends a drain or a cordon: the cluster takes new jobs again.
 	UncordonCluster(ctx context.Context, in *UncordonClusterRequest, opts ...grpc.CallOption) (*Cluster, error)
 	// Deletes a cluster. Refused for "default", and, unless forced, while
-	// its agent still reports (FAILED_PRECONDITION).
+	// unfinished jobs are admitted there or its agent still reports
+	// (FAILED_PRECONDITION).
 	DeleteCluster(ctx context.Context, in *DeleteClusterRequest, opts ...grpc.CallOption) (*DeleteClusterResponse, error)
 }
 
@@ -177,7 +178,8 @@ type ClusterServiceServer interface {
 	// Ends a drain or a cordon: the cluster takes new jobs again.
 	UncordonCluster(context.Context, *UncordonClusterRequest) (*Cluster, error)
 	// Deletes a cluster. Refused for "default", and, unless forced, while
-	// its agent still reports (FAILED_PRECONDITION).
+	// unfinished jobs are admitted there or its agent still reports
+	// (FAILED_PRECONDITION).
 	DeleteCluster(context.Context, *DeleteClusterRequest) (*DeleteClusterResponse, error)
 	mustEmbedUnimplementedClusterServiceServer()
 }

@@ -54,7 +54,8 @@ export interface paths {
         post?: never;
         /**
          * Deletes a cluster. Refused for "default", and, unless forced, while
-         *     its agent still reports (FAILED_PRECONDITION).
+         *     unfinished jobs are admitted there or its agent still reports
+         *     (FAILED_PRECONDITION).
          */
         delete: operations["ClusterService_DeleteCluster"];
         options?: never;
@@ -2232,7 +2233,7 @@ export interface operations {
     ClusterService_DeleteCluster: {
         parameters: {
             query?: {
-                /** @description Delete even while the cluster's agent reports. */
+                /** @description Delete even while jobs are admitted there or its agent reports. */
                 force?: boolean;
             };
             header?: never;

@@ -126,7 +126,8 @@ class ClusterServiceServicer(object):
 
     def DeleteCluster(self, request, context):
         """Deletes a cluster. Refused for "default", and, unless forced, while
-        its agent still reports (FAILED_PRECONDITION).
+        unfinished jobs are admitted there or its agent still reports
+        (FAILED_PRECONDITION).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
