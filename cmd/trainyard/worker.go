@@ -271,7 +271,7 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 	// schedules (internal/scheduler), writes the jobs' EndpointSlices and
 	// sweeps the clusters' heartbeats.
 	sch, err = scheduler.New(scheduler.Config{
-		ID: id, Store: st, Kube: watch, Pods: pods, Listener: listener,
+		ID: id, Store: st, Kube: watch, Cluster: wf.cluster, Pods: pods, Listener: listener,
 		LeaseTTL: wf.schedulerLeaseTTL, Period: wf.schedulePeriod, StarvationAge: wf.starvationAge,
 		BorrowAging: wf.borrowAging,
 		OnLead: func(ctx context.Context) {
