@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/trainyard/trainyard/internal/cluster"
 	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/scheduler"
 	"github.com/trainyard/trainyard/internal/store"
@@ -57,6 +58,10 @@ type workerFlags struct {
 	// (kube.TenantOptions).
 	egressDenyCIDRs   []string
 	apiServiceAccount string
+	// The cluster this worker runs in and reports (worker.ClusterAgent).
+	cluster          string
+	clusterHeartbeat time.Duration
+	clusterTimeout   time.Duration
 }
 
 func (f *workerFlags) register(fs *pflag.FlagSet) {
@@ -81,6 +86,9 @@ func (f *workerFlags) register(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&f.egressDenyCIDRs, "egress-deny-cidrs", slices.Clone(kube.DefaultEgressDenyCIDRs), "CIDRs tenant pods may not connect to (exceptions of their NetworkPolicy's egress to anywhere), comma-separated; empty denies nothing")
 	fs.StringVar(&f.apiServiceAccount, "api-service-account", kube.DefaultAPIServiceAccount, "the API server's ServiceAccount as namespace:name, bound in each tenant namespace to read pod logs there")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", ":8081", "address for the worker's /metrics, /healthz and /readyz; empty disables")
+	fs.StringVar(&f.cluster, "cluster", cluster.Default, "the cluster this worker runs in (registered with tyctl clusters register, except \"default\", which always exists): it heartbeats that cluster's capacity and nodes")
+	fs.DurationVar(&f.clusterHeartbeat, "cluster-heartbeat", worker.DefaultClusterHeartbeat, "how often the worker reports its cluster's capacity and nodes")
+	fs.DurationVar(&f.clusterTimeout, "cluster-timeout", worker.DefaultClusterTimeout, "a cluster whose last heartbeat is older than this is UNREACHABLE (decided by the worker holding the scheduler lease)")
 }
 
 func (f *workerFlags) validate() error {
@@ -103,8 +111,13 @@ func (f *workerFlags) validate() error {
 		return errors.New("--log-tail-lines and --log-tail-bytes must be positive")
 	case f.finishedTTL < 0 || f.finishedTTL%time.Second != 0:
 		return fmt.Errorf("--default-ttl-after-finished must be whole seconds, 0 or more, not %s", f.finishedTTL)
+	case f.clusterHeartbeat <= 0 || f.clusterTimeout <= f.clusterHeartbeat:
+		return fmt.Errorf("--cluster-heartbeat must be positive and --cluster-timeout longer, not %s and %s", f.clusterHeartbeat, f.clusterTimeout)
 	case !psaLevels[f.psaEnforce] || !psaLevels[f.psaWarn]:
 		return fmt.Errorf("--psa-enforce and --psa-warn must be privileged, baseline or restricted, not %q and %q", f.psaEnforce, f.psaWarn)
+	}
+	if err := cluster.ValidateName(f.cluster); err != nil {
+		return fmt.Errorf("--cluster: %w", err)
 	}
 	if err := f.tenantOptions().Validate(); err != nil {
 		return fmt.Errorf("--egress-deny-cidrs or --api-service-account: %w", err)
@@ -142,6 +155,13 @@ provisioned.
 Run as many workers as you like against one database: each job has one
 owner at a time, and a dead worker's jobs are taken over after --lease-ttl.
 On SIGTERM a worker finishes what it is doing and releases its jobs.
+
+Each worker reports the cluster it runs in (--cluster, "default" unless
+set; another cluster is registered first with tyctl clusters register):
+every --cluster-heartbeat its capacity, usage and, when they changed, its
+schedulable nodes. The worker holding the scheduler lease marks a cluster
+UNREACHABLE once its last heartbeat is older than --cluster-timeout, and
+READY again when it reports.
 
 Serves /metrics (Prometheus), /healthz and /readyz on --metrics-addr.
 The database must be migrated first (trainyard migrate up).`,
@@ -234,14 +254,33 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 	if err != nil {
 		return err
 	}
+	// Every worker reports its cluster (capacity, nodes) from the
+	// scheduler's informers; the one holding the scheduler lease also
+	// sweeps every cluster's heartbeats (worker.ClusterAgent).
+	var sch *scheduler.Scheduler
+	agent, err := worker.NewClusterAgent(worker.ClusterAgentConfig{
+		Cluster: wf.cluster, Agent: id, Store: st,
+		Nodes:     func() ([]cluster.Node, bool) { return sch.ClusterNodes() },
+		Heartbeat: wf.clusterHeartbeat, Timeout: wf.clusterTimeout,
+		Registry: reg, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
 	// Every worker runs a scheduler; the one holding the scheduler lease
-	// schedules (internal/scheduler) and writes the jobs' EndpointSlices.
-	sch, err := scheduler.New(scheduler.Config{
-		ID: id, Store: st, Kube: watch, Pods: pods, Listener: listener,
+	// schedules (internal/scheduler), writes the jobs' EndpointSlices and
+	// sweeps the clusters' heartbeats.
+	sch, err = scheduler.New(scheduler.Config{
+		ID: id, Store: st, Kube: watch, Cluster: wf.cluster, Pods: pods, Listener: listener,
 		LeaseTTL: wf.schedulerLeaseTTL, Period: wf.schedulePeriod, StarvationAge: wf.starvationAge,
 		BorrowAging: wf.borrowAging,
-		OnLead:      w.LeadEndpoints,
-		Registry:    reg, Logger: log,
+		OnLead: func(ctx context.Context) {
+			var wg sync.WaitGroup
+			wg.Go(func() { agent.Sweep(ctx) })
+			w.LeadEndpoints(ctx)
+			wg.Wait()
+		},
+		Registry: reg, Logger: log,
 	})
 	if err != nil {
 		return err
@@ -270,6 +309,7 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 		wg                                 sync.WaitGroup
 		workerErr, tenantErr, schedulerErr error
 	)
+	wg.Go(func() { _ = agent.Run(ctx) })
 	wg.Go(func() {
 		defer cancel()
 		if schedulerErr = sch.Run(ctx); schedulerErr != nil {

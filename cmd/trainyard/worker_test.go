@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
@@ -86,4 +87,28 @@ func TestWorkerFlagsFromEnvironment(t *testing.T) {
 	require.NoError(t, bindEnv(cmd.Flags()))
 	require.Equal(t, "4s", cmd.Flags().Lookup("lease-ttl").Value.String())
 	require.Equal(t, "3", cmd.Flags().Lookup("concurrency").Value.String())
+}
+
+// --cluster is "default" unless set, and must be a cluster name; the
+// timeout must be longer than the heartbeat. Errors name the flag.
+func TestWorkerClusterFlags(t *testing.T) {
+	parse := func(args ...string) (*workerFlags, error) {
+		var wf workerFlags
+		fs := pflag.NewFlagSet("worker", pflag.ContinueOnError)
+		wf.register(fs)
+		require.NoError(t, fs.Parse(args))
+		return &wf, wf.validate()
+	}
+	wf, err := parse()
+	require.NoError(t, err)
+	require.Equal(t, "default", wf.cluster)
+	require.Equal(t, 10*time.Second, wf.clusterHeartbeat)
+	require.Equal(t, time.Minute, wf.clusterTimeout)
+	wf, err = parse("--cluster", "eu-1", "--cluster-heartbeat", "2s", "--cluster-timeout", "20s")
+	require.NoError(t, err)
+	require.Equal(t, "eu-1", wf.cluster)
+	_, err = parse("--cluster", "EU_1")
+	require.ErrorContains(t, err, "--cluster:")
+	_, err = parse("--cluster-timeout", "5s")
+	require.ErrorContains(t, err, "--cluster-timeout")
 }

@@ -1,5 +1,7 @@
 // Package api implements Trainyard's gRPC services: JobService,
-// TenantService, AuditService and UsageService. The REST gateway (internal/server) calls
+// TenantService, AuditService, UsageService, WebhookService and
+// ClusterService (clusters.go: the Kubernetes clusters jobs run in,
+// platform admins only). The REST gateway (internal/server) calls
 // the same handlers over in-memory gRPC, so REST and gRPC cannot drift apart.
 //
 // # A call

@@ -49,11 +49,21 @@ const (
 	WebhookDelete    Action = "webhook.delete"
 	WebhookRedeliver Action = "webhook.redeliver"
 	WebhookPing      Action = "webhook.ping"
+	// Clusters (issue 45): platform-wide records, under no tenant. A
+	// cluster's health (reachable or not) is no one's action and is not
+	// recorded.
+	ClusterCreate   Action = "cluster.create"
+	ClusterUpdate   Action = "cluster.update"
+	ClusterDrain    Action = "cluster.drain"
+	ClusterCordon   Action = "cluster.cordon"
+	ClusterUncordon Action = "cluster.uncordon"
+	ClusterDelete   Action = "cluster.delete"
 )
 
 // Actions lists every action, for validating filters.
 var Actions = []Action{TenantCreate, TenantUpdate, TenantOffboard, SecretPut, SecretDelete, JobCreate, JobCancel, JobDelete, JobSuspend, JobResume,
-	CohortPut, CohortDelete, WebhookCreate, WebhookUpdate, WebhookDelete, WebhookRedeliver, WebhookPing}
+	CohortPut, CohortDelete, WebhookCreate, WebhookUpdate, WebhookDelete, WebhookRedeliver, WebhookPing,
+	ClusterCreate, ClusterUpdate, ClusterDrain, ClusterCordon, ClusterUncordon, ClusterDelete}
 
 // Request is where a call came from: the client's address (for REST, the
 // gateway's client, not the gateway) and the request's id.

@@ -168,6 +168,16 @@ var rules = map[string]rule{
 	pb.TenantService_GetCohort_FullMethodName:    {perm: PermPlatformAdmin},
 	pb.TenantService_ListCohorts_FullMethodName:  {perm: PermPlatformAdmin},
 	pb.TenantService_DeleteCohort_FullMethodName: {perm: PermPlatformAdmin},
+	// Clusters (issue 45) are the platform's: platform admins, reads too
+	// (capacity, labels and health of every cluster).
+	pb.ClusterService_CreateCluster_FullMethodName:   {perm: PermPlatformAdmin},
+	pb.ClusterService_GetCluster_FullMethodName:      {perm: PermPlatformAdmin},
+	pb.ClusterService_ListClusters_FullMethodName:    {perm: PermPlatformAdmin},
+	pb.ClusterService_UpdateCluster_FullMethodName:   {perm: PermPlatformAdmin},
+	pb.ClusterService_DrainCluster_FullMethodName:    {perm: PermPlatformAdmin},
+	pb.ClusterService_CordonCluster_FullMethodName:   {perm: PermPlatformAdmin},
+	pb.ClusterService_UncordonCluster_FullMethodName: {perm: PermPlatformAdmin},
+	pb.ClusterService_DeleteCluster_FullMethodName:   {perm: PermPlatformAdmin},
 
 	// Webhooks: a tenant's admins. Reads too: a webhook's URL and its
 	// delivery log say where the tenant's events go.

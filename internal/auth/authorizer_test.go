@@ -135,6 +135,22 @@ func requestFor(method, t string) any {
 		return &pb.ListCohortsRequest{}
 	case pb.TenantService_DeleteCohort_FullMethodName:
 		return &pb.DeleteCohortRequest{Name: "cohorts/lab"}
+	case pb.ClusterService_CreateCluster_FullMethodName:
+		return &pb.CreateClusterRequest{ClusterId: "eu-1", Cluster: &pb.Cluster{}}
+	case pb.ClusterService_GetCluster_FullMethodName:
+		return &pb.GetClusterRequest{Name: "clusters/eu-1"}
+	case pb.ClusterService_ListClusters_FullMethodName:
+		return &pb.ListClustersRequest{}
+	case pb.ClusterService_UpdateCluster_FullMethodName:
+		return &pb.UpdateClusterRequest{Cluster: &pb.Cluster{Name: "clusters/eu-1"}}
+	case pb.ClusterService_DrainCluster_FullMethodName:
+		return &pb.DrainClusterRequest{Name: "clusters/eu-1"}
+	case pb.ClusterService_CordonCluster_FullMethodName:
+		return &pb.CordonClusterRequest{Name: "clusters/eu-1"}
+	case pb.ClusterService_UncordonCluster_FullMethodName:
+		return &pb.UncordonClusterRequest{Name: "clusters/eu-1"}
+	case pb.ClusterService_DeleteCluster_FullMethodName:
+		return &pb.DeleteClusterRequest{Name: "clusters/eu-1"}
 	}
 	panic("no request for " + method)
 }
@@ -186,6 +202,16 @@ var matrix = []struct {
 	{pb.TenantService_GetCohort_FullMethodName, "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK"},
 	{pb.TenantService_ListCohorts_FullMethodName, "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK"},
 	{pb.TenantService_DeleteCohort_FullMethodName, "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK"},
+	// Clusters are the platform's: platform admins only, whatever tenant
+	// role the caller has (a tenant admin included).
+	{pb.ClusterService_CreateCluster_FullMethodName, "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK"},
+	{pb.ClusterService_GetCluster_FullMethodName, "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK"},
+	{pb.ClusterService_ListClusters_FullMethodName, "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK"},
+	{pb.ClusterService_UpdateCluster_FullMethodName, "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK"},
+	{pb.ClusterService_DrainCluster_FullMethodName, "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK"},
+	{pb.ClusterService_CordonCluster_FullMethodName, "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK"},
+	{pb.ClusterService_UncordonCluster_FullMethodName, "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK"},
+	{pb.ClusterService_DeleteCluster_FullMethodName, "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK", "PD PD PD PD OK"},
 	// Secrets: names readable by viewers, changes by tenant admins.
 	{pb.TenantService_ListSecrets_FullMethodName, "NF OK OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF OK OK OK OK"},
 	{pb.TenantService_PutSecret_FullMethodName, "NF PD PD OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF PD PD FP FP"},
@@ -247,7 +273,7 @@ func TestAuthorizerMatrix(t *testing.T) {
 							require.Equal(t, Access{}, acc)
 							return
 						}
-						if perm, _ := RequiredPermission(row.method); perm == PermAuthenticated || row.method == pb.TenantService_CreateTenant_FullMethodName || strings.Contains(row.method, "Cohort") {
+						if perm, _ := RequiredPermission(row.method); perm == PermAuthenticated || row.method == pb.TenantService_CreateTenant_FullMethodName || strings.Contains(row.method, "Cohort") || strings.Contains(row.method, "Cluster") {
 							require.Empty(t, acc.TenantID)
 							return
 						}
@@ -265,7 +291,7 @@ func TestAuthorizerMatrix(t *testing.T) {
 // matrix; the table has nothing else.
 func TestEveryMethodHasARule(t *testing.T) {
 	var all []string
-	for _, sd := range []grpc.ServiceDesc{pb.JobService_ServiceDesc, pb.TenantService_ServiceDesc, pb.AuditService_ServiceDesc, pb.UsageService_ServiceDesc, pb.WebhookService_ServiceDesc} {
+	for _, sd := range []grpc.ServiceDesc{pb.JobService_ServiceDesc, pb.TenantService_ServiceDesc, pb.AuditService_ServiceDesc, pb.UsageService_ServiceDesc, pb.WebhookService_ServiceDesc, pb.ClusterService_ServiceDesc} {
 		for _, m := range sd.Methods {
 			all = append(all, "/"+sd.ServiceName+"/"+m.MethodName)
 		}

@@ -63,7 +63,7 @@
 // # Authorization
 //
 // A table (rules in authorizer.go) gives every method of JobService,
-// TenantService, AuditService, UsageService and WebhookService the permission it needs; a method not in the table is
+// TenantService, AuditService, UsageService, WebhookService and ClusterService the permission it needs; a method not in the table is
 // PERMISSION_DENIED, and a test fails when a proto method has no row.
 //
 //	job reads (Get, List, Events, Logs, Watch*), GetTenant,
@@ -77,6 +77,7 @@
 //	ListTenants                                    any caller (the handler filters with Principal.RoleIn)
 //	CreateTenant, UpdateTenant, DeleteTenant       platform admin
 //	PutCohort, GetCohort, ListCohorts, DeleteCohort platform admin (cohorts span tenants)
+//	every ClusterService method                    platform admin (clusters are the platform's)
 //
 // The tenant comes from the request's resource name (parent, name,
 // secret.name or tenant.name: "tenants/{tenant}/…"); a malformed one is

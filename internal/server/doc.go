@@ -20,7 +20,8 @@
 //	         │                             │ (bufconn, no socket) │
 //	         │                             └──────────┬───────────┘
 //	         ▼                                        ▼
-//	  interceptor chain ──► JobService, TenantService, AuditService, UsageService
+//	  interceptor chain ──► JobService, TenantService, AuditService, UsageService,
+//	                        WebhookService, ClusterService
 //
 // # Listeners
 //

@@ -43,7 +43,8 @@ func newGateway(ctx context.Context, conn *grpc.ClientConn, jsonLimits, yamlLimi
 		MarshalOptions:   protojson.MarshalOptions{UseProtoNames: false},
 		UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
 	}, limits: jsonLimits}
-	rs := routesOf(pb.File_trainyard_v1_job_proto, pb.File_trainyard_v1_tenant_proto, pb.File_trainyard_v1_audit_proto, pb.File_trainyard_v1_usage_proto)
+	rs := routesOf(pb.File_trainyard_v1_job_proto, pb.File_trainyard_v1_tenant_proto, pb.File_trainyard_v1_audit_proto, pb.File_trainyard_v1_usage_proto,
+		pb.File_trainyard_v1_cluster_proto)
 	opts := []runtime.ServeMuxOption{
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.HTTPBodyMarshaler{Marshaler: jsonpb}),
 		runtime.WithIncomingHeaderMatcher(incomingHeader),
@@ -73,6 +74,9 @@ func newGateway(ctx context.Context, conn *grpc.ClientConn, jsonLimits, yamlLimi
 		return nil, err
 	}
 	if err := pb.RegisterWebhookServiceHandler(ctx, mux, conn); err != nil {
+		return nil, err
+	}
+	if err := pb.RegisterClusterServiceHandler(ctx, mux, conn); err != nil {
 		return nil, err
 	}
 	return mux, nil

@@ -50,6 +50,8 @@ type Config struct {
 	Usage   pb.UsageServiceServer
 	// Webhooks is optional: without it the service is not served.
 	Webhooks pb.WebhookServiceServer
+	// Clusters is optional: without it the service is not served.
+	Clusters pb.ClusterServiceServer
 	// Auth are the authentication+authorization interceptors. Required: a
 	// server without them would serve every tenant to anyone.
 	AuthUnary  grpc.UnaryServerInterceptor
@@ -258,6 +260,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		if cfg.Webhooks != nil {
 			pb.RegisterWebhookServiceServer(g, cfg.Webhooks)
 		}
+		if cfg.Clusters != nil {
+			pb.RegisterClusterServiceServer(g, cfg.Clusters)
+		}
 		return g
 	}
 	public := []grpc.ServerOption{}
@@ -333,7 +338,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		mux.Handle("/", cfg.Console)
 	}
 	onlyGET(mux, "/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/docs/swagger-ui-bundle.js", "/docs/swagger-ui.css")
-	rs := append(routesOf(pb.File_trainyard_v1_job_proto, pb.File_trainyard_v1_tenant_proto, pb.File_trainyard_v1_audit_proto, pb.File_trainyard_v1_usage_proto),
+	rs := append(routesOf(pb.File_trainyard_v1_job_proto, pb.File_trainyard_v1_tenant_proto, pb.File_trainyard_v1_audit_proto, pb.File_trainyard_v1_usage_proto,
+		pb.File_trainyard_v1_cluster_proto),
 		newRoute(http.MethodPost, tensorBoardPath+":open"))
 	mux.Handle("/v1/", rs.methodCheck(authenticateFirst(cfg.AuthHTTP, limitBody(cfg.MaxRequestBytes, gw))))
 	s.routeTensorBoard(mux, gw)
@@ -442,6 +448,7 @@ func (s *Server) watchReadiness(ctx context.Context) {
 		s.health.SetServingStatus(pb.AuditService_ServiceDesc.ServiceName, st)
 		s.health.SetServingStatus(pb.UsageService_ServiceDesc.ServiceName, st)
 		s.health.SetServingStatus(pb.WebhookService_ServiceDesc.ServiceName, st)
+		s.health.SetServingStatus(pb.ClusterService_ServiceDesc.ServiceName, st)
 		select {
 		case <-ctx.Done():
 			return

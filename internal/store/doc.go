@@ -49,13 +49,18 @@
 //	usage_daily           the same per UTC day, written with the hours: what a query by day reads
 //	webhooks              (tenant, id) → URL, topics, label selector, state; the signing secret lives in Kubernetes
 //	webhook_deliveries    the webhook outbox: one row per message per webhook, with the job as the event left it
+//	clusters              name → display name, labels, admin_state (the operator's), reachable (the sweep's),
+//	                      heartbeat, capacity/usage (JSONB by resource name); "default" made by the migration
+//	cluster_nodes         cluster → its agent's nodes (JSONB array of cluster.Node), rewritten when the digest changes
 //
 // Every table with tenant data has tenant_id. Every query of an API method
 // filters on it. So a tenant cannot reach another tenant's rows, even by
 // guessing names or uids. Only the worker's and the scheduler's queries
 // are cross-tenant, by nature: JobClaim, JobLeaseRenew, JobReleaseAll,
 // JobListByKeys, TenantListAll, SchedulerRead, JobSpecs, TenantRunTimes,
-// SchedulerCommit, QueuePublish, UsageRollup and UsageHeld; UsageQuery
+// SchedulerCommit, QueuePublish, UsageRollup and UsageHeld; clusters
+// hold no tenant data (clusters.go: platform admins' API, agents'
+// heartbeats, the sweep, ClusterNodesReady); UsageQuery
 // spans tenants only for a platform admin's tenants/-.
 //
 // # Jobs: the API side

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/trainyard/trainyard/internal/cluster"
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/tenant"
 )
@@ -102,9 +103,9 @@ type SchedJob struct {
 	PreemptedBy     string
 	PreemptorTenant string
 	// GPUType is the GPU model the job was counted against at admission.
-	GPUType    string
+	GPUType string
 	// Cluster is the cluster the job was admitted to.
-	Cluster string
+	Cluster    string
 	WaitReason job.WaitReason
 	Version    int64
 	// Spec is the job's spec when SchedulerRead was asked for it.
@@ -278,8 +279,9 @@ type RunTime struct {
 }
 
 // DefaultCluster names the cluster of an installation that registered no
-// other: a job admitted without a cluster is admitted there.
-const DefaultCluster = "default"
+// other: a job admitted without a cluster is admitted there. It is the
+// clusters row migration 000016 creates (cluster.Default).
+const DefaultCluster = cluster.Default
 
 // SchedulerCommitParams are the decisions of one scheduling cycle.
 type SchedulerCommitParams struct {

@@ -48,6 +48,7 @@
 //	expectations.go   writes whose informer events have not come yet
 //	requeue.go        a preempted or unschedulable job back to the queue
 //	sweep.go          the orphan sweep
+//	cluster.go        ClusterAgent: this cluster's heartbeat and nodes; the clusters' health sweep (on the scheduler lease)
 //	tenants.go        the tenant cache (the namespace is the tenant row's)
 //	workertest/       an in-memory Store and a fake clientset, for tests
 //
@@ -226,6 +227,10 @@
 //	trainyard_workqueue_{depth,adds_total,queue_duration_seconds,work_duration_seconds,
 //	    unfinished_work_seconds,longest_running_processor_seconds,retries_total}{name="jobs"}
 //	    (internal/controller; the tenant reconciler's queue is name="tenants")
+//	trainyard_cluster_heartbeat_age_seconds{cluster}   gauge, at the last sweep (scheduler lease holder only); -1: never
+//	trainyard_cluster_state{cluster,state}             gauge, 1 for the state at the last sweep (lease holder only)
+//	trainyard_cluster_reachability_changes_total{cluster,state}   counter: UNREACHABLE, or the state when back
+//	trainyard_cluster_heartbeat_errors_total           counter: this worker's heartbeats not written
 //
 // # Not here
 //

@@ -23,6 +23,98 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/clusters": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Lists every cluster, by name. */
+        get: operations["ClusterService_ListClusters"];
+        put?: never;
+        /** Registers a cluster. It stays UNREACHABLE until its agent reports. */
+        post: operations["ClusterService_CreateCluster"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/clusters/{cluster}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Returns a cluster: its state, last heartbeat, capacity and usage. */
+        get: operations["ClusterService_GetCluster"];
+        put?: never;
+        post?: never;
+        /**
+         * Deletes a cluster. Refused for "default", and, unless forced, while
+         *     unfinished jobs are admitted there or its agent still reports
+         *     (FAILED_PRECONDITION).
+         */
+        delete: operations["ClusterService_DeleteCluster"];
+        options?: never;
+        head?: never;
+        /** Updates a cluster's display name or labels. */
+        patch: operations["ClusterService_UpdateCluster"];
+        trace?: never;
+    };
+    "/v1/clusters/{cluster}:cordon": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cordons a cluster: nothing new is placed there; running jobs stay. */
+        post: operations["ClusterService_CordonCluster"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/clusters/{cluster}:drain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Drains a cluster: nothing new is placed there; running jobs finish. */
+        post: operations["ClusterService_DrainCluster"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/clusters/{cluster}:uncordon": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Ends a drain or a cordon: the cluster takes new jobs again. */
+        post: operations["ClusterService_UncordonCluster"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/cohorts": {
         parameters: {
             query?: never;
@@ -649,6 +741,9 @@ export interface components {
              */
             extensions?: components["schemas"]["protobufAny"][];
         };
+        ClusterServiceCordonClusterBody: Record<string, never>;
+        ClusterServiceDrainClusterBody: Record<string, never>;
+        ClusterServiceUncordonClusterBody: Record<string, never>;
         JobServiceBatchCreateJobsBody: {
             /** @description The jobs to create, at most 1,000. */
             requests?: components["schemas"]["v1CreateJobRequest"][];
@@ -845,6 +940,58 @@ export interface components {
          * @enum {string}
          */
         v1CleanPodPolicy: "CLEAN_POD_POLICY_UNSPECIFIED" | "CLEAN_POD_POLICY_NONE" | "CLEAN_POD_POLICY_RUNNING" | "CLEAN_POD_POLICY_ALL";
+        /** @description A Kubernetes cluster Trainyard places jobs in. */
+        v1Cluster: {
+            adminState?: components["schemas"]["v1ClusterState"];
+            /** @description The id of the worker that sent it. Output only. */
+            readonly agent?: string;
+            capacity?: components["schemas"]["v1Quota"];
+            /**
+             * Format: date-time
+             * @description Output only.
+             */
+            readonly createTime?: string;
+            /** @description At most 200 characters. */
+            displayName?: string;
+            /**
+             * Format: date-time
+             * @description The agent's last heartbeat; unset before the first. Output only.
+             */
+            readonly heartbeatTime?: string;
+            /**
+             * @description What jobs may select the cluster by (region, cloud, GPU models, cost
+             *     class): Kubernetes label keys and values.
+             */
+            labels?: {
+                [key: string]: string;
+            };
+            /** @description clusters/{cluster}: a DNS-1123 label of at most 40 characters. */
+            name?: string;
+            /**
+             * Format: int32
+             * @description Every node of the cluster, schedulable or not. Output only.
+             */
+            readonly nodeCount?: number;
+            state?: components["schemas"]["v1ClusterState"];
+            /**
+             * Format: date-time
+             * @description Output only.
+             */
+            readonly updateTime?: string;
+            usage?: components["schemas"]["v1Quota"];
+        };
+        /**
+         * @description The state a cluster is in: health first (UNREACHABLE when its agent's
+         *     heartbeats stopped), then what the operator set.
+         *
+         *      - CLUSTER_STATE_READY: Takes new jobs.
+         *      - CLUSTER_STATE_UNREACHABLE: Its agent missed heartbeats past the timeout.
+         *      - CLUSTER_STATE_DRAINING: Takes nothing new; running jobs finish.
+         *      - CLUSTER_STATE_CORDONED: Takes nothing new; running jobs stay.
+         * @default CLUSTER_STATE_UNSPECIFIED
+         * @enum {string}
+         */
+        v1ClusterState: "CLUSTER_STATE_UNSPECIFIED" | "CLUSTER_STATE_READY" | "CLUSTER_STATE_UNREACHABLE" | "CLUSTER_STATE_DRAINING" | "CLUSTER_STATE_CORDONED";
         /**
          * @description A cohort of tenants that lend one another their unused nominal quota
          *     (Sharing.cohort names it), with a pool of its own that nobody owns.
@@ -898,6 +1045,7 @@ export interface components {
              */
             requestId?: string;
         };
+        v1DeleteClusterResponse: Record<string, never>;
         v1DeleteCohortResponse: Record<string, never>;
         v1DeleteJobResponse: Record<string, never>;
         v1DeleteSecretResponse: Record<string, never>;
@@ -1202,6 +1350,9 @@ export interface components {
             auditRecords?: components["schemas"]["v1AuditRecord"][];
             /** @description Empty on the last page. */
             nextPageToken?: string;
+        };
+        v1ListClustersResponse: {
+            clusters?: components["schemas"]["v1Cluster"][];
         };
         v1ListCohortsResponse: {
             cohorts?: components["schemas"]["v1Cohort"][];
@@ -1967,6 +2118,316 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["v1ListAuditRecordsResponse"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    ClusterService_ListClusters: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1ListClustersResponse"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    ClusterService_CreateCluster: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The cluster's id, a DNS-1123 label of at most 40 characters: the
+                 *     NAME its agent is started with (trainyard worker --cluster NAME).
+                 */
+                clusterId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["v1Cluster"];
+            };
+        };
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1Cluster"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    ClusterService_GetCluster: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                cluster: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1Cluster"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    ClusterService_DeleteCluster: {
+        parameters: {
+            query?: {
+                /** @description Delete even while jobs are admitted there or its agent reports. */
+                force?: boolean;
+            };
+            header?: never;
+            path: {
+                cluster: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1DeleteClusterResponse"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    ClusterService_UpdateCluster: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                cluster: string;
+            };
+            cookie?: never;
+        };
+        /** @description The cluster, named clusters/{cluster}. */
+        requestBody: {
+            content: {
+                "application/json": {
+                    adminState?: components["schemas"]["v1ClusterState"];
+                    /** @description The id of the worker that sent it. Output only. */
+                    readonly agent?: string;
+                    capacity?: components["schemas"]["v1Quota"];
+                    /**
+                     * Format: date-time
+                     * @description Output only.
+                     */
+                    readonly createTime?: string;
+                    /** @description At most 200 characters. */
+                    displayName?: string;
+                    /**
+                     * Format: date-time
+                     * @description The agent's last heartbeat; unset before the first. Output only.
+                     */
+                    readonly heartbeatTime?: string;
+                    /**
+                     * @description What jobs may select the cluster by (region, cloud, GPU models, cost
+                     *     class): Kubernetes label keys and values.
+                     */
+                    labels?: {
+                        [key: string]: string;
+                    };
+                    /**
+                     * Format: int32
+                     * @description Every node of the cluster, schedulable or not. Output only.
+                     */
+                    readonly nodeCount?: number;
+                    state?: components["schemas"]["v1ClusterState"];
+                    /**
+                     * Format: date-time
+                     * @description Output only.
+                     */
+                    readonly updateTime?: string;
+                    usage?: components["schemas"]["v1Quota"];
+                };
+            };
+        };
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1Cluster"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    ClusterService_CordonCluster: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                cluster: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ClusterServiceCordonClusterBody"];
+            };
+        };
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1Cluster"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    ClusterService_DrainCluster: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                cluster: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ClusterServiceDrainClusterBody"];
+            };
+        };
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1Cluster"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    ClusterService_UncordonCluster: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                cluster: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ClusterServiceUncordonClusterBody"];
+            };
+        };
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1Cluster"];
                 };
             };
             /** @description An unexpected error response. */

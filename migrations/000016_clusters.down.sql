@@ -1,0 +1,2 @@
+DROP TABLE cluster_nodes;
+DROP TABLE clusters;
