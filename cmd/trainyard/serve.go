@@ -317,13 +317,13 @@ func expire(ctx context.Context, log *slog.Logger, what string, retention time.D
 
 // openStore connects to Postgres, waiting up to a minute for it to answer
 // so that a server started beside its database does not crash-loop.
-func openStore(ctx context.Context, log *slog.Logger, url string) (*store.Store, error) {
+func openStore(ctx context.Context, log *slog.Logger, url string, opts ...store.Option) (*store.Store, error) {
 	if url == "" {
 		return nil, errors.New("no database: set --database-url or DATABASE_URL")
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
-		st, err := store.Open(ctx, url)
+		st, err := store.Open(ctx, url, opts...)
 		if err == nil {
 			return st, nil
 		}

@@ -179,7 +179,8 @@ The database must be migrated first (trainyard migrate up).`,
 				return err
 			}
 			dbURL := withPoolSize(common.databaseURL, common.poolSize(workerPool(wf.concurrency)))
-			st, err := openStore(ctx, log, dbURL)
+			// The worker claims only its own cluster's jobs.
+			st, err := openStore(ctx, log, dbURL, store.WithCluster(wf.cluster))
 			if err != nil {
 				return err
 			}

@@ -163,6 +163,10 @@ type Node struct {
 	Allocatable   job.Vector
 	// Used is what the pods bound to the node request, unless finished.
 	Used job.Vector
+	// Jobs is the part of Used that Trainyard jobs' pods take: another
+	// cluster's scheduler counts those jobs from their demand instead (it
+	// sees none of their pods), so it places on Used less Jobs.
+	Jobs job.Vector
 }
 
 // Nodes are a cluster's published nodes, with what the scheduler needs of
@@ -226,12 +230,13 @@ type nodeJSON struct {
 	Unschedulable bool              `json:"u,omitempty"`
 	Allocatable   Resources         `json:"a"`
 	Used          Resources         `json:"r"`
+	Jobs          Resources         `json:"j"`
 }
 
 // MarshalJSON writes the node compactly.
 func (n Node) MarshalJSON() ([]byte, error) {
 	return json.Marshal(nodeJSON{Name: n.Name, Labels: n.Labels, Taints: n.Taints, Unschedulable: n.Unschedulable,
-		Allocatable: Resources(n.Allocatable), Used: Resources(n.Used)})
+		Allocatable: Resources(n.Allocatable), Used: Resources(n.Used), Jobs: Resources(n.Jobs)})
 }
 
 // UnmarshalJSON reads what MarshalJSON wrote.
@@ -241,6 +246,6 @@ func (n *Node) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*n = Node{Name: j.Name, Labels: j.Labels, Taints: j.Taints, Unschedulable: j.Unschedulable,
-		Allocatable: job.Vector(j.Allocatable), Used: job.Vector(j.Used)}
+		Allocatable: job.Vector(j.Allocatable), Used: job.Vector(j.Used), Jobs: job.Vector(j.Jobs)}
 	return nil
 }

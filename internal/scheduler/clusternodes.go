@@ -1,8 +1,12 @@
 package scheduler
 
 import (
+	"context"
+	"time"
+
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/trainyard/trainyard/internal/admission"
 	"github.com/trainyard/trainyard/internal/cluster"
 )
 
@@ -21,12 +25,54 @@ func (s *Scheduler) ClusterNodes() ([]cluster.Node, bool) {
 	if err != nil {
 		return nil, false
 	}
+	jobs := s.usage.jobsUsed()
 	out := make([]cluster.Node, 0, len(list))
 	for _, n := range list {
 		out = append(out, cluster.Node{
 			Name: n.Name, Labels: n.Labels, Taints: n.Spec.Taints, Unschedulable: !ready(n),
-			Allocatable: vectorOf(n.Status.Allocatable), Used: s.usage.nodeUsed(n.Name),
+			Allocatable: vectorOf(n.Status.Allocatable), Used: s.usage.nodeUsed(n.Name), Jobs: jobs[n.Name],
 		})
 	}
 	return out, true
+}
+
+// ClusterRefresh is how often a leader reads the registered clusters and
+// the other clusters' published nodes again; their agents publish every
+// heartbeat (10 s by default), so reading more often gains nothing.
+const ClusterRefresh = 2 * time.Second
+
+// others are the registered clusters and the other READY clusters'
+// nodes, read at most every ClusterRefresh: this process's own cluster
+// (Config.Cluster) comes from its informers instead. On those nodes the
+// Trainyard jobs' share is left out (cluster.Node.Jobs): this scheduler
+// sees none of their pods and counts each admitted job there from its
+// demand (admission's reservations).
+func (s *Scheduler) others(ctx context.Context, now time.Time) ([]admission.Cluster, []admission.Node, error) {
+	if !s.othersAt.IsZero() && now.Sub(s.othersAt) < ClusterRefresh {
+		return s.otherClusters, s.otherNodes, nil
+	}
+	list, err := s.store.ClusterList(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	ready, err := s.store.ClusterNodesReady(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	clusters := make([]admission.Cluster, 0, len(list))
+	for _, c := range list {
+		clusters = append(clusters, admission.Cluster{Name: c.Name, Labels: c.Labels, State: admission.ClusterState(c.State())})
+	}
+	var nodes []admission.Node
+	for _, c := range ready {
+		if c.Cluster == s.cfg.Cluster {
+			continue
+		}
+		for _, n := range c.Nodes {
+			nodes = append(nodes, admission.Node{Name: n.Name, Cluster: c.Cluster, Labels: n.Labels, Taints: n.Taints,
+				Unschedulable: n.Unschedulable, Allocatable: n.Allocatable, Used: n.Used.Sub(n.Jobs)})
+		}
+	}
+	s.otherClusters, s.otherNodes, s.othersAt = clusters, nodes, now
+	return clusters, nodes, nil
 }

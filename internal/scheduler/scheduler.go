@@ -163,6 +163,10 @@ type Scheduler struct {
 	specsAfter       int64 // the highest seq read: later jobs' specs come with the next read
 	runTimesByTenant map[string]store.RunTime
 	runTimesAt       time.Time
+	// The registered clusters and the other clusters' nodes (others).
+	otherClusters []admission.Cluster
+	otherNodes    []admission.Node
+	othersAt      time.Time
 	ledger           ledger    // the usage ledger (sharing.go), while leading
 	heldAt           time.Time // when the ledger's metrics were last read (observeHeld)
 	published        map[string]map[string]job.QueueInfo

@@ -142,10 +142,14 @@ func (s *Scheduler) snapshot(ctx context.Context, now time.Time) (view, error) {
 			if r.PreemptFor != "" {
 				j.PreemptingFor = admission.Key{Tenant: byTenant, UID: r.PreemptFor}
 			}
-			var placed map[string]int32
-			j.OnNodes, placed = s.usage.job(r.Key.UID)
-			for i := range j.Groups {
-				j.Groups[i].Placed = min(placed[j.Groups[i].Name], j.Groups[i].Count)
+			// A job of another cluster: none of its pods are seen here,
+			// it is counted from its demand (see others).
+			if r.Cluster == s.cfg.Cluster {
+				var placed map[string]int32
+				j.OnNodes, placed = s.usage.job(r.Key.UID)
+				for i := range j.Groups {
+					j.Groups[i].Placed = min(placed[j.Groups[i].Name], j.Groups[i].Count)
+				}
 			}
 		}
 		if !r.Admitted && len(sh.deps) > 0 && !r.AdmittedBefore {
@@ -163,6 +167,12 @@ func (s *Scheduler) snapshot(ctx context.Context, now time.Time) (view, error) {
 		return view{}, err
 	}
 	v.snap.Nodes = s.nodes()
+	clusters, others, err := s.others(ctx, now)
+	if err != nil {
+		return view{}, fmt.Errorf("clusters: %w", err)
+	}
+	v.snap.Clusters = clusters
+	v.snap.Nodes = append(v.snap.Nodes, others...)
 	if err := s.ledgerUpdate(ctx, v.sharing, now); err != nil {
 		return view{}, fmt.Errorf("usage ledger: %w", err)
 	}

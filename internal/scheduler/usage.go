@@ -150,6 +150,20 @@ func (u *usage) nodeUsed(name string) job.Vector {
 	return u.nodes[name]
 }
 
+// jobsUsed is, per node, what Trainyard jobs' pods take: what a
+// cluster's agent publishes beside the nodes' usage (cluster.Node.Jobs).
+func (u *usage) jobsUsed() map[string]job.Vector {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	out := map[string]job.Vector{}
+	for _, ju := range u.jobs {
+		for n, v := range ju.onNodes {
+			out[n] = out[n].Add(v)
+		}
+	}
+	return out
+}
+
 // job returns a copy of a Trainyard job's usage.
 func (u *usage) job(uid string) (onNodes map[string]job.Vector, placed map[string]int32) {
 	u.mu.Lock()

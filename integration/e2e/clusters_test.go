@@ -1,0 +1,119 @@
+//go:build integration
+
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/trainyard/trainyard/integration/cluster"
+	"github.com/trainyard/trainyard/integration/deploytest"
+	"github.com/trainyard/trainyard/integration/harness"
+	"github.com/trainyard/trainyard/internal/kube"
+	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
+)
+
+// One Trainyard over two clusters (issue 45): the package's shared local
+// cluster is `default` (labelled region=a) and a second control plane of
+// its own is `b` (region=b), each with a worker that has credentials for
+// its cluster only. Each cluster has two GPU nodes of 8 GPUs.
+//
+//   - Every tenant is provisioned in both clusters (each cluster's worker
+//     reconciles every tenant).
+//   - A job selecting region=b runs in b, one naming default runs there;
+//     GetJob says where; the pods exist in that cluster and not the other.
+//   - A gang of 3×8 GPUs fits neither cluster (16 GPUs each) but would fit
+//     their sum: it waits, and its reason says a gang is never split.
+//   - With default's GPUs taken, an unconstrained 8-GPU job goes to b.
+func TestClustersPlaceEachGangWholeInOneCluster(t *testing.T) {
+	waitGPUsFree(t)
+	e := startWorkers(t, 1, "--cluster-heartbeat", "1s")
+	second := harness.SecondCluster(t)
+	ctx := ctxT(t)
+	t.Cleanup(func() {
+		_ = second.Client().CoreV1().Namespaces().Delete(context.Background(), e.ns, metav1.DeleteOptions{})
+	})
+
+	admin := pb.NewClusterServiceClient(e.Conn(t, e.AdminToken()))
+	_, err := admin.UpdateCluster(ctx, &pb.UpdateClusterRequest{Cluster: &pb.Cluster{Name: "clusters/default", Labels: map[string]string{"region": "a"}},
+		UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"labels"}}})
+	require.NoError(t, err)
+	_, err = admin.CreateCluster(ctx, &pb.CreateClusterRequest{ClusterId: "b", Cluster: &pb.Cluster{Labels: map[string]string{"region": "b"}}})
+	require.NoError(t, err)
+	e.StartWorker(t, "--kubeconfig", deploytest.WorkerKubeconfig(t, second), "--cluster", "b", "--cluster-heartbeat", "1s")
+
+	require.Eventually(t, func() bool {
+		c, err := admin.GetCluster(ctx, &pb.GetClusterRequest{Name: "clusters/b"})
+		return err == nil && c.GetState() == pb.ClusterState_CLUSTER_STATE_READY && c.GetCapacity().GetGpu() == 16
+	}, 90*time.Second, 200*time.Millisecond, "cluster b reports its 16 GPUs and becomes READY")
+	waitServiceAccount(t, second.Client(), e.ns)
+
+	s := &schedEnv{workerEnv: e, tenant: workerTenant}
+	inB := gpuJob(1, 8, 0, annot(cluster.AnnotationRunFor, "30s"))
+	inB.ClusterSelector = map[string]string{"region": "b"}
+	inDefault := gpuJob(1, 8, 0, annot(cluster.AnnotationRunFor, "30s"))
+	inDefault.Clusters = []string{"default"}
+	b1 := s.submitTo(t, "in-b", inB)
+	a1 := s.submitTo(t, "in-default", inDefault)
+	for name, want := range map[string]string{b1: "b", a1: "default"} {
+		j := s.wait(t, name, 60*time.Second, pb.JobState_JOB_STATE_RUNNING)
+		require.Equal(t, want, j.GetStatus().GetCluster(), "%s runs where it asked", name)
+	}
+	require.Len(t, podsIn(t, second.Client(), e.ns, "in-b"), 1, "in-b's pod is in cluster b")
+	require.Empty(t, podsIn(t, e.Cluster.Client(), e.ns, "in-b"), "and not in default")
+	require.Len(t, podsIn(t, e.Cluster.Client(), e.ns, "in-default"), 1)
+	require.Empty(t, podsIn(t, second.Client(), e.ns, "in-default"))
+
+	// 24 GPUs in one gang: 16 free in all would not do either, and 32 in
+	// both clusters together is no help: never split.
+	big := s.submitTo(t, "big", gpuJob(3, 8, 0, annot(cluster.AnnotationRunFor, "1s")))
+	j := harness.WaitJob(t, s.jobs, big, 30*time.Second, func(j *pb.Job) bool { return j.GetStatus().GetQueue() != nil })
+	require.Equal(t, pb.JobState_JOB_STATE_QUEUED, j.GetStatus().GetState())
+	require.Contains(t, j.GetStatus().GetQueue().GetMessage(), "split", "queue: %v", j.GetStatus().GetQueue())
+	require.Empty(t, podsIn(t, e.Cluster.Client(), e.ns, "big"))
+	require.Empty(t, podsIn(t, second.Client(), e.ns, "big"))
+	_, err = s.jobs.CancelJob(ctx, &pb.CancelJobRequest{Name: big})
+	require.NoError(t, err)
+
+	// default's other 8 GPUs taken: the next unconstrained gang goes to b.
+	fill := gpuJob(1, 8, 0, annot(cluster.AnnotationRunFor, "30s"))
+	fill.Clusters = []string{"default"}
+	s.wait(t, s.submitTo(t, "fill-default", fill), 60*time.Second, pb.JobState_JOB_STATE_RUNNING)
+	anywhere := s.wait(t, s.submitTo(t, "anywhere", gpuJob(1, 8, 0, annot(cluster.AnnotationRunFor, "1s"))), 60*time.Second,
+		pb.JobState_JOB_STATE_RUNNING, pb.JobState_JOB_STATE_SUCCEEDED)
+	require.Equal(t, "b", anywhere.GetStatus().GetCluster(), "the only cluster with room")
+	s.wait(t, harness.JobName(workerTenant, "anywhere"), 60*time.Second, pb.JobState_JOB_STATE_SUCCEEDED)
+
+	for _, id := range []string{"in-b", "in-default", "fill-default"} {
+		_, err := s.jobs.CancelJob(ctx, &pb.CancelJobRequest{Name: harness.JobName(workerTenant, id)})
+		require.NoError(t, err)
+	}
+}
+
+// waitServiceAccount waits until a tenant's namespace in a cluster has
+// its job ServiceAccount: that cluster's worker has provisioned it.
+func waitServiceAccount(t *testing.T, c kubernetes.Interface, ns string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		_, err := c.CoreV1().ServiceAccounts(ns).Get(ctxT(t), kube.DefaultJobServiceAccount, metav1.GetOptions{})
+		return err == nil
+	}, 60*time.Second, 100*time.Millisecond, "the tenant's namespace %s is provisioned", ns)
+}
+
+// podsIn lists a job's pods in a cluster's namespace.
+func podsIn(t *testing.T, c kubernetes.Interface, ns, jobID string) []string {
+	t.Helper()
+	list, err := c.CoreV1().Pods(ns).List(ctxT(t), metav1.ListOptions{LabelSelector: "trainyard.dev/job=" + jobID})
+	require.NoError(t, err)
+	var names []string
+	for _, p := range list.Items {
+		names = append(names, p.Name)
+	}
+	return names
+}
