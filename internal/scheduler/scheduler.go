@@ -167,10 +167,10 @@ type Scheduler struct {
 	otherClusters []admission.Cluster
 	otherNodes    []admission.Node
 	othersAt      time.Time
-	ledger           ledger    // the usage ledger (sharing.go), while leading
-	heldAt           time.Time // when the ledger's metrics were last read (observeHeld)
-	published        map[string]map[string]job.QueueInfo
-	publishedAt      time.Time
+	ledger        ledger    // the usage ledger (sharing.go), while leading
+	heldAt        time.Time // when the ledger's metrics were last read (observeHeld)
+	published     map[string]map[string]job.QueueInfo
+	publishedAt   time.Time
 }
 
 // New builds a Scheduler and its informers (not started).
