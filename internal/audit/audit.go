@@ -49,11 +49,18 @@ const (
 	WebhookDelete    Action = "webhook.delete"
 	WebhookRedeliver Action = "webhook.redeliver"
 	WebhookPing      Action = "webhook.ping"
+	// Experiments (issue 46): a record of a create names the uid, the
+	// algorithm and the trial bounds. The trials' jobs are the
+	// controller's, which records nothing (no caller).
+	ExperimentCreate Action = "experiment.create"
+	ExperimentCancel Action = "experiment.cancel"
+	ExperimentDelete Action = "experiment.delete"
 )
 
 // Actions lists every action, for validating filters.
 var Actions = []Action{TenantCreate, TenantUpdate, TenantOffboard, SecretPut, SecretDelete, JobCreate, JobCancel, JobDelete, JobSuspend, JobResume,
-	CohortPut, CohortDelete, WebhookCreate, WebhookUpdate, WebhookDelete, WebhookRedeliver, WebhookPing}
+	CohortPut, CohortDelete, WebhookCreate, WebhookUpdate, WebhookDelete, WebhookRedeliver, WebhookPing,
+	ExperimentCreate, ExperimentCancel, ExperimentDelete}
 
 // Request is where a call came from: the client's address (for REST, the
 // gateway's client, not the gateway) and the request's id.

@@ -51,6 +51,7 @@ var (
 	// Webhook deliveries are numbered: their ids are digits, which are labels too.
 	Webhook         = mustPattern("tenants/{tenant}/webhooks/{webhook}")
 	WebhookDelivery = mustPattern("tenants/{tenant}/webhooks/{webhook}/deliveries/{delivery}")
+	Experiment      = mustPattern("tenants/{tenant}/experiments/{experiment}")
 )
 
 func mustPattern(s string) Pattern {
