@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/trainyard/trainyard/internal/experimentctl"
 	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/scheduler"
 	"github.com/trainyard/trainyard/internal/store"
@@ -49,6 +50,8 @@ type workerFlags struct {
 	borrowAging       time.Duration
 	logTailLines      int64
 	logTailBytes      int64
+	// Experiments (internal/experimentctl) and their trials' metrics.
+	experimentPeriod time.Duration
 	finishedTTL       time.Duration
 	metricsAddr       string
 	psaEnforce        string
@@ -80,6 +83,7 @@ func (f *workerFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.psaWarn, "psa-warn", "restricted", "Pod Security Standard warned about (and audited) in tenant namespaces")
 	fs.StringSliceVar(&f.egressDenyCIDRs, "egress-deny-cidrs", slices.Clone(kube.DefaultEgressDenyCIDRs), "CIDRs tenant pods may not connect to (exceptions of their NetworkPolicy's egress to anywhere), comma-separated; empty denies nothing")
 	fs.StringVar(&f.apiServiceAccount, "api-service-account", kube.DefaultAPIServiceAccount, "the API server's ServiceAccount as namespace:name, bound in each tenant namespace to read pod logs there")
+	fs.DurationVar(&f.experimentPeriod, "experiment-period", 5*time.Second, "the experiments controller (run by the scheduler lease's holder) passes over every running experiment this often")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", ":8081", "address for the worker's /metrics, /healthz and /readyz; empty disables")
 }
 
@@ -95,6 +99,8 @@ func (f *workerFlags) validate() error {
 		return errors.New("--claim-interval must be positive")
 	case f.unschedulableTimeout <= 0 || f.requeueBackoff <= 0 || f.requeueBackoffMax < f.requeueBackoff:
 		return errors.New("--unschedulable-timeout and --requeue-backoff must be positive, --requeue-backoff-max at least --requeue-backoff")
+	case f.experimentPeriod <= 0:
+		return errors.New("--experiment-period must be positive")
 	case f.schedulerLeaseTTL < time.Second || f.schedulePeriod <= 0 || f.starvationAge <= 0:
 		return errors.New("--scheduler-lease-ttl must be at least 1s, --schedule-period and --starvation-age positive")
 	case f.maxGracePeriod < 0 || f.maxGracePeriod%time.Second != 0:
@@ -234,13 +240,25 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 	if err != nil {
 		return err
 	}
+	// The experiments controller runs where the scheduler lease is held:
+	// one at a time, with no lease of its own.
+	experiments, err := experimentctl.NewController(experimentctl.Config{Store: st, Period: wf.experimentPeriod, Logger: log})
+	if err != nil {
+		return err
+	}
 	// Every worker runs a scheduler; the one holding the scheduler lease
-	// schedules (internal/scheduler) and writes the jobs' EndpointSlices.
+	// schedules (internal/scheduler), writes the jobs' EndpointSlices and
+	// runs the experiments controller.
 	sch, err := scheduler.New(scheduler.Config{
 		ID: id, Store: st, Kube: watch, Pods: pods, Listener: listener,
 		LeaseTTL: wf.schedulerLeaseTTL, Period: wf.schedulePeriod, StarvationAge: wf.starvationAge,
 		BorrowAging: wf.borrowAging,
-		OnLead:      w.LeadEndpoints,
+		OnLead: func(ctx context.Context) {
+			done := make(chan struct{})
+			go func() { defer close(done); experiments.Lead(ctx) }()
+			w.LeadEndpoints(ctx)
+			<-done
+		},
 		Registry:    reg, Logger: log,
 	})
 	if err != nil {

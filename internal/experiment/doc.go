@@ -4,8 +4,8 @@
 // Trainyard job of the experiment's tenant, so quotas, gangs, priorities,
 // preemption and fair share apply to trials as to any job. The decisions
 // (what to try next, which trials to stop, which is best) are package
-// tune's; this package holds the resource's types, its validation, and the
-// Controller that turns decisions into jobs.
+// tune's; this package holds the resource's types and its validation, and
+// package experimentctl the controller that turns decisions into jobs.
 //
 // # The controller
 //
