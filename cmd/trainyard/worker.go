@@ -52,10 +52,10 @@ type workerFlags struct {
 	logTailBytes      int64
 	// Experiments (internal/experimentctl) and their trials' metrics.
 	experimentPeriod time.Duration
-	finishedTTL       time.Duration
-	metricsAddr       string
-	psaEnforce        string
-	psaWarn           string
+	finishedTTL      time.Duration
+	metricsAddr      string
+	psaEnforce       string
+	psaWarn          string
 	// Tenant NetworkPolicy egress exceptions and the API server's identity
 	// (kube.TenantOptions).
 	egressDenyCIDRs   []string
@@ -259,7 +259,7 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 			w.LeadEndpoints(ctx)
 			<-done
 		},
-		Registry:    reg, Logger: log,
+		Registry: reg, Logger: log,
 	})
 	if err != nil {
 		return err

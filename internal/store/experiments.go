@@ -315,4 +315,3 @@ func (s *Store) TrialMetrics(ctx context.Context, tenantID string, jobUIDs []str
 	}
 	return out, nil
 }
-
