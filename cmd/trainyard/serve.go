@@ -232,6 +232,7 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 		Audit:               api.NewAuditServer(apiDeps),
 		Usage:               api.NewUsageServer(apiDeps),
 		Webhooks:            api.NewWebhookServer(apiDeps, d.store, policy),
+		Experiments:         api.NewExperimentServer(apiDeps, d.store),
 		AuthUnary:           ic.Unary(),
 		AuthStream:          ic.Stream(),
 		AuthTap:             ic.Tap,

@@ -51,7 +51,8 @@ func Validate(e *Experiment) job.Violations {
 	}
 	validateAlgorithm(&v, s, space, spaceOK)
 	validateStopping(&v, s.EarlyStopping)
-	if spaceOK {
+	validatePlaceholders(&v, e)
+	if spaceOK && len(v) == 0 {
 		validateTemplate(&v, e, space)
 	}
 	return v
@@ -131,9 +132,11 @@ func templateStrings(spec *job.Spec, fn func(field string, s *string) error) err
 	return nil
 }
 
-func validateTemplate(v *job.Violations, e *Experiment, space tune.Space) {
-	names := make([]string, len(space.Params))
-	for i, p := range space.Params {
+// validatePlaceholders checks that every ${trial.NAME} of the template
+// names a parameter.
+func validatePlaceholders(v *job.Violations, e *Experiment) {
+	names := make([]string, len(e.Spec.Parameters))
+	for i, p := range e.Spec.Parameters {
 		names[i] = p.Name
 	}
 	tmpl := e.Spec.Template.Spec
@@ -150,9 +153,10 @@ func validateTemplate(v *job.Violations, e *Experiment, space tune.Space) {
 		}
 		return nil
 	})
-	if len(*v) > 0 {
-		return
-	}
+}
+
+// validateTemplate checks the template as a job (see Validate).
+func validateTemplate(v *job.Violations, e *Experiment, space tune.Space) {
 	// The first random assignment stands for every one: the template's
 	// shape does not depend on the values.
 	as, err := tune.Random{}.Suggest(space, e.Spec.TuneObjective(), nil, 1, rand.New(rand.NewPCG(0, 0)))

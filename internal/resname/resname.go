@@ -52,6 +52,8 @@ var (
 	Webhook         = mustPattern("tenants/{tenant}/webhooks/{webhook}")
 	WebhookDelivery = mustPattern("tenants/{tenant}/webhooks/{webhook}/deliveries/{delivery}")
 	Experiment      = mustPattern("tenants/{tenant}/experiments/{experiment}")
+	// Trials are numbered from 0, as webhook deliveries are.
+	Trial = mustPattern("tenants/{tenant}/experiments/{experiment}/trials/{trial}")
 )
 
 func mustPattern(s string) Pattern {

@@ -50,6 +50,8 @@ type Config struct {
 	Usage   pb.UsageServiceServer
 	// Webhooks is optional: without it the service is not served.
 	Webhooks pb.WebhookServiceServer
+	// Experiments is optional: without it the service is not served.
+	Experiments pb.ExperimentServiceServer
 	// Auth are the authentication+authorization interceptors. Required: a
 	// server without them would serve every tenant to anyone.
 	AuthUnary  grpc.UnaryServerInterceptor
@@ -258,6 +260,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		if cfg.Webhooks != nil {
 			pb.RegisterWebhookServiceServer(g, cfg.Webhooks)
 		}
+		if cfg.Experiments != nil {
+			pb.RegisterExperimentServiceServer(g, cfg.Experiments)
+		}
 		return g
 	}
 	public := []grpc.ServerOption{}
@@ -442,6 +447,7 @@ func (s *Server) watchReadiness(ctx context.Context) {
 		s.health.SetServingStatus(pb.AuditService_ServiceDesc.ServiceName, st)
 		s.health.SetServingStatus(pb.UsageService_ServiceDesc.ServiceName, st)
 		s.health.SetServingStatus(pb.WebhookService_ServiceDesc.ServiceName, st)
+		s.health.SetServingStatus(pb.ExperimentService_ServiceDesc.ServiceName, st)
 		select {
 		case <-ctx.Done():
 			return
