@@ -43,6 +43,9 @@ CREATE TABLE experiment_trials (
     PRIMARY KEY (experiment_uid, trial_index)
 );
 
+-- The workers' metric reads: every running trial's job.
+CREATE INDEX experiment_trials_running_idx ON experiment_trials (job_uid) WHERE state = 'RUNNING';
+
 -- Every reported point of every metric of a trial's job. The key makes a
 -- resumed (preempted, restarted) trial's repeated lines idempotent: a
 -- point is its step's first report.

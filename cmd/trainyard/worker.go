@@ -52,6 +52,7 @@ type workerFlags struct {
 	logTailBytes      int64
 	// Experiments (internal/experimentctl) and their trials' metrics.
 	experimentPeriod time.Duration
+	metricsInterval  time.Duration
 	finishedTTL      time.Duration
 	metricsAddr      string
 	psaEnforce       string
@@ -84,6 +85,7 @@ func (f *workerFlags) register(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&f.egressDenyCIDRs, "egress-deny-cidrs", slices.Clone(kube.DefaultEgressDenyCIDRs), "CIDRs tenant pods may not connect to (exceptions of their NetworkPolicy's egress to anywhere), comma-separated; empty denies nothing")
 	fs.StringVar(&f.apiServiceAccount, "api-service-account", kube.DefaultAPIServiceAccount, "the API server's ServiceAccount as namespace:name, bound in each tenant namespace to read pod logs there")
 	fs.DurationVar(&f.experimentPeriod, "experiment-period", 5*time.Second, "the experiments controller (run by the scheduler lease's holder) passes over every running experiment this often")
+	fs.DurationVar(&f.metricsInterval, "trial-metrics-interval", worker.DefaultMetricsInterval, "how often the log of a running experiment trial (its chief's, or worker 0's) is read for trainyard-metric lines, besides once when it ends; each read is one pods/log request per trial, returning the lines since the last")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", ":8081", "address for the worker's /metrics, /healthz and /readyz; empty disables")
 }
 
@@ -99,8 +101,8 @@ func (f *workerFlags) validate() error {
 		return errors.New("--claim-interval must be positive")
 	case f.unschedulableTimeout <= 0 || f.requeueBackoff <= 0 || f.requeueBackoffMax < f.requeueBackoff:
 		return errors.New("--unschedulable-timeout and --requeue-backoff must be positive, --requeue-backoff-max at least --requeue-backoff")
-	case f.experimentPeriod <= 0:
-		return errors.New("--experiment-period must be positive")
+	case f.experimentPeriod <= 0 || f.metricsInterval <= 0:
+		return errors.New("--experiment-period and --trial-metrics-interval must be positive")
 	case f.schedulerLeaseTTL < time.Second || f.schedulePeriod <= 0 || f.starvationAge <= 0:
 		return errors.New("--scheduler-lease-ttl must be at least 1s, --schedule-period and --starvation-age positive")
 	case f.maxGracePeriod < 0 || f.maxGracePeriod%time.Second != 0:
@@ -233,6 +235,8 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 		PodOptions:           kube.PodOptions{MaxGracePeriod: wf.maxGracePeriod},
 		LogTailLines:         wf.logTailLines,
 		LogTailBytes:         wf.logTailBytes,
+		Metrics:              st,
+		MetricsInterval:      wf.metricsInterval,
 		FinishedTTL:          wf.finishedTTL,
 		Registry:             reg,
 		Logger:               log,

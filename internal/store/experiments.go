@@ -315,3 +315,21 @@ func (s *Store) TrialMetrics(ctx context.Context, tenantID string, jobUIDs []str
 	}
 	return out, nil
 }
+
+// TrialRunningJobs returns the job uids of every tenant's RUNNING trials
+// (the workers' metric reads).
+func (s *Store) TrialRunningJobs(ctx context.Context) (map[string]bool, error) {
+	rows, err := s.pool.Query(ctx, `SELECT job_uid FROM experiment_trials WHERE state = 'RUNNING'`)
+	if err != nil {
+		return nil, translate(err, "trials")
+	}
+	uids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, translate(err, "trials")
+	}
+	out := make(map[string]bool, len(uids))
+	for _, u := range uids {
+		out[u.String()] = true
+	}
+	return out, nil
+}
