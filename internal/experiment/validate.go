@@ -25,9 +25,7 @@ func Validate(e *Experiment) job.Violations {
 		v.Add("experimentId", "%q is %d characters; at most %d are allowed (trial jobs add a suffix)", e.Name, len(e.Name), MaxNameLength)
 	}
 	s := &e.Spec
-	if len(s.Parameters) == 0 {
-		v.Add("spec.parameters", "is required: at least one parameter")
-	} else if len(s.Parameters) > MaxParameters {
+	if len(s.Parameters) > MaxParameters {
 		v.Add("spec.parameters", "has %d items; at most %d are allowed", len(s.Parameters), MaxParameters)
 	}
 	space := s.Space()
@@ -51,6 +49,11 @@ func Validate(e *Experiment) job.Violations {
 	}
 	validateAlgorithm(&v, s, space, spaceOK)
 	validateStopping(&v, s.EarlyStopping)
+	for _, k := range []string{LabelExperiment, LabelTrial} {
+		if _, ok := s.Template.Labels[k]; ok {
+			v.Add("spec.template.labels", "%s is set on each trial's job by Trainyard", k)
+		}
+	}
 	validatePlaceholders(&v, e)
 	if spaceOK && len(v) == 0 {
 		validateTemplate(&v, e, space)

@@ -109,6 +109,10 @@ func TestTrialLifecycleAndMetrics(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, other)
 
+	running, err := b.store.TrialRunningJobs(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[string]bool{t0.JobUID: true, t1.JobUID: true}, running)
+
 	obj := 0.4
 	ok, err := b.store.TrialFinish(b.ctx, e.UID, 0, experiment.TrialSucceeded, "", &obj)
 	require.NoError(t, err)
@@ -116,6 +120,9 @@ func TestTrialLifecycleAndMetrics(t *testing.T) {
 	ok, err = b.store.TrialFinish(b.ctx, e.UID, 0, experiment.TrialFailed, "", nil)
 	require.NoError(t, err)
 	require.False(t, ok, "a finished trial stays finished")
+	running, err = b.store.TrialRunningJobs(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[string]bool{t1.JobUID: true}, running)
 
 	// Deleting a running experiment is refused; cancelling ends its running trials.
 	require.ErrorIs(t, b.store.ExperimentDelete(b.ctx, "a", "sweep"), ErrFailedPrecondition)
