@@ -109,9 +109,9 @@ func TestTrialLifecycleAndMetrics(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, other)
 
-	running, err := b.store.TrialRunningJobs(b.ctx)
+	runningJobs, err := b.store.TrialRunningJobs(b.ctx)
 	require.NoError(t, err)
-	require.Equal(t, map[string]bool{t0.JobUID: true, t1.JobUID: true}, running)
+	require.Equal(t, map[string]bool{t0.JobUID: true, t1.JobUID: true}, runningJobs)
 
 	obj := 0.4
 	ok, err := b.store.TrialFinish(b.ctx, e.UID, 0, experiment.TrialSucceeded, "", &obj)
@@ -120,9 +120,9 @@ func TestTrialLifecycleAndMetrics(t *testing.T) {
 	ok, err = b.store.TrialFinish(b.ctx, e.UID, 0, experiment.TrialFailed, "", nil)
 	require.NoError(t, err)
 	require.False(t, ok, "a finished trial stays finished")
-	running, err = b.store.TrialRunningJobs(b.ctx)
+	runningJobs, err = b.store.TrialRunningJobs(b.ctx)
 	require.NoError(t, err)
-	require.Equal(t, map[string]bool{t1.JobUID: true}, running)
+	require.Equal(t, map[string]bool{t1.JobUID: true}, runningJobs)
 
 	// Deleting a running experiment is refused; cancelling ends its running trials.
 	require.ErrorIs(t, b.store.ExperimentDelete(b.ctx, "a", "sweep"), ErrFailedPrecondition)
