@@ -125,6 +125,10 @@ func (c *Controller) Reconcile(ctx context.Context, e *experiment.Experiment) er
 	history := tuneTrials(trials, curves)
 	best := tune.Best(obj, history)
 	state, reason := verdict(spec, trials, history, best)
+	if state == experiment.Running && best == e.BestTrial {
+		// Nothing to write (TrialCreate checks the experiment still runs).
+		return c.startTrials(ctx, e, spec, trials, history)
+	}
 	running, ended, err := st.ExperimentSetBest(ctx, e.UID, best, state, reason)
 	if err != nil || !ended {
 		return err // !ended: cancelled meanwhile; its trials were ended with it
