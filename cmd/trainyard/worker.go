@@ -246,7 +246,7 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 	}
 	// The experiments controller runs where the scheduler lease is held:
 	// one at a time, with no lease of its own.
-	experiments, err := experimentctl.NewController(experimentctl.Config{Store: st, Period: wf.experimentPeriod, Logger: log})
+	experiments, err := experimentctl.NewController(experimentctl.Config{Store: st, Period: wf.experimentPeriod, Listener: listener, Logger: log})
 	if err != nil {
 		return err
 	}

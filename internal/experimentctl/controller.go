@@ -35,6 +35,13 @@ type Config struct {
 	Store Store
 	// Period is the time between passes. Defaults to 5 s.
 	Period time.Duration
+	// Listener, optional, wakes the controller when jobs change
+	// (store.ChannelEvents), so a trial that ended is replaced within
+	// MinGap rather than a Period. Nil: passes every Period only.
+	Listener store.Subscriber
+	// MinGap is the least time between two passes a notification starts.
+	// Defaults to 1 s.
+	MinGap time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -54,15 +61,25 @@ func NewController(cfg Config) (*Controller, error) {
 	if cfg.Period == 0 {
 		cfg.Period = 5 * time.Second
 	}
+	if cfg.MinGap == 0 {
+		cfg.MinGap = time.Second
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	return &Controller{cfg: cfg, log: cfg.Logger.With("component", "experiments")}, nil
 }
 
-// Lead makes a pass every Period until ctx ends.
+// Lead makes a pass every Period, and at most every MinGap when jobs
+// change, until ctx ends.
 func (c *Controller) Lead(ctx context.Context) {
 	c.log.Info("experiments controller leading")
+	var events <-chan string
+	if c.cfg.Listener != nil {
+		ch, stop := c.cfg.Listener.Subscribe(store.ChannelEvents)
+		defer stop()
+		events = ch
+	}
 	t := time.NewTicker(c.cfg.Period)
 	defer t.Stop()
 	for {
@@ -73,6 +90,20 @@ func (c *Controller) Lead(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-events:
+			// Let the burst settle, then drain what came meanwhile.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(c.cfg.MinGap):
+			}
+			for drained := false; !drained; {
+				select {
+				case <-events:
+				default:
+					drained = true
+				}
+			}
 		}
 	}
 }

@@ -245,3 +245,44 @@ func TestATrialWhoseJobIsMissingGetsItOnTheNextPass(t *testing.T) {
 	require.Equal(t, "0190b0c0-0000-7000-8000-000000000001", j.UID)
 	require.Equal(t, "--width=32", j.Spec.Replicas[0].Command[3])
 }
+
+// chanSubscriber hands out one channel for store.ChannelEvents.
+type chanSubscriber chan string
+
+func (c chanSubscriber) Subscribe(channel string) (<-chan string, func()) {
+	if channel != store.ChannelEvents {
+		return nil, func() {}
+	}
+	return c, func() {}
+}
+
+func TestLeadPassesWhenJobsChange(t *testing.T) {
+	b := setup(t)
+	events := make(chanSubscriber, 4)
+	ctl, err := NewController(Config{Store: b.store, Period: time.Hour, Listener: events, MinGap: 10 * time.Millisecond})
+	require.NoError(t, err)
+	e := b.create(t, "wake", spec(3, 1))
+	ctx, cancel := context.WithCancel(b.ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); ctl.Lead(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	trials := func() []experiment.Trial {
+		ts, err := b.store.TrialList(b.ctx, "a", e.UID)
+		require.NoError(t, err)
+		return ts
+	}
+	require.Eventually(t, func() bool {
+		if len(trials()) != 1 {
+			return false
+		}
+		_, err := b.store.JobGet(b.ctx, "a", trials()[0].JobName) // written after its trial
+		return err == nil
+	}, 10*time.Second, 20*time.Millisecond, "the first pass")
+	b.report(t, trials()[0], 0.5)
+	b.end(t, trials()[0], job.Succeeded)
+	events <- "a"
+	require.Eventually(t, func() bool { return len(trials()) == 2 }, 10*time.Second, 20*time.Millisecond,
+		"a notification starts a pass long before the period")
+	require.Equal(t, experiment.TrialSucceeded, trials()[0].State)
+}
