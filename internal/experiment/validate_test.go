@@ -33,7 +33,11 @@ func TestValidate(t *testing.T) {
 		"valid": {edit: func(*Experiment) {}},
 		"long name": {edit: func(e *Experiment) { e.Name = "a-name-that-is-longer-than-forty-characters-x" },
 			fields: []string{"experimentId"}},
-		"no parameters": {edit: func(e *Experiment) { e.Spec.Parameters = nil; e.Spec.Template.Spec.Replicas[0].Command = nil; e.Spec.Template.Spec.Replicas[0].Env = nil },
+		"no parameters": {edit: func(e *Experiment) {
+			e.Spec.Parameters = nil
+			e.Spec.Template.Spec.Replicas[0].Command = nil
+			e.Spec.Template.Spec.Replicas[0].Env = nil
+		},
 			fields: []string{"spec.parameters"}},
 		"unknown placeholder": {edit: func(e *Experiment) { e.Spec.Template.Spec.Replicas[0].Env[0].Value = "${trial.momentum}" },
 			fields: []string{"spec.template.spec.replicas[0].env[0].value"}},
