@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -130,6 +131,13 @@ func templateStrings(spec *job.Spec, fn func(field string, s *string) error) err
 			if err := fn(fmt.Sprintf("%s.env[%d].value", p, k), &r.Env[k].Value); err != nil {
 				return err
 			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(r.PodAnnotations)) {
+			v := r.PodAnnotations[k]
+			if err := fn(fmt.Sprintf("%s.podAnnotations[%q]", p, k), &v); err != nil {
+				return err
+			}
+			r.PodAnnotations[k] = v
 		}
 	}
 	return nil
