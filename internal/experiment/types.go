@@ -70,7 +70,7 @@ type Experiment struct {
 // in Postgres: add fields, never rename.
 type Spec struct {
 	// Template is each trial's job, with ${trial.NAME} placeholders in
-	// command, args and env values.
+	// command, args, env values and pod annotation values.
 	Template   Template    `json:"template"`
 	Parameters []Parameter `json:"parameters"`
 	Objective  Objective   `json:"objective"`

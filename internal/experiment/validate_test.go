@@ -13,8 +13,9 @@ func validExperiment() Experiment {
 	return Experiment{Tenant: "a", Name: "sweep", Creator: "alice", Spec: Spec{
 		Template: Template{Labels: map[string]string{"team": "nlp"}, Spec: job.Spec{Replicas: []job.ReplicaSpec{{
 			Type: job.Worker, Count: 1, Image: "tensorflow/tensorflow:2.16.1",
-			Command: []string{"python", "train.py", "--lr=${trial.lr}"},
-			Env:     []job.EnvVar{{Name: "OPT", Value: "${trial.opt}"}, {Name: "SHELL_VAR", Value: "${HOME}"}},
+			Command:        []string{"python", "train.py", "--lr=${trial.lr}"},
+			Env:            []job.EnvVar{{Name: "OPT", Value: "${trial.opt}"}, {Name: "SHELL_VAR", Value: "${HOME}"}},
+			PodAnnotations: map[string]string{"example.com/lr": "${trial.lr}"},
 		}}}},
 		Parameters: []Parameter{
 			{Name: "lr", Kind: tune.KindDouble, Scale: tune.ScaleLog, Min: 1e-4, Max: 1e-1},
@@ -41,6 +42,9 @@ func TestValidate(t *testing.T) {
 			fields: []string{"spec.parameters"}},
 		"unknown placeholder": {edit: func(e *Experiment) { e.Spec.Template.Spec.Replicas[0].Env[0].Value = "${trial.momentum}" },
 			fields: []string{"spec.template.spec.replicas[0].env[0].value"}},
+		"unknown placeholder in an annotation": {edit: func(e *Experiment) {
+			e.Spec.Template.Spec.Replicas[0].PodAnnotations["example.com/x"] = "${trial.x}"
+		}, fields: []string{`spec.template.spec.replicas[0].podAnnotations["example.com/x"]`}},
 		"bad algorithm": {edit: func(e *Experiment) { e.Spec.Algorithm.Name = "bayes" }, fields: []string{"spec.algorithm.name"}},
 		"tpe settings": {edit: func(e *Experiment) {
 			e.Spec.Algorithm = Algorithm{Name: AlgorithmTPE, TPE: &TPESettings{Gamma: 2}}
@@ -79,6 +83,8 @@ func TestTrialJobExpandsACopy(t *testing.T) {
 	require.Equal(t, "--lr=0.001", j.Spec.Replicas[0].Command[2])
 	require.Equal(t, "sgd", j.Spec.Replicas[0].Env[0].Value)
 	require.Equal(t, "${HOME}", j.Spec.Replicas[0].Env[1].Value, "a shell's variables pass through")
+	require.Equal(t, "0.001", j.Spec.Replicas[0].PodAnnotations["example.com/lr"])
+	require.Equal(t, "${trial.lr}", e.Spec.Template.Spec.Replicas[0].PodAnnotations["example.com/lr"])
 	require.Equal(t, "--lr=${trial.lr}", e.Spec.Template.Spec.Replicas[0].Command[2], "the template is untouched")
 	require.Equal(t, map[string]string{"team": "nlp"}, e.Spec.Template.Labels)
 

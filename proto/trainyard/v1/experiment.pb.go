@@ -352,9 +352,9 @@ func (x *TrialCounts) GetCancelled() int32 {
 // What an experiment searches and how.
 type ExperimentSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Each trial's job. ${trial.NAME} in command, args and env values is
-	// replaced by the trial's value of parameter NAME; every placeholder
-	// must name a parameter.
+	// Each trial's job. ${trial.NAME} in command, args, env values and pod
+	// annotation values is replaced by the trial's value of parameter NAME;
+	// every placeholder must name a parameter.
 	Template *JobTemplate `protobuf:"bytes,1,opt,name=template,proto3" json:"template,omitempty"`
 	// The search space, at least one parameter, at most 32.
 	Parameters []*Parameter `protobuf:"bytes,2,rep,name=parameters,proto3" json:"parameters,omitempty"`

@@ -33,7 +33,8 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // ExperimentService runs hyperparameter experiments: a job template with
-// ${trial.NAME} placeholders (in command, args and env values), a search
+// ${trial.NAME} placeholders (in command, args, env values and pod
+// annotation values), a search
 // space, an objective and an algorithm. Each trial is an ordinary job of
 // the tenant (labels trainyard.dev/experiment and trainyard.dev/trial, id
 // <experiment>-<index>), so quotas, priorities, preemption and fair share
@@ -147,7 +148,8 @@ func (c *experimentServiceClient) GetTrialMetrics(ctx context.Context, in *GetTr
 // for forward compatibility.
 //
 // ExperimentService runs hyperparameter experiments: a job template with
-// ${trial.NAME} placeholders (in command, args and env values), a search
+// ${trial.NAME} placeholders (in command, args, env values and pod
+// annotation values), a search
 // space, an objective and an algorithm. Each trial is an ordinary job of
 // the tenant (labels trainyard.dev/experiment and trainyard.dev/trial, id
 // <experiment>-<index>), so quotas, priorities, preemption and fair share

@@ -7,7 +7,8 @@ from trainyard._proto.trainyard.v1 import experiment_pb2 as trainyard_dot_v1_dot
 
 class ExperimentServiceStub(object):
     """ExperimentService runs hyperparameter experiments: a job template with
-    ${trial.NAME} placeholders (in command, args and env values), a search
+    ${trial.NAME} placeholders (in command, args, env values and pod
+    annotation values), a search
     space, an objective and an algorithm. Each trial is an ordinary job of
     the tenant (labels trainyard.dev/experiment and trainyard.dev/trial, id
     <experiment>-<index>), so quotas, priorities, preemption and fair share
@@ -65,7 +66,8 @@ class ExperimentServiceStub(object):
 
 class ExperimentServiceServicer(object):
     """ExperimentService runs hyperparameter experiments: a job template with
-    ${trial.NAME} placeholders (in command, args and env values), a search
+    ${trial.NAME} placeholders (in command, args, env values and pod
+    annotation values), a search
     space, an objective and an algorithm. Each trial is an ordinary job of
     the tenant (labels trainyard.dev/experiment and trainyard.dev/trial, id
     <experiment>-<index>), so quotas, priorities, preemption and fair share
@@ -177,7 +179,8 @@ def add_ExperimentServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class ExperimentService(object):
     """ExperimentService runs hyperparameter experiments: a job template with
-    ${trial.NAME} placeholders (in command, args and env values), a search
+    ${trial.NAME} placeholders (in command, args, env values and pod
+    annotation values), a search
     space, an objective and an algorithm. Each trial is an ordinary job of
     the tenant (labels trainyard.dev/experiment and trainyard.dev/trial, id
     <experiment>-<index>), so quotas, priorities, preemption and fair share
