@@ -38,6 +38,7 @@ func TestValidate(t *testing.T) {
 			e.Spec.Parameters = nil
 			e.Spec.Template.Spec.Replicas[0].Command = nil
 			e.Spec.Template.Spec.Replicas[0].Env = nil
+			e.Spec.Template.Spec.Replicas[0].PodAnnotations = nil
 		},
 			fields: []string{"spec.parameters"}},
 		"unknown placeholder": {edit: func(e *Experiment) { e.Spec.Template.Spec.Replicas[0].Env[0].Value = "${trial.momentum}" },
