@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/trainyard/trainyard/internal/audit"
 	"github.com/trainyard/trainyard/internal/experiment"
 	"github.com/trainyard/trainyard/internal/tune"
 )
@@ -179,4 +180,22 @@ func TestExperimentSetBestEndsOnce(t *testing.T) {
 	list, err = b.store.ExperimentListRunning(b.ctx)
 	require.NoError(t, err)
 	require.Empty(t, list)
+}
+
+func TestExperimentChangesAreAudited(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	ctx := as(b.ctx, "alice")
+	e, err := b.store.ExperimentCreate(ctx, testExperiment("a", "sweep"))
+	require.NoError(t, err)
+	_, _, err = b.store.ExperimentCancel(ctx, "a", "sweep")
+	require.NoError(t, err)
+	require.NoError(t, b.store.ExperimentDelete(ctx, "a", "sweep"))
+	// The controller's writes (no caller) record nothing.
+	_, _, err = b.store.ExperimentSetBest(b.ctx, e.UID, -1, experiment.Running, "")
+	require.NoError(t, err)
+	require.ElementsMatch(t, []audit.Action{audit.ExperimentCreate, audit.ExperimentCancel, audit.ExperimentDelete},
+		actions(t, b, AuditListParams{Tenant: "a"}))
+	got, err := b.store.ExperimentGet(b.ctx, "a", "sweep")
+	require.ErrorIs(t, err, ErrNotFound, "%v", got)
 }
