@@ -82,6 +82,15 @@ func TestExperimentFindsTheBestTrialAndStopsTheWorst(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, stopped, cluster.MetricsCurves/2, "most of the worse trials are stopped early")
 
+	// The REST paths the console reads.
+	rest := e.REST(e.Token("alice"))
+	resp := rest.Do(t, "GET", "/v1/"+created.GetName()+"/trials", nil)
+	require.Equal(t, 200, resp.Status, "%s", resp.Body)
+	require.Contains(t, string(resp.Body), `"TRIAL_STATE_EARLY_STOPPED"`)
+	resp = rest.Do(t, "GET", "/v1/"+best.GetName()+"/metrics?metric=loss", nil)
+	require.Equal(t, 200, resp.Status, "%s", resp.Body)
+	require.Contains(t, string(resp.Body), `"metric":"loss"`)
+
 	metrics, err := exps.GetTrialMetrics(ctxT(t), &pb.GetTrialMetricsRequest{Name: best.GetName()})
 	require.NoError(t, err)
 	require.Len(t, metrics.GetSeries(), 1)

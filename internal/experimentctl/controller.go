@@ -247,10 +247,16 @@ func (c *Controller) createJob(ctx context.Context, e *experiment.Experiment, t 
 	}
 	j.UID = t.JobUID
 	_, _, err = c.cfg.Store.JobCreate(ctx, store.JobCreateParams{Job: j, RequestID: experiment.RequestID(e.UID, t.Index)})
-	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrAlreadyExists) {
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrAlreadyExists) || errors.Is(err, store.ErrFailedPrecondition) {
+		// None of these passes with a retry: a deleted job stays deleted, a
+		// taken id taken, a tenant that is not ACTIVE takes no jobs (so an
+		// offboarded tenant's experiment fails its trials and ends).
 		reason := "its job was deleted"
-		if errors.Is(err, store.ErrAlreadyExists) {
+		switch {
+		case errors.Is(err, store.ErrAlreadyExists):
 			reason = fmt.Sprintf("job id %q is taken by another job", j.Name)
+		case errors.Is(err, store.ErrFailedPrecondition):
+			reason = "its job could not be created: " + err.Error()
 		}
 		_, ferr := c.cfg.Store.TrialFinish(ctx, e.UID, t.Index, experiment.TrialFailed, reason, nil)
 		t.State = experiment.TrialFailed

@@ -286,3 +286,20 @@ func TestLeadPassesWhenJobsChange(t *testing.T) {
 		"a notification starts a pass long before the period")
 	require.Equal(t, experiment.TrialSucceeded, trials()[0].State)
 }
+
+func TestAnOffboardedTenantsExperimentFails(t *testing.T) {
+	b := setup(t)
+	e := b.create(t, "gone", spec(3, 1))
+	_, err := b.store.TenantUpdate(b.ctx, "a", func(tn *tenant.Tenant) error { tn.State = tenant.Offboarding; return nil })
+	require.NoError(t, err)
+	var trials []experiment.Trial
+	for range 4 {
+		e, trials = b.pass(t, e)
+	}
+	require.Equal(t, experiment.Failed, e.State, e.Reason)
+	require.Len(t, trials, 3)
+	for _, tr := range trials {
+		require.Equal(t, experiment.TrialFailed, tr.State)
+		require.Contains(t, tr.Reason, "could not be created")
+	}
+}
