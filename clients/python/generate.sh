@@ -24,7 +24,7 @@ mkdir -p "$out"
 protoc -I proto -I .proto-deps/googleapis -I .proto-deps/openapiv2 -I "$rpc" \
   --python_out="$out" --pyi_out="$out" \
   --grpc_python_out="$out" --plugin=protoc-gen-grpc_python="$(command -v grpc_python_plugin)" \
-  trainyard/v1/job.proto trainyard/v1/tenant.proto trainyard/v1/audit.proto trainyard/v1/usage.proto trainyard/v1/webhook.proto trainyard/v1/cluster.proto \
+  trainyard/v1/job.proto trainyard/v1/tenant.proto trainyard/v1/audit.proto trainyard/v1/usage.proto trainyard/v1/webhook.proto trainyard/v1/cluster.proto trainyard/v1/experiment.proto \
   google/api/annotations.proto google/api/http.proto google/api/httpbody.proto \
   google/rpc/status.proto google/rpc/error_details.proto \
   protoc-gen-openapiv2/options/annotations.proto protoc-gen-openapiv2/options/openapiv2.proto

@@ -233,6 +233,7 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 		Usage:               api.NewUsageServer(apiDeps),
 		Webhooks:            api.NewWebhookServer(apiDeps, d.store, policy),
 		Clusters:            api.NewClusterServer(apiDeps, d.store),
+		Experiments:         api.NewExperimentServer(apiDeps, d.store),
 		AuthUnary:           ic.Unary(),
 		AuthStream:          ic.Stream(),
 		AuthTap:             ic.Tap,

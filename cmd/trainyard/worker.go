@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/trainyard/trainyard/internal/cluster"
+	"github.com/trainyard/trainyard/internal/experimentctl"
 	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/scheduler"
 	"github.com/trainyard/trainyard/internal/store"
@@ -50,10 +51,13 @@ type workerFlags struct {
 	borrowAging       time.Duration
 	logTailLines      int64
 	logTailBytes      int64
-	finishedTTL       time.Duration
-	metricsAddr       string
-	psaEnforce        string
-	psaWarn           string
+	// Experiments (internal/experimentctl) and their trials' metrics.
+	experimentPeriod time.Duration
+	metricsInterval  time.Duration
+	finishedTTL      time.Duration
+	metricsAddr      string
+	psaEnforce       string
+	psaWarn          string
 	// Tenant NetworkPolicy egress exceptions and the API server's identity
 	// (kube.TenantOptions).
 	egressDenyCIDRs   []string
@@ -85,6 +89,8 @@ func (f *workerFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.psaWarn, "psa-warn", "restricted", "Pod Security Standard warned about (and audited) in tenant namespaces")
 	fs.StringSliceVar(&f.egressDenyCIDRs, "egress-deny-cidrs", slices.Clone(kube.DefaultEgressDenyCIDRs), "CIDRs tenant pods may not connect to (exceptions of their NetworkPolicy's egress to anywhere), comma-separated; empty denies nothing")
 	fs.StringVar(&f.apiServiceAccount, "api-service-account", kube.DefaultAPIServiceAccount, "the API server's ServiceAccount as namespace:name, bound in each tenant namespace to read pod logs there")
+	fs.DurationVar(&f.experimentPeriod, "experiment-period", 5*time.Second, "the experiments controller (run by the scheduler lease's holder) passes over every running experiment this often")
+	fs.DurationVar(&f.metricsInterval, "trial-metrics-interval", worker.DefaultMetricsInterval, "how often the log of a running experiment trial (its chief's, or worker 0's) is read for trainyard-metric lines, besides once when it ends; each read is one pods/log request per trial, returning the lines since the last")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", ":8081", "address for the worker's /metrics, /healthz and /readyz; empty disables")
 	fs.StringVar(&f.cluster, "cluster", cluster.Default, "the cluster this worker runs in (registered with tyctl clusters register, except \"default\", which always exists): it heartbeats that cluster's capacity and nodes")
 	fs.DurationVar(&f.clusterHeartbeat, "cluster-heartbeat", worker.DefaultClusterHeartbeat, "how often the worker reports its cluster's capacity and nodes")
@@ -103,6 +109,8 @@ func (f *workerFlags) validate() error {
 		return errors.New("--claim-interval must be positive")
 	case f.unschedulableTimeout <= 0 || f.requeueBackoff <= 0 || f.requeueBackoffMax < f.requeueBackoff:
 		return errors.New("--unschedulable-timeout and --requeue-backoff must be positive, --requeue-backoff-max at least --requeue-backoff")
+	case f.experimentPeriod <= 0 || f.metricsInterval <= 0:
+		return errors.New("--experiment-period and --trial-metrics-interval must be positive")
 	case f.schedulerLeaseTTL < time.Second || f.schedulePeriod <= 0 || f.starvationAge <= 0:
 		return errors.New("--scheduler-lease-ttl must be at least 1s, --schedule-period and --starvation-age positive")
 	case f.maxGracePeriod < 0 || f.maxGracePeriod%time.Second != 0:
@@ -248,6 +256,8 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 		PodOptions:           kube.PodOptions{MaxGracePeriod: wf.maxGracePeriod},
 		LogTailLines:         wf.logTailLines,
 		LogTailBytes:         wf.logTailBytes,
+		Metrics:              st,
+		MetricsInterval:      wf.metricsInterval,
 		FinishedTTL:          wf.finishedTTL,
 		Registry:             reg,
 		Logger:               log,
@@ -268,9 +278,15 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 	if err != nil {
 		return err
 	}
+	// The experiments controller runs where the scheduler lease is held:
+	// one at a time, with no lease of its own.
+	experiments, err := experimentctl.NewController(experimentctl.Config{Store: st, Period: wf.experimentPeriod, Listener: listener, Logger: log})
+	if err != nil {
+		return err
+	}
 	// Every worker runs a scheduler; the one holding the scheduler lease
 	// schedules (internal/scheduler), writes the jobs' EndpointSlices and
-	// sweeps the clusters' heartbeats.
+	// sweeps the clusters' heartbeats and runs the experiments controller.
 	sch, err = scheduler.New(scheduler.Config{
 		ID: id, Store: st, Kube: watch, Cluster: wf.cluster, Pods: pods, Listener: listener,
 		LeaseTTL: wf.schedulerLeaseTTL, Period: wf.schedulePeriod, StarvationAge: wf.starvationAge,
@@ -278,6 +294,7 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 		OnLead: func(ctx context.Context) {
 			var wg sync.WaitGroup
 			wg.Go(func() { agent.Sweep(ctx) })
+			wg.Go(func() { experiments.Lead(ctx) })
 			w.LeadEndpoints(ctx)
 			wg.Wait()
 		},

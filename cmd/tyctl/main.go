@@ -93,7 +93,7 @@ Every flag below also reads an environment variable (a flag given wins):
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w\nsee '%s --help'", err, c.CommandPath())
 	})
-	root.AddCommand(newJobsCmd(a), newTenantsCmd(a), newCohortsCmd(a), newClustersCmd(a), newSecretsCmd(a), newAuditCmd(a), newUsageCmd(a), newWebhooksCmd(a), newVersionCmd(a))
+	root.AddCommand(newJobsCmd(a), newTenantsCmd(a), newCohortsCmd(a), newClustersCmd(a), newSecretsCmd(a), newAuditCmd(a), newUsageCmd(a), newWebhooksCmd(a), newExperimentsCmd(a), newVersionCmd(a))
 	root.AddCommand(newConvertCmd(a), newLoginCmd(a), newLogoutCmd(a), newWhoamiCmd(a))
 	return root
 }

@@ -165,6 +165,9 @@
 //	sim.trainyard.dev/message: "..."         the terminated state's message
 //	sim.trainyard.dev/history: "true"        never run: the pod's creator writes its status (the bench's finished
 //	                                         pods); no log, no status from kwok
+//	sim.trainyard.dev/metrics-curve: "Q"     Q a digit 0-9: a pod that succeeds logs "trainyard-metric loss=L step=N"
+//	                                         for N = 1..10, L = MetricsCurveLoss(Q, N): a simulated experiment trial
+//	                                         whose loss grows with Q
 //	label trainyard.dev/attempt: "N"         set by Trainyard: "0" for the first run, then 1, 2, ...
 //	label trainyard.dev/component:           set by Trainyard on a TensorBoard pod: it stays Running, as a
 //	  tensorboard                            server would

@@ -4,9 +4,11 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -97,6 +99,31 @@ func progressLines(start time.Time) []logLine {
 	return lines
 }
 
+// MetricsCurves is how many metric curves there are (metrics-0.log to
+// metrics-9.log), MetricsSteps the steps of each.
+const (
+	MetricsCurves = 10
+	MetricsSteps  = 10
+)
+
+// MetricsCurveLoss is the loss curve q reports at step: decreasing with
+// the step, larger for a larger q at every step, so that the best final
+// loss is curve 0's and the median rule stops the larger ones.
+func MetricsCurveLoss(q, step int) float64 {
+	return (0.2 + 0.1*float64(q)) * math.Pow(0.85, float64(step))
+}
+
+// metricsLines is what a simulated trial of curve q prints: a banner, one
+// metric line per step, the succeeded line.
+func metricsLines(q int) []logLine {
+	lines := []logLine{{"stdout", "[trainyard-sim] simulated experiment trial, metrics curve " + strconv.Itoa(q)}}
+	for step := 1; step <= MetricsSteps; step++ {
+		lines = append(lines, logLine{"stdout", fmt.Sprintf("trainyard-metric loss=%s step=%d",
+			strconv.FormatFloat(MetricsCurveLoss(q, step), 'g', -1, 64), step)})
+	}
+	return append(lines, logLine{"stdout", LogLineSucceeded})
+}
+
 func succeededLines(start time.Time) []logLine {
 	return append(progressLines(start),
 		logLine{"stdout", "saved checkpoint to /tmp/trainyard/ckpt-10"},
@@ -138,6 +165,12 @@ func writePodLogs(dir string, start time.Time) error {
 		LogFileFailed:    failedLines(start),
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), criLog(start, lines), 0o644); err != nil {
+			return err
+		}
+	}
+	for q := range MetricsCurves {
+		name := fmt.Sprintf("metrics-%d.log", q)
+		if err := os.WriteFile(filepath.Join(dir, name), criLog(start, metricsLines(q)), 0o644); err != nil {
 			return err
 		}
 	}

@@ -24,6 +24,10 @@ const (
 	AnnotationReason       = "sim.trainyard.dev/reason"
 	AnnotationMessage      = "sim.trainyard.dev/message"
 	AnnotationHistory      = "sim.trainyard.dev/history"
+	// AnnotationMetricsCurve "Q" (a digit, 0-9) makes a pod that succeeds
+	// print the metric lines of curve Q (podlogs.go, MetricsCurveLoss): an
+	// experiment trial's template sets it from a parameter.
+	AnnotationMetricsCurve = "sim.trainyard.dev/metrics-curve"
 	// AttemptLabel is the label Trainyard sets on a replica's pod: "0" for the
 	// first run, "1" for the first restart, and so on.
 	AttemptLabel = "trainyard.dev/attempt"

@@ -58,12 +58,19 @@ const (
 	ClusterCordon   Action = "cluster.cordon"
 	ClusterUncordon Action = "cluster.uncordon"
 	ClusterDelete   Action = "cluster.delete"
+	// Experiments (issue 46): a record of a create names the uid, the
+	// algorithm and the trial bounds. The trials' jobs are the
+	// controller's, which records nothing (no caller).
+	ExperimentCreate Action = "experiment.create"
+	ExperimentCancel Action = "experiment.cancel"
+	ExperimentDelete Action = "experiment.delete"
 )
 
 // Actions lists every action, for validating filters.
 var Actions = []Action{TenantCreate, TenantUpdate, TenantOffboard, SecretPut, SecretDelete, JobCreate, JobCancel, JobDelete, JobSuspend, JobResume,
 	CohortPut, CohortDelete, WebhookCreate, WebhookUpdate, WebhookDelete, WebhookRedeliver, WebhookPing,
-	ClusterCreate, ClusterUpdate, ClusterDrain, ClusterCordon, ClusterUncordon, ClusterDelete}
+	ClusterCreate, ClusterUpdate, ClusterDrain, ClusterCordon, ClusterUncordon, ClusterDelete,
+	ExperimentCreate, ExperimentCancel, ExperimentDelete}
 
 // Request is where a call came from: the client's address (for REST, the
 // gateway's client, not the gateway) and the request's id.

@@ -192,6 +192,16 @@ var rules = map[string]rule{
 	pb.WebhookService_GetWebhookDelivery_FullMethodName:       named(PermTenantAdmin, read, "name", resname.WebhookDelivery, (*pb.GetWebhookDeliveryRequest).GetName),
 	pb.WebhookService_RedeliverWebhookDelivery_FullMethodName: named(PermTenantAdmin, write, "name", resname.WebhookDelivery, (*pb.RedeliverWebhookDeliveryRequest).GetName),
 
+	// Experiments: as jobs, whose trials they run. Editors create and
+	// cancel, viewers read.
+	pb.ExperimentService_CreateExperiment_FullMethodName: named(PermTenantEditor, write, "parent", resname.Tenant, (*pb.CreateExperimentRequest).GetParent),
+	pb.ExperimentService_GetExperiment_FullMethodName:    named(PermTenantViewer, read, "name", resname.Experiment, (*pb.GetExperimentRequest).GetName),
+	pb.ExperimentService_ListExperiments_FullMethodName:  named(PermTenantViewer, read, "parent", resname.Tenant, (*pb.ListExperimentsRequest).GetParent),
+	pb.ExperimentService_CancelExperiment_FullMethodName: named(PermTenantEditor, write, "name", resname.Experiment, (*pb.CancelExperimentRequest).GetName),
+	pb.ExperimentService_DeleteExperiment_FullMethodName: named(PermTenantEditor, write, "name", resname.Experiment, (*pb.DeleteExperimentRequest).GetName),
+	pb.ExperimentService_ListTrials_FullMethodName:       named(PermTenantViewer, read, "parent", resname.Experiment, (*pb.ListTrialsRequest).GetParent),
+	pb.ExperimentService_GetTrialMetrics_FullMethodName:  named(PermTenantViewer, read, "name", resname.Trial, (*pb.GetTrialMetricsRequest).GetName),
+
 	// The audit log: a tenant's to its admins, every tenant's (no parent)
 	// to platform admins. Reading it is allowed in any tenant state.
 	pb.AuditService_ListAuditRecords_FullMethodName: orPlatform(named(PermTenantAdmin, read, "parent", resname.Tenant, (*pb.ListAuditRecordsRequest).GetParent)),

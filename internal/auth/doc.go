@@ -63,13 +63,17 @@
 // # Authorization
 //
 // A table (rules in authorizer.go) gives every method of JobService,
-// TenantService, AuditService, UsageService, WebhookService and ClusterService the permission it needs; a method not in the table is
+// TenantService, AuditService, UsageService, WebhookService, ClusterService and ExperimentService the permission it needs; a method not in the table is
 // PERMISSION_DENIED, and a test fails when a proto method has no row.
 //
 //	job reads (Get, List, Events, Logs, Watch*), GetTenant,
 //	ListSecrets, ParseJobFile (creates nothing)    viewer
 //	CreateJob, BatchCreateJobs, ImportTFJob,      editor
 //	CancelJob, SuspendJob, ResumeJob, DeleteJob
+//	GetExperiment, ListExperiments, ListTrials,   viewer
+//	GetTrialMetrics
+//	CreateExperiment, CancelExperiment,           editor
+//	DeleteExperiment
 //	PutSecret, DeleteSecret                        tenant admin
 //	every WebhookService method                    tenant admin
 //	ListAuditRecords of tenants/{tenant}           tenant admin

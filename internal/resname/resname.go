@@ -51,6 +51,9 @@ var (
 	// Webhook deliveries are numbered: their ids are digits, which are labels too.
 	Webhook         = mustPattern("tenants/{tenant}/webhooks/{webhook}")
 	WebhookDelivery = mustPattern("tenants/{tenant}/webhooks/{webhook}/deliveries/{delivery}")
+	Experiment      = mustPattern("tenants/{tenant}/experiments/{experiment}")
+	// Trials are numbered from 0, as webhook deliveries are.
+	Trial = mustPattern("tenants/{tenant}/experiments/{experiment}/trials/{trial}")
 )
 
 func mustPattern(s string) Pattern {

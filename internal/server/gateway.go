@@ -79,6 +79,9 @@ func newGateway(ctx context.Context, conn *grpc.ClientConn, jsonLimits, yamlLimi
 	if err := pb.RegisterClusterServiceHandler(ctx, mux, conn); err != nil {
 		return nil, err
 	}
+	if err := pb.RegisterExperimentServiceHandler(ctx, mux, conn); err != nil {
+		return nil, err
+	}
 	return mux, nil
 }
 

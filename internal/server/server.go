@@ -52,6 +52,8 @@ type Config struct {
 	Webhooks pb.WebhookServiceServer
 	// Clusters is optional: without it the service is not served.
 	Clusters pb.ClusterServiceServer
+	// Experiments is optional: without it the service is not served.
+	Experiments pb.ExperimentServiceServer
 	// Auth are the authentication+authorization interceptors. Required: a
 	// server without them would serve every tenant to anyone.
 	AuthUnary  grpc.UnaryServerInterceptor
@@ -263,6 +265,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		if cfg.Clusters != nil {
 			pb.RegisterClusterServiceServer(g, cfg.Clusters)
 		}
+		if cfg.Experiments != nil {
+			pb.RegisterExperimentServiceServer(g, cfg.Experiments)
+		}
 		return g
 	}
 	public := []grpc.ServerOption{}
@@ -449,6 +454,7 @@ func (s *Server) watchReadiness(ctx context.Context) {
 		s.health.SetServingStatus(pb.UsageService_ServiceDesc.ServiceName, st)
 		s.health.SetServingStatus(pb.WebhookService_ServiceDesc.ServiceName, st)
 		s.health.SetServingStatus(pb.ClusterService_ServiceDesc.ServiceName, st)
+		s.health.SetServingStatus(pb.ExperimentService_ServiceDesc.ServiceName, st)
 		select {
 		case <-ctx.Done():
 			return

@@ -99,6 +99,14 @@ type Config struct {
 	FinishedTTL time.Duration
 	// PodOptions are handed to kube.RenderPod (the job ServiceAccount).
 	PodOptions kube.PodOptions
+	// Metrics stores the metric points of experiment trials (the
+	// trainyard-metric lines of their chief's or worker 0's log; see
+	// trialmetrics.go). Nil: trial metrics are not read.
+	Metrics MetricsStore
+	// MetricsInterval is how often the log of a running trial this worker
+	// owns is read for metric lines (each read asks for the lines since
+	// the last one). Defaults to DefaultMetricsInterval.
+	MetricsInterval time.Duration
 
 	// Registry receives the worker's metrics. Defaults to a private
 	// registry (metrics are then collected but not exported).
@@ -124,6 +132,7 @@ const (
 	DefaultLogTailLines         = 50
 	DefaultLogTailBytes         = 8 << 10
 	DefaultCreateParallelism    = 16
+	DefaultMetricsInterval      = 15 * time.Second
 	// DefaultFinishedTTLFlag is `trainyard worker --default-ttl-after-finished`:
 	// a day to look at a finished job's pods with kubectl, then they go.
 	DefaultFinishedTTLFlag = 24 * time.Hour
@@ -152,6 +161,9 @@ func (c Config) WithDefaults() Config {
 	set(&c.RequeueBackoffMax, DefaultRequeueBackoffMax)
 	set(&c.SweepInterval, DefaultSweepInterval)
 	set(&c.Resync, DefaultResync)
+	if c.MetricsInterval <= 0 {
+		c.MetricsInterval = DefaultMetricsInterval
+	}
 	if c.LogTailLines <= 0 {
 		c.LogTailLines = DefaultLogTailLines
 	}

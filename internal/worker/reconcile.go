@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/trainyard/trainyard/internal/experiment"
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/store"
@@ -242,6 +243,12 @@ func (w *Worker) apply(ctx context.Context, p *pass, plan job.PlanResult) (resul
 		}
 	}
 	w.captureLogTails(ctx, p, &plan)
+	if plan.Status.State.Final() && !p.wj.Job.Status.State.Final() && w.cfg.Metrics != nil &&
+		p.wj.Job.Labels[experiment.LabelExperiment] != "" {
+		// A trial's last points, before the save that ends it: the
+		// experiments controller reads its objective once it has ended.
+		w.readTrialMetricsOfJob(ctx, p)
+	}
 
 	purge := p.wj.Deleted && plan.Forget
 	done := plan.Forget && !p.wj.Deleted

@@ -58,6 +58,8 @@ type Worker struct {
 	keeper *ownership.Keeper
 
 	synced atomic.Bool // informer caches synced: reconciles may run
+
+	metricsSince sync.Map // job uid → time.Time its trial log was last read from
 	// notified counts what may have made a row a claim returned stale
 	// before its first pass: notifications of a job (any job: the worker
 	// may not own it yet) and reconnects of the listener (stashGuard).
@@ -235,6 +237,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer cancelWork()
 	var workers sync.WaitGroup
 	loops.Go(func() { w.runSweep(ctx) })
+	if w.cfg.Metrics != nil {
+		loops.Go(func() { w.runTrialMetrics(ctx) })
+	}
 	workers.Go(func() { w.loop.Run(workCtx, w.cfg.Concurrency) })
 	workers.Go(func() { w.slices.Run(ctx, 2) })
 	<-ctx.Done()

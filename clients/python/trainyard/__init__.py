@@ -7,6 +7,10 @@
     ty.wait(job)                             # progress; raises JobFailed with the log tail
     print("\\n".join(ty.logs(job, "worker-0")))
 
+A hyperparameter sweep is one experiment: ``ty.create_experiment("exp.yaml")``
+runs its trials as jobs; ``ty.trials("lr-sweep")`` returns them best first,
+as rows ``pandas.DataFrame`` takes.
+
 A pipeline is one ``submit_many`` of jobs that depend on earlier ones
 (``spec.dependsOn``); inside their pods, :mod:`trainyard.pipeline` writes a
 job's outputs and reads its dependencies' results.

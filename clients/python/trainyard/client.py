@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import uuid
 import warnings
 from pathlib import Path
 from datetime import datetime, timezone
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union, cast
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union, cast
 
 import grpc
+from google.protobuf import json_format
 
 from trainyard import _documents, _progress, _settings
-from trainyard._proto.trainyard.v1 import job_pb2, job_pb2_grpc, usage_pb2, usage_pb2_grpc
+from trainyard._proto.trainyard.v1 import (
+    experiment_pb2,
+    experiment_pb2_grpc,
+    job_pb2,
+    job_pb2_grpc,
+    usage_pb2,
+    usage_pb2_grpc,
+)
 from trainyard.errors import JobCancelled, JobFailed, OutOfRange, TrainyardError, Unavailable, from_rpc_error
 
 JobRef = Union[str, job_pb2.Job]
@@ -62,6 +71,7 @@ class Client:
             self._channel = grpc.secure_channel(s.server, grpc.ssl_channel_credentials(root_certificates=roots), options=options)
         self._jobs = job_pb2_grpc.JobServiceStub(self._channel)  # type: ignore[no-untyped-call]  # generated, untyped
         self._usage = usage_pb2_grpc.UsageServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        self._experiments = experiment_pb2_grpc.ExperimentServiceStub(self._channel)  # type: ignore[no-untyped-call]
 
     def __repr__(self) -> str:  # never the token
         return f"Client(target={self.target!r}, tenant={self.tenant!r})"
@@ -132,6 +142,104 @@ class Client:
             row.update(gpuHours=r.gpu_hours, cpuHours=r.cpu_hours, memoryGibHours=r.memory_gib_hours)
             rows.append(row)
         return rows
+
+    # --- experiments ---
+
+    def _experiment_name(self, experiment: str) -> str:
+        return experiment if experiment.startswith("tenants/") else f"{self._parent()}/experiments/{experiment}"
+
+    def create_experiment(self, doc: Union[Mapping[str, Any], str, "os.PathLike[str]"], *,
+                          experiment_id: Optional[str] = None) -> experiment_pb2.Experiment:
+        """Creates a hyperparameter experiment and returns it (RUNNING).
+
+        ``doc`` is a dict or the path of a YAML or JSON file shaped as
+        tyctl's experiment files: ``{"name": ..., "spec": {"template":
+        {"labels": ..., "spec": <a job spec>}, "parameters": [...],
+        "objective": {...}, "algorithm": {...}, "parallelism": ...,
+        "maxTrials": ..., "earlyStopping": {...}, "seed": ...}}``. The
+        template's job spec is read as a job file's (ParseJobFile: short
+        enum values). ``experiment_id`` wins over the document's name.
+        """
+        if not isinstance(doc, Mapping):
+            import yaml  # python3-yaml, as for job files
+            with open(doc, encoding="utf-8") as f:
+                doc = yaml.safe_load(f)
+            if not isinstance(doc, Mapping):
+                raise ValueError("an experiment file holds one object: {name, spec}")
+        spec_doc = dict(doc.get("spec") or {})
+        template = spec_doc.pop("template", None)
+        spec = json_format.ParseDict(spec_doc, experiment_pb2.ExperimentSpec())
+        if template is not None:
+            jobs = self._parse(_documents.JobFile(json.dumps(
+                {"labels": template.get("labels") or {}, "spec": template.get("spec") or {}}, default=str), "spec.template"))
+            spec.template.CopyFrom(experiment_pb2.JobTemplate(labels=dict(jobs[0].labels), spec=jobs[0].spec))
+        name = experiment_id or str(doc.get("name") or "")
+        if not name:
+            raise ValueError("the experiment needs a name: name in the document, or experiment_id=")
+        return cast(experiment_pb2.Experiment, self._call(self._experiments.CreateExperiment, experiment_pb2.CreateExperimentRequest(
+            parent=self._parent(), experiment_id=name, experiment=experiment_pb2.Experiment(spec=spec))))
+
+    def experiment(self, experiment: str) -> experiment_pb2.Experiment:
+        """Returns an experiment with its best trial and trial counts."""
+        return cast(experiment_pb2.Experiment, self._call(self._experiments.GetExperiment,
+                                                         experiment_pb2.GetExperimentRequest(name=self._experiment_name(experiment))))
+
+    def experiments(self) -> Iterator[experiment_pb2.Experiment]:
+        """The tenant's experiments, by id."""
+        token = ""
+        while True:
+            resp = self._call(self._experiments.ListExperiments, experiment_pb2.ListExperimentsRequest(
+                parent=self._parent(), page_token=token, page_size=1000))
+            yield from resp.experiments
+            token = resp.next_page_token
+            if not token:
+                return
+
+    def trials(self, experiment: str) -> List[Dict[str, Any]]:
+        """An experiment's trials as rows ``pandas.DataFrame(rows)`` takes,
+        best first: ``trial``, ``state``, the objective metric's final value
+        (None unless it ended with one), ``best`` and ``bestStep`` of its
+        curve, ``lastStep``, then each parameter by name (as the template
+        got it, a string)."""
+        exp = self.experiment(experiment)
+        resp = self._call(self._experiments.ListTrials, experiment_pb2.ListTrialsRequest(parent=exp.name))
+        metric = exp.spec.objective.metric
+        sign = -1.0 if exp.spec.objective.direction == "maximize" else 1.0
+        rows: List[Dict[str, Any]] = []
+        for t in resp.trials:
+            row: Dict[str, Any] = {
+                "trial": t.index,
+                "state": experiment_pb2.TrialState.Name(t.state).removeprefix("TRIAL_STATE_"),
+                metric: t.objective if t.HasField("objective") else None,
+                "best": t.best_value if t.HasField("best_value") else None,
+                "bestStep": t.best_step,
+                "lastStep": t.last_step,
+            }
+            for p in exp.spec.parameters:
+                row[p.name] = t.parameters.get(p.name, "")
+            rows.append(row)
+
+        def key(r: Dict[str, Any]) -> Tuple[int, float, int]:
+            v = r[metric]
+            if r["state"] != "SUCCEEDED" or v is None:
+                return (1, 0.0, r["trial"])
+            return (0, sign * v, r["trial"])
+        return sorted(rows, key=key)
+
+    def trial_metrics(self, experiment: str, trial: int, metric: str = "") -> Dict[str, List[Tuple[int, float]]]:
+        """A trial's reported points, {metric: [(step, value), ...]} by step."""
+        name = f"{self._experiment_name(experiment)}/trials/{trial}"
+        resp = self._call(self._experiments.GetTrialMetrics, experiment_pb2.GetTrialMetricsRequest(name=name, metric=metric))
+        return {s.metric: [(p.step, p.value) for p in s.points] for s in resp.series}
+
+    def cancel_experiment(self, experiment: str) -> experiment_pb2.Experiment:
+        """Cancels a running experiment and its running trials' jobs."""
+        return cast(experiment_pb2.Experiment, self._call(self._experiments.CancelExperiment,
+                                                         experiment_pb2.CancelExperimentRequest(name=self._experiment_name(experiment))))
+
+    def delete_experiment(self, experiment: str) -> None:
+        """Deletes an experiment that has ended (its trials' jobs stay)."""
+        self._call(self._experiments.DeleteExperiment, experiment_pb2.DeleteExperimentRequest(name=self._experiment_name(experiment)))
 
     # --- jobs ---
 

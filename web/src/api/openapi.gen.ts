@@ -228,6 +228,102 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tenants/{tenant}/experiments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Lists the tenant's experiments by id. */
+        get: operations["ExperimentService_ListExperiments"];
+        put?: never;
+        /** Creates an experiment; its first trials start within seconds. */
+        post: operations["ExperimentService_CreateExperiment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tenants/{tenant}/experiments/{experiment}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Returns an experiment with its best trial. */
+        get: operations["ExperimentService_GetExperiment"];
+        put?: never;
+        post?: never;
+        /**
+         * Deletes an experiment that has ended, its trials and their metrics.
+         *     The trials' jobs stay (they are the tenant's jobs).
+         */
+        delete: operations["ExperimentService_DeleteExperiment"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tenants/{tenant}/experiments/{experiment}:cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ends a running experiment CANCELLED and cancels its running trials'
+         *     jobs.
+         */
+        post: operations["ExperimentService_CancelExperiment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tenants/{tenant}/experiments/{experiment}/trials": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Lists an experiment's trials by index: parameters, state, final
+         *     objective and the best value reported.
+         */
+        get: operations["ExperimentService_ListTrials"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tenants/{tenant}/experiments/{experiment}/trials/{trial}/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Returns every point a trial reported, by metric and step: its curves. */
+        get: operations["ExperimentService_GetTrialMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tenants/{tenant}/jobs": {
         parameters: {
             query?: never;
@@ -744,6 +840,7 @@ export interface components {
         ClusterServiceCordonClusterBody: Record<string, never>;
         ClusterServiceDrainClusterBody: Record<string, never>;
         ClusterServiceUncordonClusterBody: Record<string, never>;
+        ExperimentServiceCancelExperimentBody: Record<string, never>;
         JobServiceBatchCreateJobsBody: {
             /** @description The jobs to create, at most 1,000. */
             requests?: components["schemas"]["v1CreateJobRequest"][];
@@ -853,6 +950,30 @@ export interface components {
             preferred?: components["schemas"]["v1PreferredTerm"][];
             /** @description The node must match one of these terms. */
             required?: components["schemas"]["v1NodeSelectorTerm"][];
+        };
+        /** @description How the next trials are chosen. */
+        v1Algorithm: {
+            grid?: components["schemas"]["v1GridSettings"];
+            /** @description random (default), grid, or tpe (a Tree-structured Parzen Estimator). */
+            name?: string;
+            tpe?: components["schemas"]["v1TpeSettings"];
+        };
+        v1AshaSettings: {
+            /**
+             * Format: int64
+             * @description The reduction factor, at least 2; default 3.
+             */
+            eta?: string;
+            /**
+             * Format: int64
+             * @description No rung at or past this step; 0 for none.
+             */
+            maxResource?: string;
+            /**
+             * Format: int64
+             * @description The first rung's step, at least 1. Required.
+             */
+            minResource?: string;
         };
         /** @description The caller behind an audit record. */
         v1AuditActor: {
@@ -1047,6 +1168,7 @@ export interface components {
         };
         v1DeleteClusterResponse: Record<string, never>;
         v1DeleteCohortResponse: Record<string, never>;
+        v1DeleteExperimentResponse: Record<string, never>;
         v1DeleteJobResponse: Record<string, never>;
         v1DeleteSecretResponse: Record<string, never>;
         v1DeleteWebhookResponse: Record<string, never>;
@@ -1092,6 +1214,13 @@ export interface components {
             reason?: string;
             state?: components["schemas"]["v1JobState"];
         };
+        /** @description The early stopping rule. */
+        v1EarlyStopping: {
+            asha?: components["schemas"]["v1AshaSettings"];
+            medianStop?: components["schemas"]["v1MedianStopSettings"];
+            /** @description median or asha. */
+            rule?: string;
+        };
         /** @description An environment variable: a literal value or a key of a tenant secret. */
         v1EnvVar: {
             name?: string;
@@ -1113,6 +1242,81 @@ export interface components {
         /** @description Runs a command in the container; exit status 0 is success. */
         v1ExecAction: {
             command?: string[];
+        };
+        v1Experiment: {
+            bestTrial?: components["schemas"]["v1Trial"];
+            /**
+             * Format: date-time
+             * @description Output only.
+             */
+            readonly createTime?: string;
+            /** @description The OIDC subject that created it; its trials' jobs are theirs. Output only. */
+            readonly creator?: string;
+            /** @description tenants/{tenant}/experiments/{experiment}. Output only. */
+            readonly name?: string;
+            spec?: components["schemas"]["v1ExperimentSpec"];
+            state?: components["schemas"]["v1ExperimentState"];
+            /** @description Why it ended. Output only. */
+            readonly stateReason?: string;
+            trialCounts?: components["schemas"]["v1TrialCounts"];
+            /** @description Output only. */
+            readonly uid?: string;
+            /**
+             * Format: date-time
+             * @description Output only.
+             */
+            readonly updateTime?: string;
+        };
+        /** @description What an experiment searches and how. */
+        v1ExperimentSpec: {
+            algorithm?: components["schemas"]["v1Algorithm"];
+            earlyStopping?: components["schemas"]["v1EarlyStopping"];
+            /**
+             * Format: int32
+             * @description The experiment fails when more trials than this have failed. Default
+             *     max_trials.
+             */
+            maxFailedTrials?: number;
+            /**
+             * Format: int32
+             * @description Trials in all; 1..1000. Required.
+             */
+            maxTrials?: number;
+            objective?: components["schemas"]["v1Objective"];
+            /**
+             * Format: int32
+             * @description Trials at once; 1..100, default 1.
+             */
+            parallelism?: number;
+            /** @description The search space, at least one parameter, at most 32. */
+            parameters?: components["schemas"]["v1Parameter"][];
+            /**
+             * Format: uint64
+             * @description Suggestions are reproducible from it.
+             */
+            seed?: string;
+            template?: components["schemas"]["v1JobTemplate"];
+        };
+        /**
+         * @description An experiment's state.
+         *
+         *      - EXPERIMENT_STATE_RUNNING: Trials run.
+         *      - EXPERIMENT_STATE_SUCCEEDED: Max trials ran (one at least succeeded), or the goal was reached.
+         *      - EXPERIMENT_STATE_FAILED: More trials failed than max_failed_trials, or none succeeded.
+         * @default EXPERIMENT_STATE_UNSPECIFIED
+         * @enum {string}
+         */
+        v1ExperimentState: "EXPERIMENT_STATE_UNSPECIFIED" | "EXPERIMENT_STATE_RUNNING" | "EXPERIMENT_STATE_SUCCEEDED" | "EXPERIMENT_STATE_FAILED" | "EXPERIMENT_STATE_CANCELLED";
+        v1GetTrialMetricsResponse: {
+            /** @description One per metric, by name. */
+            series?: components["schemas"]["v1MetricSeries"][];
+        };
+        v1GridSettings: {
+            /**
+             * Format: int32
+             * @description Values of each double parameter, ends included; default 5.
+             */
+            pointsPerDouble?: number;
         };
         /** @description Succeeds on a 2xx or 3xx answer to an HTTP GET. */
         v1HTTPGetAction: {
@@ -1346,6 +1550,14 @@ export interface components {
              */
             suspendRequested?: boolean;
         };
+        /** @description A trial's job, less its id (<experiment>-<index>). */
+        v1JobTemplate: {
+            /** @description Keys under trainyard.dev/ are reserved. */
+            labels?: {
+                [key: string]: string;
+            };
+            spec?: components["schemas"]["v1JobSpec"];
+        };
         v1ListAuditRecordsResponse: {
             auditRecords?: components["schemas"]["v1AuditRecord"][];
             /** @description Empty on the last page. */
@@ -1356,6 +1568,11 @@ export interface components {
         };
         v1ListCohortsResponse: {
             cohorts?: components["schemas"]["v1Cohort"][];
+        };
+        v1ListExperimentsResponse: {
+            experiments?: components["schemas"]["v1Experiment"][];
+            /** @description Empty on the last page. */
+            nextPageToken?: string;
         };
         v1ListJobEventsResponse: {
             events?: components["schemas"]["v1JobEvent"][];
@@ -1383,6 +1600,10 @@ export interface components {
             nextPageToken?: string;
             tenants?: components["schemas"]["v1Tenant"][];
         };
+        v1ListTrialsResponse: {
+            /** @description By index (at most 1000: max_trials). */
+            trials?: components["schemas"]["v1Trial"][];
+        };
         v1ListWebhookDeliveriesResponse: {
             deliveries?: components["schemas"]["v1WebhookDelivery"][];
             nextPageToken?: string;
@@ -1390,11 +1611,39 @@ export interface components {
         v1ListWebhooksResponse: {
             webhooks?: components["schemas"]["v1Webhook"][];
         };
+        v1MedianStopSettings: {
+            /**
+             * Format: int64
+             * @description No trial is judged before this step.
+             */
+            graceSteps?: string;
+            /**
+             * Format: int32
+             * @description Other trials that must have reached a step; default 5.
+             */
+            minTrials?: number;
+        };
         /** @description A role given to an OIDC subject or to every member of an OIDC group. */
         v1Member: {
             group?: string;
             role?: components["schemas"]["v1Role"];
             subject?: string;
+        };
+        v1MetricPoint: {
+            /** Format: int64 */
+            step?: string;
+            /**
+             * Format: date-time
+             * @description When it was first read.
+             */
+            time?: string;
+            /** Format: double */
+            value?: number;
+        };
+        v1MetricSeries: {
+            metric?: string;
+            /** @description By step. */
+            points?: components["schemas"]["v1MetricPoint"][];
         };
         /** @description A node label requirement. */
         v1NodeSelectorRequirement: {
@@ -1406,6 +1655,19 @@ export interface components {
         /** @description Requirements that all hold. */
         v1NodeSelectorTerm: {
             matchExpressions?: components["schemas"]["v1NodeSelectorRequirement"][];
+        };
+        /** @description What the experiment optimises. */
+        v1Objective: {
+            /** @description minimize or maximize. */
+            direction?: string;
+            /**
+             * Format: double
+             * @description The experiment ends SUCCEEDED at the first succeeded trial that
+             *     reaches it.
+             */
+            goal?: number;
+            /** @description A metric the trials report. */
+            metric?: string;
         };
         /**
          * @description What becomes of a job when a dependency can never be met.
@@ -1427,6 +1689,26 @@ export interface components {
          * @enum {string}
          */
         v1OverBudgetPolicy: "OVER_BUDGET_POLICY_UNSPECIFIED" | "OVER_BUDGET_POLICY_WAIT" | "OVER_BUDGET_POLICY_BORROW_ONLY";
+        /** @description One dimension of the search space. */
+        v1Parameter: {
+            /** @description double, int, categorical or discrete. */
+            kind?: string;
+            /** Format: double */
+            max?: number;
+            /**
+             * Format: double
+             * @description A double's or an int's range, both ends included.
+             */
+            min?: number;
+            /** @description An identifier (letters, digits, underscores): ${trial.NAME}. */
+            name?: string;
+            /** @description A discrete parameter's choices. */
+            points?: number[];
+            /** @description For double and int: linear (default) or log. */
+            scale?: string;
+            /** @description A categorical's choices. */
+            values?: string[];
+        };
         v1ParseJobFileResponse: {
             /**
              * @description One job per non-empty document, in order, as written (name included,
@@ -1925,6 +2207,78 @@ export interface components {
             tolerationSeconds?: string;
             value?: string;
         };
+        /** @description Zero values take the defaults. */
+        v1TpeSettings: {
+            /** Format: int32 */
+            candidates?: number;
+            /** Format: double */
+            gamma?: number;
+            /** Format: double */
+            priorWeight?: number;
+            /** Format: int32 */
+            startupTrials?: number;
+        };
+        /** @description One run of the template. */
+        v1Trial: {
+            /** Format: int64 */
+            bestStep?: string;
+            /**
+             * Format: double
+             * @description The best value reported of the objective metric so far, and its step.
+             */
+            bestValue?: number;
+            /** Format: date-time */
+            createTime?: string;
+            /** Format: int32 */
+            index?: number;
+            /** @description Its job, tenants/{tenant}/jobs/{job}. */
+            job?: string;
+            /**
+             * Format: int64
+             * @description The last step reported of the objective metric.
+             */
+            lastStep?: string;
+            /** @description tenants/{tenant}/experiments/{experiment}/trials/{index}. */
+            name?: string;
+            /**
+             * Format: double
+             * @description The last value reported of the objective metric when it ended.
+             */
+            objective?: number;
+            /** @description Parameter name to value, as the template got it. */
+            parameters?: {
+                [key: string]: string;
+            };
+            state?: components["schemas"]["v1TrialState"];
+            stateReason?: string;
+            /** Format: date-time */
+            updateTime?: string;
+        };
+        v1TrialCounts: {
+            /** Format: int32 */
+            cancelled?: number;
+            /** Format: int32 */
+            earlyStopped?: number;
+            /** Format: int32 */
+            failed?: number;
+            /** Format: int32 */
+            running?: number;
+            /** Format: int32 */
+            succeeded?: number;
+        };
+        /**
+         * @description A trial's state.
+         *
+         *      - TRIAL_STATE_RUNNING: Its job is queued or runs.
+         *      - TRIAL_STATE_SUCCEEDED: Its job succeeded and reported the objective metric.
+         *      - TRIAL_STATE_FAILED: Its job failed, or succeeded without reporting the objective metric.
+         *      - TRIAL_STATE_EARLY_STOPPED: The early stopping rule stopped it (state_reason quotes the figures);
+         *     its job was cancelled.
+         *      - TRIAL_STATE_CANCELLED: The experiment ended while it ran, or its job was cancelled.
+         * @default TRIAL_STATE_UNSPECIFIED
+         * @enum {string}
+         */
+        v1TrialState: "TRIAL_STATE_UNSPECIFIED" | "TRIAL_STATE_RUNNING" | "TRIAL_STATE_SUCCEEDED" | "TRIAL_STATE_FAILED" | "TRIAL_STATE_EARLY_STOPPED" | "TRIAL_STATE_CANCELLED";
         /** @description One bucket's usage of a tenant, or of one group of its jobs. */
         v1UsageRow: {
             /**
@@ -2811,6 +3165,247 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["v1ListAuditRecordsResponse"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    ExperimentService_ListExperiments: {
+        parameters: {
+            query?: {
+                /** @description 50 when unset; at most 1000. */
+                pageSize?: number;
+                pageToken?: string;
+            };
+            header?: never;
+            path: {
+                tenant: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1ListExperimentsResponse"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    ExperimentService_CreateExperiment: {
+        parameters: {
+            query?: {
+                /** @description A DNS-1035 label of at most 40 characters. Required. */
+                experimentId?: string;
+            };
+            header?: never;
+            path: {
+                tenant: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["v1Experiment"];
+            };
+        };
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1Experiment"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    ExperimentService_GetExperiment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                experiment: string;
+                tenant: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1Experiment"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    ExperimentService_DeleteExperiment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                experiment: string;
+                tenant: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1DeleteExperimentResponse"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    ExperimentService_CancelExperiment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                experiment: string;
+                tenant: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ExperimentServiceCancelExperimentBody"];
+            };
+        };
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1Experiment"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    ExperimentService_ListTrials: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                experiment: string;
+                tenant: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1ListTrialsResponse"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    ExperimentService_GetTrialMetrics: {
+        parameters: {
+            query?: {
+                /** @description Only this metric; every metric when empty. */
+                metric?: string;
+            };
+            header?: never;
+            path: {
+                experiment: string;
+                tenant: string;
+                trial: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1GetTrialMetricsResponse"];
                 };
             };
             /** @description An unexpected error response. */

@@ -35,6 +35,10 @@ export type Cohort = Always<Schemas["v1Cohort"], "name">;
 export type WebhookEventType = Schemas["v1WebhookEventType"];
 export type Webhook = Always<Schemas["v1Webhook"], "name">;
 export type WebhookDelivery = Always<Schemas["v1WebhookDelivery"], "name">;
+export type Experiment = Always<Schemas["v1Experiment"], "name">;
+export type ExperimentSpec = Schemas["v1ExperimentSpec"];
+export type Trial = Always<Schemas["v1Trial"], "name">;
+export type MetricSeries = Schemas["v1MetricSeries"];
 
 // A google.rpc.BadRequest field violation, as the gateway returns it in an
 // error's details (a google.protobuf.Any, which the document leaves open).
