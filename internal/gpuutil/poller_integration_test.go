@@ -1,0 +1,202 @@
+//go:build integration
+
+package gpuutil_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/api"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/require"
+
+	promtest "github.com/trainyard/trainyard/integration/prometheus"
+	apisrv "github.com/trainyard/trainyard/internal/api"
+	"github.com/trainyard/trainyard/internal/gpuutil"
+	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/pgtest"
+	"github.com/trainyard/trainyard/internal/store"
+	"github.com/trainyard/trainyard/internal/tenant"
+	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(pgtest.Run(m, "gpuutil", func(ctx context.Context, url string) error { return store.Migrate(ctx, url, "up") }))
+}
+
+// runningJob creates a job of workers GPU workers and makes it RUNNING,
+// admitted, as the scheduler and a worker would have left it.
+func runningJob(ctx context.Context, t *testing.T, st *store.Store, exec func(string, ...any), tenantID, name string, workers int32) job.Job {
+	t.Helper()
+	spec := job.Spec{
+		Replicas: []job.ReplicaSpec{{
+			Type: job.Worker, Count: workers, Image: "tensorflow/tensorflow:2.16.1", Command: []string{"python", "train.py"},
+			Resources: job.Resources{CPU: "1", Memory: "1Gi", GPU: 1}, Port: job.DefaultPort, RestartPolicy: job.RestartOnFailure,
+		}},
+		RunPolicy: job.RunPolicy{BackoffLimit: 3, CleanPodPolicy: job.CleanRunning},
+	}
+	j, created, err := st.JobCreate(ctx, store.JobCreateParams{Job: job.Job{Tenant: tenantID, Name: name, Spec: spec, Creator: "alice"}})
+	require.NoError(t, err)
+	require.True(t, created)
+	var replicas []map[string]any
+	for i := range workers {
+		replicas = append(replicas, map[string]any{"type": "worker", "index": i, "pod": job.PodName(name, job.Worker, i), "state": "RUNNING", "restarts": 0})
+	}
+	exec(`UPDATE jobs SET state = 'RUNNING', admitted = true, version = version + 1,
+		status = status || jsonb_build_object('state', 'RUNNING', 'startTime', now(), 'replicas', $3::jsonb)
+		WHERE tenant_id = $1 AND uid = $2`, tenantID, j.UID, replicas)
+	return j
+}
+
+// TestPollerReadsDCGMThroughPrometheus: a real Prometheus scrapes a
+// DCGM-shaped exporter every second; the poller reads it into Postgres.
+// GetJob shows 80 % for the replica whose GPU works and 0 % for the one
+// whose GPU does not; the job whose only GPU idles gets IdleGPUs (and its
+// event, a webhook topic) after the tenant's 3 s, and loses it when its
+// GPU works again; the stored samples are exactly Prometheus's.
+func TestPollerReadsDCGMThroughPrometheus(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	pool, _ := pgtest.Schema(t)
+	st := store.New(pool)
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		_, err := pool.Exec(ctx, sql, args...)
+		require.NoError(t, err)
+	}
+	_, err := st.TenantCreate(ctx, tenant.Tenant{ID: "ml", Namespace: "ty-ml",
+		Scheduling: tenant.Scheduling{IdleGPUPercent: 5, IdleGPUSeconds: 3}})
+	require.NoError(t, err)
+	busy := runningJob(ctx, t, st, exec, "ml", "train", 2)
+	idle := runningJob(ctx, t, st, exec, "ml", "stuck", 1)
+
+	e := promtest.NewExporter()
+	defer e.Close()
+	e.Set(promtest.GPU{Index: 0, Namespace: "ty-ml", Pod: "train-worker-0", Container: "tensorflow", Util: 80, FBUsed: 30000})
+	e.Set(promtest.GPU{Index: 1, Namespace: "ty-ml", Pod: "train-worker-1", Container: "tensorflow", Util: 0, FBUsed: 500})
+	e.Set(promtest.GPU{Index: 2, Namespace: "ty-ml", Pod: "stuck-worker-0", Container: "tensorflow", Util: 0, FBUsed: 100})
+	e.Set(promtest.GPU{Index: 3, Namespace: "ty-other", Pod: "train-worker-0", Util: 100}) // another namespace's pod of the same name
+	e.Set(promtest.GPU{Index: 4, Util: 100})                                              // a free GPU
+	prom, err := promtest.Start(ctx, promtest.Options{Targets: []string{e.Target()}, ScrapeInterval: time.Second})
+	require.NoError(t, err) // never a skip
+	defer prom.Stop()
+
+	reg := prometheus.NewRegistry()
+	poller, err := gpuutil.New(gpuutil.Config{URL: prom.URL, Store: st, Interval: time.Second, Lag: 1500 * time.Millisecond,
+		Stale: 30 * time.Second, Registry: reg})
+	require.NoError(t, err)
+	pctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = poller.Run(pctx) }()
+	defer func() { stop(); <-done }()
+
+	jobs := apisrv.NewJobServer(apisrv.Deps{Store: st})
+	get := func(name string) *pb.Job {
+		t.Helper()
+		j, err := jobs.GetJob(ctx, &pb.GetJobRequest{Name: "tenants/ml/jobs/" + name})
+		require.NoError(t, err)
+		return j
+	}
+	condition := func(j *pb.Job) *pb.Condition {
+		for _, c := range j.GetStatus().GetConditions() {
+			if c.GetType() == job.CondIdleGPUs {
+				return c
+			}
+		}
+		return nil
+	}
+
+	// The figures: ≈80 and ≈0 per replica, after a few scrapes.
+	require.Eventually(t, func() bool {
+		r := get("train").GetStatus().GetReplicas()
+		return len(r) == 2 && r[0].GetGpuUtilization().GetSamples() >= 4 && r[1].GetGpuUtilization().GetSamples() >= 4
+	}, time.Minute, 250*time.Millisecond, "prometheus log:\n%s", prom.Log())
+	j := get("train")
+	w0, w1 := j.Status.Replicas[0].GetGpuUtilization(), j.Status.Replicas[1].GetGpuUtilization()
+	require.InDelta(t, 80, w0.GetMeanPercent(), 0.01)
+	require.InDelta(t, 80, w0.GetP95Percent(), 0.01)
+	require.InDelta(t, 30000, w0.GetMeanMemoryMib(), 0.01)
+	require.InDelta(t, 30000, w0.GetMaxMemoryMib(), 0.01)
+	require.EqualValues(t, 1, w0.GetGpus())
+	require.InDelta(t, 0, w1.GetMeanPercent(), 0.01)
+	require.InDelta(t, 500, w1.GetMaxMemoryMib(), 0.01)
+	require.Nil(t, w1.GetLastBusyTime(), "0 %% is never busy")
+	sum := j.GetStatus().GetGpuUtilization()
+	require.EqualValues(t, 2, sum.GetGpus())
+	require.InDelta(t, 40, sum.GetMeanPercent(), 0.01) // as many samples of each
+	require.Nil(t, condition(j), "a job with a busy GPU is not idle")
+
+	// The idle job: IdleGPUs after 3 s of 0 %, with its event.
+	require.Eventually(t, func() bool { c := condition(get("stuck")); return c != nil && c.GetStatus() },
+		time.Minute, 250*time.Millisecond)
+	require.Contains(t, condition(get("stuck")).GetMessage(), "below 5% utilisation since")
+	events, err := st.EventList(ctx, "ml", "stuck", 0, 100)
+	require.NoError(t, err)
+	require.True(t, slices.ContainsFunc(events, func(e job.Event) bool {
+		return e.Reason == job.ReasonIdleGPUs && e.Type == job.EventWarning
+	}), "events: %+v", events)
+	var topic string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT trainyard_webhook_topic($1, 'RUNNING', '')`, job.ReasonIdleGPUs).Scan(&topic))
+	require.Equal(t, "job.idle_gpus", topic, "the event is a webhook topic")
+	require.Nil(t, condition(get("train")))
+
+	// The metrics: GPUs used from DCGM (0.8 + 0 + 0), one idle job.
+	require.Eventually(t, func() bool {
+		return testutil.ToFloat64(mustGauge(t, reg, "trainyard_tenant_idle_gpu_jobs", "ml")) == 1
+	}, 30*time.Second, 200*time.Millisecond)
+	require.InDelta(t, 0.8, testutil.ToFloat64(mustGauge(t, reg, "trainyard_tenant_gpus_used", "ml")), 0.001)
+
+	// It works again: the condition clears, with a GPUsActive event.
+	e.Set(promtest.GPU{Index: 2, Namespace: "ty-ml", Pod: "stuck-worker-0", Container: "tensorflow", Util: 90, FBUsed: 100})
+	require.Eventually(t, func() bool { c := condition(get("stuck")); return c != nil && !c.GetStatus() },
+		time.Minute, 250*time.Millisecond)
+	require.Equal(t, job.ReasonGPUsActive, condition(get("stuck")).GetReason())
+
+	// Exact: stop polling; what is stored is every sample Prometheus has
+	// for the pod up to sampled_to, each counted once.
+	stop()
+	<-done
+	var sampledTo, started time.Time
+	require.NoError(t, pool.QueryRow(ctx, `SELECT g.sampled_to, (j.status->>'startTime')::timestamptz FROM job_gpu g
+		JOIN jobs j ON j.tenant_id = g.tenant_id AND j.uid = g.job_uid WHERE g.job_uid = $1`, busy.UID).Scan(&sampledTo, &started))
+	c, err := api.NewClient(api.Config{Address: prom.URL})
+	require.NoError(t, err)
+	q := fmt.Sprintf(`count_over_time(DCGM_FI_DEV_GPU_UTIL{namespace="ty-ml",pod="train-worker-0"}[%dms])`,
+		sampledTo.Sub(started.Truncate(time.Millisecond)).Milliseconds())
+	v, _, _, err := v1.NewAPI(c).Query(ctx, q, sampledTo)
+	require.NoError(t, err)
+	vec := v.(model.Vector)
+	require.Len(t, vec, 1)
+	figs, err := st.GPUFiguresGet(ctx, "ml", busy.UID)
+	require.NoError(t, err)
+	require.Equal(t, "worker-0", figs[0].Replica)
+	require.EqualValues(t, int64(vec[0].Value), figs[0].Samples, "stored samples = Prometheus's count up to sampled_to")
+	_ = idle
+}
+
+func mustGauge(t *testing.T, reg *prometheus.Registry, name, tenantID string) prometheus.Collector {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "x"})
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "tenant" && l.GetValue() == tenantID {
+					g.Set(m.GetGauge().GetValue())
+				}
+			}
+		}
+	}
+	return g
+}
