@@ -1,3 +1,8 @@
+DROP INDEX usage_hourly_used_idx;
+ALTER TABLE usage_hourly DROP CONSTRAINT usage_hourly_pkey;
+ALTER TABLE usage_hourly DROP COLUMN gpu_used_seconds;
+ALTER TABLE usage_hourly ADD PRIMARY KEY (tenant_id, hour, creator, labels)
+    INCLUDE (gpu_seconds, cpu_seconds, memory_byte_seconds, pod_seconds);
 CREATE OR REPLACE FUNCTION trainyard_webhook_topic(reason text, state text, final_reason text) RETURNS text
 LANGUAGE sql IMMUTABLE AS $$
     SELECT CASE

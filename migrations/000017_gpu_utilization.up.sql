@@ -67,3 +67,19 @@ LANGUAGE sql IMMUTABLE AS $$
         WHEN state = 'CANCELLED' THEN 'job.cancelled'
     END
 $$;
+
+-- GPU-hours used beside allocated in the usage ledger: each poll adds,
+-- for the span of the job's window, the job's GPUs (its open span's)
+-- times the window's seconds times the window's mean utilisation, split at
+-- UTC hours like the rollup's (trainyard_usage_hours). Time without
+-- samples adds nothing: used counts what was measured. The primary key's
+-- INCLUDE gains the column, so a tenant's year stays an index-only scan.
+ALTER TABLE usage_hourly ADD COLUMN gpu_used_seconds double precision NOT NULL DEFAULT 0;
+ALTER TABLE usage_hourly DROP CONSTRAINT usage_hourly_pkey;
+ALTER TABLE usage_hourly ADD PRIMARY KEY (tenant_id, hour, creator, labels)
+    INCLUDE (gpu_seconds, cpu_seconds, memory_byte_seconds, pod_seconds, gpu_used_seconds);
+-- usage_daily (migration 000018, the rollup's sums per day) has no such
+-- column: a query by day adds the hours that have any, found by this
+-- partial index (empty without --prometheus-url).
+CREATE INDEX usage_hourly_used_idx ON usage_hourly (tenant_id, hour)
+    INCLUDE (creator, labels, gpu_used_seconds) WHERE gpu_used_seconds > 0;

@@ -169,3 +169,16 @@ func TestChunks(t *testing.T) {
 	}
 	require.Equal(t, [][]int{{1, 2}, {3, 4}, {5}}, got)
 }
+
+func TestUsedPercent(t *testing.T) {
+	window := []job.GPUFigures{{Samples: 2, UtilSum: 100}}
+	all := []job.GPUFigures{{Samples: 10, UtilSum: 200}}
+	ok, p := usedPercent(window, all, true)
+	require.True(t, ok)
+	require.InDelta(t, 50, p, 1e-9, "the window's own mean")
+	ok, p = usedPercent(nil, all, true)
+	require.True(t, ok)
+	require.InDelta(t, 20, p, 1e-9, "no sample in the window but recent ones: the job's mean so far")
+	ok, _ = usedPercent(nil, all, false)
+	require.False(t, ok, "no recent samples: not measured")
+}

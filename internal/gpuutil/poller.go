@@ -239,7 +239,7 @@ func (p *Poller) read(ctx context.Context, jobs []store.GPUJob, w window, chunk 
 		j := jobs[k]
 		rule := RuleOf(j.Scheduling)
 		deltas, latest := Tally(m, PodReplicas(j.Name, j.Spec), rule.Busy)
-		rec := store.GPURecord{Tenant: j.Tenant, UID: j.UID, From: j.SampledTo, To: w.to}
+		rec := store.GPURecord{Tenant: j.Tenant, UID: j.UID, From: j.SampledTo, Start: w.from, To: w.to}
 		merged := map[string]job.GPUFigures{}
 		for _, f := range j.Replicas {
 			merged[f.Replica] = f
@@ -256,6 +256,7 @@ func (p *Poller) read(ctx context.Context, jobs []store.GPUJob, w window, chunk 
 			all = append(all, f)
 		}
 		verdict, known := Decide(all, rule, w.to, p.cfg.Stale)
+		rec.Measured, rec.UsedPercent = usedPercent(rec.Replicas, all, known)
 		if !known || (verdict.Idle && !j.IdleSince.IsZero()) {
 			verdict = store.GPUIdle{Idle: !j.IdleSince.IsZero(), Since: j.IdleSince}
 		}
@@ -281,6 +282,21 @@ func (p *Poller) read(ctx context.Context, jobs []store.GPUJob, w window, chunk 
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// usedPercent is the utilisation a window's GPU-seconds are used at: its
+// own samples' mean; with none (a window shorter than the scrape
+// interval may fall between two scrapes) but recent samples (known), the
+// job's mean so far; without recent samples, unknown: the exporter or the
+// scrape is down, and no GPU-hours used are counted.
+func usedPercent(window, all []job.GPUFigures, known bool) (bool, float64) {
+	if f := job.SumGPUFigures(window); f.Samples > 0 {
+		return true, f.MeanUtil()
+	}
+	if known {
+		return true, job.SumGPUFigures(all).MeanUtil()
+	}
+	return false, 0
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	promtest "github.com/trainyard/trainyard/integration/prometheus"
 	apisrv "github.com/trainyard/trainyard/internal/api"
@@ -33,7 +34,7 @@ func TestMain(m *testing.M) {
 
 // runningJob creates a job of workers GPU workers and makes it RUNNING,
 // admitted, as the scheduler and a worker would have left it.
-func runningJob(ctx context.Context, t *testing.T, st *store.Store, exec func(string, ...any), tenantID, name string, workers int32) job.Job {
+func runningJob(ctx context.Context, t *testing.T, st *store.Store, exec func(string, ...any), tenantID, name, creator string, workers int32) job.Job {
 	t.Helper()
 	spec := job.Spec{
 		Replicas: []job.ReplicaSpec{{
@@ -42,7 +43,7 @@ func runningJob(ctx context.Context, t *testing.T, st *store.Store, exec func(st
 		}},
 		RunPolicy: job.RunPolicy{BackoffLimit: 3, CleanPodPolicy: job.CleanRunning},
 	}
-	j, created, err := st.JobCreate(ctx, store.JobCreateParams{Job: job.Job{Tenant: tenantID, Name: name, Spec: spec, Creator: "alice"}})
+	j, created, err := st.JobCreate(ctx, store.JobCreateParams{Job: job.Job{Tenant: tenantID, Name: name, Spec: spec, Creator: creator}})
 	require.NoError(t, err)
 	require.True(t, created)
 	var replicas []map[string]any
@@ -52,6 +53,10 @@ func runningJob(ctx context.Context, t *testing.T, st *store.Store, exec func(st
 	exec(`UPDATE jobs SET state = 'RUNNING', admitted = true, version = version + 1,
 		status = status || jsonb_build_object('state', 'RUNNING', 'startTime', now(), 'replicas', $3::jsonb)
 		WHERE tenant_id = $1 AND uid = $2`, tenantID, j.UID, replicas)
+	// The usage ledger's open span, as the scheduler's commit opens it.
+	exec(`INSERT INTO usage_intervals (tenant_id, job_uid, creator, labels, gpus, cpu_millis, memory_bytes, pods, start_time, rolled_to)
+		SELECT tenant_id, uid, creator, labels, $3::bigint, 1000 * $3::bigint, (1::bigint << 30) * $3::bigint, $3::bigint, (status->>'startTime')::timestamptz, (status->>'startTime')::timestamptz
+		FROM jobs WHERE tenant_id = $1 AND uid = $2`, tenantID, j.UID, workers)
 	return j
 }
 
@@ -74,8 +79,8 @@ func TestPollerReadsDCGMThroughPrometheus(t *testing.T) {
 	_, err := st.TenantCreate(ctx, tenant.Tenant{ID: "ml", Namespace: "ty-ml",
 		Scheduling: tenant.Scheduling{IdleGPUPercent: 5, IdleGPUSeconds: 3}})
 	require.NoError(t, err)
-	busy := runningJob(ctx, t, st, exec, "ml", "train", 2)
-	idle := runningJob(ctx, t, st, exec, "ml", "stuck", 1)
+	busy := runningJob(ctx, t, st, exec, "ml", "train", "alice", 2)
+	runningJob(ctx, t, st, exec, "ml", "stuck", "bob", 1)
 
 	e := promtest.NewExporter()
 	defer e.Close()
@@ -87,6 +92,17 @@ func TestPollerReadsDCGMThroughPrometheus(t *testing.T) {
 	prom, err := promtest.Start(ctx, promtest.Options{Targets: []string{e.Target()}, ScrapeInterval: time.Second})
 	require.NoError(t, err) // never a skip
 	defer prom.Stop()
+
+	// The poller starts once Prometheus has scraped the pods more than its
+	// lag (1.5 s) ago, so that every window it reads has recent samples (a
+	// window before the first sample counts no GPU-hours used; checked
+	// below).
+	c, err := api.NewClient(api.Config{Address: prom.URL})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		v, _, _, err := v1.NewAPI(c).Query(ctx, `count(DCGM_FI_DEV_GPU_UTIL{namespace="ty-ml"})`, time.Now().Add(-2*time.Second))
+		return err == nil && len(v.(model.Vector)) == 1 && v.(model.Vector)[0].Value == 3
+	}, time.Minute, 100*time.Millisecond, "prometheus log:\n%s", prom.Log())
 
 	reg := prometheus.NewRegistry()
 	poller, err := gpuutil.New(gpuutil.Config{URL: prom.URL, Store: st, Interval: time.Second, Lag: 1500 * time.Millisecond,
@@ -166,8 +182,6 @@ func TestPollerReadsDCGMThroughPrometheus(t *testing.T) {
 	var sampledTo, started time.Time
 	require.NoError(t, pool.QueryRow(ctx, `SELECT g.sampled_to, (j.status->>'startTime')::timestamptz FROM job_gpu g
 		JOIN jobs j ON j.tenant_id = g.tenant_id AND j.uid = g.job_uid WHERE g.job_uid = $1`, busy.UID).Scan(&sampledTo, &started))
-	c, err := api.NewClient(api.Config{Address: prom.URL})
-	require.NoError(t, err)
 	q := fmt.Sprintf(`count_over_time(DCGM_FI_DEV_GPU_UTIL{namespace="ty-ml",pod="train-worker-0"}[%dms])`,
 		sampledTo.Sub(started.Truncate(time.Millisecond)).Milliseconds())
 	v, _, _, err := v1.NewAPI(c).Query(ctx, q, sampledTo)
@@ -178,7 +192,32 @@ func TestPollerReadsDCGMThroughPrometheus(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "worker-0", figs[0].Replica)
 	require.EqualValues(t, int64(vec[0].Value), figs[0].Samples, "stored samples = Prometheus's count up to sampled_to")
-	_ = idle
+
+	// The ledger: GPU-hours used beside allocated. Every window of "train"
+	// had a mean of 40 % over its 2 GPUs: used = 2 × 0.4 × its seconds.
+	hour := started.Truncate(time.Hour)
+	rows, err := st.UsageQuery(ctx, store.UsageQueryParams{Tenant: "ml", Start: hour, End: hour.Add(2 * time.Hour), Step: store.StepHour, ByCreator: true})
+	require.NoError(t, err)
+	var used, allocated float64
+	for _, r := range rows {
+		if r.Creator == "alice" {
+			used, allocated = used+r.GPUUsedSeconds, allocated+r.GPUSeconds
+		}
+	}
+	window := sampledTo.Sub(started.Truncate(time.Millisecond)).Seconds()
+	require.InDelta(t, 2*0.4*window, used, 0.01, "rows: %+v", rows)
+	require.Greater(t, allocated, used)
+	require.InDelta(t, 0.4, used/allocated, 0.1)
+	resp, err := apisrv.NewUsageServer(apisrv.Deps{Store: st}).QueryUsage(ctx, &pb.QueryUsageRequest{Parent: "tenants/ml",
+		Start: timestamppb.New(hour), End: timestamppb.New(hour.Add(2 * time.Hour)), GroupBy: "creator"})
+	require.NoError(t, err)
+	var apiUsed float64
+	for _, r := range resp.GetRows() {
+		if r.GetCreator() == "alice" {
+			apiUsed += r.GetGpuHoursUsed()
+		}
+	}
+	require.InDelta(t, used/3600, apiUsed, 1e-9)
 }
 
 func mustGauge(t *testing.T, reg *prometheus.Registry, name, tenantID string) prometheus.Collector {

@@ -154,12 +154,17 @@ func (s *Store) GPUFiguresGet(ctx context.Context, tenantID, uid string) ([]job.
 type GPURecord struct {
 	Tenant, UID string
 	// From is the SampledTo the poll read (zero: none yet); To is where
-	// the window ends. Replicas hold the samples of (From, To].
-	From, To time.Time
+	// the window ends. Replicas hold the samples of (Start, To], where
+	// Start is From or, the first time, the job's start.
+	From, Start, To time.Time
 	Replicas []job.GPUFigures
 	// Idle is the idle rule's verdict at To: a condition and an event when
 	// it differs from the job's IdleSince.
 	Idle GPUIdle
+	// Measured says the window's GPU-seconds used are known: its GPUs
+	// times its seconds times UsedPercent go to the usage ledger.
+	Measured    bool
+	UsedPercent float64
 }
 
 // GPUIdle is the idle rule's verdict.
@@ -216,6 +221,9 @@ func (s *Store) GPUFiguresRecord(ctx context.Context, r GPURecord) (changed bool
 				return err
 			}
 		}
+		if err := gpuUsedAdd(ctx, tx, r); err != nil {
+			return err
+		}
 		if r.Idle.Idle == (prevIdle != nil) {
 			return nil
 		}
@@ -268,6 +276,26 @@ func gpuReplicaAdd(ctx context.Context, tx *txn, tenantID, uid string, f job.GPU
 		    update_time = excluded.update_time`,
 		tenantID, uid, f.Replica, f.GPUs, f.Samples, f.UtilSum, f.UtilHist[:],
 		f.FBSamples, f.FBSum, f.FBMax, opt(f.FirstSample), opt(f.LastSample), opt(f.LastBusy), now)
+	return err
+}
+
+// gpuUsedAdd adds the window's GPU-seconds used to the usage ledger's
+// hours (usage_hourly.gpu_used_seconds): the job's GPUs, as its open span
+// counts them, times the window's seconds (split at UTC hours) times
+// r.UsedPercent. A window not Measured adds nothing.
+func gpuUsedAdd(ctx context.Context, tx *txn, r GPURecord) error {
+	if !r.Measured || !r.To.After(r.Start) {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `
+		INSERT INTO usage_hourly AS u (tenant_id, hour, creator, labels, gpu_used_seconds)
+		SELECT v.tenant_id, s.hour, v.creator, v.labels, v.gpus * s.seconds * $5 / 100
+		FROM usage_intervals v, trainyard_usage_hours($3, $4) s
+		WHERE v.tenant_id = $1 AND v.job_uid = $2 AND v.end_time IS NULL AND v.gpus > 0
+		ORDER BY 1, 2, 3, 4
+		ON CONFLICT (tenant_id, hour, creator, labels) DO UPDATE SET
+		    gpu_used_seconds = u.gpu_used_seconds + excluded.gpu_used_seconds`,
+		r.Tenant, r.UID, r.Start, r.To, r.UsedPercent)
 	return err
 }
 

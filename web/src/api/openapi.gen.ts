@@ -2002,6 +2002,14 @@ export interface components {
              */
             gpuHours?: number;
             /**
+             * Format: double
+             * @description GPU-hours used: GPUs held times their mean utilisation as NVIDIA's
+             *     DCGM exporter measured it (read from Prometheus with Trainyard's
+             *     --prometheus-url; time without samples counts none). At most
+             *     gpu_hours.
+             */
+            gpuHoursUsed?: number;
+            /**
              * @description The values of the labels grouped by ("" for jobs without the label),
              *     by key.
              */
