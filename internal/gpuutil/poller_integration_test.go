@@ -88,7 +88,7 @@ func TestPollerReadsDCGMThroughPrometheus(t *testing.T) {
 	e.Set(promtest.GPU{Index: 1, Namespace: "ty-ml", Pod: "train-worker-1", Container: "tensorflow", Util: 0, FBUsed: 500})
 	e.Set(promtest.GPU{Index: 2, Namespace: "ty-ml", Pod: "stuck-worker-0", Container: "tensorflow", Util: 0, FBUsed: 100})
 	e.Set(promtest.GPU{Index: 3, Namespace: "ty-other", Pod: "train-worker-0", Util: 100}) // another namespace's pod of the same name
-	e.Set(promtest.GPU{Index: 4, Util: 100})                                              // a free GPU
+	e.Set(promtest.GPU{Index: 4, Util: 100})                                               // a free GPU
 	prom, err := promtest.Start(ctx, promtest.Options{Targets: []string{e.Target()}, ScrapeInterval: time.Second})
 	require.NoError(t, err) // never a skip
 	defer prom.Stop()

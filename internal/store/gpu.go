@@ -157,7 +157,7 @@ type GPURecord struct {
 	// the window ends. Replicas hold the samples of (Start, To], where
 	// Start is From or, the first time, the job's start.
 	From, Start, To time.Time
-	Replicas []job.GPUFigures
+	Replicas        []job.GPUFigures
 	// Idle is the idle rule's verdict at To: a condition and an event when
 	// it differs from the job's IdleSince.
 	Idle GPUIdle
