@@ -218,6 +218,18 @@ func TestPollerReadsDCGMThroughPrometheus(t *testing.T) {
 		}
 	}
 	require.InDelta(t, used/3600, apiUsed, 1e-9)
+
+	// By day (usage_daily has no GPU-seconds used: the hours add them).
+	day := started.UTC().Truncate(24 * time.Hour)
+	rows, err = st.UsageQuery(ctx, store.UsageQueryParams{Tenant: "ml", Start: day, End: day.Add(24 * time.Hour), Step: store.StepDay, ByCreator: true})
+	require.NoError(t, err)
+	var dayUsed float64
+	for _, r := range rows {
+		if r.Creator == "alice" {
+			dayUsed += r.GPUUsedSeconds
+		}
+	}
+	require.InDelta(t, used, dayUsed, 1e-9)
 }
 
 func mustGauge(t *testing.T, reg *prometheus.Registry, name, tenantID string) prometheus.Collector {
