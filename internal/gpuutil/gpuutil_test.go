@@ -182,3 +182,22 @@ func TestUsedPercent(t *testing.T) {
 	ok, _ = usedPercent(nil, all, false)
 	require.False(t, ok, "no recent samples: not measured")
 }
+
+func TestIdleRuleStop(t *testing.T) {
+	t0 := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	idle := store.GPUIdle{Idle: true, Since: t0}
+	never := RuleOf(tenant.Scheduling{})
+	_, stop := never.Stop(idle, t0.Add(100*time.Hour))
+	require.False(t, stop, "no stop option: never")
+	r := RuleOf(tenant.Scheduling{IdleGPUStopSeconds: 7200})
+	_, stop = r.Stop(idle, t0.Add(119*time.Minute))
+	require.False(t, stop)
+	msg, stop := r.Stop(idle, t0.Add(2*time.Hour))
+	require.True(t, stop)
+	require.Contains(t, msg, "since 2026-12-07T10:00:00Z")
+	_, stop = r.Stop(store.GPUIdle{}, t0.Add(10*time.Hour))
+	require.False(t, stop, "a busy job is never stopped")
+	v := tenant.Validate(&tenant.Tenant{Scheduling: tenant.Scheduling{IdleGPUSeconds: 600, IdleGPUStopSeconds: 300}})
+	require.Len(t, v, 1)
+	require.Equal(t, "scheduling.idleGpuStopSeconds", v[0].Field)
+}

@@ -15,12 +15,26 @@ type IdleRule struct {
 	Percent float64
 	// For: how long every GPU of the job must stay idle.
 	For time.Duration
+	// StopAfter, when positive: an idle job is cancelled once its GPUs
+	// have been idle this long.
+	StopAfter time.Duration
 }
 
 // RuleOf is the tenant's rule, defaults filled.
 func RuleOf(s tenant.Scheduling) IdleRule {
 	s = s.WithDefaults()
-	return IdleRule{Percent: s.IdleGPUPercent, For: time.Duration(s.IdleGPUSeconds) * time.Second}
+	return IdleRule{Percent: s.IdleGPUPercent, For: time.Duration(s.IdleGPUSeconds) * time.Second,
+		StopAfter: time.Duration(s.IdleGPUStopSeconds) * time.Second}
+}
+
+// Stop says whether an idle verdict at time at calls for cancelling the
+// job (the tenant's IdleGPUStopSeconds), and the event's message.
+func (r IdleRule) Stop(v store.GPUIdle, at time.Time) (string, bool) {
+	if r.StopAfter <= 0 || !v.Idle || at.Sub(v.Since) < r.StopAfter {
+		return "", false
+	}
+	return fmt.Sprintf("cancelled: every GPU of the job has been below %g%% utilisation since %s, longer than the tenant's %s",
+		r.Percent, v.Since.UTC().Format(time.RFC3339), r.StopAfter), true
 }
 
 // Busy says whether a utilisation sample is at or above the threshold.

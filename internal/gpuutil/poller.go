@@ -22,6 +22,7 @@ import (
 type Store interface {
 	GPUJobsRunning(ctx context.Context) ([]store.GPUJob, error)
 	GPUFiguresRecord(ctx context.Context, r store.GPURecord) (bool, error)
+	GPUIdleStop(ctx context.Context, tenant, uid, message string) (bool, error)
 }
 
 // Config configures a Poller.
@@ -279,6 +280,14 @@ func (p *Poller) read(ctx context.Context, jobs []store.GPUJob, w window, chunk 
 		}
 		if verdict.Idle {
 			idle[j.Tenant]++
+		}
+		if msg, stop := rule.Stop(verdict, w.to); stop {
+			stopped, err := p.cfg.Store.GPUIdleStop(ctx, j.Tenant, j.UID, msg)
+			if err != nil {
+				errs = append(errs, err)
+			} else if stopped {
+				p.log.Info("cancelled a job for its idle GPUs", "tenant", j.Tenant, "job", j.Name, "message", msg)
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -81,6 +81,11 @@ func TestPollerReadsDCGMThroughPrometheus(t *testing.T) {
 	require.NoError(t, err)
 	busy := runningJob(ctx, t, st, exec, "ml", "train", "alice", 2)
 	runningJob(ctx, t, st, exec, "ml", "stuck", "bob", 1)
+	// A tenant that stops jobs idle for 4 s.
+	_, err = st.TenantCreate(ctx, tenant.Tenant{ID: "ops", Namespace: "ty-ops",
+		Scheduling: tenant.Scheduling{IdleGPUPercent: 5, IdleGPUSeconds: 2, IdleGPUStopSeconds: 4}})
+	require.NoError(t, err)
+	runningJob(ctx, t, st, exec, "ops", "abandoned", "carol", 1)
 
 	e := promtest.NewExporter()
 	defer e.Close()
@@ -89,6 +94,7 @@ func TestPollerReadsDCGMThroughPrometheus(t *testing.T) {
 	e.Set(promtest.GPU{Index: 2, Namespace: "ty-ml", Pod: "stuck-worker-0", Container: "tensorflow", Util: 0, FBUsed: 100})
 	e.Set(promtest.GPU{Index: 3, Namespace: "ty-other", Pod: "train-worker-0", Util: 100}) // another namespace's pod of the same name
 	e.Set(promtest.GPU{Index: 4, Util: 100})                                               // a free GPU
+	e.Set(promtest.GPU{Index: 5, Namespace: "ty-ops", Pod: "abandoned-worker-0", Util: 1})
 	prom, err := promtest.Start(ctx, promtest.Options{Targets: []string{e.Target()}, ScrapeInterval: time.Second})
 	require.NoError(t, err) // never a skip
 	defer prom.Stop()
@@ -168,6 +174,19 @@ func TestPollerReadsDCGMThroughPrometheus(t *testing.T) {
 		return testutil.ToFloat64(mustGauge(t, reg, "trainyard_tenant_idle_gpu_jobs", "ml")) == 1
 	}, 30*time.Second, 200*time.Millisecond)
 	require.InDelta(t, 0.8, testutil.ToFloat64(mustGauge(t, reg, "trainyard_tenant_gpus_used", "ml")), 0.001)
+
+	// The "ops" tenant stops its job once idle for 4 s: a cancel request
+	// (its worker would stop the pods) with an IdleGPUsStopped event.
+	require.Eventually(t, func() bool {
+		j, err := st.JobGet(ctx, "ops", "abandoned")
+		return err == nil && j.Status.CancelRequested
+	}, time.Minute, 250*time.Millisecond)
+	opsEvents, err := st.EventList(ctx, "ops", "abandoned", 0, 100)
+	require.NoError(t, err)
+	require.True(t, slices.ContainsFunc(opsEvents, func(e job.Event) bool { return e.Reason == job.ReasonIdleGPUsStopped }), "events: %+v", opsEvents)
+	stuckJob, err := st.JobGet(ctx, "ml", "stuck")
+	require.NoError(t, err)
+	require.False(t, stuckJob.Status.CancelRequested, "a tenant without the option never stops idle jobs")
 
 	// It works again: the condition clears, with a GPUsActive event.
 	e.Set(promtest.GPU{Index: 2, Namespace: "ty-ml", Pod: "stuck-worker-0", Container: "tensorflow", Util: 90, FBUsed: 100})

@@ -22,6 +22,9 @@ const CondIdleGPUs = "IdleGPUs"
 const (
 	ReasonIdleGPUs   = "IdleGPUs"
 	ReasonGPUsActive = "GPUsActive"
+	// ReasonIdleGPUsStopped: the job was cancelled for its idle GPUs
+	// (tenant.Scheduling.IdleGPUStopSeconds).
+	ReasonIdleGPUsStopped = "IdleGPUsStopped"
 )
 
 // UtilBuckets is the histogram's size: one bucket per whole percent, 0..100.

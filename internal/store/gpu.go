@@ -299,6 +299,42 @@ func gpuUsedAdd(ctx context.Context, tx *txn, r GPURecord) error {
 	return err
 }
 
+// GPUIdleStop cancels a running job for its idle GPUs, as JobCancel
+// cancels a running one (its worker stops its pods gracefully and ends
+// it CANCELLED), with an IdleGPUsStopped event saying why. A job that has
+// ended or is being cancelled already is left alone (false).
+func (s *Store) GPUIdleStop(ctx context.Context, tenantID, uid, message string) (bool, error) {
+	stopped := false
+	err := s.inTx(ctx, func(tx *txn) error {
+		w, _, err := scanJob(tx.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs j
+			WHERE j.tenant_id = $1 AND j.uid = $2 AND NOT j.deleted FOR UPDATE`, tenantID, uid))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		st := w.Job.Status
+		if (st.State != job.Running && st.State != job.Restarting) || st.CancelRequested {
+			return nil
+		}
+		now := s.timestamp()
+		if _, err := tx.Exec(ctx, `UPDATE jobs SET cancel_requested = true, update_time = $3, version = version + 1
+			WHERE tenant_id = $1 AND uid = $2`, tenantID, uid, now); err != nil {
+			return err
+		}
+		w.Job.Status.CancelRequested = true
+		ev := job.Event{Type: job.EventWarning, Reason: job.ReasonIdleGPUsStopped, Message: message, State: st.State, CreateTime: now}
+		if err := eventsInsert(ctx, tx, w.Job, []job.Event{ev}, now); err != nil {
+			return err
+		}
+		tx.notify(ChannelJobs, tenantID+"/"+uid)
+		stopped = true
+		return nil
+	})
+	return stopped, translate(err, fmt.Sprintf("job %s in tenant %q", uid, tenantID))
+}
+
 // gpuIdleCondition sets (or clears) the IdleGPUs condition of the job, if
 // it is still running, with an event; a new version makes its worker's
 // next save reload it.

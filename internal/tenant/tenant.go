@@ -89,6 +89,10 @@ type Scheduling struct {
 	// --prometheus-url). Default to 5 % and 30 minutes.
 	IdleGPUPercent float64 `json:"idleGpuThresholdPercent,omitempty"`
 	IdleGPUSeconds int64   `json:"idleGpuSeconds,omitempty"`
+	// IdleGPUStopSeconds, when set, cancels a job whose GPUs have been
+	// idle this long (at least IdleGPUSeconds): its pods are stopped
+	// gracefully and it ends CANCELLED. 0 (the default): never.
+	IdleGPUStopSeconds int64 `json:"idleGpuStopSeconds,omitempty"`
 }
 
 // Idle-GPU defaults (Scheduling.WithDefaults).

@@ -121,6 +121,10 @@ func (v *violations) scheduling(s *Scheduling) {
 	if d := s.IdleGPUSeconds; d < 0 || d > 30*24*3600 {
 		v.Add("scheduling.idleGpuSeconds", "must be between 0 and 2592000 (30 days; 0: the default, %d), not %d", DefaultIdleGPUSeconds, d)
 	}
+	if d := s.IdleGPUStopSeconds; d < 0 || d > 90*24*3600 || (d > 0 && d < s.WithDefaults().IdleGPUSeconds) {
+		v.Add("scheduling.idleGpuStopSeconds", "must be 0 (never stop) or between the idle time (idleGpuSeconds, %d) and 7776000 (90 days), not %d",
+			s.WithDefaults().IdleGPUSeconds, d)
+	}
 }
 
 // violations is job.Violations with the tenant's own checks.

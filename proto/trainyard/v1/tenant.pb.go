@@ -1197,8 +1197,12 @@ type Scheduling struct {
 	IdleGpuThresholdPercent float64 `protobuf:"fixed64,3,opt,name=idle_gpu_threshold_percent,json=idleGpuThresholdPercent,proto3" json:"idle_gpu_threshold_percent,omitempty"`
 	// Defaults to 1800 (30 minutes); at most 30 days.
 	IdleGpuSeconds int64 `protobuf:"varint,4,opt,name=idle_gpu_seconds,json=idleGpuSeconds,proto3" json:"idle_gpu_seconds,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// When set, a job whose GPUs have been idle this long (at least
+	// idle_gpu_seconds, at most 90 days) is cancelled: its pods are stopped
+	// gracefully (an IdleGPUsStopped event says why). 0: never (the default).
+	IdleGpuStopSeconds int64 `protobuf:"varint,5,opt,name=idle_gpu_stop_seconds,json=idleGpuStopSeconds,proto3" json:"idle_gpu_stop_seconds,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Scheduling) Reset() {
@@ -1255,6 +1259,13 @@ func (x *Scheduling) GetIdleGpuThresholdPercent() float64 {
 func (x *Scheduling) GetIdleGpuSeconds() int64 {
 	if x != nil {
 		return x.IdleGpuSeconds
+	}
+	return 0
+}
+
+func (x *Scheduling) GetIdleGpuStopSeconds() int64 {
+	if x != nil {
+		return x.IdleGpuStopSeconds
 	}
 	return 0
 }
@@ -2091,13 +2102,14 @@ const file_trainyard_v1_tenant_proto_rawDesc = "" +
 	"\rdecayed_usage\x18\x01 \x01(\v2\x13.trainyard.v1.QuotaR\fdecayedUsage\x121\n" +
 	"\x15budget_used_gpu_hours\x18\x02 \x01(\x01R\x12budgetUsedGpuHours\x12;\n" +
 	"\x1abudget_remaining_gpu_hours\x18\x03 \x01(\x01R\x17budgetRemainingGpuHours\x12F\n" +
-	"\x11budget_reset_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x0fbudgetResetTime\"\x8d\x02\n" +
+	"\x11budget_reset_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x0fbudgetResetTime\"\xc0\x02\n" +
 	"\n" +
 	"Scheduling\x12K\n" +
 	"\x11preemption_policy\x18\x01 \x01(\x0e2\x1e.trainyard.v1.PreemptionPolicyR\x10preemptionPolicy\x12K\n" +
 	"\x11queueing_strategy\x18\x02 \x01(\x0e2\x1e.trainyard.v1.QueueingStrategyR\x10queueingStrategy\x12;\n" +
 	"\x1aidle_gpu_threshold_percent\x18\x03 \x01(\x01R\x17idleGpuThresholdPercent\x12(\n" +
-	"\x10idle_gpu_seconds\x18\x04 \x01(\x03R\x0eidleGpuSeconds\"W\n" +
+	"\x10idle_gpu_seconds\x18\x04 \x01(\x03R\x0eidleGpuSeconds\x121\n" +
+	"\x15idle_gpu_stop_seconds\x18\x05 \x01(\x03R\x12idleGpuStopSeconds\"W\n" +
 	"\x05Quota\x12\x10\n" +
 	"\x03gpu\x18\x01 \x01(\x05R\x03gpu\x12\x10\n" +
 	"\x03cpu\x18\x02 \x01(\tR\x03cpu\x12\x16\n" +

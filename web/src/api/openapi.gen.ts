@@ -1785,6 +1785,13 @@ export interface components {
              */
             idleGpuSeconds?: string;
             /**
+             * Format: int64
+             * @description When set, a job whose GPUs have been idle this long (at least
+             *     idle_gpu_seconds, at most 90 days) is cancelled: its pods are stopped
+             *     gracefully (an IdleGPUsStopped event says why). 0: never (the default).
+             */
+            idleGpuStopSeconds?: string;
+            /**
              * Format: double
              * @description A running job whose GPUs all stay below this utilisation (percent,
              *     0 to 100) for idle_gpu_seconds gets the IdleGPUs condition and event
