@@ -54,7 +54,12 @@
 // false with reason GPUsActive) and an event; the IdleGPUs event is the
 // webhook topic job.idle_gpus. The job's version moves, so its worker's
 // next save reloads it and keeps the condition. A job with one busy
-// replica is not idle; each replica's figures show which GPUs idle.
+// replica is not idle; each replica's figures show which GPUs idle. A
+// tenant with IdleGPUStopSeconds (at least its idle time) has a job idle
+// that long cancelled (store.GPUIdleStop: a cancel request, an
+// IdleGPUsStopped event; the worker stops the pods gracefully, and the
+// job ends CANCELLED, webhook topic job.cancelled). The condition stays
+// on a job after it ends: the last verdict.
 //
 // # GPU-hours used
 //
