@@ -281,8 +281,9 @@ func gpuReplicaAdd(ctx context.Context, tx *txn, tenantID, uid string, f job.GPU
 
 // gpuUsedAdd adds the window's GPU-seconds used to the usage ledger's
 // hours (usage_hourly.gpu_used_seconds): the job's GPUs, as its open span
-// counts them, times the window's seconds (split at UTC hours) times
-// r.UsedPercent. A window not Measured adds nothing.
+// counts them, times the window's seconds since the span opened (a job
+// requeued and admitted again counts none of its wait) split at UTC
+// hours, times r.UsedPercent. A window not Measured adds nothing.
 func gpuUsedAdd(ctx context.Context, tx *txn, r GPURecord) error {
 	if !r.Measured || !r.To.After(r.Start) {
 		return nil
@@ -290,7 +291,7 @@ func gpuUsedAdd(ctx context.Context, tx *txn, r GPURecord) error {
 	_, err := tx.Exec(ctx, `
 		INSERT INTO usage_hourly AS u (tenant_id, hour, creator, labels, gpu_used_seconds)
 		SELECT v.tenant_id, s.hour, v.creator, v.labels, v.gpus * s.seconds * $5 / 100
-		FROM usage_intervals v, trainyard_usage_hours($3, $4) s
+		FROM usage_intervals v, trainyard_usage_hours(greatest($3, v.start_time), $4) s
 		WHERE v.tenant_id = $1 AND v.job_uid = $2 AND v.end_time IS NULL AND v.gpus > 0
 		ORDER BY 1, 2, 3, 4
 		ON CONFLICT (tenant_id, hour, creator, labels) DO UPDATE SET
