@@ -146,8 +146,9 @@ CLUSTER_NAME ?= dev
 LOCALCLUSTER := $(GO) run ./integration/cluster/cmd/localcluster --name $(CLUSTER_NAME)
 
 .PHONY: cluster-build
-cluster-build: ## Build the local control plane binaries (minutes the first time, then cached).
+cluster-build: ## Build the local control plane binaries and the test Prometheus (minutes the first time, then cached).
 	bash integration/cluster/build.sh
+	bash integration/prometheus/build.sh
 
 .PHONY: cluster-up
 cluster-up: ## Start the local Kubernetes control plane; prints the kubeconfig path (kubectl goes to bin/).

@@ -25,6 +25,7 @@ import (
 
 	"github.com/trainyard/trainyard/internal/cluster"
 	"github.com/trainyard/trainyard/internal/experimentctl"
+	"github.com/trainyard/trainyard/internal/gpuutil"
 	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/scheduler"
 	"github.com/trainyard/trainyard/internal/store"
@@ -66,6 +67,10 @@ type workerFlags struct {
 	cluster          string
 	clusterHeartbeat time.Duration
 	clusterTimeout   time.Duration
+	// GPU utilisation from Prometheus (internal/gpuutil).
+	prometheusURL   string
+	gpuPollInterval time.Duration
+	gpuPollLag      time.Duration
 }
 
 func (f *workerFlags) register(fs *pflag.FlagSet) {
@@ -91,6 +96,9 @@ func (f *workerFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.apiServiceAccount, "api-service-account", kube.DefaultAPIServiceAccount, "the API server's ServiceAccount as namespace:name, bound in each tenant namespace to read pod logs there")
 	fs.DurationVar(&f.experimentPeriod, "experiment-period", 5*time.Second, "the experiments controller (run by the scheduler lease's holder) passes over every running experiment this often")
 	fs.DurationVar(&f.metricsInterval, "trial-metrics-interval", worker.DefaultMetricsInterval, "how often the log of a running experiment trial (its chief's, or worker 0's) is read for trainyard-metric lines, besides once when it ends; each read is one pods/log request per trial, returning the lines since the last")
+	fs.StringVar(&f.prometheusURL, "prometheus-url", "", "Prometheus that scrapes NVIDIA's DCGM exporter (keeping its pod and namespace labels); the worker holding the scheduler lease reads the running jobs' GPU utilisation there, keeps it with the jobs (GetJob) and marks jobs whose GPUs idle (IdleGPUs); empty: off")
+	fs.DurationVar(&f.gpuPollInterval, "gpu-poll-interval", gpuutil.DefaultInterval, "how often GPU utilisation is read from --prometheus-url")
+	fs.DurationVar(&f.gpuPollLag, "gpu-poll-lag", gpuutil.DefaultLag, "how far behind the clock a read of --prometheus-url ends, so that the last scrapes are in (at least the scrape timeout)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", ":8081", "address for the worker's /metrics, /healthz and /readyz; empty disables")
 	fs.StringVar(&f.cluster, "cluster", cluster.Default, "the cluster this worker runs in (registered with tyctl clusters register, except \"default\", which always exists): it heartbeats that cluster's capacity and nodes")
 	fs.DurationVar(&f.clusterHeartbeat, "cluster-heartbeat", worker.DefaultClusterHeartbeat, "how often the worker reports its cluster's capacity and nodes")
@@ -121,6 +129,10 @@ func (f *workerFlags) validate() error {
 		return fmt.Errorf("--default-ttl-after-finished must be whole seconds, 0 or more, not %s", f.finishedTTL)
 	case f.clusterHeartbeat <= 0 || f.clusterTimeout <= f.clusterHeartbeat:
 		return fmt.Errorf("--cluster-heartbeat must be positive and --cluster-timeout longer, not %s and %s", f.clusterHeartbeat, f.clusterTimeout)
+	case f.gpuPollInterval <= 0 || f.gpuPollLag < 0:
+		return errors.New("--gpu-poll-interval must be positive and --gpu-poll-lag 0 or more")
+	case f.prometheusURL != "" && !validHTTPURL(f.prometheusURL):
+		return fmt.Errorf("--prometheus-url must be an http or https URL, not %q", f.prometheusURL)
 	case !psaLevels[f.psaEnforce] || !psaLevels[f.psaWarn]:
 		return fmt.Errorf("--psa-enforce and --psa-warn must be privileged, baseline or restricted, not %q and %q", f.psaEnforce, f.psaWarn)
 	}
@@ -284,6 +296,19 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 	if err != nil {
 		return err
 	}
+	// With --prometheus-url, the lease holder also reads the running jobs'
+	// GPU utilisation (internal/gpuutil): one reader of every job at a
+	// time, whichever worker owns it, on a lease that exists anyway.
+	var gpu *gpuutil.Poller
+	if wf.prometheusURL != "" {
+		gpu, err = gpuutil.New(gpuutil.Config{
+			URL: wf.prometheusURL, Store: st, Interval: wf.gpuPollInterval, Lag: wf.gpuPollLag,
+			Registry: reg, Logger: log,
+		})
+		if err != nil {
+			return err
+		}
+	}
 	// Every worker runs a scheduler; the one holding the scheduler lease
 	// schedules (internal/scheduler), writes the jobs' EndpointSlices and
 	// sweeps the clusters' heartbeats and runs the experiments controller.
@@ -295,6 +320,9 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 			var wg sync.WaitGroup
 			wg.Go(func() { agent.Sweep(ctx) })
 			wg.Go(func() { experiments.Lead(ctx) })
+			if gpu != nil {
+				wg.Go(func() { _ = gpu.Run(ctx) })
+			}
 			w.LeadEndpoints(ctx)
 			wg.Wait()
 		},
@@ -433,4 +461,10 @@ func withPoolSize(databaseURL string, n int) string {
 		return u.String()
 	}
 	return databaseURL + " pool_max_conns=" + strconv.Itoa(n)
+}
+
+// validHTTPURL: an absolute http(s) URL with a host.
+func validHTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }

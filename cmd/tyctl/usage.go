@@ -104,18 +104,18 @@ func writeUsageTable(w io.Writer, resp *pb.QueryUsageResponse) {
 		head[i] = strings.ToUpper(h)
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
-	var gpu, cpu, mem float64
+	var gpu, cpu, mem, used float64
 	for _, r := range resp.GetRows() {
 		rec := usage.Record(r, resp.GetGroupBy())
 		rec = append(rec[:1], rec[2:]...)
 		rec[0] = r.GetStart().AsTime().UTC().Format("2006-01-02 15:04Z")
 		n := len(rec)
-		rec[n-3], rec[n-2], rec[n-1] = hours(r.GetGpuHours()), hours(r.GetCpuHours()), hours(r.GetMemoryGibHours())
+		rec[n-4], rec[n-3], rec[n-2], rec[n-1] = hours(r.GetGpuHours()), hours(r.GetCpuHours()), hours(r.GetMemoryGibHours()), hours(r.GetGpuHoursUsed())
 		for i := range rec {
 			rec[i] = dash(rec[i])
 		}
 		fmt.Fprintln(tw, strings.Join(rec, "\t"))
-		gpu, cpu, mem = gpu+r.GetGpuHours(), cpu+r.GetCpuHours(), mem+r.GetMemoryGibHours()
+		gpu, cpu, mem, used = gpu+r.GetGpuHours(), cpu+r.GetCpuHours(), mem+r.GetMemoryGibHours(), used+r.GetGpuHoursUsed()
 	}
 	total := make([]string, len(head))
 	for i := range total {
@@ -123,7 +123,7 @@ func writeUsageTable(w io.Writer, resp *pb.QueryUsageResponse) {
 	}
 	total[0] = "TOTAL"
 	n := len(total)
-	total[n-3], total[n-2], total[n-1] = hours(gpu), hours(cpu), hours(mem)
+	total[n-4], total[n-3], total[n-2], total[n-1] = hours(gpu), hours(cpu), hours(mem), hours(used)
 	fmt.Fprintln(tw, strings.Join(total, "\t"))
 	_ = tw.Flush()
 }

@@ -48,8 +48,11 @@ func tenantToPB(t tenant.Tenant) *pb.Tenant {
 	}
 	sc := t.Scheduling.WithDefaults()
 	out.Scheduling = &pb.Scheduling{
-		PreemptionPolicy: invert(preemptionFromPB)[sc.Preemption],
-		QueueingStrategy: invert(queueingFromPB)[sc.Queueing],
+		PreemptionPolicy:        invert(preemptionFromPB)[sc.Preemption],
+		QueueingStrategy:        invert(queueingFromPB)[sc.Queueing],
+		IdleGpuThresholdPercent: sc.IdleGPUPercent,
+		IdleGpuSeconds:          sc.IdleGPUSeconds,
+		IdleGpuStopSeconds:      sc.IdleGPUStopSeconds,
 	}
 	out.Sharing = sharingToPB(t.Sharing)
 	roleToPB := invert(roleFromPB)
@@ -100,6 +103,15 @@ func tenantFieldsFromPB(in *pb.Tenant, t *tenant.Tenant, fields map[string]bool)
 	if fields["scheduling"] || fields["scheduling.queueing_strategy"] {
 		t.Scheduling.Queueing = queueingFromPB[sc.GetQueueingStrategy()]
 	}
+	if fields["scheduling"] || fields["scheduling.idle_gpu_threshold_percent"] {
+		t.Scheduling.IdleGPUPercent = sc.GetIdleGpuThresholdPercent()
+	}
+	if fields["scheduling"] || fields["scheduling.idle_gpu_seconds"] {
+		t.Scheduling.IdleGPUSeconds = sc.GetIdleGpuSeconds()
+	}
+	if fields["scheduling"] || fields["scheduling.idle_gpu_stop_seconds"] {
+		t.Scheduling.IdleGPUStopSeconds = sc.GetIdleGpuStopSeconds()
+	}
 	sharingFieldsFromPB(in.GetSharing(), &t.Sharing, fields)
 	if fields["members"] {
 		t.Members = nil
@@ -130,7 +142,8 @@ var (
 )
 
 // schedulingFields, like quotaFields, may be updated one by one.
-var schedulingFields = []string{"scheduling.preemption_policy", "scheduling.queueing_strategy"}
+var schedulingFields = []string{"scheduling.preemption_policy", "scheduling.queueing_strategy",
+	"scheduling.idle_gpu_threshold_percent", "scheduling.idle_gpu_seconds", "scheduling.idle_gpu_stop_seconds"}
 
 // quotaFields may be updated one by one (quota.gpu, ...): the REST gateway
 // builds the mask of a PATCH without updateMask from the body, and descends

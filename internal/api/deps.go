@@ -41,6 +41,8 @@ type Store interface {
 	JobResume(ctx context.Context, tenant, name string) (job.Job, error)
 	JobDelete(ctx context.Context, tenant, name string) error
 	QueueGet(ctx context.Context, tenant string) (map[string]job.QueueInfo, time.Time, error)
+	// GPUFiguresGet: a job's measured GPU utilisation, by replica (GetJob).
+	GPUFiguresGet(ctx context.Context, tenant, uid string) ([]job.GPUFigures, error)
 
 	EventList(ctx context.Context, tenant, job string, afterID int64, limit int) ([]job.Event, error)
 	EventListByJob(ctx context.Context, tenant, uid string, afterID int64, limit int) ([]job.Event, error)

@@ -169,6 +169,12 @@ func (f *fakeStore) JobGetMany(_ context.Context, tenantID string, uids []string
 	return out, nil
 }
 
+// GPUFiguresGet: no GPU was measured.
+func (f *fakeStore) GPUFiguresGet(context.Context, string, string) ([]job.GPUFigures, error) {
+	f.called("GPUFiguresGet")
+	return nil, nil
+}
+
 // QueueGet: no job waits in the scheduler's queue.
 func (f *fakeStore) QueueGet(context.Context, string) (map[string]job.QueueInfo, time.Time, error) {
 	f.called("QueueGet")

@@ -275,6 +275,11 @@ func (s *JobServer) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.Job,
 	}
 	out := jobToPB(j)
 	withTFConfig(out, j, tenant.NamespaceName(s.nsPrefix, tenantID))
+	figs, err := s.store.GPUFiguresGet(ctx, tenantID, j.UID)
+	if err != nil {
+		return nil, err
+	}
+	withGPUUtilization(out, figs)
 	return out, s.withQueue(ctx, tenantID, out)
 }
 

@@ -31,6 +31,7 @@ func TestTenantUpdateFields(t *testing.T) {
 		"output only ignored":   {paths: []string{"name", "namespace", "state", "createTime", "update_time", "labels"}, want: []string{"labels"}},
 		"usage is output only":  {paths: []string{"usage", "usage.cpu", "usage.gpu", "quota.gpu"}, want: []string{"quota.gpu"}},
 		"scheduling sub-fields": {paths: []string{"scheduling.preemptionPolicy"}, want: []string{"scheduling.preemption_policy"}},
+		"idle GPU settings":     {paths: []string{"scheduling.idleGpuThresholdPercent", "scheduling.idle_gpu_seconds"}, want: []string{"scheduling.idle_gpu_threshold_percent", "scheduling.idle_gpu_seconds"}},
 		"unknown":               {paths: []string{"owner"}, bad: `"owner" cannot be updated`},
 		"unknown quota field":   {paths: []string{"quota.tpu"}, bad: `"quota.tpu" cannot be updated`},
 		"no label sub-path":     {paths: []string{"labels.team"}, bad: "cannot be updated"},
@@ -140,4 +141,21 @@ func TestSharingStatusFromTheLedger(t *testing.T) {
 	require.InDelta(t, 40, rolling.GetBudgetRemainingGpuHours(), 1e-9)
 	require.Equal(t, day(12, 30), rolling.GetBudgetResetTime().AsTime(), "when the oldest day in the window leaves it")
 	require.Nil(t, rolling.GetDecayedUsage(), "no history without a half-life")
+}
+
+func TestTenantIdleGPUSettings(t *testing.T) {
+	// Defaults show as such; one setting is updated alone.
+	out := tenantToPB(tenant.Tenant{ID: "a"})
+	require.InDelta(t, 5, out.GetScheduling().GetIdleGpuThresholdPercent(), 0)
+	require.EqualValues(t, 1800, out.GetScheduling().GetIdleGpuSeconds())
+	tn := tenant.Tenant{ID: "a", Scheduling: tenant.Scheduling{Preemption: tenant.PreemptLowerPriority, IdleGPUPercent: 10}}
+	tenantFieldsFromPB(&pb.Tenant{Scheduling: &pb.Scheduling{IdleGpuSeconds: 600}}, &tn, map[string]bool{"scheduling.idle_gpu_seconds": true})
+	require.Equal(t, tenant.Scheduling{Preemption: tenant.PreemptLowerPriority, IdleGPUPercent: 10, IdleGPUSeconds: 600}, tn.Scheduling)
+	// Out of range: violations naming the fields.
+	v := tenant.Validate(&tenant.Tenant{Scheduling: tenant.Scheduling{IdleGPUPercent: 101, IdleGPUSeconds: -1}})
+	var fields []string
+	for _, f := range v {
+		fields = append(fields, f.Field)
+	}
+	require.Equal(t, []string{"scheduling.idleGpuThresholdPercent", "scheduling.idleGpuSeconds"}, fields)
 }

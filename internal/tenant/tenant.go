@@ -83,7 +83,23 @@ type Quota struct {
 type Scheduling struct {
 	Preemption PreemptionPolicy `json:"preemption,omitempty"`
 	Queueing   QueueingStrategy `json:"queueing,omitempty"`
+	// IdleGPUPercent and IdleGPUSeconds: a running job whose GPUs all stay
+	// below IdleGPUPercent utilisation for IdleGPUSeconds gets the IdleGPUs
+	// condition and event (internal/gpuutil; needs the worker's
+	// --prometheus-url). Default to 5 % and 30 minutes.
+	IdleGPUPercent float64 `json:"idleGpuThresholdPercent,omitempty"`
+	IdleGPUSeconds int64   `json:"idleGpuSeconds,omitempty"`
+	// IdleGPUStopSeconds, when set, cancels a job whose GPUs have been
+	// idle this long (at least IdleGPUSeconds): its pods are stopped
+	// gracefully and it ends CANCELLED. 0 (the default): never.
+	IdleGPUStopSeconds int64 `json:"idleGpuStopSeconds,omitempty"`
 }
+
+// Idle-GPU defaults (Scheduling.WithDefaults).
+const (
+	DefaultIdleGPUPercent = 5
+	DefaultIdleGPUSeconds = 30 * 60
+)
 
 // PreemptionPolicy says whether a pending job may preempt the tenant's own
 // running jobs.
@@ -118,6 +134,12 @@ func (s Scheduling) WithDefaults() Scheduling {
 	}
 	if s.Queueing == "" {
 		s.Queueing = StrictFIFO
+	}
+	if s.IdleGPUPercent == 0 {
+		s.IdleGPUPercent = DefaultIdleGPUPercent
+	}
+	if s.IdleGPUSeconds == 0 {
+		s.IdleGPUSeconds = DefaultIdleGPUSeconds
 	}
 	return s
 }

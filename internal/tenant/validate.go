@@ -81,6 +81,7 @@ func Validate(t *Tenant) []FieldViolation {
 	}
 	v.Labels("labels", t.Labels, MaxLabels, nil)
 	v.quota(&t.Quota)
+	v.scheduling(&t.Scheduling)
 	v.sharing(&t.Sharing)
 	v.members(t.Members)
 	v.podReaderGroups(t.PodReaderGroups)
@@ -110,6 +111,20 @@ func ValidateSecretData(data map[string]string) []FieldViolation {
 		v.Add("data", "keys and values are %d bytes in total; at most %d are allowed", size, MaxSecretBytes)
 	}
 	return v.Violations
+}
+
+// scheduling checks the idle-GPU settings (the policies are enums the API maps).
+func (v *violations) scheduling(s *Scheduling) {
+	if p := s.IdleGPUPercent; math.IsNaN(p) || p < 0 || p > 100 {
+		v.Add("scheduling.idleGpuThresholdPercent", "must be between 0 and 100 (0: the default, %d), not %v", DefaultIdleGPUPercent, p)
+	}
+	if d := s.IdleGPUSeconds; d < 0 || d > 30*24*3600 {
+		v.Add("scheduling.idleGpuSeconds", "must be between 0 and 2592000 (30 days; 0: the default, %d), not %d", DefaultIdleGPUSeconds, d)
+	}
+	if d := s.IdleGPUStopSeconds; d < 0 || d > 90*24*3600 || (d > 0 && d < s.WithDefaults().IdleGPUSeconds) {
+		v.Add("scheduling.idleGpuStopSeconds", "must be 0 (never stop) or between the idle time (idleGpuSeconds, %d) and 7776000 (90 days), not %d",
+			s.WithDefaults().IdleGPUSeconds, d)
+	}
 }
 
 // violations is job.Violations with the tenant's own checks.

@@ -35,7 +35,7 @@ func Header(groupBy string) []string {
 	for _, k := range labels {
 		h = append(h, "label:"+k)
 	}
-	return append(h, "gpuHours", "cpuHours", "memoryGibHours")
+	return append(h, "gpuHours", "cpuHours", "memoryGibHours", "gpuHoursUsed")
 }
 
 // Record is one row as CSV fields, in Header's order.
@@ -48,7 +48,7 @@ func Record(r *pb.UsageRow, groupBy string) []string {
 	for _, k := range labels {
 		rec = append(rec, r.GetLabels()[k])
 	}
-	return append(rec, Number(r.GetGpuHours()), Number(r.GetCpuHours()), Number(r.GetMemoryGibHours()))
+	return append(rec, Number(r.GetGpuHours()), Number(r.GetCpuHours()), Number(r.GetMemoryGibHours()), Number(r.GetGpuHoursUsed()))
 }
 
 // WriteCSV writes resp as CSV: the header, then a record per row.

@@ -16,6 +16,9 @@ const (
 	TopicJobPreempted        = "job.preempted"
 	TopicJobReplicaRestarted = "job.replica_restarted"
 	TopicTenantQuotaChanged  = "tenant.quota_changed"
+	// TopicJobIdleGPUs: the job's IdleGPUs condition became true
+	// (internal/gpuutil; the event's reason is IdleGPUs, migration 000017).
+	TopicJobIdleGPUs = "job.idle_gpus"
 	// TopicPing is a test message sent by hand; no webhook subscribes to it.
 	TopicPing = "webhook.ping"
 )
@@ -24,6 +27,7 @@ const (
 var Topics = []string{
 	TopicJobCreated, TopicJobAdmitted, TopicJobRunning, TopicJobSucceeded, TopicJobFailed,
 	TopicJobCancelled, TopicJobPreempted, TopicJobReplicaRestarted, TopicTenantQuotaChanged,
+	TopicJobIdleGPUs,
 }
 
 // KnownTopic says whether t is one of Topics.

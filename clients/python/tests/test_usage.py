@@ -38,7 +38,7 @@ def test_usage_rows() -> None:
         assert rows == [{
             "start": datetime(2026, 12, 1, tzinfo=timezone.utc), "end": datetime(2026, 12, 2, tzinfo=timezone.utc),
             "tenant": "ml", "creator": "alice", "label:team": "vision",
-            "gpuHours": 12.5, "cpuHours": 3.0, "memoryGibHours": 0.25,
+            "gpuHours": 12.5, "cpuHours": 3.0, "memoryGibHours": 0.25, "gpuHoursUsed": 0.0,
         }]
         req = svc.requests[0]
         assert req.parent == "tenants/ml"

@@ -116,8 +116,10 @@ class Client:
 
         Each row has ``start`` and ``end`` (UTC datetimes), ``tenant``,
         ``creator`` and ``label:<key>`` when grouped by them (``group_by=
-        "creator,label:team"``), ``gpuHours``, ``cpuHours`` and
-        ``memoryGibHours``: the columns of the REST API's CSV. Buckets
+        "creator,label:team"``), ``gpuHours``, ``cpuHours``,
+        ``memoryGibHours`` and ``gpuHoursUsed`` (GPU-hours times the GPUs'
+        measured utilisation; 0 without the server's --prometheus-url):
+        the columns of the REST API's CSV. Buckets
         without usage are left out. ``all_tenants``: every tenant's
         (platform admins). Naive datetimes are taken as UTC.
         """
@@ -139,7 +141,8 @@ class Client:
                     row["creator"] = r.creator
                 elif g.startswith("label:"):
                     row[g] = r.labels.get(g[len("label:"):], "")
-            row.update(gpuHours=r.gpu_hours, cpuHours=r.cpu_hours, memoryGibHours=r.memory_gib_hours)
+            row.update(gpuHours=r.gpu_hours, cpuHours=r.cpu_hours, memoryGibHours=r.memory_gib_hours,
+                       gpuHoursUsed=r.gpu_hours_used)
             rows.append(row)
         return rows
 

@@ -2502,9 +2502,14 @@ type JobStatus struct {
 	// them.
 	Outputs map[string]string `protobuf:"bytes,15,rep,name=outputs,proto3" json:"outputs,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// The results of spec.depends_on's jobs, copied when the job was admitted.
-	Dependencies  []*DependencyResult `protobuf:"bytes,16,rep,name=dependencies,proto3" json:"dependencies,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Dependencies []*DependencyResult `protobuf:"bytes,16,rep,name=dependencies,proto3" json:"dependencies,omitempty"`
+	// The job's GPU utilisation as the NVIDIA DCGM exporter measured it, all
+	// replicas' GPUs together, over the job's runs so far (each replica's is
+	// in replicas[].gpu_utilization). Unset without samples (the worker
+	// reads them only with --prometheus-url). Kept after the job ends.
+	GpuUtilization *GPUUtilization `protobuf:"bytes,17,opt,name=gpu_utilization,json=gpuUtilization,proto3" json:"gpu_utilization,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *JobStatus) Reset() {
@@ -2656,6 +2661,132 @@ func (x *JobStatus) GetDependencies() []*DependencyResult {
 	return nil
 }
 
+func (x *JobStatus) GetGpuUtilization() *GPUUtilization {
+	if x != nil {
+		return x.GpuUtilization
+	}
+	return nil
+}
+
+// GPU utilisation measured by the NVIDIA DCGM exporter
+// (DCGM_FI_DEV_GPU_UTIL, DCGM_FI_DEV_FB_USED), read from Prometheus by
+// Trainyard every minute and kept with the job, so that it outlives
+// Prometheus's retention. Figures pool every sample of every GPU.
+type GPUUtilization struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Mean GPU utilisation, percent.
+	MeanPercent float64 `protobuf:"fixed64,1,opt,name=mean_percent,json=meanPercent,proto3" json:"mean_percent,omitempty"`
+	// 95th percentile of the utilisation samples, whole percent.
+	P95Percent float64 `protobuf:"fixed64,2,opt,name=p95_percent,json=p95Percent,proto3" json:"p95_percent,omitempty"`
+	// Mean and largest framebuffer memory used per GPU, MiB.
+	MeanMemoryMib float64 `protobuf:"fixed64,3,opt,name=mean_memory_mib,json=meanMemoryMib,proto3" json:"mean_memory_mib,omitempty"`
+	MaxMemoryMib  float64 `protobuf:"fixed64,4,opt,name=max_memory_mib,json=maxMemoryMib,proto3" json:"max_memory_mib,omitempty"`
+	// GPUs seen (distinct DCGM UUIDs).
+	Gpus int32 `protobuf:"varint,5,opt,name=gpus,proto3" json:"gpus,omitempty"`
+	// Utilisation samples counted (one per GPU per scrape).
+	Samples         int64                  `protobuf:"varint,6,opt,name=samples,proto3" json:"samples,omitempty"`
+	FirstSampleTime *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=first_sample_time,json=firstSampleTime,proto3" json:"first_sample_time,omitempty"`
+	LastSampleTime  *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=last_sample_time,json=lastSampleTime,proto3" json:"last_sample_time,omitempty"`
+	// The last sample at or above the tenant's idle threshold; unset when
+	// none was.
+	LastBusyTime  *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=last_busy_time,json=lastBusyTime,proto3" json:"last_busy_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GPUUtilization) Reset() {
+	*x = GPUUtilization{}
+	mi := &file_trainyard_v1_job_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GPUUtilization) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GPUUtilization) ProtoMessage() {}
+
+func (x *GPUUtilization) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_job_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GPUUtilization.ProtoReflect.Descriptor instead.
+func (*GPUUtilization) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *GPUUtilization) GetMeanPercent() float64 {
+	if x != nil {
+		return x.MeanPercent
+	}
+	return 0
+}
+
+func (x *GPUUtilization) GetP95Percent() float64 {
+	if x != nil {
+		return x.P95Percent
+	}
+	return 0
+}
+
+func (x *GPUUtilization) GetMeanMemoryMib() float64 {
+	if x != nil {
+		return x.MeanMemoryMib
+	}
+	return 0
+}
+
+func (x *GPUUtilization) GetMaxMemoryMib() float64 {
+	if x != nil {
+		return x.MaxMemoryMib
+	}
+	return 0
+}
+
+func (x *GPUUtilization) GetGpus() int32 {
+	if x != nil {
+		return x.Gpus
+	}
+	return 0
+}
+
+func (x *GPUUtilization) GetSamples() int64 {
+	if x != nil {
+		return x.Samples
+	}
+	return 0
+}
+
+func (x *GPUUtilization) GetFirstSampleTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FirstSampleTime
+	}
+	return nil
+}
+
+func (x *GPUUtilization) GetLastSampleTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastSampleTime
+	}
+	return nil
+}
+
+func (x *GPUUtilization) GetLastBusyTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastBusyTime
+	}
+	return nil
+}
+
 // Where a queued job stands, as the scheduler's last cycle saw it.
 type QueueStatus struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
@@ -2680,7 +2811,7 @@ type QueueStatus struct {
 
 func (x *QueueStatus) Reset() {
 	*x = QueueStatus{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[23]
+	mi := &file_trainyard_v1_job_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2692,7 +2823,7 @@ func (x *QueueStatus) String() string {
 func (*QueueStatus) ProtoMessage() {}
 
 func (x *QueueStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[23]
+	mi := &file_trainyard_v1_job_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2705,7 +2836,7 @@ func (x *QueueStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueStatus.ProtoReflect.Descriptor instead.
 func (*QueueStatus) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{23}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *QueueStatus) GetReason() WaitReason {
@@ -2786,7 +2917,7 @@ type Condition struct {
 
 func (x *Condition) Reset() {
 	*x = Condition{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[24]
+	mi := &file_trainyard_v1_job_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2798,7 +2929,7 @@ func (x *Condition) String() string {
 func (*Condition) ProtoMessage() {}
 
 func (x *Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[24]
+	mi := &file_trainyard_v1_job_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2811,7 +2942,7 @@ func (x *Condition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Condition.ProtoReflect.Descriptor instead.
 func (*Condition) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{24}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Condition) GetType() string {
@@ -2863,7 +2994,7 @@ type ReplicaCounts struct {
 
 func (x *ReplicaCounts) Reset() {
 	*x = ReplicaCounts{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[25]
+	mi := &file_trainyard_v1_job_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2875,7 +3006,7 @@ func (x *ReplicaCounts) String() string {
 func (*ReplicaCounts) ProtoMessage() {}
 
 func (x *ReplicaCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[25]
+	mi := &file_trainyard_v1_job_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2888,7 +3019,7 @@ func (x *ReplicaCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaCounts.ProtoReflect.Descriptor instead.
 func (*ReplicaCounts) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{25}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ReplicaCounts) GetType() ReplicaType {
@@ -2942,14 +3073,17 @@ type ReplicaStatus struct {
 	// The TF_CONFIG environment variable of the replica's pod; empty for a
 	// job of one replica, which gets none. Omitted in lists and watches
 	// (it grows with the job's size); GetJob returns it. Output only.
-	TfConfig      string `protobuf:"bytes,8,opt,name=tf_config,json=tfConfig,proto3" json:"tf_config,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	TfConfig string `protobuf:"bytes,8,opt,name=tf_config,json=tfConfig,proto3" json:"tf_config,omitempty"`
+	// The replica's GPU utilisation so far (DCGM through Prometheus); unset
+	// without samples.
+	GpuUtilization *GPUUtilization `protobuf:"bytes,9,opt,name=gpu_utilization,json=gpuUtilization,proto3" json:"gpu_utilization,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ReplicaStatus) Reset() {
 	*x = ReplicaStatus{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[26]
+	mi := &file_trainyard_v1_job_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2961,7 +3095,7 @@ func (x *ReplicaStatus) String() string {
 func (*ReplicaStatus) ProtoMessage() {}
 
 func (x *ReplicaStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[26]
+	mi := &file_trainyard_v1_job_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2974,7 +3108,7 @@ func (x *ReplicaStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaStatus.ProtoReflect.Descriptor instead.
 func (*ReplicaStatus) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{26}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ReplicaStatus) GetType() ReplicaType {
@@ -3033,6 +3167,13 @@ func (x *ReplicaStatus) GetTfConfig() string {
 	return ""
 }
 
+func (x *ReplicaStatus) GetGpuUtilization() *GPUUtilization {
+	if x != nil {
+		return x.GpuUtilization
+	}
+	return nil
+}
+
 // How a replica's container ended.
 type Termination struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -3051,7 +3192,7 @@ type Termination struct {
 
 func (x *Termination) Reset() {
 	*x = Termination{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[27]
+	mi := &file_trainyard_v1_job_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3063,7 +3204,7 @@ func (x *Termination) String() string {
 func (*Termination) ProtoMessage() {}
 
 func (x *Termination) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[27]
+	mi := &file_trainyard_v1_job_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3076,7 +3217,7 @@ func (x *Termination) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Termination.ProtoReflect.Descriptor instead.
 func (*Termination) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{27}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Termination) GetExitCode() int32 {
@@ -3131,7 +3272,7 @@ type CreateJobRequest struct {
 
 func (x *CreateJobRequest) Reset() {
 	*x = CreateJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[28]
+	mi := &file_trainyard_v1_job_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3143,7 +3284,7 @@ func (x *CreateJobRequest) String() string {
 func (*CreateJobRequest) ProtoMessage() {}
 
 func (x *CreateJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[28]
+	mi := &file_trainyard_v1_job_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3156,7 +3297,7 @@ func (x *CreateJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJobRequest.ProtoReflect.Descriptor instead.
 func (*CreateJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{28}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CreateJobRequest) GetParent() string {
@@ -3200,7 +3341,7 @@ type BatchCreateJobsRequest struct {
 
 func (x *BatchCreateJobsRequest) Reset() {
 	*x = BatchCreateJobsRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[29]
+	mi := &file_trainyard_v1_job_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3212,7 +3353,7 @@ func (x *BatchCreateJobsRequest) String() string {
 func (*BatchCreateJobsRequest) ProtoMessage() {}
 
 func (x *BatchCreateJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[29]
+	mi := &file_trainyard_v1_job_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3225,7 +3366,7 @@ func (x *BatchCreateJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchCreateJobsRequest.ProtoReflect.Descriptor instead.
 func (*BatchCreateJobsRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{29}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *BatchCreateJobsRequest) GetParent() string {
@@ -3252,7 +3393,7 @@ type BatchCreateJobsResponse struct {
 
 func (x *BatchCreateJobsResponse) Reset() {
 	*x = BatchCreateJobsResponse{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[30]
+	mi := &file_trainyard_v1_job_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3264,7 +3405,7 @@ func (x *BatchCreateJobsResponse) String() string {
 func (*BatchCreateJobsResponse) ProtoMessage() {}
 
 func (x *BatchCreateJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[30]
+	mi := &file_trainyard_v1_job_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3277,7 +3418,7 @@ func (x *BatchCreateJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchCreateJobsResponse.ProtoReflect.Descriptor instead.
 func (*BatchCreateJobsResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{30}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *BatchCreateJobsResponse) GetJobs() []*Job {
@@ -3309,7 +3450,7 @@ type ImportTFJobRequest struct {
 
 func (x *ImportTFJobRequest) Reset() {
 	*x = ImportTFJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[31]
+	mi := &file_trainyard_v1_job_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3321,7 +3462,7 @@ func (x *ImportTFJobRequest) String() string {
 func (*ImportTFJobRequest) ProtoMessage() {}
 
 func (x *ImportTFJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[31]
+	mi := &file_trainyard_v1_job_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3334,7 +3475,7 @@ func (x *ImportTFJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportTFJobRequest.ProtoReflect.Descriptor instead.
 func (*ImportTFJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{31}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ImportTFJobRequest) GetParent() string {
@@ -3391,7 +3532,7 @@ type ImportTFJobResponse struct {
 
 func (x *ImportTFJobResponse) Reset() {
 	*x = ImportTFJobResponse{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[32]
+	mi := &file_trainyard_v1_job_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3403,7 +3544,7 @@ func (x *ImportTFJobResponse) String() string {
 func (*ImportTFJobResponse) ProtoMessage() {}
 
 func (x *ImportTFJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[32]
+	mi := &file_trainyard_v1_job_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3416,7 +3557,7 @@ func (x *ImportTFJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportTFJobResponse.ProtoReflect.Descriptor instead.
 func (*ImportTFJobResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{32}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ImportTFJobResponse) GetJob() *Job {
@@ -3450,7 +3591,7 @@ type ImportWarning struct {
 
 func (x *ImportWarning) Reset() {
 	*x = ImportWarning{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[33]
+	mi := &file_trainyard_v1_job_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3462,7 +3603,7 @@ func (x *ImportWarning) String() string {
 func (*ImportWarning) ProtoMessage() {}
 
 func (x *ImportWarning) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[33]
+	mi := &file_trainyard_v1_job_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3475,7 +3616,7 @@ func (x *ImportWarning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportWarning.ProtoReflect.Descriptor instead.
 func (*ImportWarning) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{33}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ImportWarning) GetField() string {
@@ -3508,7 +3649,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[34]
+	mi := &file_trainyard_v1_job_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3520,7 +3661,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[34]
+	mi := &file_trainyard_v1_job_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3533,7 +3674,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{34}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GetJobRequest) GetName() string {
@@ -3559,7 +3700,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[35]
+	mi := &file_trainyard_v1_job_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3571,7 +3712,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[35]
+	mi := &file_trainyard_v1_job_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3584,7 +3725,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{35}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListJobsRequest) GetParent() string {
@@ -3633,7 +3774,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[36]
+	mi := &file_trainyard_v1_job_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3645,7 +3786,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[36]
+	mi := &file_trainyard_v1_job_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3658,7 +3799,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{36}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -3691,7 +3832,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[37]
+	mi := &file_trainyard_v1_job_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3703,7 +3844,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[37]
+	mi := &file_trainyard_v1_job_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3716,7 +3857,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{37}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CancelJobRequest) GetName() string {
@@ -3735,7 +3876,7 @@ type SuspendJobRequest struct {
 
 func (x *SuspendJobRequest) Reset() {
 	*x = SuspendJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[38]
+	mi := &file_trainyard_v1_job_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3747,7 +3888,7 @@ func (x *SuspendJobRequest) String() string {
 func (*SuspendJobRequest) ProtoMessage() {}
 
 func (x *SuspendJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[38]
+	mi := &file_trainyard_v1_job_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3760,7 +3901,7 @@ func (x *SuspendJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuspendJobRequest.ProtoReflect.Descriptor instead.
 func (*SuspendJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{38}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *SuspendJobRequest) GetName() string {
@@ -3779,7 +3920,7 @@ type ResumeJobRequest struct {
 
 func (x *ResumeJobRequest) Reset() {
 	*x = ResumeJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[39]
+	mi := &file_trainyard_v1_job_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3791,7 +3932,7 @@ func (x *ResumeJobRequest) String() string {
 func (*ResumeJobRequest) ProtoMessage() {}
 
 func (x *ResumeJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[39]
+	mi := &file_trainyard_v1_job_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3804,7 +3945,7 @@ func (x *ResumeJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeJobRequest.ProtoReflect.Descriptor instead.
 func (*ResumeJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{39}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ResumeJobRequest) GetName() string {
@@ -3823,7 +3964,7 @@ type DeleteJobRequest struct {
 
 func (x *DeleteJobRequest) Reset() {
 	*x = DeleteJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[40]
+	mi := &file_trainyard_v1_job_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3835,7 +3976,7 @@ func (x *DeleteJobRequest) String() string {
 func (*DeleteJobRequest) ProtoMessage() {}
 
 func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[40]
+	mi := &file_trainyard_v1_job_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3848,7 +3989,7 @@ func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobRequest.ProtoReflect.Descriptor instead.
 func (*DeleteJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{40}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *DeleteJobRequest) GetName() string {
@@ -3866,7 +4007,7 @@ type DeleteJobResponse struct {
 
 func (x *DeleteJobResponse) Reset() {
 	*x = DeleteJobResponse{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[41]
+	mi := &file_trainyard_v1_job_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3878,7 +4019,7 @@ func (x *DeleteJobResponse) String() string {
 func (*DeleteJobResponse) ProtoMessage() {}
 
 func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[41]
+	mi := &file_trainyard_v1_job_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3891,7 +4032,7 @@ func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobResponse.ProtoReflect.Descriptor instead.
 func (*DeleteJobResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{41}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{42}
 }
 
 // Something that happened to a job.
@@ -3914,7 +4055,7 @@ type JobEvent struct {
 
 func (x *JobEvent) Reset() {
 	*x = JobEvent{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[42]
+	mi := &file_trainyard_v1_job_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3926,7 +4067,7 @@ func (x *JobEvent) String() string {
 func (*JobEvent) ProtoMessage() {}
 
 func (x *JobEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[42]
+	mi := &file_trainyard_v1_job_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3939,7 +4080,7 @@ func (x *JobEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEvent.ProtoReflect.Descriptor instead.
 func (*JobEvent) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{42}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *JobEvent) GetId() int64 {
@@ -4003,7 +4144,7 @@ type ListJobEventsRequest struct {
 
 func (x *ListJobEventsRequest) Reset() {
 	*x = ListJobEventsRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[43]
+	mi := &file_trainyard_v1_job_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4015,7 +4156,7 @@ func (x *ListJobEventsRequest) String() string {
 func (*ListJobEventsRequest) ProtoMessage() {}
 
 func (x *ListJobEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[43]
+	mi := &file_trainyard_v1_job_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4028,7 +4169,7 @@ func (x *ListJobEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobEventsRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{43}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListJobEventsRequest) GetParent() string {
@@ -4062,7 +4203,7 @@ type ListJobEventsResponse struct {
 
 func (x *ListJobEventsResponse) Reset() {
 	*x = ListJobEventsResponse{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[44]
+	mi := &file_trainyard_v1_job_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4074,7 +4215,7 @@ func (x *ListJobEventsResponse) String() string {
 func (*ListJobEventsResponse) ProtoMessage() {}
 
 func (x *ListJobEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[44]
+	mi := &file_trainyard_v1_job_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4087,7 +4228,7 @@ func (x *ListJobEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobEventsResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{44}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListJobEventsResponse) GetEvents() []*JobEvent {
@@ -4119,7 +4260,7 @@ type GetJobLogsRequest struct {
 
 func (x *GetJobLogsRequest) Reset() {
 	*x = GetJobLogsRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[45]
+	mi := &file_trainyard_v1_job_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4131,7 +4272,7 @@ func (x *GetJobLogsRequest) String() string {
 func (*GetJobLogsRequest) ProtoMessage() {}
 
 func (x *GetJobLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[45]
+	mi := &file_trainyard_v1_job_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4144,7 +4285,7 @@ func (x *GetJobLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobLogsRequest.ProtoReflect.Descriptor instead.
 func (*GetJobLogsRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{45}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *GetJobLogsRequest) GetName() string {
@@ -4195,7 +4336,7 @@ type WatchJobRequest struct {
 
 func (x *WatchJobRequest) Reset() {
 	*x = WatchJobRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[46]
+	mi := &file_trainyard_v1_job_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4207,7 +4348,7 @@ func (x *WatchJobRequest) String() string {
 func (*WatchJobRequest) ProtoMessage() {}
 
 func (x *WatchJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[46]
+	mi := &file_trainyard_v1_job_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4220,7 +4361,7 @@ func (x *WatchJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchJobRequest.ProtoReflect.Descriptor instead.
 func (*WatchJobRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{46}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *WatchJobRequest) GetName() string {
@@ -4268,7 +4409,7 @@ type WatchJobsRequest struct {
 
 func (x *WatchJobsRequest) Reset() {
 	*x = WatchJobsRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[47]
+	mi := &file_trainyard_v1_job_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4280,7 +4421,7 @@ func (x *WatchJobsRequest) String() string {
 func (*WatchJobsRequest) ProtoMessage() {}
 
 func (x *WatchJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[47]
+	mi := &file_trainyard_v1_job_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4293,7 +4434,7 @@ func (x *WatchJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchJobsRequest.ProtoReflect.Descriptor instead.
 func (*WatchJobsRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{47}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *WatchJobsRequest) GetParent() string {
@@ -4340,7 +4481,7 @@ type WatchJobResponse struct {
 
 func (x *WatchJobResponse) Reset() {
 	*x = WatchJobResponse{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[48]
+	mi := &file_trainyard_v1_job_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4352,7 +4493,7 @@ func (x *WatchJobResponse) String() string {
 func (*WatchJobResponse) ProtoMessage() {}
 
 func (x *WatchJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[48]
+	mi := &file_trainyard_v1_job_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4365,7 +4506,7 @@ func (x *WatchJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchJobResponse.ProtoReflect.Descriptor instead.
 func (*WatchJobResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{48}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *WatchJobResponse) GetEvent() *JobEvent {
@@ -4403,7 +4544,7 @@ type ParseJobFileRequest struct {
 
 func (x *ParseJobFileRequest) Reset() {
 	*x = ParseJobFileRequest{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[49]
+	mi := &file_trainyard_v1_job_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4415,7 +4556,7 @@ func (x *ParseJobFileRequest) String() string {
 func (*ParseJobFileRequest) ProtoMessage() {}
 
 func (x *ParseJobFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[49]
+	mi := &file_trainyard_v1_job_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4428,7 +4569,7 @@ func (x *ParseJobFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParseJobFileRequest.ProtoReflect.Descriptor instead.
 func (*ParseJobFileRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{49}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ParseJobFileRequest) GetParent() string {
@@ -4464,7 +4605,7 @@ type ParseJobFileResponse struct {
 
 func (x *ParseJobFileResponse) Reset() {
 	*x = ParseJobFileResponse{}
-	mi := &file_trainyard_v1_job_proto_msgTypes[50]
+	mi := &file_trainyard_v1_job_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4476,7 +4617,7 @@ func (x *ParseJobFileResponse) String() string {
 func (*ParseJobFileResponse) ProtoMessage() {}
 
 func (x *ParseJobFileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_job_proto_msgTypes[50]
+	mi := &file_trainyard_v1_job_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4489,7 +4630,7 @@ func (x *ParseJobFileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParseJobFileResponse.ProtoReflect.Descriptor instead.
 func (*ParseJobFileResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{50}
+	return file_trainyard_v1_job_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ParseJobFileResponse) GetJobs() []*Job {
@@ -4679,7 +4820,7 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\vTensorBoard\x12\x18\n" +
 	"\aenabled\x18\x01 \x01(\bR\aenabled\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x17\n" +
-	"\alog_dir\x18\x03 \x01(\tR\x06logDir\"\xd7\x06\n" +
+	"\alog_dir\x18\x03 \x01(\tR\x06logDir\"\xa5\a\n" +
 	"\tJobStatus\x12,\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x16.trainyard.v1.JobStateR\x05state\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
@@ -4701,10 +4842,22 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\acluster\x18\x14 \x01(\tR\acluster\x12+\n" +
 	"\x11suspend_requested\x18\x0e \x01(\bR\x10suspendRequested\x12>\n" +
 	"\aoutputs\x18\x0f \x03(\v2$.trainyard.v1.JobStatus.OutputsEntryR\aoutputs\x12B\n" +
-	"\fdependencies\x18\x10 \x03(\v2\x1e.trainyard.v1.DependencyResultR\fdependencies\x1a:\n" +
+	"\fdependencies\x18\x10 \x03(\v2\x1e.trainyard.v1.DependencyResultR\fdependencies\x12L\n" +
+	"\x0fgpu_utilization\x18\x11 \x01(\v2\x1c.trainyard.v1.GPUUtilizationB\x05\x92A\x02@\x01R\x0egpuUtilization\x1a:\n" +
 	"\fOutputsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbc\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa0\x03\n" +
+	"\x0eGPUUtilization\x12!\n" +
+	"\fmean_percent\x18\x01 \x01(\x01R\vmeanPercent\x12\x1f\n" +
+	"\vp95_percent\x18\x02 \x01(\x01R\n" +
+	"p95Percent\x12&\n" +
+	"\x0fmean_memory_mib\x18\x03 \x01(\x01R\rmeanMemoryMib\x12$\n" +
+	"\x0emax_memory_mib\x18\x04 \x01(\x01R\fmaxMemoryMib\x12\x12\n" +
+	"\x04gpus\x18\x05 \x01(\x05R\x04gpus\x12\x18\n" +
+	"\asamples\x18\x06 \x01(\x03R\asamples\x12F\n" +
+	"\x11first_sample_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x0ffirstSampleTime\x12D\n" +
+	"\x10last_sample_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\x0elastSampleTime\x12@\n" +
+	"\x0elast_busy_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\flastBusyTime\"\xbc\x03\n" +
 	"\vQueueStatus\x120\n" +
 	"\x06reason\x18\x01 \x01(\x0e2\x18.trainyard.v1.WaitReasonR\x06reason\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12'\n" +
@@ -4729,7 +4882,7 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\apending\x18\x02 \x01(\x05R\apending\x12\x16\n" +
 	"\x06active\x18\x03 \x01(\x05R\x06active\x12\x1c\n" +
 	"\tsucceeded\x18\x04 \x01(\x05R\tsucceeded\x12\x16\n" +
-	"\x06failed\x18\x05 \x01(\x05R\x06failed\"\xb2\x02\n" +
+	"\x06failed\x18\x05 \x01(\x05R\x06failed\"\x80\x03\n" +
 	"\rReplicaStatus\x12-\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x19.trainyard.v1.ReplicaTypeR\x04type\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x05R\x05index\x12\x10\n" +
@@ -4738,7 +4891,8 @@ const file_trainyard_v1_job_proto_rawDesc = "" +
 	"\x05state\x18\x05 \x01(\x0e2\x1a.trainyard.v1.ReplicaStateR\x05state\x12\x1a\n" +
 	"\brestarts\x18\x06 \x01(\x05R\brestarts\x12D\n" +
 	"\x10last_termination\x18\a \x01(\v2\x19.trainyard.v1.TerminationR\x0flastTermination\x12\"\n" +
-	"\ttf_config\x18\b \x01(\tB\x05\x92A\x02@\x01R\btfConfig\"\xb4\x01\n" +
+	"\ttf_config\x18\b \x01(\tB\x05\x92A\x02@\x01R\btfConfig\x12L\n" +
+	"\x0fgpu_utilization\x18\t \x01(\v2\x1c.trainyard.v1.GPUUtilizationB\x05\x92A\x02@\x01R\x0egpuUtilization\"\xb4\x01\n" +
 	"\vTermination\x12\x1b\n" +
 	"\texit_code\x18\x01 \x01(\x05R\bexitCode\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
@@ -4937,7 +5091,7 @@ func file_trainyard_v1_job_proto_rawDescGZIP() []byte {
 }
 
 var file_trainyard_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 10)
-var file_trainyard_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
+var file_trainyard_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
 var file_trainyard_v1_job_proto_goTypes = []any{
 	(DependencyCondition)(0),        // 0: trainyard.v1.DependencyCondition
 	(OnDependencyFailure)(0),        // 1: trainyard.v1.OnDependencyFailure
@@ -4972,52 +5126,53 @@ var file_trainyard_v1_job_proto_goTypes = []any{
 	(*CheckpointVolume)(nil),        // 30: trainyard.v1.CheckpointVolume
 	(*TensorBoard)(nil),             // 31: trainyard.v1.TensorBoard
 	(*JobStatus)(nil),               // 32: trainyard.v1.JobStatus
-	(*QueueStatus)(nil),             // 33: trainyard.v1.QueueStatus
-	(*Condition)(nil),               // 34: trainyard.v1.Condition
-	(*ReplicaCounts)(nil),           // 35: trainyard.v1.ReplicaCounts
-	(*ReplicaStatus)(nil),           // 36: trainyard.v1.ReplicaStatus
-	(*Termination)(nil),             // 37: trainyard.v1.Termination
-	(*CreateJobRequest)(nil),        // 38: trainyard.v1.CreateJobRequest
-	(*BatchCreateJobsRequest)(nil),  // 39: trainyard.v1.BatchCreateJobsRequest
-	(*BatchCreateJobsResponse)(nil), // 40: trainyard.v1.BatchCreateJobsResponse
-	(*ImportTFJobRequest)(nil),      // 41: trainyard.v1.ImportTFJobRequest
-	(*ImportTFJobResponse)(nil),     // 42: trainyard.v1.ImportTFJobResponse
-	(*ImportWarning)(nil),           // 43: trainyard.v1.ImportWarning
-	(*GetJobRequest)(nil),           // 44: trainyard.v1.GetJobRequest
-	(*ListJobsRequest)(nil),         // 45: trainyard.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),        // 46: trainyard.v1.ListJobsResponse
-	(*CancelJobRequest)(nil),        // 47: trainyard.v1.CancelJobRequest
-	(*SuspendJobRequest)(nil),       // 48: trainyard.v1.SuspendJobRequest
-	(*ResumeJobRequest)(nil),        // 49: trainyard.v1.ResumeJobRequest
-	(*DeleteJobRequest)(nil),        // 50: trainyard.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),       // 51: trainyard.v1.DeleteJobResponse
-	(*JobEvent)(nil),                // 52: trainyard.v1.JobEvent
-	(*ListJobEventsRequest)(nil),    // 53: trainyard.v1.ListJobEventsRequest
-	(*ListJobEventsResponse)(nil),   // 54: trainyard.v1.ListJobEventsResponse
-	(*GetJobLogsRequest)(nil),       // 55: trainyard.v1.GetJobLogsRequest
-	(*WatchJobRequest)(nil),         // 56: trainyard.v1.WatchJobRequest
-	(*WatchJobsRequest)(nil),        // 57: trainyard.v1.WatchJobsRequest
-	(*WatchJobResponse)(nil),        // 58: trainyard.v1.WatchJobResponse
-	(*ParseJobFileRequest)(nil),     // 59: trainyard.v1.ParseJobFileRequest
-	(*ParseJobFileResponse)(nil),    // 60: trainyard.v1.ParseJobFileResponse
-	nil,                             // 61: trainyard.v1.Job.LabelsEntry
-	nil,                             // 62: trainyard.v1.JobSpec.ClusterSelectorEntry
-	nil,                             // 63: trainyard.v1.DependencyResult.ExitCodesEntry
-	nil,                             // 64: trainyard.v1.DependencyResult.OutputsEntry
-	nil,                             // 65: trainyard.v1.ReplicaSpec.NodeSelectorEntry
-	nil,                             // 66: trainyard.v1.ReplicaSpec.PodLabelsEntry
-	nil,                             // 67: trainyard.v1.ReplicaSpec.PodAnnotationsEntry
-	nil,                             // 68: trainyard.v1.JobStatus.OutputsEntry
-	(*timestamppb.Timestamp)(nil),   // 69: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),         // 70: google.protobuf.Struct
-	(*httpbody.HttpBody)(nil),       // 71: google.api.HttpBody
+	(*GPUUtilization)(nil),          // 33: trainyard.v1.GPUUtilization
+	(*QueueStatus)(nil),             // 34: trainyard.v1.QueueStatus
+	(*Condition)(nil),               // 35: trainyard.v1.Condition
+	(*ReplicaCounts)(nil),           // 36: trainyard.v1.ReplicaCounts
+	(*ReplicaStatus)(nil),           // 37: trainyard.v1.ReplicaStatus
+	(*Termination)(nil),             // 38: trainyard.v1.Termination
+	(*CreateJobRequest)(nil),        // 39: trainyard.v1.CreateJobRequest
+	(*BatchCreateJobsRequest)(nil),  // 40: trainyard.v1.BatchCreateJobsRequest
+	(*BatchCreateJobsResponse)(nil), // 41: trainyard.v1.BatchCreateJobsResponse
+	(*ImportTFJobRequest)(nil),      // 42: trainyard.v1.ImportTFJobRequest
+	(*ImportTFJobResponse)(nil),     // 43: trainyard.v1.ImportTFJobResponse
+	(*ImportWarning)(nil),           // 44: trainyard.v1.ImportWarning
+	(*GetJobRequest)(nil),           // 45: trainyard.v1.GetJobRequest
+	(*ListJobsRequest)(nil),         // 46: trainyard.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),        // 47: trainyard.v1.ListJobsResponse
+	(*CancelJobRequest)(nil),        // 48: trainyard.v1.CancelJobRequest
+	(*SuspendJobRequest)(nil),       // 49: trainyard.v1.SuspendJobRequest
+	(*ResumeJobRequest)(nil),        // 50: trainyard.v1.ResumeJobRequest
+	(*DeleteJobRequest)(nil),        // 51: trainyard.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),       // 52: trainyard.v1.DeleteJobResponse
+	(*JobEvent)(nil),                // 53: trainyard.v1.JobEvent
+	(*ListJobEventsRequest)(nil),    // 54: trainyard.v1.ListJobEventsRequest
+	(*ListJobEventsResponse)(nil),   // 55: trainyard.v1.ListJobEventsResponse
+	(*GetJobLogsRequest)(nil),       // 56: trainyard.v1.GetJobLogsRequest
+	(*WatchJobRequest)(nil),         // 57: trainyard.v1.WatchJobRequest
+	(*WatchJobsRequest)(nil),        // 58: trainyard.v1.WatchJobsRequest
+	(*WatchJobResponse)(nil),        // 59: trainyard.v1.WatchJobResponse
+	(*ParseJobFileRequest)(nil),     // 60: trainyard.v1.ParseJobFileRequest
+	(*ParseJobFileResponse)(nil),    // 61: trainyard.v1.ParseJobFileResponse
+	nil,                             // 62: trainyard.v1.Job.LabelsEntry
+	nil,                             // 63: trainyard.v1.JobSpec.ClusterSelectorEntry
+	nil,                             // 64: trainyard.v1.DependencyResult.ExitCodesEntry
+	nil,                             // 65: trainyard.v1.DependencyResult.OutputsEntry
+	nil,                             // 66: trainyard.v1.ReplicaSpec.NodeSelectorEntry
+	nil,                             // 67: trainyard.v1.ReplicaSpec.PodLabelsEntry
+	nil,                             // 68: trainyard.v1.ReplicaSpec.PodAnnotationsEntry
+	nil,                             // 69: trainyard.v1.JobStatus.OutputsEntry
+	(*timestamppb.Timestamp)(nil),   // 70: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),         // 71: google.protobuf.Struct
+	(*httpbody.HttpBody)(nil),       // 72: google.api.HttpBody
 }
 var file_trainyard_v1_job_proto_depIdxs = []int32{
-	61, // 0: trainyard.v1.Job.labels:type_name -> trainyard.v1.Job.LabelsEntry
+	62, // 0: trainyard.v1.Job.labels:type_name -> trainyard.v1.Job.LabelsEntry
 	11, // 1: trainyard.v1.Job.spec:type_name -> trainyard.v1.JobSpec
 	32, // 2: trainyard.v1.Job.status:type_name -> trainyard.v1.JobStatus
-	69, // 3: trainyard.v1.Job.create_time:type_name -> google.protobuf.Timestamp
-	69, // 4: trainyard.v1.Job.update_time:type_name -> google.protobuf.Timestamp
+	70, // 3: trainyard.v1.Job.create_time:type_name -> google.protobuf.Timestamp
+	70, // 4: trainyard.v1.Job.update_time:type_name -> google.protobuf.Timestamp
 	14, // 5: trainyard.v1.JobSpec.replicas:type_name -> trainyard.v1.ReplicaSpec
 	29, // 6: trainyard.v1.JobSpec.run_policy:type_name -> trainyard.v1.RunPolicy
 	5,  // 7: trainyard.v1.JobSpec.success_policy:type_name -> trainyard.v1.SuccessPolicy
@@ -5025,20 +5180,20 @@ var file_trainyard_v1_job_proto_depIdxs = []int32{
 	31, // 9: trainyard.v1.JobSpec.tensorboard:type_name -> trainyard.v1.TensorBoard
 	12, // 10: trainyard.v1.JobSpec.depends_on:type_name -> trainyard.v1.JobDependency
 	1,  // 11: trainyard.v1.JobSpec.on_dependency_failure:type_name -> trainyard.v1.OnDependencyFailure
-	62, // 12: trainyard.v1.JobSpec.cluster_selector:type_name -> trainyard.v1.JobSpec.ClusterSelectorEntry
+	63, // 12: trainyard.v1.JobSpec.cluster_selector:type_name -> trainyard.v1.JobSpec.ClusterSelectorEntry
 	0,  // 13: trainyard.v1.JobDependency.condition:type_name -> trainyard.v1.DependencyCondition
 	0,  // 14: trainyard.v1.DependencyResult.condition:type_name -> trainyard.v1.DependencyCondition
 	6,  // 15: trainyard.v1.DependencyResult.state:type_name -> trainyard.v1.JobState
-	63, // 16: trainyard.v1.DependencyResult.exit_codes:type_name -> trainyard.v1.DependencyResult.ExitCodesEntry
-	64, // 17: trainyard.v1.DependencyResult.outputs:type_name -> trainyard.v1.DependencyResult.OutputsEntry
+	64, // 16: trainyard.v1.DependencyResult.exit_codes:type_name -> trainyard.v1.DependencyResult.ExitCodesEntry
+	65, // 17: trainyard.v1.DependencyResult.outputs:type_name -> trainyard.v1.DependencyResult.OutputsEntry
 	2,  // 18: trainyard.v1.ReplicaSpec.type:type_name -> trainyard.v1.ReplicaType
 	20, // 19: trainyard.v1.ReplicaSpec.env:type_name -> trainyard.v1.EnvVar
 	23, // 20: trainyard.v1.ReplicaSpec.resources:type_name -> trainyard.v1.Resources
-	65, // 21: trainyard.v1.ReplicaSpec.node_selector:type_name -> trainyard.v1.ReplicaSpec.NodeSelectorEntry
+	66, // 21: trainyard.v1.ReplicaSpec.node_selector:type_name -> trainyard.v1.ReplicaSpec.NodeSelectorEntry
 	24, // 22: trainyard.v1.ReplicaSpec.tolerations:type_name -> trainyard.v1.Toleration
 	25, // 23: trainyard.v1.ReplicaSpec.affinity:type_name -> trainyard.v1.Affinity
-	66, // 24: trainyard.v1.ReplicaSpec.pod_labels:type_name -> trainyard.v1.ReplicaSpec.PodLabelsEntry
-	67, // 25: trainyard.v1.ReplicaSpec.pod_annotations:type_name -> trainyard.v1.ReplicaSpec.PodAnnotationsEntry
+	67, // 24: trainyard.v1.ReplicaSpec.pod_labels:type_name -> trainyard.v1.ReplicaSpec.PodLabelsEntry
+	68, // 25: trainyard.v1.ReplicaSpec.pod_annotations:type_name -> trainyard.v1.ReplicaSpec.PodAnnotationsEntry
 	3,  // 26: trainyard.v1.ReplicaSpec.restart_policy:type_name -> trainyard.v1.RestartPolicy
 	22, // 27: trainyard.v1.ReplicaSpec.secret_volumes:type_name -> trainyard.v1.SecretVolume
 	15, // 28: trainyard.v1.ReplicaSpec.liveness_probe:type_name -> trainyard.v1.Probe
@@ -5055,70 +5210,75 @@ var file_trainyard_v1_job_proto_depIdxs = []int32{
 	26, // 39: trainyard.v1.PreferredTerm.preference:type_name -> trainyard.v1.NodeSelectorTerm
 	4,  // 40: trainyard.v1.RunPolicy.clean_pod_policy:type_name -> trainyard.v1.CleanPodPolicy
 	6,  // 41: trainyard.v1.JobStatus.state:type_name -> trainyard.v1.JobState
-	34, // 42: trainyard.v1.JobStatus.conditions:type_name -> trainyard.v1.Condition
-	69, // 43: trainyard.v1.JobStatus.start_time:type_name -> google.protobuf.Timestamp
-	69, // 44: trainyard.v1.JobStatus.completion_time:type_name -> google.protobuf.Timestamp
-	35, // 45: trainyard.v1.JobStatus.replica_counts:type_name -> trainyard.v1.ReplicaCounts
-	36, // 46: trainyard.v1.JobStatus.replicas:type_name -> trainyard.v1.ReplicaStatus
-	33, // 47: trainyard.v1.JobStatus.queue:type_name -> trainyard.v1.QueueStatus
-	68, // 48: trainyard.v1.JobStatus.outputs:type_name -> trainyard.v1.JobStatus.OutputsEntry
+	35, // 42: trainyard.v1.JobStatus.conditions:type_name -> trainyard.v1.Condition
+	70, // 43: trainyard.v1.JobStatus.start_time:type_name -> google.protobuf.Timestamp
+	70, // 44: trainyard.v1.JobStatus.completion_time:type_name -> google.protobuf.Timestamp
+	36, // 45: trainyard.v1.JobStatus.replica_counts:type_name -> trainyard.v1.ReplicaCounts
+	37, // 46: trainyard.v1.JobStatus.replicas:type_name -> trainyard.v1.ReplicaStatus
+	34, // 47: trainyard.v1.JobStatus.queue:type_name -> trainyard.v1.QueueStatus
+	69, // 48: trainyard.v1.JobStatus.outputs:type_name -> trainyard.v1.JobStatus.OutputsEntry
 	13, // 49: trainyard.v1.JobStatus.dependencies:type_name -> trainyard.v1.DependencyResult
-	7,  // 50: trainyard.v1.QueueStatus.reason:type_name -> trainyard.v1.WaitReason
-	69, // 51: trainyard.v1.QueueStatus.estimated_start_time:type_name -> google.protobuf.Timestamp
-	8,  // 52: trainyard.v1.QueueStatus.estimate_basis:type_name -> trainyard.v1.EstimateBasis
-	69, // 53: trainyard.v1.QueueStatus.update_time:type_name -> google.protobuf.Timestamp
-	69, // 54: trainyard.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
-	2,  // 55: trainyard.v1.ReplicaCounts.type:type_name -> trainyard.v1.ReplicaType
-	2,  // 56: trainyard.v1.ReplicaStatus.type:type_name -> trainyard.v1.ReplicaType
-	9,  // 57: trainyard.v1.ReplicaStatus.state:type_name -> trainyard.v1.ReplicaState
-	37, // 58: trainyard.v1.ReplicaStatus.last_termination:type_name -> trainyard.v1.Termination
-	69, // 59: trainyard.v1.Termination.finish_time:type_name -> google.protobuf.Timestamp
-	10, // 60: trainyard.v1.CreateJobRequest.job:type_name -> trainyard.v1.Job
-	38, // 61: trainyard.v1.BatchCreateJobsRequest.requests:type_name -> trainyard.v1.CreateJobRequest
-	10, // 62: trainyard.v1.BatchCreateJobsResponse.jobs:type_name -> trainyard.v1.Job
-	70, // 63: trainyard.v1.ImportTFJobRequest.tfjob:type_name -> google.protobuf.Struct
-	10, // 64: trainyard.v1.ImportTFJobResponse.job:type_name -> trainyard.v1.Job
-	43, // 65: trainyard.v1.ImportTFJobResponse.warnings:type_name -> trainyard.v1.ImportWarning
-	10, // 66: trainyard.v1.ListJobsResponse.jobs:type_name -> trainyard.v1.Job
-	6,  // 67: trainyard.v1.JobEvent.state:type_name -> trainyard.v1.JobState
-	69, // 68: trainyard.v1.JobEvent.create_time:type_name -> google.protobuf.Timestamp
-	52, // 69: trainyard.v1.ListJobEventsResponse.events:type_name -> trainyard.v1.JobEvent
-	52, // 70: trainyard.v1.WatchJobResponse.event:type_name -> trainyard.v1.JobEvent
-	10, // 71: trainyard.v1.WatchJobResponse.job:type_name -> trainyard.v1.Job
-	10, // 72: trainyard.v1.ParseJobFileResponse.jobs:type_name -> trainyard.v1.Job
-	38, // 73: trainyard.v1.JobService.CreateJob:input_type -> trainyard.v1.CreateJobRequest
-	44, // 74: trainyard.v1.JobService.GetJob:input_type -> trainyard.v1.GetJobRequest
-	45, // 75: trainyard.v1.JobService.ListJobs:input_type -> trainyard.v1.ListJobsRequest
-	47, // 76: trainyard.v1.JobService.CancelJob:input_type -> trainyard.v1.CancelJobRequest
-	48, // 77: trainyard.v1.JobService.SuspendJob:input_type -> trainyard.v1.SuspendJobRequest
-	49, // 78: trainyard.v1.JobService.ResumeJob:input_type -> trainyard.v1.ResumeJobRequest
-	50, // 79: trainyard.v1.JobService.DeleteJob:input_type -> trainyard.v1.DeleteJobRequest
-	53, // 80: trainyard.v1.JobService.ListJobEvents:input_type -> trainyard.v1.ListJobEventsRequest
-	55, // 81: trainyard.v1.JobService.GetJobLogs:input_type -> trainyard.v1.GetJobLogsRequest
-	56, // 82: trainyard.v1.JobService.WatchJob:input_type -> trainyard.v1.WatchJobRequest
-	57, // 83: trainyard.v1.JobService.WatchJobs:input_type -> trainyard.v1.WatchJobsRequest
-	41, // 84: trainyard.v1.JobService.ImportTFJob:input_type -> trainyard.v1.ImportTFJobRequest
-	39, // 85: trainyard.v1.JobService.BatchCreateJobs:input_type -> trainyard.v1.BatchCreateJobsRequest
-	59, // 86: trainyard.v1.JobService.ParseJobFile:input_type -> trainyard.v1.ParseJobFileRequest
-	10, // 87: trainyard.v1.JobService.CreateJob:output_type -> trainyard.v1.Job
-	10, // 88: trainyard.v1.JobService.GetJob:output_type -> trainyard.v1.Job
-	46, // 89: trainyard.v1.JobService.ListJobs:output_type -> trainyard.v1.ListJobsResponse
-	10, // 90: trainyard.v1.JobService.CancelJob:output_type -> trainyard.v1.Job
-	10, // 91: trainyard.v1.JobService.SuspendJob:output_type -> trainyard.v1.Job
-	10, // 92: trainyard.v1.JobService.ResumeJob:output_type -> trainyard.v1.Job
-	51, // 93: trainyard.v1.JobService.DeleteJob:output_type -> trainyard.v1.DeleteJobResponse
-	54, // 94: trainyard.v1.JobService.ListJobEvents:output_type -> trainyard.v1.ListJobEventsResponse
-	71, // 95: trainyard.v1.JobService.GetJobLogs:output_type -> google.api.HttpBody
-	58, // 96: trainyard.v1.JobService.WatchJob:output_type -> trainyard.v1.WatchJobResponse
-	58, // 97: trainyard.v1.JobService.WatchJobs:output_type -> trainyard.v1.WatchJobResponse
-	42, // 98: trainyard.v1.JobService.ImportTFJob:output_type -> trainyard.v1.ImportTFJobResponse
-	40, // 99: trainyard.v1.JobService.BatchCreateJobs:output_type -> trainyard.v1.BatchCreateJobsResponse
-	60, // 100: trainyard.v1.JobService.ParseJobFile:output_type -> trainyard.v1.ParseJobFileResponse
-	87, // [87:101] is the sub-list for method output_type
-	73, // [73:87] is the sub-list for method input_type
-	73, // [73:73] is the sub-list for extension type_name
-	73, // [73:73] is the sub-list for extension extendee
-	0,  // [0:73] is the sub-list for field type_name
+	33, // 50: trainyard.v1.JobStatus.gpu_utilization:type_name -> trainyard.v1.GPUUtilization
+	70, // 51: trainyard.v1.GPUUtilization.first_sample_time:type_name -> google.protobuf.Timestamp
+	70, // 52: trainyard.v1.GPUUtilization.last_sample_time:type_name -> google.protobuf.Timestamp
+	70, // 53: trainyard.v1.GPUUtilization.last_busy_time:type_name -> google.protobuf.Timestamp
+	7,  // 54: trainyard.v1.QueueStatus.reason:type_name -> trainyard.v1.WaitReason
+	70, // 55: trainyard.v1.QueueStatus.estimated_start_time:type_name -> google.protobuf.Timestamp
+	8,  // 56: trainyard.v1.QueueStatus.estimate_basis:type_name -> trainyard.v1.EstimateBasis
+	70, // 57: trainyard.v1.QueueStatus.update_time:type_name -> google.protobuf.Timestamp
+	70, // 58: trainyard.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
+	2,  // 59: trainyard.v1.ReplicaCounts.type:type_name -> trainyard.v1.ReplicaType
+	2,  // 60: trainyard.v1.ReplicaStatus.type:type_name -> trainyard.v1.ReplicaType
+	9,  // 61: trainyard.v1.ReplicaStatus.state:type_name -> trainyard.v1.ReplicaState
+	38, // 62: trainyard.v1.ReplicaStatus.last_termination:type_name -> trainyard.v1.Termination
+	33, // 63: trainyard.v1.ReplicaStatus.gpu_utilization:type_name -> trainyard.v1.GPUUtilization
+	70, // 64: trainyard.v1.Termination.finish_time:type_name -> google.protobuf.Timestamp
+	10, // 65: trainyard.v1.CreateJobRequest.job:type_name -> trainyard.v1.Job
+	39, // 66: trainyard.v1.BatchCreateJobsRequest.requests:type_name -> trainyard.v1.CreateJobRequest
+	10, // 67: trainyard.v1.BatchCreateJobsResponse.jobs:type_name -> trainyard.v1.Job
+	71, // 68: trainyard.v1.ImportTFJobRequest.tfjob:type_name -> google.protobuf.Struct
+	10, // 69: trainyard.v1.ImportTFJobResponse.job:type_name -> trainyard.v1.Job
+	44, // 70: trainyard.v1.ImportTFJobResponse.warnings:type_name -> trainyard.v1.ImportWarning
+	10, // 71: trainyard.v1.ListJobsResponse.jobs:type_name -> trainyard.v1.Job
+	6,  // 72: trainyard.v1.JobEvent.state:type_name -> trainyard.v1.JobState
+	70, // 73: trainyard.v1.JobEvent.create_time:type_name -> google.protobuf.Timestamp
+	53, // 74: trainyard.v1.ListJobEventsResponse.events:type_name -> trainyard.v1.JobEvent
+	53, // 75: trainyard.v1.WatchJobResponse.event:type_name -> trainyard.v1.JobEvent
+	10, // 76: trainyard.v1.WatchJobResponse.job:type_name -> trainyard.v1.Job
+	10, // 77: trainyard.v1.ParseJobFileResponse.jobs:type_name -> trainyard.v1.Job
+	39, // 78: trainyard.v1.JobService.CreateJob:input_type -> trainyard.v1.CreateJobRequest
+	45, // 79: trainyard.v1.JobService.GetJob:input_type -> trainyard.v1.GetJobRequest
+	46, // 80: trainyard.v1.JobService.ListJobs:input_type -> trainyard.v1.ListJobsRequest
+	48, // 81: trainyard.v1.JobService.CancelJob:input_type -> trainyard.v1.CancelJobRequest
+	49, // 82: trainyard.v1.JobService.SuspendJob:input_type -> trainyard.v1.SuspendJobRequest
+	50, // 83: trainyard.v1.JobService.ResumeJob:input_type -> trainyard.v1.ResumeJobRequest
+	51, // 84: trainyard.v1.JobService.DeleteJob:input_type -> trainyard.v1.DeleteJobRequest
+	54, // 85: trainyard.v1.JobService.ListJobEvents:input_type -> trainyard.v1.ListJobEventsRequest
+	56, // 86: trainyard.v1.JobService.GetJobLogs:input_type -> trainyard.v1.GetJobLogsRequest
+	57, // 87: trainyard.v1.JobService.WatchJob:input_type -> trainyard.v1.WatchJobRequest
+	58, // 88: trainyard.v1.JobService.WatchJobs:input_type -> trainyard.v1.WatchJobsRequest
+	42, // 89: trainyard.v1.JobService.ImportTFJob:input_type -> trainyard.v1.ImportTFJobRequest
+	40, // 90: trainyard.v1.JobService.BatchCreateJobs:input_type -> trainyard.v1.BatchCreateJobsRequest
+	60, // 91: trainyard.v1.JobService.ParseJobFile:input_type -> trainyard.v1.ParseJobFileRequest
+	10, // 92: trainyard.v1.JobService.CreateJob:output_type -> trainyard.v1.Job
+	10, // 93: trainyard.v1.JobService.GetJob:output_type -> trainyard.v1.Job
+	47, // 94: trainyard.v1.JobService.ListJobs:output_type -> trainyard.v1.ListJobsResponse
+	10, // 95: trainyard.v1.JobService.CancelJob:output_type -> trainyard.v1.Job
+	10, // 96: trainyard.v1.JobService.SuspendJob:output_type -> trainyard.v1.Job
+	10, // 97: trainyard.v1.JobService.ResumeJob:output_type -> trainyard.v1.Job
+	52, // 98: trainyard.v1.JobService.DeleteJob:output_type -> trainyard.v1.DeleteJobResponse
+	55, // 99: trainyard.v1.JobService.ListJobEvents:output_type -> trainyard.v1.ListJobEventsResponse
+	72, // 100: trainyard.v1.JobService.GetJobLogs:output_type -> google.api.HttpBody
+	59, // 101: trainyard.v1.JobService.WatchJob:output_type -> trainyard.v1.WatchJobResponse
+	59, // 102: trainyard.v1.JobService.WatchJobs:output_type -> trainyard.v1.WatchJobResponse
+	43, // 103: trainyard.v1.JobService.ImportTFJob:output_type -> trainyard.v1.ImportTFJobResponse
+	41, // 104: trainyard.v1.JobService.BatchCreateJobs:output_type -> trainyard.v1.BatchCreateJobsResponse
+	61, // 105: trainyard.v1.JobService.ParseJobFile:output_type -> trainyard.v1.ParseJobFileResponse
+	92, // [92:106] is the sub-list for method output_type
+	78, // [78:92] is the sub-list for method input_type
+	78, // [78:78] is the sub-list for extension type_name
+	78, // [78:78] is the sub-list for extension extendee
+	0,  // [0:78] is the sub-list for field type_name
 }
 
 func init() { file_trainyard_v1_job_proto_init() }
@@ -5143,7 +5303,7 @@ func file_trainyard_v1_job_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_trainyard_v1_job_proto_rawDesc), len(file_trainyard_v1_job_proto_rawDesc)),
 			NumEnums:      10,
-			NumMessages:   59,
+			NumMessages:   60,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

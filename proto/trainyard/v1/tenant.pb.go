@@ -1190,8 +1190,19 @@ type Scheduling struct {
 	PreemptionPolicy PreemptionPolicy `protobuf:"varint,1,opt,name=preemption_policy,json=preemptionPolicy,proto3,enum=trainyard.v1.PreemptionPolicy" json:"preemption_policy,omitempty"`
 	// Defaults to STRICT_FIFO.
 	QueueingStrategy QueueingStrategy `protobuf:"varint,2,opt,name=queueing_strategy,json=queueingStrategy,proto3,enum=trainyard.v1.QueueingStrategy" json:"queueing_strategy,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// A running job whose GPUs all stay below this utilisation (percent,
+	// 0 to 100) for idle_gpu_seconds gets the IdleGPUs condition and event
+	// (webhook topic job.idle_gpus). Needs Trainyard's --prometheus-url and
+	// NVIDIA's DCGM exporter. Defaults to 5.
+	IdleGpuThresholdPercent float64 `protobuf:"fixed64,3,opt,name=idle_gpu_threshold_percent,json=idleGpuThresholdPercent,proto3" json:"idle_gpu_threshold_percent,omitempty"`
+	// Defaults to 1800 (30 minutes); at most 30 days.
+	IdleGpuSeconds int64 `protobuf:"varint,4,opt,name=idle_gpu_seconds,json=idleGpuSeconds,proto3" json:"idle_gpu_seconds,omitempty"`
+	// When set, a job whose GPUs have been idle this long (at least
+	// idle_gpu_seconds, at most 90 days) is cancelled: its pods are stopped
+	// gracefully (an IdleGPUsStopped event says why). 0: never (the default).
+	IdleGpuStopSeconds int64 `protobuf:"varint,5,opt,name=idle_gpu_stop_seconds,json=idleGpuStopSeconds,proto3" json:"idle_gpu_stop_seconds,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Scheduling) Reset() {
@@ -1236,6 +1247,27 @@ func (x *Scheduling) GetQueueingStrategy() QueueingStrategy {
 		return x.QueueingStrategy
 	}
 	return QueueingStrategy_QUEUEING_STRATEGY_UNSPECIFIED
+}
+
+func (x *Scheduling) GetIdleGpuThresholdPercent() float64 {
+	if x != nil {
+		return x.IdleGpuThresholdPercent
+	}
+	return 0
+}
+
+func (x *Scheduling) GetIdleGpuSeconds() int64 {
+	if x != nil {
+		return x.IdleGpuSeconds
+	}
+	return 0
+}
+
+func (x *Scheduling) GetIdleGpuStopSeconds() int64 {
+	if x != nil {
+		return x.IdleGpuStopSeconds
+	}
+	return 0
 }
 
 // Limits on what a tenant's running jobs use together. Zero or empty: no limit.
@@ -2070,11 +2102,14 @@ const file_trainyard_v1_tenant_proto_rawDesc = "" +
 	"\rdecayed_usage\x18\x01 \x01(\v2\x13.trainyard.v1.QuotaR\fdecayedUsage\x121\n" +
 	"\x15budget_used_gpu_hours\x18\x02 \x01(\x01R\x12budgetUsedGpuHours\x12;\n" +
 	"\x1abudget_remaining_gpu_hours\x18\x03 \x01(\x01R\x17budgetRemainingGpuHours\x12F\n" +
-	"\x11budget_reset_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x0fbudgetResetTime\"\xa6\x01\n" +
+	"\x11budget_reset_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x0fbudgetResetTime\"\xc0\x02\n" +
 	"\n" +
 	"Scheduling\x12K\n" +
 	"\x11preemption_policy\x18\x01 \x01(\x0e2\x1e.trainyard.v1.PreemptionPolicyR\x10preemptionPolicy\x12K\n" +
-	"\x11queueing_strategy\x18\x02 \x01(\x0e2\x1e.trainyard.v1.QueueingStrategyR\x10queueingStrategy\"W\n" +
+	"\x11queueing_strategy\x18\x02 \x01(\x0e2\x1e.trainyard.v1.QueueingStrategyR\x10queueingStrategy\x12;\n" +
+	"\x1aidle_gpu_threshold_percent\x18\x03 \x01(\x01R\x17idleGpuThresholdPercent\x12(\n" +
+	"\x10idle_gpu_seconds\x18\x04 \x01(\x03R\x0eidleGpuSeconds\x121\n" +
+	"\x15idle_gpu_stop_seconds\x18\x05 \x01(\x03R\x12idleGpuStopSeconds\"W\n" +
 	"\x05Quota\x12\x10\n" +
 	"\x03gpu\x18\x01 \x01(\x05R\x03gpu\x12\x10\n" +
 	"\x03cpu\x18\x02 \x01(\tR\x03cpu\x12\x16\n" +

@@ -207,8 +207,13 @@ type UsageRow struct {
 	CpuHours float64 `protobuf:"fixed64,7,opt,name=cpu_hours,json=cpuHours,proto3" json:"cpu_hours,omitempty"`
 	// Memory requested, in GiB-hours.
 	MemoryGibHours float64 `protobuf:"fixed64,8,opt,name=memory_gib_hours,json=memoryGibHours,proto3" json:"memory_gib_hours,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// GPU-hours used: GPUs held times their mean utilisation as NVIDIA's
+	// DCGM exporter measured it (read from Prometheus with Trainyard's
+	// --prometheus-url; time without samples counts none). At most
+	// gpu_hours.
+	GpuHoursUsed  float64 `protobuf:"fixed64,9,opt,name=gpu_hours_used,json=gpuHoursUsed,proto3" json:"gpu_hours_used,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UsageRow) Reset() {
@@ -297,6 +302,13 @@ func (x *UsageRow) GetMemoryGibHours() float64 {
 	return 0
 }
 
+func (x *UsageRow) GetGpuHoursUsed() float64 {
+	if x != nil {
+		return x.GpuHoursUsed
+	}
+	return 0
+}
+
 var File_trainyard_v1_usage_proto protoreflect.FileDescriptor
 
 const file_trainyard_v1_usage_proto_rawDesc = "" +
@@ -313,7 +325,7 @@ const file_trainyard_v1_usage_proto_rawDesc = "" +
 	"\x05start\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
 	"\x03end\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\x12\x12\n" +
 	"\x04step\x18\x04 \x01(\tR\x04step\x12\x19\n" +
-	"\bgroup_by\x18\x05 \x01(\tR\agroupBy\"\xf7\x02\n" +
+	"\bgroup_by\x18\x05 \x01(\tR\agroupBy\"\x9d\x03\n" +
 	"\bUsageRow\x120\n" +
 	"\x05start\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
 	"\x03end\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\x12\x16\n" +
@@ -322,7 +334,8 @@ const file_trainyard_v1_usage_proto_rawDesc = "" +
 	"\x06labels\x18\x05 \x03(\v2\".trainyard.v1.UsageRow.LabelsEntryR\x06labels\x12\x1b\n" +
 	"\tgpu_hours\x18\x06 \x01(\x01R\bgpuHours\x12\x1b\n" +
 	"\tcpu_hours\x18\a \x01(\x01R\bcpuHours\x12(\n" +
-	"\x10memory_gib_hours\x18\b \x01(\x01R\x0ememoryGibHours\x1a9\n" +
+	"\x10memory_gib_hours\x18\b \x01(\x01R\x0ememoryGibHours\x12$\n" +
+	"\x0egpu_hours_used\x18\t \x01(\x01R\fgpuHoursUsed\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x012\x85\x01\n" +

@@ -49,21 +49,25 @@ const (
 	WebhookEventType_WEBHOOK_EVENT_TYPE_JOB_REPLICA_RESTARTED WebhookEventType = 8
 	// The tenant's quota changed; data is the tenant.
 	WebhookEventType_WEBHOOK_EVENT_TYPE_TENANT_QUOTA_CHANGED WebhookEventType = 9
+	// The job's GPUs stayed below its tenant's idle threshold for the
+	// tenant's idle time (DCGM utilisation through Prometheus).
+	WebhookEventType_WEBHOOK_EVENT_TYPE_JOB_IDLE_GPUS WebhookEventType = 10
 )
 
 // Enum value maps for WebhookEventType.
 var (
 	WebhookEventType_name = map[int32]string{
-		0: "WEBHOOK_EVENT_TYPE_UNSPECIFIED",
-		1: "WEBHOOK_EVENT_TYPE_JOB_CREATED",
-		2: "WEBHOOK_EVENT_TYPE_JOB_ADMITTED",
-		3: "WEBHOOK_EVENT_TYPE_JOB_RUNNING",
-		4: "WEBHOOK_EVENT_TYPE_JOB_SUCCEEDED",
-		5: "WEBHOOK_EVENT_TYPE_JOB_FAILED",
-		6: "WEBHOOK_EVENT_TYPE_JOB_CANCELLED",
-		7: "WEBHOOK_EVENT_TYPE_JOB_PREEMPTED",
-		8: "WEBHOOK_EVENT_TYPE_JOB_REPLICA_RESTARTED",
-		9: "WEBHOOK_EVENT_TYPE_TENANT_QUOTA_CHANGED",
+		0:  "WEBHOOK_EVENT_TYPE_UNSPECIFIED",
+		1:  "WEBHOOK_EVENT_TYPE_JOB_CREATED",
+		2:  "WEBHOOK_EVENT_TYPE_JOB_ADMITTED",
+		3:  "WEBHOOK_EVENT_TYPE_JOB_RUNNING",
+		4:  "WEBHOOK_EVENT_TYPE_JOB_SUCCEEDED",
+		5:  "WEBHOOK_EVENT_TYPE_JOB_FAILED",
+		6:  "WEBHOOK_EVENT_TYPE_JOB_CANCELLED",
+		7:  "WEBHOOK_EVENT_TYPE_JOB_PREEMPTED",
+		8:  "WEBHOOK_EVENT_TYPE_JOB_REPLICA_RESTARTED",
+		9:  "WEBHOOK_EVENT_TYPE_TENANT_QUOTA_CHANGED",
+		10: "WEBHOOK_EVENT_TYPE_JOB_IDLE_GPUS",
 	}
 	WebhookEventType_value = map[string]int32{
 		"WEBHOOK_EVENT_TYPE_UNSPECIFIED":           0,
@@ -76,6 +80,7 @@ var (
 		"WEBHOOK_EVENT_TYPE_JOB_PREEMPTED":         7,
 		"WEBHOOK_EVENT_TYPE_JOB_REPLICA_RESTARTED": 8,
 		"WEBHOOK_EVENT_TYPE_TENANT_QUOTA_CHANGED":  9,
+		"WEBHOOK_EVENT_TYPE_JOB_IDLE_GPUS":         10,
 	}
 )
 
@@ -1141,7 +1146,7 @@ const file_trainyard_v1_webhook_proto_rawDesc = "" +
 	"\x19GetWebhookDeliveryRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"5\n" +
 	"\x1fRedeliverWebhookDeliveryRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name*\x93\x03\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name*\xb9\x03\n" +
 	"\x10WebhookEventType\x12\"\n" +
 	"\x1eWEBHOOK_EVENT_TYPE_UNSPECIFIED\x10\x00\x12\"\n" +
 	"\x1eWEBHOOK_EVENT_TYPE_JOB_CREATED\x10\x01\x12#\n" +
@@ -1152,7 +1157,9 @@ const file_trainyard_v1_webhook_proto_rawDesc = "" +
 	" WEBHOOK_EVENT_TYPE_JOB_CANCELLED\x10\x06\x12$\n" +
 	" WEBHOOK_EVENT_TYPE_JOB_PREEMPTED\x10\a\x12,\n" +
 	"(WEBHOOK_EVENT_TYPE_JOB_REPLICA_RESTARTED\x10\b\x12+\n" +
-	"'WEBHOOK_EVENT_TYPE_TENANT_QUOTA_CHANGED\x10\t*c\n" +
+	"'WEBHOOK_EVENT_TYPE_TENANT_QUOTA_CHANGED\x10\t\x12$\n" +
+	" WEBHOOK_EVENT_TYPE_JOB_IDLE_GPUS\x10\n" +
+	"*c\n" +
 	"\fWebhookState\x12\x1d\n" +
 	"\x19WEBHOOK_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14WEBHOOK_STATE_ACTIVE\x10\x01\x12\x1a\n" +

@@ -1311,6 +1311,51 @@ export interface components {
             /** @description One per metric, by name. */
             series?: components["schemas"]["v1MetricSeries"][];
         };
+        /**
+         * @description GPU utilisation measured by the NVIDIA DCGM exporter
+         *     (DCGM_FI_DEV_GPU_UTIL, DCGM_FI_DEV_FB_USED), read from Prometheus by
+         *     Trainyard every minute and kept with the job, so that it outlives
+         *     Prometheus's retention. Figures pool every sample of every GPU.
+         */
+        v1GPUUtilization: {
+            /** Format: date-time */
+            firstSampleTime?: string;
+            /**
+             * Format: int32
+             * @description GPUs seen (distinct DCGM UUIDs).
+             */
+            gpus?: number;
+            /**
+             * Format: date-time
+             * @description The last sample at or above the tenant's idle threshold; unset when
+             *     none was.
+             */
+            lastBusyTime?: string;
+            /** Format: date-time */
+            lastSampleTime?: string;
+            /** Format: double */
+            maxMemoryMib?: number;
+            /**
+             * Format: double
+             * @description Mean and largest framebuffer memory used per GPU, MiB.
+             */
+            meanMemoryMib?: number;
+            /**
+             * Format: double
+             * @description Mean GPU utilisation, percent.
+             */
+            meanPercent?: number;
+            /**
+             * Format: double
+             * @description 95th percentile of the utilisation samples, whole percent.
+             */
+            p95Percent?: number;
+            /**
+             * Format: int64
+             * @description Utilisation samples counted (one per GPU per scrape).
+             */
+            samples?: string;
+        };
         v1GridSettings: {
             /**
              * Format: int32
@@ -1508,6 +1553,7 @@ export interface components {
              *     GPU pods run on that model's nodes.
              */
             gpuType?: string;
+            gpuUtilization?: components["schemas"]["v1GPUUtilization"];
             message?: string;
             /**
              * @description What the job's primary replica (CHIEF 0, else WORKER 0) left in its
@@ -1920,6 +1966,7 @@ export interface components {
         v1ReplicaState: "REPLICA_STATE_UNSPECIFIED" | "REPLICA_STATE_PENDING" | "REPLICA_STATE_RUNNING" | "REPLICA_STATE_SUCCEEDED" | "REPLICA_STATE_FAILED";
         /** @description One replica: its current pod and what ended its last run. */
         v1ReplicaStatus: {
+            gpuUtilization?: components["schemas"]["v1GPUUtilization"];
             /** Format: int32 */
             index?: number;
             lastTermination?: components["schemas"]["v1Termination"];
@@ -2014,6 +2061,26 @@ export interface components {
         };
         /** @description How the scheduler treats a tenant's queue. */
         v1Scheduling: {
+            /**
+             * Format: int64
+             * @description Defaults to 1800 (30 minutes); at most 30 days.
+             */
+            idleGpuSeconds?: string;
+            /**
+             * Format: int64
+             * @description When set, a job whose GPUs have been idle this long (at least
+             *     idle_gpu_seconds, at most 90 days) is cancelled: its pods are stopped
+             *     gracefully (an IdleGPUsStopped event says why). 0: never (the default).
+             */
+            idleGpuStopSeconds?: string;
+            /**
+             * Format: double
+             * @description A running job whose GPUs all stay below this utilisation (percent,
+             *     0 to 100) for idle_gpu_seconds gets the IdleGPUs condition and event
+             *     (webhook topic job.idle_gpus). Needs Trainyard's --prometheus-url and
+             *     NVIDIA's DCGM exporter. Defaults to 5.
+             */
+            idleGpuThresholdPercent?: number;
             preemptionPolicy?: components["schemas"]["v1PreemptionPolicy"];
             queueingStrategy?: components["schemas"]["v1QueueingStrategy"];
         };
@@ -2296,6 +2363,14 @@ export interface components {
              */
             gpuHours?: number;
             /**
+             * Format: double
+             * @description GPU-hours used: GPUs held times their mean utilisation as NVIDIA's
+             *     DCGM exporter measured it (read from Prometheus with Trainyard's
+             *     --prometheus-url; time without samples counts none). At most
+             *     gpu_hours.
+             */
+            gpuHoursUsed?: number;
+            /**
              * @description The values of the labels grouped by ("" for jobs without the label),
              *     by key.
              */
@@ -2417,10 +2492,12 @@ export interface components {
          *      - WEBHOOK_EVENT_TYPE_JOB_PREEMPTED: It was stopped for another job and is back in the queue.
          *      - WEBHOOK_EVENT_TYPE_JOB_REPLICA_RESTARTED: A replica was restarted (within the job's backoffLimit).
          *      - WEBHOOK_EVENT_TYPE_TENANT_QUOTA_CHANGED: The tenant's quota changed; data is the tenant.
+         *      - WEBHOOK_EVENT_TYPE_JOB_IDLE_GPUS: The job's GPUs stayed below its tenant's idle threshold for the
+         *     tenant's idle time (DCGM utilisation through Prometheus).
          * @default WEBHOOK_EVENT_TYPE_UNSPECIFIED
          * @enum {string}
          */
-        v1WebhookEventType: "WEBHOOK_EVENT_TYPE_UNSPECIFIED" | "WEBHOOK_EVENT_TYPE_JOB_CREATED" | "WEBHOOK_EVENT_TYPE_JOB_ADMITTED" | "WEBHOOK_EVENT_TYPE_JOB_RUNNING" | "WEBHOOK_EVENT_TYPE_JOB_SUCCEEDED" | "WEBHOOK_EVENT_TYPE_JOB_FAILED" | "WEBHOOK_EVENT_TYPE_JOB_CANCELLED" | "WEBHOOK_EVENT_TYPE_JOB_PREEMPTED" | "WEBHOOK_EVENT_TYPE_JOB_REPLICA_RESTARTED" | "WEBHOOK_EVENT_TYPE_TENANT_QUOTA_CHANGED";
+        v1WebhookEventType: "WEBHOOK_EVENT_TYPE_UNSPECIFIED" | "WEBHOOK_EVENT_TYPE_JOB_CREATED" | "WEBHOOK_EVENT_TYPE_JOB_ADMITTED" | "WEBHOOK_EVENT_TYPE_JOB_RUNNING" | "WEBHOOK_EVENT_TYPE_JOB_SUCCEEDED" | "WEBHOOK_EVENT_TYPE_JOB_FAILED" | "WEBHOOK_EVENT_TYPE_JOB_CANCELLED" | "WEBHOOK_EVENT_TYPE_JOB_PREEMPTED" | "WEBHOOK_EVENT_TYPE_JOB_REPLICA_RESTARTED" | "WEBHOOK_EVENT_TYPE_TENANT_QUOTA_CHANGED" | "WEBHOOK_EVENT_TYPE_JOB_IDLE_GPUS";
         /**
          * @description A webhook's state.
          *

@@ -184,6 +184,28 @@ class ExecAction(_message.Message):
     command: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, command: _Optional[_Iterable[str]] = ...) -> None: ...
 
+class GPUUtilization(_message.Message):
+    __slots__ = ["first_sample_time", "gpus", "last_busy_time", "last_sample_time", "max_memory_mib", "mean_memory_mib", "mean_percent", "p95_percent", "samples"]
+    FIRST_SAMPLE_TIME_FIELD_NUMBER: _ClassVar[int]
+    GPUS_FIELD_NUMBER: _ClassVar[int]
+    LAST_BUSY_TIME_FIELD_NUMBER: _ClassVar[int]
+    LAST_SAMPLE_TIME_FIELD_NUMBER: _ClassVar[int]
+    MAX_MEMORY_MIB_FIELD_NUMBER: _ClassVar[int]
+    MEAN_MEMORY_MIB_FIELD_NUMBER: _ClassVar[int]
+    MEAN_PERCENT_FIELD_NUMBER: _ClassVar[int]
+    P95_PERCENT_FIELD_NUMBER: _ClassVar[int]
+    SAMPLES_FIELD_NUMBER: _ClassVar[int]
+    first_sample_time: _timestamp_pb2.Timestamp
+    gpus: int
+    last_busy_time: _timestamp_pb2.Timestamp
+    last_sample_time: _timestamp_pb2.Timestamp
+    max_memory_mib: float
+    mean_memory_mib: float
+    mean_percent: float
+    p95_percent: float
+    samples: int
+    def __init__(self, mean_percent: _Optional[float] = ..., p95_percent: _Optional[float] = ..., mean_memory_mib: _Optional[float] = ..., max_memory_mib: _Optional[float] = ..., gpus: _Optional[int] = ..., samples: _Optional[int] = ..., first_sample_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_sample_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_busy_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
 class GetJobLogsRequest(_message.Message):
     __slots__ = ["follow", "name", "replica", "tail_lines"]
     FOLLOW_FIELD_NUMBER: _ClassVar[int]
@@ -349,7 +371,7 @@ class JobSpec(_message.Message):
     def __init__(self, replicas: _Optional[_Iterable[_Union[ReplicaSpec, _Mapping]]] = ..., run_policy: _Optional[_Union[RunPolicy, _Mapping]] = ..., success_policy: _Optional[_Union[SuccessPolicy, str]] = ..., checkpoint: _Optional[_Union[CheckpointVolume, _Mapping]] = ..., tensorboard: _Optional[_Union[TensorBoard, _Mapping]] = ..., priority: _Optional[int] = ..., termination_grace_period_seconds: _Optional[int] = ..., preemptible: bool = ..., depends_on: _Optional[_Iterable[_Union[JobDependency, _Mapping]]] = ..., on_dependency_failure: _Optional[_Union[OnDependencyFailure, str]] = ..., cluster_selector: _Optional[_Mapping[str, str]] = ..., clusters: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class JobStatus(_message.Message):
-    __slots__ = ["cancel_requested", "cluster", "completion_time", "conditions", "dependencies", "gpu_type", "message", "outputs", "queue", "reason", "replica_counts", "replicas", "requeues", "restarts", "start_time", "state", "suspend_requested"]
+    __slots__ = ["cancel_requested", "cluster", "completion_time", "conditions", "dependencies", "gpu_type", "gpu_utilization", "message", "outputs", "queue", "reason", "replica_counts", "replicas", "requeues", "restarts", "start_time", "state", "suspend_requested"]
     class OutputsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -363,6 +385,7 @@ class JobStatus(_message.Message):
     CONDITIONS_FIELD_NUMBER: _ClassVar[int]
     DEPENDENCIES_FIELD_NUMBER: _ClassVar[int]
     GPU_TYPE_FIELD_NUMBER: _ClassVar[int]
+    GPU_UTILIZATION_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     OUTPUTS_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
@@ -380,6 +403,7 @@ class JobStatus(_message.Message):
     conditions: _containers.RepeatedCompositeFieldContainer[Condition]
     dependencies: _containers.RepeatedCompositeFieldContainer[DependencyResult]
     gpu_type: str
+    gpu_utilization: GPUUtilization
     message: str
     outputs: _containers.ScalarMap[str, str]
     queue: QueueStatus
@@ -391,7 +415,7 @@ class JobStatus(_message.Message):
     start_time: _timestamp_pb2.Timestamp
     state: JobState
     suspend_requested: bool
-    def __init__(self, state: _Optional[_Union[JobState, str]] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., completion_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., replica_counts: _Optional[_Iterable[_Union[ReplicaCounts, _Mapping]]] = ..., replicas: _Optional[_Iterable[_Union[ReplicaStatus, _Mapping]]] = ..., restarts: _Optional[int] = ..., cancel_requested: bool = ..., queue: _Optional[_Union[QueueStatus, _Mapping]] = ..., requeues: _Optional[int] = ..., gpu_type: _Optional[str] = ..., cluster: _Optional[str] = ..., suspend_requested: bool = ..., outputs: _Optional[_Mapping[str, str]] = ..., dependencies: _Optional[_Iterable[_Union[DependencyResult, _Mapping]]] = ...) -> None: ...
+    def __init__(self, state: _Optional[_Union[JobState, str]] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., completion_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., replica_counts: _Optional[_Iterable[_Union[ReplicaCounts, _Mapping]]] = ..., replicas: _Optional[_Iterable[_Union[ReplicaStatus, _Mapping]]] = ..., restarts: _Optional[int] = ..., cancel_requested: bool = ..., queue: _Optional[_Union[QueueStatus, _Mapping]] = ..., requeues: _Optional[int] = ..., gpu_type: _Optional[str] = ..., cluster: _Optional[str] = ..., suspend_requested: bool = ..., outputs: _Optional[_Mapping[str, str]] = ..., dependencies: _Optional[_Iterable[_Union[DependencyResult, _Mapping]]] = ..., gpu_utilization: _Optional[_Union[GPUUtilization, _Mapping]] = ...) -> None: ...
 
 class ListJobEventsRequest(_message.Message):
     __slots__ = ["page_size", "page_token", "parent"]
@@ -599,7 +623,8 @@ class ReplicaSpec(_message.Message):
     def __init__(self, type: _Optional[_Union[ReplicaType, str]] = ..., count: _Optional[int] = ..., image: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., args: _Optional[_Iterable[str]] = ..., env: _Optional[_Iterable[_Union[EnvVar, _Mapping]]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., affinity: _Optional[_Union[Affinity, _Mapping]] = ..., pod_labels: _Optional[_Mapping[str, str]] = ..., pod_annotations: _Optional[_Mapping[str, str]] = ..., port: _Optional[int] = ..., restart_policy: _Optional[_Union[RestartPolicy, str]] = ..., retryable_exit_codes: _Optional[_Iterable[int]] = ..., secret_volumes: _Optional[_Iterable[_Union[SecretVolume, _Mapping]]] = ..., privileged: bool = ..., working_dir: _Optional[str] = ..., mount_service_account_token: bool = ..., liveness_probe: _Optional[_Union[Probe, _Mapping]] = ..., readiness_probe: _Optional[_Union[Probe, _Mapping]] = ..., startup_probe: _Optional[_Union[Probe, _Mapping]] = ...) -> None: ...
 
 class ReplicaStatus(_message.Message):
-    __slots__ = ["index", "last_termination", "node", "pod", "restarts", "state", "tf_config", "type"]
+    __slots__ = ["gpu_utilization", "index", "last_termination", "node", "pod", "restarts", "state", "tf_config", "type"]
+    GPU_UTILIZATION_FIELD_NUMBER: _ClassVar[int]
     INDEX_FIELD_NUMBER: _ClassVar[int]
     LAST_TERMINATION_FIELD_NUMBER: _ClassVar[int]
     NODE_FIELD_NUMBER: _ClassVar[int]
@@ -608,6 +633,7 @@ class ReplicaStatus(_message.Message):
     STATE_FIELD_NUMBER: _ClassVar[int]
     TF_CONFIG_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
+    gpu_utilization: GPUUtilization
     index: int
     last_termination: Termination
     node: str
@@ -616,7 +642,7 @@ class ReplicaStatus(_message.Message):
     state: ReplicaState
     tf_config: str
     type: ReplicaType
-    def __init__(self, type: _Optional[_Union[ReplicaType, str]] = ..., index: _Optional[int] = ..., pod: _Optional[str] = ..., node: _Optional[str] = ..., state: _Optional[_Union[ReplicaState, str]] = ..., restarts: _Optional[int] = ..., last_termination: _Optional[_Union[Termination, _Mapping]] = ..., tf_config: _Optional[str] = ...) -> None: ...
+    def __init__(self, type: _Optional[_Union[ReplicaType, str]] = ..., index: _Optional[int] = ..., pod: _Optional[str] = ..., node: _Optional[str] = ..., state: _Optional[_Union[ReplicaState, str]] = ..., restarts: _Optional[int] = ..., last_termination: _Optional[_Union[Termination, _Mapping]] = ..., tf_config: _Optional[str] = ..., gpu_utilization: _Optional[_Union[GPUUtilization, _Mapping]] = ...) -> None: ...
 
 class Resources(_message.Message):
     __slots__ = ["cpu", "cpu_limit", "gpu", "memory", "memory_limit"]

@@ -186,12 +186,18 @@ class Quota(_message.Message):
     def __init__(self, gpu: _Optional[int] = ..., cpu: _Optional[str] = ..., memory: _Optional[str] = ..., pods: _Optional[int] = ...) -> None: ...
 
 class Scheduling(_message.Message):
-    __slots__ = ["preemption_policy", "queueing_strategy"]
+    __slots__ = ["idle_gpu_seconds", "idle_gpu_stop_seconds", "idle_gpu_threshold_percent", "preemption_policy", "queueing_strategy"]
+    IDLE_GPU_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    IDLE_GPU_STOP_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    IDLE_GPU_THRESHOLD_PERCENT_FIELD_NUMBER: _ClassVar[int]
     PREEMPTION_POLICY_FIELD_NUMBER: _ClassVar[int]
     QUEUEING_STRATEGY_FIELD_NUMBER: _ClassVar[int]
+    idle_gpu_seconds: int
+    idle_gpu_stop_seconds: int
+    idle_gpu_threshold_percent: float
     preemption_policy: PreemptionPolicy
     queueing_strategy: QueueingStrategy
-    def __init__(self, preemption_policy: _Optional[_Union[PreemptionPolicy, str]] = ..., queueing_strategy: _Optional[_Union[QueueingStrategy, str]] = ...) -> None: ...
+    def __init__(self, preemption_policy: _Optional[_Union[PreemptionPolicy, str]] = ..., queueing_strategy: _Optional[_Union[QueueingStrategy, str]] = ..., idle_gpu_threshold_percent: _Optional[float] = ..., idle_gpu_seconds: _Optional[int] = ..., idle_gpu_stop_seconds: _Optional[int] = ...) -> None: ...
 
 class Secret(_message.Message):
     __slots__ = ["create_time", "data", "keys", "name", "update_time"]

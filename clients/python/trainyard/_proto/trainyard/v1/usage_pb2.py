@@ -15,7 +15,7 @@ from trainyard._proto.google.api import annotations_pb2 as google_dot_api_dot_an
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18trainyard/v1/usage.proto\x12\x0ctrainyard.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x97\x01\n\x11QueryUsageRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\x12)\n\x05start\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03\x65nd\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08group_by\x18\x04 \x01(\t\x12\x0c\n\x04step\x18\x05 \x01(\t\"\xae\x01\n\x12QueryUsageResponse\x12$\n\x04rows\x18\x01 \x03(\x0b\x32\x16.trainyard.v1.UsageRow\x12)\n\x05start\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03\x65nd\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0c\n\x04step\x18\x04 \x01(\t\x12\x10\n\x08group_by\x18\x05 \x01(\t\"\xa2\x02\n\x08UsageRow\x12)\n\x05start\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03\x65nd\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06tenant\x18\x03 \x01(\t\x12\x0f\n\x07\x63reator\x18\x04 \x01(\t\x12\x32\n\x06labels\x18\x05 \x03(\x0b\x32\".trainyard.v1.UsageRow.LabelsEntry\x12\x11\n\tgpu_hours\x18\x06 \x01(\x01\x12\x11\n\tcpu_hours\x18\x07 \x01(\x01\x12\x18\n\x10memory_gib_hours\x18\x08 \x01(\x01\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x32\x85\x01\n\x0cUsageService\x12u\n\nQueryUsage\x12\x1f.trainyard.v1.QueryUsageRequest\x1a .trainyard.v1.QueryUsageResponse\"$\x82\xd3\xe4\x93\x02\x1e\x12\x1c/v1/{parent=tenants/*}/usageB?Z=github.com/trainyard/trainyard/proto/trainyard/v1;trainyardv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18trainyard/v1/usage.proto\x12\x0ctrainyard.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x97\x01\n\x11QueryUsageRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\x12)\n\x05start\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03\x65nd\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08group_by\x18\x04 \x01(\t\x12\x0c\n\x04step\x18\x05 \x01(\t\"\xae\x01\n\x12QueryUsageResponse\x12$\n\x04rows\x18\x01 \x03(\x0b\x32\x16.trainyard.v1.UsageRow\x12)\n\x05start\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03\x65nd\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0c\n\x04step\x18\x04 \x01(\t\x12\x10\n\x08group_by\x18\x05 \x01(\t\"\xba\x02\n\x08UsageRow\x12)\n\x05start\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03\x65nd\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06tenant\x18\x03 \x01(\t\x12\x0f\n\x07\x63reator\x18\x04 \x01(\t\x12\x32\n\x06labels\x18\x05 \x03(\x0b\x32\".trainyard.v1.UsageRow.LabelsEntry\x12\x11\n\tgpu_hours\x18\x06 \x01(\x01\x12\x11\n\tcpu_hours\x18\x07 \x01(\x01\x12\x18\n\x10memory_gib_hours\x18\x08 \x01(\x01\x12\x16\n\x0egpu_hours_used\x18\t \x01(\x01\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x32\x85\x01\n\x0cUsageService\x12u\n\nQueryUsage\x12\x1f.trainyard.v1.QueryUsageRequest\x1a .trainyard.v1.QueryUsageResponse\"$\x82\xd3\xe4\x93\x02\x1e\x12\x1c/v1/{parent=tenants/*}/usageB?Z=github.com/trainyard/trainyard/proto/trainyard/v1;trainyardv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'trainyard._proto.trainyard.v1.usage_pb2', globals())
@@ -32,9 +32,9 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _QUERYUSAGERESPONSE._serialized_start=260
   _QUERYUSAGERESPONSE._serialized_end=434
   _USAGEROW._serialized_start=437
-  _USAGEROW._serialized_end=727
-  _USAGEROW_LABELSENTRY._serialized_start=682
-  _USAGEROW_LABELSENTRY._serialized_end=727
-  _USAGESERVICE._serialized_start=730
-  _USAGESERVICE._serialized_end=863
+  _USAGEROW._serialized_end=751
+  _USAGEROW_LABELSENTRY._serialized_start=706
+  _USAGEROW_LABELSENTRY._serialized_end=751
+  _USAGESERVICE._serialized_start=754
+  _USAGESERVICE._serialized_end=887
 # @@protoc_insertion_point(module_scope)

@@ -36,7 +36,7 @@ class QueryUsageResponse(_message.Message):
     def __init__(self, rows: _Optional[_Iterable[_Union[UsageRow, _Mapping]]] = ..., start: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., step: _Optional[str] = ..., group_by: _Optional[str] = ...) -> None: ...
 
 class UsageRow(_message.Message):
-    __slots__ = ["cpu_hours", "creator", "end", "gpu_hours", "labels", "memory_gib_hours", "start", "tenant"]
+    __slots__ = ["cpu_hours", "creator", "end", "gpu_hours", "gpu_hours_used", "labels", "memory_gib_hours", "start", "tenant"]
     class LabelsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -48,6 +48,7 @@ class UsageRow(_message.Message):
     CREATOR_FIELD_NUMBER: _ClassVar[int]
     END_FIELD_NUMBER: _ClassVar[int]
     GPU_HOURS_FIELD_NUMBER: _ClassVar[int]
+    GPU_HOURS_USED_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
     MEMORY_GIB_HOURS_FIELD_NUMBER: _ClassVar[int]
     START_FIELD_NUMBER: _ClassVar[int]
@@ -56,8 +57,9 @@ class UsageRow(_message.Message):
     creator: str
     end: _timestamp_pb2.Timestamp
     gpu_hours: float
+    gpu_hours_used: float
     labels: _containers.ScalarMap[str, str]
     memory_gib_hours: float
     start: _timestamp_pb2.Timestamp
     tenant: str
-    def __init__(self, start: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., tenant: _Optional[str] = ..., creator: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., gpu_hours: _Optional[float] = ..., cpu_hours: _Optional[float] = ..., memory_gib_hours: _Optional[float] = ...) -> None: ...
+    def __init__(self, start: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., tenant: _Optional[str] = ..., creator: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., gpu_hours: _Optional[float] = ..., cpu_hours: _Optional[float] = ..., memory_gib_hours: _Optional[float] = ..., gpu_hours_used: _Optional[float] = ...) -> None: ...

@@ -1,0 +1,101 @@
+//go:build integration
+
+package store
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/webhook"
+)
+
+// TestGPUFiguresRecord: a window is counted once (the sampled_to fence),
+// sums add in place, GPU-seconds used reach the ledger, and an idle
+// verdict sets the IdleGPUs condition with an event that the webhook
+// outbox carries (job.idle_gpus); the worker's stale save then fails and
+// its reload keeps the condition.
+func TestGPUFiguresRecord(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	b.webhookCreate(t, "a", "idle", []string{webhook.TopicJobIdleGPUs}, nil)
+	w := b.jobInState(t, "a", "j", job.Running, true)
+	b.exec(t, `UPDATE jobs SET status = status || jsonb_build_object('startTime', now() - interval '1 hour') WHERE uid = $1`, w.Job.UID)
+	// Admitted an hour ago too (the ledger's span).
+	b.exec(t, `UPDATE usage_intervals v SET start_time = (j.status->>'startTime')::timestamptz, rolled_to = (j.status->>'startTime')::timestamptz
+		FROM jobs j WHERE j.uid = v.job_uid AND v.job_uid = $1`, w.Job.UID)
+
+	jobs, err := b.store.GPUJobsRunning(b.ctx)
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+	require.Equal(t, "ty-a", jobs[0].Namespace)
+	require.True(t, jobs[0].SampledTo.IsZero())
+	start := jobs[0].StartTime
+	t1, t2 := start.Add(30*time.Minute), start.Add(60*time.Minute)
+
+	var f job.GPUFigures
+	f.Replica = "worker-0"
+	f.AddGPU("GPU-a")
+	f.AddUtil(50, t1.Add(-time.Second), true)
+	f.AddUtil(0, t1, false)
+	f.AddFB(100, t1)
+	rec := GPURecord{Tenant: "a", UID: w.Job.UID, Start: start, To: t1, Replicas: []job.GPUFigures{f}, Measured: true, UsedPercent: 25}
+	changed, err := b.store.GPUFiguresRecord(b.ctx, rec)
+	require.NoError(t, err)
+	require.False(t, changed)
+	_, err = b.store.GPUFiguresRecord(b.ctx, rec)
+	require.ErrorIs(t, err, ErrGPUWindowMoved, "the same first window again")
+
+	// The next window, idle: the condition, its event, the outbox.
+	var g job.GPUFigures
+	g.Replica = "worker-0"
+	g.AddGPU("GPU-a")
+	g.AddUtil(0, t2, false)
+	rec2 := GPURecord{Tenant: "a", UID: w.Job.UID, From: t1, Start: t1, To: t2, Replicas: []job.GPUFigures{g},
+		Idle: GPUIdle{Idle: true, Since: t1.Add(-time.Second), Message: "idle"}, Measured: true, UsedPercent: 0}
+	changed, err = b.store.GPUFiguresRecord(b.ctx, rec2)
+	require.NoError(t, err)
+	require.True(t, changed)
+	_, err = b.store.GPUFiguresRecord(b.ctx, rec2)
+	require.ErrorIs(t, err, ErrGPUWindowMoved, "a second leader's late write of the same window")
+
+	figs, err := b.store.GPUFiguresGet(b.ctx, "a", w.Job.UID)
+	require.NoError(t, err)
+	require.Len(t, figs, 1)
+	require.EqualValues(t, 3, figs[0].Samples, "each window counted once")
+	require.InDelta(t, 50.0/3, figs[0].MeanUtil(), 1e-9)
+	require.Equal(t, []string{"GPU-a"}, figs[0].GPUs)
+	require.Equal(t, t1.Add(-time.Second), figs[0].LastBusy)
+
+	j, err := b.store.JobGet(b.ctx, "a", "j")
+	require.NoError(t, err)
+	var cond *job.Condition
+	for i := range j.Status.Conditions {
+		if j.Status.Conditions[i].Type == job.CondIdleGPUs {
+			cond = &j.Status.Conditions[i]
+		}
+	}
+	require.NotNil(t, cond)
+	require.True(t, cond.Status)
+	require.Equal(t, []string{"job.idle_gpus j"}, b.outbox(t, "a", "idle"))
+
+	// The worker's save from before the condition fails; reloaded, it keeps it.
+	require.ErrorIs(t, b.save(t, &w, job.Running, "JobRunning"), ErrConflict)
+	w, err = b.store.JobLoad(b.ctx, "a", w.Job.UID)
+	require.NoError(t, err)
+	require.NoError(t, b.save(t, &w, job.Running, "JobRunning"))
+	j, err = b.store.JobGet(b.ctx, "a", "j")
+	require.NoError(t, err)
+	require.Contains(t, j.Status.Conditions, *cond)
+
+	// The ledger: 2 GPUs (2 workers) × 30 min × 25 % = 900 GPU-seconds used, then none.
+	rows, err := b.store.UsageQuery(b.ctx, UsageQueryParams{Tenant: "a", Start: start.Truncate(time.Hour), End: t2.Add(time.Hour), Step: StepHour})
+	require.NoError(t, err)
+	used := 0.0
+	for _, r := range rows {
+		used += r.GPUUsedSeconds
+	}
+	require.InDelta(t, 900, used, 1e-6)
+}
