@@ -8,6 +8,7 @@ import { JobPage } from "./pages/Job";
 import { SubmitPage } from "./pages/Submit";
 import { TenantPage, TenantsPage } from "./pages/Tenants";
 import { WebhooksPage } from "./pages/Webhooks";
+import { UsagePage } from "./pages/Usage";
 
 export function App() {
   return (
@@ -37,6 +38,7 @@ function SignedIn() {
         <Route path="/tenants/:tenant/jobs/:job" element={<JobPage />} />
         <Route path="/tenants/:tenant/submit" element={<SubmitPage />} />
         <Route path="/tenants/:tenant/webhooks" element={<WebhooksPage />} />
+        <Route path="/tenants/:tenant/usage" element={<UsagePage />} />
         <Route path="*" element={<p>Nothing here. <Link to="/">Go to your jobs</Link>.</p>} />
       </Routes>
     </Shell>
@@ -95,6 +97,7 @@ function Shell({ children }: { children: ReactNode }) {
         <nav aria-label="Main">
           {current && <NavLink to={`/tenants/${current}/jobs`} end>Jobs</NavLink>}
           {current && <NavLink to={`/tenants/${current}/submit`}>Submit</NavLink>}
+          {current && <NavLink to={`/tenants/${current}/usage`}>Usage</NavLink>}
           {current && <NavLink to={`/tenants/${current}/webhooks`}>Webhooks</NavLink>}
           <NavLink to="/tenants" end>Tenants</NavLink>
           <a href="/docs">API</a>
