@@ -188,7 +188,9 @@ function ClusterUsage({ q }: { q: Query }) {
     [usage.resp, q.step],
   );
   const none = useMemo<Limit[]>(() => [], []);
-  if (usage.error?.status === 403 || usage.error?.status === 401 || (!stacked && !usage.error)) return null;
+  // Not a platform admin: nothing to show (the mark is for tests).
+  if (usage.error?.status === 403 || usage.error?.status === 401) return <span hidden data-cluster="forbidden" />;
+  if (!stacked && !usage.error) return null;
   return (
     <section aria-labelledby="cluster-usage-title" className="usage" data-testid="cluster-usage">
       <h2 id="cluster-usage-title">Cluster</h2>
