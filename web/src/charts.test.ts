@@ -36,6 +36,13 @@ describe("stackUsage", () => {
     expect(s.stacked).toEqual([[3], [4]]);
   });
 
+  it("averages the bucket under way over its elapsed part", () => {
+    const rows = [row("2026-12-07T00:00:00Z", 2), row("2026-12-07T01:00:00Z", 1)];
+    const s = stackUsage(rows, "2026-12-07T00:00:00Z", "2026-12-07T02:00:00Z", "1h", "", Date.parse("2026-12-07T01:15:00Z"));
+    expect(s.values).toEqual([[2, 4]]); // 1 GPU-hour in 15 minutes: 4 GPUs
+    expect(s.totals).toEqual([3]);
+  });
+
   it("names a row's group", () => {
     expect(groupKey(row("x", 0, { creator: "carol" }), "creator")).toBe("carol");
     expect(groupKey(row("x", 0, { labels: { team: "" } }), "label:team")).toBe("(no team)");

@@ -45,8 +45,10 @@ export interface Stacked {
 
 // stackUsage turns the rows of one query (start and end as the answer
 // gives them, already rounded to the step) into stacked series of
-// average GPUs per bucket, largest group first.
-export function stackUsage(rows: UsageRow[], start: string, end: string, step: Step, groupBy: string): Stacked {
+// average GPUs per bucket, largest group first. The bucket under way at
+// `now` (ms) counts the ledger's open spans up to now only, so it is
+// averaged over its elapsed part (at least a minute), not its width.
+export function stackUsage(rows: UsageRow[], start: string, end: string, step: Step, groupBy: string, now = Infinity): Stacked {
   const width = stepSeconds(step);
   const from = Math.floor(Date.parse(start) / 1000);
   const to = Math.floor(Date.parse(end) / 1000);
@@ -60,10 +62,17 @@ export function stackUsage(rows: UsageRow[], start: string, end: string, step: S
     const k = groupKey(r, groupBy);
     let v = byGroup.get(k);
     if (!v) byGroup.set(k, (v = new Array<number>(xs.length).fill(0)));
-    v[i] = (v[i] ?? 0) + ((r.gpuHours ?? 0) * 3600) / width;
+    const t = xs[i] ?? 0;
+    const elapsed = now / 1000 < t + width ? Math.min(width, Math.max(60, now / 1000 - t)) : width;
+    v[i] = (v[i] ?? 0) + ((r.gpuHours ?? 0) * 3600) / elapsed;
   }
-  const hours = width / 3600;
-  const entries = [...byGroup.entries()].map(([g, v]) => ({ g, v, total: v.reduce((a, b) => a + b, 0) * hours }));
+  const totals = new Map<string, number>();
+  for (const r of rows) {
+    if (!index.has(Math.floor(Date.parse(r.start ?? "") / 1000))) continue;
+    const k = groupKey(r, groupBy);
+    totals.set(k, (totals.get(k) ?? 0) + (r.gpuHours ?? 0));
+  }
+  const entries = [...byGroup.entries()].map(([g, v]) => ({ g, v, total: totals.get(g) ?? 0 }));
   entries.sort((a, b) => b.total - a.total || a.g.localeCompare(b.g));
   const values = entries.map((e) => e.v);
   const stacked = values.map((_, g) => xs.map((_, i) => values.slice(0, g + 1).reduce((s, v) => s + (v[i] ?? 0), 0)));

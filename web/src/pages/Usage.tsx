@@ -104,8 +104,8 @@ export function UsagePage() {
 
   const usage = useUsage(`tenants/${tenant}`, q, groupBy);
   const stacked = useMemo(
-    () => usage.resp && stackUsage(usage.resp.rows ?? [], usage.resp.start ?? "", usage.resp.end ?? "", (usage.resp.step as Step) || q.step, usage.resp.groupBy ?? ""),
-    [usage.resp, q.step],
+    () => usage.resp && stackUsage(usage.resp.rows ?? [], usage.resp.start ?? "", usage.resp.end ?? "", (usage.resp.step as Step) || q.step, usage.resp.groupBy ?? "", usage.at),
+    [usage.resp, usage.at, q.step],
   );
   const limits = useMemo(() => {
     const out: Limit[] = [];
@@ -184,8 +184,8 @@ function Totals({ groups, totals }: { groups: string[]; totals: number[] }) {
 function ClusterUsage({ q }: { q: Query }) {
   const usage = useUsage("tenants/-", q, "");
   const stacked = useMemo(
-    () => usage.resp && stackUsage(usage.resp.rows ?? [], usage.resp.start ?? "", usage.resp.end ?? "", (usage.resp.step as Step) || q.step, ""),
-    [usage.resp, q.step],
+    () => usage.resp && stackUsage(usage.resp.rows ?? [], usage.resp.start ?? "", usage.resp.end ?? "", (usage.resp.step as Step) || q.step, "", usage.at),
+    [usage.resp, usage.at, q.step],
   );
   const none = useMemo<Limit[]>(() => [], []);
   // Not a platform admin: nothing to show (the mark is for tests).
