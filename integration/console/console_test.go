@@ -238,6 +238,10 @@ func TestConsole(t *testing.T) {
 		require.Contains(t, alice.text(`tr[data-replica="chief-0"] pre.tfconfig`), `"chief"`)
 
 		alice.waitText(`[data-testid=job-state]`, "FAILED", 60*time.Second)
+		// The timeline drew the run and the end from the job's events.
+		alice.waitJS(`!!document.querySelector('figure.jobline .jobline-seg[data-state=RUNNING]') &&
+			!!document.querySelector('figure.jobline .jobline-seg[data-state=FAILED]') &&
+			!!document.querySelector('figure.jobline .jobline-mark[data-kind=end]')`, 20*time.Second)
 		waitNoPods(t, e, "flaky")
 		alice.click(`.log-controls input[type=checkbox]`) // stop following: read what is kept
 		alice.waitText(`pre.log`, cluster.LogLineFailed, 20*time.Second)

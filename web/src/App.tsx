@@ -9,6 +9,7 @@ import { SubmitPage } from "./pages/Submit";
 import { TenantPage, TenantsPage } from "./pages/Tenants";
 import { WebhooksPage } from "./pages/Webhooks";
 import { ExperimentsPage } from "./pages/Experiments";
+import { UsagePage } from "./pages/Usage";
 
 export function App() {
   return (
@@ -40,6 +41,7 @@ function SignedIn() {
         <Route path="/tenants/:tenant/webhooks" element={<WebhooksPage />} />
         <Route path="/tenants/:tenant/experiments" element={<ExperimentsPage />} />
         <Route path="/tenants/:tenant/experiments/:experiment" element={<ExperimentsPage />} />
+        <Route path="/tenants/:tenant/usage" element={<UsagePage />} />
         <Route path="*" element={<p>Nothing here. <Link to="/">Go to your jobs</Link>.</p>} />
       </Routes>
     </Shell>
@@ -99,6 +101,7 @@ function Shell({ children }: { children: ReactNode }) {
           {current && <NavLink to={`/tenants/${current}/jobs`} end>Jobs</NavLink>}
           {current && <NavLink to={`/tenants/${current}/submit`}>Submit</NavLink>}
           {current && <NavLink to={`/tenants/${current}/experiments`}>Experiments</NavLink>}
+          {current && <NavLink to={`/tenants/${current}/usage`}>Usage</NavLink>}
           {current && <NavLink to={`/tenants/${current}/webhooks`}>Webhooks</NavLink>}
           <NavLink to="/tenants" end>Tenants</NavLink>
           <a href="/docs">API</a>

@@ -5,6 +5,7 @@ import { ApiError, paths } from "../api/client";
 import type { Job, JobEvent, ReplicaStatus } from "../api/types";
 import { Confirm } from "../components/Confirm";
 import { DependencyGraph } from "../components/DependencyGraph";
+import { JobTimeline } from "../components/JobTimeline";
 import { Logs } from "../components/Logs";
 import { useNow } from "../components/useNow";
 import { age, displayState, duration, isFinal, jobDuration, localTime, replicaTypeName, shortEnum, stateName, waitingFor } from "../format";
@@ -189,6 +190,7 @@ export function JobPage() {
 
       <section aria-labelledby="history-title">
         <h2 id="history-title">State history</h2>
+        <JobTimeline events={events} now={isFinal(j) ? 0 : now} />
         <ol className="history">
           {history.map((h, i) => (
             <li key={i}><span className={`state state-${h.state.toLowerCase()}`}>{h.state}</span> <time dateTime={h.time}>{localTime(h.time)}</time></li>
