@@ -230,7 +230,7 @@ type nodeJSON struct {
 	Unschedulable bool              `json:"u,omitempty"`
 	Allocatable   Resources         `json:"a"`
 	Used          Resources         `json:"r"`
-	Jobs          Resources         `json:"j"`
+	Jobs          Resources         `json:"j,omitzero"`
 }
 
 // MarshalJSON writes the node compactly.

@@ -59,6 +59,13 @@ func TestNodeJSON(t *testing.T) {
 	var back Node
 	require.NoError(t, json.Unmarshal(b, &back))
 	require.Equal(t, n, back)
+	// Trainyard jobs' share of Used, when there is any.
+	n.Jobs = job.Vector{job.GPU: 1}
+	b, err = json.Marshal(n)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"j":{"nvidia.com/gpu":1}`)
+	require.NoError(t, json.Unmarshal(b, &back))
+	require.Equal(t, n, back)
 
 	capacity, usage := Sum([]Node{n, {Name: "n2", Allocatable: job.Vector{job.CPU: 1000}, Used: job.Vector{job.CPU: 500}}})
 	require.Equal(t, job.Vector{job.CPU: 1000}, capacity, "unschedulable nodes are left out")
