@@ -67,6 +67,7 @@ type workerFlags struct {
 	cluster          string
 	clusterHeartbeat time.Duration
 	clusterTimeout   time.Duration
+	clusterLostGrace time.Duration
 	// GPU utilisation from Prometheus (internal/gpuutil).
 	prometheusURL   string
 	gpuPollInterval time.Duration
@@ -102,6 +103,7 @@ func (f *workerFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.metricsAddr, "metrics-addr", ":8081", "address for the worker's /metrics, /healthz and /readyz; empty disables")
 	fs.StringVar(&f.cluster, "cluster", cluster.Default, "the cluster this worker runs in (registered with tyctl clusters register, except \"default\", which always exists): it heartbeats that cluster's capacity and nodes")
 	fs.DurationVar(&f.clusterHeartbeat, "cluster-heartbeat", worker.DefaultClusterHeartbeat, "how often the worker reports its cluster's capacity and nodes")
+	fs.DurationVar(&f.clusterLostGrace, "cluster-lost-grace", worker.DefaultClusterLostGrace, "a cluster UNREACHABLE this long past --cluster-timeout is lost: its unfinished jobs go back to the queue to run elsewhere from their checkpoints (a restart, reason ClusterLost)")
 	fs.DurationVar(&f.clusterTimeout, "cluster-timeout", worker.DefaultClusterTimeout, "a cluster whose last heartbeat is older than this is UNREACHABLE (decided by the worker holding the scheduler lease)")
 }
 
@@ -129,6 +131,8 @@ func (f *workerFlags) validate() error {
 		return fmt.Errorf("--default-ttl-after-finished must be whole seconds, 0 or more, not %s", f.finishedTTL)
 	case f.clusterHeartbeat <= 0 || f.clusterTimeout <= f.clusterHeartbeat:
 		return fmt.Errorf("--cluster-heartbeat must be positive and --cluster-timeout longer, not %s and %s", f.clusterHeartbeat, f.clusterTimeout)
+	case f.clusterLostGrace <= 0:
+		return fmt.Errorf("--cluster-lost-grace must be positive, not %s", f.clusterLostGrace)
 	case f.gpuPollInterval <= 0 || f.gpuPollLag < 0:
 		return errors.New("--gpu-poll-interval must be positive and --gpu-poll-lag 0 or more")
 	case f.prometheusURL != "" && !validHTTPURL(f.prometheusURL):
@@ -284,7 +288,7 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 	agent, err := worker.NewClusterAgent(worker.ClusterAgentConfig{
 		Cluster: wf.cluster, Agent: id, Store: st,
 		Nodes:     func() ([]cluster.Node, bool) { return sch.ClusterNodes() },
-		Heartbeat: wf.clusterHeartbeat, Timeout: wf.clusterTimeout,
+		Heartbeat: wf.clusterHeartbeat, Timeout: wf.clusterTimeout, LostGrace: wf.clusterLostGrace,
 		Registry: reg, Logger: log,
 	})
 	if err != nil {

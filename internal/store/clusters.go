@@ -338,3 +338,51 @@ func (s *Store) ClusterNodesReady(ctx context.Context) ([]cluster.Nodes, error) 
 	})
 	return list, translate(err, "cluster nodes")
 }
+
+// ClusterRequeueLost takes back the unfinished jobs admitted to a lost
+// cluster (issue 45): holder (the scheduler lease's holder) takes over
+// those whose worker's lease has run out — the cluster's workers are
+// silent too, or they would still own them — and saves each as its new
+// owner, fenced like any worker's save: QUEUED, unadmitted, in no cluster
+// (job.ClusterLost: a restart), its usage span closed. Back in the
+// scheduler's queue, it runs wherever there is room. A job in no cluster
+// has no pods anywhere Trainyard looks: the lost cluster's workers, if it
+// comes back, delete what is left of it there (their orphan sweep). It
+// returns the jobs sent back.
+func (s *Store) ClusterRequeueLost(ctx context.Context, holder, name string, unreachableFor time.Duration) ([]JobKey, error) {
+	var taken []WorkerJob
+	b := &pgx.Batch{}
+	b.Queue(sqlLeaseUpsert, holder, microseconds(time.Minute))
+	b.Queue(`
+		UPDATE jobs j SET worker_id = $1, version = j.version + 1
+		WHERE j.cluster = $2 AND j.active AND j.admitted AND j.`+sqlUnfinished+`
+		  AND (j.worker_id IS NULL OR j.worker_id IN (SELECT worker_id FROM worker_leases WHERE expires_at < now()))
+		RETURNING `+jobCols, holder, name).Query(func(rows pgx.Rows) error {
+		var err error
+		taken, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (WorkerJob, error) {
+			w, _, err := scanJob(row)
+			return w, err
+		})
+		return err
+	})
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return nil, translate(err, clusterWhat(name))
+	}
+	var (
+		out  []JobKey
+		errs []error
+	)
+	for _, w := range taken {
+		st, drafts := job.ClusterLost(w.Job.Status, name, unreachableFor, s.timestamp())
+		_, err := s.JobSave(ctx, JobSaveParams{WorkerID: holder, Tenant: w.Job.Tenant, UID: w.Job.UID, Version: w.Version,
+			Status: st, Events: eventsOf(drafts), Requeue: &Requeue{}})
+		if err != nil {
+			// Left owned by holder: its lease runs out with the next
+			// sweep's, and that sweep takes the job over again.
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, w.Key())
+	}
+	return out, errors.Join(errs...)
+}

@@ -246,3 +246,64 @@ func TestClusterDeleteRefusedWithJobs(t *testing.T) {
 	require.ErrorContains(t, err, "1 unfinished jobs are admitted")
 	require.NoError(t, b.store.ClusterDelete(ctx, "eu-1", true))
 }
+
+// A lost cluster's unfinished jobs go back to the queue once their
+// workers' leases have run out: QUEUED, unadmitted, in no cluster, a
+// restart counted, the ledger's span closed. A job whose worker still
+// holds its lease is left alone; a finished one too. The lost cluster's
+// workers then see the moved job as elsewhere (their sweep deletes what is
+// left of it there).
+func TestClusterRequeueLost(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	_, err := b.store.ClusterCreate(b.ctx, cluster.Cluster{Name: "b", Admin: cluster.Active})
+	require.NoError(t, err)
+	lost := keyOf(b.jobCreate(t, "a", "lost", 1))
+	held := keyOf(b.jobCreate(t, "a", "held", 1))
+	here := keyOf(b.jobCreate(t, "a", "here", 1))
+	_, err = b.store.SchedulerCommit(b.ctx, SchedulerCommitParams{Lease: b.lease(t), Admit: []JobKey{lost, held, here},
+		Clusters: map[JobKey]string{lost: "b", held: "b"}})
+	require.NoError(t, err)
+	inB := New(b.pool, WithCluster("b"))
+	got, err := inB.JobClaim(b.ctx, "w-b-dead", 1, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	dead := got[0].Key()
+	got, err = inB.JobClaim(b.ctx, "w-b-alive", 1, time.Hour)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	alive := got[0].Key()
+	b.exec(t, `UPDATE worker_leases SET expires_at = now() - interval '1 s' WHERE worker_id = 'w-b-dead'`)
+
+	moved, err := b.store.ClusterRequeueLost(b.ctx, "sweeper/lost-clusters", "b", 11*time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []JobKey{dead}, moved, "only the job whose worker is silent too")
+	j, err := b.store.JobLoad(b.ctx, dead.Tenant, dead.UID)
+	require.NoError(t, err)
+	require.Equal(t, job.Queued, j.Job.Status.State)
+	require.Equal(t, job.ReasonClusterLost, j.Job.Status.Reason)
+	require.EqualValues(t, 1, j.Job.Status.Restarts)
+	require.Empty(t, j.Job.Status.Cluster)
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM jobs WHERE uid = $1 AND NOT admitted AND cluster = '' AND worker_id IS NULL`, dead.UID))
+	require.Zero(t, b.count(t, `SELECT count(*) FROM usage_intervals WHERE job_uid = $1 AND end_time IS NULL`, dead.UID), "its span is closed")
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM job_events WHERE job_uid = $1 AND reason = 'ClusterLost'`, dead.UID))
+
+	// Seen from cluster b, the moved job is elsewhere; the held one is not.
+	briefs, err := inB.JobListByKeys(b.ctx, []JobKey{dead, alive, here})
+	require.NoError(t, err)
+	elsewhere := map[JobKey]bool{}
+	for _, br := range briefs {
+		elsewhere[br.Key] = br.Elsewhere
+	}
+	require.Equal(t, map[JobKey]bool{dead: true, alive: false, here: true}, elsewhere)
+
+	// Once the other worker is silent too, its job goes the same way; a
+	// second pass finds nothing more.
+	b.exec(t, `UPDATE worker_leases SET expires_at = now() - interval '1 s' WHERE worker_id = 'w-b-alive'`)
+	moved, err = b.store.ClusterRequeueLost(b.ctx, "sweeper/lost-clusters", "b", 12*time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []JobKey{alive}, moved)
+	moved, err = b.store.ClusterRequeueLost(b.ctx, "sweeper/lost-clusters", "b", 13*time.Minute)
+	require.NoError(t, err)
+	require.Empty(t, moved)
+}

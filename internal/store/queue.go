@@ -598,6 +598,7 @@ func saveStatement(items []saveItem) (string, []any) {
 			                active = jobs.active AND NOT i.done,
 			                worker_id = CASE WHEN i.done OR i.requeue OR i.park > 0 THEN NULL ELSE jobs.worker_id END,
 			                admitted = jobs.admitted AND NOT i.requeue,
+			                cluster = CASE WHEN i.requeue THEN '' ELSE jobs.cluster END,
 			                claim_after = CASE WHEN i.requeue THEN 'infinity'
 			                                   WHEN i.park > 0 THEN now() + i.park * interval '1 microsecond'
 			                                   ELSE jobs.claim_after END,
@@ -676,6 +677,10 @@ type JobBrief struct {
 	// when it was last reconciled.
 	CleanedUp bool
 	State     job.State
+	// Elsewhere: the job is not in this store's cluster (WithCluster):
+	// admitted to another, or back in the queue in none. Nothing of it in
+	// this cluster is its own any more (it moved, its cluster was lost).
+	Elsewhere bool
 }
 
 // JobListByKeys returns what the store has of keys; keys without a row (a
@@ -688,15 +693,16 @@ func (s *Store) JobListByKeys(ctx context.Context, keys []JobKey) ([]JobBrief, e
 		return nil, nil
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT j.tenant_id, j.uid::text, j.active, coalesce((j.status->>'cleanedUp')::boolean, false), j.state
+		SELECT j.tenant_id, j.uid::text, j.active, coalesce((j.status->>'cleanedUp')::boolean, false), j.state,
+		       j.cluster <> $3
 		FROM unnest($1::text[], $2::uuid[]) AS k(tenant_id, uid)
-		JOIN jobs j ON j.tenant_id = k.tenant_id AND j.uid = k.uid`, tenants, uids)
+		JOIN jobs j ON j.tenant_id = k.tenant_id AND j.uid = k.uid`, tenants, uids, s.cluster)
 	if err != nil {
 		return nil, translate(err, "jobs")
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (JobBrief, error) {
 		var b JobBrief
-		err := row.Scan(&b.Key.Tenant, &b.Key.UID, &b.Active, &b.CleanedUp, &b.State)
+		err := row.Scan(&b.Key.Tenant, &b.Key.UID, &b.Active, &b.CleanedUp, &b.State, &b.Elsewhere)
 		return b, err
 	})
 	return out, translate(err, "jobs")

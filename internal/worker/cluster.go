@@ -46,6 +46,7 @@ type ClusterAgent struct {
 	heartbeatAge *prometheus.GaugeVec
 	state        *prometheus.GaugeVec
 	transitions  *prometheus.CounterVec
+	lost         *prometheus.CounterVec
 	beatErrors   prometheus.Counter
 	mu           sync.Mutex
 	known        map[string]bool // clusters in the gauges, to remove the deleted
@@ -55,6 +56,7 @@ type ClusterAgent struct {
 type ClusterStore interface {
 	ClusterHeartbeat(ctx context.Context, p store.ClusterHeartbeatParams) (bool, error)
 	ClusterSweep(ctx context.Context, timeout time.Duration) ([]store.ClusterHealth, error)
+	ClusterRequeueLost(ctx context.Context, holder, cluster string, unreachableFor time.Duration) ([]store.JobKey, error)
 }
 
 // ClusterAgentConfig configures a ClusterAgent.
@@ -74,6 +76,11 @@ type ClusterAgentConfig struct {
 	// Timeout is how old a cluster's last heartbeat may be before the
 	// sweep marks it UNREACHABLE. Defaults to DefaultClusterTimeout.
 	Timeout time.Duration
+	// LostGrace is how long a cluster stays UNREACHABLE (past Timeout)
+	// before the sweep sends its unfinished jobs back to the queue to run
+	// elsewhere (store.ClusterRequeueLost). Defaults to
+	// DefaultClusterLostGrace.
+	LostGrace time.Duration
 	// Registry receives the metrics; defaults to a private registry.
 	Registry prometheus.Registerer
 	// Logger defaults to slog.Default().
@@ -84,6 +91,7 @@ type ClusterAgentConfig struct {
 const (
 	DefaultClusterHeartbeat = 10 * time.Second
 	DefaultClusterTimeout   = 60 * time.Second
+	DefaultClusterLostGrace = 10 * time.Minute
 )
 
 // NewClusterAgent builds a ClusterAgent (not started).
@@ -96,6 +104,9 @@ func NewClusterAgent(cfg ClusterAgentConfig) (*ClusterAgent, error) {
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultClusterTimeout
+	}
+	if cfg.LostGrace <= 0 {
+		cfg.LostGrace = DefaultClusterLostGrace
 	}
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
@@ -125,12 +136,16 @@ func NewClusterAgent(cfg ClusterAgentConfig) (*ClusterAgent, error) {
 			Name: "trainyard_cluster_reachability_changes_total",
 			Help: "Clusters the sweep marked UNREACHABLE, or reachable again (state: the state after).",
 		}, []string{"cluster", "state"}),
+		lost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "trainyard_cluster_lost_jobs_total",
+			Help: "Jobs sent back to the queue because their cluster stayed unreachable past --cluster-lost-grace.",
+		}, []string{"cluster"}),
 		beatErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "trainyard_cluster_heartbeat_errors_total",
 			Help: "Heartbeats of this worker's cluster that could not be written (Postgres unreachable, or the cluster not registered).",
 		}),
 	}
-	for _, c := range []prometheus.Collector{a.heartbeatAge, a.state, a.transitions, a.beatErrors} {
+	for _, c := range []prometheus.Collector{a.heartbeatAge, a.state, a.transitions, a.lost, a.beatErrors} {
 		if err := cfg.Registry.Register(c); err != nil {
 			return nil, err
 		}
@@ -247,6 +262,24 @@ func (a *ClusterAgent) sweep(ctx context.Context) error {
 				"last_heartbeat", h.HeartbeatTime, "timeout", a.cfg.Timeout)
 		} else {
 			a.log.Info("cluster reachable again", "reachable", h.Cluster, "state", h.State)
+		}
+	}
+	for _, h := range health {
+		silent := now.Sub(h.HeartbeatTime)
+		if h.State != cluster.Unreachable || h.HeartbeatTime.IsZero() || silent < a.cfg.Timeout+a.cfg.LostGrace {
+			continue
+		}
+		// Its own holder id: a job left owned by a failed save must not
+		// look like one of this worker's own (JobLeaseRenew would adopt
+		// it into this cluster).
+		moved, err := a.cfg.Store.ClusterRequeueLost(ctx, a.cfg.Agent+"/lost-clusters", h.Cluster, silent)
+		if len(moved) > 0 {
+			a.lost.WithLabelValues(h.Cluster).Add(float64(len(moved)))
+			a.log.Warn("cluster lost: its jobs go back to the queue to run elsewhere", "lost", h.Cluster,
+				"jobs", len(moved), "silent_for", silent.Round(time.Second))
+		}
+		if err != nil {
+			a.log.Warn("taking back a lost cluster's jobs failed; the next sweep tries again", "lost", h.Cluster, "error", err)
 		}
 	}
 	for c := range a.known {

@@ -34,7 +34,11 @@ import (
 //     not active (no worker owns it or will claim it: a job another worker
 //     owns is that worker's business) and either has no row (purged) or is
 //     final with CleanedUp. A finished job that keeps objects by its
-//     CleanPodPolicy is not swept.
+//     CleanPodPolicy is not swept. Or the job is not in this worker's
+//     cluster any more (store.JobBrief.Elsewhere: its cluster was lost and
+//     it went back to the queue, or it runs in another cluster now): what
+//     it left here is swept whatever its state, so that a cluster that
+//     comes back never runs a job beside its new run.
 //
 // Postgres is asked once per sweep about every job seen (JobListByKeys),
 // the objects come from the informer caches, and each delete carries the
@@ -106,7 +110,7 @@ func (w *Worker) sweep(ctx context.Context) (int, error) {
 			return 0, err
 		}
 		for _, b := range briefs {
-			if b.Active || !b.State.Final() || !b.CleanedUp {
+			if (b.Active || !b.State.Final() || !b.CleanedUp) && !b.Elsewhere {
 				keep[b.Key] = true
 			}
 		}
