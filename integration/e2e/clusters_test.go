@@ -32,29 +32,8 @@ import (
 //     their sum: it waits, and its reason says a gang is never split.
 //   - With default's GPUs taken, an unconstrained 8-GPU job goes to b.
 func TestClustersPlaceEachGangWholeInOneCluster(t *testing.T) {
-	waitGPUsFree(t)
-	e := startWorkers(t, 1, "--cluster-heartbeat", "1s")
-	second := harness.SecondCluster(t)
-	ctx := ctxT(t)
-	t.Cleanup(func() {
-		_ = second.Client().CoreV1().Namespaces().Delete(context.Background(), e.ns, metav1.DeleteOptions{})
-	})
-
-	admin := pb.NewClusterServiceClient(e.Conn(t, e.AdminToken()))
-	_, err := admin.UpdateCluster(ctx, &pb.UpdateClusterRequest{Cluster: &pb.Cluster{Name: "clusters/default", Labels: map[string]string{"region": "a"}},
-		UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"labels"}}})
-	require.NoError(t, err)
-	_, err = admin.CreateCluster(ctx, &pb.CreateClusterRequest{ClusterId: "b", Cluster: &pb.Cluster{Labels: map[string]string{"region": "b"}}})
-	require.NoError(t, err)
-	e.StartWorker(t, "--kubeconfig", deploytest.WorkerKubeconfig(t, second), "--cluster", "b", "--cluster-heartbeat", "1s")
-
-	require.Eventually(t, func() bool {
-		c, err := admin.GetCluster(ctx, &pb.GetClusterRequest{Name: "clusters/b"})
-		return err == nil && c.GetState() == pb.ClusterState_CLUSTER_STATE_READY && c.GetCapacity().GetGpu() == 16
-	}, 90*time.Second, 200*time.Millisecond, "cluster b reports its 16 GPUs and becomes READY")
-	waitServiceAccount(t, second.Client(), e.ns)
-
-	s := &schedEnv{workerEnv: e, tenant: workerTenant}
+	s, second, _ := startTwoClusters(t, "--cluster-heartbeat", "1s")
+	e, ctx := s.workerEnv, ctxT(t)
 	inB := gpuJob(1, 8, 0, annot(cluster.AnnotationRunFor, "30s"))
 	inB.ClusterSelector = map[string]string{"region": "b"}
 	inDefault := gpuJob(1, 8, 0, annot(cluster.AnnotationRunFor, "30s"))
@@ -78,7 +57,7 @@ func TestClustersPlaceEachGangWholeInOneCluster(t *testing.T) {
 	require.Contains(t, j.GetStatus().GetQueue().GetMessage(), "split", "queue: %v", j.GetStatus().GetQueue())
 	require.Empty(t, podsIn(t, e.Cluster.Client(), e.ns, "big"))
 	require.Empty(t, podsIn(t, second.Client(), e.ns, "big"))
-	_, err = s.jobs.CancelJob(ctx, &pb.CancelJobRequest{Name: big})
+	_, err := s.jobs.CancelJob(ctx, &pb.CancelJobRequest{Name: big})
 	require.NoError(t, err)
 
 	// default's other 8 GPUs taken: the next unconstrained gang goes to b.
@@ -94,6 +73,44 @@ func TestClustersPlaceEachGangWholeInOneCluster(t *testing.T) {
 		_, err := s.jobs.CancelJob(ctx, &pb.CancelJobRequest{Name: harness.JobName(workerTenant, id)})
 		require.NoError(t, err)
 	}
+}
+
+// startTwoClusters starts Trainyard with a worker in the package's shared
+// cluster (`default`, labelled region=a) and one in the second local
+// cluster (`b`, region=b, registered first), both with workerArgs, and
+// waits until b is READY with its 16 GPUs and the tenant's namespace is
+// provisioned in both. It returns the tenant's environment, the second
+// cluster, and the arguments that start b's worker again.
+func startTwoClusters(t *testing.T, workerArgs ...string) (*schedEnv, *cluster.Cluster, []string) {
+	t.Helper()
+	waitGPUsFree(t)
+	e := startWorkers(t, 1, workerArgs...)
+	second := harness.SecondCluster(t)
+	ctx := ctxT(t)
+	t.Cleanup(func() {
+		_ = second.Client().CoreV1().Namespaces().Delete(context.Background(), e.ns, metav1.DeleteOptions{})
+	})
+	admin := pb.NewClusterServiceClient(e.Conn(t, e.AdminToken()))
+	_, err := admin.UpdateCluster(ctx, &pb.UpdateClusterRequest{Cluster: &pb.Cluster{Name: "clusters/default", Labels: map[string]string{"region": "a"}},
+		UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"labels"}}})
+	require.NoError(t, err)
+	_, err = admin.CreateCluster(ctx, &pb.CreateClusterRequest{ClusterId: "b", Cluster: &pb.Cluster{Labels: map[string]string{"region": "b"}}})
+	require.NoError(t, err)
+	bArgs := append([]string{"--kubeconfig", deploytest.WorkerKubeconfig(t, second), "--cluster", "b"}, workerArgs...)
+	e.StartWorker(t, bArgs...)
+	waitClusterState(t, admin, "b", pb.ClusterState_CLUSTER_STATE_READY, 90*time.Second)
+	waitServiceAccount(t, second.Client(), e.ns)
+	return &schedEnv{workerEnv: e, tenant: workerTenant}, second, bArgs
+}
+
+// waitClusterState waits until a cluster is in state (READY: with its
+// 16 GPUs reported).
+func waitClusterState(t *testing.T, admin pb.ClusterServiceClient, name string, state pb.ClusterState, timeout time.Duration) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		c, err := admin.GetCluster(ctxT(t), &pb.GetClusterRequest{Name: "clusters/" + name})
+		return err == nil && c.GetState() == state && (state != pb.ClusterState_CLUSTER_STATE_READY || c.GetCapacity().GetGpu() == 16)
+	}, timeout, 200*time.Millisecond, "cluster %s becomes %s", name, state)
 }
 
 // waitServiceAccount waits until a tenant's namespace in a cluster has
@@ -116,4 +133,66 @@ func podsIn(t *testing.T, c kubernetes.Interface, ns, jobID string) []string {
 		names = append(names, p.Name)
 	}
 	return names
+}
+
+// Losing a cluster loses no job: b's worker is killed while a job runs
+// there (its kwok pod runs on, and ends, with nobody to report it); b goes
+// UNREACHABLE after --cluster-timeout, and after --cluster-lost-grace the
+// job goes back to the queue (a restart, reason ClusterLost) and runs to
+// success in default. When b's worker comes back, b is READY again and the
+// pod the moved job left there is deleted. The old pod had ended before
+// the new one was created: never two runs side by side.
+func TestClustersLostClusterJobsMoveElsewhere(t *testing.T) {
+	args := []string{"--cluster-heartbeat", "1s", "--cluster-timeout", "4s", "--cluster-lost-grace", "4s", "--lease-ttl", "3s"}
+	s, second, bArgs := startTwoClusters(t, args...)
+	e, ctx := s.workerEnv, ctxT(t)
+	admin := pb.NewClusterServiceClient(e.Conn(t, e.AdminToken()))
+
+	// Cordoned, default takes nothing new: the job goes to b.
+	_, err := admin.CordonCluster(ctx, &pb.CordonClusterRequest{Name: "clusters/default"})
+	require.NoError(t, err)
+	name := s.submitTo(t, "moves", gpuJob(1, 8, 0, annot(cluster.AnnotationRunFor, "5s")))
+	j := s.wait(t, name, 60*time.Second, pb.JobState_JOB_STATE_RUNNING)
+	require.Equal(t, "b", j.GetStatus().GetCluster())
+	_, err = admin.UncordonCluster(ctx, &pb.UncordonClusterRequest{Name: "clusters/default"})
+	require.NoError(t, err)
+	require.Len(t, podsIn(t, second.Client(), e.ns, "moves"), 1)
+
+	workerB := e.Workers[len(e.Workers)-1]
+	workerB.Kill()
+	waitClusterState(t, admin, "b", pb.ClusterState_CLUSTER_STATE_UNREACHABLE, 30*time.Second)
+	j = s.wait(t, name, 90*time.Second, pb.JobState_JOB_STATE_SUCCEEDED)
+	require.Equal(t, "default", j.GetStatus().GetCluster(), "it ran to the end in default")
+	require.EqualValues(t, 1, j.GetStatus().GetRestarts(), "moving is one restart")
+	events, err := s.jobs.ListJobEvents(ctx, &pb.ListJobEventsRequest{Parent: name, PageSize: 200})
+	require.NoError(t, err)
+	var lost string
+	for _, ev := range events.GetEvents() {
+		if ev.GetReason() == "ClusterLost" {
+			lost = ev.GetMessage()
+		}
+	}
+	require.Contains(t, lost, `cluster "b" has not answered`)
+
+	// The run in b had ended (kwok ran its 5 s) before the one in default
+	// was created.
+	oldPods, err := second.Client().CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{LabelSelector: "trainyard.dev/job=moves"})
+	require.NoError(t, err)
+	require.Len(t, oldPods.Items, 1)
+	newPods, err := e.Cluster.Client().CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{LabelSelector: "trainyard.dev/job=moves"})
+	require.NoError(t, err)
+	for _, p := range newPods.Items {
+		for _, c := range oldPods.Items[0].Status.ContainerStatuses {
+			if c.State.Terminated != nil {
+				require.True(t, c.State.Terminated.FinishedAt.Time.Before(p.CreationTimestamp.Time.Add(time.Second)),
+					"the old run ended (%s) before the new one began (%s)", c.State.Terminated.FinishedAt, p.CreationTimestamp)
+			}
+		}
+	}
+
+	// b's worker back: b is READY, and what the moved job left there goes.
+	e.StartWorker(t, bArgs...)
+	waitClusterState(t, admin, "b", pb.ClusterState_CLUSTER_STATE_READY, 60*time.Second)
+	require.Eventually(t, func() bool { return len(podsIn(t, second.Client(), e.ns, "moves")) == 0 }, 90*time.Second, 200*time.Millisecond,
+		"b's worker deletes the moved job's old pod")
 }

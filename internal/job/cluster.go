@@ -27,6 +27,13 @@ func ClusterLost(s Status, cluster string, unreachableFor time.Duration, now tim
 	p.status.Requeuing = nil
 	p.status.Cluster = ""
 	p.status.ReplicaCounts = nil // its pods are out of sight: none is counted
+	// Every replica starts again where the job runs next: none of them has
+	// a pod there, and none is missing one (which would count a restart
+	// more).
+	for i := range p.status.Replicas {
+		r := &p.status.Replicas[i]
+		r.State, r.Node = ReplicaPending, ""
+	}
 	p.setCondition(CondClusterLost, true, ReasonClusterLost, msg)
 	p.setCondition(CondAdmitted, false, ReasonClusterLost, msg)
 	p.setCondition(CondQueued, true, ReasonRequeued, msg)

@@ -15,7 +15,8 @@ func TestClusterLost(t *testing.T) {
 	now := time.Date(2026, 12, 7, 11, 0, 0, 0, time.UTC)
 	start := now.Add(-time.Hour)
 	s := job.Status{State: job.Running, Restarts: 2, Requeues: 1, Cluster: "b", StartTime: &start,
-		ReplicaCounts: []job.ReplicaCounts{{Type: job.Worker, Active: 3}}}
+		ReplicaCounts: []job.ReplicaCounts{{Type: job.Worker, Active: 3}},
+		Replicas:      []job.ReplicaStatus{{Type: job.Worker, Index: 0, Pod: "j-worker-0", Node: "n1", State: job.ReplicaRunning}}}
 	got, events := job.ClusterLost(s, "b", 11*time.Minute, now)
 	require.Equal(t, job.Queued, got.State)
 	require.Equal(t, job.ReasonClusterLost, got.Reason)
@@ -24,6 +25,8 @@ func TestClusterLost(t *testing.T) {
 	require.Empty(t, got.Cluster)
 	require.Nil(t, got.StartTime)
 	require.Nil(t, got.ReplicaCounts)
+	require.Equal(t, job.ReplicaPending, got.Replicas[0].State, "it starts again elsewhere")
+	require.Empty(t, got.Replicas[0].Node)
 	conds := map[string]job.Condition{}
 	for _, c := range got.Conditions {
 		conds[c.Type] = c
