@@ -27,6 +27,7 @@ type bundle struct {
 	ctx   context.Context
 	store *store.Store
 	pool  *pgxpool.Pool
+	url   string
 	ctl   *Controller
 }
 
@@ -34,13 +35,13 @@ func setup(t *testing.T) *bundle {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	pool, _ := pgtest.Schema(t)
+	pool, url := pgtest.Schema(t)
 	st := store.New(pool)
 	_, err := st.TenantCreate(ctx, tenant.Tenant{ID: "a", Namespace: "ty-a"})
 	require.NoError(t, err)
 	ctl, err := NewController(Config{Store: st})
 	require.NoError(t, err)
-	return &bundle{ctx: ctx, store: st, pool: pool, ctl: ctl}
+	return &bundle{ctx: ctx, store: st, pool: pool, url: url, ctl: ctl}
 }
 
 func spec(maxTrials, parallelism int) experiment.Spec {
@@ -285,6 +286,32 @@ func TestLeadPassesWhenJobsChange(t *testing.T) {
 	require.Eventually(t, func() bool { return len(trials()) == 2 }, 10*time.Second, 20*time.Millisecond,
 		"a notification starts a pass long before the period")
 	require.Equal(t, experiment.TrialSucceeded, trials()[0].State)
+}
+
+// A new experiment wakes a leading controller (store.ExperimentCreate
+// notifies store.ChannelEvents): its first trial starts long before the
+// period.
+func TestANewExperimentStartsAtOnce(t *testing.T) {
+	b := setup(t)
+	l, err := store.NewListener(b.url, store.ListenerConfig{})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(b.ctx)
+	ldone := make(chan struct{})
+	go func() { defer close(ldone); _ = l.Run(ctx) }()
+	ctl, err := NewController(Config{Store: b.store, Period: time.Hour, Listener: l})
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() { defer close(done); ctl.Lead(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; <-ldone })
+	require.Eventually(t, func() bool { return l.Listening(store.ChannelEvents) }, 10*time.Second, 10*time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // the first pass, of no experiment, and MinGap
+
+	e := b.create(t, "now", spec(2, 1))
+	require.Eventually(t, func() bool {
+		ts, err := b.store.TrialList(b.ctx, "a", e.UID)
+		require.NoError(t, err)
+		return len(ts) == 1
+	}, 10*time.Second, 20*time.Millisecond, "the notification starts a pass")
 }
 
 func TestAnOffboardedTenantsExperimentFails(t *testing.T) {
