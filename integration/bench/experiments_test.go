@@ -25,8 +25,8 @@ import (
 //	experiment  CreateExperiment: random search over q in 0..9, the trial
 //	            template a single worker pod that runs runFor and prints
 //	            metrics curve q (sim.trainyard.dev/metrics-curve), no
-//	            early stopping; wall time from the CreateExperiment
-//	            answer's request to GetExperiment (polled every 100 ms)
+//	            early stopping; wall time from just before CreateExperiment
+//	            to GetExperiment (polled every 100 ms)
 //	            saying it ended
 //	by hand     a client that keeps P jobs of the same template (the
 //	            experiment's trials' q, in trial order) unfinished: it
