@@ -152,6 +152,7 @@ func BenchmarkTrainyard(b *testing.B) {
 	section("dispatch", func(b *testing.B) { benchDispatch(b, cfg, rep) })
 	section("rates", func(b *testing.B) { benchDispatchRates(b, cfg, rep) })
 	section("webhooks", func(b *testing.B) { benchWebhooks(b, cfg, rep) })
+	section("experiments", func(b *testing.B) { benchExperiments(b, rep) })
 	// Every section on the cluster leaves it empty when it ends
 	// (leaveClusterEmpty: a new cluster, or its pods deleted): the next one
 	// starts on the nodes alone.

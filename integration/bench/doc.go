@@ -152,6 +152,16 @@
 // each block of the most seeded level, TRAINYARD_BENCH_PROFILE_SECONDS long
 // (set it to the block's length), named dispatch-<level>-<path>-<pair>.
 //
+// # Experiments: BenchmarkTrainyard/experiments
+//
+// Issue 46 (experiments_test.go): an experiment of
+// TRAINYARD_BENCH_EXPERIMENT_TRIALS (default 100) simulated trials (one
+// pod running TRAINYARD_BENCH_TRIAL_RUN_FOR, default 5s, and printing
+// metrics curve q) at parallelism 10 until it ends, then the same jobs by
+// a client that keeps 10 unfinished (WatchJobs; the next submit as one
+// ends), on one local cluster with one worker. It prints both wall times
+// and their ratio (target: the experiment within 1.2×) and the best trials.
+//
 // # Issue 11 and issue 8: batch, million, watchers, rates, memory, replicas, admission
 //
 // After the store table, in this order (each file's comment says more):

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
 
 // Small, seconds-long versions of the issue 8 and 11 benchmarks, run by
@@ -145,4 +147,17 @@ func TestWebhooksSmoke(t *testing.T) {
 	t.Logf("submits %.0f/s off, %.0f/s on; end→2xx p50 %.0f ms p99 %.0f ms", r.off, r.on, ms(r.endToReceiver.p50), ms(r.endToReceiver.p99))
 	require.Equal(t, r.ended, r.endToReceiver.n, "every end reached the receiver")
 	require.Positive(t, r.on)
+}
+
+func TestExperimentsSmoke(t *testing.T) {
+	r := measureExperiments(t, 6, 3, time.Second)
+	t.Logf("%d trials at parallelism %d: experiment %.1f s, by hand %.1f s", r.trials, r.parallelism, r.exp.Seconds(), r.byHand.Seconds())
+	require.Equal(t, pb.ExperimentState_EXPERIMENT_STATE_SUCCEEDED, r.state, r.reason)
+	require.Equal(t, 6, r.succeeded, "every trial succeeded")
+	require.Equal(t, 6, r.handDone, "every job by hand ended")
+	require.NotEmpty(t, r.best)
+	require.Positive(t, r.byHand)
+	var out strings.Builder
+	r.print(&out)
+	require.Contains(t, out.String(), "vs by hand")
 }

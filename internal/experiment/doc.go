@@ -12,8 +12,10 @@
 // One controller runs at a time: the process holding the scheduler lease
 // runs it (scheduler.Config.OnLead, next to the EndpointSlice controller),
 // so there is no second lease to keep and no two controllers ever create
-// the same trial. Every Period (and at once when it starts leading) it
-// makes one pass over each RUNNING experiment:
+// the same trial. Every Period, at once when it starts leading, and when
+// a job changes or an experiment is created (store.ChannelEvents; at most
+// one such pass every MinGap, 250 ms) it makes one pass over each RUNNING
+// experiment:
 //
 //	trials + their jobs ──► a trial whose job ended: SUCCEEDED (the last
 //	   │                     reported value of the objective metric is its

@@ -39,8 +39,8 @@ type Config struct {
 	// (store.ChannelEvents), so a trial that ended is replaced within
 	// MinGap rather than a Period. Nil: passes every Period only.
 	Listener store.Subscriber
-	// MinGap is the least time between two passes a notification starts.
-	// Defaults to 1 s.
+	// MinGap is the least time from a pass's start to the next one a
+	// notification starts. Defaults to 250 ms.
 	MinGap time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
@@ -62,7 +62,7 @@ func NewController(cfg Config) (*Controller, error) {
 		cfg.Period = 5 * time.Second
 	}
 	if cfg.MinGap == 0 {
-		cfg.MinGap = time.Second
+		cfg.MinGap = 250 * time.Millisecond
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -70,8 +70,11 @@ func NewController(cfg Config) (*Controller, error) {
 	return &Controller{cfg: cfg, log: cfg.Logger.With("component", "experiments")}, nil
 }
 
-// Lead makes a pass every Period, and at most every MinGap when jobs
-// change, until ctx ends.
+// Lead makes a pass every Period, and when jobs change, until ctx ends.
+// A notification starts a pass at once when the last one began MinGap
+// ago or more, else when MinGap has passed since it began: passes follow
+// a trial's end without delay when they are few, and a burst of changes
+// costs at most one pass every MinGap.
 func (c *Controller) Lead(ctx context.Context) {
 	c.log.Info("experiments controller leading")
 	var events <-chan string
@@ -83,6 +86,7 @@ func (c *Controller) Lead(ctx context.Context) {
 	t := time.NewTicker(c.cfg.Period)
 	defer t.Stop()
 	for {
+		began := time.Now()
 		if err := c.Pass(ctx); err != nil && ctx.Err() == nil {
 			c.log.Warn("experiments pass failed", "error", err)
 		}
@@ -91,12 +95,14 @@ func (c *Controller) Lead(ctx context.Context) {
 			return
 		case <-t.C:
 		case <-events:
-			// Let the burst settle, then drain what came meanwhile.
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(c.cfg.MinGap):
+			if wait := time.Until(began.Add(c.cfg.MinGap)); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(wait):
+				}
 			}
+			// Drain what came meanwhile: this pass reads it.
 			for drained := false; !drained; {
 				select {
 				case <-events:

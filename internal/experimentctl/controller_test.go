@@ -27,6 +27,7 @@ type bundle struct {
 	ctx   context.Context
 	store *store.Store
 	pool  *pgxpool.Pool
+	url   string
 	ctl   *Controller
 }
 
@@ -34,13 +35,13 @@ func setup(t *testing.T) *bundle {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	pool, _ := pgtest.Schema(t)
+	pool, url := pgtest.Schema(t)
 	st := store.New(pool)
 	_, err := st.TenantCreate(ctx, tenant.Tenant{ID: "a", Namespace: "ty-a"})
 	require.NoError(t, err)
 	ctl, err := NewController(Config{Store: st})
 	require.NoError(t, err)
-	return &bundle{ctx: ctx, store: st, pool: pool, ctl: ctl}
+	return &bundle{ctx: ctx, store: st, pool: pool, url: url, ctl: ctl}
 }
 
 func spec(maxTrials, parallelism int) experiment.Spec {
@@ -287,6 +288,32 @@ func TestLeadPassesWhenJobsChange(t *testing.T) {
 	require.Equal(t, experiment.TrialSucceeded, trials()[0].State)
 }
 
+// A new experiment wakes a leading controller (store.ExperimentCreate
+// notifies store.ChannelEvents): its first trial starts long before the
+// period.
+func TestANewExperimentStartsAtOnce(t *testing.T) {
+	b := setup(t)
+	l, err := store.NewListener(b.url, store.ListenerConfig{})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(b.ctx)
+	ldone := make(chan struct{})
+	go func() { defer close(ldone); _ = l.Run(ctx) }()
+	ctl, err := NewController(Config{Store: b.store, Period: time.Hour, Listener: l})
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() { defer close(done); ctl.Lead(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; <-ldone })
+	require.Eventually(t, func() bool { return l.Listening(store.ChannelEvents) }, 10*time.Second, 10*time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // the first pass, of no experiment, and MinGap
+
+	e := b.create(t, "now", spec(2, 1))
+	require.Eventually(t, func() bool {
+		ts, err := b.store.TrialList(b.ctx, "a", e.UID)
+		require.NoError(t, err)
+		return len(ts) == 1
+	}, 10*time.Second, 20*time.Millisecond, "the notification starts a pass")
+}
+
 func TestAnOffboardedTenantsExperimentFails(t *testing.T) {
 	b := setup(t)
 	e := b.create(t, "gone", spec(3, 1))
@@ -302,4 +329,86 @@ func TestAnOffboardedTenantsExperimentFails(t *testing.T) {
 		require.Equal(t, experiment.TrialFailed, tr.State)
 		require.Contains(t, tr.Reason, "could not be created")
 	}
+}
+
+// setJob fakes a state of a trial's job that is not an end, as its worker
+// would save it: RUNNING, or QUEUED again after a requeue.
+func (b *bundle) setJob(t *testing.T, tr experiment.Trial, state job.State, reason string, requeues int) {
+	t.Helper()
+	tag, err := b.pool.Exec(b.ctx, `UPDATE jobs SET state = $2,
+		status = jsonb_set(jsonb_set(jsonb_set(status, '{state}', to_jsonb($2::text)), '{reason}', to_jsonb($3::text)),
+			'{requeues}', to_jsonb($4::int))
+		WHERE uid = $1 AND active`, tr.JobUID, string(state), reason, requeues)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, tag.RowsAffected())
+}
+
+// points are loss points from step first on.
+func points(first int64, losses ...float64) []experiment.MetricPoint {
+	var ps []experiment.MetricPoint
+	for i, v := range losses {
+		ps = append(ps, experiment.MetricPoint{Name: "loss", Step: first + int64(i), Value: v, Time: time.Now()})
+	}
+	return ps
+}
+
+// A trial whose job is preempted goes on: its job is requeued (QUEUED
+// again, the same job), the trial stays RUNNING and nothing replaces it,
+// and when the job runs again from its checkpoint the steps it reports
+// twice (the resumed run's, and the worker's overlapping log reads) are
+// stored once, so its curve has each step once and its objective is the
+// last step's.
+func TestAPreemptedTrialResumesWithItsMetrics(t *testing.T) {
+	b := setup(t)
+	e := b.create(t, "resume", spec(2, 1))
+	_, trials := b.pass(t, e)
+	require.Len(t, trials, 1)
+	tr := trials[0]
+
+	b.setJob(t, tr, job.Running, job.ReasonRunning, 0)
+	n, err := b.store.TrialMetricsAdd(b.ctx, tr.JobUID, points(1, 0.9, 0.8, 0.7))
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+
+	// Preempted: its pods are stopped and the job is back in the queue
+	// (job.planRequeue), with a checkpoint of step 2.
+	b.setJob(t, tr, job.Queued, job.ReasonPreempted, 1)
+	e, trials = b.pass(t, e)
+	require.Equal(t, experiment.Running, e.State)
+	require.Len(t, trials, 1, "nothing replaces a requeued trial")
+	require.Equal(t, experiment.TrialRunning, trials[0].State, trials[0].Reason)
+	j := b.job(t, trials[0])
+	require.Equal(t, tr.JobUID, j.UID, "the same job, not a new one")
+	require.Equal(t, job.Queued, j.Status.State, "requeued, not cancelled")
+
+	// Admitted again, it resumes from step 2's checkpoint and prints steps
+	// 3 to 5; the worker's first read of the new pod overlaps the last.
+	b.setJob(t, tr, job.Running, job.ReasonRunning, 1)
+	n, err = b.store.TrialMetricsAdd(b.ctx, tr.JobUID, points(3, 0.69, 0.6, 0.5))
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "step 3 was stored before")
+	n, err = b.store.TrialMetricsAdd(b.ctx, tr.JobUID, points(4, 0.6, 0.5))
+	require.NoError(t, err)
+	require.Zero(t, n, "an overlapping read stores nothing")
+	e, trials = b.pass(t, e)
+	require.Equal(t, experiment.TrialRunning, trials[0].State)
+	require.Len(t, trials, 1)
+
+	b.end(t, tr, job.Succeeded)
+	e, trials = b.pass(t, e)
+	require.Equal(t, experiment.TrialSucceeded, trials[0].State, trials[0].Reason)
+	require.InDelta(t, 0.5, *trials[0].Objective, 0, "the last step's value")
+	require.Equal(t, 0, e.BestTrial)
+	require.Len(t, trials, 2, "the next trial starts once it has ended")
+
+	curves, err := b.store.TrialMetrics(b.ctx, "a", []string{tr.JobUID}, "loss")
+	require.NoError(t, err)
+	var steps []int64
+	var values []float64
+	for _, p := range curves[tr.JobUID] {
+		steps = append(steps, p.Step)
+		values = append(values, p.Value)
+	}
+	require.Equal(t, []int64{1, 2, 3, 4, 5}, steps, "each step once, across the requeue")
+	require.Equal(t, []float64{0.9, 0.8, 0.7, 0.6, 0.5}, values, "a step reported twice keeps its first value")
 }

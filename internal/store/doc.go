@@ -278,7 +278,7 @@
 // under load.
 //
 //	ChannelJobs       "<tenant>/<uid>": a job needs a worker; "<tenant>/": jobs admitted, claimers wake
-//	ChannelEvents     tenant id: new events, for watchers
+//	ChannelEvents     tenant id: new events, for watchers; an experiment created, for its controller
 //	ChannelTenants    tenant id: the tenant or its secrets changed
 //	ChannelSchedule   tenant id: a job waits for the scheduler
 //	ChannelFreed      tenant id: capacity or quota freed for waiting jobs

@@ -79,6 +79,9 @@ func (s *Store) ExperimentCreate(ctx context.Context, e experiment.Experiment) (
 		if err != nil {
 			return err
 		}
+		// Wakes the experiments controller (it passes when jobs change), so
+		// the first trials start now rather than on its next period.
+		tx.notify(ChannelEvents, e.Tenant)
 		return auditInsert(ctx, tx, e.Tenant, audit.ExperimentCreate, resname.Experiment.Format(e.Tenant, e.Name), map[string]any{
 			"uid": out.UID, "algorithm": out.Spec.Algorithm.Name, "maxTrials": out.Spec.MaxTrials,
 			"parallelism": out.Spec.Parallelism,

@@ -18,7 +18,8 @@ const (
 	// or "<tenant>/" when jobs of the tenant became claimable (admitted:
 	// nobody owns them yet, so one wake-up of the claimers serves them all).
 	ChannelJobs = "trainyard_jobs"
-	// ChannelEvents: new events were written. Payload: the tenant id.
+	// ChannelEvents: new events were written, or an experiment was
+	// created (for the experiments controller). Payload: the tenant id.
 	ChannelEvents = "trainyard_events"
 	// ChannelTenants: a tenant or its secrets changed. Payload: the tenant id.
 	ChannelTenants = "trainyard_tenants"
