@@ -76,3 +76,22 @@ func TestTrialsTableIsBestFirst(t *testing.T) {
 	sortTrialsBestFirst(trials, true)
 	require.Equal(t, int32(0), trials[0].GetIndex(), "maximize: the larger first")
 }
+
+// The local cluster's example is accepted too, its placeholder in a pod
+// annotation.
+func TestLocalExperimentExampleAcceptedByServer(t *testing.T) {
+	data, err := os.ReadFile("examples/experiment-local.yaml")
+	require.NoError(t, err)
+	name, spec, err := parseExperimentFile(data)
+	require.NoError(t, err)
+	require.Equal(t, "curves", name)
+	exps := &keepingExperiments{}
+	srv := api.NewExperimentServer(api.Deps{Store: &acceptingStore{}}, exps)
+	_, err = srv.CreateExperiment(context.Background(), &pb.CreateExperimentRequest{Parent: "tenants/vision", ExperimentId: name,
+		Experiment: &pb.Experiment{Spec: spec}})
+	require.NoError(t, err)
+	e := exps.created
+	require.Equal(t, "grid", e.Spec.Algorithm.Name)
+	require.Equal(t, 10, e.Spec.MaxTrials)
+	require.Equal(t, experiment.RuleASHA, e.Spec.EarlyStopping.Rule)
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
 
 	"github.com/trainyard/trainyard/integration/cluster"
 	"github.com/trainyard/trainyard/integration/harness"
@@ -18,12 +19,18 @@ import (
 // parameter (sim.trainyard.dev/metrics-curve: "${trial.q}"; curve q's loss
 // grows with q): the worker reads the trials' metric lines from their
 // pods' logs, successive halving stops the trials that lag, at most
-// parallelism trials run at once, and the experiment ends with the curve-0
-// trial best and its final loss the curve's last point.
+// parallelism trials run at once, the tenant's quota (2 pods) holds the
+// third back as it would any job, and the experiment ends with the
+// curve-0 trial best and its final loss the curve's last point.
 func TestExperimentFindsTheBestTrialAndStopsTheWorst(t *testing.T) {
 	e := startWorkers(t, 1, "--trial-metrics-interval=1s", "--experiment-period=1s")
 	exps := pb.NewExperimentServiceClient(e.Conn(t, e.Token("alice")))
-	const parallelism = 3
+	const parallelism, quotaPods = 3, 2
+	_, err := e.Tenants(t, e.AdminToken()).UpdateTenant(ctxT(t), &pb.UpdateTenantRequest{
+		Tenant:     &pb.Tenant{Name: harness.TenantName(workerTenant), Quota: &pb.Quota{Pods: quotaPods}},
+		UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"quota.pods"}},
+	})
+	require.NoError(t, err)
 	created, err := exps.CreateExperiment(ctxT(t), &pb.CreateExperimentRequest{
 		Parent: harness.TenantName(workerTenant), ExperimentId: "curves",
 		Experiment: &pb.Experiment{Spec: &pb.ExperimentSpec{
@@ -40,8 +47,25 @@ func TestExperimentFindsTheBestTrialAndStopsTheWorst(t *testing.T) {
 	})
 	require.NoError(t, err)
 
-	var exp *pb.Experiment
+	var (
+		exp        *pb.Experiment
+		quotaHeld  bool
+		mostActive int
+	)
 	require.Eventually(t, func() bool {
+		jobs, err := e.jobs.ListJobs(ctxT(t), &pb.ListJobsRequest{Parent: harness.TenantName(workerTenant), PageSize: 100})
+		require.NoError(t, err)
+		active := 0
+		for _, j := range jobs.GetJobs() {
+			switch j.GetStatus().GetState() {
+			case pb.JobState_JOB_STATE_STARTING, pb.JobState_JOB_STATE_RUNNING, pb.JobState_JOB_STATE_RESTARTING:
+				active++
+			case pb.JobState_JOB_STATE_QUEUED:
+				quotaHeld = quotaHeld || j.GetStatus().GetQueue().GetReason() == pb.WaitReason_WAIT_REASON_QUOTA
+			}
+		}
+		mostActive = max(mostActive, active)
+		require.LessOrEqual(t, active, quotaPods, "the tenant's quota holds for trials too")
 		trials, err := exps.ListTrials(ctxT(t), &pb.ListTrialsRequest{Parent: created.GetName()})
 		require.NoError(t, err)
 		running := 0
@@ -56,6 +80,8 @@ func TestExperimentFindsTheBestTrialAndStopsTheWorst(t *testing.T) {
 		return exp.GetState() != pb.ExperimentState_EXPERIMENT_STATE_RUNNING
 	}, 4*time.Minute, 250*time.Millisecond)
 	require.Equal(t, pb.ExperimentState_EXPERIMENT_STATE_SUCCEEDED, exp.GetState(), exp.GetStateReason())
+	require.True(t, quotaHeld, "a trial waited for the tenant's quota")
+	require.Equal(t, quotaPods, mostActive, "as many trials ran at once as the quota allows")
 
 	best := exp.GetBestTrial()
 	require.Equal(t, "0", best.GetParameters()["q"], "the best curve wins")
