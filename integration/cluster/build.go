@@ -25,6 +25,24 @@ var Binaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "ku
 // is cached, minutes the first time) and returns the directory holding
 // Binaries. Its progress goes to progress (nil: discarded).
 func EnsureBinaries(ctx context.Context, progress io.Writer) (string, error) {
+	dir, err := RunBuildScript(ctx, "build.sh", buildScript, progress)
+	if err != nil {
+		return "", err
+	}
+	for _, b := range Binaries {
+		if st, err := os.Stat(filepath.Join(dir, b)); err != nil || st.Mode()&0o111 == 0 {
+			return "", fmt.Errorf("build.sh printed %q but %s is missing there", dir, b)
+		}
+	}
+	return dir, nil
+}
+
+// RunBuildScript runs a build script (an embedded build.sh: this one, or
+// integration/prometheus's) with its progress on stderr going to progress
+// (nil: discarded), and returns the last line it printed on stdout: the
+// directory of what it built. A failure quotes the last 8 KiB of stderr;
+// name names the script in it.
+func RunBuildScript(ctx context.Context, name, script string, progress io.Writer) (string, error) {
 	if progress == nil {
 		progress = io.Discard
 	}
@@ -34,7 +52,7 @@ func EnsureBinaries(ctx context.Context, progress io.Writer) (string, error) {
 		return "", err
 	}
 	defer os.Remove(f.Name())
-	if _, err := f.WriteString(buildScript); err != nil {
+	if _, err := f.WriteString(script); err != nil {
 		_ = f.Close()
 		return "", err
 	}
@@ -47,16 +65,10 @@ func EnsureBinaries(ctx context.Context, progress io.Writer) (string, error) {
 	var stderr bytes.Buffer
 	cmd.Stderr = io.MultiWriter(progress, &tail{buf: &stderr, max: 8 << 10})
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("build.sh: %w\n%s", err, stderr.String())
+		return "", fmt.Errorf("%s: %w\n%s", name, err, stderr.String())
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	dir := strings.TrimSpace(lines[len(lines)-1])
-	for _, b := range Binaries {
-		if st, err := os.Stat(filepath.Join(dir, b)); err != nil || st.Mode()&0o111 == 0 {
-			return "", fmt.Errorf("build.sh printed %q but %s is missing there", dir, b)
-		}
-	}
-	return dir, nil
+	return strings.TrimSpace(lines[len(lines)-1]), nil
 }
 
 // tail keeps the last max bytes written to it.

@@ -150,7 +150,7 @@ func (s *Server) waitReady(ctx context.Context, limit time.Duration) error {
 // Log is the server's log so far (its last 8 KiB).
 func (s *Server) Log() string {
 	b, _ := os.ReadFile(s.LogPath)
-	return tailOf(string(b), 8<<10)
+	return string(b[max(len(b)-8<<10, 0):])
 }
 
 // Stop stops the server (SIGTERM, then SIGKILL after 10 s) and removes a
