@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,7 +50,6 @@ func TestExperimentFindsTheBestTrialAndStopsTheWorst(t *testing.T) {
 
 	var (
 		exp        *pb.Experiment
-		quotaHeld  bool
 		mostActive int
 	)
 	require.Eventually(t, func() bool {
@@ -60,8 +60,6 @@ func TestExperimentFindsTheBestTrialAndStopsTheWorst(t *testing.T) {
 			switch j.GetStatus().GetState() {
 			case pb.JobState_JOB_STATE_STARTING, pb.JobState_JOB_STATE_RUNNING, pb.JobState_JOB_STATE_RESTARTING:
 				active++
-			case pb.JobState_JOB_STATE_QUEUED:
-				quotaHeld = quotaHeld || j.GetStatus().GetQueue().GetReason() == pb.WaitReason_WAIT_REASON_QUOTA
 			}
 		}
 		mostActive = max(mostActive, active)
@@ -80,6 +78,18 @@ func TestExperimentFindsTheBestTrialAndStopsTheWorst(t *testing.T) {
 		return exp.GetState() != pb.ExperimentState_EXPERIMENT_STATE_RUNNING
 	}, 4*time.Minute, 250*time.Millisecond)
 	require.Equal(t, pb.ExperimentState_EXPERIMENT_STATE_SUCCEEDED, exp.GetState(), exp.GetStateReason())
+	// A trial waited for the quota: its Waiting event says so (a QUEUED
+	// state lasts too short a while to be sure to be seen by polling).
+	quotaHeld := false
+	all, err := e.jobs.ListJobs(ctxT(t), &pb.ListJobsRequest{Parent: harness.TenantName(workerTenant), PageSize: 100})
+	require.NoError(t, err)
+	for _, j := range all.GetJobs() {
+		events, err := e.jobs.ListJobEvents(ctxT(t), &pb.ListJobEventsRequest{Parent: j.GetName(), PageSize: 200})
+		require.NoError(t, err)
+		for _, ev := range events.GetEvents() {
+			quotaHeld = quotaHeld || (ev.GetReason() == "Waiting" && strings.HasPrefix(ev.GetMessage(), "QUOTA"))
+		}
+	}
 	require.True(t, quotaHeld, "a trial waited for the tenant's quota")
 	require.Equal(t, quotaPods, mostActive, "as many trials ran at once as the quota allows")
 
