@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 )
 
 // routes are the REST routes of the services, read from their
@@ -26,6 +27,19 @@ type route struct {
 	// path a verb route matches is that route's only: job ids cannot hold
 	// a colon, so GET …/jobs/j1:cancel is not GetJob of "j1:cancel".
 	verb bool
+}
+
+// apiRoutes reads the HTTP rules of every trainyard.v1 service linked
+// into the binary, so that a service added later has its 405s without a
+// list to remember.
+func apiRoutes() routes {
+	var files []protoreflect.FileDescriptor
+	protoregistry.GlobalFiles.RangeFilesByPackage("trainyard.v1", func(f protoreflect.FileDescriptor) bool {
+		files = append(files, f)
+		return true
+	})
+	slices.SortFunc(files, func(a, b protoreflect.FileDescriptor) int { return strings.Compare(a.Path(), b.Path()) })
+	return routesOf(files...)
 }
 
 // routesOf reads the HTTP rules of every method of the services in files.

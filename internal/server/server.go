@@ -343,8 +343,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		mux.Handle("/", cfg.Console)
 	}
 	onlyGET(mux, "/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/docs/swagger-ui-bundle.js", "/docs/swagger-ui.css")
-	rs := append(routesOf(pb.File_trainyard_v1_job_proto, pb.File_trainyard_v1_tenant_proto, pb.File_trainyard_v1_audit_proto, pb.File_trainyard_v1_usage_proto,
-		pb.File_trainyard_v1_cluster_proto),
+	rs := append(apiRoutes(),
 		newRoute(http.MethodPost, tensorBoardPath+":open"))
 	mux.Handle("/v1/", rs.methodCheck(authenticateFirst(cfg.AuthHTTP, limitBody(cfg.MaxRequestBytes, gw))))
 	s.routeTensorBoard(mux, gw)

@@ -109,6 +109,14 @@ func TestMethodNotAllowed(t *testing.T) {
 		{"POST", "/openapi.json", "GET, HEAD"},
 		{"PUT", "/docs", "GET, HEAD"},
 		{"PUT", "/v1/tenants/t", "DELETE, GET, PATCH"},
+		// Every trainyard.v1 service's routes, not a list that forgot
+		// webhooks and experiments.
+		{"GET", "/v1/tenants/t/webhooks/w:ping", "POST"},
+		{"PUT", "/v1/tenants/t/webhooks/w", "DELETE, GET, PATCH"},
+		{"GET", "/v1/tenants/t/webhooks/w/deliveries/d:redeliver", "POST"},
+		{"DELETE", "/v1/tenants/t/experiments/e:cancel", "POST"},
+		{"POST", "/v1/tenants/t/experiments/e/trials", "GET"},
+		{"PUT", "/v1/clusters/c", "DELETE, GET, PATCH"},
 	} {
 		resp, body := do(t, s, c.method, c.path, nil)
 		require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, "%s %s: %s", c.method, c.path, body)
