@@ -25,7 +25,7 @@ func byJob(obj any) ([]string, error) {
 // A write is what the next pass observes until the cache shows it; a write
 // that changes nothing is not sent; the cache's copy replaces the memo.
 func TestWriterRemembersItsWriteUntilTheCacheShowsIt(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	client := workertest.Kube()
 	factory := informers.NewSharedInformerFactory(client, 0)
@@ -71,7 +71,7 @@ func TestWriterRemembersItsWriteUntilTheCacheShowsIt(t *testing.T) {
 	require.Eventually(t, func() bool {
 		_, memo := w.writes.Load("ty-acme/" + uid)
 		return !memo && len(inf.GetStore().List()) == 1
-	}, 5*time.Second, time.Millisecond, "the cache shows the write: the memo goes")
+	}, 30*time.Second, time.Millisecond, "the cache shows the write: the memo goes")
 	require.Len(t, w.Observe("ty-acme", uid).Endpoints, 2)
 
 	_, err = w.Sync(ctx, kube.RenderEndpointSlice("ty-acme", pods[:1]), w.Observe("ty-acme", uid))
@@ -87,7 +87,7 @@ func TestWriterRemembersItsWriteUntilTheCacheShowsIt(t *testing.T) {
 
 	_, err = w.Delete(ctx, w.Observe("ty-acme", uid))
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return w.Observe("ty-acme", uid) == nil }, 5*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return w.Observe("ty-acme", uid) == nil }, 30*time.Second, time.Millisecond,
 		"deleted: neither the memo nor the cache shows it")
 	_, err = w.Delete(ctx, written)
 	require.NoError(t, err, "a slice already gone is no error")
