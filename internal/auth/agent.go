@@ -64,7 +64,7 @@ type AgentAuthenticator struct {
 	log *slog.Logger
 
 	mu        sync.Mutex
-	read      time.Time                  // when identities were last read
+	read      time.Time                 // when identities were last read
 	verifiers map[string]*agentVerifier // by cluster name
 }
 
