@@ -57,6 +57,14 @@ type Config struct {
 	// Options.NamespacePrefix is replaced by NamespacePrefix.
 	Options kube.TenantOptions
 
+	// Remote: this reconciler is a remote cluster's agent's (issue 45),
+	// whose store reads tenants through the control plane and writes
+	// nothing. Offboarding is then the control plane's workers' (cancel
+	// the jobs, delete their namespace, mark the tenant DELETED); here an
+	// OFFBOARDING tenant is left as it is, and its namespace is deleted
+	// once the tenant is DELETED (as for every deleted tenant).
+	Remote bool
+
 	// Workers is the number of tenants reconciled at once. Defaults to 4.
 	Workers int
 	// Resync re-reads every tenant from Postgres this often, a safety net
