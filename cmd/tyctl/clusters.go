@@ -159,7 +159,7 @@ to reach it).`,
 		Example: `  tyctl clusters register eu-1 --display-name Frankfurt --label region=eu --label cloud=gcp
   kubectl --context eu-1 get --raw /openid/v1/jwks > eu-1.jwks
   tyctl clusters register eu-1 --agent-issuer https://kubernetes.default.svc.cluster.local --agent-jwks-file eu-1.jwks`,
-		Args:    cobra.ExactArgs(1),
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ls, err := parsePairs("label", labels)
 			if err != nil {
