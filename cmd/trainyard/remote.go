@@ -98,6 +98,16 @@ func runRemoteWorker(ctx context.Context, log *slog.Logger, common *commonFlags,
 	if err != nil {
 		return err
 	}
+	// Cut off from the control plane past its requeue point (less the
+	// pods' grace), the agent deletes its cluster's job pods: their
+	// copies may start elsewhere then (worker.SelfFence).
+	fence, err := worker.NewSelfFence(worker.SelfFenceConfig{
+		LastContact: cp.LastContact, RequeueAfter: cp.RequeueAfter, Kube: kc,
+		Margin: wf.maxGracePeriod + 30*time.Second, Registry: reg, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
 	if wf.metricsAddr != "" {
 		stop, err := serveWorkerMetrics(ctx, log, wf.metricsAddr, reg, w)
 		if err != nil {
@@ -114,6 +124,7 @@ func runRemoteWorker(ctx context.Context, log *slog.Logger, common *commonFlags,
 	)
 	wg.Go(func() { _ = agent.Run(ctx) })
 	wg.Go(func() { _ = sch.Observe(ctx) })
+	wg.Go(func() { fence.Run(ctx) })
 	wg.Go(func() {
 		defer cancel()
 		workerErr = w.Run(ctx)
