@@ -99,7 +99,7 @@ type agentIdentityFlags struct {
 
 func (f *agentIdentityFlags) register(fs *pflag.FlagSet, update bool) {
 	fs.StringVar(&f.issuer, "agent-issuer", "", "the cluster's service-account issuer (kubectl get --raw /.well-known/openid-configuration), for a remote agent (trainyard worker --control-plane)")
-	fs.StringVar(&f.subject, "agent-subject", "system:serviceaccount:trainyard:trainyard-agent", "the remote agent's ServiceAccount, as its tokens name it")
+	fs.StringVar(&f.subject, "agent-subject", "system:serviceaccount:trainyard:trainyard-worker", "the remote agent's ServiceAccount, as its tokens name it (deploy/agent runs it as trainyard-worker)")
 	fs.StringVar(&f.jwksFile, "agent-jwks-file", "", "FILE holding the issuer's keys: the output of kubectl get --raw /openid/v1/jwks (- reads stdin)")
 	fs.StringVar(&f.jwksURI, "agent-jwks-uri", "", "or an https URL the control plane fetches the issuer's keys from (then it must reach the cluster)")
 	if update {

@@ -27,14 +27,16 @@ import (
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
 
-// The remote agent's ServiceAccount, in deploy/'s namespace.
+// The remote agent runs as the worker's ServiceAccount (deploy/agent),
+// whose RBAC and admission policies deploy/cluster gives every cluster.
 const (
-	agentAccount = "trainyard-agent"
+	agentAccount = deploytest.WorkerAccount
 	agentSubject = "system:serviceaccount:" + deploytest.Namespace + ":" + agentAccount
 )
 
-// agentToken makes the agent's ServiceAccount in c (once) and returns a
-// TokenRequest token for it with audience.
+// agentToken makes the agent's ServiceAccount in c (unless it exists) and
+// returns a TokenRequest token for it with audience, as deploy/agent's
+// projected volume gives the agent.
 func agentToken(t *testing.T, c *cluster.Cluster, audience string) string {
 	t.Helper()
 	ctx := ctxT(t)

@@ -40,7 +40,7 @@ type Config struct {
 	// Store is Postgres. Required.
 	Store Store
 	// Client is the Kubernetes client; its identity needs the rights
-	// deploy/base/rbac-worker.yaml grants. Required.
+	// deploy/cluster/rbac-worker.yaml grants. Required.
 	Client kubernetes.Interface
 	// Listener wakes the reconciler when a tenant changes (ChannelTenants)
 	// and when an offboarding tenant's job changes (ChannelJobs). Optional:
