@@ -149,8 +149,8 @@ func TestClustersRemoteAgent(t *testing.T) {
 	// Tokens that are not two's agent's.
 	for what, tok := range map[string]string{
 		"default's key (same issuer name, same ServiceAccount)": agentToken(t, e.Cluster, "trainyard"),
-		"the wrong audience":                                    agentToken(t, second, "https://kubernetes.default.svc"),
-		"a user's token, even a platform admin's":               e.AdminToken(),
+		"the wrong audience":                      agentToken(t, second, "https://kubernetes.default.svc"),
+		"a user's token, even a platform admin's": e.AdminToken(),
 	} {
 		_, err := pb.NewAgentServiceClient(e.Conn(t, tok)).ListAgentTenants(ctx, &pb.ListAgentTenantsRequest{})
 		require.Equal(t, codes.Unauthenticated, status.Code(err), "%s: %v", what, err)
