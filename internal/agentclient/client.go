@@ -19,9 +19,9 @@
 //
 // The token is read from its file (a projected ServiceAccount token, which
 // the kubelet rotates) and read again when the file changes. The client
-// remembers when a call last reached the control plane (LastContact) and
-// what the last heartbeat answered (RequeueAfter), for the agent's
-// self-fencing.
+// remembers when the control plane last recorded its heartbeat
+// (LastContact) and what that heartbeat answered (RequeueAfter), for the
+// agent's self-fencing (worker.SelfFence).
 package agentclient
 
 import (
@@ -75,7 +75,7 @@ type Client struct {
 	api  pb.AgentServiceClient
 	tok  *tokenFile
 
-	contact      atomic.Int64 // unix nanos of the last call that reached the server
+	contact      atomic.Int64 // unix nanos of the last heartbeat the control plane recorded
 	requeueAfter atomic.Int64 // nanos, from the last heartbeat
 }
 
@@ -121,8 +121,12 @@ func New(cfg Config) (*Client, error) {
 // Close closes the connection.
 func (c *Client) Close() error { return c.conn.Close() }
 
-// LastContact is when a call last reached the control plane (any answer
-// but UNAVAILABLE and its kin), or when the client was made.
+// LastContact is when the control plane last recorded a heartbeat of
+// this agent's (or when the client was made): the control plane's clock
+// towards requeueing the cluster's jobs runs from its last heartbeat, so
+// the agent's self-fencing does too. Other calls do not count: a control
+// plane that answers them but cannot record heartbeats (its database is
+// down) still counts the cluster as silent.
 func (c *Client) LastContact() time.Time { return time.Unix(0, c.contact.Load()) }
 
 // RequeueAfter is what the last heartbeat said: how long after the
@@ -138,10 +142,9 @@ func (c *Client) ctx(ctx context.Context) (context.Context, context.CancelFunc) 
 	return context.WithTimeout(ctx, c.cfg.CallTimeout)
 }
 
-// done records the contact and translates the error.
+// done translates the error.
 func (c *Client) done(err error, what string) error {
 	if err == nil {
-		c.contact.Store(time.Now().UnixNano())
 		return nil
 	}
 	st, ok := status.FromError(err)
@@ -153,7 +156,6 @@ func (c *Client) done(err error, what string) error {
 		// Not heard, or not believed (a token being rotated): retried.
 		return fmt.Errorf("%w: %s: %s: %s", store.ErrUnavailable, what, st.Code(), st.Message())
 	}
-	c.contact.Store(time.Now().UnixNano())
 	reason := ""
 	for _, d := range st.Details() {
 		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == agentwire.ErrorDomain {
@@ -346,10 +348,13 @@ func (c *Client) ClusterHeartbeat(ctx context.Context, p store.ClusterHeartbeatP
 	}
 	ctx, cancel := c.ctx(ctx)
 	defer cancel()
+	// The control plane stamps the heartbeat after this: a lower bound.
+	sent := time.Now()
 	r, err := c.api.AgentHeartbeat(ctx, req)
 	if err := c.done(err, "cluster heartbeat"); err != nil {
 		return false, err
 	}
+	c.contact.Store(sent.UnixNano())
 	c.requeueAfter.Store(int64(agentwire.Duration(r.GetRequeueAfter())))
 	return r.GetNodesWritten(), nil
 }

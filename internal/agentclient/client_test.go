@@ -200,11 +200,13 @@ func TestClientOverAgentService(t *testing.T) {
 	_, err = c.TenantGet(ctx, "ghost")
 	require.ErrorIs(t, err, store.ErrNotFound)
 
+	before := c.LastContact()
 	wrote, err := c.ClusterHeartbeat(ctx, store.ClusterHeartbeatParams{Cluster: cluster.Default, Agent: "w1",
 		Capacity: job.Vector{}, NodeCount: 1, Nodes: []cluster.Node{{Name: "n1"}}, NodesDigest: "d1"})
 	require.NoError(t, err)
 	require.True(t, wrote)
 	require.Equal(t, 11*time.Minute, c.RequeueAfter())
+	require.True(t, c.LastContact().After(before), "a recorded heartbeat is contact, for the self-fencing")
 	two, err := b.store.ClusterGet(ctx, "two")
 	require.NoError(t, err)
 	require.Equal(t, "agent:two:w1", two.Agent, "the heartbeat is two's, whatever it named")

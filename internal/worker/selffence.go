@@ -20,9 +20,9 @@ import (
 // heartbeat is older than its timeout plus the lost grace (the requeue
 // point, which the control plane tells the agent with every heartbeat).
 // A partitioned cluster's pods would run on meanwhile, side by side with
-// their requeued copies. So an agent whose calls have failed for longer
-// than the requeue point less a margin deletes the pods of every job in
-// its cluster: by the time the copies start elsewhere, the old pods have
+// their requeued copies. So an agent whose heartbeats have not been
+// recorded for longer than the requeue point less a margin deletes the
+// pods of every job in its cluster: by the time the copies start elsewhere, the old pods have
 // had their grace period and are gone.
 //
 //	last contact ──────────── fence point ─── requeue point (control plane)
@@ -47,8 +47,8 @@ type SelfFence struct {
 
 // SelfFenceConfig configures a SelfFence.
 type SelfFenceConfig struct {
-	// LastContact is when a call last reached the control plane, and
-	// RequeueAfter what the last heartbeat said (0: not known yet)
+	// LastContact is when the control plane last recorded a heartbeat,
+	// and RequeueAfter what it answered (0: not known yet)
 	// (agentclient.Client). Required.
 	LastContact  func() time.Time
 	RequeueAfter func() time.Duration
