@@ -15,11 +15,13 @@ import (
 
 	"github.com/trainyard/trainyard/internal/api"
 	"github.com/trainyard/trainyard/internal/auth"
+	"github.com/trainyard/trainyard/internal/cluster"
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/server"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenant"
+	"github.com/trainyard/trainyard/internal/worker"
 )
 
 // serveFlags are the API server's settings. The names and environment
@@ -48,6 +50,9 @@ type serveFlags struct {
 	tls             server.TLSFiles
 	plaintext       bool
 	fair            server.Fairness
+	// Remote clusters' agents (AgentService).
+	agentAudience     string
+	agentRequeueAfter time.Duration
 }
 
 func (f *serveFlags) register(fs *pflag.FlagSet) {
@@ -80,6 +85,8 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.fair.Unary.Wait, "tenant-queue-wait", d.Unary.Wait, "longest a call waits for its tenant's turn before RESOURCE_EXHAUSTED")
 	fs.IntVar(&f.fair.Streams, "tenant-streams", d.Streams, "watches and log streams one tenant may have open at once on this server")
 	fs.IntVar(&f.fair.Admin.Concurrency, "admin-concurrency", d.Admin.Concurrency, "platform admins' calls running at once, in a lane of their own")
+	fs.StringVar(&f.agentAudience, "agent-audience", cluster.DefaultAgentAudience, "audience remote clusters' agents' ServiceAccount tokens must carry (AgentService, on the gRPC port; each cluster's issuer, agent ServiceAccount and keys are registered with tyctl clusters register --agent-*)")
+	fs.DurationVar(&f.agentRequeueAfter, "agent-requeue-after", worker.DefaultClusterTimeout+worker.DefaultClusterLostGrace, "told to remote agents with each heartbeat: when a silent cluster's jobs go elsewhere (the workers' --cluster-timeout plus --cluster-lost-grace); an agent cut off from the control plane stops its jobs' pods before then")
 	fs.IntVar(&f.maxStreams, "max-streams-per-caller", 32, "watches and log streams one caller (OIDC subject) may have open at once on this server, REST and gRPC together; more are RESOURCE_EXHAUSTED (HTTP 429). Raise it for a service token that streams for many users")
 }
 
@@ -193,7 +200,22 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 		streams.TenantChanges = store.NewWakeups(d.listener, store.ChannelTenants).Subscribe
 		authzOpts = append(authzOpts, auth.WithTenantCache(tenantCache(ctx, d.listener)))
 	}
-	ic := auth.NewInterceptor(authn, auth.NewAuthorizer(tenants, authzOpts...), auth.WithLogger(log), auth.WithStreamPolicy(streams))
+	// Remote clusters' agents authenticate with their cluster's
+	// ServiceAccount tokens, against the identities registered with the
+	// clusters, and call AgentService only.
+	agentAuthn, err := auth.NewAgentAuthenticator(auth.AgentConfig{Identities: d.store, Audience: f.agentAudience, Logger: log})
+	if err != nil {
+		return err
+	}
+	agents, err := api.NewAgentServer(api.AgentConfig{
+		Store:        func(c string) api.AgentStore { return d.store.InCluster(c) },
+		RequeueAfter: f.agentRequeueAfter, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	ic := auth.NewInterceptor(authn, auth.NewAuthorizer(tenants, authzOpts...), auth.WithLogger(log), auth.WithStreamPolicy(streams),
+		auth.WithAgentAuthenticator(agentAuthn))
 	priorities, err := tfjobPriorities(f.tfjobPriority)
 	if err != nil {
 		return err
@@ -234,6 +256,7 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 		Webhooks:            api.NewWebhookServer(apiDeps, d.store, policy),
 		Clusters:            api.NewClusterServer(apiDeps, d.store),
 		Experiments:         api.NewExperimentServer(apiDeps, d.store),
+		Agents:              agents,
 		AuthUnary:           ic.Unary(),
 		AuthStream:          ic.Stream(),
 		AuthTap:             ic.Tap,

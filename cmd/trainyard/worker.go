@@ -72,6 +72,12 @@ type workerFlags struct {
 	prometheusURL   string
 	gpuPollInterval time.Duration
 	gpuPollLag      time.Duration
+	// A remote cluster's agent (issue 45): the control plane instead of
+	// Postgres.
+	controlPlane          string
+	agentTokenFile        string
+	controlPlaneCAFile    string
+	controlPlanePlaintext bool
 }
 
 func (f *workerFlags) register(fs *pflag.FlagSet) {
@@ -105,6 +111,10 @@ func (f *workerFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.clusterHeartbeat, "cluster-heartbeat", worker.DefaultClusterHeartbeat, "how often the worker reports its cluster's capacity and nodes")
 	fs.DurationVar(&f.clusterLostGrace, "cluster-lost-grace", worker.DefaultClusterLostGrace, "a cluster UNREACHABLE this long past --cluster-timeout is lost: its unfinished jobs go back to the queue to run elsewhere from their checkpoints (a restart, reason ClusterLost)")
 	fs.DurationVar(&f.clusterTimeout, "cluster-timeout", worker.DefaultClusterTimeout, "a cluster whose last heartbeat is older than this is UNREACHABLE (decided by the worker holding the scheduler lease)")
+	fs.StringVar(&f.controlPlane, "control-plane", "", "remote agent mode: the API server's gRPC address (host:port). The worker then reaches only the API server (AgentService), never Postgres: DATABASE_URL must be unset, and --cluster must name a cluster registered with its agent identity (tyctl clusters register --agent-issuer ...). Only the jobs of --cluster are claimed and its tenants' namespaces kept; the parts that need the database do not run in a remote agent: the scheduler (and its lease), the cluster sweep, the experiments controller, webhooks, the usage ledger, GPU utilisation (--prometheus-url) and trial metrics. Cut off from the control plane for longer than the requeue point each heartbeat tells it (less --max-termination-grace-period and 30s), the agent deletes its cluster's job pods (self-fencing): their copies may start elsewhere then")
+	fs.StringVar(&f.agentTokenFile, "agent-token-file", "", "remote agent mode: a ServiceAccount token of this cluster with the API server's --agent-audience (a projected token volume; read again when the kubelet rotates it)")
+	fs.StringVar(&f.controlPlaneCAFile, "control-plane-ca-file", "", "remote agent mode: PEM CA bundle that verifies the API server's certificate (default: the system's roots)")
+	fs.BoolVar(&f.controlPlanePlaintext, "control-plane-plaintext", false, "remote agent mode: connect without TLS (loopback, or a mesh that encrypts); the token then travels unencrypted")
 }
 
 func (f *workerFlags) validate() error {
@@ -142,6 +152,14 @@ func (f *workerFlags) validate() error {
 	}
 	if err := cluster.ValidateName(f.cluster); err != nil {
 		return fmt.Errorf("--cluster: %w", err)
+	}
+	switch {
+	case f.controlPlane == "" && (f.agentTokenFile != "" || f.controlPlaneCAFile != "" || f.controlPlanePlaintext):
+		return errors.New("--agent-token-file, --control-plane-ca-file and --control-plane-plaintext need --control-plane")
+	case f.controlPlane != "" && f.agentTokenFile == "":
+		return errors.New("--control-plane needs --agent-token-file: the agent authenticates with its cluster's ServiceAccount token")
+	case f.controlPlane != "" && f.prometheusURL != "":
+		return errors.New("--prometheus-url is the control plane's workers' (a remote agent has no database to keep GPU utilisation in)")
 	}
 	if err := f.tenantOptions().Validate(); err != nil {
 		return fmt.Errorf("--egress-deny-cidrs or --api-service-account: %w", err)
@@ -187,6 +205,11 @@ schedulable nodes. The worker holding the scheduler lease marks a cluster
 UNREACHABLE once its last heartbeat is older than --cluster-timeout, and
 READY again when it reports.
 
+A remote cluster's agent (--control-plane ADDR --agent-token-file PATH)
+reaches only the API server, with a ServiceAccount token of its own
+cluster, and holds no database credentials; see --control-plane for what
+it does not run.
+
 Serves /metrics (Prometheus), /healthz and /readyz on --metrics-addr.
 The database must be migrated first (trainyard migrate up).`,
 		Args: cobra.NoArgs,
@@ -201,6 +224,12 @@ The database must be migrated first (trainyard migrate up).`,
 			log, err := common.logs.logger()
 			if err != nil {
 				return err
+			}
+			if wf.controlPlane != "" {
+				if common.databaseURL != "" {
+					return errors.New("--control-plane: a remote agent holds no database credentials; unset DATABASE_URL (--database-url)")
+				}
+				return runRemoteWorker(ctx, log, &common, &wf)
 			}
 			dbURL := withPoolSize(common.databaseURL, common.poolSize(workerPool(wf.concurrency)))
 			// The worker claims only its own cluster's jobs.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"regexp"
 	"strings"
@@ -111,4 +112,29 @@ func TestWorkerClusterFlags(t *testing.T) {
 	require.ErrorContains(t, err, "--cluster:")
 	_, err = parse("--cluster-timeout", "5s")
 	require.ErrorContains(t, err, "--cluster-timeout")
+}
+
+// Remote agent mode (issue 45): --control-plane needs the token file, and
+// the other agent flags need --control-plane; it refuses DATABASE_URL.
+func TestWorkerRemoteAgentFlags(t *testing.T) {
+	parse := func(args ...string) error {
+		var wf workerFlags
+		fs := pflag.NewFlagSet("worker", pflag.ContinueOnError)
+		wf.register(fs)
+		require.NoError(t, fs.Parse(args))
+		return wf.validate()
+	}
+	require.NoError(t, parse("--cluster", "two", "--control-plane", "cp:9090", "--agent-token-file", "/t"))
+	require.ErrorContains(t, parse("--control-plane", "cp:9090"), "--agent-token-file")
+	require.ErrorContains(t, parse("--agent-token-file", "/t"), "need --control-plane")
+	require.ErrorContains(t, parse("--control-plane", "cp:9090", "--agent-token-file", "/t", "--prometheus-url", "http://p:9090"), "--prometheus-url")
+
+	cmd := newWorkerCmd()
+	cmd.SetArgs([]string{"--cluster", "two", "--control-plane", "127.0.0.1:1", "--agent-token-file", "/nonexistent"})
+	t.Setenv("DATABASE_URL", "postgres://u:secret@db/trainyard")
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	err := cmd.ExecuteContext(context.Background())
+	require.ErrorContains(t, err, "holds no database credentials")
+	require.NotContains(t, err.Error(), "secret")
 }

@@ -3,10 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
 
@@ -89,21 +91,81 @@ func newClustersGetCmd(a *app) *cobra.Command {
 	}
 }
 
+// agentIdentityFlags are a remote agent's identity (cluster.AgentIdentity).
+type agentIdentityFlags struct {
+	issuer, subject, jwksFile, jwksURI string
+	clear                              bool
+}
+
+func (f *agentIdentityFlags) register(fs *pflag.FlagSet, update bool) {
+	fs.StringVar(&f.issuer, "agent-issuer", "", "the cluster's service-account issuer (kubectl get --raw /.well-known/openid-configuration), for a remote agent (trainyard worker --control-plane)")
+	fs.StringVar(&f.subject, "agent-subject", "system:serviceaccount:trainyard:trainyard-worker", "the remote agent's ServiceAccount, as its tokens name it (deploy/agent runs it as trainyard-worker)")
+	fs.StringVar(&f.jwksFile, "agent-jwks-file", "", "FILE holding the issuer's keys: the output of kubectl get --raw /openid/v1/jwks (- reads stdin)")
+	fs.StringVar(&f.jwksURI, "agent-jwks-uri", "", "or an https URL the control plane fetches the issuer's keys from (then it must reach the cluster)")
+	if update {
+		fs.BoolVar(&f.clear, "clear-agent-identity", false, "remove the agent identity: the cluster's remote agent is refused from then on")
+	}
+}
+
+// identity is the identity the flags give; nil when none was given.
+func (f *agentIdentityFlags) identity(cmd *cobra.Command) (*pb.AgentIdentity, error) {
+	if f.issuer == "" && f.jwksFile == "" && f.jwksURI == "" {
+		if cmd.Flags().Changed("agent-subject") {
+			return nil, fmt.Errorf("--agent-subject needs --agent-issuer and --agent-jwks-file or --agent-jwks-uri")
+		}
+		return nil, nil
+	}
+	if f.issuer == "" {
+		return nil, fmt.Errorf("--agent-issuer is required with --agent-jwks-file or --agent-jwks-uri")
+	}
+	id := &pb.AgentIdentity{Issuer: f.issuer, Subject: f.subject, JwksUri: f.jwksURI}
+	if f.jwksFile != "" {
+		var (
+			b   []byte
+			err error
+		)
+		if f.jwksFile == "-" {
+			b, err = io.ReadAll(io.LimitReader(cmd.InOrStdin(), 1<<20))
+		} else {
+			b, err = os.ReadFile(f.jwksFile)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("--agent-jwks-file: %w", err)
+		}
+		id.Jwks = strings.TrimSpace(string(b))
+	}
+	return id, nil
+}
+
 func newClustersRegisterCmd(a *app) *cobra.Command {
 	var (
 		displayName string
 		labels      []string
+		agent       agentIdentityFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "register NAME",
 		Short: "Register a cluster; it is UNREACHABLE until its agent reports",
 		Long: `Register a cluster. Then run its agent in it, with credentials for that
 cluster only: trainyard worker --cluster NAME. The cluster is UNREACHABLE
-until the agent's first heartbeat; the cluster "default" always exists.`,
-		Example: `  tyctl clusters register eu-1 --display-name Frankfurt --label region=eu --label cloud=gcp`,
-		Args:    cobra.ExactArgs(1),
+until the agent's first heartbeat; the cluster "default" always exists.
+
+A remote cluster's agent holds no database credentials: it reaches only the
+API server (trainyard worker --cluster NAME --control-plane ADDR
+--agent-token-file PATH) and authenticates with a ServiceAccount token of
+its own cluster. Register that cluster's issuer and keys with --agent-*:
+run kubectl against the cluster to get them (the control plane never needs
+to reach it).`,
+		Example: `  tyctl clusters register eu-1 --display-name Frankfurt --label region=eu --label cloud=gcp
+  kubectl --context eu-1 get --raw /openid/v1/jwks > eu-1.jwks
+  tyctl clusters register eu-1 --agent-issuer https://kubernetes.default.svc.cluster.local --agent-jwks-file eu-1.jwks`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ls, err := parsePairs("label", labels)
+			if err != nil {
+				return err
+			}
+			id, err := agent.identity(cmd)
 			if err != nil {
 				return err
 			}
@@ -114,7 +176,7 @@ until the agent's first heartbeat; the cluster "default" always exists.`,
 			ctx, cancel := a.callCtx(cmd)
 			defer cancel()
 			out, err := c.CreateCluster(ctx, &pb.CreateClusterRequest{ClusterId: strings.TrimPrefix(args[0], "clusters/"),
-				Cluster: &pb.Cluster{DisplayName: displayName, Labels: ls}})
+				Cluster: &pb.Cluster{DisplayName: displayName, Labels: ls, AgentIdentity: id}})
 			if err != nil {
 				return err
 			}
@@ -126,6 +188,7 @@ until the agent's first heartbeat; the cluster "default" always exists.`,
 	fs := cmd.Flags()
 	fs.StringVar(&displayName, "display-name", "", "a display name")
 	fs.StringArrayVar(&labels, "label", nil, "a label, KEY=VALUE (repeatable): region, cloud, GPU models, cost class")
+	agent.register(fs, false)
 	return cmd
 }
 
@@ -133,6 +196,7 @@ func newClustersUpdateCmd(a *app) *cobra.Command {
 	var (
 		displayName string
 		labels      []string
+		agent       agentIdentityFlags
 	)
 	cmd := &cobra.Command{
 		Use:     "update NAME",
@@ -152,8 +216,20 @@ func newClustersUpdateCmd(a *app) *cobra.Command {
 				}
 				in.Labels, mask = ls, append(mask, "labels")
 			}
+			id, err := agent.identity(cmd)
+			if err != nil {
+				return err
+			}
+			switch {
+			case id != nil && agent.clear:
+				return fmt.Errorf("--clear-agent-identity and --agent-* go apart")
+			case id != nil:
+				in.AgentIdentity, mask = id, append(mask, "agent_identity")
+			case agent.clear:
+				mask = append(mask, "agent_identity")
+			}
 			if len(mask) == 0 {
-				return fmt.Errorf("nothing to update: give --display-name or --label")
+				return fmt.Errorf("nothing to update: give --display-name, --label, --agent-* or --clear-agent-identity")
 			}
 			c, err := a.clusterClient()
 			if err != nil {
@@ -171,6 +247,7 @@ func newClustersUpdateCmd(a *app) *cobra.Command {
 	fs := cmd.Flags()
 	fs.StringVar(&displayName, "display-name", "", "the display name")
 	fs.StringArrayVar(&labels, "label", nil, "a label, KEY=VALUE (repeatable); the labels given replace all others")
+	agent.register(fs, true)
 	return cmd
 }
 
@@ -281,6 +358,13 @@ func writeClusterDetail(w io.Writer, c *pb.Cluster, now time.Time) {
 	row("GPUs", clusterGPUs(c)+" used")
 	row("Capacity", formatResources(c.GetCapacity()))
 	row("Usage", formatResources(c.GetUsage()))
+	if id := c.GetAgentIdentity(); id != nil {
+		keys := "inline JWKS"
+		if id.GetJwksUri() != "" {
+			keys = id.GetJwksUri()
+		}
+		row("Remote agent", fmt.Sprintf("%s from %s (keys: %s)", id.GetSubject(), id.GetIssuer(), keys))
+	}
 	row("Created", when(now, c.GetCreateTime()))
 	_ = kv.Flush()
 }

@@ -427,3 +427,25 @@ func (e *Env) Token(subject string, groups ...string) string {
 
 // AdminToken returns a platform admin's token.
 func (e *Env) AdminToken() string { return e.Issuer.TokenFor("platform-admin", AdminGroup) }
+
+// StartRemoteAgent starts `trainyard worker` as a remote cluster's agent
+// (issue 45): --cluster name with credentials for kubeconfig's cluster
+// only, reaching this Env's API server with the ServiceAccount token in
+// tokenFile, and without DATABASE_URL (nor any other PG variable) in its
+// environment or arguments.
+func (e *Env) StartRemoteAgent(t testing.TB, name, kubeconfig, tokenFile string, extra ...string) *Process {
+	t.Helper()
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DATABASE_URL=") && !strings.HasPrefix(kv, "PG") && !strings.HasPrefix(kv, "TRAINYARD_DATABASE") {
+			env = append(env, kv)
+		}
+	}
+	args := append([]string{"worker", "--cluster", name, "--kubeconfig", kubeconfig,
+		"--control-plane", e.GRPCAddr, "--control-plane-plaintext", "--agent-token-file", tokenFile,
+		"--namespace-prefix", e.NamespacePrefix, "--metrics-addr", "127.0.0.1:0"}, extra...)
+	e.n++
+	p := StartProcessEnv(t, fmt.Sprintf("agent-%s-%d", name, e.n), env, e.bin, args...)
+	e.Workers = append(e.Workers, p)
+	return p
+}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -36,6 +37,13 @@ type Process struct {
 // (and by the kernel if the test binary dies first).
 func StartProcess(t testing.TB, name, bin string, args ...string) *Process {
 	t.Helper()
+	return StartProcessEnv(t, name, os.Environ(), bin, args...)
+}
+
+// StartProcessEnv is StartProcess with env instead of the test's own
+// environment (a remote agent must not inherit DATABASE_URL).
+func StartProcessEnv(t testing.TB, name string, env []string, bin string, args ...string) *Process {
+	t.Helper()
 	p := &Process{
 		Name:    name,
 		LogPath: filepath.Join(t.TempDir(), name+".log"),
@@ -50,7 +58,7 @@ func StartProcess(t testing.TB, name, bin string, args ...string) *Process {
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Stdout = w
 	p.cmd.Stderr = w
-	p.cmd.Env = append(os.Environ(), "TRAINYARD_LOG_FORMAT=text")
+	p.cmd.Env = append(slices.Clone(env), "TRAINYARD_LOG_FORMAT=text")
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
@@ -122,6 +130,9 @@ func (p *Process) Tail(n int) string {
 	from := max(0, len(p.lines)-n)
 	return strings.Join(p.lines[from:], "\n")
 }
+
+// Pid is the process's id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
 // Kill sends SIGKILL to the process group and waits for it: a crash.
 func (p *Process) Kill() {

@@ -71,7 +71,19 @@ func clusterToPB(c cluster.Cluster) *pb.Cluster {
 		HeartbeatTime: ts(c.HeartbeatTime), Agent: c.Agent,
 		Capacity: quotaOfVector(c.Capacity), Usage: quotaOfVector(c.Usage), NodeCount: int32(c.Nodes),
 		CreateTime: ts(c.CreateTime), UpdateTime: ts(c.UpdateTime),
+		AgentIdentity: identityToPB(c.AgentIdentity),
 	}
+}
+
+func identityToPB(a cluster.AgentIdentity) *pb.AgentIdentity {
+	if a.IsZero() {
+		return nil
+	}
+	return &pb.AgentIdentity{Issuer: a.Issuer, Subject: a.Subject, Jwks: a.JWKS, JwksUri: a.JWKSURI}
+}
+
+func identityOf(a *pb.AgentIdentity) cluster.AgentIdentity {
+	return cluster.AgentIdentity{Issuer: a.GetIssuer(), Subject: a.GetSubject(), JWKS: a.GetJwks(), JWKSURI: a.GetJwksUri()}
 }
 
 func (s *ClusterServer) CreateCluster(ctx context.Context, req *pb.CreateClusterRequest) (*pb.Cluster, error) {
@@ -84,7 +96,8 @@ func (s *ClusterServer) CreateCluster(ctx context.Context, req *pb.CreateCluster
 		vs.Add("cluster", "is required")
 		return nil, invalid(vs...)
 	}
-	c := cluster.Cluster{Name: req.GetClusterId(), DisplayName: in.GetDisplayName(), Labels: in.GetLabels()}
+	c := cluster.Cluster{Name: req.GetClusterId(), DisplayName: in.GetDisplayName(), Labels: in.GetLabels(),
+		AgentIdentity: identityOf(in.GetAgentIdentity())}
 	for _, v := range cluster.Validate(&c) {
 		if v.Field != "name" { // clusterId, reported above
 			vs.AddAt("cluster.", []job.FieldViolation{v})
@@ -131,19 +144,22 @@ func clusterUpdateFields(in *pb.Cluster, paths []string) (map[string]bool, error
 	if len(paths) == 0 {
 		fields["display_name"] = in.GetDisplayName() != ""
 		fields["labels"] = in.GetLabels() != nil
+		fields["agent_identity"] = in.GetAgentIdentity() != nil
 		return fields, nil
 	}
 	for _, p := range paths {
 		switch p {
 		case "*":
-			fields["display_name"], fields["labels"] = true, true
+			fields["display_name"], fields["labels"], fields["agent_identity"] = true, true, true
+		case "agent_identity", "agentIdentity":
+			fields["agent_identity"] = true
 		case "display_name", "displayName":
 			fields["display_name"] = true
 		case "labels":
 			fields["labels"] = true
 		default:
 			return nil, invalid(job.FieldViolation{Field: "updateMask",
-				Description: fmt.Sprintf("%q cannot be updated: only display_name and labels can", p)})
+				Description: fmt.Sprintf("%q cannot be updated: only display_name, labels and agent_identity can", p)})
 		}
 	}
 	return fields, nil
@@ -164,7 +180,7 @@ func (s *ClusterServer) UpdateCluster(ctx context.Context, req *pb.UpdateCluster
 	}
 	// Validated before the store is asked, so a bad request names its
 	// field whether or not the cluster exists.
-	probe := cluster.Cluster{Name: name, DisplayName: in.GetDisplayName(), Labels: in.GetLabels()}
+	probe := cluster.Cluster{Name: name, DisplayName: in.GetDisplayName(), Labels: in.GetLabels(), AgentIdentity: identityOf(in.GetAgentIdentity())}
 	var vs job.Violations
 	vs.AddAt("cluster.", cluster.Validate(&probe))
 	if len(vs) > 0 {
@@ -176,6 +192,11 @@ func (s *ClusterServer) UpdateCluster(ctx context.Context, req *pb.UpdateCluster
 		}
 		if fields["labels"] {
 			c.Labels = maps.Clone(in.GetLabels())
+		}
+		if fields["agent_identity"] {
+			// An empty identity removes it: the cluster's remote agent is
+			// refused from then on.
+			c.AgentIdentity = identityOf(in.GetAgentIdentity())
 		}
 		return nil
 	})

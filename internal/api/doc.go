@@ -1,7 +1,9 @@
 // Package api implements Trainyard's gRPC services: JobService,
 // TenantService, AuditService, UsageService, WebhookService and
 // ClusterService (clusters.go: the Kubernetes clusters jobs run in,
-// platform admins only). The REST gateway (internal/server) calls
+// platform admins only), and AgentService (agent.go: remote clusters'
+// agents' storage, gRPC only, scoped to the calling agent's cluster). The
+// REST gateway (internal/server) calls
 // the same handlers over in-memory gRPC, so REST and gRPC cannot drift apart.
 //
 // # A call

@@ -55,6 +55,9 @@ const (
 	PermTenantAdmin
 	// PermPlatformAdmin needs the platform admin group.
 	PermPlatformAdmin
+	// PermAgent: a remote cluster's agent (Principal.Cluster), and only
+	// one; the handler scopes everything to its cluster.
+	PermAgent
 )
 
 func (p Permission) String() string {
@@ -69,6 +72,8 @@ func (p Permission) String() string {
 		return "tenant admin"
 	case PermPlatformAdmin:
 		return "platform admin"
+	case PermAgent:
+		return "cluster agent"
 	}
 	return "deny"
 }
@@ -178,6 +183,22 @@ var rules = map[string]rule{
 	pb.ClusterService_CordonCluster_FullMethodName:   {perm: PermPlatformAdmin},
 	pb.ClusterService_UncordonCluster_FullMethodName: {perm: PermPlatformAdmin},
 	pb.ClusterService_DeleteCluster_FullMethodName:   {perm: PermPlatformAdmin},
+
+	// AgentService (issue 45): remote clusters' agents only; the handlers
+	// scope every call to the agent's own cluster.
+	pb.AgentService_ClaimJobs_FullMethodName:        {perm: PermAgent},
+	pb.AgentService_ExtendLease_FullMethodName:      {perm: PermAgent},
+	pb.AgentService_RenewLease_FullMethodName:       {perm: PermAgent},
+	pb.AgentService_ReleaseJobs_FullMethodName:      {perm: PermAgent},
+	pb.AgentService_ReleaseAllJobs_FullMethodName:   {perm: PermAgent},
+	pb.AgentService_LoadJob_FullMethodName:          {perm: PermAgent},
+	pb.AgentService_SaveJob_FullMethodName:          {perm: PermAgent},
+	pb.AgentService_ParkJob_FullMethodName:          {perm: PermAgent},
+	pb.AgentService_PurgeJob_FullMethodName:         {perm: PermAgent},
+	pb.AgentService_ListJobsByKeys_FullMethodName:   {perm: PermAgent},
+	pb.AgentService_GetAgentTenant_FullMethodName:   {perm: PermAgent},
+	pb.AgentService_ListAgentTenants_FullMethodName: {perm: PermAgent},
+	pb.AgentService_AgentHeartbeat_FullMethodName:   {perm: PermAgent},
 
 	// Webhooks: a tenant's admins. Reads too: a webhook's URL and its
 	// delivery log say where the tenant's events go.
@@ -299,6 +320,15 @@ func (a *Authorizer) Authorize(ctx context.Context, p Principal, fullMethod stri
 	r, ok := rules[fullMethod]
 	if !ok || r.perm == PermDeny {
 		return Access{}, denyf(codes.PermissionDenied, nil, "method %s is not allowed", fullMethod)
+	}
+	// An agent calls AgentService and nothing else; nobody else calls it.
+	switch agent := p.Cluster != ""; {
+	case agent && r.perm != PermAgent:
+		return Access{}, denyf(codes.PermissionDenied, nil, "permission denied: a cluster agent may call only AgentService")
+	case !agent && r.perm == PermAgent:
+		return Access{}, denyf(codes.PermissionDenied, nil, "permission denied: only a cluster agent may call %s", fullMethod)
+	case agent:
+		return Access{}, nil
 	}
 	if r.perm == PermAuthenticated {
 		return Access{}, nil

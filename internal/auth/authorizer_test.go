@@ -166,6 +166,9 @@ func requestFor(method, t string) any {
 	case pb.ClusterService_DeleteCluster_FullMethodName:
 		return &pb.DeleteClusterRequest{Name: "clusters/eu-1"}
 	}
+	if strings.HasPrefix(method, AgentServicePrefix) {
+		return &pb.LoadJobRequest{Key: &pb.AgentJobKey{Tenant: t, Uid: "u"}}
+	}
 	panic("no request for " + method)
 }
 
@@ -253,6 +256,21 @@ var matrix = []struct {
 	// Usage: a tenant's members read theirs, whatever its state (it is
 	// still billed).
 	{pb.UsageService_QueryUsage_FullMethodName, "NF OK OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF OK OK OK OK"},
+	// AgentService: remote clusters' agents only, never a user, not even
+	// a platform admin (agent_test.go has the agents' side).
+	{pb.AgentService_ClaimJobs_FullMethodName, "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD"},
+	{pb.AgentService_ExtendLease_FullMethodName, "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD"},
+	{pb.AgentService_RenewLease_FullMethodName, "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD"},
+	{pb.AgentService_ReleaseJobs_FullMethodName, "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD"},
+	{pb.AgentService_ReleaseAllJobs_FullMethodName, "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD"},
+	{pb.AgentService_LoadJob_FullMethodName, "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD"},
+	{pb.AgentService_SaveJob_FullMethodName, "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD"},
+	{pb.AgentService_ParkJob_FullMethodName, "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD"},
+	{pb.AgentService_PurgeJob_FullMethodName, "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD"},
+	{pb.AgentService_ListJobsByKeys_FullMethodName, "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD"},
+	{pb.AgentService_GetAgentTenant_FullMethodName, "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD"},
+	{pb.AgentService_ListAgentTenants_FullMethodName, "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD"},
+	{pb.AgentService_AgentHeartbeat_FullMethodName, "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD"},
 }
 
 func parseRow(t *testing.T, row string) []codes.Code {
@@ -313,7 +331,7 @@ func TestAuthorizerMatrix(t *testing.T) {
 // matrix; the table has nothing else.
 func TestEveryMethodHasARule(t *testing.T) {
 	var all []string
-	for _, sd := range []grpc.ServiceDesc{pb.JobService_ServiceDesc, pb.TenantService_ServiceDesc, pb.AuditService_ServiceDesc, pb.UsageService_ServiceDesc, pb.WebhookService_ServiceDesc, pb.ClusterService_ServiceDesc, pb.ExperimentService_ServiceDesc} {
+	for _, sd := range []grpc.ServiceDesc{pb.JobService_ServiceDesc, pb.TenantService_ServiceDesc, pb.AuditService_ServiceDesc, pb.UsageService_ServiceDesc, pb.WebhookService_ServiceDesc, pb.ClusterService_ServiceDesc, pb.ExperimentService_ServiceDesc, pb.AgentService_ServiceDesc} {
 		for _, m := range sd.Methods {
 			all = append(all, "/"+sd.ServiceName+"/"+m.MethodName)
 		}

@@ -37,6 +37,7 @@ const (
 // AccessFrom and cannot be reached without it.
 type Interceptor struct {
 	authn   Authenticator
+	agents  Authenticator // AgentService's; nil: refused
 	authz   *Authorizer
 	log     *slog.Logger
 	exempt  []string
@@ -55,6 +56,18 @@ func WithLogger(l *slog.Logger) InterceptorOption {
 // prefix ending in "/" (a whole service).
 func WithExempt(prefixes ...string) InterceptorOption {
 	return func(i *Interceptor) { i.exempt = prefixes }
+}
+
+// AgentServicePrefix is the method prefix of AgentService, the one
+// service remote clusters' agents call (issue 45).
+const AgentServicePrefix = "/trainyard.v1.AgentService/"
+
+// WithAgentAuthenticator authenticates AgentService's callers with a,
+// and only them: an agent's token is never tried on another service, and
+// a user's token never on AgentService. Without it AgentService is
+// refused (UNAUTHENTICATED).
+func WithAgentAuthenticator(a Authenticator) InterceptorOption {
+	return func(i *Interceptor) { i.agents = a }
 }
 
 // NewInterceptor returns the interceptor pair built on authn and authz. It
@@ -180,7 +193,14 @@ func (i *Interceptor) authenticateValues(ctx context.Context, method string, val
 	if reason != "" {
 		return nil, Principal{}, i.refuseAuthn(ctx, method, unauthenticated(reason, nil))
 	}
-	p, err := i.authn.Authenticate(ctx, token)
+	authn := i.authn
+	if strings.HasPrefix(method, AgentServicePrefix) {
+		authn = i.agents
+		if authn == nil {
+			return nil, Principal{}, i.refuseAuthn(ctx, method, unauthenticated("no remote agents are configured on this server", nil))
+		}
+	}
+	p, err := authn.Authenticate(ctx, token)
 	if err == nil && p.Subject == "" {
 		err = unauthenticated("authenticator returned a principal without subject", nil)
 	}

@@ -25,6 +25,11 @@ type Principal struct {
 	// Issuer is who vouched for the caller: the OIDC issuer URL, or
 	// DevIssuer for --dev-auth tokens. The audit log records it.
 	Issuer string
+	// Cluster is set for a remote cluster's agent (AgentAuthenticator)
+	// and only then: the one cluster the token speaks for. Such a
+	// principal may call AgentService and nothing else; a principal
+	// without it may not call AgentService.
+	Cluster string
 	// Expiry is when the credential stops being valid (the token's "exp");
 	// zero when it does not expire. An open stream ends then.
 	Expiry time.Time

@@ -81,6 +81,9 @@ type Cluster struct {
 	Labels map[string]string
 	// Admin is the operator's state.
 	Admin AdminState
+	// AgentIdentity is how the cluster's remote agent authenticates;
+	// zero for a cluster whose workers reach Postgres themselves.
+	AgentIdentity AgentIdentity
 
 	// Reachable is the sweep's verdict on the heartbeats. Output only.
 	Reachable bool
@@ -141,6 +144,7 @@ func Validate(c *Cluster) []job.FieldViolation {
 	if len(c.Labels) > MaxLabels {
 		v.Add("labels", "has %d labels; at most %d are allowed", len(c.Labels), MaxLabels)
 	}
+	v = append(v, ValidateIdentity("agentIdentity.", c.AgentIdentity)...)
 	for _, k := range slices.Sorted(maps.Keys(c.Labels)) {
 		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
 			v.Add("labels", "key %q: %s", k, strings.Join(msgs, "; "))

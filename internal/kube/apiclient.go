@@ -38,7 +38,7 @@ type APIClient struct {
 // resourceVersion; Secrets allow it). That it is Trainyard's — labelled
 // app.kubernetes.io/managed-by=trainyard for this tenant, in a tenant
 // namespace — is checked by the cluster, by the ValidatingAdmissionPolicy
-// trainyard-api-secrets (deploy/base/admission-policy.yaml), which the
+// trainyard-api-secrets (deploy/cluster/admission-policy.yaml), which the
 // code cannot get around; its refusal is kubeerr.ErrSecretNotOurs.
 func (c APIClient) PutSecret(ctx context.Context, tenantID, namespace, secretID string, data map[string]string) error {
 	want := RenderSecret(tenantID, namespace, secretID, data)

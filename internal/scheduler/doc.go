@@ -47,7 +47,7 @@
 // workers dispatch admitted jobs (internal/worker) and carry out preemptions
 // (job.Plan requeues a preempted job once its pods are gone). The
 // scheduler itself writes nothing to Kubernetes: its only rights there
-// are to list and watch nodes and pods (deploy/base/rbac-worker.yaml).
+// are to list and watch nodes and pods (deploy/cluster/rbac-worker.yaml).
 //
 // # What a snapshot costs
 //

@@ -124,8 +124,8 @@ func (c Config) validate() error {
 	switch {
 	case c.ID == "":
 		return errors.New("scheduler: Config.ID is required")
-	case c.Store == nil || c.Kube == nil:
-		return errors.New("scheduler: Config.Store and Config.Kube are required")
+	case c.Kube == nil:
+		return errors.New("scheduler: Config.Kube is required (and Config.Store, except to Observe)")
 	}
 	return nil
 }
@@ -217,6 +217,21 @@ func New(cfg Config) (*Scheduler, error) {
 	return s, nil
 }
 
+// Observe runs the informers only, until ctx ends: ClusterNodes answers,
+// no lease is sought and nothing is scheduled. A remote cluster's agent
+// (issue 45), which has no database, reports its cluster's nodes so;
+// Config.Store may be nil for it.
+func (s *Scheduler) Observe(ctx context.Context) error {
+	s.factory.Start(ctx.Done())
+	defer s.factory.Shutdown()
+	s.podFactory.Start(ctx.Done())
+	if s.cfg.Pods == nil {
+		defer s.podFactory.Shutdown()
+	}
+	<-ctx.Done()
+	return nil
+}
+
 // wake asks for a cycle; wakes fold together.
 func (s *Scheduler) wake() {
 	select {
@@ -242,6 +257,9 @@ func (s *Scheduler) wakeFreed() {
 // Run runs the loop until ctx ends: it competes for the scheduler lease
 // and, while it holds it, runs cycles. It returns nil when ctx ends.
 func (s *Scheduler) Run(ctx context.Context) error {
+	if s.store == nil {
+		return errors.New("scheduler: Config.Store is required to Run")
+	}
 	if l := s.cfg.Listener; l != nil {
 		for channel, wake := range map[string]func(){store.ChannelSchedule: s.wakeSubmitted, store.ChannelFreed: s.wakeFreed} {
 			ch, stop := l.Subscribe(channel)

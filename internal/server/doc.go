@@ -22,6 +22,8 @@
 //	         ▼                                        ▼
 //	  interceptor chain ──► JobService, TenantService, AuditService, UsageService,
 //	                        WebhookService, ClusterService
+//	                        (+ AgentService, remote clusters' agents: on the
+//	                         public gRPC server only, never the gateway's)
 //
 // # Listeners
 //

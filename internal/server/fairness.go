@@ -61,7 +61,10 @@ const adminLane = "platform admins"
 // it. ok is false for calls that are not counted.
 func (f *fairness) acquire(ctx context.Context, stream bool) (release func(), err error) {
 	p, ok := auth.PrincipalFrom(ctx)
-	if !ok {
+	if !ok || p.Cluster != "" {
+		// Uncounted: no caller (health, reflection), or a remote
+		// cluster's agent, whose calls are that cluster's whole work
+		// (bounded by its own --concurrency), not a tenant's.
 		return func() {}, nil
 	}
 	adm, key := f.unary, ""

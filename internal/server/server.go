@@ -54,6 +54,10 @@ type Config struct {
 	Clusters pb.ClusterServiceServer
 	// Experiments is optional: without it the service is not served.
 	Experiments pb.ExperimentServiceServer
+	// Agents is AgentService, remote clusters' agents' (issue 45):
+	// optional, and served on the gRPC port only, never through the
+	// gateway (it has no REST route).
+	Agents pb.AgentServiceServer
 	// Auth are the authentication+authorization interceptors. Required: a
 	// server without them would serve every tenant to anyone.
 	AuthUnary  grpc.UnaryServerInterceptor
@@ -268,6 +272,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		if cfg.Experiments != nil {
 			pb.RegisterExperimentServiceServer(g, cfg.Experiments)
 		}
+		if cfg.Agents != nil && !viaGateway {
+			pb.RegisterAgentServiceServer(g, cfg.Agents)
+		}
 		return g
 	}
 	public := []grpc.ServerOption{}
@@ -454,6 +461,7 @@ func (s *Server) watchReadiness(ctx context.Context) {
 		s.health.SetServingStatus(pb.WebhookService_ServiceDesc.ServiceName, st)
 		s.health.SetServingStatus(pb.ClusterService_ServiceDesc.ServiceName, st)
 		s.health.SetServingStatus(pb.ExperimentService_ServiceDesc.ServiceName, st)
+		s.health.SetServingStatus(pb.AgentService_ServiceDesc.ServiceName, st)
 		select {
 		case <-ctx.Done():
 			return

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -23,7 +25,7 @@ import (
 // (ClusterNodesReady).
 
 const sqlClusterCols = `c.name, c.display_name, c.labels, c.admin_state, c.reachable, c.heartbeat_time, c.agent,
-	c.capacity, c.usage, c.node_count, c.create_time, c.update_time`
+	c.capacity, c.usage, c.node_count, c.create_time, c.update_time, c.agent_identity`
 
 func scanCluster(row pgx.Row) (cluster.Cluster, error) {
 	var (
@@ -31,9 +33,13 @@ func scanCluster(row pgx.Row) (cluster.Cluster, error) {
 		admin           string
 		heartbeat       *time.Time
 		capacity, usage cluster.Resources
+		identity        *cluster.AgentIdentity
 	)
 	err := row.Scan(&c.Name, &c.DisplayName, &c.Labels, &admin, &c.Reachable, &heartbeat, &c.Agent,
-		&capacity, &usage, &c.Nodes, &c.CreateTime, &c.UpdateTime)
+		&capacity, &usage, &c.Nodes, &c.CreateTime, &c.UpdateTime, &identity)
+	if identity != nil {
+		c.AgentIdentity = *identity
+	}
 	c.Admin = cluster.AdminState(admin)
 	c.Capacity, c.Usage = job.Vector(capacity), job.Vector(usage)
 	if heartbeat != nil {
@@ -53,13 +59,16 @@ func clusterResource(name string) string { return "clusters/" + name }
 func (s *Store) ClusterCreate(ctx context.Context, c cluster.Cluster) (cluster.Cluster, error) {
 	err := s.inTx(ctx, func(tx *txn) error {
 		_, err := tx.Exec(ctx, `
-			INSERT INTO clusters (name, display_name, labels, create_time, update_time) VALUES ($1, $2, $3, $4, $4)`,
-			c.Name, c.DisplayName, nonNilMap(c.Labels), s.timestamp())
+			INSERT INTO clusters (name, display_name, labels, create_time, update_time, agent_identity) VALUES ($1, $2, $3, $4, $4, $5)`,
+			c.Name, c.DisplayName, nonNilMap(c.Labels), s.timestamp(), identityColumn(c.AgentIdentity))
 		if err != nil {
 			return err
 		}
-		return auditInsert(ctx, tx, "", audit.ClusterCreate, clusterResource(c.Name),
-			map[string]any{"displayName": c.DisplayName, "labels": nonNilMap(c.Labels)})
+		details := map[string]any{"displayName": c.DisplayName, "labels": nonNilMap(c.Labels)}
+		if !c.AgentIdentity.IsZero() {
+			details["agentIdentity"] = identityAudit(c.AgentIdentity)
+		}
+		return auditInsert(ctx, tx, "", audit.ClusterCreate, clusterResource(c.Name), details)
 	})
 	if err != nil {
 		return cluster.Cluster{}, translate(err, clusterWhat(c.Name))
@@ -104,11 +113,14 @@ func (s *Store) ClusterUpdate(ctx context.Context, name string, fn func(*cluster
 		if !maps.Equal(c.Labels, before.Labels) {
 			changes["labels"] = map[string]any{"before": nonNilMap(before.Labels), "after": nonNilMap(c.Labels)}
 		}
+		if c.AgentIdentity != before.AgentIdentity {
+			changes["agentIdentity"] = map[string]any{"before": identityAudit(before.AgentIdentity), "after": identityAudit(c.AgentIdentity)}
+		}
 		if len(changes) == 0 {
 			return nil
 		}
-		if _, err := tx.Exec(ctx, `UPDATE clusters SET display_name = $2, labels = $3, update_time = $4 WHERE name = $1`,
-			name, c.DisplayName, nonNilMap(c.Labels), s.timestamp()); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE clusters SET display_name = $2, labels = $3, update_time = $4, agent_identity = $5 WHERE name = $1`,
+			name, c.DisplayName, nonNilMap(c.Labels), s.timestamp(), identityColumn(c.AgentIdentity)); err != nil {
 			return err
 		}
 		// Labels decide which jobs' selectors a cluster matches.
@@ -123,6 +135,52 @@ func (s *Store) ClusterUpdate(ctx context.Context, name string, fn func(*cluster
 		return cluster.Cluster{}, translate(err, clusterWhat(name))
 	}
 	return s.ClusterGet(ctx, name)
+}
+
+// identityColumn is the agent_identity column's value: NULL for none.
+func identityColumn(a cluster.AgentIdentity) *cluster.AgentIdentity {
+	if a.IsZero() {
+		return nil
+	}
+	return &a
+}
+
+// identityAudit is what the audit log keeps of an identity: who, and
+// where its keys are; the key set itself (public, but long) by its
+// digest.
+func identityAudit(a cluster.AgentIdentity) map[string]any {
+	if a.IsZero() {
+		return nil
+	}
+	m := map[string]any{"issuer": a.Issuer, "subject": a.Subject}
+	if a.JWKSURI != "" {
+		m["jwksUri"] = a.JWKSURI
+	}
+	if a.JWKS != "" {
+		sum := sha256.Sum256([]byte(a.JWKS))
+		m["jwksSha256"] = hex.EncodeToString(sum[:])
+	}
+	return m
+}
+
+// ClusterIdentities returns the agent identities of every cluster that
+// has one, by cluster name: what the control plane verifies remote
+// agents' tokens against.
+func (s *Store) ClusterIdentities(ctx context.Context) (map[string]cluster.AgentIdentity, error) {
+	rows, err := s.pool.Query(ctx, `SELECT name, agent_identity FROM clusters WHERE agent_identity IS NOT NULL`)
+	if err != nil {
+		return nil, translate(err, "clusters")
+	}
+	out := map[string]cluster.AgentIdentity{}
+	var (
+		name string
+		id   cluster.AgentIdentity
+	)
+	_, err = pgx.ForEachRow(rows, []any{&name, &id}, func() error {
+		out[name] = id
+		return nil
+	})
+	return out, translate(err, "clusters")
 }
 
 // adminActions are the audit actions of the operator's states.

@@ -736,3 +736,25 @@ func (s *Store) JobCounts(ctx context.Context) (byState map[job.State]int64, wai
 	}
 	return byState, waitingForQuota, translate(rows.Err(), "job counts")
 }
+
+// InCluster returns a Store that shares s's pool and queues but works for
+// the workers of cluster name (WithCluster): the API server serves each
+// remote agent its own cluster's jobs through one (AgentService).
+func (s *Store) InCluster(name string) *Store {
+	c := *s
+	c.cluster = name
+	return &c
+}
+
+// JobLoadInCluster is JobLoad for a worker of this store's cluster: a job
+// admitted elsewhere, or to no cluster, is ErrNotFound, as one that does
+// not exist (a remote agent must not read other clusters' jobs).
+func (s *Store) JobLoadInCluster(ctx context.Context, tenantID, uid string) (WorkerJob, error) {
+	what := fmt.Sprintf("job %s in tenant %q", uid, tenantID)
+	if _, err := uuid.Parse(uid); err != nil {
+		return WorkerJob{}, fmt.Errorf("%w: %s", ErrNotFound, what)
+	}
+	w, _, err := scanJob(s.pool.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs j
+		WHERE j.tenant_id = $1 AND j.uid = $2 AND j.cluster = $3`, tenantID, uid, s.cluster))
+	return w, translate(err, what)
+}

@@ -40,7 +40,7 @@ type Config struct {
 	// Store is Postgres. Required.
 	Store Store
 	// Client is the Kubernetes client; its identity needs the rights
-	// deploy/base/rbac-worker.yaml grants. Required.
+	// deploy/cluster/rbac-worker.yaml grants. Required.
 	Client kubernetes.Interface
 	// Listener wakes the reconciler when a tenant changes (ChannelTenants)
 	// and when an offboarding tenant's job changes (ChannelJobs). Optional:
@@ -56,6 +56,14 @@ type Config struct {
 	// NetworkPolicy's egress exceptions, the API server's ServiceAccount).
 	// Options.NamespacePrefix is replaced by NamespacePrefix.
 	Options kube.TenantOptions
+
+	// Remote: this reconciler is a remote cluster's agent's (issue 45),
+	// whose store reads tenants through the control plane and writes
+	// nothing. Offboarding is then the control plane's workers' (cancel
+	// the jobs, delete their namespace, mark the tenant DELETED); here an
+	// OFFBOARDING tenant is left as it is, and its namespace is deleted
+	// once the tenant is DELETED (as for every deleted tenant).
+	Remote bool
 
 	// Workers is the number of tenants reconciled at once. Defaults to 4.
 	Workers int

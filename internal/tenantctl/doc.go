@@ -121,7 +121,7 @@
 //
 // # RBAC
 //
-// deploy/base/rbac-worker.yaml lists the verbs used and why. One is worth
+// deploy/cluster/rbac-worker.yaml lists the verbs used and why. One is worth
 // repeating: creating the pod-reader Role (get/list/watch pods, get
 // pods/log) and its RoleBinding passes RBAC's escalation check only
 // because the worker itself holds those four rights; it has neither
@@ -132,7 +132,7 @@
 // binding it cannot write on its own rights is trainyard-api-tensorboard
 // (create pods/portforward, for the API server's TensorBoard proxy): the
 // worker holds "bind" on exactly that ClusterRole, not the right itself. And
-// deploy/base/admission-policy.yaml has the API server enforce this
+// deploy/cluster/admission-policy.yaml has the API server enforce this
 // package's namespace rule: the worker's writes land only in namespaces
 // labelled managed-by=trainyard, it creates, relabels or deletes only
 // namespaces that are a tenant's before and after, and it sets their Pod

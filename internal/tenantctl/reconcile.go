@@ -47,6 +47,11 @@ func (c *Controller) reconcile(ctx context.Context, id string) (result, error) {
 		c.offboarding.Delete(id)
 		return c.ensure(ctx, t)
 	case tenant.Offboarding:
+		if c.cfg.Remote {
+			// The control plane's workers offboard; this cluster's
+			// namespace goes once the tenant is DELETED.
+			return result{after: c.cfg.Resync}, nil
+		}
 		c.offboarding.Store(id, true)
 		return c.offboard(ctx, t)
 	case tenant.Deleted:

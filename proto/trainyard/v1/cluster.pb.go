@@ -114,7 +114,12 @@ type Cluster struct {
 	// Output only.
 	CreateTime *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
 	// Output only.
-	UpdateTime    *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	UpdateTime *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	// How the cluster's remote agent authenticates (`trainyard worker
+	// --control-plane`): a ServiceAccount token of that cluster, verified
+	// against this issuer and keys. Unset for a cluster whose workers reach
+	// Postgres themselves (the default cluster).
+	AgentIdentity *AgentIdentity `protobuf:"bytes,13,opt,name=agent_identity,json=agentIdentity,proto3" json:"agent_identity,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -233,6 +238,95 @@ func (x *Cluster) GetUpdateTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Cluster) GetAgentIdentity() *AgentIdentity {
+	if x != nil {
+		return x.AgentIdentity
+	}
+	return nil
+}
+
+// AgentIdentity is a remote cluster's agent as the control plane knows
+// it: the agent sends a Kubernetes ServiceAccount token of its own
+// cluster (audience "trainyard" unless the API server's --agent-audience
+// says otherwise), and the control plane checks its signature, issuer,
+// subject, audience and expiry against what is registered here. With the
+// keys inline, the control plane never reaches the cluster.
+type AgentIdentity struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The cluster's service-account issuer (kube-apiserver
+	// --service-account-issuer), e.g. https://kubernetes.default.svc.cluster.local.
+	Issuer string `protobuf:"bytes,1,opt,name=issuer,proto3" json:"issuer,omitempty"`
+	// The agent's ServiceAccount as its tokens name it:
+	// system:serviceaccount:<namespace>:<name>.
+	Subject string `protobuf:"bytes,2,opt,name=subject,proto3" json:"subject,omitempty"`
+	// The issuer's JSON Web Key Set, inline: what
+	// `kubectl get --raw /openid/v1/jwks` prints. Public keys only.
+	Jwks string `protobuf:"bytes,3,opt,name=jwks,proto3" json:"jwks,omitempty"`
+	// Or where the control plane fetches the key set (https). Exactly one
+	// of jwks and jwks_uri.
+	JwksUri       string `protobuf:"bytes,4,opt,name=jwks_uri,json=jwksUri,proto3" json:"jwks_uri,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentIdentity) Reset() {
+	*x = AgentIdentity{}
+	mi := &file_trainyard_v1_cluster_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentIdentity) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentIdentity) ProtoMessage() {}
+
+func (x *AgentIdentity) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_cluster_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentIdentity.ProtoReflect.Descriptor instead.
+func (*AgentIdentity) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_cluster_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *AgentIdentity) GetIssuer() string {
+	if x != nil {
+		return x.Issuer
+	}
+	return ""
+}
+
+func (x *AgentIdentity) GetSubject() string {
+	if x != nil {
+		return x.Subject
+	}
+	return ""
+}
+
+func (x *AgentIdentity) GetJwks() string {
+	if x != nil {
+		return x.Jwks
+	}
+	return ""
+}
+
+func (x *AgentIdentity) GetJwksUri() string {
+	if x != nil {
+		return x.JwksUri
+	}
+	return ""
+}
+
 type CreateClusterRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Cluster *Cluster               `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
@@ -245,7 +339,7 @@ type CreateClusterRequest struct {
 
 func (x *CreateClusterRequest) Reset() {
 	*x = CreateClusterRequest{}
-	mi := &file_trainyard_v1_cluster_proto_msgTypes[1]
+	mi := &file_trainyard_v1_cluster_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -257,7 +351,7 @@ func (x *CreateClusterRequest) String() string {
 func (*CreateClusterRequest) ProtoMessage() {}
 
 func (x *CreateClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_cluster_proto_msgTypes[1]
+	mi := &file_trainyard_v1_cluster_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -270,7 +364,7 @@ func (x *CreateClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateClusterRequest.ProtoReflect.Descriptor instead.
 func (*CreateClusterRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_cluster_proto_rawDescGZIP(), []int{1}
+	return file_trainyard_v1_cluster_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *CreateClusterRequest) GetCluster() *Cluster {
@@ -297,7 +391,7 @@ type GetClusterRequest struct {
 
 func (x *GetClusterRequest) Reset() {
 	*x = GetClusterRequest{}
-	mi := &file_trainyard_v1_cluster_proto_msgTypes[2]
+	mi := &file_trainyard_v1_cluster_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -309,7 +403,7 @@ func (x *GetClusterRequest) String() string {
 func (*GetClusterRequest) ProtoMessage() {}
 
 func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_cluster_proto_msgTypes[2]
+	mi := &file_trainyard_v1_cluster_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -322,7 +416,7 @@ func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_cluster_proto_rawDescGZIP(), []int{2}
+	return file_trainyard_v1_cluster_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *GetClusterRequest) GetName() string {
@@ -340,7 +434,7 @@ type ListClustersRequest struct {
 
 func (x *ListClustersRequest) Reset() {
 	*x = ListClustersRequest{}
-	mi := &file_trainyard_v1_cluster_proto_msgTypes[3]
+	mi := &file_trainyard_v1_cluster_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -352,7 +446,7 @@ func (x *ListClustersRequest) String() string {
 func (*ListClustersRequest) ProtoMessage() {}
 
 func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_cluster_proto_msgTypes[3]
+	mi := &file_trainyard_v1_cluster_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -365,7 +459,7 @@ func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersRequest.ProtoReflect.Descriptor instead.
 func (*ListClustersRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_cluster_proto_rawDescGZIP(), []int{3}
+	return file_trainyard_v1_cluster_proto_rawDescGZIP(), []int{4}
 }
 
 type ListClustersResponse struct {
@@ -377,7 +471,7 @@ type ListClustersResponse struct {
 
 func (x *ListClustersResponse) Reset() {
 	*x = ListClustersResponse{}
-	mi := &file_trainyard_v1_cluster_proto_msgTypes[4]
+	mi := &file_trainyard_v1_cluster_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -389,7 +483,7 @@ func (x *ListClustersResponse) String() string {
 func (*ListClustersResponse) ProtoMessage() {}
 
 func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_cluster_proto_msgTypes[4]
+	mi := &file_trainyard_v1_cluster_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -402,7 +496,7 @@ func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersResponse.ProtoReflect.Descriptor instead.
 func (*ListClustersResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_cluster_proto_rawDescGZIP(), []int{4}
+	return file_trainyard_v1_cluster_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ListClustersResponse) GetClusters() []*Cluster {
@@ -425,7 +519,7 @@ type UpdateClusterRequest struct {
 
 func (x *UpdateClusterRequest) Reset() {
 	*x = UpdateClusterRequest{}
-	mi := &file_trainyard_v1_cluster_proto_msgTypes[5]
+	mi := &file_trainyard_v1_cluster_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -437,7 +531,7 @@ func (x *UpdateClusterRequest) String() string {
 func (*UpdateClusterRequest) ProtoMessage() {}
 
 func (x *UpdateClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_cluster_proto_msgTypes[5]
+	mi := &file_trainyard_v1_cluster_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -450,7 +544,7 @@ func (x *UpdateClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateClusterRequest.ProtoReflect.Descriptor instead.
 func (*UpdateClusterRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_cluster_proto_rawDescGZIP(), []int{5}
+	return file_trainyard_v1_cluster_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *UpdateClusterRequest) GetCluster() *Cluster {
@@ -477,7 +571,7 @@ type DrainClusterRequest struct {
 
 func (x *DrainClusterRequest) Reset() {
 	*x = DrainClusterRequest{}
-	mi := &file_trainyard_v1_cluster_proto_msgTypes[6]
+	mi := &file_trainyard_v1_cluster_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -489,7 +583,7 @@ func (x *DrainClusterRequest) String() string {
 func (*DrainClusterRequest) ProtoMessage() {}
 
 func (x *DrainClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_cluster_proto_msgTypes[6]
+	mi := &file_trainyard_v1_cluster_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -502,7 +596,7 @@ func (x *DrainClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainClusterRequest.ProtoReflect.Descriptor instead.
 func (*DrainClusterRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_cluster_proto_rawDescGZIP(), []int{6}
+	return file_trainyard_v1_cluster_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DrainClusterRequest) GetName() string {
@@ -522,7 +616,7 @@ type CordonClusterRequest struct {
 
 func (x *CordonClusterRequest) Reset() {
 	*x = CordonClusterRequest{}
-	mi := &file_trainyard_v1_cluster_proto_msgTypes[7]
+	mi := &file_trainyard_v1_cluster_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -534,7 +628,7 @@ func (x *CordonClusterRequest) String() string {
 func (*CordonClusterRequest) ProtoMessage() {}
 
 func (x *CordonClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_cluster_proto_msgTypes[7]
+	mi := &file_trainyard_v1_cluster_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -547,7 +641,7 @@ func (x *CordonClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CordonClusterRequest.ProtoReflect.Descriptor instead.
 func (*CordonClusterRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_cluster_proto_rawDescGZIP(), []int{7}
+	return file_trainyard_v1_cluster_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CordonClusterRequest) GetName() string {
@@ -567,7 +661,7 @@ type UncordonClusterRequest struct {
 
 func (x *UncordonClusterRequest) Reset() {
 	*x = UncordonClusterRequest{}
-	mi := &file_trainyard_v1_cluster_proto_msgTypes[8]
+	mi := &file_trainyard_v1_cluster_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -579,7 +673,7 @@ func (x *UncordonClusterRequest) String() string {
 func (*UncordonClusterRequest) ProtoMessage() {}
 
 func (x *UncordonClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_cluster_proto_msgTypes[8]
+	mi := &file_trainyard_v1_cluster_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -592,7 +686,7 @@ func (x *UncordonClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UncordonClusterRequest.ProtoReflect.Descriptor instead.
 func (*UncordonClusterRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_cluster_proto_rawDescGZIP(), []int{8}
+	return file_trainyard_v1_cluster_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *UncordonClusterRequest) GetName() string {
@@ -614,7 +708,7 @@ type DeleteClusterRequest struct {
 
 func (x *DeleteClusterRequest) Reset() {
 	*x = DeleteClusterRequest{}
-	mi := &file_trainyard_v1_cluster_proto_msgTypes[9]
+	mi := &file_trainyard_v1_cluster_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -626,7 +720,7 @@ func (x *DeleteClusterRequest) String() string {
 func (*DeleteClusterRequest) ProtoMessage() {}
 
 func (x *DeleteClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_cluster_proto_msgTypes[9]
+	mi := &file_trainyard_v1_cluster_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -639,7 +733,7 @@ func (x *DeleteClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteClusterRequest.ProtoReflect.Descriptor instead.
 func (*DeleteClusterRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_cluster_proto_rawDescGZIP(), []int{9}
+	return file_trainyard_v1_cluster_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DeleteClusterRequest) GetName() string {
@@ -664,7 +758,7 @@ type DeleteClusterResponse struct {
 
 func (x *DeleteClusterResponse) Reset() {
 	*x = DeleteClusterResponse{}
-	mi := &file_trainyard_v1_cluster_proto_msgTypes[10]
+	mi := &file_trainyard_v1_cluster_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -676,7 +770,7 @@ func (x *DeleteClusterResponse) String() string {
 func (*DeleteClusterResponse) ProtoMessage() {}
 
 func (x *DeleteClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_cluster_proto_msgTypes[10]
+	mi := &file_trainyard_v1_cluster_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -689,14 +783,14 @@ func (x *DeleteClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteClusterResponse.ProtoReflect.Descriptor instead.
 func (*DeleteClusterResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_cluster_proto_rawDescGZIP(), []int{10}
+	return file_trainyard_v1_cluster_proto_rawDescGZIP(), []int{11}
 }
 
 var File_trainyard_v1_cluster_proto protoreflect.FileDescriptor
 
 const file_trainyard_v1_cluster_proto_rawDesc = "" +
 	"\n" +
-	"\x1atrainyard/v1/cluster.proto\x12\ftrainyard.v1\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\x1a\x19trainyard/v1/tenant.proto\"\xb2\x05\n" +
+	"\x1atrainyard/v1/cluster.proto\x12\ftrainyard.v1\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\x1a\x19trainyard/v1/tenant.proto\"\xf6\x05\n" +
 	"\aCluster\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
 	"\fdisplay_name\x18\x02 \x01(\tR\vdisplayName\x129\n" +
@@ -714,10 +808,16 @@ const file_trainyard_v1_cluster_proto_rawDesc = "" +
 	"\vcreate_time\x18\v \x01(\v2\x1a.google.protobuf.TimestampB\x05\x92A\x02@\x01R\n" +
 	"createTime\x12B\n" +
 	"\vupdate_time\x18\f \x01(\v2\x1a.google.protobuf.TimestampB\x05\x92A\x02@\x01R\n" +
-	"updateTime\x1a9\n" +
+	"updateTime\x12B\n" +
+	"\x0eagent_identity\x18\r \x01(\v2\x1b.trainyard.v1.AgentIdentityR\ragentIdentity\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"f\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"p\n" +
+	"\rAgentIdentity\x12\x16\n" +
+	"\x06issuer\x18\x01 \x01(\tR\x06issuer\x12\x18\n" +
+	"\asubject\x18\x02 \x01(\tR\asubject\x12\x12\n" +
+	"\x04jwks\x18\x03 \x01(\tR\x04jwks\x12\x19\n" +
+	"\bjwks_uri\x18\x04 \x01(\tR\ajwksUri\"f\n" +
 	"\x14CreateClusterRequest\x12/\n" +
 	"\acluster\x18\x01 \x01(\v2\x15.trainyard.v1.ClusterR\acluster\x12\x1d\n" +
 	"\n" +
@@ -771,59 +871,61 @@ func file_trainyard_v1_cluster_proto_rawDescGZIP() []byte {
 }
 
 var file_trainyard_v1_cluster_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_trainyard_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_trainyard_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_trainyard_v1_cluster_proto_goTypes = []any{
 	(ClusterState)(0),              // 0: trainyard.v1.ClusterState
 	(*Cluster)(nil),                // 1: trainyard.v1.Cluster
-	(*CreateClusterRequest)(nil),   // 2: trainyard.v1.CreateClusterRequest
-	(*GetClusterRequest)(nil),      // 3: trainyard.v1.GetClusterRequest
-	(*ListClustersRequest)(nil),    // 4: trainyard.v1.ListClustersRequest
-	(*ListClustersResponse)(nil),   // 5: trainyard.v1.ListClustersResponse
-	(*UpdateClusterRequest)(nil),   // 6: trainyard.v1.UpdateClusterRequest
-	(*DrainClusterRequest)(nil),    // 7: trainyard.v1.DrainClusterRequest
-	(*CordonClusterRequest)(nil),   // 8: trainyard.v1.CordonClusterRequest
-	(*UncordonClusterRequest)(nil), // 9: trainyard.v1.UncordonClusterRequest
-	(*DeleteClusterRequest)(nil),   // 10: trainyard.v1.DeleteClusterRequest
-	(*DeleteClusterResponse)(nil),  // 11: trainyard.v1.DeleteClusterResponse
-	nil,                            // 12: trainyard.v1.Cluster.LabelsEntry
-	(*timestamppb.Timestamp)(nil),  // 13: google.protobuf.Timestamp
-	(*Quota)(nil),                  // 14: trainyard.v1.Quota
-	(*fieldmaskpb.FieldMask)(nil),  // 15: google.protobuf.FieldMask
+	(*AgentIdentity)(nil),          // 2: trainyard.v1.AgentIdentity
+	(*CreateClusterRequest)(nil),   // 3: trainyard.v1.CreateClusterRequest
+	(*GetClusterRequest)(nil),      // 4: trainyard.v1.GetClusterRequest
+	(*ListClustersRequest)(nil),    // 5: trainyard.v1.ListClustersRequest
+	(*ListClustersResponse)(nil),   // 6: trainyard.v1.ListClustersResponse
+	(*UpdateClusterRequest)(nil),   // 7: trainyard.v1.UpdateClusterRequest
+	(*DrainClusterRequest)(nil),    // 8: trainyard.v1.DrainClusterRequest
+	(*CordonClusterRequest)(nil),   // 9: trainyard.v1.CordonClusterRequest
+	(*UncordonClusterRequest)(nil), // 10: trainyard.v1.UncordonClusterRequest
+	(*DeleteClusterRequest)(nil),   // 11: trainyard.v1.DeleteClusterRequest
+	(*DeleteClusterResponse)(nil),  // 12: trainyard.v1.DeleteClusterResponse
+	nil,                            // 13: trainyard.v1.Cluster.LabelsEntry
+	(*timestamppb.Timestamp)(nil),  // 14: google.protobuf.Timestamp
+	(*Quota)(nil),                  // 15: trainyard.v1.Quota
+	(*fieldmaskpb.FieldMask)(nil),  // 16: google.protobuf.FieldMask
 }
 var file_trainyard_v1_cluster_proto_depIdxs = []int32{
-	12, // 0: trainyard.v1.Cluster.labels:type_name -> trainyard.v1.Cluster.LabelsEntry
+	13, // 0: trainyard.v1.Cluster.labels:type_name -> trainyard.v1.Cluster.LabelsEntry
 	0,  // 1: trainyard.v1.Cluster.state:type_name -> trainyard.v1.ClusterState
 	0,  // 2: trainyard.v1.Cluster.admin_state:type_name -> trainyard.v1.ClusterState
-	13, // 3: trainyard.v1.Cluster.heartbeat_time:type_name -> google.protobuf.Timestamp
-	14, // 4: trainyard.v1.Cluster.capacity:type_name -> trainyard.v1.Quota
-	14, // 5: trainyard.v1.Cluster.usage:type_name -> trainyard.v1.Quota
-	13, // 6: trainyard.v1.Cluster.create_time:type_name -> google.protobuf.Timestamp
-	13, // 7: trainyard.v1.Cluster.update_time:type_name -> google.protobuf.Timestamp
-	1,  // 8: trainyard.v1.CreateClusterRequest.cluster:type_name -> trainyard.v1.Cluster
-	1,  // 9: trainyard.v1.ListClustersResponse.clusters:type_name -> trainyard.v1.Cluster
-	1,  // 10: trainyard.v1.UpdateClusterRequest.cluster:type_name -> trainyard.v1.Cluster
-	15, // 11: trainyard.v1.UpdateClusterRequest.update_mask:type_name -> google.protobuf.FieldMask
-	2,  // 12: trainyard.v1.ClusterService.CreateCluster:input_type -> trainyard.v1.CreateClusterRequest
-	3,  // 13: trainyard.v1.ClusterService.GetCluster:input_type -> trainyard.v1.GetClusterRequest
-	4,  // 14: trainyard.v1.ClusterService.ListClusters:input_type -> trainyard.v1.ListClustersRequest
-	6,  // 15: trainyard.v1.ClusterService.UpdateCluster:input_type -> trainyard.v1.UpdateClusterRequest
-	7,  // 16: trainyard.v1.ClusterService.DrainCluster:input_type -> trainyard.v1.DrainClusterRequest
-	8,  // 17: trainyard.v1.ClusterService.CordonCluster:input_type -> trainyard.v1.CordonClusterRequest
-	9,  // 18: trainyard.v1.ClusterService.UncordonCluster:input_type -> trainyard.v1.UncordonClusterRequest
-	10, // 19: trainyard.v1.ClusterService.DeleteCluster:input_type -> trainyard.v1.DeleteClusterRequest
-	1,  // 20: trainyard.v1.ClusterService.CreateCluster:output_type -> trainyard.v1.Cluster
-	1,  // 21: trainyard.v1.ClusterService.GetCluster:output_type -> trainyard.v1.Cluster
-	5,  // 22: trainyard.v1.ClusterService.ListClusters:output_type -> trainyard.v1.ListClustersResponse
-	1,  // 23: trainyard.v1.ClusterService.UpdateCluster:output_type -> trainyard.v1.Cluster
-	1,  // 24: trainyard.v1.ClusterService.DrainCluster:output_type -> trainyard.v1.Cluster
-	1,  // 25: trainyard.v1.ClusterService.CordonCluster:output_type -> trainyard.v1.Cluster
-	1,  // 26: trainyard.v1.ClusterService.UncordonCluster:output_type -> trainyard.v1.Cluster
-	11, // 27: trainyard.v1.ClusterService.DeleteCluster:output_type -> trainyard.v1.DeleteClusterResponse
-	20, // [20:28] is the sub-list for method output_type
-	12, // [12:20] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	14, // 3: trainyard.v1.Cluster.heartbeat_time:type_name -> google.protobuf.Timestamp
+	15, // 4: trainyard.v1.Cluster.capacity:type_name -> trainyard.v1.Quota
+	15, // 5: trainyard.v1.Cluster.usage:type_name -> trainyard.v1.Quota
+	14, // 6: trainyard.v1.Cluster.create_time:type_name -> google.protobuf.Timestamp
+	14, // 7: trainyard.v1.Cluster.update_time:type_name -> google.protobuf.Timestamp
+	2,  // 8: trainyard.v1.Cluster.agent_identity:type_name -> trainyard.v1.AgentIdentity
+	1,  // 9: trainyard.v1.CreateClusterRequest.cluster:type_name -> trainyard.v1.Cluster
+	1,  // 10: trainyard.v1.ListClustersResponse.clusters:type_name -> trainyard.v1.Cluster
+	1,  // 11: trainyard.v1.UpdateClusterRequest.cluster:type_name -> trainyard.v1.Cluster
+	16, // 12: trainyard.v1.UpdateClusterRequest.update_mask:type_name -> google.protobuf.FieldMask
+	3,  // 13: trainyard.v1.ClusterService.CreateCluster:input_type -> trainyard.v1.CreateClusterRequest
+	4,  // 14: trainyard.v1.ClusterService.GetCluster:input_type -> trainyard.v1.GetClusterRequest
+	5,  // 15: trainyard.v1.ClusterService.ListClusters:input_type -> trainyard.v1.ListClustersRequest
+	7,  // 16: trainyard.v1.ClusterService.UpdateCluster:input_type -> trainyard.v1.UpdateClusterRequest
+	8,  // 17: trainyard.v1.ClusterService.DrainCluster:input_type -> trainyard.v1.DrainClusterRequest
+	9,  // 18: trainyard.v1.ClusterService.CordonCluster:input_type -> trainyard.v1.CordonClusterRequest
+	10, // 19: trainyard.v1.ClusterService.UncordonCluster:input_type -> trainyard.v1.UncordonClusterRequest
+	11, // 20: trainyard.v1.ClusterService.DeleteCluster:input_type -> trainyard.v1.DeleteClusterRequest
+	1,  // 21: trainyard.v1.ClusterService.CreateCluster:output_type -> trainyard.v1.Cluster
+	1,  // 22: trainyard.v1.ClusterService.GetCluster:output_type -> trainyard.v1.Cluster
+	6,  // 23: trainyard.v1.ClusterService.ListClusters:output_type -> trainyard.v1.ListClustersResponse
+	1,  // 24: trainyard.v1.ClusterService.UpdateCluster:output_type -> trainyard.v1.Cluster
+	1,  // 25: trainyard.v1.ClusterService.DrainCluster:output_type -> trainyard.v1.Cluster
+	1,  // 26: trainyard.v1.ClusterService.CordonCluster:output_type -> trainyard.v1.Cluster
+	1,  // 27: trainyard.v1.ClusterService.UncordonCluster:output_type -> trainyard.v1.Cluster
+	12, // 28: trainyard.v1.ClusterService.DeleteCluster:output_type -> trainyard.v1.DeleteClusterResponse
+	21, // [21:29] is the sub-list for method output_type
+	13, // [13:21] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_trainyard_v1_cluster_proto_init() }
@@ -838,7 +940,7 @@ func file_trainyard_v1_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_trainyard_v1_cluster_proto_rawDesc), len(file_trainyard_v1_cluster_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

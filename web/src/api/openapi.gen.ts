@@ -951,6 +951,36 @@ export interface components {
             /** @description The node must match one of these terms. */
             required?: components["schemas"]["v1NodeSelectorTerm"][];
         };
+        /**
+         * @description AgentIdentity is a remote cluster's agent as the control plane knows
+         *     it: the agent sends a Kubernetes ServiceAccount token of its own
+         *     cluster (audience "trainyard" unless the API server's --agent-audience
+         *     says otherwise), and the control plane checks its signature, issuer,
+         *     subject, audience and expiry against what is registered here. With the
+         *     keys inline, the control plane never reaches the cluster.
+         */
+        v1AgentIdentity: {
+            /**
+             * @description The cluster's service-account issuer (kube-apiserver
+             *     --service-account-issuer), e.g. https://kubernetes.default.svc.cluster.local.
+             */
+            issuer?: string;
+            /**
+             * @description The issuer's JSON Web Key Set, inline: what
+             *     `kubectl get --raw /openid/v1/jwks` prints. Public keys only.
+             */
+            jwks?: string;
+            /**
+             * @description Or where the control plane fetches the key set (https). Exactly one
+             *     of jwks and jwks_uri.
+             */
+            jwksUri?: string;
+            /**
+             * @description The agent's ServiceAccount as its tokens name it:
+             *     system:serviceaccount:<namespace>:<name>.
+             */
+            subject?: string;
+        };
         /** @description How the next trials are chosen. */
         v1Algorithm: {
             grid?: components["schemas"]["v1GridSettings"];
@@ -1066,6 +1096,7 @@ export interface components {
             adminState?: components["schemas"]["v1ClusterState"];
             /** @description The id of the worker that sent it. Output only. */
             readonly agent?: string;
+            agentIdentity?: components["schemas"]["v1AgentIdentity"];
             capacity?: components["schemas"]["v1Quota"];
             /**
              * Format: date-time
@@ -2711,6 +2742,7 @@ export interface operations {
                     adminState?: components["schemas"]["v1ClusterState"];
                     /** @description The id of the worker that sent it. Output only. */
                     readonly agent?: string;
+                    agentIdentity?: components["schemas"]["v1AgentIdentity"];
                     capacity?: components["schemas"]["v1Quota"];
                     /**
                      * Format: date-time

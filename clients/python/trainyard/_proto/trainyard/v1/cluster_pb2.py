@@ -18,7 +18,7 @@ from trainyard._proto.protoc_gen_openapiv2.options import annotations_pb2 as pro
 from trainyard._proto.trainyard.v1 import tenant_pb2 as trainyard_dot_v1_dot_tenant__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1atrainyard/v1/cluster.proto\x12\x0ctrainyard.v1\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\x1a\x19trainyard/v1/tenant.proto\"\xae\x04\n\x07\x43luster\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x02 \x01(\t\x12\x31\n\x06labels\x18\x03 \x03(\x0b\x32!.trainyard.v1.Cluster.LabelsEntry\x12\x30\n\x05state\x18\x04 \x01(\x0e\x32\x1a.trainyard.v1.ClusterStateB\x05\x92\x41\x02@\x01\x12\x36\n\x0b\x61\x64min_state\x18\x05 \x01(\x0e\x32\x1a.trainyard.v1.ClusterStateB\x05\x92\x41\x02@\x01\x12\x39\n\x0eheartbeat_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x05\x92\x41\x02@\x01\x12\x14\n\x05\x61gent\x18\x07 \x01(\tB\x05\x92\x41\x02@\x01\x12,\n\x08\x63\x61pacity\x18\x08 \x01(\x0b\x32\x13.trainyard.v1.QuotaB\x05\x92\x41\x02@\x01\x12)\n\x05usage\x18\t \x01(\x0b\x32\x13.trainyard.v1.QuotaB\x05\x92\x41\x02@\x01\x12\x19\n\nnode_count\x18\n \x01(\x05\x42\x05\x92\x41\x02@\x01\x12\x36\n\x0b\x63reate_time\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x05\x92\x41\x02@\x01\x12\x36\n\x0bupdate_time\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x05\x92\x41\x02@\x01\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"R\n\x14\x43reateClusterRequest\x12&\n\x07\x63luster\x18\x01 \x01(\x0b\x32\x15.trainyard.v1.Cluster\x12\x12\n\ncluster_id\x18\x02 \x01(\t\"!\n\x11GetClusterRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x15\n\x13ListClustersRequest\"?\n\x14ListClustersResponse\x12\'\n\x08\x63lusters\x18\x01 \x03(\x0b\x32\x15.trainyard.v1.Cluster\"o\n\x14UpdateClusterRequest\x12&\n\x07\x63luster\x18\x01 \x01(\x0b\x32\x15.trainyard.v1.Cluster\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\"#\n\x13\x44rainClusterRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"$\n\x14\x43ordonClusterRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"&\n\x16UncordonClusterRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"3\n\x14\x44\x65leteClusterRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05\x66orce\x18\x02 \x01(\x08\"\x17\n\x15\x44\x65leteClusterResponse*\x9d\x01\n\x0c\x43lusterState\x12\x1d\n\x19\x43LUSTER_STATE_UNSPECIFIED\x10\x00\x12\x17\n\x13\x43LUSTER_STATE_READY\x10\x01\x12\x1d\n\x19\x43LUSTER_STATE_UNREACHABLE\x10\x02\x12\x1a\n\x16\x43LUSTER_STATE_DRAINING\x10\x03\x12\x1a\n\x16\x43LUSTER_STATE_CORDONED\x10\x04\x32\xa4\x07\n\x0e\x43lusterService\x12i\n\rCreateCluster\x12\".trainyard.v1.CreateClusterRequest\x1a\x15.trainyard.v1.Cluster\"\x1d\x82\xd3\xe4\x93\x02\x17\"\x0c/v1/clusters:\x07\x63luster\x12\x63\n\nGetCluster\x12\x1f.trainyard.v1.GetClusterRequest\x1a\x15.trainyard.v1.Cluster\"\x1d\x82\xd3\xe4\x93\x02\x17\x12\x15/v1/{name=clusters/*}\x12k\n\x0cListClusters\x12!.trainyard.v1.ListClustersRequest\x1a\".trainyard.v1.ListClustersResponse\"\x14\x82\xd3\xe4\x93\x02\x0e\x12\x0c/v1/clusters\x12z\n\rUpdateCluster\x12\".trainyard.v1.UpdateClusterRequest\x1a\x15.trainyard.v1.Cluster\".\x82\xd3\xe4\x93\x02(2\x1d/v1/{cluster.name=clusters/*}:\x07\x63luster\x12p\n\x0c\x44rainCluster\x12!.trainyard.v1.DrainClusterRequest\x1a\x15.trainyard.v1.Cluster\"&\x82\xd3\xe4\x93\x02 \"\x1b/v1/{name=clusters/*}:drain:\x01*\x12s\n\rCordonCluster\x12\".trainyard.v1.CordonClusterRequest\x1a\x15.trainyard.v1.Cluster\"\'\x82\xd3\xe4\x93\x02!\"\x1c/v1/{name=clusters/*}:cordon:\x01*\x12y\n\x0fUncordonCluster\x12$.trainyard.v1.UncordonClusterRequest\x1a\x15.trainyard.v1.Cluster\")\x82\xd3\xe4\x93\x02#\"\x1e/v1/{name=clusters/*}:uncordon:\x01*\x12w\n\rDeleteCluster\x12\".trainyard.v1.DeleteClusterRequest\x1a#.trainyard.v1.DeleteClusterResponse\"\x1d\x82\xd3\xe4\x93\x02\x17*\x15/v1/{name=clusters/*}B?Z=github.com/trainyard/trainyard/proto/trainyard/v1;trainyardv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1atrainyard/v1/cluster.proto\x12\x0ctrainyard.v1\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\x1a\x19trainyard/v1/tenant.proto\"\xe3\x04\n\x07\x43luster\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x02 \x01(\t\x12\x31\n\x06labels\x18\x03 \x03(\x0b\x32!.trainyard.v1.Cluster.LabelsEntry\x12\x30\n\x05state\x18\x04 \x01(\x0e\x32\x1a.trainyard.v1.ClusterStateB\x05\x92\x41\x02@\x01\x12\x36\n\x0b\x61\x64min_state\x18\x05 \x01(\x0e\x32\x1a.trainyard.v1.ClusterStateB\x05\x92\x41\x02@\x01\x12\x39\n\x0eheartbeat_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x05\x92\x41\x02@\x01\x12\x14\n\x05\x61gent\x18\x07 \x01(\tB\x05\x92\x41\x02@\x01\x12,\n\x08\x63\x61pacity\x18\x08 \x01(\x0b\x32\x13.trainyard.v1.QuotaB\x05\x92\x41\x02@\x01\x12)\n\x05usage\x18\t \x01(\x0b\x32\x13.trainyard.v1.QuotaB\x05\x92\x41\x02@\x01\x12\x19\n\nnode_count\x18\n \x01(\x05\x42\x05\x92\x41\x02@\x01\x12\x36\n\x0b\x63reate_time\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x05\x92\x41\x02@\x01\x12\x36\n\x0bupdate_time\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x05\x92\x41\x02@\x01\x12\x33\n\x0e\x61gent_identity\x18\r \x01(\x0b\x32\x1b.trainyard.v1.AgentIdentity\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"P\n\rAgentIdentity\x12\x0e\n\x06issuer\x18\x01 \x01(\t\x12\x0f\n\x07subject\x18\x02 \x01(\t\x12\x0c\n\x04jwks\x18\x03 \x01(\t\x12\x10\n\x08jwks_uri\x18\x04 \x01(\t\"R\n\x14\x43reateClusterRequest\x12&\n\x07\x63luster\x18\x01 \x01(\x0b\x32\x15.trainyard.v1.Cluster\x12\x12\n\ncluster_id\x18\x02 \x01(\t\"!\n\x11GetClusterRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x15\n\x13ListClustersRequest\"?\n\x14ListClustersResponse\x12\'\n\x08\x63lusters\x18\x01 \x03(\x0b\x32\x15.trainyard.v1.Cluster\"o\n\x14UpdateClusterRequest\x12&\n\x07\x63luster\x18\x01 \x01(\x0b\x32\x15.trainyard.v1.Cluster\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\"#\n\x13\x44rainClusterRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"$\n\x14\x43ordonClusterRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"&\n\x16UncordonClusterRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"3\n\x14\x44\x65leteClusterRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05\x66orce\x18\x02 \x01(\x08\"\x17\n\x15\x44\x65leteClusterResponse*\x9d\x01\n\x0c\x43lusterState\x12\x1d\n\x19\x43LUSTER_STATE_UNSPECIFIED\x10\x00\x12\x17\n\x13\x43LUSTER_STATE_READY\x10\x01\x12\x1d\n\x19\x43LUSTER_STATE_UNREACHABLE\x10\x02\x12\x1a\n\x16\x43LUSTER_STATE_DRAINING\x10\x03\x12\x1a\n\x16\x43LUSTER_STATE_CORDONED\x10\x04\x32\xa4\x07\n\x0e\x43lusterService\x12i\n\rCreateCluster\x12\".trainyard.v1.CreateClusterRequest\x1a\x15.trainyard.v1.Cluster\"\x1d\x82\xd3\xe4\x93\x02\x17\"\x0c/v1/clusters:\x07\x63luster\x12\x63\n\nGetCluster\x12\x1f.trainyard.v1.GetClusterRequest\x1a\x15.trainyard.v1.Cluster\"\x1d\x82\xd3\xe4\x93\x02\x17\x12\x15/v1/{name=clusters/*}\x12k\n\x0cListClusters\x12!.trainyard.v1.ListClustersRequest\x1a\".trainyard.v1.ListClustersResponse\"\x14\x82\xd3\xe4\x93\x02\x0e\x12\x0c/v1/clusters\x12z\n\rUpdateCluster\x12\".trainyard.v1.UpdateClusterRequest\x1a\x15.trainyard.v1.Cluster\".\x82\xd3\xe4\x93\x02(2\x1d/v1/{cluster.name=clusters/*}:\x07\x63luster\x12p\n\x0c\x44rainCluster\x12!.trainyard.v1.DrainClusterRequest\x1a\x15.trainyard.v1.Cluster\"&\x82\xd3\xe4\x93\x02 \"\x1b/v1/{name=clusters/*}:drain:\x01*\x12s\n\rCordonCluster\x12\".trainyard.v1.CordonClusterRequest\x1a\x15.trainyard.v1.Cluster\"\'\x82\xd3\xe4\x93\x02!\"\x1c/v1/{name=clusters/*}:cordon:\x01*\x12y\n\x0fUncordonCluster\x12$.trainyard.v1.UncordonClusterRequest\x1a\x15.trainyard.v1.Cluster\")\x82\xd3\xe4\x93\x02#\"\x1e/v1/{name=clusters/*}:uncordon:\x01*\x12w\n\rDeleteCluster\x12\".trainyard.v1.DeleteClusterRequest\x1a#.trainyard.v1.DeleteClusterResponse\"\x1d\x82\xd3\xe4\x93\x02\x17*\x15/v1/{name=clusters/*}B?Z=github.com/trainyard/trainyard/proto/trainyard/v1;trainyardv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'trainyard._proto.trainyard.v1.cluster_pb2', globals())
@@ -62,32 +62,34 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _CLUSTERSERVICE.methods_by_name['UncordonCluster']._serialized_options = b'\202\323\344\223\002#\"\036/v1/{name=clusters/*}:uncordon:\001*'
   _CLUSTERSERVICE.methods_by_name['DeleteCluster']._options = None
   _CLUSTERSERVICE.methods_by_name['DeleteCluster']._serialized_options = b'\202\323\344\223\002\027*\025/v1/{name=clusters/*}'
-  _CLUSTERSTATE._serialized_start=1291
-  _CLUSTERSTATE._serialized_end=1448
+  _CLUSTERSTATE._serialized_start=1426
+  _CLUSTERSTATE._serialized_end=1583
   _CLUSTER._serialized_start=217
-  _CLUSTER._serialized_end=775
-  _CLUSTER_LABELSENTRY._serialized_start=730
-  _CLUSTER_LABELSENTRY._serialized_end=775
-  _CREATECLUSTERREQUEST._serialized_start=777
-  _CREATECLUSTERREQUEST._serialized_end=859
-  _GETCLUSTERREQUEST._serialized_start=861
-  _GETCLUSTERREQUEST._serialized_end=894
-  _LISTCLUSTERSREQUEST._serialized_start=896
-  _LISTCLUSTERSREQUEST._serialized_end=917
-  _LISTCLUSTERSRESPONSE._serialized_start=919
-  _LISTCLUSTERSRESPONSE._serialized_end=982
-  _UPDATECLUSTERREQUEST._serialized_start=984
-  _UPDATECLUSTERREQUEST._serialized_end=1095
-  _DRAINCLUSTERREQUEST._serialized_start=1097
-  _DRAINCLUSTERREQUEST._serialized_end=1132
-  _CORDONCLUSTERREQUEST._serialized_start=1134
-  _CORDONCLUSTERREQUEST._serialized_end=1170
-  _UNCORDONCLUSTERREQUEST._serialized_start=1172
-  _UNCORDONCLUSTERREQUEST._serialized_end=1210
-  _DELETECLUSTERREQUEST._serialized_start=1212
-  _DELETECLUSTERREQUEST._serialized_end=1263
-  _DELETECLUSTERRESPONSE._serialized_start=1265
-  _DELETECLUSTERRESPONSE._serialized_end=1288
-  _CLUSTERSERVICE._serialized_start=1451
-  _CLUSTERSERVICE._serialized_end=2383
+  _CLUSTER._serialized_end=828
+  _CLUSTER_LABELSENTRY._serialized_start=783
+  _CLUSTER_LABELSENTRY._serialized_end=828
+  _AGENTIDENTITY._serialized_start=830
+  _AGENTIDENTITY._serialized_end=910
+  _CREATECLUSTERREQUEST._serialized_start=912
+  _CREATECLUSTERREQUEST._serialized_end=994
+  _GETCLUSTERREQUEST._serialized_start=996
+  _GETCLUSTERREQUEST._serialized_end=1029
+  _LISTCLUSTERSREQUEST._serialized_start=1031
+  _LISTCLUSTERSREQUEST._serialized_end=1052
+  _LISTCLUSTERSRESPONSE._serialized_start=1054
+  _LISTCLUSTERSRESPONSE._serialized_end=1117
+  _UPDATECLUSTERREQUEST._serialized_start=1119
+  _UPDATECLUSTERREQUEST._serialized_end=1230
+  _DRAINCLUSTERREQUEST._serialized_start=1232
+  _DRAINCLUSTERREQUEST._serialized_end=1267
+  _CORDONCLUSTERREQUEST._serialized_start=1269
+  _CORDONCLUSTERREQUEST._serialized_end=1305
+  _UNCORDONCLUSTERREQUEST._serialized_start=1307
+  _UNCORDONCLUSTERREQUEST._serialized_end=1345
+  _DELETECLUSTERREQUEST._serialized_start=1347
+  _DELETECLUSTERREQUEST._serialized_end=1398
+  _DELETECLUSTERRESPONSE._serialized_start=1400
+  _DELETECLUSTERRESPONSE._serialized_end=1423
+  _CLUSTERSERVICE._serialized_start=1586
+  _CLUSTERSERVICE._serialized_end=2518
 # @@protoc_insertion_point(module_scope)

@@ -16,8 +16,20 @@ CLUSTER_STATE_UNREACHABLE: ClusterState
 CLUSTER_STATE_UNSPECIFIED: ClusterState
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class AgentIdentity(_message.Message):
+    __slots__ = ["issuer", "jwks", "jwks_uri", "subject"]
+    ISSUER_FIELD_NUMBER: _ClassVar[int]
+    JWKS_FIELD_NUMBER: _ClassVar[int]
+    JWKS_URI_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    issuer: str
+    jwks: str
+    jwks_uri: str
+    subject: str
+    def __init__(self, issuer: _Optional[str] = ..., subject: _Optional[str] = ..., jwks: _Optional[str] = ..., jwks_uri: _Optional[str] = ...) -> None: ...
+
 class Cluster(_message.Message):
-    __slots__ = ["admin_state", "agent", "capacity", "create_time", "display_name", "heartbeat_time", "labels", "name", "node_count", "state", "update_time", "usage"]
+    __slots__ = ["admin_state", "agent", "agent_identity", "capacity", "create_time", "display_name", "heartbeat_time", "labels", "name", "node_count", "state", "update_time", "usage"]
     class LabelsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -27,6 +39,7 @@ class Cluster(_message.Message):
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     ADMIN_STATE_FIELD_NUMBER: _ClassVar[int]
     AGENT_FIELD_NUMBER: _ClassVar[int]
+    AGENT_IDENTITY_FIELD_NUMBER: _ClassVar[int]
     CAPACITY_FIELD_NUMBER: _ClassVar[int]
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]
@@ -39,6 +52,7 @@ class Cluster(_message.Message):
     USAGE_FIELD_NUMBER: _ClassVar[int]
     admin_state: ClusterState
     agent: str
+    agent_identity: AgentIdentity
     capacity: _tenant_pb2.Quota
     create_time: _timestamp_pb2.Timestamp
     display_name: str
@@ -49,7 +63,7 @@ class Cluster(_message.Message):
     state: ClusterState
     update_time: _timestamp_pb2.Timestamp
     usage: _tenant_pb2.Quota
-    def __init__(self, name: _Optional[str] = ..., display_name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., state: _Optional[_Union[ClusterState, str]] = ..., admin_state: _Optional[_Union[ClusterState, str]] = ..., heartbeat_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., agent: _Optional[str] = ..., capacity: _Optional[_Union[_tenant_pb2.Quota, _Mapping]] = ..., usage: _Optional[_Union[_tenant_pb2.Quota, _Mapping]] = ..., node_count: _Optional[int] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., display_name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., state: _Optional[_Union[ClusterState, str]] = ..., admin_state: _Optional[_Union[ClusterState, str]] = ..., heartbeat_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., agent: _Optional[str] = ..., capacity: _Optional[_Union[_tenant_pb2.Quota, _Mapping]] = ..., usage: _Optional[_Union[_tenant_pb2.Quota, _Mapping]] = ..., node_count: _Optional[int] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., agent_identity: _Optional[_Union[AgentIdentity, _Mapping]] = ...) -> None: ...
 
 class CordonClusterRequest(_message.Message):
     __slots__ = ["name"]
