@@ -8,6 +8,7 @@ import (
 
 	"github.com/trainyard/trainyard/internal/audit"
 	"github.com/trainyard/trainyard/internal/auth"
+	"github.com/trainyard/trainyard/internal/cluster"
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenant"
@@ -22,6 +23,8 @@ type Store interface {
 	TenantUsage(ctx context.Context, id string) (job.Vector, error)
 	UsageSharing(ctx context.Context, now time.Time, asks []store.SharingAsk) (map[string]store.SharingUsage, error)
 	UsageQuery(ctx context.Context, p store.UsageQueryParams) ([]store.UsageRow, error)
+	// ClusterList: the registered clusters a tenant may be allowed.
+	ClusterList(ctx context.Context) ([]cluster.Cluster, error)
 	CohortPut(ctx context.Context, c tenant.Cohort) (tenant.Cohort, error)
 	CohortGet(ctx context.Context, name string) (tenant.Cohort, error)
 	CohortList(ctx context.Context) ([]tenant.Cohort, error)

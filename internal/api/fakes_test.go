@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/trainyard/trainyard/internal/audit"
+	"github.com/trainyard/trainyard/internal/cluster"
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/kube/kubeerr"
 	"github.com/trainyard/trainyard/internal/store"
@@ -38,7 +39,10 @@ type fakeStore struct {
 	watchAfter int64 // JobList's
 	horizon    int64 // EventHorizon's
 	lastID     int64 // EventLastID's, when above the horizon
+	clusters   []cluster.Cluster
 }
+
+func (f *fakeStore) ClusterList(context.Context) ([]cluster.Cluster, error) { return f.clusters, nil }
 
 func newFakeStore() *fakeStore {
 	return &fakeStore{
