@@ -63,10 +63,11 @@ type Store interface {
 }
 
 // Kube is the API server's narrow access to Kubernetes: tenant secret values
-// (which never pass through Postgres) and pod logs. kube.APIClient
-// implements it and classifies its own errors: the handlers act on kube's
+// (which never pass through Postgres) and pod logs, in every cluster it has
+// credentials for. kube.Clusters implements it and classifies its own errors: the handlers act on kube's
 // sentinels (kubeerr.ErrPodGone, kubeerr.ErrNamespaceNotReady,
-// kubeerr.ErrSecretNotOurs, kubeerr.ErrConcurrentChange, *kubeerr.InvalidError) and
+// kubeerr.ErrSecretNotOurs, kubeerr.ErrConcurrentChange, *kubeerr.InvalidError,
+// *kubeerr.NoClusterError) and
 // never on apimachinery's error types.
 type Kube interface {
 	// PutSecret creates or replaces the Secret.
@@ -74,8 +75,11 @@ type Kube interface {
 	// DeleteSecret deletes the Secret if it is Trainyard's; found is false
 	// when there was none.
 	DeleteSecret(ctx context.Context, namespace, secretID string) (found bool, err error)
-	// PodLogs streams a pod's log; kubeerr.ErrPodGone when the pod no longer exists.
-	PodLogs(ctx context.Context, namespace, pod string, follow bool, tailLines int64) (io.ReadCloser, error)
+	// PodLogs streams a pod's log from the cluster that runs it (a job's
+	// status.cluster; "" is the API server's own); kubeerr.ErrPodGone when
+	// the pod no longer exists, *kubeerr.NoClusterError when the server
+	// has no credentials for that cluster.
+	PodLogs(ctx context.Context, cluster, namespace, pod string, follow bool, tailLines int64) (io.ReadCloser, error)
 }
 
 // Notifications wakes watchers; *store.Listener implements it.

@@ -346,6 +346,10 @@ type fakeKube struct {
 	secrets  map[string]bool // namespace/name
 	putErr   error
 	logsNS   string
+	// logsCluster is the cluster of the last PodLogs; noCluster, when set,
+	// is the one cluster it has no credentials for.
+	logsCluster string
+	noCluster   string
 	logsBody string
 	logsErr  error
 }
@@ -364,8 +368,11 @@ func (k *fakeKube) DeleteSecret(_ context.Context, ns, id string) (bool, error) 
 	return found, nil
 }
 
-func (k *fakeKube) PodLogs(_ context.Context, ns, pod string, _ bool, _ int64) (io.ReadCloser, error) {
-	k.logsNS = ns
+func (k *fakeKube) PodLogs(_ context.Context, cluster, ns, pod string, _ bool, _ int64) (io.ReadCloser, error) {
+	k.logsNS, k.logsCluster = ns, cluster
+	if k.noCluster != "" && cluster == k.noCluster {
+		return nil, &kubeerr.NoClusterError{Cluster: cluster}
+	}
 	if k.logsErr != nil {
 		return nil, k.logsErr
 	}
