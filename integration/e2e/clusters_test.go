@@ -163,6 +163,11 @@ func readsFromB(t *testing.T, s *schedEnv, second *cluster.Cluster, name string)
 	require.Contains(t, string(r.Body), "JobRunning")
 
 	// Another tenant's user reads nothing of it, whichever cluster.
+	t.Cleanup(func() {
+		for _, c := range []kubernetes.Interface{e.Cluster.Client(), second.Client()} {
+			_ = c.CoreV1().Namespaces().Delete(context.Background(), e.Namespace("others"), metav1.DeleteOptions{})
+		}
+	})
 	e.CreateTenant(t, "others", harness.Subject("mallory", pb.Role_ROLE_ADMIN))
 	mallory := e.Token("mallory")
 	require.Contains(t, []int{http.StatusNotFound, http.StatusForbidden}, e.REST(mallory).Do(t, "GET", logsPath, nil).Status)
