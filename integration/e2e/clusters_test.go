@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -54,6 +55,7 @@ func TestClustersPlaceEachGangWholeInOneCluster(t *testing.T) {
 	require.Len(t, podsIn(t, e.Cluster.Client(), e.ns, "in-default"), 1)
 	require.Empty(t, podsIn(t, second.Client(), e.ns, "in-default"))
 	readsFromB(t, s, second, b1)
+	tensorBoardFromB(t, s, second)
 	pinnedTenantStaysInDefault(t, s, second)
 
 	// 24 GPUs in one gang: 16 free in all would not do either, and 32 in
@@ -176,6 +178,47 @@ func readsFromB(t *testing.T, s *schedEnv, second *cluster.Cluster, name string)
 		_, err = theirs.Recv()
 	}
 	require.Contains(t, []codes.Code{codes.NotFound, codes.PermissionDenied}, status.Code(err), "%v", err)
+}
+
+// tensorBoardFromB: the TensorBoard of a job in b is proxied from b
+// (port-forward with serve's read-only identity there).
+func tensorBoardFromB(t *testing.T, s *schedEnv, second *cluster.Cluster) {
+	t.Helper()
+	e, ctx := s.workerEnv, ctxT(t)
+	require.Eventually(t, func() bool {
+		_, err := second.Client().RbacV1().RoleBindings(e.ns).Get(ctx, kube.APITensorBoardName, metav1.GetOptions{})
+		return err == nil
+	}, 30*time.Second, 100*time.Millisecond, "b's worker binds the API server to port-forward in %s", e.ns)
+	checkpointClaim(t, second, e.ns, "ckpt")
+	tb := startFakeTensorBoard(t)
+	forwardPod(t, second, e.ns, "board-tensorboard", tb.addr)
+	name := s.submitTo(t, "board", &pb.JobSpec{
+		Replicas: []*pb.ReplicaSpec{{Type: pb.ReplicaType_REPLICA_TYPE_CHIEF, Image: "tensorflow/tensorflow:2.16.1",
+			PodAnnotations: map[string]string{cluster.AnnotationRunForever: "true"}}},
+		Checkpoint:      &pb.CheckpointVolume{ClaimName: "ckpt"},
+		Tensorboard:     &pb.TensorBoard{Enabled: true, LogDir: "logs"},
+		ClusterSelector: map[string]string{"region": "b"},
+	})
+	require.Equal(t, "b", s.wait(t, name, 60*time.Second, pb.JobState_JOB_STATE_RUNNING).GetStatus().GetCluster())
+	url := e.HTTPURL + "/v1/tenants/" + workerTenant + "/jobs/board/tensorboard/"
+	var (
+		code int
+		page string
+	)
+	require.Eventually(t, func() bool {
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+e.Token("alice"))
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		code, page = resp.StatusCode, string(b)
+		return code == http.StatusOK
+	}, 30*time.Second, 200*time.Millisecond, "last answer %d: %s", code, page)
+	require.Contains(t, page, `<a href="data/runs">`, "b's TensorBoard pod answered")
+	_, err := s.jobs.CancelJob(ctx, &pb.CancelJobRequest{Name: name})
+	require.NoError(t, err)
 }
 
 // pinnedTenantStaysInDefault: a tenant allowed only `default` gets a
