@@ -343,15 +343,15 @@ func (f fakeTenantStore) TenantUpdate(_ context.Context, id string, fn func(*ten
 
 // fakeKube records what the handlers ask of Kubernetes.
 type fakeKube struct {
-	secrets  map[string]bool // namespace/name
-	putErr   error
-	logsNS   string
+	secrets map[string]bool // namespace/name
+	putErr  error
+	logsNS  string
 	// logsCluster is the cluster of the last PodLogs; noCluster, when set,
 	// is the one cluster it has no credentials for.
 	logsCluster string
 	noCluster   string
-	logsBody string
-	logsErr  error
+	logsBody    string
+	logsErr     error
 }
 
 func (k *fakeKube) PutSecret(_ context.Context, _, ns, id string, _ map[string]string) error {
