@@ -41,6 +41,7 @@ Takes every flag of "serve", "worker" and "webhooks".`,
 			if err := bindEnv(cmd.Flags()); err != nil {
 				return err
 			}
+			serve.cluster = wf.cluster // one process: one cluster
 			if err := serve.validate(); err != nil {
 				return err
 			}
@@ -101,7 +102,7 @@ Takes every flag of "serve", "worker" and "webhooks".`,
 			)
 			wg.Go(func() {
 				defer cancel()
-				apiErr = runAPI(ctx, log, &serve, apiDeps{store: st, listener: listener, kube: kc, kubeConfig: kcfg, nsPrefix: common.kube.namespacePrefix, webhooks: &common.webhooks})
+				apiErr = runAPI(ctx, log, &serve, apiDeps{store: st, listener: listener, kubeConfig: kcfg, nsPrefix: common.kube.namespacePrefix, webhooks: &common.webhooks})
 			})
 			wg.Go(func() {
 				defer cancel()

@@ -119,15 +119,16 @@ The database must be migrated first (trainyard migrate up).`,
 				return err
 			}
 			go listener.Run(ctx)
-			kc, kcfg, err := common.kube.clientIfConfigured(log)
+			_, kcfg, err := common.kube.clientIfConfigured(log)
 			if err != nil {
 				return err
 			}
-			return runAPI(ctx, log, &serve, apiDeps{store: st, listener: listener, kube: kc, kubeConfig: kcfg, nsPrefix: common.kube.namespacePrefix, webhooks: &common.webhooks})
+			return runAPI(ctx, log, &serve, apiDeps{store: st, listener: listener, kubeConfig: kcfg, nsPrefix: common.kube.namespacePrefix, webhooks: &common.webhooks})
 		},
 	}
 	common.register(cmd)
 	serve.register(cmd.Flags())
+	serve.registerCluster(cmd.Flags())
 	documentEnv(cmd)
 	return cmd
 }

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/trainyard/trainyard/internal/api"
 	"github.com/trainyard/trainyard/internal/auth"
@@ -53,6 +55,11 @@ type serveFlags struct {
 	// Remote clusters' agents (AgentService).
 	agentAudience     string
 	agentRequeueAfter time.Duration
+	// cluster names the cluster --kubeconfig reaches (the API server's
+	// home: tenant Secrets are written there); clusterKubeconfigs are
+	// read-only credentials for the others, by name.
+	cluster            string
+	clusterKubeconfigs map[string]string
 }
 
 func (f *serveFlags) register(fs *pflag.FlagSet) {
@@ -74,6 +81,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.streamLifetime, "max-stream-lifetime", 30*time.Minute, "watches and log streams end after this long with UNAVAILABLE; clients reopen them after the last event id received (tyctl does)")
 	fs.DurationVar(&f.watchBookmark, "watch-bookmark-every", 30*time.Second, "a watch (a tenant's or a job's) that asks for bookmarks gets its read position once events it did not send have moved it and it sent nothing for this long")
 	fs.StringToIntVar(&f.tfjobPriority, "tfjob-priority-class", nil, "NAME=PRIORITY,...: the Trainyard priority (-1000..1000) of a Kubernetes PriorityClass that imported TFJobs name (schedulingPolicy.priorityClass, priorityClassName); a TFJob naming another is refused")
+	fs.StringToStringVar(&f.clusterKubeconfigs, "cluster-kubeconfig", nil, "NAME=PATH,...: a kubeconfig for another cluster jobs run in (repeatable), from which the job's logs and TensorBoard are read; read-only credentials do (deploy/README.md, \"Many clusters\"). A job in a cluster without one: its logs are FAILED_PRECONDITION")
 	f.console.register(fs)
 	fs.StringVar(&f.tls.CertFile, "tls-cert-file", "", "PEM certificate (chain) both listeners serve TLS with; reloaded when the file changes")
 	fs.StringVar(&f.tls.KeyFile, "tls-key-file", "", "PEM private key of --tls-cert-file")
@@ -90,8 +98,26 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxStreams, "max-streams-per-caller", 32, "watches and log streams one caller (OIDC subject) may have open at once on this server, REST and gRPC together; more are RESOURCE_EXHAUSTED (HTTP 429). Raise it for a service token that streams for many users")
 }
 
+// registerCluster adds --cluster, which `trainyard dev` takes from the
+// worker's flags instead.
+func (f *serveFlags) registerCluster(fs *pflag.FlagSet) {
+	fs.StringVar(&f.cluster, "cluster", cluster.Default, "the cluster --kubeconfig reaches (the worker's --cluster there): jobs there are read with it, others with --cluster-kubeconfig")
+}
+
 // validate refuses flag values that would change behaviour silently.
 func (f *serveFlags) validate() error {
+	home := cmp.Or(f.cluster, cluster.Default)
+	for _, name := range slices.Sorted(maps.Keys(f.clusterKubeconfigs)) {
+		if err := cluster.ValidateName(name); err != nil {
+			return fmt.Errorf("--cluster-kubeconfig: %w", err)
+		}
+		if name == home {
+			return fmt.Errorf("--cluster-kubeconfig %s: that is this server's own cluster (--cluster), reached with --kubeconfig", name)
+		}
+		if f.clusterKubeconfigs[name] == "" {
+			return fmt.Errorf("--cluster-kubeconfig %s: give the kubeconfig's path, %s=PATH", name, name)
+		}
+	}
 	if f.watchBookmark <= 0 {
 		return fmt.Errorf("--watch-bookmark-every must be positive, not %s", f.watchBookmark)
 	}
@@ -168,8 +194,8 @@ func (f *serveFlags) authenticator(ctx context.Context, log *slog.Logger) (auth.
 type apiDeps struct {
 	store    *store.Store
 	listener *store.Listener
-	kube     kubernetes.Interface // nil: secrets are unavailable, logs come from Postgres only
-	// kubeConfig is kube's; the TensorBoard proxy port-forwards with it.
+	// kubeConfig reaches the server's own cluster (nil: secrets are
+	// unavailable, logs come from Postgres only, no TensorBoard).
 	kubeConfig *rest.Config
 	nsPrefix   string
 	// webhooks says where webhooks may point.
@@ -225,20 +251,19 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 	if d.listener != nil {
 		apiDeps.Events = d.listener
 	}
-	if d.kube != nil {
-		apiDeps.Kube = kube.APIClient{Client: d.kube}
-	}
 	policy, err := d.webhooks.policy()
 	if err != nil {
 		return err
 	}
 	var tensorBoard server.TensorBoardDialer
 	if d.kubeConfig != nil {
-		pd, err := kube.NewPodDialer(d.kubeConfig)
+		clusters, err := f.clusters(d.kubeConfig)
 		if err != nil {
 			return err
 		}
-		tensorBoard = pd.DialTensorBoard
+		apiDeps.Kube, tensorBoard = clusters, clusters
+	} else if len(f.clusterKubeconfigs) > 0 {
+		return errors.New("--cluster-kubeconfig needs this server's own cluster too: set --kubeconfig (or KUBECONFIG), or run in a pod")
 	}
 	srv, err := server.New(ctx, server.Config{
 		HTTPAddr:            f.httpAddr,
@@ -295,6 +320,24 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 		}
 	}
 	return srv.Run(ctx)
+}
+
+// clusters is the API server's access to its own cluster (home, with
+// --kubeconfig's config) and to each of --cluster-kubeconfig's, whose
+// configs take home's rate limits and user agent.
+func (f *serveFlags) clusters(home *rest.Config) (*kube.Clusters, error) {
+	configs := map[string]*rest.Config{cmp.Or(f.cluster, cluster.Default): home}
+	for name, path := range f.clusterKubeconfigs {
+		rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: path}
+		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("--cluster-kubeconfig %s: %w", name, err)
+		}
+		cfg.QPS, cfg.Burst, cfg.UserAgent = home.QPS, home.Burst, home.UserAgent
+		kube.TuneRESTConfig(cfg)
+		configs[name] = cfg
+	}
+	return kube.NewClusters(cmp.Or(f.cluster, cluster.Default), configs)
 }
 
 // tenantCache is the Authorizer's memory of tenant records, kept by the

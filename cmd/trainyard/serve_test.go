@@ -99,3 +99,24 @@ func TestServeFairnessFlags(t *testing.T) {
 	f.fair.Unary.Queue = -1
 	require.ErrorContains(t, f.validate(), "--tenant-queue must not be negative")
 }
+
+// --cluster-kubeconfig: NAME=PATH, repeatable (and as TRAINYARD_CLUSTER_KUBECONFIG,
+// comma-separated); a name must be a cluster name other than serve's own.
+func TestServeClusterKubeconfigFlag(t *testing.T) {
+	parse := func(args ...string) error {
+		cmd := newServeCmd()
+		require.NoError(t, cmd.Flags().Parse(append([]string{"--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, args...)))
+		return cmd.PreRunE(cmd, nil)
+	}
+	require.NoError(t, parse("--cluster-kubeconfig", "b=/b.yaml", "--cluster-kubeconfig", "c=/c.yaml"))
+	require.ErrorContains(t, parse("--cluster-kubeconfig", "default=/d.yaml"), "own cluster")
+	require.NoError(t, parse("--cluster", "a", "--cluster-kubeconfig", "default=/d.yaml"))
+	require.ErrorContains(t, parse("--cluster-kubeconfig", "EU=/e.yaml"), "--cluster-kubeconfig")
+	require.ErrorContains(t, parse("--cluster-kubeconfig", "b="), "b=PATH")
+	t.Setenv("TRAINYARD_CLUSTER_KUBECONFIG", "b=/b.yaml,c=/c.yaml")
+	cmd := newServeCmd()
+	require.NoError(t, cmd.PreRunE(cmd, nil))
+	got, err := cmd.Flags().GetStringToString("cluster-kubeconfig")
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"b": "/b.yaml", "c": "/c.yaml"}, got)
+}

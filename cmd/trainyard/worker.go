@@ -368,7 +368,7 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 	// provisioned; it runs in the worker process with the same client.
 	tenants, err := tenantctl.New(tenantctl.Config{
 		Store: st, Client: kc, Listener: listener, NamespacePrefix: common.kube.namespacePrefix,
-		Options:  wf.tenantOptions(),
+		Cluster: wf.cluster, Options: wf.tenantOptions(),
 		Registry: reg, Logger: log,
 	})
 	if err != nil {

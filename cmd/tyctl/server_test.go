@@ -708,3 +708,23 @@ func TestWatchBehindRetentionFollowsTheJobAsItIs(t *testing.T) {
 	require.Contains(t, r.stderr, "hint: the server no longer keeps events that old: 'tyctl jobs list --watch'")
 	require.Len(t, f.rec.methodCalls("WatchJobs"), 1)
 }
+
+func TestTenantsClusters(t *testing.T) {
+	f := startFake(t)
+	r := f.tyctl(t, nil, "--token", testToken, "tenants", "update", "team-a", "--cluster", "default", "--cluster", "b")
+	require.Equal(t, 0, r.code, r.stderr)
+	got := f.rec.methodCalls("UpdateTenant")[0].req.(*pb.UpdateTenantRequest)
+	require.Equal(t, []string{"default", "b"}, got.GetTenant().GetClusters())
+	require.Equal(t, []string{"clusters"}, got.GetUpdateMask().GetPaths(), "nothing else changes")
+
+	r = f.tyctl(t, nil, "--token", testToken, "tenants", "update", "team-a", "--cluster", "")
+	require.Equal(t, 0, r.code, r.stderr)
+	got = f.rec.methodCalls("UpdateTenant")[1].req.(*pb.UpdateTenantRequest)
+	require.Empty(t, got.GetTenant().GetClusters(), "every cluster")
+	require.Equal(t, []string{"clusters"}, got.GetUpdateMask().GetPaths())
+
+	r = f.tyctl(t, nil, "--token", testToken, "tenants", "create", "team-z", "--cluster", "b")
+	require.Equal(t, 0, r.code, r.stderr)
+	created := f.rec.methodCalls("CreateTenant")[0].req.(*pb.CreateTenantRequest)
+	require.Equal(t, []string{"b"}, created.GetTenant().GetClusters())
+}

@@ -115,15 +115,18 @@ func newTenantsUpdateCmd(a *app) *cobra.Command {
 		sf                  sharingFlags
 		quotaGPU, quotaPods int32
 		quotaCPU, quotaMem  string
+		clusters            []string
 	)
 	cmd := &cobra.Command{
 		Use:   "update ID",
-		Short: "Change a tenant's quota and sharing (platform admins); only the flags given change",
+		Short: "Change a tenant's quota, sharing and clusters (platform admins); only the flags given change",
 		Long: `Change a tenant's quota and how it shares it: its cohort, borrowing and
 lending limits, fair-share weight, reclaim policy, fair-share preemption,
 usage half-life, GPU-hour budget and GPU quotas per model. Only the flags
 given change; --budget-* flags together replace the budget
-(--budget-gpu-hours 0 removes it).`,
+(--budget-gpu-hours 0 removes it). --cluster replaces the clusters the
+tenant is allowed (--cluster "" allows every cluster); taking one away is
+refused while unfinished jobs of the tenant run there.`,
 		Example: `  tyctl tenants update team-a --quota-gpu 8 --cohort lab --borrowing-limit-gpu 8 --weight 2 \
       --reclaim lower-priority --usage-half-life 24h --budget-gpu-hours 2000 --budget-period rolling-30d`,
 		Args: cobra.ExactArgs(1),
@@ -135,6 +138,10 @@ given change; --budget-* flags together replace the budget
 			fs := cmd.Flags()
 			t := &pb.Tenant{Name: name, Quota: &pb.Quota{Gpu: quotaGPU, Cpu: quotaCPU, Memory: quotaMem, Pods: quotaPods}}
 			var paths []string
+			if fs.Changed("cluster") {
+				t.Clusters = slices.DeleteFunc(slices.Clone(clusters), func(c string) bool { return c == "" })
+				paths = append(paths, "clusters")
+			}
 			for flag, path := range map[string]string{"quota-gpu": "quota.gpu", "quota-cpu": "quota.cpu", "quota-memory": "quota.memory", "quota-pods": "quota.pods"} {
 				if fs.Changed(flag) {
 					paths = append(paths, path)
@@ -147,7 +154,7 @@ given change; --budget-* flags together replace the budget
 			t.Sharing = sh
 			paths = append(paths, shPaths...)
 			if len(paths) == 0 {
-				return fmt.Errorf("nothing to update: give a --quota-* or sharing flag")
+				return fmt.Errorf("nothing to update: give a --quota-*, sharing or --cluster flag")
 			}
 			slices.Sort(paths)
 			c, err := a.tenantClient()
@@ -168,6 +175,7 @@ given change; --budget-* flags together replace the budget
 	fs.StringVar(&quotaCPU, "quota-cpu", "", "CPU quota, a Kubernetes quantity such as 64")
 	fs.StringVar(&quotaMem, "quota-memory", "", "memory quota, a Kubernetes quantity such as 256Gi")
 	fs.Int32Var(&quotaPods, "quota-pods", 0, "pods the tenant's running jobs may have together; 0 for no limit")
+	fs.StringArrayVar(&clusters, "cluster", nil, "a cluster the tenant's jobs may run in (repeatable; replaces the list; \"\" alone: every cluster)")
 	sf.add(fs)
 	return cmd
 }

@@ -145,6 +145,7 @@ func writeJobDetail(w io.Writer, j *pb.Job, now time.Time) {
 	row("Display name", j.GetDisplayName())
 	row("Labels", formatMap(j.GetLabels()))
 	row("State", jobState(j))
+	row("Cluster", st.GetCluster())
 	row("Reason", st.GetReason())
 	row("Message", st.GetMessage())
 	row("Replicas", replicaSummary(j))
@@ -257,6 +258,11 @@ func writeTenantDetail(w io.Writer, t *pb.Tenant, now time.Time) {
 	}
 	writeSharing(row, t)
 	row("Pod readers", strings.Join(t.GetPodReaderGroups(), ", "))
+	if cs := t.GetClusters(); len(cs) > 0 {
+		row("Clusters", strings.Join(cs, ", "))
+	} else {
+		row("Clusters", "all")
+	}
 	row("Created", when(now, t.GetCreateTime()))
 	for i, m := range t.GetMembers() {
 		k := ""

@@ -78,6 +78,7 @@ func newTenantsCreateCmd(a *app) *cobra.Command {
 		displayName         string
 		labels, members     []string
 		podReaderGroups     []string
+		clusters            []string
 		quotaCPU, quotaMem  string
 		quotaGPU, quotaPods int32
 		preemption, queue   string
@@ -95,7 +96,7 @@ viewer (read), editor (also submit and cancel jobs), admin (also secrets).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := strings.TrimPrefix(args[0], "tenants/")
-			t := &pb.Tenant{DisplayName: displayName, PodReaderGroups: podReaderGroups}
+			t := &pb.Tenant{DisplayName: displayName, PodReaderGroups: podReaderGroups, Clusters: clusters}
 			var err error
 			if len(labels) > 0 {
 				if t.Labels, err = parsePairs("label", labels); err != nil {
@@ -156,6 +157,7 @@ viewer (read), editor (also submit and cancel jobs), admin (also secrets).`,
 	fs.Int32Var(&quotaPods, "quota-pods", 0, "pods the tenant's running jobs may have together; 0 for no limit")
 	fs.StringArrayVar(&members, "member", nil, "group:NAME=ROLE or subject:NAME=ROLE, ROLE viewer|editor|admin (repeatable)")
 	fs.StringArrayVar(&podReaderGroups, "pod-reader-group", nil, "OIDC group given read access to pods and logs in the namespace (repeatable)")
+	fs.StringArrayVar(&clusters, "cluster", nil, "a cluster the tenant's jobs may run in and its namespace exists in (repeatable; none: every cluster)")
 	fs.StringVar(&preemption, "preemption", "", "never (default) or lower-priority: a pending job may preempt the tenant's running jobs of lower priority")
 	fs.StringVar(&queue, "queueing", "", "strict-fifo (default) or best-effort-fifo: a job that fits may start ahead of an earlier one that does not")
 	sf.add(fs)

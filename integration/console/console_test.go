@@ -42,6 +42,7 @@ func startConsole(t *testing.T) *consoleEnv {
 		DisplayName: "Vision team",
 		Quota:       &pb.Quota{Gpu: 2, Cpu: "32", Memory: "128Gi", Pods: 20},
 		Members:     []*pb.Member{harness.Subject("alice", pb.Role_ROLE_EDITOR), harness.Group("vision-admins", pb.Role_ROLE_ADMIN)},
+		Clusters:    []string{"default"}, // the tenant page shows its allowed clusters
 	})
 	env.CreateTenant(t, "speech", harness.Subject("bob", pb.Role_ROLE_EDITOR))
 	ns := env.Namespace("vision")
@@ -166,6 +167,7 @@ func TestConsole(t *testing.T) {
 		e.submit(t, "warmup", replica(pb.ReplicaType_REPLICA_TYPE_WORKER, 2, map[string]string{cluster.AnnotationRunFor: "15s"}))
 		e.waitState(t, "warmup", pb.JobState_JOB_STATE_RUNNING)
 		alice.waitText(`tr[data-job="warmup"] [data-testid=state]`, "RUNNING", 20*time.Second)
+		alice.waitText(`tr[data-job="warmup"] [data-testid=cluster]`, "default", 10*time.Second) // where it runs, a column
 
 		// Every state the list shows for mnist, as it shows it: the page
 		// is never reloaded, so each one came from the watch.
@@ -192,6 +194,7 @@ func TestConsole(t *testing.T) {
 		admin.open("/tenants/vision")
 		admin.waitText(".quota", "2 of 2", 20*time.Second)
 		admin.waitText("main", "hf-token", 10*time.Second) // secrets come in their own call
+		require.Equal(t, "default", admin.text(`[data-testid=tenant-clusters]`), "the clusters the tenant is allowed")
 		admin.screenshot("tenant.png", false)
 
 		alice.waitJS(`window.__states.includes("SUCCEEDED")`, 90*time.Second)
@@ -229,6 +232,7 @@ func TestConsole(t *testing.T) {
 			replica(pb.ReplicaType_REPLICA_TYPE_WORKER, 0, map[string]string{cluster.AnnotationRunForever: "true"}))
 		alice.open("/tenants/vision/jobs/flaky")
 		alice.waitText(`[data-testid=job-state]`, "RUNNING", 30*time.Second)
+		require.Equal(t, "default", alice.text(`[data-testid=job-cluster]`), "the cluster that runs it")
 		alice.waitJS(`document.querySelector("pre.log").dataset.status === "streaming" &&
 			document.querySelector("pre.log").innerText.includes("`+cluster.LogLineStep+`10 ")`, 20*time.Second)
 		require.Contains(t, alice.text(`[data-testid=job-state]`), "RUNNING", "the log was read live, while the replica ran")

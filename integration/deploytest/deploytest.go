@@ -147,7 +147,23 @@ func WebhooksKubeconfig(t testing.TB, c *cluster.Cluster) string {
 // one cluster and apply the same objects.
 var applyMu sync.Mutex
 
+// RemoteReaderKubeconfig is the API server's identity in a cluster other
+// than its own (trainyard serve --cluster-kubeconfig): the ServiceAccount
+// trainyard-api and deploy/'s roles, with no binding at all. Its only
+// rights are those the cluster's workers bind to it in tenant namespaces,
+// get pods/log and create pods/portforward (deploy/README.md, "Many
+// clusters"); it can write no Secret and read nothing else.
+func RemoteReaderKubeconfig(t testing.TB, c *cluster.Cluster) string {
+	t.Helper()
+	return kubeconfigOf(t, c, APIAccount, false)
+}
+
 func accountKubeconfig(t testing.TB, c *cluster.Cluster, account string) string {
+	t.Helper()
+	return kubeconfigOf(t, c, account, true)
+}
+
+func kubeconfigOf(t testing.TB, c *cluster.Cluster, account string, bound bool) string {
 	t.Helper()
 	objs := Build(t, c, "")
 	// The bindings of the account, as the manifests have them.
@@ -165,7 +181,9 @@ func accountKubeconfig(t testing.TB, c *cluster.Cluster, account string) string 
 			}
 		}
 	}
-	if len(bindings) == 0 {
+	if !bound {
+		bindings = nil
+	} else if len(bindings) == 0 {
 		t.Fatalf("deploy/ binds no role to ServiceAccount %s/%s", Namespace, account)
 	}
 	want := select_(objs, func(o *unstructured.Unstructured) bool {

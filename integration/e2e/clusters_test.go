@@ -4,11 +4,17 @@ package e2e
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -48,6 +54,9 @@ func TestClustersPlaceEachGangWholeInOneCluster(t *testing.T) {
 	require.Empty(t, podsIn(t, e.Cluster.Client(), e.ns, "in-b"), "and not in default")
 	require.Len(t, podsIn(t, e.Cluster.Client(), e.ns, "in-default"), 1)
 	require.Empty(t, podsIn(t, second.Client(), e.ns, "in-default"))
+	readsFromB(t, s, second, b1)
+	tensorBoardFromB(t, s, second)
+	pinnedTenantStaysInDefault(t, s, second)
 
 	// 24 GPUs in one gang: 16 free in all would not do either, and 32 in
 	// both clusters together is no help: never split.
@@ -69,10 +78,178 @@ func TestClustersPlaceEachGangWholeInOneCluster(t *testing.T) {
 	require.Equal(t, "b", anywhere.GetStatus().GetCluster(), "the only cluster with room")
 	s.wait(t, harness.JobName(workerTenant, "anywhere"), 60*time.Second, pb.JobState_JOB_STATE_SUCCEEDED)
 
+	// Taking b from the tenant while in-b runs there is refused, naming both.
+	tenants := pb.NewTenantServiceClient(e.Conn(t, e.AdminToken()))
+	onlyDefault := &pb.UpdateTenantRequest{Tenant: &pb.Tenant{Name: harness.TenantName(workerTenant), Clusters: []string{"default"}},
+		UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"clusters"}}}
+	_, err = tenants.UpdateTenant(ctx, onlyDefault)
+	require.Equal(t, codes.FailedPrecondition, status.Code(err), "%v", err)
+	require.Contains(t, status.Convert(err).Message(), `cluster "b" (in-b)`)
+
 	for _, id := range []string{"in-b", "in-default", "fill-default"} {
 		_, err := s.jobs.CancelJob(ctx, &pb.CancelJobRequest{Name: harness.JobName(workerTenant, id)})
 		require.NoError(t, err)
 	}
+	// Once in-b has ended, b can be taken away: b's worker removes the
+	// tenant's namespace there, and default keeps its own.
+	s.wait(t, b1, 30*time.Second, pb.JobState_JOB_STATE_CANCELLED)
+	_, err = tenants.UpdateTenant(ctx, onlyDefault)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		ns, err := second.Client().CoreV1().Namespaces().Get(ctx, e.ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err) || (err == nil && ns.DeletionTimestamp != nil)
+	}, 30*time.Second, 200*time.Millisecond, "b's worker offboards the tenant from b")
+	_, err = e.Cluster.Client().CoreV1().Namespaces().Get(ctx, e.ns, metav1.GetOptions{})
+	require.NoError(t, err, "and leaves its namespace in default")
+}
+
+// readsFromB: a job running in cluster b is read from b through the one
+// API: GetJob's pod (REST and gRPC) is b's, its log comes from b's pod
+// (REST, gRPC, and followed), its events are those b's worker wrote from
+// b's pods; another tenant's user gets none of them.
+func readsFromB(t *testing.T, s *schedEnv, second *cluster.Cluster, name string) {
+	t.Helper()
+	e, ctx := s.workerEnv, ctxT(t)
+	pods, err := second.Client().CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{LabelSelector: "trainyard.dev/job=in-b"})
+	require.NoError(t, err)
+	require.Len(t, pods.Items, 1)
+	pod := pods.Items[0]
+	var j *pb.Job
+	require.Eventually(t, func() bool {
+		j = s.get(t, name)
+		rs := j.GetStatus().GetReplicas()
+		return len(rs) == 1 && rs[0].GetNode() != ""
+	}, 30*time.Second, 100*time.Millisecond, "in-b's replica is reported on its node")
+	rep := j.GetStatus().GetReplicas()[0]
+	require.Equal(t, "b", j.GetStatus().GetCluster())
+	require.Equal(t, pod.Name, rep.GetPod(), "GetJob's pod is the one in b")
+	require.Equal(t, pod.Spec.NodeName, rep.GetNode())
+	var viaREST pb.Job
+	alice := e.Token("alice")
+	r := e.REST(alice).Do(t, "GET", "/v1/tenants/"+workerTenant+"/jobs/in-b", nil)
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	r.JSON(t, &viaREST)
+	require.Equal(t, "b", viaREST.GetStatus().GetCluster())
+	require.Equal(t, pod.Name, viaREST.GetStatus().GetReplicas()[0].GetPod())
+
+	// Logs: b's pod is the only one there is; the API server's own
+	// cluster has none of this job's.
+	logsPath := "/v1/tenants/" + workerTenant + "/jobs/in-b/logs?replica=worker-0"
+	var body string
+	require.Eventually(t, func() bool {
+		r := e.REST(alice).Do(t, "GET", logsPath, nil)
+		body = string(r.Body)
+		return r.Status == http.StatusOK && strings.Contains(body, cluster.LogLineStep)
+	}, 20*time.Second, 200*time.Millisecond, "REST logs from b; last: %s", body)
+	logs, err := s.jobs.GetJobLogs(ctx, &pb.GetJobLogsRequest{Name: name, Replica: "worker-0"})
+	require.NoError(t, err)
+	require.Contains(t, recvAll(t, logs), cluster.LogLineStep, "gRPC logs from b")
+	fctx, cancel := streamCtx(t, time.Minute)
+	follow, err := s.jobs.GetJobLogs(fctx, &pb.GetJobLogsRequest{Name: name, Follow: true})
+	require.NoError(t, err)
+	first, err := follow.Recv()
+	require.NoError(t, err, "a followed log from b")
+	require.NotEmpty(t, first.GetData())
+	cancel()
+
+	// Events: b's worker wrote them from b's pods.
+	events, err := s.jobs.ListJobEvents(ctx, &pb.ListJobEventsRequest{Parent: name, PageSize: 100})
+	require.NoError(t, err)
+	var reasons []string
+	for _, ev := range events.GetEvents() {
+		reasons = append(reasons, ev.GetReason())
+	}
+	require.Contains(t, reasons, "JobRunning", "events: %v", reasons)
+	r = e.REST(alice).Do(t, "GET", "/v1/tenants/"+workerTenant+"/jobs/in-b/events", nil)
+	require.Equal(t, http.StatusOK, r.Status)
+	require.Contains(t, string(r.Body), "JobRunning")
+
+	// Another tenant's user reads nothing of it, whichever cluster.
+	t.Cleanup(func() {
+		for _, c := range []kubernetes.Interface{e.Cluster.Client(), second.Client()} {
+			_ = c.CoreV1().Namespaces().Delete(context.Background(), e.Namespace("others"), metav1.DeleteOptions{})
+		}
+	})
+	e.CreateTenant(t, "others", harness.Subject("mallory", pb.Role_ROLE_ADMIN))
+	mallory := e.Token("mallory")
+	require.Contains(t, []int{http.StatusNotFound, http.StatusForbidden}, e.REST(mallory).Do(t, "GET", logsPath, nil).Status)
+	theirs, err := pb.NewJobServiceClient(e.Conn(t, mallory)).GetJobLogs(ctx, &pb.GetJobLogsRequest{Name: name})
+	if err == nil {
+		_, err = theirs.Recv()
+	}
+	require.Contains(t, []codes.Code{codes.NotFound, codes.PermissionDenied}, status.Code(err), "%v", err)
+}
+
+// tensorBoardFromB: the TensorBoard of a job in b is proxied from b
+// (port-forward with serve's read-only identity there).
+func tensorBoardFromB(t *testing.T, s *schedEnv, second *cluster.Cluster) {
+	t.Helper()
+	e, ctx := s.workerEnv, ctxT(t)
+	require.Eventually(t, func() bool {
+		_, err := second.Client().RbacV1().RoleBindings(e.ns).Get(ctx, kube.APITensorBoardName, metav1.GetOptions{})
+		return err == nil
+	}, 30*time.Second, 100*time.Millisecond, "b's worker binds the API server to port-forward in %s", e.ns)
+	checkpointClaim(t, second, e.ns, "ckpt")
+	tb := startFakeTensorBoard(t)
+	forwardPod(t, second, e.ns, "board-tensorboard", tb.addr)
+	name := s.submitTo(t, "board", &pb.JobSpec{
+		Replicas: []*pb.ReplicaSpec{{Type: pb.ReplicaType_REPLICA_TYPE_CHIEF, Image: "tensorflow/tensorflow:2.16.1",
+			PodAnnotations: map[string]string{cluster.AnnotationRunForever: "true"}}},
+		Checkpoint:      &pb.CheckpointVolume{ClaimName: "ckpt"},
+		Tensorboard:     &pb.TensorBoard{Enabled: true, LogDir: "logs"},
+		ClusterSelector: map[string]string{"region": "b"},
+	})
+	require.Equal(t, "b", s.wait(t, name, 60*time.Second, pb.JobState_JOB_STATE_RUNNING).GetStatus().GetCluster())
+	url := e.HTTPURL + "/v1/tenants/" + workerTenant + "/jobs/board/tensorboard/"
+	var (
+		code int
+		page string
+	)
+	require.Eventually(t, func() bool {
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+e.Token("alice"))
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		code, page = resp.StatusCode, string(b)
+		return code == http.StatusOK
+	}, 30*time.Second, 200*time.Millisecond, "last answer %d: %s", code, page)
+	require.Contains(t, page, `<a href="data/runs">`, "b's TensorBoard pod answered")
+	_, err := s.jobs.CancelJob(ctx, &pb.CancelJobRequest{Name: name})
+	require.NoError(t, err)
+}
+
+// pinnedTenantStaysInDefault: a tenant allowed only `default` gets a
+// namespace there and none in b, its jobs run in default, and one asking
+// for b waits, saying its tenant may not go there.
+func pinnedTenantStaysInDefault(t *testing.T, s *schedEnv, second *cluster.Cluster) {
+	t.Helper()
+	e, ctx := s.workerEnv, ctxT(t)
+	ns := e.Namespace("pinned")
+	t.Cleanup(func() {
+		_ = e.Cluster.Client().CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+		_ = second.Client().CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	})
+	e.CreateTenantWith(t, "pinned", &pb.Tenant{Clusters: []string{"default"},
+		Members: []*pb.Member{harness.Subject("alice", pb.Role_ROLE_EDITOR)}})
+	waitServiceAccount(t, e.Cluster.Client(), ns)
+	pinned := &schedEnv{workerEnv: e, tenant: "pinned"}
+	cpu := gpuJob(1, 0, 0, annot(cluster.AnnotationRunFor, "1s"))
+	toB := gpuJob(1, 0, 0, annot(cluster.AnnotationRunFor, "1s"))
+	toB.ClusterSelector = map[string]string{"region": "b"}
+	ran := pinned.wait(t, pinned.submitTo(t, "cpu", cpu), 60*time.Second, pb.JobState_JOB_STATE_RUNNING, pb.JobState_JOB_STATE_SUCCEEDED)
+	require.Equal(t, "default", ran.GetStatus().GetCluster())
+	waiting := harness.WaitJob(t, s.jobs, pinned.submitTo(t, "to-b", toB), 30*time.Second, func(j *pb.Job) bool { return j.GetStatus().GetQueue() != nil })
+	require.Contains(t, waiting.GetStatus().GetQueue().GetMessage(), "its tenant's allowed clusters default")
+	_, err := s.jobs.CancelJob(ctx, &pb.CancelJobRequest{Name: harness.JobName("pinned", "to-b")})
+	require.NoError(t, err)
+	// b's worker reconciled the tenant by now (it is told of every tenant
+	// change, as default's was); it made nothing there.
+	_, err = second.Client().CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "no namespace in b for a tenant allowed only default: %v", err)
+	require.Empty(t, podsIn(t, second.Client(), ns, "cpu"))
 }
 
 // startTwoClusters starts Trainyard with a worker in the package's shared
@@ -84,8 +261,12 @@ func TestClustersPlaceEachGangWholeInOneCluster(t *testing.T) {
 func startTwoClusters(t *testing.T, workerArgs ...string) (*schedEnv, *cluster.Cluster, []string) {
 	t.Helper()
 	waitGPUsFree(t)
-	e := startWorkers(t, 1, workerArgs...)
 	second := harness.SecondCluster(t)
+	// The API server reads b's pods (logs, TensorBoard) as deploy/'s
+	// trainyard-api there, bound by nothing but what b's worker binds it
+	// in tenant namespaces.
+	reader := deploytest.RemoteReaderKubeconfig(t, second)
+	e := startWorkersServing(t, 1, []string{"--cluster-kubeconfig", "b=" + reader}, workerArgs...)
 	ctx := ctxT(t)
 	t.Cleanup(func() {
 		_ = second.Client().CoreV1().Namespaces().Delete(context.Background(), e.ns, metav1.DeleteOptions{})

@@ -47,6 +47,12 @@ type workerEnv struct {
 // worker's tenant reconciler to provision its namespace.
 func startWorkers(t *testing.T, n int, workerArgs ...string) *workerEnv {
 	t.Helper()
+	return startWorkersServing(t, n, nil, workerArgs...)
+}
+
+// startWorkersServing is startWorkers with serveArgs for the API server.
+func startWorkersServing(t *testing.T, n int, serveArgs []string, workerArgs ...string) *workerEnv {
+	t.Helper()
 	c := harness.Cluster(t)
 	var ns string
 	// Registered before the processes start, so it runs after they are
@@ -59,7 +65,7 @@ func startWorkers(t *testing.T, n int, workerArgs ...string) *workerEnv {
 		defer cancel()
 		_ = c.Client().CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 	})
-	env := harness.Start(t, harness.Options{Cluster: true, Workers: n, WorkerArgs: workerArgs})
+	env := harness.Start(t, harness.Options{Cluster: true, Workers: n, ServeArgs: serveArgs, WorkerArgs: workerArgs})
 	env.CreateTenant(t, workerTenant, harness.Subject("alice", pb.Role_ROLE_EDITOR))
 	ns = env.Namespace(workerTenant)
 	we := &workerEnv{Env: env, jobs: env.Jobs(t, env.Token("alice")), ns: ns}

@@ -29,7 +29,8 @@ func (t Tenant) preempting() Tenant {
 	t.Scheduling.Preemption = tenant.PreemptLowerPriority
 	return t
 }
-func (t Tenant) bestEffort() Tenant { t.Scheduling.Queueing = tenant.BestEffortFIFO; return t }
+func (t Tenant) allowed(clusters ...string) Tenant { t.Clusters = clusters; return t }
+func (t Tenant) bestEffort() Tenant                { t.Scheduling.Queueing = tenant.BestEffortFIFO; return t }
 func (t Tenant) runTime(d time.Duration) Tenant {
 	t.RunTime = d
 	return t

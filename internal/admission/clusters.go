@@ -62,6 +62,10 @@ type where struct {
 	clusters, matched []*cluster
 	sel               map[string]string
 	names             []string
+	// tenant are the clusters the job's tenant is allowed (empty: all);
+	// excluded says they left out a registered cluster.
+	tenant   []string
+	excluded bool
 }
 
 // of is the key of a gang shape placed within w, for caches that hold
@@ -73,9 +77,10 @@ func (w *where) of(shape uint64) uint64 {
 	return shape ^ bits.RotateLeft64(w.hash, 29)
 }
 
-// whereOf returns the clusters j allows.
-func (c *cycle) whereOf(j *Job) *where {
-	if len(j.ClusterSelector) == 0 && len(j.Clusters) == 0 {
+// whereOf returns the clusters j allows: those its tenant is allowed
+// (allowed, empty: all) that its selector and names allow.
+func (c *cycle) whereOf(j *Job, allowed []string) *where {
+	if len(j.ClusterSelector) == 0 && len(j.Clusters) == 0 && len(allowed) == 0 {
 		return c.anywhere
 	}
 	var b strings.Builder
@@ -83,9 +88,14 @@ func (c *cycle) whereOf(j *Job) *where {
 		fmt.Fprintf(&b, "%s=%s\x00", k, j.ClusterSelector[k])
 	}
 	b.WriteByte(1)
-	names := slices.Sorted(slices.Values(j.Clusters))
-	names = slices.Compact(names)
+	names := compactSorted(j.Clusters)
 	for _, n := range names {
+		b.WriteString(n)
+		b.WriteByte(0)
+	}
+	b.WriteByte(2)
+	tenantNames := compactSorted(allowed)
+	for _, n := range tenantNames {
 		b.WriteString(n)
 		b.WriteByte(0)
 	}
@@ -95,8 +105,12 @@ func (c *cycle) whereOf(j *Job) *where {
 	}
 	h := fnv.New64a()
 	h.Write([]byte(key))
-	w := &where{hash: h.Sum64() | 1, sel: j.ClusterSelector, names: names}
+	w := &where{hash: h.Sum64() | 1, sel: j.ClusterSelector, names: names, tenant: tenantNames}
 	for _, cl := range c.clusters {
+		if len(tenantNames) > 0 && !slices.Contains(tenantNames, cl.Name) {
+			w.excluded = true
+			continue
+		}
 		if allowsCluster(j.ClusterSelector, names, cl) {
 			w.matched = append(w.matched, cl)
 			if cl.ready {
@@ -106,6 +120,27 @@ func (c *cycle) whereOf(j *Job) *where {
 	}
 	c.wheres[key] = w
 	return w
+}
+
+func compactSorted(names []string) []string {
+	return slices.Compact(slices.Sorted(slices.Values(names)))
+}
+
+// tenantNote is what a waiting message adds when the tenant's allowed
+// clusters left some out: the job may be waiting for room only there.
+func tenantNote(w *where) string {
+	if !w.excluded {
+		return ""
+	}
+	return "; its tenant may run jobs only in clusters " + quotedNames(w.tenant)
+}
+
+func quotedNames(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, ", ")
 }
 
 // allowsCluster: cl has every label of sel and, when names are given, is
@@ -249,7 +284,7 @@ func (c *cycle) neverMessage(j *jobState) string {
 	if len(cls) > 1 && j.demand.LessEq(sum) {
 		msg += fmt.Sprintf("; clusters %s have the capacity together, but %s", clusterNames(cls), msgNeverSplit)
 	}
-	return msg
+	return msg + tenantNote(j.at)
 }
 
 // noClusterMessage says why no cluster may take j: none matches its
@@ -266,6 +301,9 @@ func (c *cycle) noClusterMessage(j *jobState) string {
 	}
 	if len(w.names) > 0 {
 		want = append(want, "its clusters "+strings.Join(w.names, ", "))
+	}
+	if len(w.tenant) > 0 {
+		want = append(want, "its tenant's allowed clusters "+strings.Join(w.tenant, ", "))
 	}
 	if len(w.matched) == 0 {
 		if len(want) == 0 {

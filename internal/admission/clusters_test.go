@@ -152,6 +152,33 @@ func TestScheduleClusters(t *testing.T) {
 				},
 			},
 		},
+		"a tenant's allowed clusters: its jobs go only there, whatever the fit; others' go anywhere": {
+			snap: fresh(withClusters(snapshot([]Tenant{a.bestEffort().allowed("west"), b.allowed("mars")},
+				[]Node{node("east", "n1", 8), node("west", "n1", 8)},
+				makeJob("a", "running", 1).Workers(1, 6).Running(t0).In("west").On("n1").Obj(),
+				// east is empty and the best fit would be west's 2 GPUs
+				// either way; a 4-GPU job fits only east: it waits.
+				makeJob("a", "small", 2).Workers(1, 2).Obj(),
+				makeJob("a", "big", 3).Workers(1, 4).Obj(),
+				// Its own names ask for east, which its tenant may not use.
+				makeJob("a", "east-only", 4).Workers(1, 1).OnlyIn("east").Obj(),
+				// A gang that fits no allowed cluster ever.
+				makeJob("a", "huge", 5).Workers(2, 8).Obj(),
+				// b may run only in a cluster that is not registered.
+				makeJob("b", "lost", 6).Workers(1, 1).Obj()), regions...)),
+			want: wantClusters{
+				placed: map[string]placedIn{"small": {"west", []string{"n1"}}},
+				waiting: map[string]wantWaitMsg{
+					"big": {job.WaitCapacity, []string{`needs 4 GPUs, 0 free in cluster "west"`, `its tenant may run jobs only in clusters "west"`}},
+					"east-only": {job.WaitUnschedulable, []string{
+						"no cluster matches its clusters east and its tenant's allowed clusters west"}},
+					"huge": {job.WaitUnschedulable, []string{
+						`cluster "west" has no set of schedulable nodes that can hold all of its pods at once`,
+						`its tenant may run jobs only in clusters "west"`}},
+					"lost": {job.WaitUnschedulable, []string{"no cluster matches its tenant's allowed clusters mars"}},
+				},
+			},
+		},
 		"no cluster READY at all: every job waits, saying so": {
 			snap: withClusters(snapshot([]Tenant{a}, twoOf8, makeJob("a", "x", 1).Workers(1, 1).Obj()),
 				Cluster{Name: "east", State: ClusterUnreachable}, Cluster{Name: "west", State: ClusterCordoned}),

@@ -102,7 +102,8 @@
 // unique only within its cluster, and an admitted job's OnNodes name
 // nodes of its Job.Cluster.
 //
-//	job ─ spec.clusterSelector (labels a cluster must have) and
+//	job ─ its tenant's allowed clusters (Tenant.Clusters; empty: all),
+//	      spec.clusterSelector (labels a cluster must have) and
 //	      spec.clusters (names; empty: any)
 //	   │
 //	   ├─ READY clusters it allows: none? ──── wait UNSCHEDULABLE ("no
@@ -132,7 +133,10 @@
 // smallest fraction of its demand in any resource, then the most free
 // GPUs, then name) and, when the clusters it allows have enough free
 // together, that a gang is never split across clusters; a job no one
-// cluster could ever hold says so, and whether they could together.
+// cluster could ever hold says so, and whether they could together. When
+// its tenant's allowed clusters left out a cluster, the message ends
+// with "its tenant may run jobs only in clusters …", so that nobody looks
+// for room the job may not take.
 //
 // Preemption is made for one cluster: the trial that picks victims puts
 // the preemptor in one cluster it may run in, and a victim frees room

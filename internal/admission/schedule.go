@@ -197,7 +197,7 @@ func newCycle(s *Snapshot) *cycle {
 			t.admitted = append(t.admitted, js)
 			t.used = t.used.Add(js.demand)
 		} else {
-			js.at = c.whereOf(j)
+			js.at = c.whereOf(j, t.Clusters)
 			t.queue = append(t.queue, js)
 			pending++
 		}
@@ -611,7 +611,7 @@ func (c *cycle) capacityMessage(j *jobState, cl *cluster, short []job.Resource) 
 	}
 	cls := j.at.clusters
 	if len(cls) == 1 {
-		return msg
+		return msg + tenantNote(j.at)
 	}
 	msg = fmt.Sprintf("no cluster can hold all of its pods now; the closest is %s: %s", clusterWord(cl), msg)
 	var sum job.Vector
@@ -621,7 +621,7 @@ func (c *cycle) capacityMessage(j *jobState, cl *cluster, short []job.Resource) 
 	if j.demand.LessEq(sum) {
 		msg += fmt.Sprintf("; clusters %s have enough free together, but %s", clusterNames(cls), msgNeverSplit)
 	}
-	return msg
+	return msg + tenantNote(j.at)
 }
 
 func namesOf(js []*jobState) []string {

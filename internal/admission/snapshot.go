@@ -110,6 +110,10 @@ type Tenant struct {
 	// budget (sharing.go). Its zero value is today's wall: the quota
 	// limits the tenant, nobody borrows from it, nobody preempts it.
 	Sharing Sharing
+	// Clusters are the clusters the tenant's jobs may be placed in
+	// (tenant.Tenant.Clusters); empty: every cluster. A job's own
+	// selector and names narrow them further.
+	Clusters []string
 }
 
 // Key identifies a job.

@@ -38,6 +38,7 @@ func tenantToPB(t tenant.Tenant) *pb.Tenant {
 		DisplayName:     t.DisplayName,
 		Labels:          t.Labels,
 		PodReaderGroups: t.PodReaderGroups,
+		Clusters:        t.Clusters,
 		Namespace:       t.Namespace,
 		State:           tenantStateToPB[t.State],
 		CreateTime:      ts(t.CreateTime),
@@ -122,9 +123,12 @@ func tenantFieldsFromPB(in *pb.Tenant, t *tenant.Tenant, fields map[string]bool)
 	if fields["pod_reader_groups"] {
 		t.PodReaderGroups = in.GetPodReaderGroups()
 	}
+	if fields["clusters"] {
+		t.Clusters = in.GetClusters()
+	}
 }
 
-var updatableTenantFields = []string{"display_name", "labels", "quota", "members", "pod_reader_groups", "scheduling", "sharing"}
+var updatableTenantFields = []string{"display_name", "labels", "quota", "members", "pod_reader_groups", "scheduling", "sharing", "clusters"}
 
 // preemptionFromPB and queueingFromPB map the scheduling enums; UNSPECIFIED
 // is the default (tenant.Scheduling.WithDefaults).
@@ -181,6 +185,9 @@ func populatedTenantFields(in *pb.Tenant) map[string]bool {
 	}
 	if len(in.GetPodReaderGroups()) > 0 {
 		m["pod_reader_groups"] = true
+	}
+	if len(in.GetClusters()) > 0 {
+		m["clusters"] = true
 	}
 	if in.GetScheduling() != nil {
 		m["scheduling"] = true

@@ -8,6 +8,7 @@ import (
 
 	"github.com/trainyard/trainyard/internal/audit"
 	"github.com/trainyard/trainyard/internal/auth"
+	"github.com/trainyard/trainyard/internal/cluster"
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenant"
@@ -22,6 +23,8 @@ type Store interface {
 	TenantUsage(ctx context.Context, id string) (job.Vector, error)
 	UsageSharing(ctx context.Context, now time.Time, asks []store.SharingAsk) (map[string]store.SharingUsage, error)
 	UsageQuery(ctx context.Context, p store.UsageQueryParams) ([]store.UsageRow, error)
+	// ClusterList: the registered clusters a tenant may be allowed.
+	ClusterList(ctx context.Context) ([]cluster.Cluster, error)
 	CohortPut(ctx context.Context, c tenant.Cohort) (tenant.Cohort, error)
 	CohortGet(ctx context.Context, name string) (tenant.Cohort, error)
 	CohortList(ctx context.Context) ([]tenant.Cohort, error)
@@ -60,10 +63,11 @@ type Store interface {
 }
 
 // Kube is the API server's narrow access to Kubernetes: tenant secret values
-// (which never pass through Postgres) and pod logs. kube.APIClient
-// implements it and classifies its own errors: the handlers act on kube's
+// (which never pass through Postgres) and pod logs, in every cluster it has
+// credentials for. kube.Clusters implements it and classifies its own errors: the handlers act on kube's
 // sentinels (kubeerr.ErrPodGone, kubeerr.ErrNamespaceNotReady,
-// kubeerr.ErrSecretNotOurs, kubeerr.ErrConcurrentChange, *kubeerr.InvalidError) and
+// kubeerr.ErrSecretNotOurs, kubeerr.ErrConcurrentChange, *kubeerr.InvalidError,
+// *kubeerr.NoClusterError) and
 // never on apimachinery's error types.
 type Kube interface {
 	// PutSecret creates or replaces the Secret.
@@ -71,8 +75,11 @@ type Kube interface {
 	// DeleteSecret deletes the Secret if it is Trainyard's; found is false
 	// when there was none.
 	DeleteSecret(ctx context.Context, namespace, secretID string) (found bool, err error)
-	// PodLogs streams a pod's log; kubeerr.ErrPodGone when the pod no longer exists.
-	PodLogs(ctx context.Context, namespace, pod string, follow bool, tailLines int64) (io.ReadCloser, error)
+	// PodLogs streams a pod's log from the cluster that runs it (a job's
+	// status.cluster; "" is the API server's own); kubeerr.ErrPodGone when
+	// the pod no longer exists, *kubeerr.NoClusterError when the server
+	// has no credentials for that cluster.
+	PodLogs(ctx context.Context, cluster, namespace, pod string, follow bool, tailLines int64) (io.ReadCloser, error)
 }
 
 // Notifications wakes watchers; *store.Listener implements it.

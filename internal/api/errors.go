@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/kube/kubeerr"
 	"github.com/trainyard/trainyard/internal/store"
 )
 
@@ -94,6 +95,8 @@ func Code(err error) codes.Code {
 		return codes.FailedPrecondition
 	case errors.Is(err, store.ErrConflict):
 		return codes.Aborted
+	case errors.As(err, new(*kubeerr.NoClusterError)):
+		return codes.FailedPrecondition
 	case errors.Is(err, context.Canceled):
 		return codes.Canceled
 	case errors.Is(err, context.DeadlineExceeded):

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/trainyard/trainyard/internal/audit"
+	"github.com/trainyard/trainyard/internal/cluster"
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/kube/kubeerr"
 	"github.com/trainyard/trainyard/internal/store"
@@ -38,7 +39,10 @@ type fakeStore struct {
 	watchAfter int64 // JobList's
 	horizon    int64 // EventHorizon's
 	lastID     int64 // EventLastID's, when above the horizon
+	clusters   []cluster.Cluster
 }
+
+func (f *fakeStore) ClusterList(context.Context) ([]cluster.Cluster, error) { return f.clusters, nil }
 
 func newFakeStore() *fakeStore {
 	return &fakeStore{
@@ -339,11 +343,15 @@ func (f fakeTenantStore) TenantUpdate(_ context.Context, id string, fn func(*ten
 
 // fakeKube records what the handlers ask of Kubernetes.
 type fakeKube struct {
-	secrets  map[string]bool // namespace/name
-	putErr   error
-	logsNS   string
-	logsBody string
-	logsErr  error
+	secrets map[string]bool // namespace/name
+	putErr  error
+	logsNS  string
+	// logsCluster is the cluster of the last PodLogs; noCluster, when set,
+	// is the one cluster it has no credentials for.
+	logsCluster string
+	noCluster   string
+	logsBody    string
+	logsErr     error
 }
 
 func (k *fakeKube) PutSecret(_ context.Context, _, ns, id string, _ map[string]string) error {
@@ -360,8 +368,11 @@ func (k *fakeKube) DeleteSecret(_ context.Context, ns, id string) (bool, error) 
 	return found, nil
 }
 
-func (k *fakeKube) PodLogs(_ context.Context, ns, pod string, _ bool, _ int64) (io.ReadCloser, error) {
-	k.logsNS = ns
+func (k *fakeKube) PodLogs(_ context.Context, cluster, ns, pod string, _ bool, _ int64) (io.ReadCloser, error) {
+	k.logsNS, k.logsCluster = ns, cluster
+	if k.noCluster != "" && cluster == k.noCluster {
+		return nil, &kubeerr.NoClusterError{Cluster: cluster}
+	}
 	if k.logsErr != nil {
 		return nil, k.logsErr
 	}

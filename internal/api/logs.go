@@ -17,7 +17,11 @@ import (
 )
 
 // GetJobLogs streams a replica's log from Kubernetes while its pod exists,
-// and the tail the worker kept in Postgres once it is gone.
+// and the tail the worker kept in Postgres once it is gone. The pod is read
+// in the cluster that runs the job (status.cluster); a cluster this server
+// has no credentials for is FAILED_PRECONDITION unless a tail was kept.
+// Access is the tenant's, as for every job read: the job is looked up in
+// the caller's tenant, and the pod in that tenant's namespace.
 func (s *JobServer) GetJobLogs(req *pb.GetJobLogsRequest, stream grpc.ServerStreamingServer[httpbody.HttpBody]) error {
 	ctx := stream.Context()
 	tenantID, name, err := parseJob("name", req.GetName())
@@ -42,8 +46,11 @@ func (s *JobServer) GetJobLogs(req *pb.GetJobLogsRequest, stream grpc.ServerStre
 	send := func(b []byte) error {
 		return stream.Send(&httpbody.HttpBody{ContentType: "text/plain; charset=utf-8", Data: b})
 	}
+	kept := rep.LastTermination != nil && rep.LastTermination.LogTail != ""
 	if s.kube != nil && rep.Pod != "" {
-		rc, err := s.kube.PodLogs(ctx, t.Namespace, rep.Pod, req.GetFollow(), int64(req.GetTailLines()))
+		// From the cluster that runs the job, whichever it is.
+		rc, err := s.kube.PodLogs(ctx, j.Status.Cluster, t.Namespace, rep.Pod, req.GetFollow(), int64(req.GetTailLines()))
+		var noCluster *kubeerr.NoClusterError
 		switch {
 		case err == nil:
 			defer rc.Close()
@@ -51,11 +58,17 @@ func (s *JobServer) GetJobLogs(req *pb.GetJobLogsRequest, stream grpc.ServerStre
 				return s.logsError(ctx, tenantID, rep.Pod, "log stream ended", err)
 			}
 			return nil
+		case errors.As(err, &noCluster):
+			// No credentials for that cluster: what was kept, if anything,
+			// else FAILED_PRECONDITION naming the cluster and the flag.
+			if !kept {
+				return status.Error(codes.FailedPrecondition, noCluster.Error())
+			}
 		case !errors.Is(err, kubeerr.ErrPodGone):
 			return s.logsError(ctx, tenantID, rep.Pod, "reading the log failed", err)
 		}
 	}
-	if rep.LastTermination == nil || rep.LastTermination.LogTail == "" {
+	if !kept {
 		return status.Errorf(codes.NotFound, "no log is available for %s: its pod is gone and no tail was kept", job.ReplicaName(rep.Type, rep.Index))
 	}
 	return send([]byte(tailLines(rep.LastTermination.LogTail, int(req.GetTailLines()))))

@@ -37,6 +37,55 @@ func TestGetJobLogsReadsTheTenantsNamespace(t *testing.T) {
 	require.Equal(t, "Traceback\nboom\n", string(stream.got()[0].GetData()))
 }
 
+// A job's log is read in the cluster that runs it; a cluster the server
+// has no credentials for is FAILED_PRECONDITION naming it and the flag,
+// unless a tail was kept. Another tenant's job is not found, whichever
+// cluster it runs in.
+func TestGetJobLogsFromTheJobsCluster(t *testing.T) {
+	st := newFakeStore()
+	inB := job.Job{Tenant: "a", Name: "in-b", UID: "u1"}
+	inB.Status.Cluster = "b"
+	inB.Status.Replicas = []job.ReplicaStatus{{Type: job.Worker, Index: 0, Pod: "in-b-worker-0", State: job.ReplicaRunning}}
+	inC := inB
+	inC.Name, inC.UID, inC.Status.Cluster = "in-c", "u2", "c"
+	inC.Status.Replicas = []job.ReplicaStatus{{Type: job.Worker, Index: 0, Pod: "in-c-worker-0", State: job.ReplicaRunning}}
+	keptC := withTail(job.Job{Tenant: "a", Name: "kept-c", UID: "u3"})
+	keptC.Status.Cluster = "c"
+	other := inB
+	other.Tenant, other.Name, other.UID = "z", "theirs", "u4"
+	st.jobs = []job.Job{inB, inC, keptC, other}
+	k := &fakeKube{logsBody: "step 1\n", noCluster: "c"}
+	srv := NewJobServer(Deps{Store: st, Kube: k})
+	ctx := auth.WithAccess(context.Background(), auth.Access{TenantID: "a", Tenant: tenant.Tenant{ID: "a", Namespace: "ty-a"}})
+	logs := func(name string) (string, error) {
+		stream := &fakeStream[httpbody.HttpBody]{ctx: ctx}
+		err := srv.GetJobLogs(&pb.GetJobLogsRequest{Name: name, Replica: "worker-0"}, stream)
+		var out string
+		for _, b := range stream.got() {
+			out += string(b.GetData())
+		}
+		return out, err
+	}
+
+	got, err := logs("tenants/a/jobs/in-b")
+	require.NoError(t, err)
+	require.Equal(t, "step 1\n", got)
+	require.Equal(t, "b", k.logsCluster, "read in the job's cluster")
+	require.Equal(t, "ty-a", k.logsNS)
+
+	_, err = logs("tenants/a/jobs/in-c")
+	require.Equal(t, codes.FailedPrecondition, status.Code(err), "%v", err)
+	require.Contains(t, status.Convert(err).Message(), `cluster "c"`)
+	require.Contains(t, status.Convert(err).Message(), "--cluster-kubeconfig c=")
+
+	got, err = logs("tenants/a/jobs/kept-c")
+	require.NoError(t, err, "the kept tail needs no cluster")
+	require.Equal(t, "Traceback\nboom\n", got)
+
+	_, err = logs("tenants/a/jobs/theirs")
+	require.Equal(t, codes.NotFound, Code(err), "another tenant's job, though it runs in b too")
+}
+
 // A Kubernetes failure reading a log is UNAVAILABLE, and what the API
 // server said (its identity, its RBAC, the cluster's address) stays in the
 // server's log.

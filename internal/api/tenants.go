@@ -2,11 +2,13 @@ package api
 
 import (
 	"context"
+	"slices"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/trainyard/trainyard/internal/auth"
+	"github.com/trainyard/trainyard/internal/cluster"
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenant"
@@ -38,6 +40,9 @@ func (s *TenantServer) CreateTenant(ctx context.Context, req *pb.CreateTenantReq
 	vs.AddAt("tenant.", tenant.Validate(&t))
 	if len(vs) > 0 {
 		return nil, invalid(vs...)
+	}
+	if err := s.checkClusters(ctx, nil, t.Clusters); err != nil {
+		return nil, err
 	}
 	created, err := s.store.TenantCreate(ctx, t)
 	if err != nil {
@@ -131,12 +136,15 @@ func (s *TenantServer) UpdateTenant(ctx context.Context, req *pb.UpdateTenantReq
 		if t.State != tenant.Active {
 			return status.Errorf(codes.FailedPrecondition, "tenant %q is %s", id, t.State)
 		}
+		before := slices.Clone(t.Clusters)
 		tenantFieldsFromPB(req.GetTenant(), t, fields)
 		var vs job.Violations
 		if vs.AddAt("tenant.", tenant.Validate(t)); len(vs) > 0 {
 			return invalid(vs...)
 		}
-		return nil
+		// Taking a cluster away while jobs run there is refused by the
+		// store, in this transaction (FAILED_PRECONDITION naming them).
+		return s.checkClusters(ctx, before, t.Clusters)
 	})
 	if err != nil {
 		return nil, err
@@ -161,4 +169,26 @@ func (s *TenantServer) DeleteTenant(ctx context.Context, req *pb.DeleteTenantReq
 		return nil, err
 	}
 	return tenantToPB(t), nil
+}
+
+// checkClusters refuses, naming the field, allowed clusters a write adds
+// (those in after and not in before) that are not registered. Names kept
+// from before stay valid when their cluster was deleted since.
+func (s *TenantServer) checkClusters(ctx context.Context, before, after []string) error {
+	added := func(name string) bool { return !slices.Contains(before, name) }
+	if !slices.ContainsFunc(after, added) {
+		return nil
+	}
+	list, err := s.store.ClusterList(ctx)
+	if err != nil {
+		return err
+	}
+	registered := func(name string) bool {
+		return slices.ContainsFunc(list, func(c cluster.Cluster) bool { return c.Name == name })
+	}
+	var vs job.Violations
+	if vs.AddAt("tenant.", tenant.ValidateClusters(after, added, registered)); len(vs) > 0 {
+		return invalid(vs...)
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
 
+	"github.com/trainyard/trainyard/internal/cluster"
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenant"
@@ -83,6 +84,35 @@ func TestUpdateTenantMergesQuotaFields(t *testing.T) {
 	_, err = update([]string{"quota.gpu"}, &pb.Tenant{Quota: &pb.Quota{Gpu: -1}})
 	require.Equal(t, codes.InvalidArgument, status.Code(err))
 	require.Equal(t, "tenant.quota.gpu", badRequest(t, err).GetFieldViolations()[0].GetField())
+}
+
+// A tenant's allowed clusters must be registered when they are added;
+// a name kept from before stays valid after its cluster was deleted.
+func TestTenantClustersMustBeRegistered(t *testing.T) {
+	st := newFakeStore()
+	st.clusters = []cluster.Cluster{{Name: "default"}, {Name: "b"}}
+	st.tenants["a"] = tenant.Tenant{ID: "a", State: tenant.Active, Clusters: []string{"gone"}}
+	srv := NewTenantServer(Deps{Store: fakeTenantStore{st}})
+
+	_, err := srv.CreateTenant(context.Background(), &pb.CreateTenantRequest{TenantId: "new", Tenant: &pb.Tenant{Clusters: []string{"b", "mars"}}})
+	require.Equal(t, codes.InvalidArgument, status.Code(err))
+	v := badRequest(t, err).GetFieldViolations()
+	require.Equal(t, "tenant.clusters[1]", v[0].GetField())
+	require.Contains(t, v[0].GetDescription(), `cluster "mars" is not registered`)
+
+	update := func(clusters ...string) (*pb.Tenant, error) {
+		return srv.UpdateTenant(context.Background(), &pb.UpdateTenantRequest{
+			Tenant: &pb.Tenant{Name: "tenants/a", Clusters: clusters}, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"clusters"}}})
+	}
+	got, err := update("gone", "b")
+	require.NoError(t, err, "gone was allowed before; b is registered")
+	require.Equal(t, []string{"gone", "b"}, got.GetClusters())
+	_, err = update("b", "nowhere")
+	require.Equal(t, codes.InvalidArgument, status.Code(err))
+	require.Equal(t, "tenant.clusters[1]", badRequest(t, err).GetFieldViolations()[0].GetField())
+	got, err = update()
+	require.NoError(t, err)
+	require.Empty(t, got.GetClusters(), "an empty list allows every cluster")
 }
 
 func TestUpdateTenantWithoutMaskKeepsWhatIsNotSet(t *testing.T) {

@@ -18,6 +18,7 @@ func TenantCreated(t tenant.Tenant) map[string]any {
 		"quota":           t.Quota,
 		"members":         members(t.Members),
 		"podReaderGroups": nonNilSlice(t.PodReaderGroups),
+		"clusters":        nonNilSlice(t.Clusters),
 		"scheduling":      t.Scheduling,
 		"sharing":         t.Sharing,
 		"namespace":       t.Namespace,
@@ -40,6 +41,7 @@ func TenantChanged(before, after tenant.Tenant) (a Action, details map[string]an
 	diff("quota", before.Quota, after.Quota)
 	diff("members", members(before.Members), members(after.Members))
 	diff("podReaderGroups", nonNilSlice(before.PodReaderGroups), nonNilSlice(after.PodReaderGroups))
+	diff("clusters", nonNilSlice(before.Clusters), nonNilSlice(after.Clusters))
 	diff("scheduling", before.Scheduling, after.Scheduling)
 	diff("sharing", before.Sharing, after.Sharing)
 	diff("state", before.State, after.State)

@@ -94,7 +94,8 @@ func (s *Scheduler) snapshot(ctx context.Context, now time.Time) (view, error) {
 		if err != nil {
 			s.log.Warn("a tenant's quota does not parse; it is scheduled without a quota", "tenant", t.ID, "error", err)
 		}
-		v.snap.Tenants = append(v.snap.Tenants, admission.Tenant{ID: t.ID, Quota: quota, Scheduling: t.Scheduling, RunTime: runTimes[t.ID].Median})
+		v.snap.Tenants = append(v.snap.Tenants, admission.Tenant{ID: t.ID, Quota: quota, Scheduling: t.Scheduling, RunTime: runTimes[t.ID].Median,
+			Clusters: t.Clusters})
 		v.tenants = append(v.tenants, t.ID)
 		v.sharing[t.ID] = t.Sharing
 	}

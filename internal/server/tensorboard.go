@@ -53,9 +53,17 @@ import (
 // only the header, so a cookie can not mint another, and SameSite keeps
 // other sites' pages from riding it.
 
-// TensorBoardDialer connects to the TensorBoard of job in namespace
-// (kube.PodDialer.DialTensorBoard).
-type TensorBoardDialer func(ctx context.Context, namespace, job string) (net.Conn, error)
+// TensorBoardDialer reaches jobs' TensorBoards in the clusters that run
+// them (kube.Clusters).
+type TensorBoardDialer interface {
+	// Reaches is nil when pods in the named cluster can be reached; else
+	// an error the API's error mapping (Config.ErrorCode) gives a code
+	// (FAILED_PRECONDITION: no credentials for that cluster).
+	Reaches(cluster string) error
+	// DialTensorBoard connects to the TensorBoard of job in namespace of
+	// cluster.
+	DialTensorBoard(ctx context.Context, cluster, namespace, job string) (net.Conn, error)
+}
 
 const (
 	tensorBoardPath = "/v1/tenants/{tenant}/jobs/{job}/tensorboard"
@@ -64,6 +72,7 @@ const (
 )
 
 type tensorBoardProxy struct {
+	code     func(error) codes.Code
 	jobs     pb.JobServiceClient
 	tenants  pb.TenantServiceClient
 	dial     TensorBoardDialer
@@ -74,23 +83,24 @@ type tensorBoardProxy struct {
 
 // tbTarget is where one request goes, decided by the handler for Rewrite.
 type tbTarget struct {
-	namespace, job, rawPath string
+	cluster, namespace, job, rawPath string
 }
 
 type tbTargetKey struct{}
 
-func newTensorBoardProxy(conn *grpc.ClientConn, dial TensorBoardDialer, log *slog.Logger, writeErr func(http.ResponseWriter, *http.Request, error)) *tensorBoardProxy {
-	t := &tensorBoardProxy{jobs: pb.NewJobServiceClient(conn), tenants: pb.NewTenantServiceClient(conn), dial: dial, log: log, writeErr: writeErr}
+func newTensorBoardProxy(conn *grpc.ClientConn, dial TensorBoardDialer, code func(error) codes.Code, log *slog.Logger, writeErr func(http.ResponseWriter, *http.Request, error)) *tensorBoardProxy {
+	t := &tensorBoardProxy{code: code, jobs: pb.NewJobServiceClient(conn), tenants: pb.NewTenantServiceClient(conn), dial: dial, log: log, writeErr: writeErr}
 	transport := &http.Transport{
-		// The URL's host is <job>.<namespace>, both DNS labels: one
-		// pool of connections per TensorBoard.
+		// The URL's host is <job>.<namespace>.<cluster>, all DNS
+		// labels: one pool of connections per TensorBoard.
 		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
 			host, _, err := net.SplitHostPort(addr)
 			if err != nil {
 				return nil, err
 			}
-			jobID, ns, _ := strings.Cut(host, ".")
-			return t.dial(ctx, ns, jobID)
+			jobID, rest, _ := strings.Cut(host, ".")
+			ns, cluster, _ := strings.Cut(rest, ".")
+			return t.dial.DialTensorBoard(ctx, cluster, ns, jobID)
 		},
 		MaxIdleConnsPerHost:   4,
 		IdleConnTimeout:       30 * time.Second,
@@ -101,7 +111,7 @@ func newTensorBoardProxy(conn *grpc.ClientConn, dial TensorBoardDialer, log *slo
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			tg := pr.In.Context().Value(tbTargetKey{}).(tbTarget)
 			pr.Out.URL.Scheme = "http"
-			pr.Out.URL.Host = tg.job + "." + tg.namespace
+			pr.Out.URL.Host = tg.job + "." + tg.namespace + "." + tg.cluster
 			pr.Out.URL.Path, _ = url.PathUnescape(tg.rawPath)
 			pr.Out.URL.RawPath = tg.rawPath
 			pr.Out.Host = "localhost"
@@ -111,7 +121,7 @@ func newTensorBoardProxy(conn *grpc.ClientConn, dial TensorBoardDialer, log *slo
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			tg := r.Context().Value(tbTargetKey{}).(tbTarget)
-			t.log.WarnContext(r.Context(), "tensorboard proxy", "namespace", tg.namespace, "job", tg.job, "err", err)
+			t.log.WarnContext(r.Context(), "tensorboard proxy", "cluster", tg.cluster, "namespace", tg.namespace, "job", tg.job, "err", err)
 			t.writeErr(w, r, status.Errorf(codes.Unavailable, "the job's TensorBoard is not reachable: it is starting, or it stopped with the job"))
 		},
 	}
@@ -205,6 +215,11 @@ func (t *tensorBoardProxy) target(r *http.Request, authz string) (tbTarget, stri
 	if t.dial == nil {
 		return tbTarget{}, "", status.Error(codes.Unavailable, "this server reaches no Kubernetes cluster, so it cannot show TensorBoard")
 	}
+	// In the cluster that runs the job.
+	cluster := j.GetStatus().GetCluster()
+	if err := t.dial.Reaches(cluster); err != nil {
+		return tbTarget{}, "", status.Error(t.code(err), err.Error())
+	}
 	tn, err := t.tenants.GetTenant(ctx, &pb.GetTenantRequest{Name: "tenants/" + tenantID})
 	if err != nil {
 		return tbTarget{}, "", err
@@ -212,7 +227,7 @@ func (t *tensorBoardProxy) target(r *http.Request, authz string) (tbTarget, stri
 	if tn.GetNamespace() == "" {
 		return tbTarget{}, "", errors.New("tenant has no namespace")
 	}
-	return tbTarget{namespace: tn.GetNamespace(), job: jobID}, "/v1/tenants/" + tenantID + "/jobs/" + jobID + "/tensorboard", nil
+	return tbTarget{cluster: cluster, namespace: tn.GetNamespace(), job: jobID}, "/v1/tenants/" + tenantID + "/jobs/" + jobID + "/tensorboard", nil
 }
 
 // routeTensorBoard serves the TensorBoard proxy on mux. gw is the REST
@@ -220,7 +235,7 @@ func (t *tensorBoardProxy) target(r *http.Request, authz string) (tbTarget, stri
 func (s *Server) routeTensorBoard(mux *http.ServeMux, gw http.Handler) {
 	gwMux, _ := gw.(*runtime.ServeMux)
 	marshaler := &runtime.JSONPb{}
-	t := newTensorBoardProxy(s.gwConn, s.cfg.TensorBoard, s.cfg.Logger, func(w http.ResponseWriter, r *http.Request, err error) {
+	t := newTensorBoardProxy(s.gwConn, s.cfg.TensorBoard, s.cfg.ErrorCode, s.cfg.Logger, func(w http.ResponseWriter, r *http.Request, err error) {
 		errorHandler(gatewayMessageLimit(s.cfg.MaxRequestBytes))(r.Context(), gwMux, marshaler, w, r, err)
 	})
 	mux.HandleFunc("GET "+tensorBoardPath, t.redirect)

@@ -12,6 +12,7 @@ import (
 	"github.com/trainyard/trainyard/internal/audit"
 	"github.com/trainyard/trainyard/internal/cluster"
 	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/tenant"
 )
 
 // testClock is a settable store clock.
@@ -306,4 +307,38 @@ func TestClusterRequeueLost(t *testing.T) {
 	moved, err = b.store.ClusterRequeueLost(b.ctx, "sweeper/lost-clusters", "b", 13*time.Minute)
 	require.NoError(t, err)
 	require.Empty(t, moved)
+}
+
+// A tenant's allowed clusters are stored and read back; taking away a
+// cluster where its unfinished jobs are admitted is refused, naming the
+// cluster and the jobs.
+func TestTenantClustersNotTakenFromRunningJobs(t *testing.T) {
+	b := setup(t)
+	ctx := as(b.ctx, "root")
+	_, err := b.store.ClusterCreate(ctx, cluster.Cluster{Name: "eu-1"})
+	require.NoError(t, err)
+	b.tenantCreate(t, "acme")
+	j := b.jobCreate(t, "acme", "train", 1)
+	key := JobKey{Tenant: "acme", UID: j.UID}
+	lease, ok, err := b.store.SchedulerLeaseAcquire(b.ctx, "s1", time.Hour)
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, err = b.store.SchedulerCommit(b.ctx, SchedulerCommitParams{Lease: lease, Admit: []JobKey{key},
+		Clusters: map[JobKey]string{key: "eu-1"}})
+	require.NoError(t, err)
+
+	allow := func(clusters ...string) (tenant.Tenant, error) {
+		return b.store.TenantUpdate(ctx, "acme", func(t *tenant.Tenant) error { t.Clusters = clusters; return nil })
+	}
+	got, err := allow("eu-1", "default")
+	require.NoError(t, err, "eu-1 stays allowed")
+	require.Equal(t, []string{"eu-1", "default"}, got.Clusters)
+	_, err = allow("default")
+	require.ErrorIs(t, err, ErrFailedPrecondition)
+	require.ErrorContains(t, err, `unfinished jobs admitted to cluster "eu-1" (train)`)
+	_, err = allow()
+	require.NoError(t, err, "every cluster: nothing taken away")
+	_, err = allow("default")
+	require.ErrorContains(t, err, `cluster "eu-1" (train)`, "from every cluster to one is taking the others away")
+
 }

@@ -82,6 +82,8 @@ type SchedTenant struct {
 	Quota      tenant.Quota
 	Scheduling tenant.Scheduling
 	Sharing    tenant.Sharing
+	// Clusters are the clusters the tenant is allowed (empty: all).
+	Clusters []string
 }
 
 // SchedJob is an unfinished job as the scheduler reads it: pending
@@ -135,11 +137,11 @@ type SchedulerRead struct {
 func (s *Store) SchedulerRead(ctx context.Context, specsAfter int64) (SchedulerRead, error) {
 	var out SchedulerRead
 	b := &pgx.Batch{}
-	b.Queue(`SELECT id, quota, scheduling, sharing FROM tenants WHERE state = 'ACTIVE' ORDER BY id`).Query(func(rows pgx.Rows) error {
+	b.Queue(`SELECT id, quota, scheduling, sharing, clusters FROM tenants WHERE state = 'ACTIVE' ORDER BY id`).Query(func(rows pgx.Rows) error {
 		var err error
 		out.Tenants, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (SchedTenant, error) {
 			var t SchedTenant
-			err := r.Scan(&t.ID, &t.Quota, &t.Scheduling, &t.Sharing)
+			err := r.Scan(&t.ID, &t.Quota, &t.Scheduling, &t.Sharing, &t.Clusters)
 			return t, err
 		})
 		return err

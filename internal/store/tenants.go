@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -30,7 +31,7 @@ type TenantListParams struct {
 }
 
 const tenantCols = `t.id, t.display_name, t.labels, t.quota, t.scheduling, t.sharing, t.pod_reader_groups, t.namespace, t.state,
-	t.create_time, t.update_time,
+	t.create_time, t.update_time, t.clusters,
 	coalesce((SELECT jsonb_agg(jsonb_build_object('kind', m.kind, 'principal', m.principal, 'role', m.role)
 	                           ORDER BY m.position)
 	          FROM tenant_members m WHERE m.tenant_id = t.id), '[]')`
@@ -48,7 +49,7 @@ func scanTenant(row pgx.Row) (tenant.Tenant, error) {
 		members []memberRow
 	)
 	err := row.Scan(&t.ID, &t.DisplayName, &t.Labels, &t.Quota, &t.Scheduling, &t.Sharing, &t.PodReaderGroups, &t.Namespace, &state,
-		&t.CreateTime, &t.UpdateTime, &members)
+		&t.CreateTime, &t.UpdateTime, &t.Clusters, &members)
 	if err != nil {
 		return tenant.Tenant{}, err
 	}
@@ -69,6 +70,9 @@ func scanTenant(row pgx.Row) (tenant.Tenant, error) {
 	if len(t.PodReaderGroups) == 0 {
 		t.PodReaderGroups = nil
 	}
+	if len(t.Clusters) == 0 {
+		t.Clusters = nil
+	}
 	return t, nil
 }
 
@@ -83,10 +87,10 @@ func (s *Store) TenantCreate(ctx context.Context, t tenant.Tenant) (tenant.Tenan
 	err := s.inTx(ctx, func(tx *txn) error {
 		_, err := tx.Exec(ctx, `
 			INSERT INTO tenants (id, display_name, labels, quota, pod_reader_groups, namespace, state,
-			                     create_time, update_time, scheduling, sharing)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10)`,
+			                     create_time, update_time, scheduling, sharing, clusters)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11)`,
 			t.ID, t.DisplayName, nonNilMap(t.Labels), t.Quota, nonNilSlice(t.PodReaderGroups), t.Namespace,
-			string(t.State), now, t.Scheduling, t.Sharing)
+			string(t.State), now, t.Scheduling, t.Sharing, nonNilSlice(t.Clusters))
 		if err != nil {
 			return err
 		}
@@ -192,18 +196,22 @@ func (s *Store) TenantUpdate(ctx context.Context, id string, fn func(*tenant.Ten
 		before := t
 		before.Labels, before.Members = maps.Clone(t.Labels), slices.Clone(t.Members)
 		before.PodReaderGroups = slices.Clone(t.PodReaderGroups)
+		before.Clusters = slices.Clone(t.Clusters)
 		if err := fn(&t); err != nil {
 			return errFromCallback{err}
 		}
 		if t.ID != id {
 			return errFromCallback{fmt.Errorf("%w: a tenant's id cannot change", ErrFailedPrecondition)}
 		}
+		if err := tenantClustersInUse(ctx, tx, id, before.Clusters, t.Clusters); err != nil {
+			return err
+		}
 		_, err = tx.Exec(ctx, `
 			UPDATE tenants SET display_name = $2, labels = $3, quota = $4, pod_reader_groups = $5,
-			                   namespace = $6, state = $7, update_time = $8, scheduling = $9, sharing = $10
+			                   namespace = $6, state = $7, update_time = $8, scheduling = $9, sharing = $10, clusters = $11
 			WHERE id = $1`,
 			id, t.DisplayName, nonNilMap(t.Labels), t.Quota, nonNilSlice(t.PodReaderGroups), t.Namespace,
-			string(t.State), s.timestamp(), t.Scheduling, t.Sharing)
+			string(t.State), s.timestamp(), t.Scheduling, t.Sharing, nonNilSlice(t.Clusters))
 		if err != nil {
 			return err
 		}
@@ -298,4 +306,44 @@ func nonNilSlice(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// maxJobsNamed is how many jobs an error names before it counts the rest.
+const maxJobsNamed = 10
+
+// tenantClustersInUse refuses to narrow a tenant's allowed clusters
+// (from before to after; empty is every cluster) while unfinished jobs of
+// the tenant are admitted to a cluster it takes away: their pods run in
+// the namespace the cluster's workers would then remove. The error names
+// the first such cluster and its jobs. It runs under the tenant row's
+// lock, which job creates wait for; the scheduler's admissions do not, so
+// a job admitted there in the same instant is caught by the tenant
+// reconciler instead, which keeps the namespace until the job has ended
+// (internal/tenantctl, "Clusters").
+func tenantClustersInUse(ctx context.Context, tx *txn, id string, before, after []string) error {
+	if len(after) == 0 || (len(before) > 0 && !slices.ContainsFunc(before, func(c string) bool { return !slices.Contains(after, c) })) {
+		return nil // every cluster allowed, or none taken away
+	}
+	var (
+		cluster string
+		names   []string
+		count   int64
+	)
+	err := tx.QueryRow(ctx, `
+		SELECT j.cluster, (array_agg(j.name ORDER BY j.name))[1:$3], count(*)
+		FROM jobs j
+		WHERE j.tenant_id = $1 AND j.admitted AND NOT j.deleted AND j.`+sqlUnfinished+` AND NOT (j.cluster = ANY($2::text[]))
+		GROUP BY j.cluster ORDER BY j.cluster LIMIT 1`, id, after, maxJobsNamed).Scan(&cluster, &names, &count)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	list := strings.Join(names, ", ")
+	if count > int64(len(names)) {
+		list += fmt.Sprintf(" and %d more", count-int64(len(names)))
+	}
+	return errFromCallback{fmt.Errorf("%w: tenant %q has unfinished jobs admitted to cluster %q (%s); cancel them or let them finish before taking %q from its clusters",
+		ErrFailedPrecondition, id, cluster, list, cluster)}
 }

@@ -2,7 +2,10 @@
 // who may act in it. It does no I/O.
 package tenant
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Role is a member's role in a tenant. Each role includes the ones below it.
 type Role int
@@ -64,10 +67,19 @@ type Tenant struct {
 	Sharing         Sharing           `json:"sharing"`
 	Members         []Member          `json:"members,omitempty"`
 	PodReaderGroups []string          `json:"podReaderGroups,omitempty"`
-	Namespace       string            `json:"namespace"`
-	State           State             `json:"state"`
-	CreateTime      time.Time         `json:"createTime"`
-	UpdateTime      time.Time         `json:"updateTime"`
+	// Clusters are the clusters the tenant's jobs may run in and its
+	// namespace exists in; empty: every cluster (AllowedIn).
+	Clusters   []string  `json:"clusters,omitempty"`
+	Namespace  string    `json:"namespace"`
+	State      State     `json:"state"`
+	CreateTime time.Time `json:"createTime"`
+	UpdateTime time.Time `json:"updateTime"`
+}
+
+// AllowedIn reports whether the tenant's jobs may run, and its namespace
+// exist, in the named cluster: every cluster when Clusters is empty.
+func (t *Tenant) AllowedIn(cluster string) bool {
+	return len(t.Clusters) == 0 || slices.Contains(t.Clusters, cluster)
 }
 
 // Quota limits what a tenant's admitted jobs use together. Zero values mean

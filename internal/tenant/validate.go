@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/trainyard/trainyard/internal/cluster"
 	"github.com/trainyard/trainyard/internal/job"
 )
 
@@ -25,6 +26,7 @@ const (
 	MaxMembers           = 256
 	MaxPrincipalLength   = 256 // an OIDC subject or group name
 	MaxPodReaderGroups   = 32
+	MaxClusters          = 64
 	MaxSecretIDLength    = validation.DNS1123LabelMaxLength
 	MaxSecretKeys        = 64
 	// MaxSecretBytes bounds keys and values together; Kubernetes refuses
@@ -85,7 +87,43 @@ func Validate(t *Tenant) []FieldViolation {
 	v.sharing(&t.Sharing)
 	v.members(t.Members)
 	v.podReaderGroups(t.PodReaderGroups)
+	v.clusters(t.Clusters, nil)
 	return v.Violations
+}
+
+// ValidateClusters checks a tenant's allowed clusters against the
+// registered ones: every name in added (those the write adds) must be
+// registered. Names already allowed before stay valid when their cluster
+// is deleted (they then allow nothing), so that a deleted cluster does not
+// block every later update of the tenant.
+func ValidateClusters(clusters []string, added func(string) bool, registered func(string) bool) []FieldViolation {
+	var v violations
+	v.clusters(clusters, func(name string) bool { return !added(name) || registered(name) })
+	return v.Violations
+}
+
+// clusters checks the allowed clusters' names and, with known, that each
+// is known.
+func (v *violations) clusters(names []string, known func(string) bool) {
+	if len(names) > MaxClusters {
+		v.Add("clusters", "has %d clusters; at most %d are allowed", len(names), MaxClusters)
+	}
+	seen := map[string]int{}
+	for i, name := range names {
+		p := fmt.Sprintf("clusters[%d]", i)
+		if err := cluster.ValidateName(name); err != nil {
+			v.Add(p, "%v", err)
+			continue
+		}
+		if j, dup := seen[name]; dup {
+			v.Add(p, "%q is already given in clusters[%d]", name, j)
+			continue
+		}
+		seen[name] = i
+		if known != nil && !known(name) {
+			v.Add(p, "cluster %q is not registered (tyctl clusters list)", name)
+		}
+	}
 }
 
 // ValidateSecretData checks the values of a secret put: at least one key,

@@ -120,6 +120,10 @@ func TestValidate(t *testing.T) {
 				t.PodReaderGroups = append(t.PodReaderGroups, fmt.Sprintf("g%d", i))
 			}
 		}, []string{"podReaderGroups"}},
+		"clusters allowed":     {func(t *Tenant) { t.Clusters = []string{"default", "eu-west"} }, nil},
+		"cluster name invalid": {func(t *Tenant) { t.Clusters = []string{"default", "EU West"} }, []string{"clusters[1]"}},
+		"cluster name empty":   {func(t *Tenant) { t.Clusters = []string{""} }, []string{"clusters[0]"}},
+		"cluster given twice":  {func(t *Tenant) { t.Clusters = []string{"b", "a", "b"} }, []string{"clusters[2]"}},
 		"all problems reported": {func(t *Tenant) {
 			t.Quota.GPU = -1
 			t.Members[0].Role = RoleNone
@@ -138,6 +142,23 @@ func TestValidate(t *testing.T) {
 			require.Empty(t, cmp.Diff(tc.want, fields), "violations: %+v", got)
 		})
 	}
+}
+
+func TestValidateClusters(t *testing.T) {
+	registered := func(name string) bool { return name == "default" || name == "b" }
+	addedAll := func(string) bool { return true }
+	require.Empty(t, ValidateClusters([]string{"default", "b"}, addedAll, registered))
+	got := ValidateClusters([]string{"default", "mars", "b"}, addedAll, registered)
+	require.Len(t, got, 1)
+	require.Equal(t, "clusters[1]", got[0].Field)
+	require.Contains(t, got[0].Description, `cluster "mars" is not registered`)
+	// A name the tenant already had stays valid after its cluster went.
+	kept := func(name string) bool { return name != "gone" }
+	require.Empty(t, ValidateClusters([]string{"gone", "b"}, kept, registered))
+	require.Equal(t, "clusters[1]", ValidateClusters([]string{"b", "b"}, addedAll, registered)[0].Field)
+	require.True(t, (&Tenant{}).AllowedIn("any"), "no list: every cluster")
+	require.True(t, (&Tenant{Clusters: []string{"b"}}).AllowedIn("b"))
+	require.False(t, (&Tenant{Clusters: []string{"b"}}).AllowedIn("default"))
 }
 
 func manyTenantLabels(n int) map[string]string {

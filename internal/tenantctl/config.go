@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/trainyard/trainyard/internal/cluster"
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/store"
@@ -46,6 +47,11 @@ type Config struct {
 	// and when an offboarding tenant's job changes (ChannelJobs). Optional:
 	// without it changes are seen at the next Resync.
 	Listener Notifications
+
+	// Cluster is the cluster Client reaches (the worker's --cluster): a
+	// tenant has a namespace here only while it is allowed here
+	// (tenant.Tenant.AllowedIn). Defaults to cluster.Default.
+	Cluster string
 
 	// NamespacePrefix names tenant namespaces: <prefix><tenant id>. It must
 	// be the API server's --namespace-prefix. Defaults to
@@ -99,6 +105,9 @@ const (
 
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
+	if c.Cluster == "" {
+		c.Cluster = cluster.Default
+	}
 	if c.NamespacePrefix == "" {
 		c.NamespacePrefix = c.Options.NamespacePrefix
 	}

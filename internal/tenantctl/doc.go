@@ -93,6 +93,19 @@
 // state closes it: a DELETED tenant's namespace, if one appears, is
 // deleted.
 //
+// # Clusters
+//
+// Each cluster's workers run this reconciler with their cluster's name
+// (Config.Cluster, the worker's --cluster). A tenant whose clusters list
+// (tenant.Tenant.Clusters; empty: every cluster) leaves this cluster out
+// gets nothing here: no namespace is made, and one that exists (the
+// cluster was taken off the list) is deleted, by UID, once no unfinished
+// job of the tenant is admitted here. The API refuses to take a cluster
+// off the list while such jobs exist (FAILED_PRECONDITION naming them);
+// the wait here covers a job the scheduler admitted in the same instant.
+// Nothing is cancelled, and the tenant's state, secrets' metadata and its
+// namespaces in its other clusters are untouched.
+//
 // # Several replicas
 //
 // Every worker process reconciles every tenant; there is no leader. Each

@@ -132,3 +132,58 @@ func (c *Controller) cancelJobs(ctx context.Context, tenantID string) (int, erro
 	}
 	return active, nil
 }
+
+// removeHere removes the namespace of an ACTIVE tenant that is not
+// allowed in this cluster (its clusters list leaves it out): it was never
+// made here, or the cluster was taken off the list. The API refuses to take
+// a cluster away while unfinished jobs of the tenant are admitted there;
+// should one have been admitted in the same instant, the namespace stays
+// until every such job has ended, and nothing here cancels it. The
+// tenant's secrets' metadata and its state are the whole tenant's and are
+// left alone; the Secret values here go with the namespace.
+func (c *Controller) removeHere(ctx context.Context, t tenant.Tenant) (result, error) {
+	ns, err := c.namespaces.Get(c.namespaceOf(t.ID))
+	if apierrors.IsNotFound(err) {
+		return result{}, nil // the usual case: nothing of it here
+	}
+	if err != nil {
+		return result{}, err
+	}
+	if !owns(ns, t.ID) || ns.DeletionTimestamp != nil {
+		return result{}, nil
+	}
+	running, err := c.unfinishedHere(ctx, t.ID)
+	if err != nil {
+		return result{}, err
+	}
+	if running > 0 {
+		c.log.Warn("a tenant not allowed in this cluster still has unfinished jobs here; its namespace stays until they end",
+			"tenant", t.ID, "cluster", c.cfg.Cluster, "jobs", running)
+		return result{after: c.cfg.OffboardPoll}, nil
+	}
+	c.log.Info("removing the namespace of a tenant not allowed in this cluster", "tenant", t.ID, "cluster", c.cfg.Cluster, "namespace", ns.Name)
+	return result{}, c.deleteNamespace(ctx, ns)
+}
+
+// unfinishedHere counts the tenant's jobs admitted to this cluster that
+// have not finished.
+func (c *Controller) unfinishedHere(ctx context.Context, tenantID string) (int, error) {
+	keys, err := c.store.JobListActiveByTenant(ctx, tenantID)
+	if err != nil {
+		return 0, withReason(reasonStore, err)
+	}
+	n := 0
+	for _, k := range keys {
+		w, err := c.store.JobLoad(ctx, k.Tenant, k.UID)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, withReason(reasonStore, err)
+		}
+		if st := w.Job.Status; !st.State.Final() && w.Admitted && st.Cluster == c.cfg.Cluster {
+			n++
+		}
+	}
+	return n, nil
+}

@@ -3,6 +3,7 @@
 package tenantctl
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -300,4 +301,34 @@ func TestForeignNamespacesAreNeverTouched(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, ksBefore.ResourceVersion, ks.ResourceVersion)
 	require.Nil(t, ks.DeletionTimestamp)
+}
+
+// A cluster's reconciler (Config.Cluster, "default" here) provisions only
+// the tenants allowed there: one allowed elsewhere gets no namespace; one
+// whose list loses this cluster has its namespace deleted, and only its
+// own; one whose list gains it gets one.
+func TestTenantsOnlyInTheirAllowedClusters(t *testing.T) {
+	b := setup(t, setupOpts{})
+	ctx := context.Background()
+	b.createTenant(t, tenant.Tenant{ID: "here"})
+	b.createTenant(t, tenant.Tenant{ID: "away", Clusters: []string{"eu"}})
+	exists := func(id string) bool {
+		ns, err := b.admin.CoreV1().Namespaces().Get(ctx, b.ns(id), metav1.GetOptions{})
+		return err == nil && ns.DeletionTimestamp == nil
+	}
+	require.Eventually(t, func() bool { return exists("here") }, 30*time.Second, 20*time.Millisecond)
+	b.reconcileNow(t, "away")
+	require.False(t, exists("away"), "not allowed here: no namespace")
+
+	allow := func(id string, clusters ...string) {
+		_, err := b.st.TenantUpdate(ctx, id, func(t *tenant.Tenant) error { t.Clusters = clusters; return nil })
+		require.NoError(t, err)
+	}
+	allow("here", "eu")
+	require.Eventually(t, func() bool { return !exists("here") }, 30*time.Second, 20*time.Millisecond, "taken off: its namespace goes")
+	allow("away", "eu", "default")
+	require.Eventually(t, func() bool { return exists("away") }, 30*time.Second, 20*time.Millisecond, "allowed now: it gets one")
+	got, err := b.st.TenantGet(ctx, "here")
+	require.NoError(t, err)
+	require.Equal(t, tenant.Active, got.State, "the tenant itself is untouched")
 }

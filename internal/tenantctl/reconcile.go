@@ -45,6 +45,9 @@ func (c *Controller) reconcile(ctx context.Context, id string) (result, error) {
 	switch t.State {
 	case tenant.Active:
 		c.offboarding.Delete(id)
+		if !t.AllowedIn(c.cfg.Cluster) {
+			return c.removeHere(ctx, t)
+		}
 		return c.ensure(ctx, t)
 	case tenant.Offboarding:
 		if c.cfg.Remote {

@@ -6,7 +6,10 @@
 // RBAC rules and the cluster's addresses) is for logs only.
 package kubeerr
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 var (
 	// ErrPodGone: the pod does not exist (pod logs, port forwards).
@@ -39,3 +42,13 @@ func (e *InvalidError) Error() string {
 }
 
 func (e *InvalidError) Unwrap() error { return e.Err }
+
+// NoClusterError: the API server holds no credentials for the cluster a
+// job runs in, so it can read nothing there (logs, TensorBoard). The
+// operator gives it some with `trainyard serve --cluster-kubeconfig
+// NAME=PATH`; the caller can do nothing about it (FAILED_PRECONDITION).
+type NoClusterError struct{ Cluster string }
+
+func (e *NoClusterError) Error() string {
+	return fmt.Sprintf("the job runs in cluster %q, which this API server has no credentials for: the operator starts it with --cluster-kubeconfig %s=KUBECONFIG", e.Cluster, e.Cluster)
+}

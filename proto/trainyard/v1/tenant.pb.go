@@ -785,6 +785,12 @@ type Tenant struct {
 	// The tenant's usage history and budget as the scheduler counts them.
 	// Set by GetTenant; omitted in lists. Output only.
 	SharingStatus *SharingStatus `protobuf:"bytes,14,opt,name=sharing_status,json=sharingStatus,proto3" json:"sharing_status,omitempty"`
+	// The clusters (clusters/{cluster} ids) the tenant's jobs may run in and
+	// its namespace exists in. Empty: every cluster. Each must be registered
+	// when it is added. Taking a cluster out is refused (FAILED_PRECONDITION)
+	// while unfinished jobs of the tenant are admitted there; once it is out,
+	// the cluster's workers remove the tenant's namespace there.
+	Clusters      []string `protobuf:"bytes,15,rep,name=clusters,proto3" json:"clusters,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -913,6 +919,13 @@ func (x *Tenant) GetSharing() *Sharing {
 func (x *Tenant) GetSharingStatus() *SharingStatus {
 	if x != nil {
 		return x.SharingStatus
+	}
+	return nil
+}
+
+func (x *Tenant) GetClusters() []string {
+	if x != nil {
+		return x.Clusters
 	}
 	return nil
 }
@@ -2056,7 +2069,7 @@ const file_trainyard_v1_tenant_proto_rawDesc = "" +
 	"\acohorts\x18\x01 \x03(\v2\x14.trainyard.v1.CohortR\acohorts\")\n" +
 	"\x13DeleteCohortRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x16\n" +
-	"\x14DeleteCohortResponse\"\x8f\x06\n" +
+	"\x14DeleteCohortResponse\"\xab\x06\n" +
 	"\x06Tenant\x12\x19\n" +
 	"\x04name\x18\x01 \x01(\tB\x05\x92A\x02@\x01R\x04name\x12!\n" +
 	"\fdisplay_name\x18\x02 \x01(\tR\vdisplayName\x128\n" +
@@ -2076,7 +2089,8 @@ const file_trainyard_v1_tenant_proto_rawDesc = "" +
 	"scheduling\x120\n" +
 	"\x05usage\x18\f \x01(\v2\x13.trainyard.v1.QuotaB\x05\x92A\x02@\x01R\x05usage\x12/\n" +
 	"\asharing\x18\r \x01(\v2\x15.trainyard.v1.SharingR\asharing\x12I\n" +
-	"\x0esharing_status\x18\x0e \x01(\v2\x1b.trainyard.v1.SharingStatusB\x05\x92A\x02@\x01R\rsharingStatus\x1a9\n" +
+	"\x0esharing_status\x18\x0e \x01(\v2\x1b.trainyard.v1.SharingStatusB\x05\x92A\x02@\x01R\rsharingStatus\x12\x1a\n" +
+	"\bclusters\x18\x0f \x03(\tR\bclusters\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8d\x04\n" +

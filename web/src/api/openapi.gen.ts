@@ -2228,6 +2228,14 @@ export interface components {
         /** @description A team with its own Kubernetes namespace, quota, members and secrets. */
         v1Tenant: {
             /**
+             * @description The clusters (clusters/{cluster} ids) the tenant's jobs may run in and
+             *     its namespace exists in. Empty: every cluster. Each must be registered
+             *     when it is added. Taking a cluster out is refused (FAILED_PRECONDITION)
+             *     while unfinished jobs of the tenant are admitted there; once it is out,
+             *     the cluster's workers remove the tenant's namespace there.
+             */
+            clusters?: string[];
+            /**
              * Format: date-time
              * @description Output only.
              */
@@ -3191,6 +3199,14 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /**
+                     * @description The clusters (clusters/{cluster} ids) the tenant's jobs may run in and
+                     *     its namespace exists in. Empty: every cluster. Each must be registered
+                     *     when it is added. Taking a cluster out is refused (FAILED_PRECONDITION)
+                     *     while unfinished jobs of the tenant are admitted there; once it is out,
+                     *     the cluster's workers remove the tenant's namespace there.
+                     */
+                    clusters?: string[];
                     /**
                      * Format: date-time
                      * @description Output only.

@@ -151,6 +151,7 @@ export function JobPage() {
         {st.completionTime && <><dt>Finished</dt><dd><time dateTime={st.completionTime}>{localTime(st.completionTime)}</time></dd></>}
         {st.startTime && <><dt>Duration</dt><dd>{jobDuration(j, now)}</dd></>}
         {(st.reason || st.message) && <><dt>Reason</dt><dd>{st.reason}{st.message ? `: ${st.message}` : ""}</dd></>}
+        {st.cluster && <><dt>Cluster</dt><dd data-testid="job-cluster">{st.cluster}</dd></>}
         {tb && <><dt>TensorBoard</dt><dd><TensorBoardLink name={name} /></dd></>}
         <dt>Priority</dt><dd>{j.spec?.priority ?? 0}</dd>
         <dt>Restarts</dt><dd>{st.restarts ?? 0}{st.requeues ? `, requeued ${st.requeues}×` : ""}</dd>

@@ -12,7 +12,7 @@ import { useSession } from "../session";
 const pageSize = 50;
 const states = ["QUEUED", "STARTING", "RUNNING", "RESTARTING", "SUCCEEDED", "FAILED", "CANCELLED", "SUSPENDED"];
 
-type SortKey = "age" | "name" | "state" | "priority" | "gpus" | "creator" | "queue";
+type SortKey = "age" | "name" | "state" | "priority" | "gpus" | "creator" | "queue" | "cluster";
 const sorters: Record<SortKey, (a: Job, b: Job) => number> = {
   age: (a, b) => (b.createTime ?? "").localeCompare(a.createTime ?? ""),
   name: (a, b) => a.name.localeCompare(b.name),
@@ -21,6 +21,7 @@ const sorters: Record<SortKey, (a: Job, b: Job) => number> = {
   gpus: (a, b) => gpus(b) - gpus(a),
   creator: (a, b) => (a.creator ?? "").localeCompare(b.creator ?? ""),
   queue: (a, b) => (a.status?.queue?.tenantPosition ?? 1e9) - (b.status?.queue?.tenantPosition ?? 1e9),
+  cluster: (a, b) => (a.status?.cluster ?? "").localeCompare(b.status?.cluster ?? ""),
 };
 
 export const jobId = (name: string) => name.split("/").pop() ?? name;
@@ -226,6 +227,7 @@ export function JobsPage() {
               {sortButton("gpus", "GPUs")}
               {sortButton("priority", "Priority")}
               {sortButton("queue", "Queue")}
+              {sortButton("cluster", "Cluster")}
               {sortButton("creator", "Creator")}
               {sortButton("age", "Age")}
               <th scope="col">Duration</th>
@@ -233,7 +235,7 @@ export function JobsPage() {
           </thead>
           <tbody>
             {rows.length === 0 && (
-              <tr><td colSpan={10} className="empty">No jobs{expr ? " match this filter" : " yet"}.</td></tr>
+              <tr><td colSpan={11} className="empty">No jobs{expr ? " match this filter" : " yet"}.</td></tr>
             )}
             {rows.map((j) => {
               const id = jobId(j.name);
@@ -258,6 +260,7 @@ export function JobsPage() {
                     <div className="sub">{waitingFor(j)}</div>
                     {q?.estimatedStartTime && <div className="sub">starts ~{localTime(q.estimatedStartTime)}</div>}
                   </td>
+                  <td data-testid="cluster">{j.status?.cluster ?? ""}</td>
                   <td>{j.creator}</td>
                   <td><time dateTime={j.createTime} title={localTime(j.createTime)}>{age(j.createTime, now)}</time></td>
                   <td>{jobDuration(j, now)}{!isFinal(j) && j.status?.startTime ? "…" : ""}</td>

@@ -115,6 +115,8 @@ export function TenantPage() {
       <dl className="facts">
         <dt>Id</dt><dd>{tenant}</dd>
         <dt>Namespace</dt><dd><code>{t.namespace}</code></dd>
+        <dt>Clusters</dt>
+        <dd data-testid="tenant-clusters">{(t.clusters ?? []).length > 0 ? t.clusters?.join(", ") : "every cluster"}</dd>
         <dt>Scheduling</dt>
         <dd>
           {shortEnum(t.scheduling?.queueingStrategy, "QUEUEING_STRATEGY_").toLowerCase().replace(/_/g, " ")}, preemption{" "}

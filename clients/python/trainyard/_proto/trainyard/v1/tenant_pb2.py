@@ -17,7 +17,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from trainyard._proto.protoc_gen_openapiv2.options import annotations_pb2 as protoc__gen__openapiv2_dot_options_dot_annotations__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19trainyard/v1/tenant.proto\x12\x0ctrainyard.v1\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xb2\x02\n\x06\x43ohort\x12\x0c\n\x04name\x18\x01 \x01(\t\x12*\n\rnominal_quota\x18\x02 \x01(\x0b\x32\x13.trainyard.v1.Quota\x12\x35\n\tgpu_types\x18\x03 \x03(\x0b\x32\".trainyard.v1.Cohort.GpuTypesEntry\x12\x16\n\x07tenants\x18\x04 \x03(\tB\x05\x92\x41\x02@\x01\x12\x36\n\x0b\x63reate_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x05\x92\x41\x02@\x01\x12\x36\n\x0bupdate_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x05\x92\x41\x02@\x01\x1a/\n\rGpuTypesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"8\n\x10PutCohortRequest\x12$\n\x06\x63ohort\x18\x01 \x01(\x0b\x32\x14.trainyard.v1.Cohort\" \n\x10GetCohortRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x14\n\x12ListCohortsRequest\"<\n\x13ListCohortsResponse\x12%\n\x07\x63ohorts\x18\x01 \x03(\x0b\x32\x14.trainyard.v1.Cohort\"#\n\x13\x44\x65leteCohortRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x16\n\x14\x44\x65leteCohortResponse\"\xf2\x04\n\x06Tenant\x12\x13\n\x04name\x18\x01 \x01(\tB\x05\x92\x41\x02@\x01\x12\x14\n\x0c\x64isplay_name\x18\x02 \x01(\t\x12\x30\n\x06labels\x18\x03 \x03(\x0b\x32 .trainyard.v1.Tenant.LabelsEntry\x12\"\n\x05quota\x18\x04 \x01(\x0b\x32\x13.trainyard.v1.Quota\x12%\n\x07members\x18\x05 \x03(\x0b\x32\x14.trainyard.v1.Member\x12\x19\n\x11pod_reader_groups\x18\x06 \x03(\t\x12\x18\n\tnamespace\x18\x07 \x01(\tB\x05\x92\x41\x02@\x01\x12/\n\x05state\x18\x08 \x01(\x0e\x32\x19.trainyard.v1.TenantStateB\x05\x92\x41\x02@\x01\x12\x36\n\x0b\x63reate_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x05\x92\x41\x02@\x01\x12\x36\n\x0bupdate_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x05\x92\x41\x02@\x01\x12,\n\nscheduling\x18\x0b \x01(\x0b\x32\x18.trainyard.v1.Scheduling\x12)\n\x05usage\x18\x0c \x01(\x0b\x32\x13.trainyard.v1.QuotaB\x05\x92\x41\x02@\x01\x12&\n\x07sharing\x18\r \x01(\x0b\x32\x15.trainyard.v1.Sharing\x12:\n\x0esharing_status\x18\x0e \x01(\x0b\x32\x1b.trainyard.v1.SharingStatusB\x05\x92\x41\x02@\x01\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x87\x03\n\x07Sharing\x12\x0e\n\x06\x63ohort\x18\x01 \x01(\t\x12,\n\x0f\x62orrowing_limit\x18\x02 \x01(\x0b\x32\x13.trainyard.v1.Quota\x12*\n\rlending_limit\x18\x03 \x01(\x0b\x32\x13.trainyard.v1.Quota\x12\x0e\n\x06weight\x18\x04 \x01(\x01\x12\x33\n\x0ereclaim_policy\x18\x05 \x01(\x0e\x32\x1b.trainyard.v1.ReclaimPolicy\x12\x1d\n\x15\x66\x61ir_share_preemption\x18\x06 \x01(\x08\x12\x1f\n\x17usage_half_life_seconds\x18\x07 \x01(\x03\x12$\n\x06\x62udget\x18\x08 \x01(\x0b\x32\x14.trainyard.v1.Budget\x12\x36\n\tgpu_types\x18\t \x03(\x0b\x32#.trainyard.v1.Sharing.GpuTypesEntry\x1a/\n\rGpuTypesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"|\n\x06\x42udget\x12\x11\n\tgpu_hours\x18\x01 \x01(\x01\x12*\n\x06period\x18\x02 \x01(\x0e\x32\x1a.trainyard.v1.BudgetPeriod\x12\x33\n\x0bover_budget\x18\x03 \x01(\x0e\x32\x1e.trainyard.v1.OverBudgetPolicy\"\xb5\x01\n\rSharingStatus\x12*\n\rdecayed_usage\x18\x01 \x01(\x0b\x32\x13.trainyard.v1.Quota\x12\x1d\n\x15\x62udget_used_gpu_hours\x18\x02 \x01(\x01\x12\"\n\x1a\x62udget_remaining_gpu_hours\x18\x03 \x01(\x01\x12\x35\n\x11\x62udget_reset_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xdf\x01\n\nScheduling\x12\x39\n\x11preemption_policy\x18\x01 \x01(\x0e\x32\x1e.trainyard.v1.PreemptionPolicy\x12\x39\n\x11queueing_strategy\x18\x02 \x01(\x0e\x32\x1e.trainyard.v1.QueueingStrategy\x12\"\n\x1aidle_gpu_threshold_percent\x18\x03 \x01(\x01\x12\x18\n\x10idle_gpu_seconds\x18\x04 \x01(\x03\x12\x1d\n\x15idle_gpu_stop_seconds\x18\x05 \x01(\x03\"?\n\x05Quota\x12\x0b\n\x03gpu\x18\x01 \x01(\x05\x12\x0b\n\x03\x63pu\x18\x02 \x01(\t\x12\x0e\n\x06memory\x18\x03 \x01(\t\x12\x0c\n\x04pods\x18\x04 \x01(\x05\"[\n\x06Member\x12\x11\n\x07subject\x18\x01 \x01(\tH\x00\x12\x0f\n\x05group\x18\x02 \x01(\tH\x00\x12 \n\x04role\x18\x03 \x01(\x0e\x32\x12.trainyard.v1.RoleB\x0b\n\tprincipal\"\xa7\x02\n\x06Secret\x12\x0c\n\x04name\x18\x01 \x01(\t\x12]\n\x04\x64\x61ta\x18\x02 \x03(\x0b\x32\x1e.trainyard.v1.Secret.DataEntryB/\x92\x41,2*Values by key. Write-only: never returned.\x12\x13\n\x04keys\x18\x03 \x03(\tB\x05\x92\x41\x02@\x01\x12\x36\n\x0b\x63reate_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x05\x92\x41\x02@\x01\x12\x36\n\x0bupdate_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x05\x92\x41\x02@\x01\x1a+\n\tDataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"N\n\x13\x43reateTenantRequest\x12$\n\x06tenant\x18\x01 \x01(\x0b\x32\x14.trainyard.v1.Tenant\x12\x11\n\ttenant_id\x18\x02 \x01(\t\" \n\x10GetTenantRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\";\n\x12ListTenantsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"U\n\x13ListTenantsResponse\x12%\n\x07tenants\x18\x01 \x03(\x0b\x32\x14.trainyard.v1.Tenant\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"l\n\x13UpdateTenantRequest\x12$\n\x06tenant\x18\x01 \x01(\x0b\x32\x14.trainyard.v1.Tenant\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\"#\n\x13\x44\x65leteTenantRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"8\n\x10PutSecretRequest\x12$\n\x06secret\x18\x01 \x01(\x0b\x32\x14.trainyard.v1.Secret\"$\n\x12ListSecretsRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\"<\n\x13ListSecretsResponse\x12%\n\x07secrets\x18\x01 \x03(\x0b\x32\x14.trainyard.v1.Secret\"#\n\x13\x44\x65leteSecretRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x16\n\x14\x44\x65leteSecretResponse*\x84\x01\n\rReclaimPolicy\x12\x1e\n\x1aRECLAIM_POLICY_UNSPECIFIED\x10\x00\x12\x16\n\x12RECLAIM_POLICY_ANY\x10\x01\x12!\n\x1dRECLAIM_POLICY_LOWER_PRIORITY\x10\x02\x12\x18\n\x14RECLAIM_POLICY_NEVER\x10\x03*e\n\x0c\x42udgetPeriod\x12\x1d\n\x19\x42UDGET_PERIOD_UNSPECIFIED\x10\x00\x12\x17\n\x13\x42UDGET_PERIOD_MONTH\x10\x01\x12\x1d\n\x19\x42UDGET_PERIOD_ROLLING_30D\x10\x02*w\n\x10OverBudgetPolicy\x12\"\n\x1eOVER_BUDGET_POLICY_UNSPECIFIED\x10\x00\x12\x1b\n\x17OVER_BUDGET_POLICY_WAIT\x10\x01\x12\"\n\x1eOVER_BUDGET_POLICY_BORROW_ONLY\x10\x02*x\n\x10PreemptionPolicy\x12!\n\x1dPREEMPTION_POLICY_UNSPECIFIED\x10\x00\x12\x1b\n\x17PREEMPTION_POLICY_NEVER\x10\x01\x12$\n PREEMPTION_POLICY_LOWER_PRIORITY\x10\x02*\x80\x01\n\x10QueueingStrategy\x12!\n\x1dQUEUEING_STRATEGY_UNSPECIFIED\x10\x00\x12!\n\x1dQUEUEING_STRATEGY_STRICT_FIFO\x10\x01\x12&\n\"QUEUEING_STRATEGY_BEST_EFFORT_FIFO\x10\x02*|\n\x0bTenantState\x12\x1c\n\x18TENANT_STATE_UNSPECIFIED\x10\x00\x12\x17\n\x13TENANT_STATE_ACTIVE\x10\x01\x12\x1c\n\x18TENANT_STATE_OFFBOARDING\x10\x02\x12\x18\n\x14TENANT_STATE_DELETED\x10\x03*N\n\x04Role\x12\x14\n\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n\x0bROLE_VIEWER\x10\x01\x12\x0f\n\x0bROLE_EDITOR\x10\x02\x12\x0e\n\nROLE_ADMIN\x10\x03\x32\xc0\n\n\rTenantService\x12\x64\n\x0c\x43reateTenant\x12!.trainyard.v1.CreateTenantRequest\x1a\x14.trainyard.v1.Tenant\"\x1b\x82\xd3\xe4\x93\x02\x15\"\x0b/v1/tenants:\x06tenant\x12_\n\tGetTenant\x12\x1e.trainyard.v1.GetTenantRequest\x1a\x14.trainyard.v1.Tenant\"\x1c\x82\xd3\xe4\x93\x02\x16\x12\x14/v1/{name=tenants/*}\x12g\n\x0bListTenants\x12 .trainyard.v1.ListTenantsRequest\x1a!.trainyard.v1.ListTenantsResponse\"\x13\x82\xd3\xe4\x93\x02\r\x12\x0b/v1/tenants\x12t\n\x0cUpdateTenant\x12!.trainyard.v1.UpdateTenantRequest\x1a\x14.trainyard.v1.Tenant\"+\x82\xd3\xe4\x93\x02%2\x1b/v1/{tenant.name=tenants/*}:\x06tenant\x12\x65\n\x0c\x44\x65leteTenant\x12!.trainyard.v1.DeleteTenantRequest\x1a\x14.trainyard.v1.Tenant\"\x1c\x82\xd3\xe4\x93\x02\x16*\x14/v1/{name=tenants/*}\x12x\n\tPutSecret\x12\x1e.trainyard.v1.PutSecretRequest\x1a\x14.trainyard.v1.Secret\"5\x82\xd3\xe4\x93\x02/\x1a%/v1/{secret.name=tenants/*/secrets/*}:\x06secret\x12z\n\x0bListSecrets\x12 .trainyard.v1.ListSecretsRequest\x1a!.trainyard.v1.ListSecretsResponse\"&\x82\xd3\xe4\x93\x02 \x12\x1e/v1/{parent=tenants/*}/secrets\x12}\n\x0c\x44\x65leteSecret\x12!.trainyard.v1.DeleteSecretRequest\x1a\".trainyard.v1.DeleteSecretResponse\"&\x82\xd3\xe4\x93\x02 *\x1e/v1/{name=tenants/*/secrets/*}\x12n\n\tPutCohort\x12\x1e.trainyard.v1.PutCohortRequest\x1a\x14.trainyard.v1.Cohort\"+\x82\xd3\xe4\x93\x02%\x1a\x1b/v1/{cohort.name=cohorts/*}:\x06\x63ohort\x12_\n\tGetCohort\x12\x1e.trainyard.v1.GetCohortRequest\x1a\x14.trainyard.v1.Cohort\"\x1c\x82\xd3\xe4\x93\x02\x16\x12\x14/v1/{name=cohorts/*}\x12g\n\x0bListCohorts\x12 .trainyard.v1.ListCohortsRequest\x1a!.trainyard.v1.ListCohortsResponse\"\x13\x82\xd3\xe4\x93\x02\r\x12\x0b/v1/cohorts\x12s\n\x0c\x44\x65leteCohort\x12!.trainyard.v1.DeleteCohortRequest\x1a\".trainyard.v1.DeleteCohortResponse\"\x1c\x82\xd3\xe4\x93\x02\x16*\x14/v1/{name=cohorts/*}B?Z=github.com/trainyard/trainyard/proto/trainyard/v1;trainyardv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19trainyard/v1/tenant.proto\x12\x0ctrainyard.v1\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xb2\x02\n\x06\x43ohort\x12\x0c\n\x04name\x18\x01 \x01(\t\x12*\n\rnominal_quota\x18\x02 \x01(\x0b\x32\x13.trainyard.v1.Quota\x12\x35\n\tgpu_types\x18\x03 \x03(\x0b\x32\".trainyard.v1.Cohort.GpuTypesEntry\x12\x16\n\x07tenants\x18\x04 \x03(\tB\x05\x92\x41\x02@\x01\x12\x36\n\x0b\x63reate_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x05\x92\x41\x02@\x01\x12\x36\n\x0bupdate_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x05\x92\x41\x02@\x01\x1a/\n\rGpuTypesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"8\n\x10PutCohortRequest\x12$\n\x06\x63ohort\x18\x01 \x01(\x0b\x32\x14.trainyard.v1.Cohort\" \n\x10GetCohortRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x14\n\x12ListCohortsRequest\"<\n\x13ListCohortsResponse\x12%\n\x07\x63ohorts\x18\x01 \x03(\x0b\x32\x14.trainyard.v1.Cohort\"#\n\x13\x44\x65leteCohortRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x16\n\x14\x44\x65leteCohortResponse\"\x84\x05\n\x06Tenant\x12\x13\n\x04name\x18\x01 \x01(\tB\x05\x92\x41\x02@\x01\x12\x14\n\x0c\x64isplay_name\x18\x02 \x01(\t\x12\x30\n\x06labels\x18\x03 \x03(\x0b\x32 .trainyard.v1.Tenant.LabelsEntry\x12\"\n\x05quota\x18\x04 \x01(\x0b\x32\x13.trainyard.v1.Quota\x12%\n\x07members\x18\x05 \x03(\x0b\x32\x14.trainyard.v1.Member\x12\x19\n\x11pod_reader_groups\x18\x06 \x03(\t\x12\x18\n\tnamespace\x18\x07 \x01(\tB\x05\x92\x41\x02@\x01\x12/\n\x05state\x18\x08 \x01(\x0e\x32\x19.trainyard.v1.TenantStateB\x05\x92\x41\x02@\x01\x12\x36\n\x0b\x63reate_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x05\x92\x41\x02@\x01\x12\x36\n\x0bupdate_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x05\x92\x41\x02@\x01\x12,\n\nscheduling\x18\x0b \x01(\x0b\x32\x18.trainyard.v1.Scheduling\x12)\n\x05usage\x18\x0c \x01(\x0b\x32\x13.trainyard.v1.QuotaB\x05\x92\x41\x02@\x01\x12&\n\x07sharing\x18\r \x01(\x0b\x32\x15.trainyard.v1.Sharing\x12:\n\x0esharing_status\x18\x0e \x01(\x0b\x32\x1b.trainyard.v1.SharingStatusB\x05\x92\x41\x02@\x01\x12\x10\n\x08\x63lusters\x18\x0f \x03(\t\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x87\x03\n\x07Sharing\x12\x0e\n\x06\x63ohort\x18\x01 \x01(\t\x12,\n\x0f\x62orrowing_limit\x18\x02 \x01(\x0b\x32\x13.trainyard.v1.Quota\x12*\n\rlending_limit\x18\x03 \x01(\x0b\x32\x13.trainyard.v1.Quota\x12\x0e\n\x06weight\x18\x04 \x01(\x01\x12\x33\n\x0ereclaim_policy\x18\x05 \x01(\x0e\x32\x1b.trainyard.v1.ReclaimPolicy\x12\x1d\n\x15\x66\x61ir_share_preemption\x18\x06 \x01(\x08\x12\x1f\n\x17usage_half_life_seconds\x18\x07 \x01(\x03\x12$\n\x06\x62udget\x18\x08 \x01(\x0b\x32\x14.trainyard.v1.Budget\x12\x36\n\tgpu_types\x18\t \x03(\x0b\x32#.trainyard.v1.Sharing.GpuTypesEntry\x1a/\n\rGpuTypesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"|\n\x06\x42udget\x12\x11\n\tgpu_hours\x18\x01 \x01(\x01\x12*\n\x06period\x18\x02 \x01(\x0e\x32\x1a.trainyard.v1.BudgetPeriod\x12\x33\n\x0bover_budget\x18\x03 \x01(\x0e\x32\x1e.trainyard.v1.OverBudgetPolicy\"\xb5\x01\n\rSharingStatus\x12*\n\rdecayed_usage\x18\x01 \x01(\x0b\x32\x13.trainyard.v1.Quota\x12\x1d\n\x15\x62udget_used_gpu_hours\x18\x02 \x01(\x01\x12\"\n\x1a\x62udget_remaining_gpu_hours\x18\x03 \x01(\x01\x12\x35\n\x11\x62udget_reset_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xdf\x01\n\nScheduling\x12\x39\n\x11preemption_policy\x18\x01 \x01(\x0e\x32\x1e.trainyard.v1.PreemptionPolicy\x12\x39\n\x11queueing_strategy\x18\x02 \x01(\x0e\x32\x1e.trainyard.v1.QueueingStrategy\x12\"\n\x1aidle_gpu_threshold_percent\x18\x03 \x01(\x01\x12\x18\n\x10idle_gpu_seconds\x18\x04 \x01(\x03\x12\x1d\n\x15idle_gpu_stop_seconds\x18\x05 \x01(\x03\"?\n\x05Quota\x12\x0b\n\x03gpu\x18\x01 \x01(\x05\x12\x0b\n\x03\x63pu\x18\x02 \x01(\t\x12\x0e\n\x06memory\x18\x03 \x01(\t\x12\x0c\n\x04pods\x18\x04 \x01(\x05\"[\n\x06Member\x12\x11\n\x07subject\x18\x01 \x01(\tH\x00\x12\x0f\n\x05group\x18\x02 \x01(\tH\x00\x12 \n\x04role\x18\x03 \x01(\x0e\x32\x12.trainyard.v1.RoleB\x0b\n\tprincipal\"\xa7\x02\n\x06Secret\x12\x0c\n\x04name\x18\x01 \x01(\t\x12]\n\x04\x64\x61ta\x18\x02 \x03(\x0b\x32\x1e.trainyard.v1.Secret.DataEntryB/\x92\x41,2*Values by key. Write-only: never returned.\x12\x13\n\x04keys\x18\x03 \x03(\tB\x05\x92\x41\x02@\x01\x12\x36\n\x0b\x63reate_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x05\x92\x41\x02@\x01\x12\x36\n\x0bupdate_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x05\x92\x41\x02@\x01\x1a+\n\tDataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"N\n\x13\x43reateTenantRequest\x12$\n\x06tenant\x18\x01 \x01(\x0b\x32\x14.trainyard.v1.Tenant\x12\x11\n\ttenant_id\x18\x02 \x01(\t\" \n\x10GetTenantRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\";\n\x12ListTenantsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"U\n\x13ListTenantsResponse\x12%\n\x07tenants\x18\x01 \x03(\x0b\x32\x14.trainyard.v1.Tenant\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"l\n\x13UpdateTenantRequest\x12$\n\x06tenant\x18\x01 \x01(\x0b\x32\x14.trainyard.v1.Tenant\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\"#\n\x13\x44\x65leteTenantRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"8\n\x10PutSecretRequest\x12$\n\x06secret\x18\x01 \x01(\x0b\x32\x14.trainyard.v1.Secret\"$\n\x12ListSecretsRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\"<\n\x13ListSecretsResponse\x12%\n\x07secrets\x18\x01 \x03(\x0b\x32\x14.trainyard.v1.Secret\"#\n\x13\x44\x65leteSecretRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x16\n\x14\x44\x65leteSecretResponse*\x84\x01\n\rReclaimPolicy\x12\x1e\n\x1aRECLAIM_POLICY_UNSPECIFIED\x10\x00\x12\x16\n\x12RECLAIM_POLICY_ANY\x10\x01\x12!\n\x1dRECLAIM_POLICY_LOWER_PRIORITY\x10\x02\x12\x18\n\x14RECLAIM_POLICY_NEVER\x10\x03*e\n\x0c\x42udgetPeriod\x12\x1d\n\x19\x42UDGET_PERIOD_UNSPECIFIED\x10\x00\x12\x17\n\x13\x42UDGET_PERIOD_MONTH\x10\x01\x12\x1d\n\x19\x42UDGET_PERIOD_ROLLING_30D\x10\x02*w\n\x10OverBudgetPolicy\x12\"\n\x1eOVER_BUDGET_POLICY_UNSPECIFIED\x10\x00\x12\x1b\n\x17OVER_BUDGET_POLICY_WAIT\x10\x01\x12\"\n\x1eOVER_BUDGET_POLICY_BORROW_ONLY\x10\x02*x\n\x10PreemptionPolicy\x12!\n\x1dPREEMPTION_POLICY_UNSPECIFIED\x10\x00\x12\x1b\n\x17PREEMPTION_POLICY_NEVER\x10\x01\x12$\n PREEMPTION_POLICY_LOWER_PRIORITY\x10\x02*\x80\x01\n\x10QueueingStrategy\x12!\n\x1dQUEUEING_STRATEGY_UNSPECIFIED\x10\x00\x12!\n\x1dQUEUEING_STRATEGY_STRICT_FIFO\x10\x01\x12&\n\"QUEUEING_STRATEGY_BEST_EFFORT_FIFO\x10\x02*|\n\x0bTenantState\x12\x1c\n\x18TENANT_STATE_UNSPECIFIED\x10\x00\x12\x17\n\x13TENANT_STATE_ACTIVE\x10\x01\x12\x1c\n\x18TENANT_STATE_OFFBOARDING\x10\x02\x12\x18\n\x14TENANT_STATE_DELETED\x10\x03*N\n\x04Role\x12\x14\n\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n\x0bROLE_VIEWER\x10\x01\x12\x0f\n\x0bROLE_EDITOR\x10\x02\x12\x0e\n\nROLE_ADMIN\x10\x03\x32\xc0\n\n\rTenantService\x12\x64\n\x0c\x43reateTenant\x12!.trainyard.v1.CreateTenantRequest\x1a\x14.trainyard.v1.Tenant\"\x1b\x82\xd3\xe4\x93\x02\x15\"\x0b/v1/tenants:\x06tenant\x12_\n\tGetTenant\x12\x1e.trainyard.v1.GetTenantRequest\x1a\x14.trainyard.v1.Tenant\"\x1c\x82\xd3\xe4\x93\x02\x16\x12\x14/v1/{name=tenants/*}\x12g\n\x0bListTenants\x12 .trainyard.v1.ListTenantsRequest\x1a!.trainyard.v1.ListTenantsResponse\"\x13\x82\xd3\xe4\x93\x02\r\x12\x0b/v1/tenants\x12t\n\x0cUpdateTenant\x12!.trainyard.v1.UpdateTenantRequest\x1a\x14.trainyard.v1.Tenant\"+\x82\xd3\xe4\x93\x02%2\x1b/v1/{tenant.name=tenants/*}:\x06tenant\x12\x65\n\x0c\x44\x65leteTenant\x12!.trainyard.v1.DeleteTenantRequest\x1a\x14.trainyard.v1.Tenant\"\x1c\x82\xd3\xe4\x93\x02\x16*\x14/v1/{name=tenants/*}\x12x\n\tPutSecret\x12\x1e.trainyard.v1.PutSecretRequest\x1a\x14.trainyard.v1.Secret\"5\x82\xd3\xe4\x93\x02/\x1a%/v1/{secret.name=tenants/*/secrets/*}:\x06secret\x12z\n\x0bListSecrets\x12 .trainyard.v1.ListSecretsRequest\x1a!.trainyard.v1.ListSecretsResponse\"&\x82\xd3\xe4\x93\x02 \x12\x1e/v1/{parent=tenants/*}/secrets\x12}\n\x0c\x44\x65leteSecret\x12!.trainyard.v1.DeleteSecretRequest\x1a\".trainyard.v1.DeleteSecretResponse\"&\x82\xd3\xe4\x93\x02 *\x1e/v1/{name=tenants/*/secrets/*}\x12n\n\tPutCohort\x12\x1e.trainyard.v1.PutCohortRequest\x1a\x14.trainyard.v1.Cohort\"+\x82\xd3\xe4\x93\x02%\x1a\x1b/v1/{cohort.name=cohorts/*}:\x06\x63ohort\x12_\n\tGetCohort\x12\x1e.trainyard.v1.GetCohortRequest\x1a\x14.trainyard.v1.Cohort\"\x1c\x82\xd3\xe4\x93\x02\x16\x12\x14/v1/{name=cohorts/*}\x12g\n\x0bListCohorts\x12 .trainyard.v1.ListCohortsRequest\x1a!.trainyard.v1.ListCohortsResponse\"\x13\x82\xd3\xe4\x93\x02\r\x12\x0b/v1/cohorts\x12s\n\x0c\x44\x65leteCohort\x12!.trainyard.v1.DeleteCohortRequest\x1a\".trainyard.v1.DeleteCohortResponse\"\x1c\x82\xd3\xe4\x93\x02\x16*\x14/v1/{name=cohorts/*}B?Z=github.com/trainyard/trainyard/proto/trainyard/v1;trainyardv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'trainyard._proto.trainyard.v1.tenant_pb2', globals())
@@ -85,20 +85,20 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _TENANTSERVICE.methods_by_name['ListCohorts']._serialized_options = b'\202\323\344\223\002\r\022\013/v1/cohorts'
   _TENANTSERVICE.methods_by_name['DeleteCohort']._options = None
   _TENANTSERVICE.methods_by_name['DeleteCohort']._serialized_options = b'\202\323\344\223\002\026*\024/v1/{name=cohorts/*}'
-  _RECLAIMPOLICY._serialized_start=3378
-  _RECLAIMPOLICY._serialized_end=3510
-  _BUDGETPERIOD._serialized_start=3512
-  _BUDGETPERIOD._serialized_end=3613
-  _OVERBUDGETPOLICY._serialized_start=3615
-  _OVERBUDGETPOLICY._serialized_end=3734
-  _PREEMPTIONPOLICY._serialized_start=3736
-  _PREEMPTIONPOLICY._serialized_end=3856
-  _QUEUEINGSTRATEGY._serialized_start=3859
-  _QUEUEINGSTRATEGY._serialized_end=3987
-  _TENANTSTATE._serialized_start=3989
-  _TENANTSTATE._serialized_end=4113
-  _ROLE._serialized_start=4115
-  _ROLE._serialized_end=4193
+  _RECLAIMPOLICY._serialized_start=3396
+  _RECLAIMPOLICY._serialized_end=3528
+  _BUDGETPERIOD._serialized_start=3530
+  _BUDGETPERIOD._serialized_end=3631
+  _OVERBUDGETPOLICY._serialized_start=3633
+  _OVERBUDGETPOLICY._serialized_end=3752
+  _PREEMPTIONPOLICY._serialized_start=3754
+  _PREEMPTIONPOLICY._serialized_end=3874
+  _QUEUEINGSTRATEGY._serialized_start=3877
+  _QUEUEINGSTRATEGY._serialized_end=4005
+  _TENANTSTATE._serialized_start=4007
+  _TENANTSTATE._serialized_end=4131
+  _ROLE._serialized_start=4133
+  _ROLE._serialized_end=4211
   _COHORT._serialized_start=189
   _COHORT._serialized_end=495
   _COHORT_GPUTYPESENTRY._serialized_start=448
@@ -116,49 +116,49 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _DELETECOHORTRESPONSE._serialized_start=710
   _DELETECOHORTRESPONSE._serialized_end=732
   _TENANT._serialized_start=735
-  _TENANT._serialized_end=1361
-  _TENANT_LABELSENTRY._serialized_start=1316
-  _TENANT_LABELSENTRY._serialized_end=1361
-  _SHARING._serialized_start=1364
-  _SHARING._serialized_end=1755
+  _TENANT._serialized_end=1379
+  _TENANT_LABELSENTRY._serialized_start=1334
+  _TENANT_LABELSENTRY._serialized_end=1379
+  _SHARING._serialized_start=1382
+  _SHARING._serialized_end=1773
   _SHARING_GPUTYPESENTRY._serialized_start=448
   _SHARING_GPUTYPESENTRY._serialized_end=495
-  _BUDGET._serialized_start=1757
-  _BUDGET._serialized_end=1881
-  _SHARINGSTATUS._serialized_start=1884
-  _SHARINGSTATUS._serialized_end=2065
-  _SCHEDULING._serialized_start=2068
-  _SCHEDULING._serialized_end=2291
-  _QUOTA._serialized_start=2293
-  _QUOTA._serialized_end=2356
-  _MEMBER._serialized_start=2358
-  _MEMBER._serialized_end=2449
-  _SECRET._serialized_start=2452
-  _SECRET._serialized_end=2747
-  _SECRET_DATAENTRY._serialized_start=2704
-  _SECRET_DATAENTRY._serialized_end=2747
-  _CREATETENANTREQUEST._serialized_start=2749
-  _CREATETENANTREQUEST._serialized_end=2827
-  _GETTENANTREQUEST._serialized_start=2829
-  _GETTENANTREQUEST._serialized_end=2861
-  _LISTTENANTSREQUEST._serialized_start=2863
-  _LISTTENANTSREQUEST._serialized_end=2922
-  _LISTTENANTSRESPONSE._serialized_start=2924
-  _LISTTENANTSRESPONSE._serialized_end=3009
-  _UPDATETENANTREQUEST._serialized_start=3011
-  _UPDATETENANTREQUEST._serialized_end=3119
-  _DELETETENANTREQUEST._serialized_start=3121
-  _DELETETENANTREQUEST._serialized_end=3156
-  _PUTSECRETREQUEST._serialized_start=3158
-  _PUTSECRETREQUEST._serialized_end=3214
-  _LISTSECRETSREQUEST._serialized_start=3216
-  _LISTSECRETSREQUEST._serialized_end=3252
-  _LISTSECRETSRESPONSE._serialized_start=3254
-  _LISTSECRETSRESPONSE._serialized_end=3314
-  _DELETESECRETREQUEST._serialized_start=3316
-  _DELETESECRETREQUEST._serialized_end=3351
-  _DELETESECRETRESPONSE._serialized_start=3353
-  _DELETESECRETRESPONSE._serialized_end=3375
-  _TENANTSERVICE._serialized_start=4196
-  _TENANTSERVICE._serialized_end=5540
+  _BUDGET._serialized_start=1775
+  _BUDGET._serialized_end=1899
+  _SHARINGSTATUS._serialized_start=1902
+  _SHARINGSTATUS._serialized_end=2083
+  _SCHEDULING._serialized_start=2086
+  _SCHEDULING._serialized_end=2309
+  _QUOTA._serialized_start=2311
+  _QUOTA._serialized_end=2374
+  _MEMBER._serialized_start=2376
+  _MEMBER._serialized_end=2467
+  _SECRET._serialized_start=2470
+  _SECRET._serialized_end=2765
+  _SECRET_DATAENTRY._serialized_start=2722
+  _SECRET_DATAENTRY._serialized_end=2765
+  _CREATETENANTREQUEST._serialized_start=2767
+  _CREATETENANTREQUEST._serialized_end=2845
+  _GETTENANTREQUEST._serialized_start=2847
+  _GETTENANTREQUEST._serialized_end=2879
+  _LISTTENANTSREQUEST._serialized_start=2881
+  _LISTTENANTSREQUEST._serialized_end=2940
+  _LISTTENANTSRESPONSE._serialized_start=2942
+  _LISTTENANTSRESPONSE._serialized_end=3027
+  _UPDATETENANTREQUEST._serialized_start=3029
+  _UPDATETENANTREQUEST._serialized_end=3137
+  _DELETETENANTREQUEST._serialized_start=3139
+  _DELETETENANTREQUEST._serialized_end=3174
+  _PUTSECRETREQUEST._serialized_start=3176
+  _PUTSECRETREQUEST._serialized_end=3232
+  _LISTSECRETSREQUEST._serialized_start=3234
+  _LISTSECRETSREQUEST._serialized_end=3270
+  _LISTSECRETSRESPONSE._serialized_start=3272
+  _LISTSECRETSRESPONSE._serialized_end=3332
+  _DELETESECRETREQUEST._serialized_start=3334
+  _DELETESECRETREQUEST._serialized_end=3369
+  _DELETESECRETRESPONSE._serialized_start=3371
+  _DELETESECRETRESPONSE._serialized_end=3393
+  _TENANTSERVICE._serialized_start=4214
+  _TENANTSERVICE._serialized_end=5558
 # @@protoc_insertion_point(module_scope)

@@ -262,7 +262,7 @@ class SharingStatus(_message.Message):
     def __init__(self, decayed_usage: _Optional[_Union[Quota, _Mapping]] = ..., budget_used_gpu_hours: _Optional[float] = ..., budget_remaining_gpu_hours: _Optional[float] = ..., budget_reset_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Tenant(_message.Message):
-    __slots__ = ["create_time", "display_name", "labels", "members", "name", "namespace", "pod_reader_groups", "quota", "scheduling", "sharing", "sharing_status", "state", "update_time", "usage"]
+    __slots__ = ["clusters", "create_time", "display_name", "labels", "members", "name", "namespace", "pod_reader_groups", "quota", "scheduling", "sharing", "sharing_status", "state", "update_time", "usage"]
     class LabelsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -270,6 +270,7 @@ class Tenant(_message.Message):
         key: str
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    CLUSTERS_FIELD_NUMBER: _ClassVar[int]
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
@@ -284,6 +285,7 @@ class Tenant(_message.Message):
     STATE_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
+    clusters: _containers.RepeatedScalarFieldContainer[str]
     create_time: _timestamp_pb2.Timestamp
     display_name: str
     labels: _containers.ScalarMap[str, str]
@@ -298,7 +300,7 @@ class Tenant(_message.Message):
     state: TenantState
     update_time: _timestamp_pb2.Timestamp
     usage: Quota
-    def __init__(self, name: _Optional[str] = ..., display_name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., quota: _Optional[_Union[Quota, _Mapping]] = ..., members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., pod_reader_groups: _Optional[_Iterable[str]] = ..., namespace: _Optional[str] = ..., state: _Optional[_Union[TenantState, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., scheduling: _Optional[_Union[Scheduling, _Mapping]] = ..., usage: _Optional[_Union[Quota, _Mapping]] = ..., sharing: _Optional[_Union[Sharing, _Mapping]] = ..., sharing_status: _Optional[_Union[SharingStatus, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., display_name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., quota: _Optional[_Union[Quota, _Mapping]] = ..., members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., pod_reader_groups: _Optional[_Iterable[str]] = ..., namespace: _Optional[str] = ..., state: _Optional[_Union[TenantState, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., scheduling: _Optional[_Union[Scheduling, _Mapping]] = ..., usage: _Optional[_Union[Quota, _Mapping]] = ..., sharing: _Optional[_Union[Sharing, _Mapping]] = ..., sharing_status: _Optional[_Union[SharingStatus, _Mapping]] = ..., clusters: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class UpdateTenantRequest(_message.Message):
     __slots__ = ["tenant", "update_mask"]
