@@ -239,6 +239,7 @@ func TestWatchJobResumesWithoutLossOrRepeat(t *testing.T) {
 	require.NoError(t, err)
 	events, err := jobs.ListJobEvents(ctxT(t), &pb.ListJobEventsRequest{Parent: "tenants/acme/jobs/resume"})
 	require.NoError(t, err)
+	require.NotEmpty(t, events.GetEvents(), "the Queued event is written with the job")
 	queued := events.GetEvents()[0]
 	require.Equal(t, "Queued", queued.GetReason())
 
