@@ -29,6 +29,7 @@ type metrics struct {
 	gpusAllocated *prometheus.GaugeVec
 	gpuHours      *ledgerCounter
 	oldestWait    *prometheus.GaugeVec
+	queueLength   *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -84,10 +85,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			[]string{"tenant"}, nil)},
 		oldestWait: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "trainyard_tenant_oldest_wait_seconds",
-			Help: "How long a tenant's longest-waiting job has waited for admission (since it entered the queue), as of the last cycle. Leader only; the queue's length is trainyard_scheduler_pending_jobs summed by tenant.",
+			Help: "How long a tenant's longest-waiting job has waited for admission (since it entered the queue), as of the last cycle. Leader only.",
+		}, []string{"tenant"}),
+		queueLength: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "trainyard_tenant_queue_length",
+			Help: "Jobs of a tenant waiting for admission, whatever the reason, as of the last cycle (trainyard_scheduler_pending_jobs has them by reason). Leader only.",
 		}, []string{"tenant"}),
 	}
-	reg.MustRegister(m.gpusAllocated, m.gpuHours, m.oldestWait)
+	reg.MustRegister(m.gpusAllocated, m.gpuHours, m.oldestWait, m.queueLength)
 	reg.MustRegister(m.budget, m.decayedUsage)
 	reg.MustRegister(m.leader, m.pending, m.pendingDemand, m.admissionLatency, m.admissions, m.preemptions, m.cycleSeconds, m.cycleErrors)
 	return m
@@ -133,6 +138,7 @@ func (m *metrics) observeDecision(v view, d admission.Decision, res store.Schedu
 	}
 	for _, w := range d.Waiting {
 		reason := string(w.Reason)
+		m.queueLength.WithLabelValues(w.Key.Tenant).Inc()
 		m.pending.WithLabelValues(w.Key.Tenant, reason).Inc()
 		for _, r := range job.AllResources {
 			amount := float64(demand[w.Key][r])
@@ -148,6 +154,7 @@ func (m *metrics) resetQueue() {
 	m.pending.Reset()
 	m.pendingDemand.Reset()
 	m.oldestWait.Reset()
+	m.queueLength.Reset()
 }
 
 func (m *metrics) resetHeld() {

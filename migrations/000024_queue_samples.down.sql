@@ -1,0 +1,2 @@
+DROP TABLE capacity_samples;
+DROP TABLE queue_samples;
