@@ -82,5 +82,7 @@ export function UsageChart({ data, limits, title, height = 300 }: { data: Stacke
       u.destroy();
     };
   }, [data, limits, title, height]);
-  return <div ref={box} className="chart" data-series={data.groups.length} data-limits={limits.length} />;
+  // The first limit's latest value, for tests (the capacity at the end).
+  const last = limits[0]?.values?.findLast((v) => v != null) ?? limits[0]?.value;
+  return <div ref={box} className="chart" data-series={data.groups.length} data-limits={limits.length} data-last-limit={last} />;
 }
