@@ -30,6 +30,8 @@ type metrics struct {
 	gpuHours      *ledgerCounter
 	oldestWait    *prometheus.GaugeVec
 	queueLength   *prometheus.GaugeVec
+	gpuQuota      *prometheus.GaugeVec
+	gpuCapacity   *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -92,7 +94,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Jobs of a tenant waiting for admission, whatever the reason, as of the last cycle (trainyard_scheduler_pending_jobs has them by reason). Leader only.",
 		}, []string{"tenant"}),
 	}
-	reg.MustRegister(m.gpusAllocated, m.gpuHours, m.oldestWait, m.queueLength)
+	m.gpuQuota = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "trainyard_tenant_gpu_quota",
+		Help: "A tenant's GPU quota (tenants with one), beside trainyard_tenant_gpus_allocated. Leader only.",
+	}, []string{"tenant"})
+	// A vector without labels, so that stepping down removes it.
+	m.gpuCapacity = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "trainyard_scheduler_gpu_capacity",
+		Help: "GPUs of the nodes that take new pods, in every READY cluster this scheduler places on, every UsageRefresh (the queue sample's). Leader only.",
+	}, nil)
+	reg.MustRegister(m.gpusAllocated, m.gpuHours, m.oldestWait, m.queueLength, m.gpuQuota, m.gpuCapacity)
 	reg.MustRegister(m.budget, m.decayedUsage)
 	reg.MustRegister(m.leader, m.pending, m.pendingDemand, m.admissionLatency, m.admissions, m.preemptions, m.cycleSeconds, m.cycleErrors)
 	return m
@@ -158,6 +169,7 @@ func (m *metrics) resetQueue() {
 }
 
 func (m *metrics) resetHeld() {
+	m.gpuCapacity.Reset()
 	m.gpusAllocated.Reset()
 	m.gpuHours.set(nil)
 }
@@ -202,6 +214,9 @@ func (c *ledgerCounter) Collect(ch chan<- prometheus.Metric) {
 func (m *metrics) observeSharing(v view) {
 	m.resetSharing()
 	for _, t := range v.snap.Tenants {
+		if q := t.Quota[job.GPU]; q > 0 {
+			m.gpuQuota.WithLabelValues(t.ID).Set(float64(q))
+		}
 		if b := t.Sharing.Budget; b.GPUHours > 0 {
 			m.budget.WithLabelValues(t.ID, "budget").Set(b.GPUHours)
 			m.budget.WithLabelValues(t.ID, "used").Set(b.UsedGPUHours)
@@ -220,6 +235,7 @@ func (m *metrics) observeSharing(v view) {
 }
 
 func (m *metrics) resetSharing() {
+	m.gpuQuota.Reset()
 	m.budget.Reset()
 	m.decayedUsage.Reset()
 }

@@ -117,3 +117,23 @@ func TestCapacityGPUs(t *testing.T) {
 	require.Equal(t, int64(12), capacityGPUs(here, there))
 	require.Equal(t, int64(0), capacityGPUs())
 }
+
+// The quota series: tenants with a GPU quota only; and the capacity,
+// gone when the leader steps down.
+func TestTenantQuotaAndCapacityMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := newMetrics(reg)
+	var q job.Vector
+	q[job.GPU] = 16
+	var v view
+	v.snap.Tenants = []admission.Tenant{{ID: "a", Quota: q}, {ID: "b"}}
+	m.observeSharing(v)
+	require.Equal(t, 1, testutil.CollectAndCount(m.gpuQuota))
+	require.Equal(t, 16.0, testutil.ToFloat64(m.gpuQuota.WithLabelValues("a")))
+	m.gpuCapacity.WithLabelValues().Set(48)
+	require.Equal(t, 48.0, testutil.ToFloat64(m.gpuCapacity.WithLabelValues()))
+	m.resetSharing()
+	m.resetHeld()
+	require.Equal(t, 0, testutil.CollectAndCount(m.gpuQuota))
+	require.Equal(t, 0, testutil.CollectAndCount(m.gpuCapacity))
+}

@@ -80,5 +80,7 @@ func (s *Scheduler) sampleQueue(ctx context.Context, now time.Time) error {
 		t.OldestWait += now.Sub(s.queueAt)
 		q[i] = t
 	}
-	return s.store.QueueSampleWrite(ctx, now, capacityGPUs(s.nodes(), others), q)
+	capacity := capacityGPUs(s.nodes(), others)
+	s.metrics.gpuCapacity.WithLabelValues().Set(float64(capacity))
+	return s.store.QueueSampleWrite(ctx, now, capacity, q)
 }
