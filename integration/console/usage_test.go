@@ -51,8 +51,10 @@ func TestConsoleUsage(t *testing.T) {
 	// A job whose GPUs the exporter reports from now: worker-0 busy,
 	// worker-1 idle. No worker runs it; Prometheus knows its pods by
 	// name, as the DCGM exporter names them.
+	workers := replica(pb.ReplicaType_REPLICA_TYPE_WORKER, 1, nil)
+	workers.Count = 2
 	_, err = env.Jobs(t, env.Token("alice")).CreateJob(ctxT(t), &pb.CreateJobRequest{Parent: "tenants/vision", JobId: "train", Job: &pb.Job{
-		Spec: &pb.JobSpec{Replicas: []*pb.ReplicaSpec{replica(pb.ReplicaType_REPLICA_TYPE_WORKER, 2, nil)}},
+		Spec: &pb.JobSpec{Replicas: []*pb.ReplicaSpec{workers}},
 	}})
 	require.NoError(t, err)
 	ns := env.Namespace("vision")

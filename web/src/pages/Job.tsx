@@ -244,7 +244,9 @@ export function JobPage() {
         </table>
       </section>
 
-      <GPUUtilization job={name} running={!isFinal(j)} kept={st.gpuUtilization} replicas={replicas} />
+      {(j.spec?.replicas ?? []).some((r) => (r.resources?.gpu ?? 0) > 0) && (
+        <GPUUtilization job={name} running={!isFinal(j)} kept={st.gpuUtilization} replicas={replicas} />
+      )}
 
       {replicas.length > 0 && <Logs job={name} tenant={tenant} replicas={replicas.map(replicaId)} running={!isFinal(j)} state={displayState(j)} />}
 
