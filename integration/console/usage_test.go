@@ -57,9 +57,24 @@ func TestConsoleUsage(t *testing.T) {
 		Spec: &pb.JobSpec{Replicas: []*pb.ReplicaSpec{workers}},
 	}})
 	require.NoError(t, err)
+	// worker-0 moves between 60 and 95 % (a new value every 5 s, for the
+	// picture), worker-1 stays at 3 %.
 	ns := env.Namespace("vision")
-	ex.Set(promtest.GPU{Hostname: "gpu-0", Index: 0, Namespace: ns, Pod: "train-worker-0", Container: "tensorflow", Util: 80, FBUsed: 20000})
+	busy := func(i int) float64 { return []float64{80, 95, 90, 70, 60, 75}[i%6] }
+	ex.Set(promtest.GPU{Hostname: "gpu-0", Index: 0, Namespace: ns, Pod: "train-worker-0", Container: "tensorflow", Util: busy(0), FBUsed: 20000})
 	ex.Set(promtest.GPU{Hostname: "gpu-0", Index: 1, Namespace: ns, Pod: "train-worker-1", Container: "tensorflow", Util: 3, FBUsed: 500})
+	moving, stopMoving := context.WithCancel(context.Background())
+	defer stopMoving()
+	go func() {
+		for i := 1; ; i++ {
+			select {
+			case <-moving.Done():
+				return
+			case <-time.After(5 * time.Second):
+			}
+			ex.Set(promtest.GPU{Hostname: "gpu-0", Index: 0, Namespace: ns, Pod: "train-worker-0", Container: "tensorflow", Util: busy(i), FBUsed: 20000})
+		}
+	}()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -189,18 +204,10 @@ func TestConsoleUsage(t *testing.T) {
 	})
 
 	t.Run("JobGPUUtilization", func(t *testing.T) {
-		// Prometheus has scraped the exporter since the job was created:
-		// its page draws both replicas, worker-0 busy, worker-1 idle, and
-		// reads again while the job lives.
-		alice := b.tab(t, env.HTTPURL)
-		alice.signIn(env.Token("alice"))
-		alice.open("/tenants/vision/jobs/train")
-		chart(alice, `[data-testid=gpu-chart]`, 2, 3)
-		require.Equal(t, []string{"worker-0", "worker-1"}, legend(alice, `[data-testid=gpu-utilization]`))
-		alice.screenshot("job-gpu.png", false)
-
-		// The API behind it: the job's series, and nothing of another
-		// tenant's job (not found, as GetJob).
+		// Prometheus scrapes the exporter since the job was created: the
+		// API behind the chart has both replicas, worker-0 busy, worker-1
+		// idle (Eventually: the job's life in 15 s steps needs 45 s for
+		// three points) ...
 		var u struct {
 			Available bool `json:"available"`
 			Series    []struct {
@@ -210,18 +217,34 @@ func TestConsoleUsage(t *testing.T) {
 				} `json:"points"`
 			} `json:"series"`
 		}
-		r := env.REST(env.Token("alice")).Do(t, http.MethodGet, "/v1/tenants/vision/jobs/train/utilization", nil)
-		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
-		require.NoError(t, json.Unmarshal(r.Body, &u))
-		require.True(t, u.Available)
-		require.Len(t, u.Series, 2)
+		rest := env.REST(env.Token("alice"))
+		require.Eventually(t, func() bool {
+			r := rest.Do(t, http.MethodGet, "/v1/tenants/vision/jobs/train/utilization", nil)
+			require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+			require.NoError(t, json.Unmarshal(r.Body, &u))
+			require.True(t, u.Available)
+			return len(u.Series) == 2 && len(u.Series[0].Points) >= 3 && len(u.Series[1].Points) >= 3
+		}, 90*time.Second, time.Second, "the job's GPU series in Prometheus: %+v", u)
 		require.Equal(t, "worker-0", u.Series[0].Replica)
-		require.InDelta(t, 80, u.Series[0].Points[0].Utilization, 0.01)
+		for _, p := range u.Series[0].Points {
+			require.GreaterOrEqual(t, p.Utilization, 60.0)
+		}
+		require.InDelta(t, 3, u.Series[1].Points[len(u.Series[1].Points)-1].Utilization, 0.01)
+
+		// ... and the job's page draws them.
+		alice := b.tab(t, env.HTTPURL)
+		alice.signIn(env.Token("alice"))
+		alice.open("/tenants/vision/jobs/train")
+		chart(alice, `[data-testid=gpu-chart]`, 2, 3)
+		require.Equal(t, []string{"worker-0", "worker-1"}, legend(alice, `[data-testid=gpu-utilization]`))
+		alice.screenshot("job-gpu.png", false)
+
+		// Another tenant's job of the same name: not found, as GetJob.
 		_, err := env.Jobs(t, env.Token("carol")).CreateJob(ctxT(t), &pb.CreateJobRequest{Parent: "tenants/speech", JobId: "train", Job: &pb.Job{
 			Spec: &pb.JobSpec{Replicas: []*pb.ReplicaSpec{replica(pb.ReplicaType_REPLICA_TYPE_WORKER, 1, nil)}},
 		}})
 		require.NoError(t, err)
-		r = env.REST(env.Token("alice")).Do(t, http.MethodGet, "/v1/tenants/speech/jobs/train/utilization", nil)
+		r := rest.Do(t, http.MethodGet, "/v1/tenants/speech/jobs/train/utilization", nil)
 		require.Equal(t, http.StatusNotFound, r.Status, string(r.Body))
 	})
 

@@ -43,7 +43,6 @@ export function GPUUtilization({ job, running, kept, replicas }: { job: string; 
   const u = useMemo(() => utilizationSeries(resp?.series ?? []), [resp]);
   const lines = useMemo<Line[]>(() => u.labels.map((label, i) => ({ label, values: u.values[i] ?? [] })), [u]);
   const measured = replicas.filter((r) => r.gpuUtilization);
-  if (!kept && measured.length === 0 && u.xs.length === 0) return null;
   return (
     <section aria-labelledby="gpu-title" data-testid="gpu-utilization">
       <h2 id="gpu-title">GPU utilisation</h2>
@@ -53,11 +52,12 @@ export function GPUUtilization({ job, running, kept, replicas }: { job: string; 
       ) : (
         resp && (
           <p className="sub" data-testid="gpu-no-series">
-            {resp.available ? "Prometheus has no samples of this job's GPUs in its retention" : "The server reads no Prometheus (--prometheus-url)"}: the figures Trainyard kept are below.
+            {resp.available ? "Prometheus has no samples of this job's GPUs (not yet, or no longer: past its retention)" : "The server reads no Prometheus (--prometheus-url)"}
+            {kept || measured.length > 0 ? ": the figures Trainyard kept are below." : "."}
           </p>
         )
       )}
-      <table className="gpu-figures">
+      {(kept || measured.length > 0) && <table className="gpu-figures">
         <caption>Kept with the job: mean and p95 over its life</caption>
         <thead><tr><th scope="col">Replica</th><th scope="col">GPUs</th><th scope="col">Mean</th><th scope="col">p95</th><th scope="col">Memory (mean / most)</th></tr></thead>
         <tbody>
@@ -76,7 +76,7 @@ export function GPUUtilization({ job, running, kept, replicas }: { job: string; 
             </tr>
           )}
         </tbody>
-      </table>
+      </table>}
     </section>
   );
 }
