@@ -65,13 +65,13 @@ export function GPUUtilization({ job, running, kept, replicas }: { job: string; 
             const f = r.gpuUtilization as Figures;
             const id = `${replicaTypeName(r.type)}-${r.index ?? 0}`;
             return (
-              <tr key={id} data-replica={id}>
+              <tr key={id} data-gpu-replica={id}>
                 <th scope="row">{id}</th><td>{f.gpus ?? 0}</td><td>{pct(f.meanPercent)}</td><td>{pct(f.p95Percent)}</td><td>{mib(f.meanMemoryMib)} / {mib(f.maxMemoryMib)}</td>
               </tr>
             );
           })}
           {kept && (
-            <tr data-replica="job">
+            <tr data-gpu-replica="job">
               <th scope="row">the job</th><td>{kept.gpus ?? 0}</td><td>{pct(kept.meanPercent)}</td><td>{pct(kept.p95Percent)}</td><td>{mib(kept.meanMemoryMib)} / {mib(kept.maxMemoryMib)}</td>
             </tr>
           )}
