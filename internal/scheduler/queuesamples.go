@@ -69,8 +69,12 @@ func capacityGPUs(nodes ...[]admission.Node) int64 {
 }
 
 // sampleQueue writes the queue as the last cycle left it, its waits aged
-// to now, and the capacity.
+// to now, and the capacity; nothing before this leadership's first full
+// cycle (the queue is not known yet: an empty one would be false).
 func (s *Scheduler) sampleQueue(ctx context.Context, now time.Time) error {
+	if s.queueAt.IsZero() {
+		return nil
+	}
 	_, others, err := s.others(ctx, now)
 	if err != nil {
 		return err

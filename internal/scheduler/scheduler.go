@@ -307,6 +307,7 @@ func (s *Scheduler) lead(ctx context.Context, lease store.SchedulerLease) {
 		s.idle.Store(false)
 		s.ledger = ledger{} // the next leadership reads it again
 		s.heldAt = time.Time{}
+		s.queue, s.queueAt = nil, time.Time{}
 		s.metrics.resetSharing()
 		s.metrics.resetHeld()
 	}()
