@@ -87,15 +87,15 @@ func TestSchedulerCommitWAL(t *testing.T) {
 
 	// The ledger's share, in the same run: the spans the commit opened,
 	// inserted again into twins of usage_intervals, with its indexes and
-	// with the open-span ones only.
+	// with none (the floor of a row per span). Before migration 000024
+	// (an opened span entered usage_intervals_unrolled_idx too): 415 of
+	// 3302 bytes/job, 14.4 %; after, 351 of 3238, 12.2 %.
 	ledger := func(indexes bool) float64 {
 		tb.exec(t, `DROP TABLE IF EXISTS ledger_twin`)
 		if indexes {
 			tb.exec(t, `CREATE TABLE ledger_twin (LIKE usage_intervals INCLUDING ALL)`)
 		} else {
 			tb.exec(t, `CREATE TABLE ledger_twin (LIKE usage_intervals INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`)
-			tb.exec(t, `ALTER TABLE ledger_twin ADD PRIMARY KEY (tenant_id, job_uid, start_time)`)
-			tb.exec(t, `CREATE UNIQUE INDEX ON ledger_twin (tenant_id, job_uid) WHERE end_time IS NULL`)
 		}
 		var out []float64
 		rows, err := tb.pool.Query(tb.ctx, `SELECT DISTINCT start_time FROM usage_intervals ORDER BY 1`)
@@ -114,8 +114,8 @@ func TestSchedulerCommitWAL(t *testing.T) {
 		slices.Sort(out)
 		return out[len(out)/2]
 	}
-	all, open := ledger(true), ledger(false)
+	all, heap := ledger(true), ledger(false)
 	med := wal[len(wal)/2]
-	t.Logf("the ledger's spans: %.0f bytes/job with usage_intervals' indexes (%.1f%% of the commit), %.0f with the primary key and the open-span index only (%.1f%%)",
-		all, 100*all/(med-all), open, 100*open/(med-all))
+	t.Logf("the ledger's spans: %.0f bytes/job with usage_intervals' indexes (%.1f%% of the commit without them), %.0f the rows alone (%.1f%%)",
+		all, 100*all/(med-all), heap, 100*heap/(med-all))
 }

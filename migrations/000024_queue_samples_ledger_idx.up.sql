@@ -17,3 +17,13 @@ CREATE TABLE capacity_samples (
     sampled_at timestamptz PRIMARY KEY,
     gpus bigint NOT NULL
 );
+
+-- The ledger's admitting write gets cheaper (issue 44's 5 % budget for
+-- the scheduler's commit): an opened span no longer enters an index of
+-- its own for "not rolled up yet". Open spans are found by
+-- usage_intervals_open_idx; closed ones not rolled up by this narrower
+-- index, which a span enters when it is closed (the worker's save), not
+-- when it is opened (the scheduler's commit). Readers ask for
+-- (end_time IS NULL OR rolled_to < end_time): a BitmapOr of the two.
+DROP INDEX usage_intervals_unrolled_idx;
+CREATE INDEX usage_intervals_unrolled_idx ON usage_intervals (tenant_id) WHERE rolled_to < end_time;

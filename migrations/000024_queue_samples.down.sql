@@ -1,2 +1,0 @@
-DROP TABLE capacity_samples;
-DROP TABLE queue_samples;
