@@ -48,6 +48,7 @@ Takes every flag of "serve", "worker" and "webhooks".`,
 			if err := common.webhooks.validateDeliverer(); err != nil {
 				return err
 			}
+			wf.prometheusURL = serve.prometheusURL
 			return wf.validate()
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -122,6 +123,7 @@ Takes every flag of "serve", "worker" and "webhooks".`,
 	serve.register(cmd.Flags())
 	common.webhooks.registerDeliverer(cmd.Flags())
 	wf.register(cmd.Flags())
+	cmd.Flags().Lookup("prometheus-url").Usage = "Prometheus that scrapes NVIDIA's DCGM exporter: the worker reads running jobs' GPU utilisation there (GetJob, IdleGPUs) and the API the utilisation chart of a job; empty: off"
 	cmd.Flags().Lookup("dev-auth").Usage = "FILE of static tokens; without it and without --oidc-issuer, a fresh admin token is generated and printed"
 	cmd.Flags().Lookup("oidc-issuer").Usage = "OIDC issuer URL whose ID tokens are accepted (discovery and JWKS are fetched from it); without it, dev authentication"
 	cmd.Flags().BoolVar(&migrate, "migrate", true, "migrate the database (up) before starting")

@@ -18,6 +18,7 @@ import (
 	"github.com/trainyard/trainyard/internal/api"
 	"github.com/trainyard/trainyard/internal/auth"
 	"github.com/trainyard/trainyard/internal/cluster"
+	"github.com/trainyard/trainyard/internal/gpuutil"
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/server"
@@ -60,6 +61,7 @@ type serveFlags struct {
 	// read-only credentials for the others, by name.
 	cluster            string
 	clusterKubeconfigs map[string]string
+	prometheusURL      string
 }
 
 func (f *serveFlags) register(fs *pflag.FlagSet) {
@@ -79,6 +81,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.eventRetention, "event-retention", 0, "job events older than this are deleted (hourly, 1,000 per statement); 0 keeps them forever")
 	fs.DurationVar(&f.requestIDKeep, "request-id-retention", 30*24*time.Hour, "request ids (idempotency keys) older than this are forgotten (hourly, 1,000 per statement): a retry after it creates a new job; 0 keeps them as long as their jobs")
 	fs.DurationVar(&f.streamLifetime, "max-stream-lifetime", 30*time.Minute, "watches and log streams end after this long with UNAVAILABLE; clients reopen them after the last event id received (tyctl does)")
+	fs.StringVar(&f.prometheusURL, "prometheus-url", "", "Prometheus that scrapes NVIDIA's DCGM exporter: the console's chart of a job's GPU utilisation per replica over time reads it (QueryJobUtilization); empty: that chart shows the job's kept mean and p95 only")
 	fs.DurationVar(&f.watchBookmark, "watch-bookmark-every", 30*time.Second, "a watch (a tenant's or a job's) that asks for bookmarks gets its read position once events it did not send have moved it and it sent nothing for this long")
 	fs.StringToIntVar(&f.tfjobPriority, "tfjob-priority-class", nil, "NAME=PRIORITY,...: the Trainyard priority (-1000..1000) of a Kubernetes PriorityClass that imported TFJobs name (schedulingPolicy.priorityClass, priorityClassName); a TFJob naming another is refused")
 	fs.StringToStringVar(&f.clusterKubeconfigs, "cluster-kubeconfig", nil, "NAME=PATH,...: a kubeconfig for another cluster jobs run in (repeatable), from which the job's logs and TensorBoard are read; read-only credentials do (deploy/README.md, \"Many clusters\"). A job in a cluster without one: its logs are FAILED_PRECONDITION")
@@ -120,6 +123,9 @@ func (f *serveFlags) validate() error {
 	}
 	if f.watchBookmark <= 0 {
 		return fmt.Errorf("--watch-bookmark-every must be positive, not %s", f.watchBookmark)
+	}
+	if f.prometheusURL != "" && !validHTTPURL(f.prometheusURL) {
+		return fmt.Errorf("--prometheus-url must be an http or https URL, not %q", f.prometheusURL)
 	}
 	if (f.tls.CertFile == "") != (f.tls.KeyFile == "") {
 		return errors.New("--tls-cert-file and --tls-key-file go together")
@@ -250,6 +256,13 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 		WatchBookmark: f.watchBookmark}
 	if d.listener != nil {
 		apiDeps.Events = d.listener
+	}
+	if f.prometheusURL != "" {
+		h, err := gpuutil.NewHistory(f.prometheusURL, nil)
+		if err != nil {
+			return err
+		}
+		apiDeps.GPUHistory = h
 	}
 	policy, err := d.webhooks.policy()
 	if err != nil {

@@ -103,7 +103,11 @@ func (f *workerFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.apiServiceAccount, "api-service-account", kube.DefaultAPIServiceAccount, "the API server's ServiceAccount as namespace:name, bound in each tenant namespace to read pod logs there")
 	fs.DurationVar(&f.experimentPeriod, "experiment-period", 5*time.Second, "the experiments controller (run by the scheduler lease's holder) passes over every running experiment this often")
 	fs.DurationVar(&f.metricsInterval, "trial-metrics-interval", worker.DefaultMetricsInterval, "how often the log of a running experiment trial (its chief's, or worker 0's) is read for trainyard-metric lines, besides once when it ends; each read is one pods/log request per trial, returning the lines since the last")
-	fs.StringVar(&f.prometheusURL, "prometheus-url", "", "Prometheus that scrapes NVIDIA's DCGM exporter (keeping its pod and namespace labels); the worker holding the scheduler lease reads the running jobs' GPU utilisation there, keeps it with the jobs (GetJob) and marks jobs whose GPUs idle (IdleGPUs); empty: off")
+	// trainyard dev registers serve's flags first: its --prometheus-url is
+	// both's (dev copies it here).
+	if fs.Lookup("prometheus-url") == nil {
+		fs.StringVar(&f.prometheusURL, "prometheus-url", "", "Prometheus that scrapes NVIDIA's DCGM exporter (keeping its pod and namespace labels); the worker holding the scheduler lease reads the running jobs' GPU utilisation there, keeps it with the jobs (GetJob) and marks jobs whose GPUs idle (IdleGPUs); empty: off")
+	}
 	fs.DurationVar(&f.gpuPollInterval, "gpu-poll-interval", gpuutil.DefaultInterval, "how often GPU utilisation is read from --prometheus-url")
 	fs.DurationVar(&f.gpuPollLag, "gpu-poll-lag", gpuutil.DefaultLag, "how far behind the clock a read of --prometheus-url ends, so that the last scrapes are in (at least the scrape timeout)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", ":8081", "address for the worker's /metrics, /healthz and /readyz; empty disables")

@@ -207,19 +207,28 @@ func TestDeployMonitoringOverlay(t *testing.T) {
 			exprs[p.Title] += tg.Expr + "\n"
 		}
 	}
+	require.Contains(t, exprs["GPUs by tenant vs capacity"], "trainyard_scheduler_gpu_capacity")
 	for title, metric := range map[string]string{
-		"Jobs by phase":                     "trainyard_jobs)",
-		"Queue depth":                       "trainyard_jobs_waiting_for_quota",
-		"Dispatch latency":                  "trainyard_worker_dispatch_latency_seconds_bucket",
-		"API requests by code":              "grpc_server_handled_total",
-		"API errors by code":                "grpc_server_handled_total",
-		"Reconcile errors":                  "trainyard_worker_reconcile_errors_total",
-		"Tenant reconcile errors":           "trainyard_tenant_reconcile_errors_total",
-		"Tenants by state":                  "trainyard_tenants",
-		"Waiting jobs by reason":            "trainyard_scheduler_pending_jobs",
-		"Waiting GPUs by tenant":            "trainyard_scheduler_pending_demand",
-		"Admission latency":                 "trainyard_scheduler_admission_latency_seconds_bucket",
-		"Scheduler: cycles and preemptions": "trainyard_scheduler_preemptions_total",
+		"Jobs by phase":                          "trainyard_jobs)",
+		"Queue depth":                            "trainyard_jobs_waiting_for_quota",
+		"Dispatch latency":                       "trainyard_worker_dispatch_latency_seconds_bucket",
+		"API requests by code":                   "grpc_server_handled_total",
+		"API errors by code":                     "grpc_server_handled_total",
+		"Reconcile errors":                       "trainyard_worker_reconcile_errors_total",
+		"Tenant reconcile errors":                "trainyard_tenant_reconcile_errors_total",
+		"Tenants by state":                       "trainyard_tenants",
+		"Waiting jobs by reason":                 "trainyard_scheduler_pending_jobs",
+		"Waiting GPUs by tenant":                 "trainyard_scheduler_pending_demand",
+		"Admission latency":                      "trainyard_scheduler_admission_latency_seconds_bucket",
+		"Scheduler: cycles and preemptions":      "trainyard_scheduler_preemptions_total",
+		"GPUs by tenant vs capacity":             "trainyard_tenant_gpus_allocated",
+		"GPUs allocated vs used by tenant":       "trainyard_tenant_gpus_used",
+		"Usage vs quota":                         "trainyard_tenant_gpu_quota",
+		"GPU-hours vs budget":                    "trainyard_tenant_gpu_hours_total",
+		"Queue length by tenant":                 "trainyard_tenant_queue_length",
+		"Oldest wait by tenant":                  "trainyard_tenant_oldest_wait_seconds",
+		"GPU utilisation per job replica (DCGM)": "DCGM_FI_DEV_GPU_UTIL",
+		"GPU memory per job replica (DCGM)":      "DCGM_FI_DEV_FB_USED",
 	} {
 		require.Contains(t, exprs[title], metric, "panel %q", title)
 	}

@@ -25,6 +25,7 @@ type Store interface {
 	UsageQuery(ctx context.Context, p store.UsageQueryParams) ([]store.UsageRow, error)
 	// ClusterList: the registered clusters a tenant may be allowed.
 	ClusterList(ctx context.Context) ([]cluster.Cluster, error)
+	QueueHistoryQuery(ctx context.Context, p store.QueueHistoryParams) ([]store.QueueHistoryRow, []store.CapacityRow, error)
 	CohortPut(ctx context.Context, c tenant.Cohort) (tenant.Cohort, error)
 	CohortGet(ctx context.Context, name string) (tenant.Cohort, error)
 	CohortList(ctx context.Context) ([]tenant.Cohort, error)
@@ -110,6 +111,7 @@ type deps struct {
 	wakeups       *store.Wakeups
 	// tfjobPriorities map PriorityClass names to priorities (ImportTFJob).
 	tfjobPriorities map[string]int32
+	gpuHistory      GPUHistory
 }
 
 // Deps configures the API servers.
@@ -145,11 +147,15 @@ type Deps struct {
 	// imported TFJobs to Trainyard priorities. Defaults to none: a TFJob
 	// naming one cannot be honoured.
 	TFJobPriorityClasses map[string]int32
+	// GPUHistory reads jobs' GPU utilisation over time from Prometheus
+	// (QueryJobUtilization). Optional: without it the answer says it is
+	// not available.
+	GPUHistory GPUHistory
 }
 
 func (d Deps) withDefaults() deps {
 	out := deps{store: d.Store, kube: d.Kube, log: d.Logger, now: d.Now, pollEvery: d.WatchPoll, bookmarkEvery: d.WatchBookmark,
-		nsPrefix: d.NamespacePrefix, tfjobPriorities: d.TFJobPriorityClasses}
+		nsPrefix: d.NamespacePrefix, tfjobPriorities: d.TFJobPriorityClasses, gpuHistory: d.GPUHistory}
 	if out.log == nil {
 		out.log = slog.Default()
 	}

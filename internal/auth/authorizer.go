@@ -230,7 +230,10 @@ var rules = map[string]rule{
 	// The usage ledger: a tenant's to its members (viewers and up), every
 	// tenant's (tenants/-) to platform admins. Allowed in any tenant state:
 	// an offboarded tenant's usage is still billed.
-	pb.UsageService_QueryUsage_FullMethodName: allTenants(named(PermTenantViewer, read, "parent", resname.Tenant, (*pb.QueryUsageRequest).GetParent)),
+	pb.UsageService_QueryUsage_FullMethodName:        allTenants(named(PermTenantViewer, read, "parent", resname.Tenant, (*pb.QueryUsageRequest).GetParent)),
+	pb.UsageService_QueryQueueHistory_FullMethodName: allTenants(named(PermTenantViewer, read, "parent", resname.Tenant, (*pb.QueryQueueHistoryRequest).GetParent)),
+	// A job's GPU utilisation over time: as GetJob.
+	pb.UsageService_QueryJobUtilization_FullMethodName: named(PermTenantViewer, read, "name", resname.Job, (*pb.QueryJobUtilizationRequest).GetName),
 }
 
 // allTenantsName is the name of every tenant at once (AIP-159).

@@ -141,6 +141,10 @@ func requestFor(method, t string) any {
 		return &pb.ListAuditRecordsRequest{Parent: tn}
 	case pb.UsageService_QueryUsage_FullMethodName:
 		return &pb.QueryUsageRequest{Parent: tn}
+	case pb.UsageService_QueryQueueHistory_FullMethodName:
+		return &pb.QueryQueueHistoryRequest{Parent: tn}
+	case pb.UsageService_QueryJobUtilization_FullMethodName:
+		return &pb.QueryJobUtilizationRequest{Name: tn + "/jobs/j1"}
 	case pb.TenantService_PutCohort_FullMethodName:
 		return &pb.PutCohortRequest{Cohort: &pb.Cohort{Name: "cohorts/lab"}}
 	case pb.TenantService_GetCohort_FullMethodName:
@@ -271,6 +275,8 @@ var matrix = []struct {
 	{pb.AgentService_GetAgentTenant_FullMethodName, "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD"},
 	{pb.AgentService_ListAgentTenants_FullMethodName, "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD"},
 	{pb.AgentService_AgentHeartbeat_FullMethodName, "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD"},
+	{pb.UsageService_QueryQueueHistory_FullMethodName, "NF OK OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF OK OK OK OK"},
+	{pb.UsageService_QueryJobUtilization_FullMethodName, "NF OK OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF OK OK OK OK"},
 }
 
 func parseRow(t *testing.T, row string) []codes.Code {

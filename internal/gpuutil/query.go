@@ -35,6 +35,12 @@ var replicaTypes = strings.Join([]string{string(job.Chief), string(job.Worker), 
 // (t-window, t] (range selectors are left-open since Prometheus 3), so
 // successive windows neither miss nor repeat a sample.
 func Selector(ns string, jobs []string, window time.Duration) string {
+	return Series(ns, jobs) + `[` + strconv.FormatInt(max(window.Milliseconds(), 1), 10) + `ms]`
+}
+
+// Series is the PromQL instant selector of both DCGM series of the pods
+// of jobs (their names) in namespace ns.
+func Series(ns string, jobs []string) string {
 	names := make([]string, len(jobs))
 	for i, j := range jobs {
 		names[i] = regexp.QuoteMeta(j)
@@ -43,7 +49,7 @@ func Selector(ns string, jobs []string, window time.Duration) string {
 	pods := "(?:" + strings.Join(names, "|") + ")-(?:" + replicaTypes + ")-[0-9]+"
 	return `{__name__=~"` + MetricUtil + `|` + MetricFB + `",` +
 		LabelNamespace + `=` + strconv.Quote(ns) + `,` +
-		LabelPod + `=~` + strconv.Quote(pods) + `}[` + strconv.FormatInt(max(window.Milliseconds(), 1), 10) + `ms]`
+		LabelPod + `=~` + strconv.Quote(pods) + `}`
 }
 
 // PodReplicas maps the pod names of a job's replicas to the replicas'

@@ -99,4 +99,7 @@
 //	trainyard_tenant_gpus_allocated{tenant}            GPUs the tenant's admitted jobs hold (the ledger), leader only
 //	trainyard_tenant_gpu_hours_total{tenant}           the ledger's GPU-hours of the UTC month (resets monthly), leader only
 //	trainyard_tenant_oldest_wait_seconds{tenant}       the longest wait for admission, leader only
+//	trainyard_tenant_queue_length{tenant}              jobs waiting for admission (any reason), leader only
+//	trainyard_tenant_gpu_quota{tenant}                 the tenant's GPU quota (tenants with one), leader only
+//	trainyard_scheduler_gpu_capacity                   GPUs of the nodes that take pods (the queue sample's), leader only
 package scheduler

@@ -29,6 +29,9 @@ type metrics struct {
 	gpusAllocated *prometheus.GaugeVec
 	gpuHours      *ledgerCounter
 	oldestWait    *prometheus.GaugeVec
+	queueLength   *prometheus.GaugeVec
+	gpuQuota      *prometheus.GaugeVec
+	gpuCapacity   *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -84,10 +87,23 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			[]string{"tenant"}, nil)},
 		oldestWait: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "trainyard_tenant_oldest_wait_seconds",
-			Help: "How long a tenant's longest-waiting job has waited for admission (since it entered the queue), as of the last cycle. Leader only; the queue's length is trainyard_scheduler_pending_jobs summed by tenant.",
+			Help: "How long a tenant's longest-waiting job has waited for admission (since it entered the queue), as of the last cycle. Leader only.",
+		}, []string{"tenant"}),
+		queueLength: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "trainyard_tenant_queue_length",
+			Help: "Jobs of a tenant waiting for admission, whatever the reason, as of the last cycle (trainyard_scheduler_pending_jobs has them by reason). Leader only.",
 		}, []string{"tenant"}),
 	}
-	reg.MustRegister(m.gpusAllocated, m.gpuHours, m.oldestWait)
+	m.gpuQuota = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "trainyard_tenant_gpu_quota",
+		Help: "A tenant's GPU quota (tenants with one), beside trainyard_tenant_gpus_allocated. Leader only.",
+	}, []string{"tenant"})
+	// A vector without labels, so that stepping down removes it.
+	m.gpuCapacity = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "trainyard_scheduler_gpu_capacity",
+		Help: "GPUs of the nodes that take new pods, in every READY cluster this scheduler places on, every UsageRefresh (the queue sample's). Leader only.",
+	}, nil)
+	reg.MustRegister(m.gpusAllocated, m.gpuHours, m.oldestWait, m.queueLength, m.gpuQuota, m.gpuCapacity)
 	reg.MustRegister(m.budget, m.decayedUsage)
 	reg.MustRegister(m.leader, m.pending, m.pendingDemand, m.admissionLatency, m.admissions, m.preemptions, m.cycleSeconds, m.cycleErrors)
 	return m
@@ -133,6 +149,7 @@ func (m *metrics) observeDecision(v view, d admission.Decision, res store.Schedu
 	}
 	for _, w := range d.Waiting {
 		reason := string(w.Reason)
+		m.queueLength.WithLabelValues(w.Key.Tenant).Inc()
 		m.pending.WithLabelValues(w.Key.Tenant, reason).Inc()
 		for _, r := range job.AllResources {
 			amount := float64(demand[w.Key][r])
@@ -148,9 +165,11 @@ func (m *metrics) resetQueue() {
 	m.pending.Reset()
 	m.pendingDemand.Reset()
 	m.oldestWait.Reset()
+	m.queueLength.Reset()
 }
 
 func (m *metrics) resetHeld() {
+	m.gpuCapacity.Reset()
 	m.gpusAllocated.Reset()
 	m.gpuHours.set(nil)
 }
@@ -195,6 +214,9 @@ func (c *ledgerCounter) Collect(ch chan<- prometheus.Metric) {
 func (m *metrics) observeSharing(v view) {
 	m.resetSharing()
 	for _, t := range v.snap.Tenants {
+		if q := t.Quota[job.GPU]; q > 0 {
+			m.gpuQuota.WithLabelValues(t.ID).Set(float64(q))
+		}
 		if b := t.Sharing.Budget; b.GPUHours > 0 {
 			m.budget.WithLabelValues(t.ID, "budget").Set(b.GPUHours)
 			m.budget.WithLabelValues(t.ID, "used").Set(b.UsedGPUHours)
@@ -213,6 +235,7 @@ func (m *metrics) observeSharing(v view) {
 }
 
 func (m *metrics) resetSharing() {
+	m.gpuQuota.Reset()
 	m.budget.Reset()
 	m.decayedUsage.Reset()
 }

@@ -167,8 +167,10 @@ type Scheduler struct {
 	otherClusters []admission.Cluster
 	otherNodes    []admission.Node
 	othersAt      time.Time
-	ledger        ledger    // the usage ledger (sharing.go), while leading
-	heldAt        time.Time // when the ledger's metrics were last read (observeHeld)
+	ledger        ledger              // the usage ledger (sharing.go), while leading
+	heldAt        time.Time           // when the ledger's metrics were last read (observeHeld)
+	queue         []store.QueueSample // what waited at the last cycle (queueOf), for sampleQueue
+	queueAt       time.Time
 	published     map[string]map[string]job.QueueInfo
 	publishedAt   time.Time
 }
@@ -323,6 +325,7 @@ func (s *Scheduler) lead(ctx context.Context, lease store.SchedulerLease) {
 		s.idle.Store(false)
 		s.ledger = ledger{} // the next leadership reads it again
 		s.heldAt = time.Time{}
+		s.queue, s.queueAt = nil, time.Time{}
 		s.metrics.resetSharing()
 		s.metrics.resetHeld()
 	}()
@@ -440,6 +443,7 @@ func (s *Scheduler) cycle(ctx context.Context, lease store.SchedulerLease) (time
 	s.metrics.observeSharing(v)
 	s.metrics.observeCycle(start, read, decided, time.Now())
 	s.metrics.observeDecision(v, d, res, now)
+	s.queue, s.queueAt = queueOf(v, d, now), now
 	s.idle.Store(len(d.Waiting) == 0 && s.published != nil && len(s.published) == 0)
 	if len(res.Admitted) > 0 || len(res.Preempted) > 0 {
 		s.log.Debug("scheduling cycle", "admitted", len(res.Admitted), "preempted", len(res.Preempted),

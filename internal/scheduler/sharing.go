@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"time"
 
@@ -211,6 +212,9 @@ func (s *Scheduler) rollup(ctx context.Context) error {
 	}
 	s.metrics.observeHeld(held)
 	s.heldAt = now
+	if err := s.sampleQueue(ctx, s.cfg.Now()); err != nil {
+		return fmt.Errorf("queue sample: %w", err)
+	}
 	return nil
 }
 

@@ -97,7 +97,15 @@ func TestSchedulerBudgetHolds(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return tenantMetric(t, reg, "trainyard_tenant_gpu_hours_total") >= 0.002 &&
 			tenantMetric(t, reg, "trainyard_tenant_gpus_allocated") == 8 &&
-			tenantMetric(t, reg, "trainyard_tenant_oldest_wait_seconds") >= 0
+			tenantMetric(t, reg, "trainyard_tenant_oldest_wait_seconds") >= 0 &&
+			tenantMetric(t, reg, "trainyard_tenant_queue_length") == 1
+	}, 10*time.Second, 50*time.Millisecond)
+	// The queue samples (every UsageRefresh): the waiting job, and the
+	// fake cluster's GPUs.
+	require.Eventually(t, func() bool {
+		rows, capacity, err := b.store.QueueHistoryQuery(b.ctx, store.QueueHistoryParams{Tenant: "a", Start: time.Now().Add(-time.Hour), End: time.Now().Add(time.Hour), Step: time.Hour})
+		require.NoError(t, err)
+		return len(rows) > 0 && rows[0].PendingJobsMax == 1 && rows[0].PendingGPUsMax == 1 && len(capacity) > 0 && capacity[0].GPUs > 0
 	}, 10*time.Second, 50*time.Millisecond)
 
 	stop()

@@ -47,6 +47,8 @@
 //	usage_intervals       the usage ledger (ledger.go): a job's admitted spans, start to end, with its demand
 //	usage_hourly          (tenant, UTC hour, creator, labels) → resource-seconds, rolled up from the spans (13 months)
 //	usage_daily           the same per UTC day, written with the hours: what a query by day reads
+//	queue_samples         (tenant, time) → jobs waiting, their GPUs, the oldest wait; the scheduler's leader, each minute, 35 days (queuehistory.go)
+//	capacity_samples      time → the GPUs of the nodes that take pods; one per sample, so also its count
 //	webhooks              (tenant, id) → URL, topics, label selector, state; the signing secret lives in Kubernetes
 //	webhook_deliveries    the webhook outbox: one row per message per webhook, with the job as the event left it
 //	clusters              name → display name, labels, admin_state (the operator's), reachable (the sweep's),

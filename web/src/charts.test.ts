@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { JobEvent, UsageRow } from "./api/types";
-import { budgetPace, groupKey, jobTimeline, stackUsage } from "./charts";
+import { budgetPace, capacityAt, groupKey, jobTimeline, queueSeries, stackUsage, utilizationSeries } from "./charts";
 
 const row = (start: string, gpuHours: number, extra: Partial<UsageRow> = {}): UsageRow => ({ start, gpuHours, tenant: "vision", ...extra });
 
@@ -101,5 +101,43 @@ describe("jobTimeline", () => {
     expect(tl.segments).toEqual([{ state: "QUEUED", start: ms("00:00"), end: ms("02:00") }]);
     expect(tl.markers.map((m) => m.kind)).toEqual(["warning"]);
     expect(jobTimeline([], 5)).toEqual({ segments: [], markers: [], start: 5, end: 5 });
+  });
+});
+
+describe("queueSeries", () => {
+  it("fills every bucket, sums tenants' jobs and keeps the longest wait, in minutes", () => {
+    const t0 = Date.parse("2026-12-07T00:00:00Z") / 1000;
+    const s = queueSeries([
+      { start: "2026-12-07T00:00:00Z", tenant: "a", pendingJobsMean: 1.5, pendingJobsMax: 3, oldestWaitSecondsMax: 600, oldestWaitSecondsMean: 300 },
+      { start: "2026-12-07T00:00:00Z", tenant: "b", pendingJobsMean: 0.5, pendingJobsMax: 1, oldestWaitSecondsMax: 120, oldestWaitSecondsMean: 60 },
+      { start: "2026-12-07T02:00:00Z", tenant: "b", pendingJobsMean: 2, pendingJobsMax: 2, oldestWaitSecondsMax: 60 },
+      { start: "2026-12-06T00:00:00Z", tenant: "a", pendingJobsMean: 9, pendingJobsMax: 9 },
+    ], "2026-12-07T00:00:00Z", "2026-12-07T03:00:00Z", 3600);
+    expect(s.xs).toEqual([t0, t0 + 3600, t0 + 7200]);
+    expect(s.jobsMean).toEqual([2, 0, 2]);
+    expect(s.jobsMax).toEqual([4, 0, 2]);
+    expect(s.waitMaxMinutes).toEqual([10, 0, 1]);
+    expect(s.waitMeanMinutes).toEqual([5, 0, 0]);
+  });
+});
+
+describe("capacityAt", () => {
+  it("lays capacity samples on the buckets, null where none fell", () => {
+    const t0 = Date.parse("2026-12-07T00:00:00Z") / 1000;
+    expect(capacityAt([{ start: "2026-12-07T01:00:00Z", gpus: "64" }], [t0, t0 + 3600])).toEqual([null, 64]);
+  });
+});
+
+describe("utilizationSeries", () => {
+  it("aligns series on the union of their times and names a replica's GPUs when it has several", () => {
+    const s = utilizationSeries([
+      { replica: "worker-0", gpu: "GPU-8c6b2f1a-0000", points: [{ time: "2026-12-07T00:00:00Z", utilization: 80 }, { time: "2026-12-07T00:00:30Z", utilization: 85 }] },
+      { replica: "worker-0", gpu: "GPU-11111111-0000", points: [{ time: "2026-12-07T00:00:30Z", utilization: 70 }] },
+      { replica: "worker-1", gpu: "0", points: [{ time: "2026-12-07T00:01:00Z", utilization: 0 }] },
+    ]);
+    const t0 = Date.parse("2026-12-07T00:00:00Z") / 1000;
+    expect(s.xs).toEqual([t0, t0 + 30, t0 + 60]);
+    expect(s.labels).toEqual(["worker-0 GPU-8c6b2f1a", "worker-0 GPU-11111111", "worker-1"]);
+    expect(s.values).toEqual([[80, 85, null], [null, 70, null], [null, null, 0]]);
   });
 });

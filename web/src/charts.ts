@@ -2,7 +2,7 @@
 // stacked series, and a job's events into a timeline. Pure functions, so
 // that vitest checks them without a browser; the pages draw the result
 // (uPlot for usage, CSS for the timeline).
-import type { Budget, JobEvent, JobState, UsageRow } from "./api/types";
+import type { Budget, CapacityPoint, JobEvent, JobState, QueueHistoryRow, UsageRow, UtilizationSeries } from "./api/types";
 import { finalStates, stateName } from "./format";
 
 // The time ranges the usage page offers, and the step each defaults to.
@@ -161,3 +161,75 @@ export function jobTimeline(events: JobEvent[], now: number): Timeline {
   const end = last ? last.end : now;
   return { segments, markers, start, end };
 }
+
+// The queue over time (UsageService.QueryQueueHistory), one value per
+// bucket of the window: rows of several tenants are summed (jobs) or
+// maxed (the oldest wait); a bucket without rows had nothing waiting.
+export interface QueueSeries {
+  xs: number[]; // bucket starts, Unix seconds
+  jobsMean: number[]; // jobs waiting, mean over the bucket's samples
+  jobsMax: number[]; // jobs waiting at most (per tenant, summed)
+  waitMaxMinutes: number[]; // the longest wait, minutes
+  waitMeanMinutes: number[]; // the longest wait's mean over the bucket, minutes (max over tenants)
+}
+
+export function queueSeries(rows: QueueHistoryRow[], start: string, end: string, stepSeconds: number): QueueSeries {
+  const from = Math.floor(Date.parse(start) / 1000);
+  const to = Math.floor(Date.parse(end) / 1000);
+  const xs: number[] = [];
+  for (let t = from; t < to; t += stepSeconds) xs.push(t);
+  const index = new Map(xs.map((t, i) => [t, i]));
+  const zero = () => xs.map(() => 0);
+  const out: QueueSeries = { xs, jobsMean: zero(), jobsMax: zero(), waitMaxMinutes: zero(), waitMeanMinutes: zero() };
+  for (const r of rows) {
+    const i = index.get(Math.floor(Date.parse(r.start ?? "") / 1000));
+    if (i === undefined) continue;
+    out.jobsMean[i] = (out.jobsMean[i] ?? 0) + (r.pendingJobsMean ?? 0);
+    out.jobsMax[i] = (out.jobsMax[i] ?? 0) + (r.pendingJobsMax ?? 0);
+    out.waitMaxMinutes[i] = Math.max(out.waitMaxMinutes[i] ?? 0, (r.oldestWaitSecondsMax ?? 0) / 60);
+    out.waitMeanMinutes[i] = Math.max(out.waitMeanMinutes[i] ?? 0, (r.oldestWaitSecondsMean ?? 0) / 60);
+  }
+  return out;
+}
+
+// capacityAt lays the cluster's capacity samples on the buckets xs (Unix
+// seconds): null where no sample fell (no leader, or before sampling
+// began), so the line has a gap rather than a false zero.
+export function capacityAt(points: CapacityPoint[], xs: number[]): (number | null)[] {
+  const by = new Map(points.map((p) => [Math.floor(Date.parse(p.start ?? "") / 1000), Number(p.gpus ?? 0)]));
+  return xs.map((x) => by.get(x) ?? null);
+}
+
+// Utilization is a job's GPU utilisation series aligned for one chart:
+// the union of their times, and each series' value at each (null where
+// it has none).
+export interface Utilization {
+  xs: number[]; // Unix seconds
+  labels: string[]; // replica, and the GPU when a replica has several
+  values: (number | null)[][];
+}
+
+export function utilizationSeries(series: UtilizationSeries[]): Utilization {
+  const times = new Set<number>();
+  for (const s of series) for (const p of s.points ?? []) times.add(Math.floor(Date.parse(p.time ?? "") / 1000));
+  const xs = [...times].filter((t) => !Number.isNaN(t)).sort((a, b) => a - b);
+  const index = new Map(xs.map((t, i) => [t, i]));
+  const perReplica = new Map<string, number>();
+  for (const s of series) perReplica.set(s.replica ?? "", (perReplica.get(s.replica ?? "") ?? 0) + 1);
+  const labels: string[] = [];
+  const values: (number | null)[][] = [];
+  for (const s of series) {
+    const replica = s.replica ?? "";
+    labels.push((perReplica.get(replica) ?? 0) > 1 ? `${replica} ${shortGPU(s.gpu ?? "")}` : replica);
+    const v: (number | null)[] = xs.map(() => null);
+    for (const p of s.points ?? []) {
+      const i = index.get(Math.floor(Date.parse(p.time ?? "") / 1000));
+      if (i !== undefined) v[i] = p.utilization ?? 0;
+    }
+    values.push(v);
+  }
+  return { xs, labels, values };
+}
+
+// shortGPU shortens a DCGM UUID (GPU-8c6b…) to its first group.
+const shortGPU = (g: string) => (g.startsWith("GPU-") ? g.slice(0, 12) : g);

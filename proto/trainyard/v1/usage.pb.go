@@ -309,6 +309,597 @@ func (x *UsageRow) GetGpuHoursUsed() float64 {
 	return 0
 }
 
+// The queue over time: how many jobs waited and how long, sampled by the
+// scheduler's leader every minute (kept 35 days), with the cluster's GPU
+// capacity beside it for platform admins.
+type QueryQueueHistoryRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// tenants/{tenant}, or tenants/- for every tenant (platform admins).
+	Parent string `protobuf:"bytes,1,opt,name=parent,proto3" json:"parent,omitempty"`
+	// The first bucket holds this time, rounded down to the step (UTC).
+	// Default: end less 24 hours.
+	Start *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=start,proto3" json:"start,omitempty"`
+	// The last bucket ends at or after this time. Default: now.
+	End *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=end,proto3" json:"end,omitempty"`
+	// Bucket width: "5m", "1h" (default) or "1d".
+	Step          string `protobuf:"bytes,4,opt,name=step,proto3" json:"step,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueryQueueHistoryRequest) Reset() {
+	*x = QueryQueueHistoryRequest{}
+	mi := &file_trainyard_v1_usage_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueryQueueHistoryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueryQueueHistoryRequest) ProtoMessage() {}
+
+func (x *QueryQueueHistoryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_usage_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueryQueueHistoryRequest.ProtoReflect.Descriptor instead.
+func (*QueryQueueHistoryRequest) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_usage_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *QueryQueueHistoryRequest) GetParent() string {
+	if x != nil {
+		return x.Parent
+	}
+	return ""
+}
+
+func (x *QueryQueueHistoryRequest) GetStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *QueryQueueHistoryRequest) GetEnd() *timestamppb.Timestamp {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+func (x *QueryQueueHistoryRequest) GetStep() string {
+	if x != nil {
+		return x.Step
+	}
+	return ""
+}
+
+type QueryQueueHistoryResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Buckets in which a tenant had jobs waiting, by start and tenant;
+	// buckets without waiting jobs are left out (the queue was empty).
+	Rows []*QueueHistoryRow `protobuf:"bytes,1,rep,name=rows,proto3" json:"rows,omitempty"`
+	// The cluster's GPUs per bucket that has samples (tenants/- only: a
+	// tenant's members are not told the cluster's size).
+	Capacity      []*CapacityPoint       `protobuf:"bytes,2,rep,name=capacity,proto3" json:"capacity,omitempty"`
+	Start         *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=start,proto3" json:"start,omitempty"`
+	End           *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=end,proto3" json:"end,omitempty"`
+	Step          string                 `protobuf:"bytes,5,opt,name=step,proto3" json:"step,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueryQueueHistoryResponse) Reset() {
+	*x = QueryQueueHistoryResponse{}
+	mi := &file_trainyard_v1_usage_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueryQueueHistoryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueryQueueHistoryResponse) ProtoMessage() {}
+
+func (x *QueryQueueHistoryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_usage_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueryQueueHistoryResponse.ProtoReflect.Descriptor instead.
+func (*QueryQueueHistoryResponse) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_usage_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *QueryQueueHistoryResponse) GetRows() []*QueueHistoryRow {
+	if x != nil {
+		return x.Rows
+	}
+	return nil
+}
+
+func (x *QueryQueueHistoryResponse) GetCapacity() []*CapacityPoint {
+	if x != nil {
+		return x.Capacity
+	}
+	return nil
+}
+
+func (x *QueryQueueHistoryResponse) GetStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *QueryQueueHistoryResponse) GetEnd() *timestamppb.Timestamp {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+func (x *QueryQueueHistoryResponse) GetStep() string {
+	if x != nil {
+		return x.Step
+	}
+	return ""
+}
+
+// One bucket of a tenant's queue.
+type QueueHistoryRow struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Start  *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=start,proto3" json:"start,omitempty"`
+	End    *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=end,proto3" json:"end,omitempty"`
+	Tenant string                 `protobuf:"bytes,3,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Jobs waiting for admission: the mean over the bucket's samples (a
+	// sample without the tenant's jobs waiting counts 0) and the most.
+	PendingJobsMean float64 `protobuf:"fixed64,4,opt,name=pending_jobs_mean,json=pendingJobsMean,proto3" json:"pending_jobs_mean,omitempty"`
+	PendingJobsMax  int32   `protobuf:"varint,5,opt,name=pending_jobs_max,json=pendingJobsMax,proto3" json:"pending_jobs_max,omitempty"`
+	// GPUs the waiting jobs asked for, at most.
+	PendingGpusMax int64 `protobuf:"varint,6,opt,name=pending_gpus_max,json=pendingGpusMax,proto3" json:"pending_gpus_max,omitempty"`
+	// The longest any of the tenant's jobs had waited, in seconds: the mean
+	// over the bucket's samples and the most.
+	OldestWaitSecondsMean float64 `protobuf:"fixed64,7,opt,name=oldest_wait_seconds_mean,json=oldestWaitSecondsMean,proto3" json:"oldest_wait_seconds_mean,omitempty"`
+	OldestWaitSecondsMax  float64 `protobuf:"fixed64,8,opt,name=oldest_wait_seconds_max,json=oldestWaitSecondsMax,proto3" json:"oldest_wait_seconds_max,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
+}
+
+func (x *QueueHistoryRow) Reset() {
+	*x = QueueHistoryRow{}
+	mi := &file_trainyard_v1_usage_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueueHistoryRow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueueHistoryRow) ProtoMessage() {}
+
+func (x *QueueHistoryRow) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_usage_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueueHistoryRow.ProtoReflect.Descriptor instead.
+func (*QueueHistoryRow) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_usage_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *QueueHistoryRow) GetStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *QueueHistoryRow) GetEnd() *timestamppb.Timestamp {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+func (x *QueueHistoryRow) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *QueueHistoryRow) GetPendingJobsMean() float64 {
+	if x != nil {
+		return x.PendingJobsMean
+	}
+	return 0
+}
+
+func (x *QueueHistoryRow) GetPendingJobsMax() int32 {
+	if x != nil {
+		return x.PendingJobsMax
+	}
+	return 0
+}
+
+func (x *QueueHistoryRow) GetPendingGpusMax() int64 {
+	if x != nil {
+		return x.PendingGpusMax
+	}
+	return 0
+}
+
+func (x *QueueHistoryRow) GetOldestWaitSecondsMean() float64 {
+	if x != nil {
+		return x.OldestWaitSecondsMean
+	}
+	return 0
+}
+
+func (x *QueueHistoryRow) GetOldestWaitSecondsMax() float64 {
+	if x != nil {
+		return x.OldestWaitSecondsMax
+	}
+	return 0
+}
+
+// The GPUs of the cluster's nodes in one bucket (the most sampled).
+type CapacityPoint struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Start         *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=start,proto3" json:"start,omitempty"`
+	Gpus          int64                  `protobuf:"varint,2,opt,name=gpus,proto3" json:"gpus,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CapacityPoint) Reset() {
+	*x = CapacityPoint{}
+	mi := &file_trainyard_v1_usage_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CapacityPoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CapacityPoint) ProtoMessage() {}
+
+func (x *CapacityPoint) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_usage_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CapacityPoint.ProtoReflect.Descriptor instead.
+func (*CapacityPoint) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_usage_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *CapacityPoint) GetStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *CapacityPoint) GetGpus() int64 {
+	if x != nil {
+		return x.Gpus
+	}
+	return 0
+}
+
+// A job's GPU utilisation per replica over time, read from Prometheus
+// (the DCGM exporter's series) when the server runs with
+// --prometheus-url. Prometheus forgets after its retention: then the
+// series are empty and the job's kept mean and p95 (GetJob) stand in.
+type QueryJobUtilizationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// tenants/{tenant}/jobs/{job}.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Default: the job's admission (or creation), and its end (or now).
+	Start *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=start,proto3" json:"start,omitempty"`
+	End   *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=end,proto3" json:"end,omitempty"`
+	// Resolution in seconds; default: the window over 240 points, at least 15.
+	StepSeconds   int32 `protobuf:"varint,4,opt,name=step_seconds,json=stepSeconds,proto3" json:"step_seconds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueryJobUtilizationRequest) Reset() {
+	*x = QueryJobUtilizationRequest{}
+	mi := &file_trainyard_v1_usage_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueryJobUtilizationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueryJobUtilizationRequest) ProtoMessage() {}
+
+func (x *QueryJobUtilizationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_usage_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueryJobUtilizationRequest.ProtoReflect.Descriptor instead.
+func (*QueryJobUtilizationRequest) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_usage_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *QueryJobUtilizationRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *QueryJobUtilizationRequest) GetStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *QueryJobUtilizationRequest) GetEnd() *timestamppb.Timestamp {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+func (x *QueryJobUtilizationRequest) GetStepSeconds() int32 {
+	if x != nil {
+		return x.StepSeconds
+	}
+	return 0
+}
+
+type QueryJobUtilizationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One series per GPU of each replica that Prometheus has samples of.
+	Series      []*UtilizationSeries   `protobuf:"bytes,1,rep,name=series,proto3" json:"series,omitempty"`
+	Start       *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=start,proto3" json:"start,omitempty"`
+	End         *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=end,proto3" json:"end,omitempty"`
+	StepSeconds int32                  `protobuf:"varint,4,opt,name=step_seconds,json=stepSeconds,proto3" json:"step_seconds,omitempty"`
+	// False when the server has no --prometheus-url: series is empty.
+	Available     bool `protobuf:"varint,5,opt,name=available,proto3" json:"available,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueryJobUtilizationResponse) Reset() {
+	*x = QueryJobUtilizationResponse{}
+	mi := &file_trainyard_v1_usage_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueryJobUtilizationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueryJobUtilizationResponse) ProtoMessage() {}
+
+func (x *QueryJobUtilizationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_usage_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueryJobUtilizationResponse.ProtoReflect.Descriptor instead.
+func (*QueryJobUtilizationResponse) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_usage_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *QueryJobUtilizationResponse) GetSeries() []*UtilizationSeries {
+	if x != nil {
+		return x.Series
+	}
+	return nil
+}
+
+func (x *QueryJobUtilizationResponse) GetStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *QueryJobUtilizationResponse) GetEnd() *timestamppb.Timestamp {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+func (x *QueryJobUtilizationResponse) GetStepSeconds() int32 {
+	if x != nil {
+		return x.StepSeconds
+	}
+	return 0
+}
+
+func (x *QueryJobUtilizationResponse) GetAvailable() bool {
+	if x != nil {
+		return x.Available
+	}
+	return false
+}
+
+type UtilizationSeries struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The replica (worker-0) and the GPU (its UUID, or its index).
+	Replica       string              `protobuf:"bytes,1,opt,name=replica,proto3" json:"replica,omitempty"`
+	Gpu           string              `protobuf:"bytes,2,opt,name=gpu,proto3" json:"gpu,omitempty"`
+	Points        []*UtilizationPoint `protobuf:"bytes,3,rep,name=points,proto3" json:"points,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UtilizationSeries) Reset() {
+	*x = UtilizationSeries{}
+	mi := &file_trainyard_v1_usage_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UtilizationSeries) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UtilizationSeries) ProtoMessage() {}
+
+func (x *UtilizationSeries) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_usage_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UtilizationSeries.ProtoReflect.Descriptor instead.
+func (*UtilizationSeries) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_usage_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *UtilizationSeries) GetReplica() string {
+	if x != nil {
+		return x.Replica
+	}
+	return ""
+}
+
+func (x *UtilizationSeries) GetGpu() string {
+	if x != nil {
+		return x.Gpu
+	}
+	return ""
+}
+
+func (x *UtilizationSeries) GetPoints() []*UtilizationPoint {
+	if x != nil {
+		return x.Points
+	}
+	return nil
+}
+
+type UtilizationPoint struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Time  *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=time,proto3" json:"time,omitempty"`
+	// Percent, 0 to 100.
+	Utilization float64 `protobuf:"fixed64,2,opt,name=utilization,proto3" json:"utilization,omitempty"`
+	// Framebuffer memory used, in MiB (absent without a sample).
+	MemoryUsedMib *float64 `protobuf:"fixed64,3,opt,name=memory_used_mib,json=memoryUsedMib,proto3,oneof" json:"memory_used_mib,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UtilizationPoint) Reset() {
+	*x = UtilizationPoint{}
+	mi := &file_trainyard_v1_usage_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UtilizationPoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UtilizationPoint) ProtoMessage() {}
+
+func (x *UtilizationPoint) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_usage_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UtilizationPoint.ProtoReflect.Descriptor instead.
+func (*UtilizationPoint) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_usage_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *UtilizationPoint) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *UtilizationPoint) GetUtilization() float64 {
+	if x != nil {
+		return x.Utilization
+	}
+	return 0
+}
+
+func (x *UtilizationPoint) GetMemoryUsedMib() float64 {
+	if x != nil && x.MemoryUsedMib != nil {
+		return *x.MemoryUsedMib
+	}
+	return 0
+}
+
 var File_trainyard_v1_usage_proto protoreflect.FileDescriptor
 
 const file_trainyard_v1_usage_proto_rawDesc = "" +
@@ -338,10 +929,55 @@ const file_trainyard_v1_usage_proto_rawDesc = "" +
 	"\x0egpu_hours_used\x18\t \x01(\x01R\fgpuHoursUsed\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x012\x85\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa6\x01\n" +
+	"\x18QueryQueueHistoryRequest\x12\x16\n" +
+	"\x06parent\x18\x01 \x01(\tR\x06parent\x120\n" +
+	"\x05start\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
+	"\x03end\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\x12\x12\n" +
+	"\x04step\x18\x04 \x01(\tR\x04step\"\xfb\x01\n" +
+	"\x19QueryQueueHistoryResponse\x121\n" +
+	"\x04rows\x18\x01 \x03(\v2\x1d.trainyard.v1.QueueHistoryRowR\x04rows\x127\n" +
+	"\bcapacity\x18\x02 \x03(\v2\x1b.trainyard.v1.CapacityPointR\bcapacity\x120\n" +
+	"\x05start\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
+	"\x03end\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\x12\x12\n" +
+	"\x04step\x18\x05 \x01(\tR\x04step\"\xf9\x02\n" +
+	"\x0fQueueHistoryRow\x120\n" +
+	"\x05start\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
+	"\x03end\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\x12\x16\n" +
+	"\x06tenant\x18\x03 \x01(\tR\x06tenant\x12*\n" +
+	"\x11pending_jobs_mean\x18\x04 \x01(\x01R\x0fpendingJobsMean\x12(\n" +
+	"\x10pending_jobs_max\x18\x05 \x01(\x05R\x0ependingJobsMax\x12(\n" +
+	"\x10pending_gpus_max\x18\x06 \x01(\x03R\x0ependingGpusMax\x127\n" +
+	"\x18oldest_wait_seconds_mean\x18\a \x01(\x01R\x15oldestWaitSecondsMean\x125\n" +
+	"\x17oldest_wait_seconds_max\x18\b \x01(\x01R\x14oldestWaitSecondsMax\"U\n" +
+	"\rCapacityPoint\x120\n" +
+	"\x05start\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12\x12\n" +
+	"\x04gpus\x18\x02 \x01(\x03R\x04gpus\"\xb3\x01\n" +
+	"\x1aQueryJobUtilizationRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x120\n" +
+	"\x05start\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
+	"\x03end\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\x12!\n" +
+	"\fstep_seconds\x18\x04 \x01(\x05R\vstepSeconds\"\xf7\x01\n" +
+	"\x1bQueryJobUtilizationResponse\x127\n" +
+	"\x06series\x18\x01 \x03(\v2\x1f.trainyard.v1.UtilizationSeriesR\x06series\x120\n" +
+	"\x05start\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
+	"\x03end\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\x12!\n" +
+	"\fstep_seconds\x18\x04 \x01(\x05R\vstepSeconds\x12\x1c\n" +
+	"\tavailable\x18\x05 \x01(\bR\tavailable\"w\n" +
+	"\x11UtilizationSeries\x12\x18\n" +
+	"\areplica\x18\x01 \x01(\tR\areplica\x12\x10\n" +
+	"\x03gpu\x18\x02 \x01(\tR\x03gpu\x126\n" +
+	"\x06points\x18\x03 \x03(\v2\x1e.trainyard.v1.UtilizationPointR\x06points\"\xa5\x01\n" +
+	"\x10UtilizationPoint\x12.\n" +
+	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12 \n" +
+	"\vutilization\x18\x02 \x01(\x01R\vutilization\x12+\n" +
+	"\x0fmemory_used_mib\x18\x03 \x01(\x01H\x00R\rmemoryUsedMib\x88\x01\x01B\x12\n" +
+	"\x10_memory_used_mib2\xb7\x03\n" +
 	"\fUsageService\x12u\n" +
 	"\n" +
-	"QueryUsage\x12\x1f.trainyard.v1.QueryUsageRequest\x1a .trainyard.v1.QueryUsageResponse\"$\x82\xd3\xe4\x93\x02\x1e\x12\x1c/v1/{parent=tenants/*}/usageB?Z=github.com/trainyard/trainyard/proto/trainyard/v1;trainyardv1b\x06proto3"
+	"QueryUsage\x12\x1f.trainyard.v1.QueryUsageRequest\x1a .trainyard.v1.QueryUsageResponse\"$\x82\xd3\xe4\x93\x02\x1e\x12\x1c/v1/{parent=tenants/*}/usage\x12\x91\x01\n" +
+	"\x11QueryQueueHistory\x12&.trainyard.v1.QueryQueueHistoryRequest\x1a'.trainyard.v1.QueryQueueHistoryResponse\"+\x82\xd3\xe4\x93\x02%\x12#/v1/{parent=tenants/*}/queueHistory\x12\x9b\x01\n" +
+	"\x13QueryJobUtilization\x12(.trainyard.v1.QueryJobUtilizationRequest\x1a).trainyard.v1.QueryJobUtilizationResponse\"/\x82\xd3\xe4\x93\x02)\x12'/v1/{name=tenants/*/jobs/*}/utilizationB?Z=github.com/trainyard/trainyard/proto/trainyard/v1;trainyardv1b\x06proto3"
 
 var (
 	file_trainyard_v1_usage_proto_rawDescOnce sync.Once
@@ -355,30 +991,58 @@ func file_trainyard_v1_usage_proto_rawDescGZIP() []byte {
 	return file_trainyard_v1_usage_proto_rawDescData
 }
 
-var file_trainyard_v1_usage_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_trainyard_v1_usage_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_trainyard_v1_usage_proto_goTypes = []any{
-	(*QueryUsageRequest)(nil),     // 0: trainyard.v1.QueryUsageRequest
-	(*QueryUsageResponse)(nil),    // 1: trainyard.v1.QueryUsageResponse
-	(*UsageRow)(nil),              // 2: trainyard.v1.UsageRow
-	nil,                           // 3: trainyard.v1.UsageRow.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 4: google.protobuf.Timestamp
+	(*QueryUsageRequest)(nil),           // 0: trainyard.v1.QueryUsageRequest
+	(*QueryUsageResponse)(nil),          // 1: trainyard.v1.QueryUsageResponse
+	(*UsageRow)(nil),                    // 2: trainyard.v1.UsageRow
+	(*QueryQueueHistoryRequest)(nil),    // 3: trainyard.v1.QueryQueueHistoryRequest
+	(*QueryQueueHistoryResponse)(nil),   // 4: trainyard.v1.QueryQueueHistoryResponse
+	(*QueueHistoryRow)(nil),             // 5: trainyard.v1.QueueHistoryRow
+	(*CapacityPoint)(nil),               // 6: trainyard.v1.CapacityPoint
+	(*QueryJobUtilizationRequest)(nil),  // 7: trainyard.v1.QueryJobUtilizationRequest
+	(*QueryJobUtilizationResponse)(nil), // 8: trainyard.v1.QueryJobUtilizationResponse
+	(*UtilizationSeries)(nil),           // 9: trainyard.v1.UtilizationSeries
+	(*UtilizationPoint)(nil),            // 10: trainyard.v1.UtilizationPoint
+	nil,                                 // 11: trainyard.v1.UsageRow.LabelsEntry
+	(*timestamppb.Timestamp)(nil),       // 12: google.protobuf.Timestamp
 }
 var file_trainyard_v1_usage_proto_depIdxs = []int32{
-	4, // 0: trainyard.v1.QueryUsageRequest.start:type_name -> google.protobuf.Timestamp
-	4, // 1: trainyard.v1.QueryUsageRequest.end:type_name -> google.protobuf.Timestamp
-	2, // 2: trainyard.v1.QueryUsageResponse.rows:type_name -> trainyard.v1.UsageRow
-	4, // 3: trainyard.v1.QueryUsageResponse.start:type_name -> google.protobuf.Timestamp
-	4, // 4: trainyard.v1.QueryUsageResponse.end:type_name -> google.protobuf.Timestamp
-	4, // 5: trainyard.v1.UsageRow.start:type_name -> google.protobuf.Timestamp
-	4, // 6: trainyard.v1.UsageRow.end:type_name -> google.protobuf.Timestamp
-	3, // 7: trainyard.v1.UsageRow.labels:type_name -> trainyard.v1.UsageRow.LabelsEntry
-	0, // 8: trainyard.v1.UsageService.QueryUsage:input_type -> trainyard.v1.QueryUsageRequest
-	1, // 9: trainyard.v1.UsageService.QueryUsage:output_type -> trainyard.v1.QueryUsageResponse
-	9, // [9:10] is the sub-list for method output_type
-	8, // [8:9] is the sub-list for method input_type
-	8, // [8:8] is the sub-list for extension type_name
-	8, // [8:8] is the sub-list for extension extendee
-	0, // [0:8] is the sub-list for field type_name
+	12, // 0: trainyard.v1.QueryUsageRequest.start:type_name -> google.protobuf.Timestamp
+	12, // 1: trainyard.v1.QueryUsageRequest.end:type_name -> google.protobuf.Timestamp
+	2,  // 2: trainyard.v1.QueryUsageResponse.rows:type_name -> trainyard.v1.UsageRow
+	12, // 3: trainyard.v1.QueryUsageResponse.start:type_name -> google.protobuf.Timestamp
+	12, // 4: trainyard.v1.QueryUsageResponse.end:type_name -> google.protobuf.Timestamp
+	12, // 5: trainyard.v1.UsageRow.start:type_name -> google.protobuf.Timestamp
+	12, // 6: trainyard.v1.UsageRow.end:type_name -> google.protobuf.Timestamp
+	11, // 7: trainyard.v1.UsageRow.labels:type_name -> trainyard.v1.UsageRow.LabelsEntry
+	12, // 8: trainyard.v1.QueryQueueHistoryRequest.start:type_name -> google.protobuf.Timestamp
+	12, // 9: trainyard.v1.QueryQueueHistoryRequest.end:type_name -> google.protobuf.Timestamp
+	5,  // 10: trainyard.v1.QueryQueueHistoryResponse.rows:type_name -> trainyard.v1.QueueHistoryRow
+	6,  // 11: trainyard.v1.QueryQueueHistoryResponse.capacity:type_name -> trainyard.v1.CapacityPoint
+	12, // 12: trainyard.v1.QueryQueueHistoryResponse.start:type_name -> google.protobuf.Timestamp
+	12, // 13: trainyard.v1.QueryQueueHistoryResponse.end:type_name -> google.protobuf.Timestamp
+	12, // 14: trainyard.v1.QueueHistoryRow.start:type_name -> google.protobuf.Timestamp
+	12, // 15: trainyard.v1.QueueHistoryRow.end:type_name -> google.protobuf.Timestamp
+	12, // 16: trainyard.v1.CapacityPoint.start:type_name -> google.protobuf.Timestamp
+	12, // 17: trainyard.v1.QueryJobUtilizationRequest.start:type_name -> google.protobuf.Timestamp
+	12, // 18: trainyard.v1.QueryJobUtilizationRequest.end:type_name -> google.protobuf.Timestamp
+	9,  // 19: trainyard.v1.QueryJobUtilizationResponse.series:type_name -> trainyard.v1.UtilizationSeries
+	12, // 20: trainyard.v1.QueryJobUtilizationResponse.start:type_name -> google.protobuf.Timestamp
+	12, // 21: trainyard.v1.QueryJobUtilizationResponse.end:type_name -> google.protobuf.Timestamp
+	10, // 22: trainyard.v1.UtilizationSeries.points:type_name -> trainyard.v1.UtilizationPoint
+	12, // 23: trainyard.v1.UtilizationPoint.time:type_name -> google.protobuf.Timestamp
+	0,  // 24: trainyard.v1.UsageService.QueryUsage:input_type -> trainyard.v1.QueryUsageRequest
+	3,  // 25: trainyard.v1.UsageService.QueryQueueHistory:input_type -> trainyard.v1.QueryQueueHistoryRequest
+	7,  // 26: trainyard.v1.UsageService.QueryJobUtilization:input_type -> trainyard.v1.QueryJobUtilizationRequest
+	1,  // 27: trainyard.v1.UsageService.QueryUsage:output_type -> trainyard.v1.QueryUsageResponse
+	4,  // 28: trainyard.v1.UsageService.QueryQueueHistory:output_type -> trainyard.v1.QueryQueueHistoryResponse
+	8,  // 29: trainyard.v1.UsageService.QueryJobUtilization:output_type -> trainyard.v1.QueryJobUtilizationResponse
+	27, // [27:30] is the sub-list for method output_type
+	24, // [24:27] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_trainyard_v1_usage_proto_init() }
@@ -386,13 +1050,14 @@ func file_trainyard_v1_usage_proto_init() {
 	if File_trainyard_v1_usage_proto != nil {
 		return
 	}
+	file_trainyard_v1_usage_proto_msgTypes[10].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_trainyard_v1_usage_proto_rawDesc), len(file_trainyard_v1_usage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,7 +19,9 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	UsageService_QueryUsage_FullMethodName = "/trainyard.v1.UsageService/QueryUsage"
+	UsageService_QueryUsage_FullMethodName          = "/trainyard.v1.UsageService/QueryUsage"
+	UsageService_QueryQueueHistory_FullMethodName   = "/trainyard.v1.UsageService/QueryQueueHistory"
+	UsageService_QueryJobUtilization_FullMethodName = "/trainyard.v1.UsageService/QueryJobUtilization"
 )
 
 // UsageServiceClient is the client API for UsageService service.
@@ -36,6 +38,13 @@ type UsageServiceClient interface {
 	// Usage of a tenant (its viewers and up), or of every tenant
 	// (parent tenants/-, platform admins), by bucket of step.
 	QueryUsage(ctx context.Context, in *QueryUsageRequest, opts ...grpc.CallOption) (*QueryUsageResponse, error)
+	// The queue's length and wait over time, of a tenant (its viewers and
+	// up) or of every tenant with the cluster's capacity (tenants/-,
+	// platform admins).
+	QueryQueueHistory(ctx context.Context, in *QueryQueueHistoryRequest, opts ...grpc.CallOption) (*QueryQueueHistoryResponse, error)
+	// A job's GPU utilisation per replica over its life (the tenant's
+	// viewers and up).
+	QueryJobUtilization(ctx context.Context, in *QueryJobUtilizationRequest, opts ...grpc.CallOption) (*QueryJobUtilizationResponse, error)
 }
 
 type usageServiceClient struct {
@@ -56,6 +65,26 @@ func (c *usageServiceClient) QueryUsage(ctx context.Context, in *QueryUsageReque
 	return out, nil
 }
 
+func (c *usageServiceClient) QueryQueueHistory(ctx context.Context, in *QueryQueueHistoryRequest, opts ...grpc.CallOption) (*QueryQueueHistoryResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(QueryQueueHistoryResponse)
+	err := c.cc.Invoke(ctx, UsageService_QueryQueueHistory_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *usageServiceClient) QueryJobUtilization(ctx context.Context, in *QueryJobUtilizationRequest, opts ...grpc.CallOption) (*QueryJobUtilizationResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(QueryJobUtilizationResponse)
+	err := c.cc.Invoke(ctx, UsageService_QueryJobUtilization_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // UsageServiceServer is the server API for UsageService service.
 // All implementations must embed UnimplementedUsageServiceServer
 // for forward compatibility.
@@ -70,6 +99,13 @@ type UsageServiceServer interface {
 	// Usage of a tenant (its viewers and up), or of every tenant
 	// (parent tenants/-, platform admins), by bucket of step.
 	QueryUsage(context.Context, *QueryUsageRequest) (*QueryUsageResponse, error)
+	// The queue's length and wait over time, of a tenant (its viewers and
+	// up) or of every tenant with the cluster's capacity (tenants/-,
+	// platform admins).
+	QueryQueueHistory(context.Context, *QueryQueueHistoryRequest) (*QueryQueueHistoryResponse, error)
+	// A job's GPU utilisation per replica over its life (the tenant's
+	// viewers and up).
+	QueryJobUtilization(context.Context, *QueryJobUtilizationRequest) (*QueryJobUtilizationResponse, error)
 	mustEmbedUnimplementedUsageServiceServer()
 }
 
@@ -82,6 +118,12 @@ type UnimplementedUsageServiceServer struct{}
 
 func (UnimplementedUsageServiceServer) QueryUsage(context.Context, *QueryUsageRequest) (*QueryUsageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method QueryUsage not implemented")
+}
+func (UnimplementedUsageServiceServer) QueryQueueHistory(context.Context, *QueryQueueHistoryRequest) (*QueryQueueHistoryResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method QueryQueueHistory not implemented")
+}
+func (UnimplementedUsageServiceServer) QueryJobUtilization(context.Context, *QueryJobUtilizationRequest) (*QueryJobUtilizationResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method QueryJobUtilization not implemented")
 }
 func (UnimplementedUsageServiceServer) mustEmbedUnimplementedUsageServiceServer() {}
 func (UnimplementedUsageServiceServer) testEmbeddedByValue()                      {}
@@ -122,6 +164,42 @@ func _UsageService_QueryUsage_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _UsageService_QueryQueueHistory_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryQueueHistoryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(UsageServiceServer).QueryQueueHistory(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: UsageService_QueryQueueHistory_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(UsageServiceServer).QueryQueueHistory(ctx, req.(*QueryQueueHistoryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _UsageService_QueryJobUtilization_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryJobUtilizationRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(UsageServiceServer).QueryJobUtilization(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: UsageService_QueryJobUtilization_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(UsageServiceServer).QueryJobUtilization(ctx, req.(*QueryJobUtilizationRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // UsageService_ServiceDesc is the grpc.ServiceDesc for UsageService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -132,6 +210,14 @@ var UsageService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "QueryUsage",
 			Handler:    _UsageService_QueryUsage_Handler,
+		},
+		{
+			MethodName: "QueryQueueHistory",
+			Handler:    _UsageService_QueryQueueHistory_Handler,
+		},
+		{
+			MethodName: "QueryJobUtilization",
+			Handler:    _UsageService_QueryJobUtilization_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -602,6 +602,47 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tenants/{tenant}/jobs/{job}/utilization": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A job's GPU utilisation per replica over its life (the tenant's
+         *     viewers and up).
+         */
+        get: operations["UsageService_QueryJobUtilization"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tenants/{tenant}/queueHistory": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The queue's length and wait over time, of a tenant (its viewers and
+         *     up) or of every tenant with the cluster's capacity (tenants/-,
+         *     platform admins).
+         */
+        get: operations["UsageService_QueryQueueHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tenants/{tenant}/secrets": {
         parameters: {
             query?: never;
@@ -1073,6 +1114,13 @@ export interface components {
          * @enum {string}
          */
         v1BudgetPeriod: "BUDGET_PERIOD_UNSPECIFIED" | "BUDGET_PERIOD_MONTH" | "BUDGET_PERIOD_ROLLING_30D";
+        /** @description The GPUs of the cluster's nodes in one bucket (the most sampled). */
+        v1CapacityPoint: {
+            /** Format: int64 */
+            gpus?: string;
+            /** Format: date-time */
+            start?: string;
+        };
         /** @description A PersistentVolumeClaim of the tenant's namespace mounted in every replica. */
         v1CheckpointVolume: {
             /** @description Name of an existing claim. */
@@ -1838,6 +1886,35 @@ export interface components {
             /** Format: int32 */
             timeoutSeconds?: number;
         };
+        v1QueryJobUtilizationResponse: {
+            /** @description False when the server has no --prometheus-url: series is empty. */
+            available?: boolean;
+            /** Format: date-time */
+            end?: string;
+            /** @description One series per GPU of each replica that Prometheus has samples of. */
+            series?: components["schemas"]["v1UtilizationSeries"][];
+            /** Format: date-time */
+            start?: string;
+            /** Format: int32 */
+            stepSeconds?: number;
+        };
+        v1QueryQueueHistoryResponse: {
+            /**
+             * @description The cluster's GPUs per bucket that has samples (tenants/- only: a
+             *     tenant's members are not told the cluster's size).
+             */
+            capacity?: components["schemas"]["v1CapacityPoint"][];
+            /** Format: date-time */
+            end?: string;
+            /**
+             * @description Buckets in which a tenant had jobs waiting, by start and tenant;
+             *     buckets without waiting jobs are left out (the queue was empty).
+             */
+            rows?: components["schemas"]["v1QueueHistoryRow"][];
+            /** Format: date-time */
+            start?: string;
+            step?: string;
+        };
         v1QueryUsageResponse: {
             /** Format: date-time */
             end?: string;
@@ -1857,6 +1934,35 @@ export interface components {
              *     default.
              */
             step?: string;
+        };
+        /** @description One bucket of a tenant's queue. */
+        v1QueueHistoryRow: {
+            /** Format: date-time */
+            end?: string;
+            /** Format: double */
+            oldestWaitSecondsMax?: number;
+            /**
+             * Format: double
+             * @description The longest any of the tenant's jobs had waited, in seconds: the mean
+             *     over the bucket's samples and the most.
+             */
+            oldestWaitSecondsMean?: number;
+            /**
+             * Format: int64
+             * @description GPUs the waiting jobs asked for, at most.
+             */
+            pendingGpusMax?: string;
+            /** Format: int32 */
+            pendingJobsMax?: number;
+            /**
+             * Format: double
+             * @description Jobs waiting for admission: the mean over the bucket's samples (a
+             *     sample without the tenant's jobs waiting counts 0) and the most.
+             */
+            pendingJobsMean?: number;
+            /** Format: date-time */
+            start?: string;
+            tenant?: string;
         };
         /**
          * @description Whether a job may start ahead of an earlier one that does not fit.
@@ -2428,6 +2534,26 @@ export interface components {
             start?: string;
             /** @description The tenant's id. */
             tenant?: string;
+        };
+        v1UtilizationPoint: {
+            /**
+             * Format: double
+             * @description Framebuffer memory used, in MiB (absent without a sample).
+             */
+            memoryUsedMib?: number;
+            /** Format: date-time */
+            time?: string;
+            /**
+             * Format: double
+             * @description Percent, 0 to 100.
+             */
+            utilization?: number;
+        };
+        v1UtilizationSeries: {
+            gpu?: string;
+            points?: components["schemas"]["v1UtilizationPoint"][];
+            /** @description The replica (worker-0) and the GPU (its UUID, or its index). */
+            replica?: string;
         };
         /**
          * @description Why a queued job is not admitted yet.
@@ -4088,6 +4214,85 @@ export interface operations {
                 };
                 content: {
                     "application/json": string;
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    UsageService_QueryJobUtilization: {
+        parameters: {
+            query?: {
+                end?: string;
+                /** @description Default: the job's admission (or creation), and its end (or now). */
+                start?: string;
+                /** @description Resolution in seconds; default: the window over 240 points, at least 15. */
+                stepSeconds?: number;
+            };
+            header?: never;
+            path: {
+                job: string;
+                tenant: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1QueryJobUtilizationResponse"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    UsageService_QueryQueueHistory: {
+        parameters: {
+            query?: {
+                /** @description The last bucket ends at or after this time. Default: now. */
+                end?: string;
+                /**
+                 * @description The first bucket holds this time, rounded down to the step (UTC).
+                 *     Default: end less 24 hours.
+                 */
+                start?: string;
+                /** @description Bucket width: "5m", "1h" (default) or "1d". */
+                step?: string;
+            };
+            header?: never;
+            path: {
+                tenant: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1QueryQueueHistoryResponse"];
                 };
             };
             /** @description An unexpected error response. */

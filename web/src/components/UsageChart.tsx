@@ -8,6 +8,10 @@ export interface Limit {
   label: string;
   value: number;
   dash?: boolean;
+  // values over time, one per bucket (null: unknown), instead of value
+  // all along: the cluster's capacity as sampled.
+  values?: (number | null)[];
+  color?: string;
 }
 
 // Series colours: distinguishable in light and dark schemes.
@@ -42,11 +46,11 @@ export function UsageChart({ data, limits, title, height = 300 }: { data: Stacke
       })),
       ...limits.map((l) => ({
         label: l.label,
-        stroke: l.dash ? cssVar("--warn", "#9a6700") : cssVar("--danger", "#b3261e"),
+        stroke: l.color ?? (l.dash ? cssVar("--warn", "#9a6700") : cssVar("--danger", "#b3261e")),
         width: 2,
         dash: l.dash ? [6, 4] : undefined,
         points: { show: false },
-        value: () => fmtGPUs(l.value),
+        value: (_u: uPlot, v: number | null) => fmtGPUs(l.values ? v : l.value),
       })),
     ];
     // Each group's layer fills down to the one below it (uPlot's bands:
@@ -56,7 +60,7 @@ export function UsageChart({ data, limits, title, height = 300 }: { data: Stacke
     const plotData: uPlot.AlignedData = [
       data.xs,
       ...data.stacked,
-      ...limits.map((l) => data.xs.map(() => l.value)),
+      ...limits.map((l) => l.values ?? data.xs.map(() => l.value)),
     ];
     const axis = { stroke: fg, grid: { stroke: line, width: 1 }, ticks: { stroke: line, width: 1 } };
     const opts: uPlot.Options = {
@@ -78,5 +82,7 @@ export function UsageChart({ data, limits, title, height = 300 }: { data: Stacke
       u.destroy();
     };
   }, [data, limits, title, height]);
-  return <div ref={box} className="chart" data-series={data.groups.length} data-limits={limits.length} />;
+  // The first limit's latest value, for tests (the capacity at the end).
+  const last = limits[0]?.values?.findLast((v) => v != null) ?? limits[0]?.value;
+  return <div ref={box} className="chart" data-series={data.groups.length} data-limits={limits.length} data-last-limit={last} />;
 }

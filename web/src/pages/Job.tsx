@@ -5,6 +5,7 @@ import { ApiError, paths } from "../api/client";
 import type { Job, JobEvent, ReplicaStatus } from "../api/types";
 import { Confirm } from "../components/Confirm";
 import { DependencyGraph } from "../components/DependencyGraph";
+import { GPUUtilization } from "../components/GPUUtilization";
 import { JobTimeline } from "../components/JobTimeline";
 import { Logs } from "../components/Logs";
 import { useNow } from "../components/useNow";
@@ -243,6 +244,10 @@ export function JobPage() {
           </tbody>
         </table>
       </section>
+
+      {(j.spec?.replicas ?? []).some((r) => (r.resources?.gpu ?? 0) > 0) && (
+        <GPUUtilization job={name} running={!isFinal(j)} kept={st.gpuUtilization} replicas={replicas} />
+      )}
 
       {replicas.length > 0 && <Logs job={name} tenant={tenant} replicas={replicas.map(replicaId)} running={!isFinal(j)} state={displayState(j)} />}
 

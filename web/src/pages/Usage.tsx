@@ -1,8 +1,9 @@
-import { useEffect, useMemo, useState } from "react";
+import { useCallback, useEffect, useMemo, useState } from "react";
 import { useParams } from "react-router";
 import { ApiError, paths } from "../api/client";
-import type { QueryUsageResponse, Tenant } from "../api/types";
-import { budgetPace, ranges, stackUsage, type Range, type Step } from "../charts";
+import type { QueryQueueHistoryResponse, QueryUsageResponse, Tenant } from "../api/types";
+import { budgetPace, capacityAt, queueSeries, ranges, stackUsage, stepSeconds, type Range, type Step } from "../charts";
+import { LineChart, type Axis, type Line } from "../components/LineChart";
 import { seriesColor, UsageChart, type Limit } from "../components/UsageChart";
 import { localTime, shortEnum } from "../format";
 import { useSession } from "../session";
@@ -39,29 +40,72 @@ interface Query {
   step: Step;
 }
 
-// useUsage reads `parent`'s usage over the range, again every refreshMs
-// while the page is visible.
-function useUsage(parent: string, q: Query, groupBy: string) {
+// usePolled reads url (made at each read: the window ends now) again
+// every refreshMs while the page is visible.
+function usePolled<T>(url: () => string) {
   const { api } = useSession();
-  const [state, setState] = useState<{ resp?: QueryUsageResponse; error?: ApiError; at?: number }>({});
+  const [state, setState] = useState<{ resp?: T; error?: ApiError; at?: number }>({});
   const read = useMemo(() => {
     let ctl: AbortController | undefined;
     return () => {
       ctl?.abort();
       ctl = new AbortController();
       const signal = ctl.signal;
-      const end = new Date();
-      const start = new Date(end.getTime() - ranges[q.range].seconds * 1000);
-      const qs = new URLSearchParams({ start: start.toISOString(), end: end.toISOString(), step: q.step, groupBy });
-      api.get<QueryUsageResponse>(`/v1/${parent.split("/").map(encodeURIComponent).join("/")}/usage?${qs}`, signal).then(
+      api.get<T>(url(), signal).then(
         (resp) => setState({ resp, at: Date.now() }),
         (e: ApiError) => !signal.aborted && setState((s) => ({ ...s, error: e })),
       );
     };
-  }, [api, parent, q.range, q.step, groupBy]);
+  }, [api, url]);
   useVisibleInterval(read, refreshMs);
   return state;
 }
+
+const resource = (parent: string) => `/v1/${parent.split("/").map(encodeURIComponent).join("/")}`;
+
+// windowQuery is the query string of the window that ends now.
+function windowQuery(q: Query, extra: Record<string, string>) {
+  const end = new Date();
+  const start = new Date(end.getTime() - ranges[q.range].seconds * 1000);
+  return new URLSearchParams({ start: start.toISOString(), end: end.toISOString(), step: q.step, ...extra });
+}
+
+// useUsage reads `parent`'s usage over the range, again every refreshMs
+// while the page is visible.
+function useUsage(parent: string, q: Query, groupBy: string) {
+  const url = useCallback(() => `${resource(parent)}/usage?${windowQuery(q, { groupBy })}`, [parent, q, groupBy]);
+  return usePolled<QueryUsageResponse>(url);
+}
+
+// useQueueHistory reads `parent`'s queue over the range, likewise.
+function useQueueHistory(parent: string, q: Query) {
+  const url = useCallback(() => `${resource(parent)}/queueHistory?${windowQuery(q, {})}`, [parent, q]);
+  return usePolled<QueryQueueHistoryResponse>(url);
+}
+
+// QueueChart draws the jobs waiting (mean and most per bucket, left) and
+// the longest wait (right, minutes).
+function QueueChart({ resp, q, title, testId }: { resp: QueryQueueHistoryResponse; q: Query; title: string; testId: string }) {
+  const series = useMemo(
+    () => queueSeries(resp.rows ?? [], resp.start ?? "", resp.end ?? "", stepSeconds((resp.step as Step) || q.step)),
+    [resp, q.step],
+  );
+  const lines = useMemo<Line[]>(() => [
+    { label: "Jobs waiting (mean)", values: series.jobsMean, color: seriesColor(0), fill: true },
+    { label: "Jobs waiting (most)", values: series.jobsMax, color: seriesColor(0), dash: true },
+    { label: "Longest wait (most)", values: series.waitMaxMinutes, color: seriesColor(1), right: true },
+  ], [series]);
+  const waited = series.jobsMax.some((v) => v > 0);
+  return (
+    <>
+      <LineChart xs={series.xs} lines={lines} left={jobsAxis} right={minutesAxis} title={title} testId={testId} />
+      {!waited && <p className="empty">No job waited for admission in this range.</p>}
+    </>
+  );
+}
+
+const jobsAxis: Axis = { label: "jobs waiting", unit: (v) => `${+v.toFixed(1)}` };
+const minutesAxis: Axis = { label: "longest wait", unit: (v) => (v >= 120 ? `${+(v / 60).toFixed(1)} h` : `${+v.toFixed(1)} min`) };
 
 function RangePicker({ q, onChange }: { q: Query; onChange: (q: Query) => void }) {
   return (
@@ -103,6 +147,7 @@ export function UsagePage() {
   }, [api, tenant]);
 
   const usage = useUsage(`tenants/${tenant}`, q, groupBy);
+  const queue = useQueueHistory(`tenants/${tenant}`, q);
   const stacked = useMemo(
     () => usage.resp && stackUsage(usage.resp.rows ?? [], usage.resp.start ?? "", usage.resp.end ?? "", (usage.resp.step as Step) || q.step, usage.resp.groupBy ?? "", usage.at),
     [usage.resp, usage.at, q.step],
@@ -156,6 +201,13 @@ export function UsagePage() {
           </p>
         </section>
       )}
+      <section aria-labelledby="tenant-queue-title" className="usage" data-testid="tenant-queue">
+        <h2 id="tenant-queue-title">Queue</h2>
+        {queue.error && <p role="alert" className="error">{queue.error.message}</p>}
+        {queue.resp ? (
+          <QueueChart resp={queue.resp} q={q} title={`Jobs of ${tenant} waiting for admission, and the longest wait`} testId="tenant-queue-chart" />
+        ) : !queue.error && <p aria-live="polite">Loading…</p>}
+      </section>
       <ClusterUsage q={q} />
     </>
   );
@@ -178,16 +230,21 @@ function Totals({ groups, totals }: { groups: string[]; totals: number[] }) {
   );
 }
 
-// ClusterUsage is every tenant's GPUs stacked by tenant (tenants/-), for
-// platform admins; hidden for everyone else. The API tells no cluster
-// capacity, so no capacity line is drawn.
+// ClusterUsage is every tenant's GPUs stacked by tenant (tenants/-)
+// against the cluster's GPU capacity as the scheduler sampled it, and
+// every tenant's queue, for platform admins; hidden for everyone else.
 function ClusterUsage({ q }: { q: Query }) {
   const usage = useUsage("tenants/-", q, "");
+  const queue = useQueueHistory("tenants/-", q);
   const stacked = useMemo(
     () => usage.resp && stackUsage(usage.resp.rows ?? [], usage.resp.start ?? "", usage.resp.end ?? "", (usage.resp.step as Step) || q.step, "", usage.at),
     [usage.resp, usage.at, q.step],
   );
-  const none = useMemo<Limit[]>(() => [], []);
+  const capacity = useMemo<Limit[]>(() => {
+    const points = queue.resp?.capacity ?? [];
+    if (!stacked || points.length === 0) return [];
+    return [{ label: "Capacity", value: 0, values: capacityAt(points, stacked.xs), color: cssColor("--fg", "#1f2328") }];
+  }, [queue.resp, stacked]);
   // Not a platform admin: nothing to show (the mark is for tests).
   if (usage.error?.status === 403 || usage.error?.status === 401) return <span hidden data-cluster="forbidden" />;
   if (!stacked && !usage.error) return null;
@@ -197,10 +254,15 @@ function ClusterUsage({ q }: { q: Query }) {
       {usage.error && <p role="alert" className="error">{usage.error.message}</p>}
       {stacked && (
         <>
-          <UsageChart data={stacked} limits={none} title="GPUs held, by tenant (no capacity line: the API does not tell the cluster's size)" />
+          <UsageChart data={stacked} limits={capacity} title="GPUs held, by tenant, against the cluster's GPUs" />
           <Totals groups={stacked.groups} totals={stacked.totals} />
+          <p className="sub">Capacity: the GPUs of the nodes that take new pods, as the scheduler sampled them each minute ({q.step === "1d" ? "the day's" : "the hour's"} most).</p>
         </>
       )}
+      {queue.resp && <QueueChart resp={queue.resp} q={q} title="Jobs of every tenant waiting for admission, and the longest wait" testId="cluster-queue-chart" />}
     </section>
   );
 }
+
+const cssColor = (name: string, fallback: string) =>
+  getComputedStyle(document.documentElement).getPropertyValue(name).trim() || fallback;

@@ -25,6 +25,16 @@ class UsageServiceStub(object):
                 request_serializer=trainyard_dot_v1_dot_usage__pb2.QueryUsageRequest.SerializeToString,
                 response_deserializer=trainyard_dot_v1_dot_usage__pb2.QueryUsageResponse.FromString,
                 )
+        self.QueryQueueHistory = channel.unary_unary(
+                '/trainyard.v1.UsageService/QueryQueueHistory',
+                request_serializer=trainyard_dot_v1_dot_usage__pb2.QueryQueueHistoryRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_usage__pb2.QueryQueueHistoryResponse.FromString,
+                )
+        self.QueryJobUtilization = channel.unary_unary(
+                '/trainyard.v1.UsageService/QueryJobUtilization',
+                request_serializer=trainyard_dot_v1_dot_usage__pb2.QueryJobUtilizationRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_usage__pb2.QueryJobUtilizationResponse.FromString,
+                )
 
 
 class UsageServiceServicer(object):
@@ -44,6 +54,23 @@ class UsageServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def QueryQueueHistory(self, request, context):
+        """The queue's length and wait over time, of a tenant (its viewers and
+        up) or of every tenant with the cluster's capacity (tenants/-,
+        platform admins).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def QueryJobUtilization(self, request, context):
+        """A job's GPU utilisation per replica over its life (the tenant's
+        viewers and up).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_UsageServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -51,6 +78,16 @@ def add_UsageServiceServicer_to_server(servicer, server):
                     servicer.QueryUsage,
                     request_deserializer=trainyard_dot_v1_dot_usage__pb2.QueryUsageRequest.FromString,
                     response_serializer=trainyard_dot_v1_dot_usage__pb2.QueryUsageResponse.SerializeToString,
+            ),
+            'QueryQueueHistory': grpc.unary_unary_rpc_method_handler(
+                    servicer.QueryQueueHistory,
+                    request_deserializer=trainyard_dot_v1_dot_usage__pb2.QueryQueueHistoryRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_usage__pb2.QueryQueueHistoryResponse.SerializeToString,
+            ),
+            'QueryJobUtilization': grpc.unary_unary_rpc_method_handler(
+                    servicer.QueryJobUtilization,
+                    request_deserializer=trainyard_dot_v1_dot_usage__pb2.QueryJobUtilizationRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_usage__pb2.QueryJobUtilizationResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -82,5 +119,39 @@ class UsageService(object):
         return grpc.experimental.unary_unary(request, target, '/trainyard.v1.UsageService/QueryUsage',
             trainyard_dot_v1_dot_usage__pb2.QueryUsageRequest.SerializeToString,
             trainyard_dot_v1_dot_usage__pb2.QueryUsageResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def QueryQueueHistory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/trainyard.v1.UsageService/QueryQueueHistory',
+            trainyard_dot_v1_dot_usage__pb2.QueryQueueHistoryRequest.SerializeToString,
+            trainyard_dot_v1_dot_usage__pb2.QueryQueueHistoryResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def QueryJobUtilization(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/trainyard.v1.UsageService/QueryJobUtilization',
+            trainyard_dot_v1_dot_usage__pb2.QueryJobUtilizationRequest.SerializeToString,
+            trainyard_dot_v1_dot_usage__pb2.QueryJobUtilizationResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
