@@ -104,8 +104,12 @@ kubectl_in() {
 }
 
 stage "trainyard dev (API + worker)"
+# With two clusters each agent reports its cluster's usage every 2 s (10 s
+# by default), so that tyctl clusters list below is up to date.
+agent_flags=()
+[[ "$CLUSTERS" == 2 ]] && agent_flags=(--cluster-heartbeat 2s)
 "$TRAINYARD" dev --database-url "$DB_URL" --kubeconfig "$KUBECONFIG_PATH" \
-  --http-addr "$HTTP_ADDR" --grpc-addr "$GRPC_ADDR" --metrics-addr 127.0.0.1:0 \
+  --http-addr "$HTTP_ADDR" --grpc-addr "$GRPC_ADDR" --metrics-addr 127.0.0.1:0 ${agent_flags[@]+"${agent_flags[@]}"} \
   >"$work/dev.log" 2>&1 &
 dev_pid=$!
 TY=""
@@ -123,10 +127,11 @@ say "REST $TY (docs: $TY/docs), gRPC $GRPC, log $work/dev.log"
 api() { curl -fsS -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' "$@"; }
 export TYCTL_SERVER="$GRPC" TYCTL_TOKEN="$TOKEN" TYCTL_INSECURE=true
 tyctl() { "$TYCTL" "$@"; }
-# field JSON NAME: the first string value of "NAME" in a JSON document.
-field() { grep -o "\"$2\":\"[^\"]*\"" <<<"$1" | head -n 1 | sed 's/.*:"//; s/"$//'; }
+# field JSON NAME: the first string value of "NAME" in a JSON document
+# ("" when there is none).
+field() { { grep -o "\"$2\":\"[^\"]*\"" <<<"$1" || true; } | head -n 1 | sed 's/.*:"//; s/"$//'; }
 # jobstate JSON: a job's state, without JOB_STATE_.
-jobstate() { grep -o '"state":"JOB_STATE_[A-Z]*"' <<<"$1" | head -n 1 | sed 's/.*JOB_STATE_//; s/"//'; }
+jobstate() { { grep -o '"state":"JOB_STATE_[A-Z]*"' <<<"$1" || true; } | head -n 1 | sed 's/.*JOB_STATE_//; s/"//'; }
 
 if [[ "$CLUSTERS" == 2 ]]; then
   stage "Register the second cluster and start its agent"
@@ -136,7 +141,7 @@ if [[ "$CLUSTERS" == 2 ]]; then
   tyctl clusters update default --label region=a >/dev/null
   tyctl clusters register b --label region=b --display-name "Second local cluster" | sed 's/^/  /'
   "$TRAINYARD" worker --cluster b --database-url "$DB_URL" --kubeconfig "$KUBECONFIG_B" \
-    --metrics-addr 127.0.0.1:0 >"$work/worker-b.log" 2>&1 &
+    --metrics-addr 127.0.0.1:0 "${agent_flags[@]}" >"$work/worker-b.log" 2>&1 &
   worker_b_pid=$!
   say "trainyard worker --cluster b --kubeconfig <b's kubeconfig> (log $work/worker-b.log)"
   for _ in $(seq 1 200); do
@@ -206,6 +211,12 @@ for _ in $(seq 1 600); do
       sleep 0.25
     done
     sed 's/^/    /' "$work/endpoints"
+    if [[ ! -s "$work/endpoints" && "$where" == b ]]; then
+      # Only the scheduler lease's holder writes EndpointSlices, in its own
+      # cluster (default here): issue 45 has not given cluster b's agent
+      # that part yet.
+      say "  (none in cluster b: EndpointSlices are written only in the scheduler lease holder's cluster so far)"
+    fi
     echo
     shown=1
   fi
@@ -254,6 +265,16 @@ if [[ "$CLUSTERS" == 2 ]]; then
     c="$(field "$j" cluster)"
     printf '  %-10s %-20s %s\n' "$id" "$(jobstate "$j")" "$c"
     [[ "$id" == mnist ]] || per[$c]=$(( ${per[$c]:-0} + 1 ))
+  done
+  # The usage tyctl shows is each agent's last heartbeat (every 2 s here).
+  for _ in $(seq 1 30); do
+    fresh=1
+    for c in default b; do
+      want=$(( ${per[$c]:-0} * 8 ))
+      [[ $want -eq 0 ]] || grep -Eq "\"usage\":\{[^}]*\"gpu\":$want[,}]" <<<"$(api "$TY/v1/clusters/$c")" || fresh=0
+    done
+    [[ $fresh == 1 ]] && break
+    sleep 0.5
   done
   echo
   say "\$ tyctl clusters list"
