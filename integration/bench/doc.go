@@ -167,7 +167,10 @@
 // whichever cluster the job went to) delivering the fifth pod. It prints
 // p50 and p99 of both, their ratio (target: two clusters within 1.1×),
 // how the two-cluster path's jobs spread, and each process's CPU. The
-// second control plane is stopped when the section ends.
+// second control plane is stopped when the section ends. Its smoke test,
+// TestClustersSmoke, builds only with -tags bench (70 s here, mostly
+// starting a second control plane and two installations: too long for
+// make test): go test -tags bench -run TestClustersSmoke ./integration/bench/
 //
 // # Experiments: BenchmarkTrainyard/experiments
 //
