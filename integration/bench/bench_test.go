@@ -151,6 +151,7 @@ func BenchmarkTrainyard(b *testing.B) {
 	section("watchers", func(b *testing.B) { benchFanout(b, rep) })
 	section("dispatch", func(b *testing.B) { benchDispatch(b, cfg, rep) })
 	section("rates", func(b *testing.B) { benchDispatchRates(b, cfg, rep) })
+	section("clusters", func(b *testing.B) { benchClusters(b, cfg, rep) })
 	section("webhooks", func(b *testing.B) { benchWebhooks(b, cfg, rep) })
 	section("experiments", func(b *testing.B) { benchExperiments(b, rep) })
 	// Every section on the cluster leaves it empty when it ends

@@ -152,6 +152,26 @@
 // each block of the most seeded level, TRAINYARD_BENCH_PROFILE_SECONDS long
 // (set it to the block's length), named dispatch-<level>-<path>-<pair>.
 //
+// # Many clusters: BenchmarkTrainyard/clusters
+//
+// Issue 45 (clusters_test.go): dispatch latency with two clusters against
+// one, side by side. Two Trainyard installations run at once (each its own
+// database, `trainyard serve` and tenant): "one cluster" has one worker in
+// the local cluster; "two clusters" has a worker there and one in a second
+// local control plane (harness.SecondCluster, registered as b), and its
+// scheduler places each job whole in one of them. Both submit the dispatch
+// section's 1 chief + 4 worker jobs at TRAINYARD_BENCH_RATE (10/s) for
+// TRAINYARD_BENCH_DISPATCH_FOR per path, in TRAINYARD_BENCH_BLOCKS blocks
+// that take turns going first, each followed by the same wait for quiet.
+// Latency runs from the acknowledged CreateJob to the bench's informer (on
+// whichever cluster the job went to) delivering the fifth pod. It prints
+// p50 and p99 of both, their ratio (target: two clusters within 1.1×),
+// how the two-cluster path's jobs spread, and each process's CPU. The
+// second control plane is stopped when the section ends. Its smoke test,
+// TestClustersSmoke, builds only with -tags bench (70 s here, mostly
+// starting a second control plane and two installations: too long for
+// make test): go test -tags bench -run TestClustersSmoke ./integration/bench/
+//
 // # Experiments: BenchmarkTrainyard/experiments
 //
 // Issue 46 (experiments_test.go): an experiment of

@@ -31,15 +31,29 @@ type podWatch struct {
 }
 
 type podSet struct {
-	pods  map[string]bool
-	first time.Time // when its first pod arrived
-	full  time.Time // when the podsPerJob-th distinct pod arrived
+	pods    map[string]bool
+	first   time.Time // when its first pod arrived
+	full    time.Time // when the podsPerJob-th distinct pod arrived
+	cluster string    // the cluster its first pod arrived from (watchIn's name)
 }
 
 // startPodWatch runs an informer on the pods of each namespace until ctx
 // ends. Set names must be unique across the namespaces.
 func startPodWatch(ctx context.Context, b testing.TB, kc kubernetes.Interface, namespaces ...string) *podWatch {
-	w := &podWatch{sets: map[string]*podSet{}, unfinished: map[string]bool{}, present: map[string]bool{}, bytes: map[string]int{}, changed: make(chan struct{})}
+	w := newPodWatch()
+	w.watchIn(ctx, b, kc, "", namespaces...)
+	return w
+}
+
+func newPodWatch() *podWatch {
+	return &podWatch{sets: map[string]*podSet{}, unfinished: map[string]bool{}, present: map[string]bool{}, bytes: map[string]int{}, changed: make(chan struct{})}
+}
+
+// watchIn adds an informer on the pods of each namespace of another
+// cluster, named cluster ("" is the first): a set's pods are timed
+// whichever cluster they arrive from, and its cluster is recorded
+// (clusterOf). Set names must be unique across clusters too.
+func (w *podWatch) watchIn(ctx context.Context, b testing.TB, kc kubernetes.Interface, cluster string, namespaces ...string) {
 	for _, ns := range namespaces {
 		factory := informers.NewSharedInformerFactoryWithOptions(kc, 0, informers.WithNamespace(ns),
 			informers.WithTransform(func(obj any) (any, error) {
@@ -50,9 +64,9 @@ func startPodWatch(ctx context.Context, b testing.TB, kc kubernetes.Interface, n
 			}))
 		inf := factory.Core().V1().Pods()
 		if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    w.added,
-			UpdateFunc: func(_, cur any) { w.track(cur, false) },
-			DeleteFunc: func(obj any) { w.track(obj, true) },
+			AddFunc:    func(obj any) { w.added(obj, cluster) },
+			UpdateFunc: func(_, cur any) { w.track(cur, cluster, false) },
+			DeleteFunc: func(obj any) { w.track(obj, cluster, true) },
 		}); err != nil {
 			b.Fatal(err)
 		}
@@ -62,10 +76,9 @@ func startPodWatch(ctx context.Context, b testing.TB, kc kubernetes.Interface, n
 			b.Fatalf("the bench's pod informer on %s did not sync", ns)
 		}
 	}
-	return w
 }
 
-func (w *podWatch) added(obj any) {
+func (w *podWatch) added(obj any, cluster string) {
 	now := time.Now()
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -77,10 +90,10 @@ func (w *podWatch) added(obj any) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.trackLocked(pod, false)
+	w.trackLocked(pod, cluster, false)
 	s := w.sets[name]
 	if s == nil {
-		s = &podSet{pods: map[string]bool{}, first: now}
+		s = &podSet{pods: map[string]bool{}, first: now, cluster: cluster}
 		w.sets[name] = s
 	}
 	s.pods[pod.Name] = true
@@ -96,14 +109,16 @@ func (w *podWatch) added(obj any) {
 // track keeps the set of unfinished pods up to date, so that waiting
 // for a quiet namespace costs nothing per event however many finished
 // pods it holds.
-func (w *podWatch) track(obj any, gone bool) {
+func (w *podWatch) track(obj any, cluster string, gone bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.trackLocked(obj, gone)
+	w.trackLocked(obj, cluster, gone)
 	w.notifyLocked()
 }
 
-func (w *podWatch) trackLocked(obj any, gone bool) {
+// trackLocked keys pods by namespace/name, prefixed by cluster/ for a
+// cluster other than the first.
+func (w *podWatch) trackLocked(obj any, cluster string, gone bool) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj, gone = tomb.Obj, true
 	}
@@ -112,6 +127,9 @@ func (w *podWatch) trackLocked(obj any, gone bool) {
 		return
 	}
 	key := pod.Namespace + "/" + pod.Name
+	if cluster != "" {
+		key = cluster + "/" + key
+	}
 	if gone {
 		delete(w.present, key)
 	} else {
@@ -141,6 +159,17 @@ func (w *podWatch) times(name string, n int) (first, full time.Time, ok bool) {
 		return time.Time{}, time.Time{}, false
 	}
 	return s.first, s.full, true
+}
+
+// clusterOf is the cluster set name's first pod arrived from ("" for the
+// first cluster, or a set not seen).
+func (w *podWatch) clusterOf(name string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if s := w.sets[name]; s != nil {
+		return s.cluster
+	}
+	return ""
 }
 
 func (w *podWatch) podBytes(prefix string) int {

@@ -175,6 +175,24 @@ func DiscardCluster(t testing.TB) bool {
 	return true
 }
 
+// DiscardSecondCluster stops the second cluster (SecondCluster) if one
+// runs, so that it costs the machine nothing from then on and the next
+// SecondCluster call starts a new, empty one: a benchmark section that
+// needed two clusters leaves the sections after it one. Nothing may still
+// use it: stop the processes bound to it first.
+func DiscardSecondCluster(t testing.TB) {
+	t.Helper()
+	clusterMu.Lock()
+	defer clusterMu.Unlock()
+	if second == nil {
+		return
+	}
+	if err := second.Stop(); err != nil {
+		t.Errorf("stopping the second local cluster: %v", err)
+	}
+	second = nil
+}
+
 // Owns reports whether this process started c (the local cluster), so
 // that DiscardCluster replaces it rather than leaving it to the caller: a
 // cluster bound with TRAINYARD_CLUSTER_KUBECONFIG or a k3s container has
