@@ -22,7 +22,7 @@ func newJobsCmd(a *app) *cobra.Command {
 	}
 	cmd.AddCommand(newJobsSubmitCmd(a), newJobsGetCmd(a), newJobsListCmd(a), newJobsCancelCmd(a),
 		newJobsSuspendCmd(a), newJobsResumeCmd(a),
-		newJobsDeleteCmd(a), newJobsEventsCmd(a), newJobsLogsCmd(a), newJobsWatchCmd(a), newJobsTensorBoardCmd(a))
+		newJobsDeleteCmd(a), newJobsEventsCmd(a), newJobsLogsCmd(a), newJobsWatchCmd(a), newJobsTensorBoardCmd(a), newJobsUtilizationCmd(a))
 	return cmd
 }
 

@@ -15,11 +15,10 @@ import (
 
 func newUsageCmd(a *app) *cobra.Command {
 	var (
-		all                 bool
-		start, end, groupBy string
-		step                string
-		since               time.Duration
-		csvOut              bool
+		all           bool
+		win           window
+		groupBy, step string
+		csvOut        bool
 	)
 	cmd := &cobra.Command{
 		Use:   "usage",
@@ -42,22 +41,9 @@ Accept: text/csv, for chargeback.`,
 				}
 				req.Parent = parent
 			}
-			now := a.now()
-			if since > 0 {
-				req.Start = timestamppb.New(now.Add(-since))
-			}
-			for _, f := range []struct {
-				flag, v string
-				into    **timestamppb.Timestamp
-			}{{"--start", start, &req.Start}, {"--end", end, &req.End}} {
-				if f.v == "" {
-					continue
-				}
-				t, err := parseWhen(f.v)
-				if err != nil {
-					return fmt.Errorf("%s: %w", f.flag, err)
-				}
-				*f.into = timestamppb.New(t)
+			var err error
+			if req.Start, req.End, err = win.times(a.now()); err != nil {
+				return err
 			}
 			conn, err := a.connect()
 			if err != nil {
@@ -76,13 +62,52 @@ Accept: text/csv, for chargeback.`,
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "every tenant's usage (platform admins)")
-	cmd.Flags().StringVar(&start, "start", "", "from this time: RFC 3339 or a UTC date (2026-11-01); default: --since, or 7 days before --end")
-	cmd.Flags().StringVar(&end, "end", "", "up to this time: RFC 3339 or a UTC date; default: now")
-	cmd.Flags().DurationVar(&since, "since", 0, "from this long ago, e.g. 24h")
+	win.register(cmd, "7 days before --end", "now")
 	cmd.Flags().StringVar(&groupBy, "group-by", "", "creator, label:<key>, or several comma separated (creator,label:team)")
 	cmd.Flags().StringVar(&step, "step", "1h", "bucket: 1h or 1d (UTC days)")
 	cmd.Flags().BoolVar(&csvOut, "csv", false, "print CSV (the REST API's text/csv) instead of a table")
+	cmd.AddCommand(newUsageQueueCmd(a))
 	return cmd
+}
+
+// window is the --since, --start and --end flags of the commands that
+// read a span of time; left out, the server's default holds.
+type window struct {
+	start, end string
+	since      time.Duration
+}
+
+func (w *window) register(cmd *cobra.Command, defaultStart, defaultEnd string) {
+	cmd.Flags().StringVar(&w.start, "start", "", "from this time: RFC 3339 or a UTC date (2026-11-01); default: --since, or "+defaultStart)
+	cmd.Flags().StringVar(&w.end, "end", "", "up to this time: RFC 3339 or a UTC date; default: "+defaultEnd)
+	cmd.Flags().DurationVar(&w.since, "since", 0, "from this long ago, e.g. 24h")
+}
+
+// times is the window's start and end; nil where the flags leave it out.
+func (w *window) times(now time.Time) (start, end *timestamppb.Timestamp, err error) {
+	if w.since < 0 {
+		return nil, nil, fmt.Errorf("--since %s: want a positive duration, e.g. 24h", w.since)
+	}
+	if w.since > 0 && w.start != "" {
+		return nil, nil, fmt.Errorf("--since and --start: give one of them")
+	}
+	if w.since > 0 {
+		start = timestamppb.New(now.Add(-w.since))
+	}
+	for _, f := range []struct {
+		flag, v string
+		into    **timestamppb.Timestamp
+	}{{"--start", w.start, &start}, {"--end", w.end, &end}} {
+		if f.v == "" {
+			continue
+		}
+		t, err := parseWhen(f.v)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", f.flag, err)
+		}
+		*f.into = timestamppb.New(t)
+	}
+	return start, end, nil
 }
 
 // parseWhen reads RFC 3339 or a UTC date.

@@ -21,7 +21,7 @@ Errors are exceptions (:mod:`trainyard.errors`); an invalid job raises
 
 from trainyard._proto.trainyard.v1.job_pb2 import Job, JobEvent, JobSpec, JobState, WatchJobResponse
 from trainyard import pipeline
-from trainyard.client import FINAL_STATES, Client, TFJobWarning
+from trainyard.client import FINAL_STATES, Client, TFJobWarning, UtilizationWarning
 from trainyard.errors import (
     AlreadyExists,
     FailedPrecondition,
@@ -40,7 +40,7 @@ from trainyard.errors import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "TFJobWarning", "FINAL_STATES", "pipeline",
+    "Client", "TFJobWarning", "UtilizationWarning", "FINAL_STATES", "pipeline",
     "Job", "JobEvent", "JobSpec", "JobState", "WatchJobResponse",
     "TrainyardError", "InvalidArgument", "FieldViolation", "Unauthenticated", "PermissionDenied", "NotFound",
     "AlreadyExists", "FailedPrecondition", "Unavailable", "OutOfRange", "JobFailed", "JobCancelled",

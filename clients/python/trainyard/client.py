@@ -8,7 +8,7 @@ import time
 import uuid
 import warnings
 from pathlib import Path
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union, cast
 
 import grpc
@@ -39,6 +39,25 @@ _MAX_BATCH = 1000
 
 class TFJobWarning(UserWarning):
     """A field of a submitted Kubeflow TFJob that is not carried over as written."""
+
+
+class UtilizationWarning(UserWarning):
+    """GPU utilisation was asked of a server that has no Prometheus to read it from."""
+
+
+def _set_window(req: Any, start: Optional[datetime], end: Optional[datetime]) -> None:
+    """Sets a query's start and end where given; naive datetimes are UTC."""
+    for field, t in (("start", start), ("end", end)):
+        if t is not None:
+            getattr(req, field).FromDatetime(t if t.tzinfo else t.replace(tzinfo=timezone.utc))
+
+
+def _step_width(step: str) -> Optional[timedelta]:
+    """The width of a bucket of step ("5m", "1h", "1d"); None if unknown."""
+    units = {"m": timedelta(minutes=1), "h": timedelta(hours=1), "d": timedelta(days=1)}
+    if len(step) < 2 or step[-1] not in units or not step[:-1].isdigit():
+        return None
+    return int(step[:-1]) * units[step[-1]]
 
 
 class Client:
@@ -124,9 +143,7 @@ class Client:
         (platform admins). Naive datetimes are taken as UTC.
         """
         req = usage_pb2.QueryUsageRequest(parent="tenants/-" if all_tenants else self._parent(), group_by=group_by, step=step)
-        for field, t in (("start", start), ("end", end)):
-            if t is not None:
-                getattr(req, field).FromDatetime(t if t.tzinfo else t.replace(tzinfo=timezone.utc))
+        _set_window(req, start, end)
         resp = self._call(self._usage.QueryUsage, req)
         groups = [g.strip() for g in resp.group_by.split(",") if g.strip()]
         rows: List[Dict[str, Any]] = []
@@ -144,6 +161,86 @@ class Client:
             row.update(gpuHours=r.gpu_hours, cpuHours=r.cpu_hours, memoryGibHours=r.memory_gib_hours,
                        gpuHoursUsed=r.gpu_hours_used)
             rows.append(row)
+        return rows
+
+    def queue_history(self, start: Optional[datetime] = None, end: Optional[datetime] = None, *, step: str = "1h",
+                      all_tenants: bool = False) -> List[Dict[str, Any]]:
+        """The queue over time: how many jobs waited for admission and how
+        long, by bucket of ``step`` (``"5m"``, ``"1h"`` or ``"1d"``), as a
+        list of rows that ``pandas.DataFrame(rows)`` takes as is. The
+        scheduler samples the queue every minute and keeps 35 days; the
+        window defaults to the last 24 hours.
+
+        Each row has ``start`` and ``end`` (UTC datetimes), ``tenant``,
+        ``pendingJobsMean`` and ``pendingJobsMax`` (jobs waiting),
+        ``pendingGpusMax`` (GPUs they asked for), ``oldestWaitSecondsMean``
+        and ``oldestWaitSecondsMax`` (the longest wait), and
+        ``capacityGpus``: the cluster's GPUs in the bucket with
+        ``all_tenants`` (every tenant's queue, platform admins), else None.
+        Buckets in which none of a tenant's jobs waited are left out; with
+        ``all_tenants`` a bucket sampled with nothing waiting is a row of
+        its own, with tenant ``""`` and zeros. Naive datetimes are UTC.
+        """
+        req = usage_pb2.QueryQueueHistoryRequest(parent="tenants/-" if all_tenants else self._parent(), step=step)
+        _set_window(req, start, end)
+        resp = self._call(self._usage.QueryQueueHistory, req)
+        capacity = {c.start.ToDatetime(tzinfo=timezone.utc): c.gpus for c in resp.capacity}
+        rows: List[Dict[str, Any]] = []
+        for r in resp.rows:
+            t = r.start.ToDatetime(tzinfo=timezone.utc)
+            rows.append({
+                "start": t, "end": r.end.ToDatetime(tzinfo=timezone.utc), "tenant": r.tenant,
+                "pendingJobsMean": r.pending_jobs_mean, "pendingJobsMax": r.pending_jobs_max,
+                "pendingGpusMax": r.pending_gpus_max,
+                "oldestWaitSecondsMean": r.oldest_wait_seconds_mean, "oldestWaitSecondsMax": r.oldest_wait_seconds_max,
+                "capacityGpus": capacity.get(t),
+            })
+        width = _step_width(resp.step)
+        seen = {row["start"] for row in rows}
+        for t, gpus in capacity.items():
+            if t not in seen:
+                rows.append({
+                    "start": t, "end": t + width if width else None, "tenant": "",
+                    "pendingJobsMean": 0.0, "pendingJobsMax": 0, "pendingGpusMax": 0,
+                    "oldestWaitSecondsMean": 0.0, "oldestWaitSecondsMax": 0.0, "capacityGpus": gpus,
+                })
+        rows.sort(key=lambda row: cast(datetime, row["start"]))
+        return rows
+
+    def job_utilization(self, job: JobRef, start: Optional[datetime] = None, end: Optional[datetime] = None, *,
+                        step_seconds: int = 0) -> List[Dict[str, Any]]:
+        """A job's GPU utilisation over its life (by default from its
+        admission to its end, or now), one row per sample of each GPU of
+        each replica, which ``pandas.DataFrame(rows).pivot(index="time",
+        columns=["replica", "gpu"], values="utilization")`` turns into a
+        chart's table.
+
+        Each row has ``replica`` (``worker-0``), ``gpu`` (its UUID or
+        index), ``time`` (UTC datetime), ``utilization`` (percent, 0 to
+        100) and ``memoryUsedMib`` (None without a sample). The server reads
+        them from Prometheus (its --prometheus-url); without one this
+        warns and returns an empty list. Samples Prometheus has forgotten
+        are missing: then the job's kept mean and p95 (``get(job)``) stand
+        in. ``step_seconds``: the resolution (default: the window over 240
+        points, at least 15). Naive datetimes are UTC.
+        """
+        if step_seconds < 0:
+            raise ValueError(f"step_seconds {step_seconds}: want 0 (the server's default) or more")
+        req = usage_pb2.QueryJobUtilizationRequest(name=self._name(job), step_seconds=step_seconds)
+        _set_window(req, start, end)
+        resp = self._call(self._usage.QueryJobUtilization, req)
+        if not resp.available:
+            warnings.warn("GPU utilisation is not available: the server runs without --prometheus-url", UtilizationWarning,
+                          stacklevel=2)
+            return []
+        rows: List[Dict[str, Any]] = []
+        for s in resp.series:
+            for p in s.points:
+                rows.append({
+                    "replica": s.replica, "gpu": s.gpu, "time": p.time.ToDatetime(tzinfo=timezone.utc),
+                    "utilization": p.utilization,
+                    "memoryUsedMib": p.memory_used_mib if p.HasField("memory_used_mib") else None,
+                })
         return rows
 
     # --- experiments ---
