@@ -211,12 +211,6 @@ for _ in $(seq 1 600); do
       sleep 0.25
     done
     sed 's/^/    /' "$work/endpoints"
-    if [[ ! -s "$work/endpoints" && "$where" == b ]]; then
-      # Only the scheduler lease's holder writes EndpointSlices, in its own
-      # cluster (default here): issue 45 has not given cluster b's agent
-      # that part yet.
-      say "  (none in cluster b: EndpointSlices are written only in the scheduler lease holder's cluster so far)"
-    fi
     echo
     shown=1
   fi

@@ -125,6 +125,9 @@ func runRemoteWorker(ctx context.Context, log *slog.Logger, common *commonFlags,
 	wg.Go(func() { _ = agent.Run(ctx) })
 	wg.Go(func() { _ = sch.Observe(ctx) })
 	wg.Go(func() { fence.Run(ctx) })
+	// The only writer of this cluster's EndpointSlices: the scheduler
+	// lease's holder writes its own cluster's only.
+	wg.Go(func() { w.LeadEndpoints(ctx) })
 	wg.Go(func() {
 		defer cancel()
 		workerErr = w.Run(ctx)

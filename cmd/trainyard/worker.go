@@ -111,7 +111,7 @@ func (f *workerFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.gpuPollInterval, "gpu-poll-interval", gpuutil.DefaultInterval, "how often GPU utilisation is read from --prometheus-url")
 	fs.DurationVar(&f.gpuPollLag, "gpu-poll-lag", gpuutil.DefaultLag, "how far behind the clock a read of --prometheus-url ends, so that the last scrapes are in (at least the scrape timeout)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", ":8081", "address for the worker's /metrics, /healthz and /readyz; empty disables")
-	fs.StringVar(&f.cluster, "cluster", cluster.Default, "the cluster this worker runs in (registered with tyctl clusters register, except \"default\", which always exists): it heartbeats that cluster's capacity and nodes")
+	fs.StringVar(&f.cluster, "cluster", cluster.Default, "the cluster this worker runs in (registered with tyctl clusters register, except \"default\", which always exists): it heartbeats that cluster's capacity and nodes. Only the default cluster's workers schedule (for every cluster); another cluster's workers run its jobs and tenants and write its EndpointSlices")
 	fs.DurationVar(&f.clusterHeartbeat, "cluster-heartbeat", worker.DefaultClusterHeartbeat, "how often the worker reports its cluster's capacity and nodes")
 	fs.DurationVar(&f.clusterLostGrace, "cluster-lost-grace", worker.DefaultClusterLostGrace, "a cluster UNREACHABLE this long past --cluster-timeout is lost: its unfinished jobs go back to the queue to run elsewhere from their checkpoints (a restart, reason ClusterLost)")
 	fs.DurationVar(&f.clusterTimeout, "cluster-timeout", worker.DefaultClusterTimeout, "a cluster whose last heartbeat is older than this is UNREACHABLE (decided by the worker holding the scheduler lease)")
@@ -393,12 +393,22 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 		workerErr, tenantErr, schedulerErr error
 	)
 	wg.Go(func() { _ = agent.Run(ctx) })
-	wg.Go(func() {
-		defer cancel()
-		if schedulerErr = sch.Run(ctx); schedulerErr != nil {
-			log.Error("scheduler stopped", "error", schedulerErr)
-		}
-	})
+	if wf.cluster == cluster.Default {
+		wg.Go(func() {
+			defer cancel()
+			if schedulerErr = sch.Run(ctx); schedulerErr != nil {
+				log.Error("scheduler stopped", "error", schedulerErr)
+			}
+		})
+	} else {
+		// Another cluster's workers leave the scheduler (and its lease,
+		// whose holder writes the EndpointSlices of its own cluster only)
+		// to the default cluster's: they report their nodes (Observe)
+		// and write their own cluster's slices, every one of them (a
+		// second writer costs a conflict, never a wrong slice).
+		wg.Go(func() { _ = sch.Observe(ctx) })
+		wg.Go(func() { w.LeadEndpoints(ctx) })
+	}
 	wg.Go(func() {
 		defer cancel()
 		workerErr = w.Run(ctx)

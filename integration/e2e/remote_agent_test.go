@@ -92,11 +92,19 @@ func TestClustersRemoteAgent(t *testing.T) {
 	waitClusterState(t, admin, "two", pb.ClusterState_CLUSTER_STATE_READY, 60*time.Second)
 	waitServiceAccount(t, second.Client(), e.ns)
 
-	inTwo := gpuJob(1, 8, 0, annot(cluster.AnnotationRunFor, "1s"))
+	// Two replicas: they find each other through the EndpointSlice that
+	// two's agent writes in two (no other process can).
+	inTwo := gpuJob(2, 4, 0, annot(cluster.AnnotationRunFor, "6s"))
 	inTwo.Clusters = []string{"two"}
-	j := s.wait(t, s.submitTo(t, "remote", inTwo), 60*time.Second, pb.JobState_JOB_STATE_SUCCEEDED)
+	name := s.submitTo(t, "remote", inTwo)
+	s.wait(t, name, 60*time.Second, pb.JobState_JOB_STATE_RUNNING)
+	require.Eventually(t, func() bool {
+		slices, err := second.Client().DiscoveryV1().EndpointSlices(e.ns).List(ctx, metav1.ListOptions{LabelSelector: "trainyard.dev/job=remote"})
+		return err == nil && len(slices.Items) == 1 && len(slices.Items[0].Endpoints) == 2
+	}, 30*time.Second, 200*time.Millisecond, "two's agent writes the job's EndpointSlice in two, both replicas in it")
+	j := s.wait(t, name, 60*time.Second, pb.JobState_JOB_STATE_SUCCEEDED)
 	require.Equal(t, "two", j.GetStatus().GetCluster())
-	require.Len(t, podsIn(t, second.Client(), e.ns, "remote"), 1, "its pod ran in two")
+	require.Len(t, podsIn(t, second.Client(), e.ns, "remote"), 2, "its pods ran in two")
 	require.Empty(t, podsIn(t, e.Cluster.Client(), e.ns, "remote"))
 
 	// A job of cluster default, running (owned by default's worker).
