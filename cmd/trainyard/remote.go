@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/trainyard/trainyard/internal/agentclient"
 	"github.com/trainyard/trainyard/internal/kube"
@@ -39,20 +38,7 @@ func runRemoteWorker(ctx context.Context, log *slog.Logger, common *commonFlags,
 		return fmt.Errorf("--control-plane: %w", err)
 	}
 	defer cp.Close()
-	restCfg, err := common.kube.restConfig()
-	if err != nil {
-		return fmt.Errorf("the worker needs a Kubernetes cluster: %w", err)
-	}
-	restCfg.WarningHandlerWithContext = &warningLogger{log: log}
-	kc, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		return err
-	}
-	podWatch, err := ownConnection(restCfg)
-	if err != nil {
-		return err
-	}
-	watch, err := ownConnection(restCfg)
+	kc, podWatch, watch, err := workerClients(common, log)
 	if err != nil {
 		return err
 	}

@@ -256,27 +256,33 @@ The database must be migrated first (trainyard migrate up).`,
 	return cmd
 }
 
-// runWorker runs the worker and its metrics endpoint until ctx ends.
-func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *workerFlags, st *store.Store, listener *store.Listener) error {
+// workerClients are a worker's three connections to its cluster: the
+// calls (creates, updates, deletes, log reads), the pod informer (every
+// pod of the cluster, shared by the worker and the scheduler:
+// kube.PodInformers) and the other informers (the worker's Services and
+// EndpointSlices, the scheduler's nodes), so that none queues behind
+// another (ownConnection).
+func workerClients(common *commonFlags, log *slog.Logger) (kc *kubernetes.Clientset, podWatch, watch kubernetes.Interface, err error) {
 	restCfg, err := common.kube.restConfig()
 	if err != nil {
-		return fmt.Errorf("the worker needs a Kubernetes cluster: %w", err)
+		return nil, nil, nil, fmt.Errorf("the worker needs a Kubernetes cluster: %w", err)
 	}
 	restCfg.WarningHandlerWithContext = &warningLogger{log: log}
-	// Three connections: the calls (creates, updates, deletes, log reads),
-	// the pod informer (every pod of the cluster, shared by the worker and
-	// the scheduler: kube.PodInformers) and the other informers (the
-	// worker's Services and EndpointSlices, the scheduler's nodes) do not
-	// queue behind each other (ownConnection).
-	kc, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		return err
+	if kc, err = kubernetes.NewForConfig(restCfg); err != nil {
+		return nil, nil, nil, err
 	}
-	podWatch, err := ownConnection(restCfg)
-	if err != nil {
-		return err
+	if podWatch, err = ownConnection(restCfg); err != nil {
+		return nil, nil, nil, err
 	}
-	watch, err := ownConnection(restCfg)
+	if watch, err = ownConnection(restCfg); err != nil {
+		return nil, nil, nil, err
+	}
+	return kc, podWatch, watch, nil
+}
+
+// runWorker runs the worker and its metrics endpoint until ctx ends.
+func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *workerFlags, st *store.Store, listener *store.Listener) error {
+	kc, podWatch, watch, err := workerClients(common, log)
 	if err != nil {
 		return err
 	}
