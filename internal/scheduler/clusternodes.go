@@ -36,32 +36,33 @@ func (s *Scheduler) ClusterNodes() ([]cluster.Node, bool) {
 	return out, true
 }
 
-// ClusterRefresh is how often a leader reads the registered clusters and
-// the other clusters' published nodes again; their agents publish every
-// heartbeat (10 s by default), so reading more often gains nothing.
+// ClusterRefresh is how often a leader reads the other clusters'
+// published nodes again; their agents publish every heartbeat (10 s by
+// default), so reading more often gains nothing.
 const ClusterRefresh = 2 * time.Second
 
-// others are the registered clusters and the other READY clusters'
-// nodes, read at most every ClusterRefresh: this process's own cluster
-// (Config.Cluster) comes from its informers instead. On those nodes the
-// Trainyard jobs' share is left out (cluster.Node.Jobs): this scheduler
-// sees none of their pods and counts each admitted job there from its
-// demand (admission's reservations).
+// others are the registered clusters, read every cycle (a few rows: an
+// operator's cordon or drain holds from the next decision on), and the
+// other READY clusters' nodes, read at most every ClusterRefresh: this
+// process's own cluster (Config.Cluster) comes from its informers
+// instead. On those nodes the Trainyard jobs' share is left out
+// (cluster.Node.Jobs): this scheduler sees none of their pods and counts
+// each admitted job there from its demand (admission's reservations).
 func (s *Scheduler) others(ctx context.Context, now time.Time) ([]admission.Cluster, []admission.Node, error) {
-	if !s.othersAt.IsZero() && now.Sub(s.othersAt) < ClusterRefresh {
-		return s.otherClusters, s.otherNodes, nil
-	}
 	list, err := s.store.ClusterList(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	ready, err := s.store.ClusterNodesReady(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	clusters := make([]admission.Cluster, 0, len(list))
 	for _, c := range list {
 		clusters = append(clusters, admission.Cluster{Name: c.Name, Labels: c.Labels, State: admission.ClusterState(c.State())})
+	}
+	if !s.othersAt.IsZero() && now.Sub(s.othersAt) < ClusterRefresh {
+		return clusters, s.otherNodes, nil
+	}
+	ready, err := s.store.ClusterNodesReady(ctx)
+	if err != nil {
+		return nil, nil, err
 	}
 	var nodes []admission.Node
 	for _, c := range ready {
@@ -73,6 +74,6 @@ func (s *Scheduler) others(ctx context.Context, now time.Time) ([]admission.Clus
 				Unschedulable: n.Unschedulable, Allocatable: n.Allocatable, Used: n.Used.Sub(n.Jobs)})
 		}
 	}
-	s.otherClusters, s.otherNodes, s.othersAt = clusters, nodes, now
+	s.otherNodes, s.othersAt = nodes, now
 	return clusters, nodes, nil
 }

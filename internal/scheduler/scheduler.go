@@ -163,16 +163,15 @@ type Scheduler struct {
 	specsAfter       int64 // the highest seq read: later jobs' specs come with the next read
 	runTimesByTenant map[string]store.RunTime
 	runTimesAt       time.Time
-	// The registered clusters and the other clusters' nodes (others).
-	otherClusters []admission.Cluster
-	otherNodes    []admission.Node
-	othersAt      time.Time
-	ledger        ledger              // the usage ledger (sharing.go), while leading
-	heldAt        time.Time           // when the ledger's metrics were last read (observeHeld)
-	queue         []store.QueueSample // what waited at the last cycle (queueOf), for sampleQueue
-	queueAt       time.Time
-	published     map[string]map[string]job.QueueInfo
-	publishedAt   time.Time
+	// The other clusters' nodes, read at most every ClusterRefresh (others).
+	otherNodes  []admission.Node
+	othersAt    time.Time
+	ledger      ledger              // the usage ledger (sharing.go), while leading
+	heldAt      time.Time           // when the ledger's metrics were last read (observeHeld)
+	queue       []store.QueueSample // what waited at the last cycle (queueOf), for sampleQueue
+	queueAt     time.Time
+	published   map[string]map[string]job.QueueInfo
+	publishedAt time.Time
 }
 
 // New builds a Scheduler and its informers (not started).
