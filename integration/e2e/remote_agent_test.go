@@ -65,7 +65,9 @@ func agentToken(t *testing.T, c *cluster.Cluster, audience string) string {
 // token on AgentService is refused, and two's token on JobService.
 func TestClustersRemoteAgent(t *testing.T) {
 	waitGPUsFree(t)
-	e := startWorkers(t, 1, "--cluster-heartbeat", "1s")
+	// Agents hear that a silent cluster's jobs go elsewhere after 40 s:
+	// the self-fencing part at the end waits half of it.
+	e := startWorkersServing(t, 1, []string{"--agent-requeue-after", "40s"}, "--cluster-heartbeat", "1s")
 	s := &schedEnv{workerEnv: e, tenant: workerTenant}
 	second := harness.SecondCluster(t)
 	ctx := ctxT(t)
@@ -170,4 +172,19 @@ func TestClustersRemoteAgent(t *testing.T) {
 
 	_, err = s.jobs.CancelJob(ctx, &pb.CancelJobRequest{Name: dj.GetName()})
 	require.NoError(t, err)
+
+	// Self-fencing: cut off from the control plane (the API server is
+	// gone) past the requeue point less the pods' grace, two's agent
+	// deletes the pods of its running job, so that a copy started
+	// elsewhere never runs beside them. Here that is half the 40 s.
+	long := gpuJob(1, 8, 0, annot(cluster.AnnotationRunFor, "10m"))
+	long.Clusters = []string{"two"}
+	s.wait(t, s.submitTo(t, "fenced", long), 60*time.Second, pb.JobState_JOB_STATE_RUNNING)
+	require.Len(t, podsIn(t, second.Client(), e.ns, "fenced"), 1)
+	e.Server.Kill()
+	cut := time.Now()
+	require.Eventually(t, func() bool { return len(podsIn(t, second.Client(), e.ns, "fenced")) == 0 },
+		90*time.Second, time.Second, "two's agent deletes its job's pods when it cannot reach the control plane")
+	require.Greater(t, time.Since(cut), 10*time.Second, "not at the first failed call: at its fence point")
+	require.Contains(t, agent.Logs(), "past the fence point")
 }
