@@ -17,8 +17,12 @@ import (
 // admission to end, the one record the usage API, chargeback, budgets and
 // fair share's decayed usage read.
 //
-//	SchedulerCommit admits ──► usage_intervals: span opened (start = the commit's time)
-//	JobSave requeues / ends ──► the open span closed (end = the save's time)
+//	SchedulerCommit admits ──► the job's row: span opened (ledger_since = the
+//	        commit's time, ledger_* = the demand), in the UPDATE that admits it
+//	JobSave requeues / ends ──► usage_intervals: the span closed (start =
+//	        ledger_since, end = the save's time); the job's ledger_* cleared
+//	        in the same statement (migration 000025: a span row per
+//	        admission was 12 % of the commit's WAL, the columns are 2 %)
 //	UsageRollup (the scheduler's leader, every minute)
 //	        └─► the spans' time up to the last whole hour, split at UTC
 //	            hours, moved into usage_hourly and summed per day into
@@ -30,7 +34,7 @@ import (
 // in the transaction that makes them (the scheduler's lease and epoch; the
 // worker's lease and the job's version), so a restart, a preemption or a
 // fail-over can neither lose a span nor count one twice: a job has at most
-// one open span, and a replayed admission opens none. The rollup moves
+// one open span (its row's), and a replayed admission opens none. The rollup moves
 // time from a span to the hours in one transaction, and readers add what
 // is not rolled up yet, so every read is exact at any moment, to the
 // microsecond of the store's clock.
@@ -59,8 +63,9 @@ func demandOf(spec job.Spec) job.Vector {
 // UsageRollup moves the time of closed spans, and of open ones up to the
 // last whole UTC hour before now (less rollupMargin), into usage_hourly,
 // and deletes what is older than 13 months (the store's clock). Any process may run it, any
-// number at once: each span is locked (SKIP LOCKED) while it moves, in one
-// transaction with the hours it adds to. It returns the spans moved.
+// number at once: each span is locked (SKIP LOCKED; an open span's job
+// row, where ledger_rolled records how far it moved) while it moves, in
+// one transaction with the hours it adds to. It returns the spans moved.
 func (s *Store) UsageRollup(ctx context.Context) (int, error) {
 	now := s.timestamp()
 	cut := now.Add(-rollupMargin).UTC().Truncate(time.Hour)
