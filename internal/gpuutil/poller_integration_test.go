@@ -54,9 +54,10 @@ func runningJob(ctx context.Context, t *testing.T, st *store.Store, exec func(st
 		status = status || jsonb_build_object('state', 'RUNNING', 'startTime', now(), 'replicas', $3::jsonb)
 		WHERE tenant_id = $1 AND uid = $2`, tenantID, j.UID, replicas)
 	// The usage ledger's open span, as the scheduler's commit opens it.
-	exec(`INSERT INTO usage_intervals (tenant_id, job_uid, creator, labels, gpus, cpu_millis, memory_bytes, pods, start_time, rolled_to)
-		SELECT tenant_id, uid, creator, labels, $3::bigint, 1000 * $3::bigint, (1::bigint << 30) * $3::bigint, $3::bigint, (status->>'startTime')::timestamptz, (status->>'startTime')::timestamptz
-		FROM jobs WHERE tenant_id = $1 AND uid = $2`, tenantID, j.UID, workers)
+	// (in the job's row: migration 000025).
+	exec(`UPDATE jobs SET ledger_since = (status->>'startTime')::timestamptz, ledger_gpus = $3::bigint, ledger_cpu_millis = 1000 * $3::bigint,
+		ledger_memory_bytes = (1::bigint << 30) * $3::bigint, ledger_pods = $3::bigint
+		WHERE tenant_id = $1 AND uid = $2`, tenantID, j.UID, workers)
 	return j
 }
 

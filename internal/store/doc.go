@@ -44,7 +44,7 @@
 //	worker_leases         worker_id → expires_at
 //	scheduler_lease       one row: holder, epoch, expires_at
 //	tenant_queues         tenant → where its waiting jobs stand (JSONB by job uid)
-//	usage_intervals       the usage ledger (ledger.go): a job's admitted spans, start to end, with its demand
+//	usage_intervals       the usage ledger (ledger.go): a job's closed admitted spans, start to end, with its demand (the open one is in the job's row, jobs.ledger_*)
 //	usage_hourly          (tenant, UTC hour, creator, labels) → resource-seconds, rolled up from the spans (13 months)
 //	usage_daily           the same per UTC day, written with the hours: what a query by day reads
 //	queue_samples         (tenant, time) → jobs waiting, their GPUs, the oldest wait; the scheduler's leader, each minute, 35 days (queuehistory.go)
@@ -198,7 +198,8 @@
 //   - wait reasons that changed: the Admitted condition and a Waiting event.
 //
 // An admission also opens the job's span in the usage ledger, in the same
-// statement (ledger.go); JobSave's requeue or end closes it.
+// statement and row (jobs.ledger_since and the demand; ledger.go);
+// JobSave's requeue or end closes it (a usage_intervals row).
 //
 // Rows are locked before their events are written, as every writer does.
 // Admission is a flag, so a second leader's or a replayed admission is a

@@ -290,9 +290,9 @@ func gpuUsedAdd(ctx context.Context, tx *txn, r GPURecord) error {
 	}
 	_, err := tx.Exec(ctx, `
 		INSERT INTO usage_hourly AS u (tenant_id, hour, creator, labels, gpu_used_seconds)
-		SELECT v.tenant_id, s.hour, v.creator, v.labels, v.gpus * s.seconds * $5 / 100
-		FROM usage_intervals v, trainyard_usage_hours(greatest($3, v.start_time), $4) s
-		WHERE v.tenant_id = $1 AND v.job_uid = $2 AND v.end_time IS NULL AND v.gpus > 0
+		SELECT v.tenant_id, s.hour, v.creator, v.labels, v.ledger_gpus * s.seconds * $5 / 100
+		FROM jobs v, trainyard_usage_hours(greatest($3, v.ledger_since), $4) s
+		WHERE v.tenant_id = $1 AND v.uid = $2 AND v.ledger_since IS NOT NULL AND v.ledger_gpus > 0
 		ORDER BY 1, 2, 3, 4
 		ON CONFLICT (tenant_id, hour, creator, labels) DO UPDATE SET
 		    gpu_used_seconds = u.gpu_used_seconds + excluded.gpu_used_seconds`,

@@ -24,8 +24,7 @@ func TestGPUFiguresRecord(t *testing.T) {
 	w := b.jobInState(t, "a", "j", job.Running, true)
 	b.exec(t, `UPDATE jobs SET status = status || jsonb_build_object('startTime', now() - interval '1 hour') WHERE uid = $1`, w.Job.UID)
 	// Admitted an hour ago too (the ledger's span).
-	b.exec(t, `UPDATE usage_intervals v SET start_time = (j.status->>'startTime')::timestamptz, rolled_to = (j.status->>'startTime')::timestamptz
-		FROM jobs j WHERE j.uid = v.job_uid AND v.job_uid = $1`, w.Job.UID)
+	b.exec(t, `UPDATE jobs SET ledger_since = (status->>'startTime')::timestamptz, ledger_rolled = NULL WHERE uid = $1`, w.Job.UID)
 
 	jobs, err := b.store.GPUJobsRunning(b.ctx)
 	require.NoError(t, err)

@@ -17,8 +17,12 @@ import (
 // admission to end, the one record the usage API, chargeback, budgets and
 // fair share's decayed usage read.
 //
-//	SchedulerCommit admits ──► usage_intervals: span opened (start = the commit's time)
-//	JobSave requeues / ends ──► the open span closed (end = the save's time)
+//	SchedulerCommit admits ──► the job's row: span opened (ledger_since = the
+//	        commit's time, ledger_* = the demand), in the UPDATE that admits it
+//	JobSave requeues / ends ──► usage_intervals: the span closed (start =
+//	        ledger_since, end = the save's time); the job's ledger_* cleared
+//	        in the same statement (migration 000025: a span row per
+//	        admission was 12 % of the commit's WAL, the columns are 2 %)
 //	UsageRollup (the scheduler's leader, every minute)
 //	        └─► the spans' time up to the last whole hour, split at UTC
 //	            hours, moved into usage_hourly and summed per day into
@@ -30,7 +34,7 @@ import (
 // in the transaction that makes them (the scheduler's lease and epoch; the
 // worker's lease and the job's version), so a restart, a preemption or a
 // fail-over can neither lose a span nor count one twice: a job has at most
-// one open span, and a replayed admission opens none. The rollup moves
+// one open span (its row's), and a replayed admission opens none. The rollup moves
 // time from a span to the hours in one transaction, and readers add what
 // is not rolled up yet, so every read is exact at any moment, to the
 // microsecond of the store's clock.
@@ -59,21 +63,24 @@ func demandOf(spec job.Spec) job.Vector {
 // UsageRollup moves the time of closed spans, and of open ones up to the
 // last whole UTC hour before now (less rollupMargin), into usage_hourly,
 // and deletes what is older than 13 months (the store's clock). Any process may run it, any
-// number at once: each span is locked (SKIP LOCKED) while it moves, in one
-// transaction with the hours it adds to. It returns the spans moved.
+// number at once: each span is locked (SKIP LOCKED; an open span's job
+// row, where ledger_rolled records how far it moved) while it moves, in
+// one transaction with the hours it adds to. It returns the spans moved.
 func (s *Store) UsageRollup(ctx context.Context) (int, error) {
 	now := s.timestamp()
 	cut := now.Add(-rollupMargin).UTC().Truncate(time.Hour)
 	total := 0
-	for {
-		var n int
-		err := s.pool.QueryRow(ctx, sqlUsageRollup, cut, rollupBatch).Scan(&n)
-		if err != nil {
-			return total, translate(err, "usage rollup")
-		}
-		total += n
-		if n < rollupBatch {
-			break
+	for _, sql := range []string{sqlUsageRollupClosed, sqlUsageRollupOpen} {
+		for {
+			var n int
+			err := s.pool.QueryRow(ctx, sql, cut, rollupBatch).Scan(&n)
+			if err != nil {
+				return total, translate(err, "usage rollup")
+			}
+			total += n
+			if n < rollupBatch {
+				break
+			}
 		}
 	}
 	_, err := s.pool.Exec(ctx, `
@@ -83,18 +90,40 @@ func (s *Store) UsageRollup(ctx context.Context) (int, error) {
 	return total, translate(err, "usage retention")
 }
 
-const sqlUsageRollup = `
-	WITH iv AS (
+// sqlUsageRollupClosed moves closed spans (usage_intervals).
+var sqlUsageRollupClosed = sqlUsageRollupOf(`
 		SELECT tenant_id, job_uid, start_time, creator, labels, gpus, cpu_millis, memory_bytes, pods, rolled_to AS a,
-		       coalesce(end_time, $1) AS b
+		       end_time AS b
 		FROM usage_intervals
-		WHERE (end_time IS NULL AND rolled_to < $1) OR (end_time IS NOT NULL AND rolled_to < end_time)
+		WHERE rolled_to < end_time AND $1::timestamptz IS NOT NULL
 		ORDER BY tenant_id, job_uid, start_time
 		LIMIT $2
-		FOR UPDATE SKIP LOCKED
-	), moved AS (
+		FOR UPDATE SKIP LOCKED`, `
 		UPDATE usage_intervals v SET rolled_to = iv.b FROM iv
-		WHERE v.tenant_id = iv.tenant_id AND v.job_uid = iv.job_uid AND v.start_time = iv.start_time
+		WHERE v.tenant_id = iv.tenant_id AND v.job_uid = iv.job_uid AND v.start_time = iv.start_time`)
+
+// sqlUsageRollupOpen moves open spans (the jobs' rows) up to $1. The
+// job's row is locked while it moves, so the worker's save that closes
+// the span (JobSave) sees where it was rolled to.
+var sqlUsageRollupOpen = sqlUsageRollupOf(`
+		SELECT tenant_id, uid AS job_uid, creator, labels, ledger_gpus AS gpus, ledger_cpu_millis AS cpu_millis,
+		       ledger_memory_bytes AS memory_bytes, ledger_pods AS pods, coalesce(ledger_rolled, ledger_since) AS a,
+		       $1::timestamptz AS b
+		FROM jobs
+		WHERE ledger_since IS NOT NULL AND coalesce(ledger_rolled, ledger_since) < $1
+		ORDER BY tenant_id, uid
+		LIMIT $2
+		FOR UPDATE SKIP LOCKED`, `
+		UPDATE jobs j SET ledger_rolled = iv.b FROM iv
+		WHERE j.tenant_id = iv.tenant_id AND j.uid = iv.job_uid`)
+
+// sqlUsageRollupOf is the rollup of the spans iv selects (columns
+// tenant_id, creator, labels, the demand, a and b: the part to move),
+// marked moved by moved.
+func sqlUsageRollupOf(iv, moved string) string {
+	return `
+	WITH iv AS (` + iv + `
+	), moved AS (` + moved + `
 	), hours AS (
 		SELECT iv.tenant_id, s.hour, iv.creator, iv.labels,
 		       sum(iv.gpus * s.seconds) AS g, sum(iv.cpu_millis * s.seconds / 1000) AS c,
@@ -122,6 +151,7 @@ const sqlUsageRollup = `
 		    pod_seconds = u.pod_seconds + excluded.pod_seconds
 	)
 	SELECT count(*) FROM iv`
+}
 
 // sqlUsageSeries is the ledger's hours from $from (hour-aligned) to $to:
 // the rolled-up hours, and what is not rolled up yet (open spans up to
@@ -162,8 +192,15 @@ func sqlUsageSeriesFrom(table, at, tenantCond, from, to, now string) string {
 		       v.gpus * s.seconds, v.cpu_millis * s.seconds / 1000, v.memory_bytes * s.seconds, v.pods * s.seconds,
 		       0::double precision
 		FROM usage_intervals v,
-		     trainyard_usage_hours(greatest(v.rolled_to, ` + from + `), least(coalesce(v.end_time, ` + now + `), ` + now + `, ` + to + `)) s
-		WHERE ` + strings.ReplaceAll(tenantCond, "%t", "v.tenant_id") + ` AND (v.end_time IS NULL OR v.rolled_to < v.end_time)`
+		     trainyard_usage_hours(greatest(v.rolled_to, ` + from + `), least(v.end_time, ` + now + `, ` + to + `)) s
+		WHERE ` + strings.ReplaceAll(tenantCond, "%t", "v.tenant_id") + ` AND v.rolled_to < v.end_time
+		UNION ALL
+		SELECT o.tenant_id, s.hour, o.creator, o.labels,
+		       o.ledger_gpus * s.seconds, o.ledger_cpu_millis * s.seconds / 1000, o.ledger_memory_bytes * s.seconds, o.ledger_pods * s.seconds,
+		       0::double precision
+		FROM jobs o,
+		     trainyard_usage_hours(greatest(coalesce(o.ledger_rolled, o.ledger_since), ` + from + `), least(` + now + `, ` + to + `)) s
+		WHERE ` + strings.ReplaceAll(tenantCond, "%t", "o.tenant_id") + ` AND o.ledger_since IS NOT NULL`
 }
 
 // UsageStep is the width of a usage query's buckets.
@@ -397,7 +434,11 @@ type UsageSpan struct {
 func (s *Store) UsageSpans(ctx context.Context, tenantID, uid string) ([]UsageSpan, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT start_time, end_time, gpus, cpu_millis, memory_bytes, pods FROM usage_intervals
-		WHERE tenant_id = $1 AND job_uid = $2::uuid ORDER BY start_time`, tenantID, uid)
+		WHERE tenant_id = $1 AND job_uid = $2::uuid
+		UNION ALL
+		SELECT ledger_since, NULL, ledger_gpus, ledger_cpu_millis, ledger_memory_bytes, ledger_pods FROM jobs
+		WHERE tenant_id = $1 AND uid = $2::uuid AND ledger_since IS NOT NULL
+		ORDER BY 1`, tenantID, uid)
 	if err != nil {
 		return nil, translate(err, fmt.Sprintf("usage of job %s", uid))
 	}
@@ -430,7 +471,7 @@ func (s *Store) UsageHeld(ctx context.Context, since time.Time) (map[string]Tena
 	now := s.timestamp()
 	rows, err := s.pool.Query(ctx, `
 		SELECT tenant_id, sum(gpus), sum(g) FROM (
-			SELECT tenant_id, gpus, 0::float8 AS g FROM usage_intervals WHERE end_time IS NULL
+			SELECT tenant_id, ledger_gpus AS gpus, 0::float8 AS g FROM jobs WHERE ledger_since IS NOT NULL
 			UNION ALL
 			SELECT tenant_id, 0, g FROM (`+sqlUsageSeries("true", "$1::timestamptz", "$2::timestamptz", "$2::timestamptz")+`) x
 		) y GROUP BY tenant_id`, since.UTC().Truncate(time.Hour), now)

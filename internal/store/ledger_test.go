@@ -351,3 +351,38 @@ func TestUsageDaysAreTheSumOfTheirHours(t *testing.T) {
 	rollup("a second rollup adds nothing")
 	require.InDelta(t, jobGPUs*(6*3600+30*60), b.count(t, `SELECT sum(gpu_seconds)::bigint FROM usage_daily WHERE tenant_id = 'b'`), 1)
 }
+
+// A rollup that holds the job's row while it moves the open span (the
+// jobs' rows, migration 000025) delays the worker's save that closes the
+// span; the save then sees how far the span was rolled and closes it
+// there: its time is counted once.
+func TestLedgerSaveWaitsForRollup(t *testing.T) {
+	b, c := ledgerSetup(t, at("09:00:00"))
+	b.tenantCreate(t, "a")
+	key := keyOf(b.jobCreate(t, "a", "train", 2))
+	b.admit(t, key)
+	b.own(t, "w1", key)
+
+	// The rollup's transaction, as sqlUsageRollupOpen writes it, open.
+	tx, err := b.pool.Begin(b.ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(b.ctx) //nolint:errcheck
+	_, err = tx.Exec(b.ctx, `UPDATE jobs SET ledger_rolled = $1 WHERE tenant_id = $2 AND uid = $3`, at("10:00:00"), key.Tenant, key.UID)
+	require.NoError(t, err)
+	c.set(at("09:30:00")) // the save's clock is behind the rollup's cut
+	saved := make(chan error, 1)
+	go func() { saved <- b.ledgerSave(t, "w1", key, job.Succeeded, false, true) }()
+	select {
+	case err := <-saved:
+		t.Fatalf("the save did not wait for the rollup's lock: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	require.NoError(t, tx.Commit(b.ctx))
+	require.NoError(t, <-saved)
+
+	var rolled, end time.Time
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT rolled_to, end_time FROM usage_intervals WHERE job_uid = $1`, key.UID).Scan(&rolled, &end))
+	require.Equal(t, at("10:00:00"), rolled.UTC(), "the closed span starts its unrolled part where the rollup left it")
+	require.Equal(t, at("10:00:00"), end.UTC(), "never before the part rolled up")
+	require.Zero(t, b.count(t, `SELECT count(*) FROM jobs WHERE uid = $1 AND ledger_since IS NOT NULL`, key.UID))
+}

@@ -590,6 +590,14 @@ func saveStatement(items []saveItem) (string, []any) {
 			                     $12::bigint[], $13::uuid[], $14::bigint[])
 			     WITH ORDINALITY AS i(tenant_id, uid, worker_id, version, status, state, now, finish, done,
 			                          requeue, start_time, after, preempted_by, park, ord)
+		), o AS (
+			-- The job's open span in the usage ledger (ledger.go), locked:
+			-- the rollup may have moved its rolled part since the snapshot.
+			SELECT j.tenant_id, j.uid, j.ledger_since, coalesce(j.ledger_rolled, j.ledger_since) AS rolled,
+			       j.ledger_gpus, j.ledger_cpu_millis, j.ledger_memory_bytes, j.ledger_pods
+			FROM jobs j JOIN i ON j.tenant_id = i.tenant_id AND j.uid = i.uid
+			WHERE j.version = i.version
+			FOR UPDATE OF j
 		), u AS (
 			UPDATE jobs SET status = i.status, state = i.state, update_time = i.now, version = jobs.version + 1,
 			                finish_time = CASE WHEN i.finish IS NULL THEN NULL
@@ -608,18 +616,29 @@ func saveStatement(items []saveItem) (string, []any) {
 			                preempt_for = CASE WHEN i.requeue THEN NULL ELSE jobs.preempt_for END,
 			                preempt_message = CASE WHEN i.requeue THEN '' ELSE jobs.preempt_message END,
 			                preempted_by = CASE WHEN i.requeue THEN i.preempted_by ELSE jobs.preempted_by END,
-			                wait_reason = CASE WHEN i.requeue THEN '' ELSE jobs.wait_reason END
-			FROM i
+			                wait_reason = CASE WHEN i.requeue THEN '' ELSE jobs.wait_reason END,
+			                ledger_since = CASE WHEN i.requeue OR i.finish IS NOT NULL THEN NULL ELSE jobs.ledger_since END,
+			                ledger_rolled = CASE WHEN i.requeue OR i.finish IS NOT NULL THEN NULL ELSE jobs.ledger_rolled END,
+			                ledger_gpus = CASE WHEN i.requeue OR i.finish IS NOT NULL THEN NULL ELSE jobs.ledger_gpus END,
+			                ledger_cpu_millis = CASE WHEN i.requeue OR i.finish IS NOT NULL THEN NULL ELSE jobs.ledger_cpu_millis END,
+			                ledger_memory_bytes = CASE WHEN i.requeue OR i.finish IS NOT NULL THEN NULL ELSE jobs.ledger_memory_bytes END,
+			                ledger_pods = CASE WHEN i.requeue OR i.finish IS NOT NULL THEN NULL ELSE jobs.ledger_pods END
+			FROM i JOIN o ON o.tenant_id = i.tenant_id AND o.uid = i.uid
 			WHERE jobs.tenant_id = i.tenant_id AND jobs.uid = i.uid AND jobs.version = i.version
 			  AND ` + sqlOwnedBy("i.worker_id") + `
 			RETURNING i.ord, jobs.version, jobs.name, jobs.tenant_id, jobs.uid, i.now,
-			          i.requeue OR i.finish IS NOT NULL AS ends
+			          i.requeue OR i.finish IS NOT NULL AS ends, jobs.creator, jobs.labels,
+			          o.ledger_since, o.rolled, o.ledger_gpus, o.ledger_cpu_millis, o.ledger_memory_bytes, o.ledger_pods
 		), l AS (
 			-- A requeue or an end closes the job's open span in the usage
-			-- ledger (ledger.go), never before the part rolled up.
-			UPDATE usage_intervals v SET end_time = greatest(u.now, v.rolled_to)
+			-- ledger (ledger.go), never before the part rolled up: the span
+			-- row it writes, from the locked values (o), in this statement
+			-- that clears them from the job's row.
+			INSERT INTO usage_intervals (tenant_id, job_uid, creator, labels, gpus, cpu_millis, memory_bytes, pods, start_time, end_time, rolled_to)
+			SELECT u.tenant_id, u.uid, u.creator, u.labels, u.ledger_gpus, u.ledger_cpu_millis, u.ledger_memory_bytes, u.ledger_pods,
+			       u.ledger_since, greatest(u.now, u.rolled), u.rolled
 			FROM u
-			WHERE u.ends AND v.tenant_id = u.tenant_id AND v.job_uid = u.uid AND v.end_time IS NULL
+			WHERE u.ends AND u.ledger_since IS NOT NULL
 		), e AS (
 			INSERT INTO job_events (tenant_id, job_uid, job_name, type, reason, message, state, create_time)
 			SELECT u.tenant_id, u.uid, u.name, x.t, x.r, x.m, x.s, x.c

@@ -567,23 +567,22 @@ func admitted(b *pgx.Batch, read []job.Job, queuedAt map[JobKey]time.Time, gpuTy
 		}
 	}
 	tenants, uids := keyArrays(aKeys)
-	// The admission opens the job's span in the usage ledger (ledger.go),
-	// in the same statement: a job already holding an open span (a
-	// replay) keeps it.
+	// The admission opens the job's span in the usage ledger (ledger.go)
+	// in the row it updates: its start and the demand it counts. A job
+	// already holding an open span (a replay) keeps it.
 	b.Queue(`
-		WITH a AS (
-			UPDATE jobs j SET admitted = true, admitted_before = true, claim_after = '-infinity', not_before = NULL,
-			                  status = k.status, state = k.state, start_time = k.start_time,
-			                  admitted_model = k.model, cluster = k.cluster, version = j.version + 1, update_time = $6
-			FROM unnest($1::text[], $2::uuid[], $3::jsonb[], $4::text[], $5::timestamptz[], $7::text[],
-			            $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[])
-			     AS k(tenant_id, uid, status, state, start_time, model, gpus, cpu, mem, pods, cluster)
-			WHERE j.tenant_id = k.tenant_id AND j.uid = k.uid
-			RETURNING j.tenant_id, j.uid, j.creator, j.labels, k.gpus, k.cpu, k.mem, k.pods
-		)
-		INSERT INTO usage_intervals (tenant_id, job_uid, creator, labels, gpus, cpu_millis, memory_bytes, pods, start_time, rolled_to)
-		SELECT tenant_id, uid, creator, labels, gpus, cpu, mem, pods, $6, $6 FROM a
-		ON CONFLICT DO NOTHING`,
+		UPDATE jobs j SET admitted = true, admitted_before = true, claim_after = '-infinity', not_before = NULL,
+		                  status = k.status, state = k.state, start_time = k.start_time,
+		                  admitted_model = k.model, cluster = k.cluster, version = j.version + 1, update_time = $6,
+		                  ledger_since = coalesce(j.ledger_since, $6),
+		                  ledger_gpus = CASE WHEN j.ledger_since IS NULL THEN k.gpus ELSE j.ledger_gpus END,
+		                  ledger_cpu_millis = CASE WHEN j.ledger_since IS NULL THEN k.cpu ELSE j.ledger_cpu_millis END,
+		                  ledger_memory_bytes = CASE WHEN j.ledger_since IS NULL THEN k.mem ELSE j.ledger_memory_bytes END,
+		                  ledger_pods = CASE WHEN j.ledger_since IS NULL THEN k.pods ELSE j.ledger_pods END
+		FROM unnest($1::text[], $2::uuid[], $3::jsonb[], $4::text[], $5::timestamptz[], $7::text[],
+		            $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[])
+		     AS k(tenant_id, uid, status, state, start_time, model, gpus, cpu, mem, pods, cluster)
+		WHERE j.tenant_id = k.tenant_id AND j.uid = k.uid`,
 		tenants, uids, aStatuses, aStates, aStarts, now, aModels,
 		aDemands[job.GPU], aDemands[job.CPU], aDemands[job.Memory], aDemands[job.Pods], aClusters)
 	return out
