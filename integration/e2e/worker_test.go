@@ -145,38 +145,59 @@ func (e *workerEnv) recordPods(t *testing.T) *podRecorder {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	// A watch the API server ends (a slow consumer on a loaded machine)
-	// resumes where it was, so that no creation goes unseen.
+	// resumes where it was, so that no creation goes unseen; one that
+	// cannot (its resource version expired: the retry watcher gives up)
+	// starts again from a new list, which still holds the pods of ended
+	// jobs.
 	pods := e.Cluster.Client().CoreV1().Pods(e.ns)
 	selector := kube.ManagedSelector().String()
-	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: selector})
-	require.NoError(t, err)
-	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = selector
-			return pods.Watch(ctx, o)
-		}})
-	require.NoError(t, err)
 	r := &podRecorder{uids: map[string]map[string]bool{}}
-	for _, pod := range list.Items {
-		r.uids[pod.Name] = map[string]bool{string(pod.UID): true}
+	record := func(pod *corev1.Pod) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.uids[pod.Name] == nil {
+			r.uids[pod.Name] = map[string]bool{}
+		}
+		r.uids[pod.Name][string(pod.UID)] = true
 	}
+	start := func() (watch.Interface, error) {
+		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			record(&list.Items[i])
+		}
+		return watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				o.LabelSelector = selector
+				return pods.Watch(ctx, o)
+			}})
+	}
+	w, err := start()
+	require.NoError(t, err)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for ev := range w.ResultChan() {
-			pod, ok := ev.Object.(*corev1.Pod)
-			if !ok || ev.Type == watch.Error {
-				continue
+		for {
+			for ev := range w.ResultChan() {
+				if pod, ok := ev.Object.(*corev1.Pod); ok && ev.Type != watch.Error {
+					record(pod)
+				}
 			}
-			r.mu.Lock()
-			if r.uids[pod.Name] == nil {
-				r.uids[pod.Name] = map[string]bool{}
+			w.Stop()
+			for ctx.Err() == nil {
+				if w, err = start(); err == nil {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
 			}
-			r.uids[pod.Name][string(pod.UID)] = true
-			r.mu.Unlock()
+			if ctx.Err() != nil {
+				return
+			}
 		}
 	}()
-	t.Cleanup(func() { w.Stop(); cancel(); <-done })
+	t.Cleanup(func() { cancel(); <-done })
 	return r
 }
 
