@@ -33,19 +33,4 @@ if ! pg_isready -q -h 127.0.0.1 -p 5432; then
   pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -n 1)" main start
   for _ in $(seq 1 60); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 1; done
 fi
-
-# make test runs the end-to-end package beside the other packages, each
-# with its own API servers and workers: at their peak they hold more than
-# PostgreSQL's default 100 connections. Raise the limit once (ALTER SYSTEM,
-# then a restart); a server that refuses the change is left as it is.
-want_conns=300
-have_conns=$(psql -h 127.0.0.1 -U postgres -d postgres -Atc 'show max_connections' 2>/dev/null || echo "")
-if [[ $have_conns =~ ^[0-9]+$ ]] && ((have_conns < want_conns)); then
-  log "raising PostgreSQL's max_connections from $have_conns to $want_conns (make test runs two packages at once) and restarting it"
-  if psql -h 127.0.0.1 -U postgres -d postgres -qc "ALTER SYSTEM SET max_connections = $want_conns"; then
-    pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -n 1)" main restart ||
-      log "could not restart PostgreSQL: max_connections stays $have_conns until it restarts"
-    for _ in $(seq 1 60); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 1; done
-  fi
-fi
 pg_isready -q -h 127.0.0.1 -p 5432 || { log "PostgreSQL is not answering on 127.0.0.1:5432"; exit 1; }
