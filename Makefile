@@ -78,9 +78,29 @@ deps: ## Install what the tests and the demo need beyond Go, Node and PostgreSQL
 	@bash integration/deps.sh
 
 .PHONY: test
+# The end-to-end package, the longest (about 10 minutes, mostly waiting on
+# its cluster, processes and timers rather than computing), runs beside the
+# other packages, which run one at a time; then the benchmarks' smoke runs,
+# alone, since they time what they measure. Each package has its own
+# database and local cluster; the end-to-end package also has a PostgreSQL
+# server of its own (TRAINYARD_TEST_OWN_POSTGRES=1, internal/pgtest), since
+# job events are delivered below the server's oldest transaction and
+# another package's long transactions would hold its events back.
+# A failure anywhere fails make test; each run prints its own packages.
+E2E   := github.com/trainyard/trainyard/integration/e2e
+BENCH := github.com/trainyard/trainyard/integration/bench
 test: deps cluster-build build fuzz-smoke web-test python-test ## Every test: unit, Postgres and end to end on the local cluster, and each fuzz target briefly (what CI runs).
 	@pg_isready -q -h 127.0.0.1 -p 5432 || { echo "PostgreSQL is not answering on 127.0.0.1:5432 (.ci/run starts it)" >&2; exit 1; }
-	TRAINYARD_BIN=$(BIN)/trainyard $(GO) test -tags integration -count=1 -p 1 -timeout 60m ./...
+	@export TRAINYARD_BIN=$(BIN)/trainyard; t="$(GO) test -tags integration -count=1 -timeout 60m"; \
+	echo "TRAINYARD_TEST_OWN_POSTGRES=1 $$t $(E2E) &  # beside"; TRAINYARD_TEST_OWN_POSTGRES=1 $$t $(E2E) & e2e=$$!; \
+	echo "$$t -p 1 <every package but $(E2E) and $(BENCH)>"; \
+	$$t -p 1 $$($(GO) list -tags integration ./... | grep -vx -e '$(E2E)' -e '$(BENCH)'); rest=$$?; \
+	wait $$e2e; e2e_rc=$$?; \
+	echo "$$t $(BENCH)"; $$t $(BENCH); bench=$$?; \
+	[ $$e2e_rc -eq 0 ] || echo "make test: $(E2E) failed" >&2; \
+	[ $$rest -eq 0 ] || echo "make test: a package failed (above)" >&2; \
+	[ $$bench -eq 0 ] || echo "make test: $(BENCH) failed" >&2; \
+	[ $$rest -eq 0 ] && [ $$e2e_rc -eq 0 ] && [ $$bench -eq 0 ]
 	$(GO) vet -tags bench ./integration/bench/
 
 # Go native fuzz targets, package:Target. Their seeds are the unit tests'

@@ -74,6 +74,7 @@ func Main(m *testing.M) {
 		}
 	}
 	clusterMu.Unlock()
+	pgtest.StopOwnServer()
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}

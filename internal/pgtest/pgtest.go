@@ -13,7 +13,9 @@
 // The server is DATABASE_URL's when set (CI and these machines:
 // 127.0.0.1:5432); otherwise one Postgres container per test binary, started
 // through testcontainers (laptops with Docker; reaped when the binary
-// exits). When neither is available the test fails: it never skips.
+// exits). With TRAINYARD_TEST_OWN_POSTGRES=1 it is a server the test binary
+// runs itself from Debian's binaries (Local). When none is available the
+// test fails: it never skips.
 package pgtest
 
 import (
@@ -54,7 +56,12 @@ func Server(ctx context.Context) (string, error) {
 		return serverURL, nil
 	}
 	s := os.Getenv("DATABASE_URL")
-	if s == "" {
+	if os.Getenv(OwnServerEnv) == "1" {
+		var err error
+		if s, err = ownServer(); err != nil {
+			return "", err
+		}
+	} else if s == "" {
 		var err error
 		if s, err = containerServer(ctx); err != nil {
 			return "", fmt.Errorf("DATABASE_URL is unset and no Postgres container could start: %w", err)
@@ -79,6 +86,7 @@ func Run(m *testing.M, name string, setup func(ctx context.Context, url string) 
 		fmt.Fprintf(os.Stderr, "%s tests need Postgres: %v\n", name, err)
 		return 1
 	}
+	defer StopOwnServer()
 	db := "trainyard_" + name + "_" + randomHex(6)
 	if err := Exec(ctx, server, "CREATE DATABASE "+pgx.Identifier{db}.Sanitize()); err != nil {
 		fmt.Fprintf(os.Stderr, "%s tests need Postgres at %s: %v\n", name, Redact(server), err)
