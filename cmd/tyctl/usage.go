@@ -44,7 +44,7 @@ Accept: text/csv, for chargeback.`,
 			return a.print(resp, func(w io.Writer) { writeUsageTable(w, resp) })
 		},
 	}
-	q.register(cmd, "1h")
+	q.register(cmd)
 	cmd.Flags().BoolVar(&csvOut, "csv", false, "print CSV (the REST API's text/csv) instead of a table")
 	cmd.AddCommand(newUsageQueueCmd(a), newUsageIdleCmd(a))
 	return cmd
@@ -57,11 +57,11 @@ type usageQuery struct {
 	groupBy, step string
 }
 
-func (q *usageQuery) register(cmd *cobra.Command, step string) {
+func (q *usageQuery) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&q.all, "all", false, "every tenant's usage (platform admins)")
 	q.win.register(cmd, "7 days before --end", "now")
 	cmd.Flags().StringVar(&q.groupBy, "group-by", "", "creator, label:<key>, or several comma separated (creator,label:team)")
-	cmd.Flags().StringVar(&q.step, "step", step, "bucket: 1h or 1d (UTC days)")
+	cmd.Flags().StringVar(&q.step, "step", "1h", "bucket: 1h or 1d (UTC days)")
 }
 
 // run asks the usage API what the flags say.
@@ -148,11 +148,9 @@ func writeUsageTable(w io.Writer, resp *pb.QueryUsageResponse) {
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	var total usageSums
 	for _, r := range resp.GetRows() {
-		rec := usage.Record(r, resp.GetGroupBy())
-		rec = append(rec[:1], rec[2:]...)
-		rec[0] = r.GetStart().AsTime().UTC().Format("2006-01-02 15:04Z")
 		sums := usageSumsOf(r)
-		copy(rec[len(rec)-len(sums):], sums.hours())
+		rec := append([]string{r.GetStart().AsTime().UTC().Format("2006-01-02 15:04Z")}, usage.Group(r, resp.GetGroupBy())...)
+		rec = append(rec, sums.hours()...)
 		for i := range rec {
 			rec[i] = dash(rec[i])
 		}
@@ -215,7 +213,7 @@ answer with a row per tenant and group spanning the window.`,
 			return a.print(report, func(w io.Writer) { writeIdleTable(w, report) })
 		},
 	}
-	q.register(cmd, "1h")
+	q.register(cmd)
 	return cmd
 }
 
