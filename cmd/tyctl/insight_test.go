@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,6 +34,23 @@ func (f *fakeUsage) QueryQueueHistory(ctx context.Context, req *pb.QueryQueueHis
 	}}}
 	if req.GetParent() == "tenants/-" {
 		resp.Capacity = []*pb.CapacityPoint{{Start: timestamppb.New(bucket0), Gpus: 64}, {Start: timestamppb.New(bucket0.Add(time.Hour)), Gpus: 56}}
+	}
+	return resp, nil
+}
+
+// QueryUsage answers two hours of tenant ml (alice's jobs, the second
+// hour half idle) and, with tenants/-, an hour of tenant cv, busy.
+func (f *fakeUsage) QueryUsage(ctx context.Context, req *pb.QueryUsageRequest) (*pb.QueryUsageResponse, error) {
+	f.record(ctx, "QueryUsage", req)
+	row := func(tenant string, h int, gpu, used, idle float64) *pb.UsageRow {
+		start := bucket0.Add(time.Duration(h) * time.Hour)
+		return &pb.UsageRow{Start: timestamppb.New(start), End: timestamppb.New(start.Add(time.Hour)), Tenant: tenant, Creator: "alice",
+			GpuHours: gpu, CpuHours: 2 * gpu, MemoryGibHours: 8 * gpu, GpuHoursUsed: used, GpuHoursIdle: idle}
+	}
+	resp := &pb.QueryUsageResponse{Start: timestamppb.New(bucket0), End: timestamppb.New(bucket0.Add(2 * time.Hour)),
+		Step: "1h", GroupBy: req.GetGroupBy(), Rows: []*pb.UsageRow{row("ml", 0, 4, 3, 0), row("ml", 1, 4, 1, 2)}}
+	if req.GetParent() == "tenants/-" {
+		resp.Rows = append(resp.Rows, row("cv", 1, 8, 6, 0))
 	}
 	return resp, nil
 }
@@ -111,6 +129,42 @@ func TestUsageQueue(t *testing.T) {
 	require.NotEqual(t, 0, r.code)
 	require.Contains(t, r.stderr, "--end")
 	require.Len(t, f.rec.methodCalls("QueryQueueHistory"), 3, "bad flags make no call")
+}
+
+// usage prints the GPU-hours used and idle beside the allocated ones;
+// usage idle sums them per tenant (and group) over the window, most idle
+// first, with the idle share.
+func TestUsageIdle(t *testing.T) {
+	f := startUsageFake(t, true)
+	env := map[string]string{envToken: testToken, envTenant: "ml"}
+	r := f.tyctl(t, env, "usage", "--since", "2h")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `START\s+TENANT\s+GPUHOURS\s+CPUHOURS\s+MEMORYGIBHOURS\s+GPUHOURSUSED\s+GPUHOURSIDLE\n`, r.stdout)
+	require.Regexp(t, `2026-03-01 11:00Z\s+ml\s+4.00\s+8.00\s+32.00\s+1.00\s+2.00\n`, r.stdout)
+	require.Regexp(t, `TOTAL\s+8.00\s+16.00\s+64.00\s+4.00\s+2.00\n`, r.stdout)
+	r = f.tyctl(t, env, "usage", "--csv")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "start,end,tenant,gpuHours,cpuHours,memoryGibHours,gpuHoursUsed,gpuHoursIdle\n"+
+		"2026-03-01T10:00:00Z,2026-03-01T11:00:00Z,ml,4,8,32,3,0\n")
+
+	r = f.tyctl(t, env, "usage", "idle", "--all", "--since", "2h")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "From 2026-03-01 10:00Z to 2026-03-01 12:00Z\n", strings.SplitAfter(r.stdout, "\n")[0])
+	require.Regexp(t, `TENANT\s+GPU HOURS\s+USED\s+IDLE\s+IDLE %\n`+
+		`ml\s+8.00\s+4.00\s+2.00\s+25%\n`+
+		`cv\s+8.00\s+6.00\s+0.00\s+0%\n`+
+		`TOTAL\s+16.00\s+10.00\s+2.00\s+12%\n`, r.stdout)
+	calls := f.rec.methodCalls("QueryUsage")
+	req := calls[len(calls)-1].req.(*pb.QueryUsageRequest)
+	require.Equal(t, "tenants/-", req.GetParent())
+	require.Equal(t, "1h", req.GetStep())
+	require.True(t, testNow.Add(-2*time.Hour).Equal(req.GetStart().AsTime()))
+
+	r = f.tyctl(t, env, "usage", "idle", "--group-by", "creator", "-o", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, `"gpuHoursIdle": 2`)
+	require.Contains(t, r.stdout, `"end": "2026-03-01T12:00:00Z"`, "a row spans the window")
+	require.Equal(t, "tenants/ml", f.rec.methodCalls("QueryUsage")[3].req.(*pb.QueryUsageRequest).GetParent())
 }
 
 // jobs utilization names the job, passes the window and step, and prints

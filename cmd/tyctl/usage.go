@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,43 +17,24 @@ import (
 
 func newUsageCmd(a *app) *cobra.Command {
 	var (
-		all           bool
-		win           window
-		groupBy, step string
-		csvOut        bool
+		q      usageQuery
+		csvOut bool
 	)
 	cmd := &cobra.Command{
 		Use:   "usage",
 		Short: "Show GPU-, CPU- and memory-hours by hour or day (a tenant's members: their tenant; platform admins: --all)",
 		Long: `Show the usage ledger: the GPU-, CPU- and memory-hours the jobs held
 from admission to end (allocated, not measured), by hour or by UTC day,
-per tenant and, with --group-by, per creator and job label. Buckets without
-usage are left out. --csv prints the same CSV as the REST API's
+per tenant and, with --group-by, per creator and job label, with the
+GPU-hours used and held idle (with the server's --prometheus-url). Buckets
+without usage are left out. --csv prints the same CSV as the REST API's
 Accept: text/csv, for chargeback.`,
 		Example: `  tyctl usage --since 24h
   tyctl usage --start 2026-11-01 --end 2026-12-01 --step 1d --group-by creator,label:team --csv > november.csv
   tyctl usage --all --step 1d`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			req := &pb.QueryUsageRequest{Parent: "tenants/-", GroupBy: groupBy, Step: step}
-			if !all {
-				parent, err := a.tenantParent()
-				if err != nil {
-					return err
-				}
-				req.Parent = parent
-			}
-			var err error
-			if req.Start, req.End, err = win.times(a.now()); err != nil {
-				return err
-			}
-			conn, err := a.connect()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := a.callCtx(cmd)
-			defer cancel()
-			resp, err := pb.NewUsageServiceClient(conn).QueryUsage(ctx, req)
+			resp, err := q.run(cmd, a)
 			if err != nil {
 				return err
 			}
@@ -61,13 +44,47 @@ Accept: text/csv, for chargeback.`,
 			return a.print(resp, func(w io.Writer) { writeUsageTable(w, resp) })
 		},
 	}
-	cmd.Flags().BoolVar(&all, "all", false, "every tenant's usage (platform admins)")
-	win.register(cmd, "7 days before --end", "now")
-	cmd.Flags().StringVar(&groupBy, "group-by", "", "creator, label:<key>, or several comma separated (creator,label:team)")
-	cmd.Flags().StringVar(&step, "step", "1h", "bucket: 1h or 1d (UTC days)")
+	q.register(cmd)
 	cmd.Flags().BoolVar(&csvOut, "csv", false, "print CSV (the REST API's text/csv) instead of a table")
-	cmd.AddCommand(newUsageQueueCmd(a))
+	cmd.AddCommand(newUsageQueueCmd(a), newUsageIdleCmd(a))
 	return cmd
+}
+
+// usageQuery is the flags of the commands that read the usage ledger.
+type usageQuery struct {
+	all           bool
+	win           window
+	groupBy, step string
+}
+
+func (q *usageQuery) register(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&q.all, "all", false, "every tenant's usage (platform admins)")
+	q.win.register(cmd, "7 days before --end", "now")
+	cmd.Flags().StringVar(&q.groupBy, "group-by", "", "creator, label:<key>, or several comma separated (creator,label:team)")
+	cmd.Flags().StringVar(&q.step, "step", "1h", "bucket: 1h or 1d (UTC days)")
+}
+
+// run asks the usage API what the flags say.
+func (q *usageQuery) run(cmd *cobra.Command, a *app) (*pb.QueryUsageResponse, error) {
+	req := &pb.QueryUsageRequest{Parent: "tenants/-", GroupBy: q.groupBy, Step: q.step}
+	if !q.all {
+		parent, err := a.tenantParent()
+		if err != nil {
+			return nil, err
+		}
+		req.Parent = parent
+	}
+	var err error
+	if req.Start, req.End, err = q.win.times(a.now()); err != nil {
+		return nil, err
+	}
+	conn, err := a.connect()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := a.callCtx(cmd)
+	defer cancel()
+	return pb.NewUsageServiceClient(conn).QueryUsage(ctx, req)
 }
 
 // window is the --since, --start and --end flags of the commands that
@@ -129,28 +146,132 @@ func writeUsageTable(w io.Writer, resp *pb.QueryUsageResponse) {
 		head[i] = strings.ToUpper(h)
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
-	var gpu, cpu, mem, used float64
+	var total usageSums
 	for _, r := range resp.GetRows() {
-		rec := usage.Record(r, resp.GetGroupBy())
-		rec = append(rec[:1], rec[2:]...)
-		rec[0] = r.GetStart().AsTime().UTC().Format("2006-01-02 15:04Z")
-		n := len(rec)
-		rec[n-4], rec[n-3], rec[n-2], rec[n-1] = hours(r.GetGpuHours()), hours(r.GetCpuHours()), hours(r.GetMemoryGibHours()), hours(r.GetGpuHoursUsed())
+		sums := usageSumsOf(r)
+		rec := append([]string{r.GetStart().AsTime().UTC().Format("2006-01-02 15:04Z")}, usage.Group(r, resp.GetGroupBy())...)
+		rec = append(rec, sums.hours()...)
 		for i := range rec {
 			rec[i] = dash(rec[i])
 		}
 		fmt.Fprintln(tw, strings.Join(rec, "\t"))
-		gpu, cpu, mem, used = gpu+r.GetGpuHours(), cpu+r.GetCpuHours(), mem+r.GetMemoryGibHours(), used+r.GetGpuHoursUsed()
+		total.add(sums)
 	}
-	total := make([]string, len(head))
-	for i := range total {
-		total[i] = ""
-	}
-	total[0] = "TOTAL"
-	n := len(total)
-	total[n-4], total[n-3], total[n-2], total[n-1] = hours(gpu), hours(cpu), hours(mem), hours(used)
-	fmt.Fprintln(tw, strings.Join(total, "\t"))
+	line := make([]string, len(head))
+	line[0] = "TOTAL"
+	copy(line[len(line)-len(total):], total.hours())
+	fmt.Fprintln(tw, strings.Join(line, "\t"))
 	_ = tw.Flush()
 }
 
+// usageSums are a row's hours in usage.Header's order: GPU, CPU, memory
+// GiB, GPU used, GPU idle.
+type usageSums [5]float64
+
+func usageSumsOf(r *pb.UsageRow) usageSums {
+	return usageSums{r.GetGpuHours(), r.GetCpuHours(), r.GetMemoryGibHours(), r.GetGpuHoursUsed(), r.GetGpuHoursIdle()}
+}
+
+func (s *usageSums) add(o usageSums) {
+	for i := range s {
+		s[i] += o[i]
+	}
+}
+
+func (s usageSums) hours() []string {
+	out := make([]string, len(s))
+	for i, h := range s {
+		out[i] = hours(h)
+	}
+	return out
+}
+
 func hours(h float64) string { return fmt.Sprintf("%.2f", h) }
+
+func newUsageIdleCmd(a *app) *cobra.Command {
+	var q usageQuery
+	cmd := &cobra.Command{
+		Use:   "idle",
+		Short: "Show the GPU-hours held idle per tenant over a window, most first (platform admins: --all)",
+		Long: `Show, per tenant (and per creator and job label with --group-by), the
+GPU-hours its jobs held over the window, used, and held idle: while a job
+was flagged IdleGPUs (every GPU below the tenant's idle threshold for its
+idle time; the server's --prometheus-url), most idle first. It sums the
+usage API's buckets over the window (--step 1d reads fewer rows for a long
+window; the window is then whole UTC days); with -o json, the same
+answer with a row per tenant and group spanning the window.`,
+		Example: `  tyctl usage idle --all --since 168h
+  tyctl usage idle --all --start 2026-11-01 --end 2026-12-01 --step 1d
+  tyctl usage idle --group-by creator`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			resp, err := q.run(cmd, a)
+			if err != nil {
+				return err
+			}
+			report := idleReport(resp)
+			return a.print(report, func(w io.Writer) { writeIdleTable(w, report) })
+		},
+	}
+	q.register(cmd)
+	return cmd
+}
+
+// idleReport sums resp's rows over its window per tenant and group (each
+// row then spans the window), most GPU-hours idle first; groups that held
+// no GPUs are left out.
+func idleReport(resp *pb.QueryUsageResponse) *pb.QueryUsageResponse {
+	out := &pb.QueryUsageResponse{Start: resp.GetStart(), End: resp.GetEnd(), GroupBy: resp.GetGroupBy()}
+	byKey := map[string]*pb.UsageRow{}
+	for _, r := range resp.GetRows() {
+		if r.GetGpuHours() == 0 && r.GetGpuHoursIdle() == 0 {
+			continue
+		}
+		key := strings.Join(usage.Group(r, resp.GetGroupBy()), "\x00")
+		t, ok := byKey[key]
+		if !ok {
+			t = &pb.UsageRow{Start: resp.GetStart(), End: resp.GetEnd(), Tenant: r.GetTenant(), Creator: r.GetCreator(), Labels: r.GetLabels()}
+			byKey[key] = t
+			out.Rows = append(out.Rows, t)
+		}
+		t.GpuHours += r.GetGpuHours()
+		t.CpuHours += r.GetCpuHours()
+		t.MemoryGibHours += r.GetMemoryGibHours()
+		t.GpuHoursUsed += r.GetGpuHoursUsed()
+		t.GpuHoursIdle += r.GetGpuHoursIdle()
+	}
+	slices.SortStableFunc(out.Rows, func(x, y *pb.UsageRow) int { return cmp.Compare(y.GetGpuHoursIdle(), x.GetGpuHoursIdle()) })
+	return out
+}
+
+// writeIdleTable prints the report: a line per tenant and group, and the
+// total.
+func writeIdleTable(w io.Writer, report *pb.QueryUsageResponse) {
+	fmt.Fprintf(w, "From %s to %s\n", report.GetStart().AsTime().UTC().Format("2006-01-02 15:04Z"), report.GetEnd().AsTime().UTC().Format("2006-01-02 15:04Z"))
+	tw := newTabWriter(w)
+	head := usage.GroupHeader(report.GetGroupBy())
+	for i, h := range head {
+		head[i] = strings.ToUpper(h)
+	}
+	fmt.Fprintln(tw, strings.Join(append(head, "GPU HOURS", "USED", "IDLE", "IDLE %"), "\t"))
+	var gpu, used, idle float64
+	line := func(rec []string, g, u, i float64) {
+		share := "-"
+		if g > 0 {
+			share = fmt.Sprintf("%.0f%%", 100*i/g)
+		}
+		fmt.Fprintln(tw, strings.Join(append(rec, hours(g), hours(u), hours(i), share), "\t"))
+	}
+	for _, r := range report.GetRows() {
+		rec := usage.Group(r, report.GetGroupBy())
+		for i := range rec {
+			rec[i] = dash(rec[i])
+		}
+		line(rec, r.GetGpuHours(), r.GetGpuHoursUsed(), r.GetGpuHoursIdle())
+		gpu, used, idle = gpu+r.GetGpuHours(), used+r.GetGpuHoursUsed(), idle+r.GetGpuHoursIdle()
+	}
+	total := make([]string, len(head))
+	total[0] = "TOTAL"
+	line(total, gpu, used, idle)
+	_ = tw.Flush()
+}

@@ -83,16 +83,18 @@ func TestConsoleUsage(t *testing.T) {
 	defer conn.Close(context.Background())
 	// Ten days up to the last full hour: alice holds 2 to 6 GPUs by a
 	// daily rhythm (4 on average), bob 3 in UTC working hours (8 to 18)
-	// and 1 otherwise (46 GPU-hours a day), carol 3 all along.
+	// and 1 otherwise (46 GPU-hours a day), carol 3 all along, one of them
+	// held idle (a job flagged IdleGPUs; usage_daily has no idle column:
+	// the hours give it).
 	end := time.Now().UTC().Truncate(time.Hour)
 	_, err = conn.Exec(ctx, `
-		INSERT INTO usage_hourly (tenant_id, hour, creator, labels, gpu_seconds, cpu_seconds, memory_byte_seconds, pod_seconds)
+		INSERT INTO usage_hourly (tenant_id, hour, creator, labels, gpu_seconds, cpu_seconds, memory_byte_seconds, pod_seconds, gpu_idle_seconds)
 		SELECT g.tenant, h, g.creator, g.labels,
 		       3600 * CASE g.creator
 		         WHEN 'alice' THEN 4 + round(2 * sin(extract(epoch FROM h) / 3600 * pi() / 12))
 		         WHEN 'bob' THEN CASE WHEN extract(hour FROM h AT TIME ZONE 'UTC') BETWEEN 8 AND 18 THEN 3 ELSE 1 END
 		         ELSE 3 END,
-		       3600 * 8, 3600 * 32 * 2^30, 3600
+		       3600 * 8, 3600 * 32 * 2^30, 3600, CASE g.creator WHEN 'carol' THEN 3600 ELSE 0 END
 		FROM generate_series($1::timestamptz, $2::timestamptz - interval '1 hour', interval '1 hour') h,
 		     (VALUES ('vision', 'alice', '{"team": "detection"}'::jsonb), ('vision', 'bob', '{"team": "segmentation"}'::jsonb),
 		             ('speech', 'carol', '{}'::jsonb)) g(tenant, creator, labels)`,
@@ -174,6 +176,7 @@ func TestConsoleUsage(t *testing.T) {
 		totals := alice.text(`[data-testid=tenant-usage] .usage-totals`)
 		require.Regexp(t, `detection\s+960\b`, totals)
 		require.Regexp(t, `segmentation\s+460\b`, totals)
+		require.NotContains(t, totals, "idle", "no GPU-hours held idle: no column")
 	})
 
 	t.Run("ClusterByTenantForAdmins", func(t *testing.T) {
@@ -185,6 +188,11 @@ func TestConsoleUsage(t *testing.T) {
 		require.Equal(t, []string{"vision", "speech", "Capacity"}, legend(admin, `[data-testid=cluster-usage] [data-limits]`))
 		// The capacity line is the samples': 48 GPUs at the last hour.
 		require.Equal(t, 48, eval[int](admin, `(() => { const c = document.querySelector('[data-testid=cluster-usage] [data-limits]'); return +c.dataset.lastLimit; })()`))
+		// The report of idle GPUs: each tenant's GPU-hours held and idle.
+		held := eval[[]int](admin, `/speech\s+(\d+)\s+(\d+)/.exec(document.querySelector('[data-testid=cluster-usage] .usage-totals').innerText).slice(1).map(Number)`)
+		require.Positive(t, held[0])
+		require.Equal(t, held[0], 3*held[1], "one of speech's three GPUs idle")
+		require.Regexp(t, `vision\s+\d+\s+0\b`, admin.text(`[data-testid=cluster-usage] .usage-totals`))
 		chart(admin, `[data-testid=cluster-queue-chart]`, 3, 2)
 		// Back to 7 days by hour for the picture.
 		admin.click(`input[name=range][value="7d"]`)

@@ -21,7 +21,8 @@ import (
 // --prometheus-url, reads a real Prometheus that scrapes a DCGM-shaped
 // exporter reporting 80 % for one replica's pod and 0 % for another's.
 // GetJob shows both; the job whose only GPU idles gets IdleGPUs (the
-// tenant's idle time is 3 s); the usage API shows GPU-hours used.
+// tenant's idle time is 3 s); the usage API shows GPU-hours used, and
+// the platform's report the GPU-hours held idle.
 func TestGPUUtilizationThroughPrometheus(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -90,4 +91,22 @@ func TestGPUUtilizationThroughPrometheus(t *testing.T) {
 	}
 	require.Positive(t, used)
 	require.Less(t, used, allocated)
+
+	// The platform's report of idle GPUs: every tenant's GPU-hours held
+	// idle (tenants/-, a platform admin), here the stuck job's windows
+	// after the poll that flagged it.
+	admin := pb.NewUsageServiceClient(e.Conn(t, e.AdminToken()))
+	var idle float64
+	require.Eventually(t, func() bool {
+		all, err := admin.QueryUsage(ctx, &pb.QueryUsageRequest{Parent: "tenants/-", Step: "1d"})
+		require.NoError(t, err)
+		idle, allocated = 0, 0
+		for _, r := range all.GetRows() {
+			if r.GetTenant() == "gpu-util" {
+				idle, allocated = idle+r.GetGpuHoursIdle(), allocated+r.GetGpuHours()
+			}
+		}
+		return idle > 0
+	}, 30*time.Second, 500*time.Millisecond)
+	require.Less(t, idle, allocated/3, "one of the tenant's three GPUs idles, and not from its start")
 }

@@ -99,7 +99,7 @@ func TestUsageAPI(t *testing.T) {
 	require.Equal(t, "text/csv; charset=utf-8", c.Header.Get("Content-Type"))
 	recs, err := csv.NewReader(strings.NewReader(string(c.Body))).ReadAll()
 	require.NoError(t, err)
-	require.Equal(t, []string{"start", "end", "tenant", "creator", "label:team", "gpuHours", "cpuHours", "memoryGibHours", "gpuHoursUsed"}, recs[0])
+	require.Equal(t, []string{"start", "end", "tenant", "creator", "label:team", "gpuHours", "cpuHours", "memoryGibHours", "gpuHoursUsed", "gpuHoursIdle"}, recs[0])
 	require.Len(t, recs, 1+len(fromJSON.GetRows()))
 	for i, r := range fromJSON.GetRows() {
 		require.Equal(t, usage.Record(r, "creator,label:team"), recs[i+1])

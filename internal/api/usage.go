@@ -108,7 +108,7 @@ func (s *UsageServer) QueryUsage(ctx context.Context, req *pb.QueryUsageRequest)
 			Start: timestamppb.New(r.Start), End: timestamppb.New(r.Start.Add(width)), Tenant: r.Tenant,
 			Creator:  r.Creator,
 			GpuHours: r.GPUSeconds / 3600, CpuHours: r.CPUSeconds / 3600, MemoryGibHours: r.MemoryByteSeconds / (1 << 30) / 3600,
-			GpuHoursUsed: r.GPUUsedSeconds / 3600,
+			GpuHoursUsed: r.GPUUsedSeconds / 3600, GpuHoursIdle: r.GPUIdleSeconds / 3600,
 		}
 		if len(p.ByLabels) > 0 {
 			row.Labels = make(map[string]string, len(p.ByLabels))

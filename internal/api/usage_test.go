@@ -30,7 +30,7 @@ func TestQueryUsageWindowAndRows(t *testing.T) {
 	now := time.Date(2026, 12, 7, 10, 30, 0, 0, time.UTC)
 	st := &usageStore{fakeStore: newFakeStore(), rows: []store.UsageRow{{
 		Start: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), Tenant: "ml", Creator: "alice", Labels: []string{"vision"},
-		GPUSeconds: 7200, CPUSeconds: 3600, MemoryByteSeconds: 3600 << 30,
+		GPUSeconds: 7200, CPUSeconds: 3600, MemoryByteSeconds: 3600 << 30, GPUUsedSeconds: 1800, GPUIdleSeconds: 5400,
 	}}}
 	s := NewUsageServer(Deps{Store: st, Now: func() time.Time { return now }})
 	resp, err := s.QueryUsage(context.Background(), &pb.QueryUsageRequest{Parent: "tenants/ml", Step: "1d", GroupBy: "creator, label:team",
@@ -45,6 +45,8 @@ func TestQueryUsageWindowAndRows(t *testing.T) {
 	require.Equal(t, 2.0, r.GetGpuHours())
 	require.Equal(t, 1.0, r.GetCpuHours())
 	require.Equal(t, 1.0, r.GetMemoryGibHours())
+	require.Equal(t, 0.5, r.GetGpuHoursUsed())
+	require.Equal(t, 1.5, r.GetGpuHoursIdle())
 	require.Equal(t, map[string]string{"team": "vision"}, r.GetLabels())
 	require.Equal(t, time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC), r.GetEnd().AsTime())
 

@@ -8,7 +8,8 @@
 //	                                                           │ one transaction per job and window,
 //	                                                           ▼ fenced on sampled_to
 //	                           Postgres: job_gpu_replicas (sums), job_gpu (sampled_to, idle_since),
-//	                                     usage_hourly.gpu_used_seconds, jobs.status IdleGPUs + event
+//	                                     usage_hourly.gpu_used_seconds and gpu_idle_seconds,
+//	                                     jobs.status IdleGPUs + event
 //
 // # Where it runs
 //
@@ -68,6 +69,19 @@
 // window without samples counts at the job's mean so far while samples
 // are recent (a poll shorter than the scrape interval falls between
 // scrapes), and not at all otherwise: used counts what was measured.
+//
+// # GPU-hours held idle
+//
+// A window that begins with the job flagged IdleGPUs adds its job's GPUs
+// × its seconds to the hour's GPU-seconds held idle: the verdict is judged
+// at window ends, so the flag holds over whole windows, from the one after
+// the poll that set it through the one whose poll cleared it (or the job's
+// last). The flag is read in the window's own transaction (job_gpu.
+// idle_since), so a new leader counts on from where the last one stopped,
+// and a window is counted once. The grace before the flag (the tenant's
+// idle time) is not idle time here: what is counted is what the IdleGPUs
+// condition showed. The usage API's gpuHoursIdle, per tenant with
+// tenants/-, is the platform's report of it.
 //
 // # Metrics
 //

@@ -319,3 +319,24 @@ func TestLedgerUnrolledPlan(t *testing.T) {
 		})
 	}
 }
+
+// A usage read by day takes GPU-seconds used and idle from the hours that
+// have any, by the partial index usage_hourly_measured_idx (migration
+// 000026), not from every hour of the tenant.
+func TestLedgerMeasuredHoursPlan(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "big")
+	b.exec(t, `
+		INSERT INTO usage_hourly (tenant_id, hour, creator, labels, gpu_seconds, gpu_used_seconds, gpu_idle_seconds)
+		SELECT 'big', date_trunc('hour', now()) - i * interval '1 hour', 'alice', '{}', 3600,
+		       CASE WHEN i % 50 = 0 THEN 100 ELSE 0 END, CASE WHEN i % 70 = 0 THEN 3600 ELSE 0 END
+		FROM generate_series(1, 8000) i`)
+	b.exec(t, `ANALYZE usage_hourly`)
+	day := time.Now().UTC().Truncate(24 * time.Hour)
+	sql := sqlUsageSeriesFrom("usage_daily", "day", "%t = $1", "$2::timestamptz", "$3::timestamptz", "$3::timestamptz")
+	conn := connWith(t, b, "enable_seqscan", "off")
+	plan := strings.Join(planNodes(t, b.ctx, conn, sql, []any{"big", day.AddDate(0, 0, -300), day}), " > ")
+	t.Log(plan)
+	require.Contains(t, plan, "usage_hourly_measured_idx")
+	require.NotContains(t, plan, "Seq Scan:usage_hourly")
+}

@@ -19,8 +19,9 @@ import (
 // Prometheus's retention.
 //
 //	GPUJobsRunning ──► the poller reads (sampled_to, t] of each job's pods
-//	GPUFiguresRecord ─► adds the window's sums to job_gpu_replicas and moves
-//	                    sampled_to to t, fenced on the sampled_to it read;
+//	GPUFiguresRecord ─► adds the window's sums to job_gpu_replicas and its
+//	                    GPU-seconds used and held idle to usage_hourly, and
+//	                    moves sampled_to to t, fenced on the sampled_to it read;
 //	                    sets or clears the IdleGPUs condition (an event, a
 //	                    new version: the job's worker reloads it)
 //	GPUFiguresGet ────► GetJob's figures
@@ -221,7 +222,7 @@ func (s *Store) GPUFiguresRecord(ctx context.Context, r GPURecord) (changed bool
 				return err
 			}
 		}
-		if err := gpuUsedAdd(ctx, tx, r); err != nil {
+		if err := gpuLedgerAdd(ctx, tx, r, prevIdle != nil); err != nil {
 			return err
 		}
 		if r.Idle.Idle == (prevIdle != nil) {
@@ -279,24 +280,36 @@ func gpuReplicaAdd(ctx context.Context, tx *txn, tenantID, uid string, f job.GPU
 	return err
 }
 
-// gpuUsedAdd adds the window's GPU-seconds used to the usage ledger's
-// hours (usage_hourly.gpu_used_seconds): the job's GPUs, as its open span
-// counts them, times the window's seconds since the span opened (a job
-// requeued and admitted again counts none of its wait) split at UTC
-// hours, times r.UsedPercent. A window not Measured adds nothing.
-func gpuUsedAdd(ctx context.Context, tx *txn, r GPURecord) error {
-	if !r.Measured || !r.To.After(r.Start) {
+// gpuLedgerAdd adds the window's GPU-seconds used and held idle to the
+// usage ledger's hours (usage_hourly.gpu_used_seconds and
+// gpu_idle_seconds): the job's GPUs, as its open span counts them, times
+// the window's seconds since the span opened (a job requeued and admitted
+// again counts none of its wait) split at UTC hours; used times
+// r.UsedPercent when the window is Measured, idle in full when the job
+// was flagged idle as the window began (flagged: the verdict, judged at
+// window ends, held the whole window).
+func gpuLedgerAdd(ctx context.Context, tx *txn, r GPURecord, flagged bool) error {
+	usedPercent := 0.0
+	if r.Measured {
+		usedPercent = r.UsedPercent
+	}
+	idle := 0.0
+	if flagged {
+		idle = 1
+	}
+	if (usedPercent == 0 && idle == 0) || !r.To.After(r.Start) {
 		return nil
 	}
 	_, err := tx.Exec(ctx, `
-		INSERT INTO usage_hourly AS u (tenant_id, hour, creator, labels, gpu_used_seconds)
-		SELECT v.tenant_id, s.hour, v.creator, v.labels, v.ledger_gpus * s.seconds * $5 / 100
+		INSERT INTO usage_hourly AS u (tenant_id, hour, creator, labels, gpu_used_seconds, gpu_idle_seconds)
+		SELECT v.tenant_id, s.hour, v.creator, v.labels, v.ledger_gpus * s.seconds * $5 / 100, v.ledger_gpus * s.seconds * $6
 		FROM jobs v, trainyard_usage_hours(greatest($3, v.ledger_since), $4) s
 		WHERE v.tenant_id = $1 AND v.uid = $2 AND v.ledger_since IS NOT NULL AND v.ledger_gpus > 0
 		ORDER BY 1, 2, 3, 4
 		ON CONFLICT (tenant_id, hour, creator, labels) DO UPDATE SET
-		    gpu_used_seconds = u.gpu_used_seconds + excluded.gpu_used_seconds`,
-		r.Tenant, r.UID, r.Start, r.To, r.UsedPercent)
+		    gpu_used_seconds = u.gpu_used_seconds + excluded.gpu_used_seconds,
+		    gpu_idle_seconds = u.gpu_idle_seconds + excluded.gpu_idle_seconds`,
+		r.Tenant, r.UID, r.Start, r.To, usedPercent, idle)
 	return err
 }
 

@@ -98,3 +98,82 @@ func TestGPUFiguresRecord(t *testing.T) {
 	}
 	require.InDelta(t, 900, used, 1e-6)
 }
+
+// TestGPUIdleSeconds: the GPU-seconds a job holds while flagged IdleGPUs
+// reach the ledger (usage_hourly.gpu_idle_seconds, migration 000026), from
+// the window after the poll that set the flag through the window whose
+// poll cleared it; a busy job's none. A window is counted once (a second
+// leader's late write adds nothing), and a new leader that knows only what
+// the store says continues where the last one stopped. By hour and by day
+// (usage_daily has no idle column: the hours add it) the sums agree.
+func TestGPUIdleSeconds(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "a")
+	idle := b.jobInState(t, "a", "idle", job.Running, true)
+	busy := b.jobInState(t, "a", "busy", job.Running, true)
+	for _, uid := range []string{idle.Job.UID, busy.Job.UID} {
+		b.exec(t, `UPDATE jobs SET status = status || jsonb_build_object('startTime', date_trunc('hour', now()) - interval '2 hours'),
+			ledger_since = date_trunc('hour', now()) - interval '2 hours', ledger_rolled = NULL, labels = jsonb_build_object('name', name)
+			WHERE uid = $1`, uid)
+	}
+	var (
+		gpus    float64
+		started time.Time
+	)
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT ledger_gpus, ledger_since FROM jobs WHERE uid = $1`, idle.Job.UID).Scan(&gpus, &started))
+	started = started.UTC()
+	require.Positive(t, gpus)
+
+	// record writes the next window of each job as the poller does, from
+	// what the store says (GPUJobsRunning: a leader's view after a
+	// fail-over is the same), with the verdict at its end.
+	record := func(to time.Time, idleVerdict map[string]bool) {
+		t.Helper()
+		jobs, err := b.store.GPUJobsRunning(b.ctx)
+		require.NoError(t, err)
+		require.Len(t, jobs, 2)
+		for _, j := range jobs {
+			start := j.SampledTo
+			if start.IsZero() {
+				start = j.StartTime
+			}
+			var f job.GPUFigures
+			f.Replica = "worker-0"
+			f.AddUtil(0, to, false)
+			rec := GPURecord{Tenant: j.Tenant, UID: j.UID, From: j.SampledTo, Start: start, To: to, Replicas: []job.GPUFigures{f},
+				Measured: true, UsedPercent: 1}
+			if idleVerdict[j.Name] {
+				rec.Idle = GPUIdle{Idle: true, Since: j.StartTime, Message: "idle"}
+			}
+			_, err := b.store.GPUFiguresRecord(b.ctx, rec)
+			require.NoError(t, err)
+			_, err = b.store.GPUFiguresRecord(b.ctx, rec)
+			require.ErrorIs(t, err, ErrGPUWindowMoved, "a second leader's late write of the same window")
+		}
+	}
+	t1, t2, t3, t4 := started.Add(10*time.Minute), started.Add(50*time.Minute), started.Add(75*time.Minute), started.Add(85*time.Minute)
+	record(t1, map[string]bool{"idle": true}) // flagged at t1: (start, t1] was not
+	record(t2, map[string]bool{"idle": true}) // (t1, t2] was
+	record(t3, nil)                           // (t2, t3] was, across the hour; cleared at t3
+	record(t4, nil)                           // (t3, t4] was not
+
+	sums := func(step UsageStep, from, to time.Time) (idleSeconds, usedSeconds map[string]float64) {
+		t.Helper()
+		rows, err := b.store.UsageQuery(b.ctx, UsageQueryParams{Tenant: "a", Start: from, End: to, Step: step, ByLabels: []string{"name"}})
+		require.NoError(t, err)
+		idleSeconds, usedSeconds = map[string]float64{}, map[string]float64{}
+		for _, r := range rows {
+			idleSeconds[r.Labels[0]] += r.GPUIdleSeconds
+			usedSeconds[r.Labels[0]] += r.GPUUsedSeconds
+		}
+		return idleSeconds, usedSeconds
+	}
+	want := gpus * t3.Sub(t1).Seconds()
+	byHour, used := sums(StepHour, started, started.Add(3*time.Hour))
+	require.InDelta(t, want, byHour["idle"], 1e-6, "the flagged windows' GPU-seconds, once")
+	require.Zero(t, byHour["busy"], "a busy job holds no GPUs idle")
+	require.InDelta(t, gpus*t4.Sub(started).Seconds()/100, used["idle"], 1e-6, "used counts every window, idle or not")
+	byDay, _ := sums(StepDay, started.Truncate(24*time.Hour), started.Truncate(24*time.Hour).Add(48*time.Hour))
+	require.InDelta(t, want, byDay["idle"], 1e-6)
+	require.Zero(t, byDay["busy"])
+}

@@ -158,8 +158,9 @@ func sqlUsageRollupOf(iv, moved string) string {
 // $now) split at hours. %s is an extra condition on tenant_id for both
 // (on u. and v.), "true" for none. Columns: tenant_id, hour, creator,
 // labels, g, c, m, p (resource-seconds: GPUs, cores, bytes, pods), gu
-// (GPU-seconds used, as measured: written to the hours directly by the
-// GPU poller, GPUFiguresRecord, so spans not rolled up add none).
+// and gi (GPU-seconds used, as measured, and held idle: written to the
+// hours directly by the GPU poller, GPUFiguresRecord, so spans not rolled
+// up add none).
 func sqlUsageSeries(tenantCond, from, to, now string) string {
 	return sqlUsageSeriesFrom("usage_hourly", "hour", tenantCond, from, to, now)
 }
@@ -167,37 +168,38 @@ func sqlUsageSeries(tenantCond, from, to, now string) string {
 // sqlUsageSeriesFrom is sqlUsageSeries reading the rolled-up part from
 // table (usage_hourly or usage_daily) by its time column; with
 // usage_daily, $from and $to must be day-aligned and the rolled-up rows'
-// "hour" is their day. usage_daily has no GPU-seconds used (the GPU
-// poller writes them to usage_hourly alone): with it, they come from
-// usage_hourly's hours that have any (a partial index: none and no cost
-// without --prometheus-url).
+// "hour" is their day. usage_daily has no GPU-seconds used or idle (the
+// GPU poller writes them to usage_hourly alone): with it, they come from
+// usage_hourly's hours that have any (a partial index, migration 000026:
+// none and no cost without --prometheus-url).
 func sqlUsageSeriesFrom(table, at, tenantCond, from, to, now string) string {
-	usedCol, usedHours := "u.gpu_used_seconds", ""
+	measuredCols, measuredHours := "u.gpu_used_seconds AS gu, u.gpu_idle_seconds AS gi", ""
 	if table != "usage_hourly" {
-		usedCol = "0::double precision"
-		usedHours = `
+		measuredCols = "0::double precision AS gu, 0::double precision AS gi"
+		measuredHours = `
 		UNION ALL
-		SELECT w.tenant_id, w.hour, w.creator, w.labels, 0, 0, 0, 0, w.gpu_used_seconds
+		SELECT w.tenant_id, w.hour, w.creator, w.labels, 0, 0, 0, 0, w.gpu_used_seconds, w.gpu_idle_seconds
 		FROM usage_hourly w
-		WHERE ` + strings.ReplaceAll(tenantCond, "%t", "w.tenant_id") + ` AND w.gpu_used_seconds > 0 AND w.hour >= ` + from + ` AND w.hour < ` + to
+		WHERE ` + strings.ReplaceAll(tenantCond, "%t", "w.tenant_id") + ` AND (w.gpu_used_seconds > 0 OR w.gpu_idle_seconds > 0)
+		  AND w.hour >= ` + from + ` AND w.hour < ` + to
 	}
 	return `
 		SELECT u.tenant_id, u.` + at + ` AS hour, u.creator, u.labels,
 		       u.gpu_seconds AS g, u.cpu_seconds AS c, u.memory_byte_seconds AS m, u.pod_seconds AS p,
-		       ` + usedCol + ` AS gu
+		       ` + measuredCols + `
 		FROM ` + table + ` u
-		WHERE ` + strings.ReplaceAll(tenantCond, "%t", "u.tenant_id") + ` AND u.` + at + ` >= ` + from + ` AND u.` + at + ` < ` + to + usedHours + `
+		WHERE ` + strings.ReplaceAll(tenantCond, "%t", "u.tenant_id") + ` AND u.` + at + ` >= ` + from + ` AND u.` + at + ` < ` + to + measuredHours + `
 		UNION ALL
 		SELECT v.tenant_id, s.hour, v.creator, v.labels,
 		       v.gpus * s.seconds, v.cpu_millis * s.seconds / 1000, v.memory_bytes * s.seconds, v.pods * s.seconds,
-		       0::double precision
+		       0::double precision, 0::double precision
 		FROM usage_intervals v,
 		     trainyard_usage_hours(greatest(v.rolled_to, ` + from + `), least(v.end_time, ` + now + `, ` + to + `)) s
 		WHERE ` + strings.ReplaceAll(tenantCond, "%t", "v.tenant_id") + ` AND v.rolled_to < v.end_time
 		UNION ALL
 		SELECT o.tenant_id, s.hour, o.creator, o.labels,
 		       o.ledger_gpus * s.seconds, o.ledger_cpu_millis * s.seconds / 1000, o.ledger_memory_bytes * s.seconds, o.ledger_pods * s.seconds,
-		       0::double precision
+		       0::double precision, 0::double precision
 		FROM jobs o,
 		     trainyard_usage_hours(greatest(coalesce(o.ledger_rolled, o.ledger_since), ` + from + `), least(` + now + `, ` + to + `)) s
 		WHERE ` + strings.ReplaceAll(tenantCond, "%t", "o.tenant_id") + ` AND o.ledger_since IS NOT NULL`
@@ -240,6 +242,11 @@ type UsageRow struct {
 	// GPUs times mean utilisation; internal/gpuutil). Zero without
 	// --prometheus-url.
 	GPUUsedSeconds float64
+	// GPUIdleSeconds: GPU-seconds held while the job was flagged IdleGPUs
+	// (allocated GPUs times the time from the poll that set the flag to
+	// the poll that cleared it; store/gpu.go). Zero without
+	// --prometheus-url.
+	GPUIdleSeconds float64
 }
 
 // UsageQuery returns the usage in [Start, End) by bucket, tenant and
@@ -276,10 +283,10 @@ func (s *Store) UsageQuery(ctx context.Context, p UsageQueryParams) ([]UsageRow,
 	for i := range cols {
 		groups[i] = strconv.Itoa(i + 1)
 	}
-	sql := `SELECT ` + strings.Join(cols, ", ") + `, sum(x.g), sum(x.c), sum(x.m), sum(x.p), sum(x.gu)
+	sql := `SELECT ` + strings.Join(cols, ", ") + `, sum(x.g), sum(x.c), sum(x.m), sum(x.p), sum(x.gu), sum(x.gi)
 		FROM (` + sqlUsageSeriesFrom(table, at, cond, "$1::timestamptz", "$2::timestamptz", "$3::timestamptz") + `) x
 		GROUP BY ` + strings.Join(groups, ", ") + `
-		HAVING sum(x.g) > 0 OR sum(x.c) > 0 OR sum(x.m) > 0 OR sum(x.p) > 0 OR sum(x.gu) > 0
+		HAVING sum(x.g) > 0 OR sum(x.c) > 0 OR sum(x.m) > 0 OR sum(x.p) > 0 OR sum(x.gu) > 0 OR sum(x.gi) > 0
 		ORDER BY ` + strings.Join(groups, ", ")
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
@@ -293,7 +300,7 @@ func (s *Store) UsageQuery(ctx context.Context, p UsageQueryParams) ([]UsageRow,
 		for i := range r.Labels {
 			dest = append(dest, &r.Labels[i])
 		}
-		dest = append(dest, &r.GPUSeconds, &r.CPUSeconds, &r.MemoryByteSeconds, &r.PodSeconds, &r.GPUUsedSeconds)
+		dest = append(dest, &r.GPUSeconds, &r.CPUSeconds, &r.MemoryByteSeconds, &r.PodSeconds, &r.GPUUsedSeconds, &r.GPUIdleSeconds)
 		if err := rows.Scan(dest...); err != nil {
 			return nil, translate(err, "usage")
 		}

@@ -27,28 +27,42 @@ func Dimensions(groupBy string) (creator bool, labels []string) {
 
 // Header is the CSV header for a response grouped by groupBy.
 func Header(groupBy string) []string {
+	h := append([]string{"start", "end"}, GroupHeader(groupBy)...)
+	return append(h, "gpuHours", "cpuHours", "memoryGibHours", "gpuHoursUsed", "gpuHoursIdle")
+}
+
+// GroupHeader is the header of the columns that name a row's tenant and
+// group: tenant, then creator and a label:<key> per label grouped by.
+func GroupHeader(groupBy string) []string {
 	creator, labels := Dimensions(groupBy)
-	h := []string{"start", "end", "tenant"}
+	h := []string{"tenant"}
 	if creator {
 		h = append(h, "creator")
 	}
 	for _, k := range labels {
 		h = append(h, "label:"+k)
 	}
-	return append(h, "gpuHours", "cpuHours", "memoryGibHours", "gpuHoursUsed")
+	return h
 }
 
 // Record is one row as CSV fields, in Header's order.
 func Record(r *pb.UsageRow, groupBy string) []string {
+	rec := append([]string{stamp(r.GetStart().AsTime()), stamp(r.GetEnd().AsTime())}, Group(r, groupBy)...)
+	return append(rec, Number(r.GetGpuHours()), Number(r.GetCpuHours()), Number(r.GetMemoryGibHours()),
+		Number(r.GetGpuHoursUsed()), Number(r.GetGpuHoursIdle()))
+}
+
+// Group is the row's tenant and group, in GroupHeader's order.
+func Group(r *pb.UsageRow, groupBy string) []string {
 	creator, labels := Dimensions(groupBy)
-	rec := []string{stamp(r.GetStart().AsTime()), stamp(r.GetEnd().AsTime()), r.GetTenant()}
+	rec := []string{r.GetTenant()}
 	if creator {
 		rec = append(rec, r.GetCreator())
 	}
 	for _, k := range labels {
 		rec = append(rec, r.GetLabels()[k])
 	}
-	return append(rec, Number(r.GetGpuHours()), Number(r.GetCpuHours()), Number(r.GetMemoryGibHours()), Number(r.GetGpuHoursUsed()))
+	return rec
 }
 
 // WriteCSV writes resp as CSV: the header, then a record per row.

@@ -3,7 +3,7 @@
 // (or format=csv), and tyctl usage --csv prints the same bytes, so a
 // spreadsheet made from either has the same columns.
 //
-//	start,end,tenant[,creator][,label:<key>...],gpuHours,cpuHours,memoryGibHours,gpuHoursUsed
+//	start,end,tenant[,creator][,label:<key>...],gpuHours,cpuHours,memoryGibHours,gpuHoursUsed,gpuHoursIdle
 //
 // Columns are the JSON field names; creator and one label:<key> column per
 // grouped label appear only when the query grouped by them, in the query's

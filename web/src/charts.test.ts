@@ -9,7 +9,7 @@ describe("stackUsage", () => {
     const rows = [
       row("2026-12-07T00:00:00Z", 2, { creator: "alice" }),
       row("2026-12-07T00:00:00Z", 1, { creator: "bob" }),
-      row("2026-12-07T02:00:00Z", 4, { creator: "alice" }),
+      row("2026-12-07T02:00:00Z", 4, { creator: "alice", gpuHoursIdle: 1.5 }),
       row("2026-12-07T02:00:00Z", 0.5, { creator: "" }),
     ];
     const s = stackUsage(rows, "2026-12-07T00:00:00Z", "2026-12-07T03:00:00Z", "1h", "creator");
@@ -19,6 +19,7 @@ describe("stackUsage", () => {
     expect(s.values).toEqual([[2, 0, 4], [1, 0, 0], [0, 0, 0.5]]);
     expect(s.stacked).toEqual([[2, 0, 4], [3, 0, 4], [3, 0, 4.5]]);
     expect(s.totals).toEqual([6, 1, 0.5]);
+    expect(s.idle).toEqual([1.5, 0, 0]);
   });
 
   it("shows daily GPU-hours as the GPUs held on average that day", () => {

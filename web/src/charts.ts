@@ -41,6 +41,9 @@ export interface Stacked {
   stacked: number[][];
   // GPU-hours of each group over the window.
   totals: number[];
+  // Of them, the GPU-hours held idle: while a job was flagged IdleGPUs
+  // (known with the server's --prometheus-url only).
+  idle: number[];
 }
 
 // stackUsage turns the rows of one query (start and end as the answer
@@ -67,16 +70,18 @@ export function stackUsage(rows: UsageRow[], start: string, end: string, step: S
     v[i] = (v[i] ?? 0) + ((r.gpuHours ?? 0) * 3600) / elapsed;
   }
   const totals = new Map<string, number>();
+  const idle = new Map<string, number>();
   for (const r of rows) {
     if (!index.has(Math.floor(Date.parse(r.start ?? "") / 1000))) continue;
     const k = groupKey(r, groupBy);
     totals.set(k, (totals.get(k) ?? 0) + (r.gpuHours ?? 0));
+    idle.set(k, (idle.get(k) ?? 0) + (r.gpuHoursIdle ?? 0));
   }
   const entries = [...byGroup.entries()].map(([g, v]) => ({ g, v, total: totals.get(g) ?? 0 }));
   entries.sort((a, b) => b.total - a.total || a.g.localeCompare(b.g));
   const values = entries.map((e) => e.v);
   const stacked = values.map((_, g) => xs.map((_, i) => values.slice(0, g + 1).reduce((s, v) => s + (v[i] ?? 0), 0)));
-  return { xs, groups: entries.map((e) => e.g), values, stacked, totals: entries.map((e) => e.total) };
+  return { xs, groups: entries.map((e) => e.g), values, stacked, totals: entries.map((e) => e.total), idle: entries.map((e) => idle.get(e.g) ?? 0) };
 }
 
 // budgetPace is the GPUs a tenant may hold all period long and stay

@@ -22,7 +22,8 @@ class Usage(usage_pb2_grpc.UsageServiceServicer):
     def QueryUsage(self, request: usage_pb2.QueryUsageRequest, context: grpc.ServicerContext) -> usage_pb2.QueryUsageResponse:
         self.requests.append(request)
         resp = usage_pb2.QueryUsageResponse(step="1d", group_by=request.group_by)
-        row = resp.rows.add(tenant="ml", creator="alice", gpu_hours=12.5, cpu_hours=3.0, memory_gib_hours=0.25)
+        row = resp.rows.add(tenant="ml", creator="alice", gpu_hours=12.5, cpu_hours=3.0, memory_gib_hours=0.25,
+                              gpu_hours_used=0.5, gpu_hours_idle=6.0)
         row.labels["team"] = "vision"
         row.start.FromDatetime(datetime(2026, 12, 1, tzinfo=timezone.utc))
         row.end.FromDatetime(datetime(2026, 12, 2, tzinfo=timezone.utc))
@@ -81,7 +82,7 @@ def test_usage_rows() -> None:
         assert rows == [{
             "start": datetime(2026, 12, 1, tzinfo=timezone.utc), "end": datetime(2026, 12, 2, tzinfo=timezone.utc),
             "tenant": "ml", "creator": "alice", "label:team": "vision",
-            "gpuHours": 12.5, "cpuHours": 3.0, "memoryGibHours": 0.25, "gpuHoursUsed": 0.0,
+            "gpuHours": 12.5, "cpuHours": 3.0, "memoryGibHours": 0.25, "gpuHoursUsed": 0.5, "gpuHoursIdle": 6.0,
         }]
         req = svc.requests[0]
         assert req.parent == "tenants/ml"

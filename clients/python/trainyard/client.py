@@ -136,9 +136,10 @@ class Client:
         Each row has ``start`` and ``end`` (UTC datetimes), ``tenant``,
         ``creator`` and ``label:<key>`` when grouped by them (``group_by=
         "creator,label:team"``), ``gpuHours``, ``cpuHours``,
-        ``memoryGibHours`` and ``gpuHoursUsed`` (GPU-hours times the GPUs'
-        measured utilisation; 0 without the server's --prometheus-url):
-        the columns of the REST API's CSV. Buckets
+        ``memoryGibHours``, ``gpuHoursUsed`` (GPU-hours times the GPUs'
+        measured utilisation) and ``gpuHoursIdle`` (GPU-hours held while
+        the job was flagged IdleGPUs; both 0 without the server's
+        --prometheus-url): the columns of the REST API's CSV. Buckets
         without usage are left out. ``all_tenants``: every tenant's
         (platform admins). Naive datetimes are taken as UTC.
         """
@@ -159,7 +160,7 @@ class Client:
                 elif g.startswith("label:"):
                     row[g] = r.labels.get(g[len("label:"):], "")
             row.update(gpuHours=r.gpu_hours, cpuHours=r.cpu_hours, memoryGibHours=r.memory_gib_hours,
-                       gpuHoursUsed=r.gpu_hours_used)
+                       gpuHoursUsed=r.gpu_hours_used, gpuHoursIdle=r.gpu_hours_idle)
             rows.append(row)
         return rows
 

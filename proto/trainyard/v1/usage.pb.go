@@ -211,7 +211,15 @@ type UsageRow struct {
 	// DCGM exporter measured it (read from Prometheus with Trainyard's
 	// --prometheus-url; time without samples counts none). At most
 	// gpu_hours.
-	GpuHoursUsed  float64 `protobuf:"fixed64,9,opt,name=gpu_hours_used,json=gpuHoursUsed,proto3" json:"gpu_hours_used,omitempty"`
+	GpuHoursUsed float64 `protobuf:"fixed64,9,opt,name=gpu_hours_used,json=gpuHoursUsed,proto3" json:"gpu_hours_used,omitempty"`
+	// GPU-hours held idle: GPUs held times the hours their job was flagged
+	// IdleGPUs (every GPU below the tenant's idle threshold for its idle
+	// time), from the poll that set the condition to the poll that cleared
+	// it or the job's end; with --prometheus-url. At most gpu_hours; it
+	// overlaps gpu_hours_used (idle GPUs may run just under the threshold).
+	// tenants/- with the default grouping is the platform's report of idle
+	// GPU-hours per tenant.
+	GpuHoursIdle  float64 `protobuf:"fixed64,10,opt,name=gpu_hours_idle,json=gpuHoursIdle,proto3" json:"gpu_hours_idle,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -305,6 +313,13 @@ func (x *UsageRow) GetMemoryGibHours() float64 {
 func (x *UsageRow) GetGpuHoursUsed() float64 {
 	if x != nil {
 		return x.GpuHoursUsed
+	}
+	return 0
+}
+
+func (x *UsageRow) GetGpuHoursIdle() float64 {
+	if x != nil {
+		return x.GpuHoursIdle
 	}
 	return 0
 }
@@ -916,7 +931,7 @@ const file_trainyard_v1_usage_proto_rawDesc = "" +
 	"\x05start\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
 	"\x03end\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\x12\x12\n" +
 	"\x04step\x18\x04 \x01(\tR\x04step\x12\x19\n" +
-	"\bgroup_by\x18\x05 \x01(\tR\agroupBy\"\x9d\x03\n" +
+	"\bgroup_by\x18\x05 \x01(\tR\agroupBy\"\xc3\x03\n" +
 	"\bUsageRow\x120\n" +
 	"\x05start\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
 	"\x03end\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\x12\x16\n" +
@@ -926,7 +941,9 @@ const file_trainyard_v1_usage_proto_rawDesc = "" +
 	"\tgpu_hours\x18\x06 \x01(\x01R\bgpuHours\x12\x1b\n" +
 	"\tcpu_hours\x18\a \x01(\x01R\bcpuHours\x12(\n" +
 	"\x10memory_gib_hours\x18\b \x01(\x01R\x0ememoryGibHours\x12$\n" +
-	"\x0egpu_hours_used\x18\t \x01(\x01R\fgpuHoursUsed\x1a9\n" +
+	"\x0egpu_hours_used\x18\t \x01(\x01R\fgpuHoursUsed\x12$\n" +
+	"\x0egpu_hours_idle\x18\n" +
+	" \x01(\x01R\fgpuHoursIdle\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa6\x01\n" +

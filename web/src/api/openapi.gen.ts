@@ -2509,6 +2509,17 @@ export interface components {
             gpuHours?: number;
             /**
              * Format: double
+             * @description GPU-hours held idle: GPUs held times the hours their job was flagged
+             *     IdleGPUs (every GPU below the tenant's idle threshold for its idle
+             *     time), from the poll that set the condition to the poll that cleared
+             *     it or the job's end; with --prometheus-url. At most gpu_hours; it
+             *     overlaps gpu_hours_used (idle GPUs may run just under the threshold).
+             *     tenants/- with the default grouping is the platform's report of idle
+             *     GPU-hours per tenant.
+             */
+            gpuHoursIdle?: number;
+            /**
+             * Format: double
              * @description GPU-hours used: GPUs held times their mean utilisation as NVIDIA's
              *     DCGM exporter measured it (read from Prometheus with Trainyard's
              *     --prometheus-url; time without samples counts none). At most

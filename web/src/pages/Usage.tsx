@@ -2,7 +2,7 @@ import { useCallback, useEffect, useMemo, useState } from "react";
 import { useParams } from "react-router";
 import { ApiError, paths } from "../api/client";
 import type { QueryQueueHistoryResponse, QueryUsageResponse, Tenant } from "../api/types";
-import { budgetPace, capacityAt, queueSeries, ranges, stackUsage, stepSeconds, type Range, type Step } from "../charts";
+import { budgetPace, capacityAt, queueSeries, ranges, stackUsage, stepSeconds, type Range, type Stacked, type Step } from "../charts";
 import { LineChart, type Axis, type Line } from "../components/LineChart";
 import { seriesColor, UsageChart, type Limit } from "../components/UsageChart";
 import { localTime, shortEnum } from "../format";
@@ -189,7 +189,7 @@ export function UsagePage() {
         <section aria-labelledby="tenant-usage-title" className="usage" data-testid="tenant-usage">
           <h2 id="tenant-usage-title" className="sr-only">GPUs of {tenant}</h2>
           <UsageChart data={stacked} limits={limits} title={`GPUs held by ${tenant}, by ${by === "creator" ? "creator" : key} (${q.step === "1d" ? "daily" : "hourly"} average)`} />
-          <Totals groups={stacked.groups} totals={stacked.totals} />
+          <Totals data={stacked} />
           <p className="sub">
             {t?.quota?.gpu ? `Quota ${t.quota.gpu} GPUs. ` : "No GPU quota. "}
             {budget?.gpuHours
@@ -213,16 +213,27 @@ export function UsagePage() {
   );
 }
 
-function Totals({ groups, totals }: { groups: string[]; totals: number[] }) {
+// Totals lists each group's GPU-hours in the range and, once any are
+// known (the server's --prometheus-url), those held idle: for platform
+// admins, every tenant's (the report of idle GPUs).
+function Totals({ data: { groups, totals, idle } }: { data: Stacked }) {
   if (groups.length === 0) return <p className="empty">No GPU usage in this range.</p>;
+  const withIdle = idle.some((v) => v > 0);
+  const hours = (v: number | undefined) => +(v ?? 0).toFixed(2);
   return (
     <table className="usage-totals">
-      <caption>GPU-hours in the range</caption>
+      <caption>GPU-hours in the range{withIdle && ", and those held idle (jobs flagged IdleGPUs)"}</caption>
+      {withIdle && (
+        <thead>
+          <tr><td /><th scope="col">held</th><th scope="col">idle</th></tr>
+        </thead>
+      )}
       <tbody>
         {groups.map((g, i) => (
           <tr key={g}>
             <th scope="row"><span className="swatch" style={{ background: seriesColor(i) }} /> {g}</th>
-            <td>{+(totals[i] ?? 0).toFixed(2)}</td>
+            <td>{hours(totals[i])}</td>
+            {withIdle && <td>{hours(idle[i])}</td>}
           </tr>
         ))}
       </tbody>
@@ -255,7 +266,7 @@ function ClusterUsage({ q }: { q: Query }) {
       {stacked && (
         <>
           <UsageChart data={stacked} limits={capacity} title="GPUs held, by tenant, against the cluster's GPUs" />
-          <Totals groups={stacked.groups} totals={stacked.totals} />
+          <Totals data={stacked} />
           <p className="sub">Capacity: the GPUs of the nodes that take new pods, as the scheduler sampled them each minute ({q.step === "1d" ? "the day's" : "the hour's"} most).</p>
         </>
       )}

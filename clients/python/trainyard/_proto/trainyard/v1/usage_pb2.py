@@ -15,7 +15,7 @@ from trainyard._proto.google.api import annotations_pb2 as google_dot_api_dot_an
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18trainyard/v1/usage.proto\x12\x0ctrainyard.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x97\x01\n\x11QueryUsageRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\x12)\n\x05start\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03\x65nd\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08group_by\x18\x04 \x01(\t\x12\x0c\n\x04step\x18\x05 \x01(\t\"\xae\x01\n\x12QueryUsageResponse\x12$\n\x04rows\x18\x01 \x03(\x0b\x32\x16.trainyard.v1.UsageRow\x12)\n\x05start\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03\x65nd\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0c\n\x04step\x18\x04 \x01(\t\x12\x10\n\x08group_by\x18\x05 \x01(\t\"\xba\x02\n\x08UsageRow\x12)\n\x05start\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03\x65nd\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06tenant\x18\x03 \x01(\t\x12\x0f\n\x07\x63reator\x18\x04 \x01(\t\x12\x32\n\x06labels\x18\x05 \x03(\x0b\x32\".trainyard.v1.UsageRow.LabelsEntry\x12\x11\n\tgpu_hours\x18\x06 \x01(\x01\x12\x11\n\tcpu_hours\x18\x07 \x01(\x01\x12\x18\n\x10memory_gib_hours\x18\x08 \x01(\x01\x12\x16\n\x0egpu_hours_used\x18\t \x01(\x01\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x8c\x01\n\x18QueryQueueHistoryRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\x12)\n\x05start\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03\x65nd\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0c\n\x04step\x18\x04 \x01(\t\"\xd9\x01\n\x19QueryQueueHistoryResponse\x12+\n\x04rows\x18\x01 \x03(\x0b\x32\x1d.trainyard.v1.QueueHistoryRow\x12-\n\x08\x63\x61pacity\x18\x02 \x03(\x0b\x32\x1b.trainyard.v1.CapacityPoint\x12)\n\x05start\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03\x65nd\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0c\n\x04step\x18\x05 \x01(\t\"\x87\x02\n\x0fQueueHistoryRow\x12)\n\x05start\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03\x65nd\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06tenant\x18\x03 \x01(\t\x12\x19\n\x11pending_jobs_mean\x18\x04 \x01(\x01\x12\x18\n\x10pending_jobs_max\x18\x05 \x01(\x05\x12\x18\n\x10pending_gpus_max\x18\x06 \x01(\x03\x12 \n\x18oldest_wait_seconds_mean\x18\x07 \x01(\x01\x12\x1f\n\x17oldest_wait_seconds_max\x18\x08 \x01(\x01\"H\n\rCapacityPoint\x12)\n\x05start\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0c\n\x04gpus\x18\x02 \x01(\x03\"\x94\x01\n\x1aQueryJobUtilizationRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12)\n\x05start\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03\x65nd\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x14\n\x0cstep_seconds\x18\x04 \x01(\x05\"\xcb\x01\n\x1bQueryJobUtilizationResponse\x12/\n\x06series\x18\x01 \x03(\x0b\x32\x1f.trainyard.v1.UtilizationSeries\x12)\n\x05start\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03\x65nd\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x14\n\x0cstep_seconds\x18\x04 \x01(\x05\x12\x11\n\tavailable\x18\x05 \x01(\x08\"a\n\x11UtilizationSeries\x12\x0f\n\x07replica\x18\x01 \x01(\t\x12\x0b\n\x03gpu\x18\x02 \x01(\t\x12.\n\x06points\x18\x03 \x03(\x0b\x32\x1e.trainyard.v1.UtilizationPoint\"\x83\x01\n\x10UtilizationPoint\x12(\n\x04time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0butilization\x18\x02 \x01(\x01\x12\x1c\n\x0fmemory_used_mib\x18\x03 \x01(\x01H\x00\x88\x01\x01\x42\x12\n\x10_memory_used_mib2\xb7\x03\n\x0cUsageService\x12u\n\nQueryUsage\x12\x1f.trainyard.v1.QueryUsageRequest\x1a .trainyard.v1.QueryUsageResponse\"$\x82\xd3\xe4\x93\x02\x1e\x12\x1c/v1/{parent=tenants/*}/usage\x12\x91\x01\n\x11QueryQueueHistory\x12&.trainyard.v1.QueryQueueHistoryRequest\x1a\'.trainyard.v1.QueryQueueHistoryResponse\"+\x82\xd3\xe4\x93\x02%\x12#/v1/{parent=tenants/*}/queueHistory\x12\x9b\x01\n\x13QueryJobUtilization\x12(.trainyard.v1.QueryJobUtilizationRequest\x1a).trainyard.v1.QueryJobUtilizationResponse\"/\x82\xd3\xe4\x93\x02)\x12\'/v1/{name=tenants/*/jobs/*}/utilizationB?Z=github.com/trainyard/trainyard/proto/trainyard/v1;trainyardv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18trainyard/v1/usage.proto\x12\x0ctrainyard.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x97\x01\n\x11QueryUsageRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\x12)\n\x05start\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03\x65nd\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08group_by\x18\x04 \x01(\t\x12\x0c\n\x04step\x18\x05 \x01(\t\"\xae\x01\n\x12QueryUsageResponse\x12$\n\x04rows\x18\x01 \x03(\x0b\x32\x16.trainyard.v1.UsageRow\x12)\n\x05start\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03\x65nd\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0c\n\x04step\x18\x04 \x01(\t\x12\x10\n\x08group_by\x18\x05 \x01(\t\"\xd2\x02\n\x08UsageRow\x12)\n\x05start\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03\x65nd\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06tenant\x18\x03 \x01(\t\x12\x0f\n\x07\x63reator\x18\x04 \x01(\t\x12\x32\n\x06labels\x18\x05 \x03(\x0b\x32\".trainyard.v1.UsageRow.LabelsEntry\x12\x11\n\tgpu_hours\x18\x06 \x01(\x01\x12\x11\n\tcpu_hours\x18\x07 \x01(\x01\x12\x18\n\x10memory_gib_hours\x18\x08 \x01(\x01\x12\x16\n\x0egpu_hours_used\x18\t \x01(\x01\x12\x16\n\x0egpu_hours_idle\x18\n \x01(\x01\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x8c\x01\n\x18QueryQueueHistoryRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\x12)\n\x05start\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03\x65nd\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0c\n\x04step\x18\x04 \x01(\t\"\xd9\x01\n\x19QueryQueueHistoryResponse\x12+\n\x04rows\x18\x01 \x03(\x0b\x32\x1d.trainyard.v1.QueueHistoryRow\x12-\n\x08\x63\x61pacity\x18\x02 \x03(\x0b\x32\x1b.trainyard.v1.CapacityPoint\x12)\n\x05start\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03\x65nd\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0c\n\x04step\x18\x05 \x01(\t\"\x87\x02\n\x0fQueueHistoryRow\x12)\n\x05start\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03\x65nd\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06tenant\x18\x03 \x01(\t\x12\x19\n\x11pending_jobs_mean\x18\x04 \x01(\x01\x12\x18\n\x10pending_jobs_max\x18\x05 \x01(\x05\x12\x18\n\x10pending_gpus_max\x18\x06 \x01(\x03\x12 \n\x18oldest_wait_seconds_mean\x18\x07 \x01(\x01\x12\x1f\n\x17oldest_wait_seconds_max\x18\x08 \x01(\x01\"H\n\rCapacityPoint\x12)\n\x05start\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0c\n\x04gpus\x18\x02 \x01(\x03\"\x94\x01\n\x1aQueryJobUtilizationRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12)\n\x05start\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03\x65nd\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x14\n\x0cstep_seconds\x18\x04 \x01(\x05\"\xcb\x01\n\x1bQueryJobUtilizationResponse\x12/\n\x06series\x18\x01 \x03(\x0b\x32\x1f.trainyard.v1.UtilizationSeries\x12)\n\x05start\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03\x65nd\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x14\n\x0cstep_seconds\x18\x04 \x01(\x05\x12\x11\n\tavailable\x18\x05 \x01(\x08\"a\n\x11UtilizationSeries\x12\x0f\n\x07replica\x18\x01 \x01(\t\x12\x0b\n\x03gpu\x18\x02 \x01(\t\x12.\n\x06points\x18\x03 \x03(\x0b\x32\x1e.trainyard.v1.UtilizationPoint\"\x83\x01\n\x10UtilizationPoint\x12(\n\x04time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0butilization\x18\x02 \x01(\x01\x12\x1c\n\x0fmemory_used_mib\x18\x03 \x01(\x01H\x00\x88\x01\x01\x42\x12\n\x10_memory_used_mib2\xb7\x03\n\x0cUsageService\x12u\n\nQueryUsage\x12\x1f.trainyard.v1.QueryUsageRequest\x1a .trainyard.v1.QueryUsageResponse\"$\x82\xd3\xe4\x93\x02\x1e\x12\x1c/v1/{parent=tenants/*}/usage\x12\x91\x01\n\x11QueryQueueHistory\x12&.trainyard.v1.QueryQueueHistoryRequest\x1a\'.trainyard.v1.QueryQueueHistoryResponse\"+\x82\xd3\xe4\x93\x02%\x12#/v1/{parent=tenants/*}/queueHistory\x12\x9b\x01\n\x13QueryJobUtilization\x12(.trainyard.v1.QueryJobUtilizationRequest\x1a).trainyard.v1.QueryJobUtilizationResponse\"/\x82\xd3\xe4\x93\x02)\x12\'/v1/{name=tenants/*/jobs/*}/utilizationB?Z=github.com/trainyard/trainyard/proto/trainyard/v1;trainyardv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'trainyard._proto.trainyard.v1.usage_pb2', globals())
@@ -36,25 +36,25 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _QUERYUSAGERESPONSE._serialized_start=260
   _QUERYUSAGERESPONSE._serialized_end=434
   _USAGEROW._serialized_start=437
-  _USAGEROW._serialized_end=751
-  _USAGEROW_LABELSENTRY._serialized_start=706
-  _USAGEROW_LABELSENTRY._serialized_end=751
-  _QUERYQUEUEHISTORYREQUEST._serialized_start=754
-  _QUERYQUEUEHISTORYREQUEST._serialized_end=894
-  _QUERYQUEUEHISTORYRESPONSE._serialized_start=897
-  _QUERYQUEUEHISTORYRESPONSE._serialized_end=1114
-  _QUEUEHISTORYROW._serialized_start=1117
-  _QUEUEHISTORYROW._serialized_end=1380
-  _CAPACITYPOINT._serialized_start=1382
-  _CAPACITYPOINT._serialized_end=1454
-  _QUERYJOBUTILIZATIONREQUEST._serialized_start=1457
-  _QUERYJOBUTILIZATIONREQUEST._serialized_end=1605
-  _QUERYJOBUTILIZATIONRESPONSE._serialized_start=1608
-  _QUERYJOBUTILIZATIONRESPONSE._serialized_end=1811
-  _UTILIZATIONSERIES._serialized_start=1813
-  _UTILIZATIONSERIES._serialized_end=1910
-  _UTILIZATIONPOINT._serialized_start=1913
-  _UTILIZATIONPOINT._serialized_end=2044
-  _USAGESERVICE._serialized_start=2047
-  _USAGESERVICE._serialized_end=2486
+  _USAGEROW._serialized_end=775
+  _USAGEROW_LABELSENTRY._serialized_start=730
+  _USAGEROW_LABELSENTRY._serialized_end=775
+  _QUERYQUEUEHISTORYREQUEST._serialized_start=778
+  _QUERYQUEUEHISTORYREQUEST._serialized_end=918
+  _QUERYQUEUEHISTORYRESPONSE._serialized_start=921
+  _QUERYQUEUEHISTORYRESPONSE._serialized_end=1138
+  _QUEUEHISTORYROW._serialized_start=1141
+  _QUEUEHISTORYROW._serialized_end=1404
+  _CAPACITYPOINT._serialized_start=1406
+  _CAPACITYPOINT._serialized_end=1478
+  _QUERYJOBUTILIZATIONREQUEST._serialized_start=1481
+  _QUERYJOBUTILIZATIONREQUEST._serialized_end=1629
+  _QUERYJOBUTILIZATIONRESPONSE._serialized_start=1632
+  _QUERYJOBUTILIZATIONRESPONSE._serialized_end=1835
+  _UTILIZATIONSERIES._serialized_start=1837
+  _UTILIZATIONSERIES._serialized_end=1934
+  _UTILIZATIONPOINT._serialized_start=1937
+  _UTILIZATIONPOINT._serialized_end=2068
+  _USAGESERVICE._serialized_start=2071
+  _USAGESERVICE._serialized_end=2510
 # @@protoc_insertion_point(module_scope)

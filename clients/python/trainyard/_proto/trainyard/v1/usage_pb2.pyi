@@ -116,7 +116,7 @@ class QueueHistoryRow(_message.Message):
     def __init__(self, start: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., tenant: _Optional[str] = ..., pending_jobs_mean: _Optional[float] = ..., pending_jobs_max: _Optional[int] = ..., pending_gpus_max: _Optional[int] = ..., oldest_wait_seconds_mean: _Optional[float] = ..., oldest_wait_seconds_max: _Optional[float] = ...) -> None: ...
 
 class UsageRow(_message.Message):
-    __slots__ = ["cpu_hours", "creator", "end", "gpu_hours", "gpu_hours_used", "labels", "memory_gib_hours", "start", "tenant"]
+    __slots__ = ["cpu_hours", "creator", "end", "gpu_hours", "gpu_hours_idle", "gpu_hours_used", "labels", "memory_gib_hours", "start", "tenant"]
     class LabelsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -128,6 +128,7 @@ class UsageRow(_message.Message):
     CREATOR_FIELD_NUMBER: _ClassVar[int]
     END_FIELD_NUMBER: _ClassVar[int]
     GPU_HOURS_FIELD_NUMBER: _ClassVar[int]
+    GPU_HOURS_IDLE_FIELD_NUMBER: _ClassVar[int]
     GPU_HOURS_USED_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
     MEMORY_GIB_HOURS_FIELD_NUMBER: _ClassVar[int]
@@ -137,12 +138,13 @@ class UsageRow(_message.Message):
     creator: str
     end: _timestamp_pb2.Timestamp
     gpu_hours: float
+    gpu_hours_idle: float
     gpu_hours_used: float
     labels: _containers.ScalarMap[str, str]
     memory_gib_hours: float
     start: _timestamp_pb2.Timestamp
     tenant: str
-    def __init__(self, start: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., tenant: _Optional[str] = ..., creator: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., gpu_hours: _Optional[float] = ..., cpu_hours: _Optional[float] = ..., memory_gib_hours: _Optional[float] = ..., gpu_hours_used: _Optional[float] = ...) -> None: ...
+    def __init__(self, start: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., tenant: _Optional[str] = ..., creator: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., gpu_hours: _Optional[float] = ..., cpu_hours: _Optional[float] = ..., memory_gib_hours: _Optional[float] = ..., gpu_hours_used: _Optional[float] = ..., gpu_hours_idle: _Optional[float] = ...) -> None: ...
 
 class UtilizationPoint(_message.Message):
     __slots__ = ["memory_used_mib", "time", "utilization"]
