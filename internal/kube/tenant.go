@@ -108,6 +108,16 @@ type TenantOptions struct {
 	// pod logs there (the ClusterRole APIPodLogsName). Defaults to
 	// DefaultAPIServiceAccount.
 	APIServiceAccount string
+	// WorkerServiceAccount is the worker's ServiceAccount, as
+	// namespace:name; the TenantSecretsName RoleBinding lets it read and
+	// write Secrets in every tenant namespace. Defaults to
+	// DefaultWorkerServiceAccount.
+	WorkerServiceAccount string
+	// SecretCopies: the tenant Secrets of this cluster are copies the
+	// worker keeps (the API server writes in another cluster). The API
+	// server is then left out of the TenantSecretsName RoleBinding: it
+	// reads Secrets only in its own cluster.
+	SecretCopies bool
 }
 
 // WithDefaults returns o with every empty field set to its default.
@@ -139,6 +149,9 @@ func (o TenantOptions) WithDefaults() TenantOptions {
 	if o.APIServiceAccount == "" {
 		o.APIServiceAccount = DefaultAPIServiceAccount
 	}
+	if o.WorkerServiceAccount == "" {
+		o.WorkerServiceAccount = DefaultWorkerServiceAccount
+	}
 	return o
 }
 
@@ -160,9 +173,12 @@ func (o TenantOptions) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	if o.APIServiceAccount != "" {
-		if _, _, err := parseServiceAccount(o.APIServiceAccount); err != nil {
-			errs = append(errs, err)
+	for who, account := range map[string]string{"API server": o.APIServiceAccount, "worker": o.WorkerServiceAccount} {
+		if account == "" {
+			continue
+		}
+		if _, _, err := parseServiceAccount(account); err != nil {
+			errs = append(errs, fmt.Errorf("%s %w", who, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -186,7 +202,7 @@ func parseDenyCIDR(s string) (netip.Prefix, error) {
 func parseServiceAccount(s string) (namespace, name string, err error) {
 	namespace, name, ok := strings.Cut(s, ":")
 	if !ok || len(validation.IsDNS1123Label(namespace)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
-		return "", "", fmt.Errorf("API server service account %q: want namespace:name", s)
+		return "", "", fmt.Errorf("service account %q: want namespace:name", s)
 	}
 	return namespace, name, nil
 }
@@ -214,6 +230,10 @@ type TenantObjects struct {
 	// ReplicaService is the headless Service the replicas of every job in
 	// the namespace are named under (RenderReplicaService).
 	ReplicaService *corev1.Service
+	// TenantSecrets lets the worker, and in the API server's own cluster
+	// the API server, read and write Secrets in the namespace, and nowhere
+	// else (TenantSecretsName).
+	TenantSecrets *rbacv1.RoleBinding
 }
 
 // RenderTenant renders the namespace of t and what lives in it (except
@@ -263,6 +283,7 @@ func RenderTenant(t tenant.Tenant, opts TenantOptions) (TenantObjects, error) {
 		// ClusterRole (rbac-worker.yaml).
 		APITensorBoard: renderAPIBinding(t.ID, ns, opts.APIServiceAccount, APITensorBoardName),
 		ReplicaService: RenderReplicaService(t.ID, ns),
+		TenantSecrets:  renderTenantSecrets(t.ID, ns, opts),
 	}
 	objs.Role, objs.RoleBinding = renderPodReaders(t, ns)
 	return objs, nil
@@ -454,6 +475,33 @@ func renderAPIBinding(tenantID, ns, account, name string) *rbacv1.RoleBinding {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: saName, Namespace: saNamespace}},
 	}
+}
+
+// renderTenantSecrets binds the ClusterRole TenantSecretsName of deploy/
+// (get, list, create, update, delete on secrets) in this namespace only:
+// to the worker, which keeps copies of the tenant's Secrets where the
+// API server does not write them and reads the originals where it does,
+// and, unless this cluster holds copies, to the API server, which reads
+// its originals to hand them to remote agents. The worker may write it
+// because deploy/ gives it "bind" on exactly that ClusterRole.
+func renderTenantSecrets(tenantID, ns string, opts TenantOptions) *rbacv1.RoleBinding {
+	accounts := []string{opts.WorkerServiceAccount}
+	if !opts.SecretCopies {
+		accounts = append(accounts, opts.APIServiceAccount)
+	}
+	rb := &rbacv1.RoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+		ObjectMeta: tenantMeta(tenantID, ns, TenantSecretsName),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: TenantSecretsName},
+	}
+	for _, a := range accounts {
+		saNamespace, saName, err := parseServiceAccount(a)
+		if err != nil {
+			return nil // Validate refused it before
+		}
+		rb.Subjects = append(rb.Subjects, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: saName, Namespace: saNamespace})
+	}
+	return rb
 }
 
 // RenderSecret is tenant secret secretID as a Kubernetes Secret named

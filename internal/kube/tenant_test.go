@@ -108,6 +108,15 @@ func TestRenderTenant(t *testing.T) {
 			ObjectMeta: meta("replicas"),
 			Spec:       corev1.ServiceSpec{ClusterIP: "None", PublishNotReadyAddresses: true},
 		},
+		TenantSecrets: &rbacv1.RoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+			ObjectMeta: meta("trainyard-tenant-secrets"),
+			Subjects: []rbacv1.Subject{
+				{Kind: "ServiceAccount", Name: "trainyard-worker", Namespace: "trainyard"},
+				{Kind: "ServiceAccount", Name: "trainyard-api", Namespace: "trainyard"},
+			},
+			RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "trainyard-tenant-secrets"},
+		},
 	}
 	if diff := cmp.Diff(want, objs); diff != "" {
 		t.Errorf("RenderTenant mismatch (-want +got):\n%s", diff)
@@ -115,10 +124,18 @@ func TestRenderTenant(t *testing.T) {
 	for _, m := range []*metav1.ObjectMeta{
 		&objs.Namespace.ObjectMeta, &objs.ServiceAccount.ObjectMeta, &objs.Role.ObjectMeta, &objs.RoleBinding.ObjectMeta,
 		&objs.ResourceQuota.ObjectMeta, &objs.LimitRange.ObjectMeta, &objs.NetworkPolicy.ObjectMeta, &objs.APIPodLogs.ObjectMeta,
-		&objs.APITensorBoard.ObjectMeta, &objs.ReplicaService.ObjectMeta,
+		&objs.APITensorBoard.ObjectMeta, &objs.ReplicaService.ObjectMeta, &objs.TenantSecrets.ObjectMeta,
 	} {
 		requireValidNames(t, m)
 	}
+
+	// In a cluster that keeps copies of the Secrets, the API server reads
+	// none: only the worker is bound.
+	copies, err := RenderTenant(visionTenant(), TenantOptions{SecretCopies: true, WorkerServiceAccount: "ops:agent"})
+	require.NoError(t, err)
+	require.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "agent", Namespace: "ops"}}, copies.TenantSecrets.Subjects)
+	_, err = RenderTenant(visionTenant(), TenantOptions{WorkerServiceAccount: "no-colon"})
+	require.ErrorContains(t, err, "worker service account")
 }
 
 // wantNetworkPolicySpec is the tenant NetworkPolicy with these egress
