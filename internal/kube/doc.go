@@ -38,9 +38,12 @@
 //	                          API server's TensorBoard proxy port-forwards here and only here
 //	Service                   replicas (job.ReplicaService): headless, publishNotReadyAddresses,
 //	                          no selector, no ports; every replica pod of every job is under it
-//	RoleBinding               trainyard-tenant-secrets: the worker's ServiceAccount, and the API
-//	                          server's unless SecretCopies, to ClusterRole trainyard-tenant-secrets
-//	                          (get, list, create, update, delete secrets, in deploy/)
+//	RoleBinding               trainyard-tenant-secrets: the worker's ServiceAccount to ClusterRole
+//	                          trainyard-tenant-secrets (get, list, create, update, delete secrets,
+//	                          in deploy/): it keeps copies of the Secrets in other clusters
+//	Role, RoleBinding         trainyard-secret-readers (RenderSecretReaders): get on the tenant's
+//	                          secrets by name, for the API server's account; in the API server's
+//	                          cluster only, and only while the tenant has secrets
 //	Secret (RenderSecret)     one per tenant secret, named by its id, Opaque; in a cluster other
 //	                          than the API server's, a copy (RenderSecretCopy, secretcopy.go)
 //

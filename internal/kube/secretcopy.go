@@ -27,12 +27,15 @@ import (
 // and receives values only for those that changed.
 const (
 	// TenantSecretsName names the RoleBinding in every tenant namespace,
-	// and the ClusterRole of deploy/ it refers to, that let Trainyard read
-	// and write Secrets in that namespace and nowhere else: the worker
-	// (which keeps the copies, and on Postgres reads the home cluster's
-	// values) and, in the home cluster only, the API server (which reads
-	// the values there to hand them to remote agents).
+	// and the ClusterRole of deploy/ it refers to, that let the worker read
+	// and write Secrets in that namespace and nowhere else: it keeps the
+	// copies, and on Postgres reads the home cluster's values.
 	TenantSecretsName = "trainyard-tenant-secrets"
+	// SecretReadersName names the Role and RoleBinding in the home
+	// cluster's tenant namespaces that let the API server read the
+	// tenant's secrets by name (RenderSecretReaders), to hand them to
+	// remote agents.
+	SecretReadersName = "trainyard-secret-readers"
 	// LabelSecretCopy marks a copy: only copies are ever deleted by the
 	// reconciler that keeps them.
 	LabelSecretCopy = "trainyard.dev/secret-copy"
@@ -47,8 +50,8 @@ const (
 )
 
 // HomeSecrets reads tenant Secrets in the home cluster. Its identity needs
-// get on secrets in tenant namespaces, which the TenantSecretsName
-// RoleBinding grants there.
+// get on them: the worker's holds it through TenantSecretsName, the API
+// server's through SecretReadersName.
 type HomeSecrets struct {
 	Client kubernetes.Interface
 }

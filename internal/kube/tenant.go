@@ -113,11 +113,6 @@ type TenantOptions struct {
 	// write Secrets in every tenant namespace. Defaults to
 	// DefaultWorkerServiceAccount.
 	WorkerServiceAccount string
-	// SecretCopies: the tenant Secrets of this cluster are copies the
-	// worker keeps (the API server writes in another cluster). The API
-	// server is then left out of the TenantSecretsName RoleBinding: it
-	// reads Secrets only in its own cluster.
-	SecretCopies bool
 }
 
 // WithDefaults returns o with every empty field set to its default.
@@ -230,9 +225,8 @@ type TenantObjects struct {
 	// ReplicaService is the headless Service the replicas of every job in
 	// the namespace are named under (RenderReplicaService).
 	ReplicaService *corev1.Service
-	// TenantSecrets lets the worker, and in the API server's own cluster
-	// the API server, read and write Secrets in the namespace, and nowhere
-	// else (TenantSecretsName).
+	// TenantSecrets lets the worker read and write Secrets in the
+	// namespace, and nowhere else (TenantSecretsName).
 	TenantSecrets *rbacv1.RoleBinding
 }
 
@@ -277,13 +271,13 @@ func RenderTenant(t tenant.Tenant, opts TenantOptions) (TenantObjects, error) {
 			}}},
 		},
 		NetworkPolicy: renderNetworkPolicy(t.ID, ns, opts.EgressDenyCIDRs),
-		APIPodLogs:    renderAPIBinding(t.ID, ns, opts.APIServiceAccount, APIPodLogsName),
+		APIPodLogs:    renderBinding(t.ID, ns, opts.APIServiceAccount, APIPodLogsName),
 		// The worker may write this one although it holds no
 		// port-forward right: deploy/ gives it "bind" on exactly this
 		// ClusterRole (rbac-worker.yaml).
-		APITensorBoard: renderAPIBinding(t.ID, ns, opts.APIServiceAccount, APITensorBoardName),
+		APITensorBoard: renderBinding(t.ID, ns, opts.APIServiceAccount, APITensorBoardName),
 		ReplicaService: RenderReplicaService(t.ID, ns),
-		TenantSecrets:  renderTenantSecrets(t.ID, ns, opts),
+		TenantSecrets:  renderBinding(t.ID, ns, opts.WorkerServiceAccount, TenantSecretsName),
 	}
 	objs.Role, objs.RoleBinding = renderPodReaders(t, ns)
 	return objs, nil
@@ -458,13 +452,15 @@ func renderNetworkPolicy(tenantID, ns string, denyCIDRs []string) *networkingv1.
 	}
 }
 
-// renderAPIBinding binds the API server's ServiceAccount to the ClusterRole
-// of deploy/ named name (APIPodLogsName: get pods/log; APITensorBoardName:
-// create pods/portforward) in this namespace only, by a RoleBinding of the
-// same name. The worker can write the first without "bind" as it holds get
-// on pods/log itself; for the second deploy/ grants it "bind" on that one
-// ClusterRole.
-func renderAPIBinding(tenantID, ns, account, name string) *rbacv1.RoleBinding {
+// renderBinding binds a ServiceAccount (namespace:name) to the ClusterRole
+// of deploy/ named name in this namespace only, by a RoleBinding of the
+// same name: the API server's to APIPodLogsName (get pods/log) and
+// APITensorBoardName (create pods/portforward), the worker's to
+// TenantSecretsName (get, list, create, update, delete secrets). The
+// worker can write the first without "bind" as it holds get on pods/log
+// itself; for the others deploy/ grants it "bind" on exactly those
+// ClusterRoles.
+func renderBinding(tenantID, ns, account, name string) *rbacv1.RoleBinding {
 	saNamespace, saName, err := parseServiceAccount(account)
 	if err != nil {
 		return nil // Validate refused it before
@@ -477,31 +473,36 @@ func renderAPIBinding(tenantID, ns, account, name string) *rbacv1.RoleBinding {
 	}
 }
 
-// renderTenantSecrets binds the ClusterRole TenantSecretsName of deploy/
-// (get, list, create, update, delete on secrets) in this namespace only:
-// to the worker, which keeps copies of the tenant's Secrets where the
-// API server does not write them and reads the originals where it does,
-// and, unless this cluster holds copies, to the API server, which reads
-// its originals to hand them to remote agents. The worker may write it
-// because deploy/ gives it "bind" on exactly that ClusterRole.
-func renderTenantSecrets(tenantID, ns string, opts TenantOptions) *rbacv1.RoleBinding {
-	accounts := []string{opts.WorkerServiceAccount}
-	if !opts.SecretCopies {
-		accounts = append(accounts, opts.APIServiceAccount)
+// RenderSecretReaders is the Role and RoleBinding SecretReadersName that
+// let the API server's ServiceAccount get exactly the tenant's secrets,
+// by name (the values it was handed by PutSecret), in namespace ns, to
+// give copies to remote clusters' agents: not the webhook signing secrets
+// or anything else there. Both are nil when there are no secrets (a Role
+// without names would grant every Secret). Only the API server's own
+// cluster has them. The worker may write the Role because it holds get on
+// Secrets there itself (TenantSecretsName).
+func RenderSecretReaders(tenantID, ns string, secrets []string, opts TenantOptions) (*rbacv1.Role, *rbacv1.RoleBinding) {
+	names := slices.Clone(secrets)
+	slices.Sort(names)
+	names = slices.Compact(names)
+	names = slices.DeleteFunc(names, func(n string) bool { return n == "" })
+	opts = opts.WithDefaults()
+	saNamespace, saName, err := parseServiceAccount(opts.APIServiceAccount)
+	if len(names) == 0 || err != nil {
+		return nil, nil
 	}
-	rb := &rbacv1.RoleBinding{
+	role := &rbacv1.Role{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
+		ObjectMeta: tenantMeta(tenantID, ns, SecretReadersName),
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}, ResourceNames: names}},
+	}
+	binding := &rbacv1.RoleBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
-		ObjectMeta: tenantMeta(tenantID, ns, TenantSecretsName),
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: TenantSecretsName},
+		ObjectMeta: tenantMeta(tenantID, ns, SecretReadersName),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: SecretReadersName},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: saName, Namespace: saNamespace}},
 	}
-	for _, a := range accounts {
-		saNamespace, saName, err := parseServiceAccount(a)
-		if err != nil {
-			return nil // Validate refused it before
-		}
-		rb.Subjects = append(rb.Subjects, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: saName, Namespace: saNamespace})
-	}
-	return rb
+	return role, binding
 }
 
 // RenderSecret is tenant secret secretID as a Kubernetes Secret named

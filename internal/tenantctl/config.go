@@ -131,7 +131,6 @@ func (c Config) WithDefaults() Config {
 		c.NamespacePrefix = tenant.DefaultNamespacePrefix
 	}
 	c.Options.NamespacePrefix = c.NamespacePrefix
-	c.Options.SecretCopies = c.Secrets != nil
 	c.Options = c.Options.WithDefaults()
 	if c.Workers <= 0 {
 		c.Workers = DefaultWorkers

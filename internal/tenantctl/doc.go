@@ -163,9 +163,12 @@
 //
 // deploy/cluster/rbac-worker.yaml lists the verbs used and why. The
 // worker holds no cluster-wide right on Secrets: it binds the ClusterRole
-// trainyard-tenant-secrets (get, list, create, update, delete) to itself,
-// and in the home cluster to the API server, in each tenant namespace,
-// with "bind" on exactly that ClusterRole. One more is worth repeating: creating the pod-reader Role (get/list/watch pods, get
+// trainyard-tenant-secrets (get, list, create, update, delete) to itself
+// in each tenant namespace, with "bind" on exactly that ClusterRole. In
+// the home cluster it then gives the API server get on the tenant's
+// secrets by name (trainyard-secret-readers, from the secrets' rows), so
+// the API server reads only values that were put through it, not the
+// webhook signing secrets beside them. One more is worth repeating: creating the pod-reader Role (get/list/watch pods, get
 // pods/log) and its RoleBinding passes RBAC's escalation check only
 // because the worker itself holds those four rights; it has neither
 // "escalate" nor "bind", so it can never grant more than it has. The same

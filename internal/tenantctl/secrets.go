@@ -71,6 +71,28 @@ func (c *Controller) copySecrets(ctx context.Context, tenantID, ns string) error
 	return errors.Join(errs...)
 }
 
+// ensureSecretReaders lets the API server read the tenant's secrets, by
+// name, in the cluster where it writes them (kube.RenderSecretReaders):
+// it hands them to remote agents. Where the reconciler keeps copies, or
+// has no database (a remote agent), there is no such Role.
+func (c *Controller) ensureSecretReaders(ctx context.Context, tenantID, ns string) error {
+	var names []string
+	if c.cfg.Secrets == nil && !c.cfg.Remote {
+		secrets, err := c.store.SecretList(ctx, tenantID)
+		if err != nil {
+			return withReason(reasonStore, err)
+		}
+		for _, s := range secrets {
+			names = append(names, s.Name)
+		}
+	}
+	role, binding := kube.RenderSecretReaders(tenantID, ns, names, c.cfg.Options)
+	if err := ensureObject(ctx, c, roles(c), role, ns, kube.SecretReadersName); err != nil {
+		return err
+	}
+	return ensureObject(ctx, c, roleBindings(c), binding, ns, kube.SecretReadersName)
+}
+
 // writeSecretCopy creates the copy, or replaces held (from the list, so a
 // concurrent change is a Conflict and retried).
 func (c *Controller) writeSecretCopy(ctx context.Context, tenantID, ns string, sc tenant.SecretCopy, held *corev1.Secret) error {
