@@ -26,8 +26,10 @@
 // An informer event maps back to its tenant by the trainyard.dev/tenant
 // label, and only when the object lives in that tenant's own namespace.
 // Reads come from the informers' caches; a pass over a namespace in shape
-// makes no API call at all (the tests check that), so the resync costs one
-// Postgres query per tenant and nothing on the API server.
+// makes no API call at all (the tests check that), so the resync costs two
+// Postgres queries per tenant (the tenant, its secrets' names) and nothing
+// on the API server. A cluster that keeps copies of tenant Secrets is the
+// exception: one list of them per pass ("Secrets in other clusters").
 //
 // # Ensure: create or update, not server-side apply
 //
