@@ -196,3 +196,23 @@ func TestCopySecretsOffAtHome(t *testing.T) {
 	require.NoError(t, b.sync(t))
 	require.Empty(t, b.client.Actions())
 }
+
+// A remote agent cannot list a tenant's jobs: Trainyard's pods in the
+// namespace stand for them before the namespace of a tenant no longer
+// allowed there is removed.
+func TestRemoteUnfinishedHereCountsPods(t *testing.T) {
+	b := newCopyBundle(t)
+	b.c.cfg.Remote, b.c.cfg.NamespacePrefix = true, "ty-"
+	n, err := b.c.unfinishedHere(context.Background(), "acme")
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.NoError(t, b.client.Tracker().Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "user-pod", Namespace: "ty-acme"}}))
+	n, err = b.c.unfinishedHere(context.Background(), "acme")
+	require.NoError(t, err)
+	require.Zero(t, n, "a pod Trainyard did not make is not a job of the tenant")
+	require.NoError(t, b.client.Tracker().Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "j-worker-0", Namespace: "ty-acme",
+		Labels: map[string]string{kube.LabelManagedBy: kube.ManagedByValue, kube.LabelTenant: "acme"}}}))
+	n, err = b.c.unfinishedHere(context.Background(), "acme")
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+}
