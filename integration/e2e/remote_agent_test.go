@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -210,35 +211,13 @@ func remoteAgentSecrets(t *testing.T, e *workerEnv, second *cluster.Cluster, two
 			Name: harness.TenantName(tenantID) + "/secrets/wandb", Data: map[string]string{"api-key": value}}})
 		require.NoError(t, err)
 	}
-	copyIn := func(value string) {
-		t.Helper()
-		waitFor(t, 60*time.Second, func() error {
-			sec, err := second.Client().CoreV1().Secrets(e.ns).Get(ctx, "wandb", metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if got := string(sec.Data["api-key"]); got != value {
-				return fmt.Errorf("the copy in two holds %d bytes, not the value put last", len(got))
-			}
-			if sec.Labels[kube.LabelSecretCopy] != "true" || sec.Labels[kube.LabelTenant] != workerTenant {
-				return fmt.Errorf("the copy's labels: %v", sec.Labels)
-			}
-			return nil
-		})
-	}
 	put(workerTenant, "first-value")
-	copyIn("first-value")
+	waitSecretCopy(t, second, e.ns, "first-value")
 	put(workerTenant, "second-value")
-	copyIn("second-value")
+	waitSecretCopy(t, second, e.ns, "second-value")
 	_, err := tenants.DeleteSecret(ctx, &pb.DeleteSecretRequest{Name: harness.TenantName(workerTenant) + "/secrets/wandb"})
 	require.NoError(t, err)
-	waitFor(t, 60*time.Second, func() error {
-		_, err := second.Client().CoreV1().Secrets(e.ns).Get(ctx, "wandb", metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("the copy in two is still there: %v", err)
-	})
+	waitSecretCopy(t, second, e.ns, "")
 
 	// A tenant kept to default.
 	const homeOnly = "homeonly"
@@ -261,4 +240,27 @@ func remoteAgentSecrets(t *testing.T, e *workerEnv, second *cluster.Cluster, two
 		require.NotContains(t, logs, "second-value")
 	}
 	require.Contains(t, agent.Logs(), "wrote the copy of a tenant secret")
+}
+
+// waitSecretCopy waits until the copy of the tenant secret "wandb" in
+// namespace ns of cluster c holds value under "api-key", labelled as a
+// copy of workerTenant's; with value "", until there is no copy.
+func waitSecretCopy(t *testing.T, c *cluster.Cluster, ns, value string) {
+	t.Helper()
+	waitFor(t, 60*time.Second, func() error {
+		sec, err := c.Client().CoreV1().Secrets(ns).Get(ctxT(t), "wandb", metav1.GetOptions{})
+		switch {
+		case value == "" && apierrors.IsNotFound(err):
+			return nil
+		case value == "" && err == nil:
+			return errors.New("the copy is still there")
+		case err != nil:
+			return err
+		case string(sec.Data["api-key"]) != value:
+			return fmt.Errorf("the copy holds %d bytes, not the value put last", len(sec.Data["api-key"]))
+		case sec.Labels[kube.LabelSecretCopy] != "true" || sec.Labels[kube.LabelTenant] != workerTenant:
+			return fmt.Errorf("the copy's labels: %v", sec.Labels)
+		}
+		return nil
+	})
 }
