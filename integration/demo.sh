@@ -140,7 +140,10 @@ if [[ "$CLUSTERS" == 2 ]]; then
   # here; see the README's "Many clusters".)
   tyctl clusters update default --label region=a >/dev/null
   tyctl clusters register b --label region=b --display-name "Second local cluster" | sed 's/^/  /'
+  # --home-kubeconfig: it copies tenant Secrets from default, where the
+  # API server writes them.
   "$TRAINYARD" worker --cluster b --database-url "$DB_URL" --kubeconfig "$KUBECONFIG_B" \
+    --home-kubeconfig "$KUBECONFIG_PATH" \
     --metrics-addr 127.0.0.1:0 "${agent_flags[@]}" >"$work/worker-b.log" 2>&1 &
   worker_b_pid=$!
   say "trainyard worker --cluster b --kubeconfig <b's kubeconfig> (log $work/worker-b.log)"

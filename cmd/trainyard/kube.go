@@ -76,6 +76,18 @@ func (k *kubeFlags) restConfig() (*rest.Config, error) {
 	return cfg, nil
 }
 
+// restConfigAt is the config of another cluster, from the kubeconfig at
+// path, with the same rate limits and user agent as restConfig's.
+func (k *kubeFlags) restConfigAt(path string) (*rest.Config, error) {
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(&clientcmd.ClientConfigLoadingRules{ExplicitPath: path}, nil).ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst, cfg.UserAgent = float32(k.qps), k.burst, "trainyard"
+	kube.TuneRESTConfig(cfg)
+	return cfg, nil
+}
+
 func (k *kubeFlags) client() (kubernetes.Interface, *rest.Config, error) {
 	cfg, err := k.restConfig()
 	if err != nil {

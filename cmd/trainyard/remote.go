@@ -19,9 +19,10 @@ import (
 
 // The remote agent's storage is the control plane's AgentService.
 var (
-	_ worker.Store        = (*agentclient.Client)(nil)
-	_ worker.ClusterStore = (*agentclient.Client)(nil)
-	_ tenantctl.Store     = (*agentclient.Client)(nil)
+	_ worker.Store           = (*agentclient.Client)(nil)
+	_ worker.ClusterStore    = (*agentclient.Client)(nil)
+	_ tenantctl.Store        = (*agentclient.Client)(nil)
+	_ tenantctl.SecretSource = (*agentclient.Client)(nil)
 )
 
 // runRemoteWorker runs a remote cluster's agent (issue 45): the job
@@ -76,9 +77,12 @@ func runRemoteWorker(ctx context.Context, log *slog.Logger, common *commonFlags,
 	if err != nil {
 		return err
 	}
+	// The tenants allowed in this cluster, with copies of their Secrets
+	// (the API server writes them in its own cluster).
 	tenants, err := tenantctl.New(tenantctl.Config{
-		Store: cp, Client: kc, Remote: true, NamespacePrefix: common.kube.namespacePrefix,
-		Options: wf.tenantOptions(), Resync: remoteTenantResync,
+		Store: cp, Client: kc, Remote: true, Cluster: wf.cluster, Secrets: cp,
+		NamespacePrefix: common.kube.namespacePrefix,
+		Options:         wf.tenantOptions(), Resync: remoteTenantResync,
 		Registry: reg, Logger: log,
 	})
 	if err != nil {

@@ -239,10 +239,23 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 	if err != nil {
 		return err
 	}
-	agents, err := api.NewAgentServer(api.AgentConfig{
+	var clusters *kube.Clusters
+	if d.kubeConfig != nil {
+		if clusters, err = f.clusters(d.kubeConfig); err != nil {
+			return err
+		}
+	} else if len(f.clusterKubeconfigs) > 0 {
+		return errors.New("--cluster-kubeconfig needs this server's own cluster too: set --kubeconfig (or KUBECONFIG), or run in a pod")
+	}
+	agentCfg := api.AgentConfig{
 		Store:        func(c string) api.AgentStore { return d.store.InCluster(c) },
 		RequeueAfter: f.agentRequeueAfter, Logger: log,
-	})
+	}
+	if clusters != nil {
+		// Agents keep copies of the tenant Secrets this server writes.
+		agentCfg.Secrets = clusters
+	}
+	agents, err := api.NewAgentServer(agentCfg)
 	if err != nil {
 		return err
 	}
@@ -269,14 +282,8 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 		return err
 	}
 	var tensorBoard server.TensorBoardDialer
-	if d.kubeConfig != nil {
-		clusters, err := f.clusters(d.kubeConfig)
-		if err != nil {
-			return err
-		}
+	if clusters != nil {
 		apiDeps.Kube, tensorBoard = clusters, clusters
-	} else if len(f.clusterKubeconfigs) > 0 {
-		return errors.New("--cluster-kubeconfig needs this server's own cluster too: set --kubeconfig (or KUBECONFIG), or run in a pod")
 	}
 	srv, err := server.New(ctx, server.Config{
 		HTTPAddr:            f.httpAddr,

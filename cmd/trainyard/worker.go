@@ -61,8 +61,12 @@ type workerFlags struct {
 	psaWarn          string
 	// Tenant NetworkPolicy egress exceptions and the API server's identity
 	// (kube.TenantOptions).
-	egressDenyCIDRs   []string
-	apiServiceAccount string
+	egressDenyCIDRs      []string
+	apiServiceAccount    string
+	workerServiceAccount string
+	// The API server's cluster, where a worker of another cluster reads
+	// the tenant Secrets it copies (tenantctl.StoreSecrets).
+	homeKubeconfig string
 	// The cluster this worker runs in and reports (worker.ClusterAgent).
 	cluster          string
 	clusterHeartbeat time.Duration
@@ -101,6 +105,8 @@ func (f *workerFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.psaWarn, "psa-warn", "restricted", "Pod Security Standard warned about (and audited) in tenant namespaces")
 	fs.StringSliceVar(&f.egressDenyCIDRs, "egress-deny-cidrs", slices.Clone(kube.DefaultEgressDenyCIDRs), "CIDRs tenant pods may not connect to (exceptions of their NetworkPolicy's egress to anywhere), comma-separated; empty denies nothing")
 	fs.StringVar(&f.apiServiceAccount, "api-service-account", kube.DefaultAPIServiceAccount, "the API server's ServiceAccount as namespace:name, bound in each tenant namespace to read pod logs there")
+	fs.StringVar(&f.workerServiceAccount, "worker-service-account", kube.DefaultWorkerServiceAccount, "the worker's own ServiceAccount as namespace:name, bound in each tenant namespace to read and write the Secrets there (trainyard-tenant-secrets)")
+	fs.StringVar(&f.homeKubeconfig, "home-kubeconfig", "", "a worker on Postgres of a cluster other than the API server's: a kubeconfig for the API server's cluster, where tenant Secrets are written; the worker copies them into its tenant namespaces (its identity there needs get on secrets in tenant namespaces: the worker's ServiceAccount has it). Empty: no Secret is copied into this cluster. A remote agent (--control-plane) gets them from the control plane")
 	fs.DurationVar(&f.experimentPeriod, "experiment-period", 5*time.Second, "the experiments controller (run by the scheduler lease's holder) passes over every running experiment this often")
 	fs.DurationVar(&f.metricsInterval, "trial-metrics-interval", worker.DefaultMetricsInterval, "how often the log of a running experiment trial (its chief's, or worker 0's) is read for trainyard-metric lines, besides once when it ends; each read is one pods/log request per trial, returning the lines since the last")
 	// trainyard dev registers serve's flags first: its --prometheus-url is
@@ -164,9 +170,11 @@ func (f *workerFlags) validate() error {
 		return errors.New("--control-plane needs --agent-token-file: the agent authenticates with its cluster's ServiceAccount token")
 	case f.controlPlane != "" && f.prometheusURL != "":
 		return errors.New("--prometheus-url is the control plane's workers' (a remote agent has no database to keep GPU utilisation in)")
+	case f.controlPlane != "" && f.homeKubeconfig != "":
+		return errors.New("--home-kubeconfig is for a worker on Postgres: a remote agent (--control-plane) gets tenant Secrets from the control plane")
 	}
 	if err := f.tenantOptions().Validate(); err != nil {
-		return fmt.Errorf("--egress-deny-cidrs or --api-service-account: %w", err)
+		return fmt.Errorf("--egress-deny-cidrs, --api-service-account or --worker-service-account: %w", err)
 	}
 	return nil
 }
@@ -179,7 +187,8 @@ func (f *workerFlags) tenantOptions() kube.TenantOptions {
 	if deny == nil {
 		deny = []string{} // set to nothing: deny nothing, not the default
 	}
-	return kube.TenantOptions{PSAEnforce: f.psaEnforce, PSAWarn: f.psaWarn, EgressDenyCIDRs: deny, APIServiceAccount: f.apiServiceAccount}
+	return kube.TenantOptions{PSAEnforce: f.psaEnforce, PSAWarn: f.psaWarn, EgressDenyCIDRs: deny,
+		APIServiceAccount: f.apiServiceAccount, WorkerServiceAccount: f.workerServiceAccount}
 }
 
 func newWorkerCmd() *cobra.Command {
@@ -376,11 +385,23 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 	}
 	// The tenant reconciler (internal/tenantctl) keeps tenant namespaces
 	// provisioned; it runs in the worker process with the same client.
-	tenants, err := tenantctl.New(tenantctl.Config{
+	tenantCfg := tenantctl.Config{
 		Store: st, Client: kc, Listener: listener, NamespacePrefix: common.kube.namespacePrefix,
 		Cluster: wf.cluster, Options: wf.tenantOptions(),
 		Registry: reg, Logger: log,
-	})
+	}
+	if wf.homeKubeconfig != "" {
+		home, err := common.kube.restConfigAt(wf.homeKubeconfig)
+		if err != nil {
+			return fmt.Errorf("--home-kubeconfig: %w", err)
+		}
+		hc, err := kubernetes.NewForConfig(home)
+		if err != nil {
+			return fmt.Errorf("--home-kubeconfig: %w", err)
+		}
+		tenantCfg.Secrets = tenantctl.StoreSecrets{Store: st, Home: kube.HomeSecrets{Client: hc}}
+	}
+	tenants, err := tenantctl.New(tenantCfg)
 	if err != nil {
 		return err
 	}

@@ -57,6 +57,7 @@ func TestClustersPlaceEachGangWholeInOneCluster(t *testing.T) {
 	readsFromB(t, s, second, b1)
 	tensorBoardFromB(t, s, second)
 	pinnedTenantStaysInDefault(t, s, second)
+	secretsCopiedToB(t, s, second)
 
 	// 24 GPUs in one gang: 16 free in all would not do either, and 32 in
 	// both clusters together is no help: never split.
@@ -252,6 +253,24 @@ func pinnedTenantStaysInDefault(t *testing.T, s *schedEnv, second *cluster.Clust
 	require.Empty(t, podsIn(t, second.Client(), ns, "cpu"))
 }
 
+// secretsCopiedToB: b's worker, on Postgres, copies a tenant secret from
+// default (--home-kubeconfig) into the tenant's namespace in b, follows a
+// new put and removes the copy when the secret is deleted.
+func secretsCopiedToB(t *testing.T, s *schedEnv, second *cluster.Cluster) {
+	t.Helper()
+	e, ctx := s.workerEnv, ctxT(t)
+	tenants := e.Tenants(t, e.AdminToken())
+	name := harness.TenantName(workerTenant) + "/secrets/wandb"
+	for _, v := range []string{"first", "second"} {
+		_, err := tenants.PutSecret(ctx, &pb.PutSecretRequest{Secret: &pb.Secret{Name: name, Data: map[string]string{"api-key": v}}})
+		require.NoError(t, err)
+		waitSecretCopy(t, second, e.ns, v)
+	}
+	_, err := tenants.DeleteSecret(ctx, &pb.DeleteSecretRequest{Name: name})
+	require.NoError(t, err)
+	waitSecretCopy(t, second, e.ns, "")
+}
+
 // startTwoClusters starts Trainyard with a worker in the package's shared
 // cluster (`default`, labelled region=a) and one in the second local
 // cluster (`b`, region=b, registered first), both with workerArgs, and
@@ -277,7 +296,10 @@ func startTwoClusters(t *testing.T, workerArgs ...string) (*schedEnv, *cluster.C
 	require.NoError(t, err)
 	_, err = admin.CreateCluster(ctx, &pb.CreateClusterRequest{ClusterId: "b", Cluster: &pb.Cluster{Labels: map[string]string{"region": "b"}}})
 	require.NoError(t, err)
-	bArgs := append([]string{"--kubeconfig", deploytest.WorkerKubeconfig(t, second), "--cluster", "b"}, workerArgs...)
+	// b's worker copies tenant Secrets from default, where the API server
+	// writes them, as deploy/'s worker there.
+	bArgs := append([]string{"--kubeconfig", deploytest.WorkerKubeconfig(t, second), "--cluster", "b",
+		"--home-kubeconfig", e.WorkerKubeconfig}, workerArgs...)
 	e.StartWorker(t, bArgs...)
 	waitClusterState(t, admin, "b", pb.ClusterState_CLUSTER_STATE_READY, 90*time.Second)
 	waitServiceAccount(t, second.Client(), e.ns)

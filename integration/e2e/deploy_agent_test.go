@@ -45,7 +45,7 @@ func TestDeployAgentComponent(t *testing.T) {
 			shared++
 		}
 	}
-	require.Equal(t, 10, shared, "the worker's ClusterRole and binding, and the four admission policies with their bindings")
+	require.Equal(t, 11, shared, "the worker's ClusterRoles (its own and trainyard-tenant-secrets) and binding, and the four admission policies with their bindings")
 
 	var cm corev1.ConfigMap
 	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(inAgent["ConfigMap/trainyard-config"].Object, &cm))

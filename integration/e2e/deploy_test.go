@@ -405,13 +405,52 @@ func TestDeployWorkerRoleRunsTheTenantReconciler(t *testing.T) {
 	}
 	require.False(t, allowedFor(t, admin, apiUser, authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Resource: "pods", Subresource: "exec"}))
 
-	// The worker deletes only what a tenant can stop having (its quota, its
-	// pod readers); the ServiceAccount, LimitRange and NetworkPolicy every
-	// tenant has are never deleted, so the role does not allow it.
+	// Tenant Secrets: the worker reads and writes them in the tenant
+	// namespace, through the binding it made there (it keeps copies in
+	// other clusters); the API server gets exactly the tenant's secrets,
+	// by name, once one is put (to hand them to remote agents), and no
+	// other Secret: not a webhook's signing secret beside them.
 	workerUser := authorizationv1.SubjectAccessReviewSpec{
 		User:   "system:serviceaccount:" + deploytest.Namespace + ":" + deploytest.WorkerAccount,
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + deploytest.Namespace, "system:authenticated"},
 	}
+	waitFor(t, 30*time.Second, func() error {
+		if !allowedFor(t, admin, workerUser, authorizationv1.ResourceAttributes{Namespace: ns, Verb: "list", Resource: "secrets"}) {
+			return fmt.Errorf("the worker cannot list secrets in %s yet", ns)
+		}
+		return nil
+	})
+	for _, verb := range []string{"get", "create", "update", "delete"} {
+		require.True(t, allowedFor(t, admin, workerUser, authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Resource: "secrets"}), "worker %s secrets", verb)
+	}
+	_, err = st.SecretPut(ctx, tenant.Secret{Tenant: tn.ID, Name: "wandb", Keys: []string{"api-key"}})
+	require.NoError(t, err)
+	getSecret := func(name string) authorizationv1.ResourceAttributes {
+		return authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "secrets", Name: name}
+	}
+	waitFor(t, 30*time.Second, func() error {
+		if !allowedFor(t, admin, apiUser, getSecret("wandb")) {
+			return fmt.Errorf("the API server cannot read the tenant's secret in %s yet", ns)
+		}
+		return nil
+	})
+	for _, a := range []authorizationv1.ResourceAttributes{
+		getSecret("trainyard-webhook-w1"), getSecret(""), {Namespace: ns, Verb: "list", Resource: "secrets"},
+		{Namespace: ns, Verb: "watch", Resource: "secrets"}, {Namespace: "kube-system", Verb: "get", Resource: "secrets", Name: "wandb"},
+	} {
+		require.False(t, allowedFor(t, admin, apiUser, a), "the API server must not %s secret %q in %q", a.Verb, a.Name, a.Namespace)
+	}
+	require.NoError(t, st.SecretDelete(ctx, tn.ID, "wandb"))
+	waitFor(t, 30*time.Second, func() error {
+		if allowedFor(t, admin, apiUser, getSecret("wandb")) {
+			return fmt.Errorf("the API server still reads a deleted secret in %s", ns)
+		}
+		return nil
+	})
+
+	// The worker deletes only what a tenant can stop having (its quota, its
+	// pod readers); the ServiceAccount, LimitRange and NetworkPolicy every
+	// tenant has are never deleted, so the role does not allow it.
 	for _, r := range []authorizationv1.ResourceAttributes{
 		{Resource: "resourcequotas"}, {Group: "rbac.authorization.k8s.io", Resource: "roles"}, {Group: "rbac.authorization.k8s.io", Resource: "rolebindings"},
 	} {
@@ -426,7 +465,7 @@ func TestDeployWorkerRoleRunsTheTenantReconciler(t *testing.T) {
 	}
 	require.False(t, allowedFor(t, admin, workerUser, portForward), "the worker must not port-forward")
 	bind := authorizationv1.ResourceAttributes{Verb: "bind", Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}
-	for role, want := range map[string]bool{"trainyard-api-tensorboard": true, "trainyard-api-pod-logs": false, "cluster-admin": false, "admin": false} {
+	for role, want := range map[string]bool{"trainyard-api-tensorboard": true, "trainyard-tenant-secrets": true, "trainyard-api-pod-logs": false, "cluster-admin": false, "admin": false} {
 		b := bind
 		b.Name = role
 		require.Equal(t, want, allowedFor(t, admin, workerUser, b), "worker bind %s", role)
@@ -487,7 +526,8 @@ func TestDeployWorkerRoleRunsTheTenantReconciler(t *testing.T) {
 		require.True(t, selfAllowed(t, worker, a), "the worker must be allowed to %s %s/%s in %q", a.Verb, a.Resource, a.Subresource, a.Namespace)
 	}
 	for _, a := range []authorizationv1.ResourceAttributes{
-		{Namespace: ns, Verb: "get", Resource: "secrets"}, {Namespace: ns, Verb: "create", Resource: "secrets"},
+		{Namespace: "kube-system", Verb: "get", Resource: "secrets"}, {Namespace: deploytest.Namespace, Verb: "get", Resource: "secrets"},
+		{Verb: "list", Resource: "secrets"}, {Namespace: "kube-system", Verb: "create", Resource: "secrets"},
 		{Namespace: ns, Verb: "create", Resource: "pods", Subresource: "exec"},
 		{Namespace: ns, Verb: "bind", Resource: "clusterroles", Group: "rbac.authorization.k8s.io"},
 		{Namespace: ns, Verb: "escalate", Resource: "roles", Group: "rbac.authorization.k8s.io"},

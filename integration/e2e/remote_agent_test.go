@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,6 +26,7 @@ import (
 	"github.com/trainyard/trainyard/integration/cluster"
 	"github.com/trainyard/trainyard/integration/deploytest"
 	"github.com/trainyard/trainyard/integration/harness"
+	"github.com/trainyard/trainyard/internal/kube"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 )
 
@@ -62,7 +65,9 @@ func agentToken(t *testing.T, c *cluster.Cluster, audience string) string {
 // park, purge or claim a job of cluster default, nor renew a default
 // worker's lease; a token of the other cluster (same issuer name,
 // another key) or with the wrong audience is UNAUTHENTICATED; a user's
-// token on AgentService is refused, and two's token on JobService.
+// token on AgentService is refused, and two's token on JobService. Tenant
+// Secrets put through the API appear in two, as copies two's agent keeps
+// (remoteAgentSecrets). Last, the self-fencing.
 func TestClustersRemoteAgent(t *testing.T) {
 	waitGPUsFree(t)
 	// Agents hear that a silent cluster's jobs go elsewhere after 40 s:
@@ -173,6 +178,8 @@ func TestClustersRemoteAgent(t *testing.T) {
 	_, err = s.jobs.CancelJob(ctx, &pb.CancelJobRequest{Name: dj.GetName()})
 	require.NoError(t, err)
 
+	remoteAgentSecrets(t, e, second, two, agent)
+
 	// Self-fencing: cut off from the control plane (the API server is
 	// gone) past the requeue point less the pods' grace, two's agent
 	// deletes the pods of its running job, so that a copy started
@@ -187,4 +194,73 @@ func TestClustersRemoteAgent(t *testing.T) {
 		90*time.Second, time.Second, "two's agent deletes its job's pods when it cannot reach the control plane")
 	require.Greater(t, time.Since(cut), 10*time.Second, "not at the first failed call: at its fence point")
 	require.Contains(t, agent.Logs(), "past the fence point")
+}
+
+// remoteAgentSecrets: a tenant secret put through the API (written in
+// default by the API server) appears in the tenant's namespace in two,
+// its new value follows a put, and it goes when it is deleted. Two's
+// agent never gets the secrets of a tenant allowed only in default: the
+// control plane answers NOT_FOUND, and it has no namespace in two.
+func remoteAgentSecrets(t *testing.T, e *workerEnv, second *cluster.Cluster, two pb.AgentServiceClient, agent *harness.Process) {
+	t.Helper()
+	ctx := ctxT(t)
+	tenants := e.Tenants(t, e.AdminToken())
+	put := func(tenantID, value string) {
+		t.Helper()
+		_, err := tenants.PutSecret(ctx, &pb.PutSecretRequest{Secret: &pb.Secret{
+			Name: harness.TenantName(tenantID) + "/secrets/wandb", Data: map[string]string{"api-key": value}}})
+		require.NoError(t, err)
+	}
+	put(workerTenant, "first-value")
+	waitSecretCopy(t, second, e.ns, "first-value")
+	put(workerTenant, "second-value")
+	waitSecretCopy(t, second, e.ns, "second-value")
+	_, err := tenants.DeleteSecret(ctx, &pb.DeleteSecretRequest{Name: harness.TenantName(workerTenant) + "/secrets/wandb"})
+	require.NoError(t, err)
+	waitSecretCopy(t, second, e.ns, "")
+
+	// A tenant kept to default.
+	const homeOnly = "homeonly"
+	t.Cleanup(func() {
+		_ = e.Cluster.Client().CoreV1().Namespaces().Delete(context.Background(), e.Namespace(homeOnly), metav1.DeleteOptions{})
+	})
+	e.CreateTenantWith(t, homeOnly, &pb.Tenant{Clusters: []string{"default"}})
+	e.waitNS(t, e.Namespace(homeOnly))
+	put(homeOnly, "default-only")
+	_, err = two.ListAgentSecrets(ctx, &pb.ListAgentSecretsRequest{Tenant: homeOnly})
+	require.Equal(t, codes.NotFound, status.Code(err), "two's agent asking for a default-only tenant's secrets: %v", err)
+	list, err := two.ListAgentSecrets(ctx, &pb.ListAgentSecretsRequest{Tenant: workerTenant})
+	require.NoError(t, err)
+	require.Empty(t, list.GetSecrets(), "the deleted secret is gone from the control plane's answer too")
+	_, err = second.Client().CoreV1().Namespaces().Get(ctx, e.Namespace(homeOnly), metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "a default-only tenant has no namespace in two: %v", err)
+	require.NotContains(t, e.Server.Logs(), "default-only", "no value in the API server's log")
+	for _, logs := range []string{e.Server.Logs(), agent.Logs()} {
+		require.NotContains(t, logs, "first-value")
+		require.NotContains(t, logs, "second-value")
+	}
+	require.Contains(t, agent.Logs(), "wrote the copy of a tenant secret")
+}
+
+// waitSecretCopy waits until the copy of the tenant secret "wandb" in
+// namespace ns of cluster c holds value under "api-key", labelled as a
+// copy of workerTenant's; with value "", until there is no copy.
+func waitSecretCopy(t *testing.T, c *cluster.Cluster, ns, value string) {
+	t.Helper()
+	waitFor(t, 60*time.Second, func() error {
+		sec, err := c.Client().CoreV1().Secrets(ns).Get(ctxT(t), "wandb", metav1.GetOptions{})
+		switch {
+		case value == "" && apierrors.IsNotFound(err):
+			return nil
+		case value == "" && err == nil:
+			return errors.New("the copy is still there")
+		case err != nil:
+			return err
+		case string(sec.Data["api-key"]) != value:
+			return fmt.Errorf("the copy holds %d bytes, not the value put last", len(sec.Data["api-key"]))
+		case sec.Labels[kube.LabelSecretCopy] != "true" || sec.Labels[kube.LabelTenant] != workerTenant:
+			return fmt.Errorf("the copy's labels: %v", sec.Labels)
+		}
+		return nil
+	})
 }

@@ -1,8 +1,8 @@
 // Package agentclient is a remote cluster's agent's storage: the worker's
-// store (worker.Store, worker.ClusterStore and what the tenant reconciler
-// reads) over the API server's AgentService, so that the agent holds no
-// database credentials (issue 45). `trainyard worker --control-plane`
-// builds one.
+// store (worker.Store, worker.ClusterStore, and what the tenant reconciler
+// reads: tenants and, for its copies, their secrets) over the API
+// server's AgentService, so that the agent holds no database credentials
+// (issue 45). `trainyard worker --control-plane` builds one.
 //
 //	worker / tenant reconciler / cluster agent
 //	        │ worker.Store, ClusterStore, tenantctl.Store
@@ -337,6 +337,23 @@ func (c *Client) TenantListAll(ctx context.Context) ([]tenant.Tenant, error) {
 		return nil, fmt.Errorf("agentclient: tenants: %w", err)
 	}
 	return ts, nil
+}
+
+// TenantSecrets reads a tenant's secrets for the copies the agent keeps:
+// values only of those not at the version have names. A tenant that is
+// not ACTIVE or not allowed in the agent's cluster is store.ErrNotFound.
+func (c *Client) TenantSecrets(ctx context.Context, tenantID string, have map[string]string) ([]tenant.SecretCopy, error) {
+	ctx, cancel := c.ctx(ctx)
+	defer cancel()
+	r, err := c.api.ListAgentSecrets(ctx, &pb.ListAgentSecretsRequest{Tenant: tenantID, Have: have})
+	if err := c.done(err, "tenant secrets"); err != nil {
+		return nil, err
+	}
+	out := make([]tenant.SecretCopy, 0, len(r.GetSecrets()))
+	for _, s := range r.GetSecrets() {
+		out = append(out, tenant.SecretCopy{Name: s.GetName(), Version: s.GetVersion(), Data: s.GetData(), Unchanged: s.GetUnchanged()})
+	}
+	return out, nil
 }
 
 // ClusterHeartbeat reports the agent's cluster (the server decides which:

@@ -18,11 +18,15 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/trainyard/trainyard/internal/api"
 	"github.com/trainyard/trainyard/internal/auth"
 	"github.com/trainyard/trainyard/internal/cluster"
 	"github.com/trainyard/trainyard/internal/job"
+	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/pgtest"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenant"
@@ -54,6 +58,7 @@ type bundle struct {
 	store *store.Store
 	addr  string
 	key   *ecdsa.PrivateKey
+	home  *fake.Clientset
 }
 
 // setup serves AgentService as `trainyard serve` does (the auth
@@ -75,7 +80,10 @@ func setup(t *testing.T) *bundle {
 	require.NoError(t, err)
 	users := auth.TenantSourceFunc(func(ctx context.Context, id string) (tenant.Tenant, error) { return st.TenantGet(ctx, id) })
 	ic := auth.NewInterceptor(auth.FirstOf(), auth.NewAuthorizer(users), auth.WithAgentAuthenticator(agents))
-	srv, err := api.NewAgentServer(api.AgentConfig{Store: func(c string) api.AgentStore { return st.InCluster(c) }, RequeueAfter: 11 * time.Minute})
+	// The API server's own cluster, where tenant secrets' values are.
+	home := fake.NewClientset()
+	srv, err := api.NewAgentServer(api.AgentConfig{Store: func(c string) api.AgentStore { return st.InCluster(c) }, RequeueAfter: 11 * time.Minute,
+		Secrets: kube.NewClustersFor(cluster.Default, map[string]kubernetes.Interface{cluster.Default: home})})
 	require.NoError(t, err)
 	g := grpc.NewServer(grpc.ChainUnaryInterceptor(ic.Unary(), errorCodes))
 	pb.RegisterAgentServiceServer(g, srv)
@@ -83,7 +91,7 @@ func setup(t *testing.T) *bundle {
 	require.NoError(t, err)
 	go func() { _ = g.Serve(ln) }()
 	t.Cleanup(g.Stop)
-	return &bundle{ctx: ctx, store: st, addr: ln.Addr().String(), key: key}
+	return &bundle{ctx: ctx, store: st, addr: ln.Addr().String(), key: key, home: home}
 }
 
 // errorCodes is the server's error interceptor's mapping (api.Code).
@@ -225,4 +233,60 @@ func TestClientOverAgentService(t *testing.T) {
 	_, err = bad.JobLoad(ctx, there.Tenant, there.UID)
 	require.ErrorIs(t, err, store.ErrUnavailable)
 	require.ErrorContains(t, err, "Unauthenticated")
+}
+
+// Secret values go to an agent only for a tenant that is ACTIVE and
+// allowed in its cluster, and only for versions it does not hold; a
+// tenant kept to cluster default, or being offboarded, is NOT_FOUND to
+// cluster two's agent although its values are right there at home.
+func TestClientTenantSecretsOnlyWhereAllowed(t *testing.T) {
+	b := setup(t)
+	ctx := b.ctx
+	for _, tn := range []tenant.Tenant{
+		{ID: "acme", Namespace: "ty-acme"},
+		{ID: "both", Namespace: "ty-both", Clusters: []string{cluster.Default, "two"}},
+		{ID: "homeonly", Namespace: "ty-homeonly", Clusters: []string{cluster.Default}},
+		{ID: "leaving", Namespace: "ty-leaving"},
+	} {
+		_, err := b.store.TenantCreate(ctx, tn)
+		require.NoError(t, err)
+		// As PutSecret: the values in the home cluster, the names in Postgres.
+		_, err = b.home.CoreV1().Secrets(tn.Namespace).Create(ctx,
+			kube.RenderSecret(tn.ID, tn.Namespace, "db", map[string]string{"password": "pw-of-" + tn.ID}), metav1.CreateOptions{})
+		require.NoError(t, err)
+		_, err = b.store.SecretPut(ctx, tenant.Secret{Tenant: tn.ID, Name: "db", Keys: []string{"password"}})
+		require.NoError(t, err)
+	}
+	_, err := b.store.TenantUpdate(ctx, "leaving", func(tn *tenant.Tenant) error { tn.State = tenant.Offboarding; return nil })
+	require.NoError(t, err)
+	c := b.client(t, saToken(t, b.key, "trainyard"))
+
+	for _, id := range []string{"acme", "both"} {
+		got, err := c.TenantSecrets(ctx, id, nil)
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		require.Equal(t, "db", got[0].Name)
+		require.Equal(t, map[string][]byte{"password": []byte("pw-of-" + id)}, got[0].Data)
+		require.NotEmpty(t, got[0].Version)
+
+		again, err := c.TenantSecrets(ctx, id, map[string]string{"db": got[0].Version})
+		require.NoError(t, err)
+		require.Equal(t, []tenant.SecretCopy{{Name: "db", Version: got[0].Version, Unchanged: true}}, again, "no value for a version held")
+	}
+	for _, id := range []string{"homeonly", "leaving", "ghost"} {
+		got, err := c.TenantSecrets(ctx, id, nil)
+		require.ErrorIs(t, err, store.ErrNotFound, "tenant %s", id)
+		require.Empty(t, got)
+	}
+	reads := 0
+	for _, a := range b.home.Actions() {
+		if a.GetVerb() == "get" {
+			reads++
+			require.Contains(t, []string{"ty-acme", "ty-both"}, a.GetNamespace(), "never read for a tenant two does not host")
+		}
+	}
+	require.Equal(t, 2, reads, "one read per secret, none for a version held")
+
+	_, err = b.client(t, saToken(t, b.key, "https://kubernetes.default.svc")).TenantSecrets(ctx, "acme", nil)
+	require.ErrorIs(t, err, store.ErrUnavailable, "another audience's token")
 }

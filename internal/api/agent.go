@@ -37,7 +37,12 @@ import (
 //     can neither renew nor write under another cluster's or a local
 //     worker's lease;
 //   - the heartbeat names the agent's cluster, whatever the request says;
-//   - tenants come without their members.
+//   - tenants come without their members;
+//   - secret values go only to an agent of a cluster the tenant is
+//     allowed in, for an ACTIVE tenant; any other tenant is NOT_FOUND.
+//     They are read in the API server's own cluster (the home cluster,
+//     where PutSecret writes them) only for secrets whose version the
+//     agent does not hold.
 
 // AgentStore is the part of *store.Store that AgentServer uses, for one
 // cluster (store.Store.InCluster).
@@ -54,6 +59,7 @@ type AgentStore interface {
 	JobListByKeys(ctx context.Context, keys []store.JobKey) ([]store.JobBrief, error)
 	TenantGet(ctx context.Context, id string) (tenant.Tenant, error)
 	TenantListAll(ctx context.Context) ([]tenant.Tenant, error)
+	SecretList(ctx context.Context, tenantID string) ([]tenant.Secret, error)
 	ClusterHeartbeat(ctx context.Context, p store.ClusterHeartbeatParams) (bool, error)
 }
 
@@ -65,7 +71,17 @@ type AgentConfig struct {
 	// workers' --cluster-timeout plus --cluster-lost-grace), told to
 	// agents with each heartbeat for their self-fencing.
 	RequeueAfter time.Duration
-	Logger       *slog.Logger
+	// Secrets reads tenant secrets' values in the home cluster
+	// (*kube.Clusters). Optional: without it ListAgentSecrets is
+	// FAILED_PRECONDITION.
+	Secrets SecretCopier
+	Logger  *slog.Logger
+}
+
+// SecretCopier reads tenant Secrets where the API server writes them
+// (kube.HomeSecrets.Copies).
+type SecretCopier interface {
+	SecretCopies(ctx context.Context, namespace string, secrets []tenant.Secret, have map[string]string) ([]tenant.SecretCopy, error)
 }
 
 // AgentServer implements trainyard.v1.AgentService.
@@ -403,6 +419,44 @@ func (s *AgentServer) ListAgentTenants(ctx context.Context, _ *pb.ListAgentTenan
 		return nil, err
 	}
 	return &pb.ListAgentTenantsResponse{Tenants: doc}, nil
+}
+
+// MaxAgentSecretHave bounds the versions one ListAgentSecrets names.
+const MaxAgentSecretHave = 1000
+
+func (s *AgentServer) ListAgentSecrets(ctx context.Context, req *pb.ListAgentSecretsRequest) (*pb.ListAgentSecretsResponse, error) {
+	c, err := s.call(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(req.GetHave()) > MaxAgentSecretHave {
+		return nil, invalid(job.FieldViolation{Field: "have", Description: fmt.Sprintf("at most %d secrets at once", MaxAgentSecretHave)})
+	}
+	t, err := c.st.TenantGet(ctx, req.GetTenant())
+	if err != nil {
+		return nil, err
+	}
+	if t.State != tenant.Active || !t.AllowedIn(c.cluster) {
+		// As a tenant that does not exist: an agent learns nothing of
+		// the secrets of a tenant it does not host.
+		return nil, fmt.Errorf("%w: tenant %q has no secrets for cluster %q", store.ErrNotFound, t.ID, c.cluster)
+	}
+	if s.cfg.Secrets == nil {
+		return nil, status.Error(codes.FailedPrecondition, "this server has no Kubernetes cluster configured to keep secret values")
+	}
+	metas, err := c.st.SecretList(ctx, t.ID)
+	if err != nil {
+		return nil, err
+	}
+	copies, err := s.cfg.Secrets.SecretCopies(ctx, t.Namespace, metas, req.GetHave())
+	if err != nil {
+		return nil, err
+	}
+	out := &pb.ListAgentSecretsResponse{Secrets: make([]*pb.AgentSecret, 0, len(copies))}
+	for _, sc := range copies {
+		out.Secrets = append(out.Secrets, &pb.AgentSecret{Name: sc.Name, Version: sc.Version, Data: sc.Data, Unchanged: sc.Unchanged})
+	}
+	return out, nil
 }
 
 func (s *AgentServer) AgentHeartbeat(ctx context.Context, req *pb.AgentHeartbeatRequest) (*pb.AgentHeartbeatResponse, error) {

@@ -198,6 +198,7 @@ var rules = map[string]rule{
 	pb.AgentService_ListJobsByKeys_FullMethodName:   {perm: PermAgent},
 	pb.AgentService_GetAgentTenant_FullMethodName:   {perm: PermAgent},
 	pb.AgentService_ListAgentTenants_FullMethodName: {perm: PermAgent},
+	pb.AgentService_ListAgentSecrets_FullMethodName: {perm: PermAgent},
 	pb.AgentService_AgentHeartbeat_FullMethodName:   {perm: PermAgent},
 
 	// Webhooks: a tenant's admins. Reads too: a webhook's URL and its

@@ -274,6 +274,7 @@ var matrix = []struct {
 	{pb.AgentService_ListJobsByKeys_FullMethodName, "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD"},
 	{pb.AgentService_GetAgentTenant_FullMethodName, "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD"},
 	{pb.AgentService_ListAgentTenants_FullMethodName, "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD"},
+	{pb.AgentService_ListAgentSecrets_FullMethodName, "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD"},
 	{pb.AgentService_AgentHeartbeat_FullMethodName, "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD", "PD PD PD PD PD"},
 	{pb.UsageService_QueryQueueHistory_FullMethodName, "NF OK OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF OK OK OK OK"},
 	{pb.UsageService_QueryJobUtilization_FullMethodName, "NF OK OK OK OK", "NF NF NF NF OK", "NF NF NF NF NF", "NF OK OK OK OK"},

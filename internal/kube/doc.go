@@ -38,7 +38,14 @@
 //	                          API server's TensorBoard proxy port-forwards here and only here
 //	Service                   replicas (job.ReplicaService): headless, publishNotReadyAddresses,
 //	                          no selector, no ports; every replica pod of every job is under it
-//	Secret (RenderSecret)     one per tenant secret, named by its id, Opaque
+//	RoleBinding               trainyard-tenant-secrets: the worker's ServiceAccount to ClusterRole
+//	                          trainyard-tenant-secrets (get, list, create, update, delete secrets,
+//	                          in deploy/): it keeps copies of the Secrets in other clusters
+//	Role, RoleBinding         trainyard-secret-readers (RenderSecretReaders): get on the tenant's
+//	                          secrets by name, for the API server's account; in the API server's
+//	                          cluster only, and only while the tenant has secrets
+//	Secret (RenderSecret)     one per tenant secret, named by its id, Opaque; in a cluster other
+//	                          than the API server's, a copy (RenderSecretCopy, secretcopy.go)
 //
 // A nil object in TenantObjects is one the tenant must not have; the worker
 // deletes it if it exists (a quota or reader groups that were removed).
@@ -81,7 +88,8 @@
 // for jobs of more than one replica), TRAINYARD_JOB,
 // TRAINYARD_REPLICA_TYPE, TRAINYARD_REPLICA_INDEX, then the user's
 // variables in order, secret ones as secretKeyRef. Secret values never pass
-// through this package except into RenderSecret's object.
+// through this package except into RenderSecret's and RenderSecretCopy's
+// objects, and out of HomeSecrets.
 //
 // Resources: requests as given; memory limited to memoryLimit or else the
 // request (a process that outgrows its request is the node's first victim

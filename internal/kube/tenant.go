@@ -108,6 +108,11 @@ type TenantOptions struct {
 	// pod logs there (the ClusterRole APIPodLogsName). Defaults to
 	// DefaultAPIServiceAccount.
 	APIServiceAccount string
+	// WorkerServiceAccount is the worker's ServiceAccount, as
+	// namespace:name; the TenantSecretsName RoleBinding lets it read and
+	// write Secrets in every tenant namespace. Defaults to
+	// DefaultWorkerServiceAccount.
+	WorkerServiceAccount string
 }
 
 // WithDefaults returns o with every empty field set to its default.
@@ -139,6 +144,9 @@ func (o TenantOptions) WithDefaults() TenantOptions {
 	if o.APIServiceAccount == "" {
 		o.APIServiceAccount = DefaultAPIServiceAccount
 	}
+	if o.WorkerServiceAccount == "" {
+		o.WorkerServiceAccount = DefaultWorkerServiceAccount
+	}
 	return o
 }
 
@@ -160,9 +168,12 @@ func (o TenantOptions) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	if o.APIServiceAccount != "" {
-		if _, _, err := parseServiceAccount(o.APIServiceAccount); err != nil {
-			errs = append(errs, err)
+	for who, account := range map[string]string{"API server": o.APIServiceAccount, "worker": o.WorkerServiceAccount} {
+		if account == "" {
+			continue
+		}
+		if _, _, err := parseServiceAccount(account); err != nil {
+			errs = append(errs, fmt.Errorf("%s %w", who, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -186,7 +197,7 @@ func parseDenyCIDR(s string) (netip.Prefix, error) {
 func parseServiceAccount(s string) (namespace, name string, err error) {
 	namespace, name, ok := strings.Cut(s, ":")
 	if !ok || len(validation.IsDNS1123Label(namespace)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
-		return "", "", fmt.Errorf("API server service account %q: want namespace:name", s)
+		return "", "", fmt.Errorf("service account %q: want namespace:name", s)
 	}
 	return namespace, name, nil
 }
@@ -214,6 +225,9 @@ type TenantObjects struct {
 	// ReplicaService is the headless Service the replicas of every job in
 	// the namespace are named under (RenderReplicaService).
 	ReplicaService *corev1.Service
+	// TenantSecrets lets the worker read and write Secrets in the
+	// namespace, and nowhere else (TenantSecretsName).
+	TenantSecrets *rbacv1.RoleBinding
 }
 
 // RenderTenant renders the namespace of t and what lives in it (except
@@ -257,12 +271,13 @@ func RenderTenant(t tenant.Tenant, opts TenantOptions) (TenantObjects, error) {
 			}}},
 		},
 		NetworkPolicy: renderNetworkPolicy(t.ID, ns, opts.EgressDenyCIDRs),
-		APIPodLogs:    renderAPIBinding(t.ID, ns, opts.APIServiceAccount, APIPodLogsName),
+		APIPodLogs:    renderBinding(t.ID, ns, opts.APIServiceAccount, APIPodLogsName),
 		// The worker may write this one although it holds no
 		// port-forward right: deploy/ gives it "bind" on exactly this
 		// ClusterRole (rbac-worker.yaml).
-		APITensorBoard: renderAPIBinding(t.ID, ns, opts.APIServiceAccount, APITensorBoardName),
+		APITensorBoard: renderBinding(t.ID, ns, opts.APIServiceAccount, APITensorBoardName),
 		ReplicaService: RenderReplicaService(t.ID, ns),
+		TenantSecrets:  renderBinding(t.ID, ns, opts.WorkerServiceAccount, TenantSecretsName),
 	}
 	objs.Role, objs.RoleBinding = renderPodReaders(t, ns)
 	return objs, nil
@@ -437,13 +452,15 @@ func renderNetworkPolicy(tenantID, ns string, denyCIDRs []string) *networkingv1.
 	}
 }
 
-// renderAPIBinding binds the API server's ServiceAccount to the ClusterRole
-// of deploy/ named name (APIPodLogsName: get pods/log; APITensorBoardName:
-// create pods/portforward) in this namespace only, by a RoleBinding of the
-// same name. The worker can write the first without "bind" as it holds get
-// on pods/log itself; for the second deploy/ grants it "bind" on that one
-// ClusterRole.
-func renderAPIBinding(tenantID, ns, account, name string) *rbacv1.RoleBinding {
+// renderBinding binds a ServiceAccount (namespace:name) to the ClusterRole
+// of deploy/ named name in this namespace only, by a RoleBinding of the
+// same name: the API server's to APIPodLogsName (get pods/log) and
+// APITensorBoardName (create pods/portforward), the worker's to
+// TenantSecretsName (get, list, create, update, delete secrets). The
+// worker can write the first without "bind" as it holds get on pods/log
+// itself; for the others deploy/ grants it "bind" on exactly those
+// ClusterRoles.
+func renderBinding(tenantID, ns, account, name string) *rbacv1.RoleBinding {
 	saNamespace, saName, err := parseServiceAccount(account)
 	if err != nil {
 		return nil // Validate refused it before
@@ -454,6 +471,38 @@ func renderAPIBinding(tenantID, ns, account, name string) *rbacv1.RoleBinding {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: saName, Namespace: saNamespace}},
 	}
+}
+
+// RenderSecretReaders is the Role and RoleBinding SecretReadersName that
+// let the API server's ServiceAccount get exactly the tenant's secrets,
+// by name (the values it was handed by PutSecret), in namespace ns, to
+// give copies to remote clusters' agents: not the webhook signing secrets
+// or anything else there. Both are nil when there are no secrets (a Role
+// without names would grant every Secret). Only the API server's own
+// cluster has them. The worker may write the Role because it holds get on
+// Secrets there itself (TenantSecretsName).
+func RenderSecretReaders(tenantID, ns string, secrets []string, opts TenantOptions) (*rbacv1.Role, *rbacv1.RoleBinding) {
+	names := slices.Clone(secrets)
+	slices.Sort(names)
+	names = slices.Compact(names)
+	names = slices.DeleteFunc(names, func(n string) bool { return n == "" })
+	opts = opts.WithDefaults()
+	saNamespace, saName, err := parseServiceAccount(opts.APIServiceAccount)
+	if len(names) == 0 || err != nil {
+		return nil, nil
+	}
+	role := &rbacv1.Role{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
+		ObjectMeta: tenantMeta(tenantID, ns, SecretReadersName),
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}, ResourceNames: names}},
+	}
+	binding := &rbacv1.RoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+		ObjectMeta: tenantMeta(tenantID, ns, SecretReadersName),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: SecretReadersName},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: saName, Namespace: saNamespace}},
+	}
+	return role, binding
 }
 
 // RenderSecret is tenant secret secretID as a Kubernetes Secret named

@@ -108,6 +108,12 @@ func TestRenderTenant(t *testing.T) {
 			ObjectMeta: meta("replicas"),
 			Spec:       corev1.ServiceSpec{ClusterIP: "None", PublishNotReadyAddresses: true},
 		},
+		TenantSecrets: &rbacv1.RoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+			ObjectMeta: meta("trainyard-tenant-secrets"),
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "trainyard-worker", Namespace: "trainyard"}},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "trainyard-tenant-secrets"},
+		},
 	}
 	if diff := cmp.Diff(want, objs); diff != "" {
 		t.Errorf("RenderTenant mismatch (-want +got):\n%s", diff)
@@ -115,9 +121,34 @@ func TestRenderTenant(t *testing.T) {
 	for _, m := range []*metav1.ObjectMeta{
 		&objs.Namespace.ObjectMeta, &objs.ServiceAccount.ObjectMeta, &objs.Role.ObjectMeta, &objs.RoleBinding.ObjectMeta,
 		&objs.ResourceQuota.ObjectMeta, &objs.LimitRange.ObjectMeta, &objs.NetworkPolicy.ObjectMeta, &objs.APIPodLogs.ObjectMeta,
-		&objs.APITensorBoard.ObjectMeta, &objs.ReplicaService.ObjectMeta,
+		&objs.APITensorBoard.ObjectMeta, &objs.ReplicaService.ObjectMeta, &objs.TenantSecrets.ObjectMeta,
 	} {
 		requireValidNames(t, m)
+	}
+
+	other, err := RenderTenant(visionTenant(), TenantOptions{WorkerServiceAccount: "ops:agent"})
+	require.NoError(t, err)
+	require.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "agent", Namespace: "ops"}}, other.TenantSecrets.Subjects)
+	_, err = RenderTenant(visionTenant(), TenantOptions{WorkerServiceAccount: "no-colon"})
+	require.ErrorContains(t, err, "worker service account")
+}
+
+// The API server reads the tenant's secrets by name and nothing else in
+// the namespace; with no secrets there is no Role (one without names
+// would grant every Secret).
+func TestRenderSecretReaders(t *testing.T) {
+	role, binding := RenderSecretReaders("vision", "ty-vision", []string{"s3", "db", "s3", ""}, TenantOptions{})
+	require.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}, ResourceNames: []string{"db", "s3"}}}, role.Rules)
+	require.Equal(t, "trainyard-secret-readers", role.Name)
+	require.Equal(t, tenantLabels, role.Labels)
+	require.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "trainyard-secret-readers"}, binding.RoleRef)
+	require.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "trainyard-api", Namespace: "trainyard"}}, binding.Subjects)
+	requireValidNames(t, &role.ObjectMeta)
+
+	for _, none := range [][]string{nil, {""}} {
+		role, binding = RenderSecretReaders("vision", "ty-vision", none, TenantOptions{})
+		require.Nil(t, role)
+		require.Nil(t, binding)
 	}
 }
 

@@ -3,6 +3,8 @@
 package tenant
 
 import (
+	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 )
@@ -194,3 +196,36 @@ type Secret struct {
 	CreateTime time.Time `json:"createTime"`
 	UpdateTime time.Time `json:"updateTime"`
 }
+
+// SecretCopy is a tenant secret as a cluster other than the API server's
+// receives it, to keep a copy in the tenant's namespace there (issue 45).
+// Version changes with every put of the secret (Secret.UpdateTime); Data
+// is nil when Unchanged: the receiver already holds that version.
+type SecretCopy struct {
+	Name      string
+	Version   string
+	Data      map[string][]byte
+	Unchanged bool
+}
+
+// CopyVersion is the version of a secret's values: its last put.
+func (s Secret) CopyVersion() string {
+	return s.UpdateTime.UTC().Format(time.RFC3339Nano)
+}
+
+// String never shows values: a copy that reaches a log shows its name,
+// version and key names.
+func (c SecretCopy) String() string {
+	keys := make([]string, 0, len(c.Data))
+	for k := range c.Data {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return fmt.Sprintf("secret %s version %s keys %v", c.Name, c.Version, keys)
+}
+
+// GoString: see String.
+func (c SecretCopy) GoString() string { return c.String() }
+
+// LogValue: see String (slog's JSON handler would otherwise marshal Data).
+func (c SecretCopy) LogValue() slog.Value { return slog.StringValue(c.String()) }

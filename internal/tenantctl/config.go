@@ -29,6 +29,16 @@ type Store interface {
 	SecretDelete(ctx context.Context, tenantID, name string) error
 }
 
+// SecretSource gives a tenant's secrets for the copies a cluster other
+// than the API server's keeps (kube.RenderSecretCopy): *agentclient.Client
+// in a remote agent, StoreSecrets in a worker on Postgres. have is the
+// version of each copy held; a secret still at that version comes back
+// Unchanged, without values. store.ErrNotFound: the tenant has no secrets
+// for this cluster (not ACTIVE, or not allowed here).
+type SecretSource interface {
+	TenantSecrets(ctx context.Context, tenantID string, have map[string]string) ([]tenant.SecretCopy, error)
+}
+
 // Notifications wakes the reconciler; *store.Listener implements it.
 type Notifications interface {
 	Subscribe(channel string) (<-chan string, func())
@@ -70,6 +80,12 @@ type Config struct {
 	// OFFBOARDING tenant is left as it is, and its namespace is deleted
 	// once the tenant is DELETED (as for every deleted tenant).
 	Remote bool
+
+	// Secrets, when set, gives the values of the tenant Secrets this
+	// cluster keeps copies of: the API server writes them in another
+	// cluster. Nil: this is the API server's cluster (or its Secrets are
+	// not copied here), and the reconciler writes no Secret.
+	Secrets SecretSource
 
 	// Workers is the number of tenants reconciled at once. Defaults to 4.
 	Workers int

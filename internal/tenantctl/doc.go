@@ -26,8 +26,10 @@
 // An informer event maps back to its tenant by the trainyard.dev/tenant
 // label, and only when the object lives in that tenant's own namespace.
 // Reads come from the informers' caches; a pass over a namespace in shape
-// makes no API call at all (the tests check that), so the resync costs one
-// Postgres query per tenant and nothing on the API server.
+// makes no API call at all (the tests check that), so the resync costs two
+// Postgres queries per tenant (the tenant, its secrets' names) and nothing
+// on the API server. A cluster that keeps copies of tenant Secrets is the
+// exception: one list of them per pass ("Secrets in other clusters").
 //
 // # Ensure: create or update, not server-side apply
 //
@@ -104,7 +106,33 @@
 // off the list while such jobs exist (FAILED_PRECONDITION naming them);
 // the wait here covers a job the scheduler admitted in the same instant.
 // Nothing is cancelled, and the tenant's state, secrets' metadata and its
-// namespaces in its other clusters are untouched.
+// namespaces in its other clusters are untouched. A remote agent cannot
+// list a tenant's jobs: there the pods Trainyard made in the namespace
+// stand for them.
+//
+// # Secrets in other clusters
+//
+// The API server writes a tenant secret's values in its own cluster only
+// (the home cluster). Elsewhere the reconciler keeps copies (secrets.go),
+// when Config.Secrets is set: a remote agent's agentclient, or
+// StoreSecrets for a worker on Postgres given --home-kubeconfig. Each pass
+// of an ACTIVE tenant lists the copies in its namespace (labelled
+// trainyard.dev/secret-copy), sends the version each holds, and receives
+// the tenant's secrets, with values only for those put since:
+//
+//	copy missing                         create
+//	version older, or values changed     update (a digest annotation tells
+//	  by hand                              values someone changed)
+//	secret gone at home                  delete (copies only, by UID)
+//	a Secret of that name, not a copy    left alone, reason not_owned
+//
+// The control plane answers an agent only for a tenant that is ACTIVE and
+// allowed in the agent's cluster; otherwise NOT_FOUND, and nothing is
+// deleted on the strength of it. The copies are read live (one list per
+// pass, in such clusters only): the worker may read Secrets only in
+// tenant namespaces, through the trainyard-tenant-secrets RoleBinding
+// this reconciler writes there, so it has no cluster-wide informer on
+// them. Values are never logged.
 //
 // # Several replicas
 //
@@ -119,8 +147,9 @@
 //
 // An ACTIVE tenant's namespace that is deleted by hand is re-created once
 // the namespace controller has emptied it (while it terminates nothing can
-// be created in it). The tenant's Secret values went with it and must be
-// put again: Trainyard never had a copy. The worker logs this and counts
+// be created in it). In the home cluster the tenant's Secret values went
+// with it and must be put again: Trainyard never had a copy. In another
+// cluster the copies come back from the home cluster. The worker logs this and counts
 // it as reconcile error "terminating".
 //
 // # Metrics
@@ -134,8 +163,14 @@
 //
 // # RBAC
 //
-// deploy/cluster/rbac-worker.yaml lists the verbs used and why. One is worth
-// repeating: creating the pod-reader Role (get/list/watch pods, get
+// deploy/cluster/rbac-worker.yaml lists the verbs used and why. The
+// worker holds no cluster-wide right on Secrets: it binds the ClusterRole
+// trainyard-tenant-secrets (get, list, create, update, delete) to itself
+// in each tenant namespace, with "bind" on exactly that ClusterRole. In
+// the home cluster it then gives the API server get on the tenant's
+// secrets by name (trainyard-secret-readers, from the secrets' rows), so
+// the API server reads only values that were put through it, not the
+// webhook signing secrets beside them. One more is worth repeating: creating the pod-reader Role (get/list/watch pods, get
 // pods/log) and its RoleBinding passes RBAC's escalation check only
 // because the worker itself holds those four rights; it has neither
 // "escalate" nor "bind", so it can never grant more than it has. The same

@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/store"
 	"github.com/trainyard/trainyard/internal/tenant"
 )
@@ -168,6 +169,16 @@ func (c *Controller) removeHere(ctx context.Context, t tenant.Tenant) (result, e
 // unfinishedHere counts the tenant's jobs admitted to this cluster that
 // have not finished.
 func (c *Controller) unfinishedHere(ctx context.Context, tenantID string) (int, error) {
+	if c.cfg.Remote {
+		// A remote agent cannot list a tenant's jobs: the pods of its jobs
+		// in the namespace stand for them.
+		ns := c.namespaceOf(tenantID)
+		pods, err := c.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: kube.ManagedSelector().String(), Limit: 1})
+		if err != nil {
+			return 0, fmt.Errorf("list pods in %s: %w", ns, err)
+		}
+		return len(pods.Items), nil
+	}
 	keys, err := c.store.JobListActiveByTenant(ctx, tenantID)
 	if err != nil {
 		return 0, withReason(reasonStore, err)

@@ -116,6 +116,13 @@ func (c *Controller) ensure(ctx context.Context, t tenant.Tenant) (result, error
 		func() error {
 			return ensureObject(ctx, c, services(c), objs.ReplicaService, ns.Name, job.ReplicaService)
 		},
+		func() error {
+			return ensureObject(ctx, c, roleBindings(c), objs.TenantSecrets, ns.Name, kube.TenantSecretsName)
+		},
+		// After the binding: the readers' Role grants what it gives the
+		// worker, and the copies are read and written with it.
+		func() error { return c.ensureSecretReaders(ctx, t.ID, ns.Name) },
+		func() error { return c.copySecrets(ctx, t.ID, ns.Name) },
 	} {
 		if err := step(); err != nil {
 			errs = append(errs, err)

@@ -1468,6 +1468,177 @@ func (x *ListAgentTenantsResponse) GetTenants() []byte {
 	return nil
 }
 
+type ListAgentSecretsRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// The version of each copy the agent holds, by secret name: a secret
+	// still at that version comes back without its values.
+	Have          map[string]string `protobuf:"bytes,2,rep,name=have,proto3" json:"have,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAgentSecretsRequest) Reset() {
+	*x = ListAgentSecretsRequest{}
+	mi := &file_trainyard_v1_agent_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAgentSecretsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAgentSecretsRequest) ProtoMessage() {}
+
+func (x *ListAgentSecretsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_agent_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAgentSecretsRequest.ProtoReflect.Descriptor instead.
+func (*ListAgentSecretsRequest) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_agent_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *ListAgentSecretsRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *ListAgentSecretsRequest) GetHave() map[string]string {
+	if x != nil {
+		return x.Have
+	}
+	return nil
+}
+
+// A tenant secret for the agent's copy of it.
+type AgentSecret struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Changes with every put of the secret.
+	Version string `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	// The values by key; empty when unchanged. Neither side logs payloads;
+	// debug_redact marks them for tools that print messages.
+	Data map[string][]byte `protobuf:"bytes,3,rep,name=data,proto3" json:"data,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The agent holds this version already: data is empty.
+	Unchanged     bool `protobuf:"varint,4,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentSecret) Reset() {
+	*x = AgentSecret{}
+	mi := &file_trainyard_v1_agent_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentSecret) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentSecret) ProtoMessage() {}
+
+func (x *AgentSecret) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_agent_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentSecret.ProtoReflect.Descriptor instead.
+func (*AgentSecret) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_agent_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *AgentSecret) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AgentSecret) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *AgentSecret) GetData() map[string][]byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *AgentSecret) GetUnchanged() bool {
+	if x != nil {
+		return x.Unchanged
+	}
+	return false
+}
+
+type ListAgentSecretsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Secrets       []*AgentSecret         `protobuf:"bytes,1,rep,name=secrets,proto3" json:"secrets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAgentSecretsResponse) Reset() {
+	*x = ListAgentSecretsResponse{}
+	mi := &file_trainyard_v1_agent_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAgentSecretsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAgentSecretsResponse) ProtoMessage() {}
+
+func (x *ListAgentSecretsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_trainyard_v1_agent_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAgentSecretsResponse.ProtoReflect.Descriptor instead.
+func (*ListAgentSecretsResponse) Descriptor() ([]byte, []int) {
+	return file_trainyard_v1_agent_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ListAgentSecretsResponse) GetSecrets() []*AgentSecret {
+	if x != nil {
+		return x.Secrets
+	}
+	return nil
+}
+
 type AgentHeartbeatRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Agent string                 `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
@@ -1486,7 +1657,7 @@ type AgentHeartbeatRequest struct {
 
 func (x *AgentHeartbeatRequest) Reset() {
 	*x = AgentHeartbeatRequest{}
-	mi := &file_trainyard_v1_agent_proto_msgTypes[28]
+	mi := &file_trainyard_v1_agent_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1498,7 +1669,7 @@ func (x *AgentHeartbeatRequest) String() string {
 func (*AgentHeartbeatRequest) ProtoMessage() {}
 
 func (x *AgentHeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_agent_proto_msgTypes[28]
+	mi := &file_trainyard_v1_agent_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1511,7 +1682,7 @@ func (x *AgentHeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentHeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*AgentHeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_agent_proto_rawDescGZIP(), []int{28}
+	return file_trainyard_v1_agent_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *AgentHeartbeatRequest) GetAgent() string {
@@ -1570,7 +1741,7 @@ type AgentHeartbeatResponse struct {
 
 func (x *AgentHeartbeatResponse) Reset() {
 	*x = AgentHeartbeatResponse{}
-	mi := &file_trainyard_v1_agent_proto_msgTypes[29]
+	mi := &file_trainyard_v1_agent_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1582,7 +1753,7 @@ func (x *AgentHeartbeatResponse) String() string {
 func (*AgentHeartbeatResponse) ProtoMessage() {}
 
 func (x *AgentHeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_trainyard_v1_agent_proto_msgTypes[29]
+	mi := &file_trainyard_v1_agent_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1595,7 +1766,7 @@ func (x *AgentHeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentHeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*AgentHeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_trainyard_v1_agent_proto_rawDescGZIP(), []int{29}
+	return file_trainyard_v1_agent_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *AgentHeartbeatResponse) GetNodesWritten() bool {
@@ -1700,7 +1871,23 @@ const file_trainyard_v1_agent_proto_rawDesc = "" +
 	"\x06tenant\x18\x01 \x01(\fR\x06tenant\"\x19\n" +
 	"\x17ListAgentTenantsRequest\"4\n" +
 	"\x18ListAgentTenantsResponse\x12\x18\n" +
-	"\atenants\x18\x01 \x01(\fR\atenants\"\xb7\x01\n" +
+	"\atenants\x18\x01 \x01(\fR\atenants\"\xaf\x01\n" +
+	"\x17ListAgentSecretsRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12C\n" +
+	"\x04have\x18\x02 \x03(\v2/.trainyard.v1.ListAgentSecretsRequest.HaveEntryR\x04have\x1a7\n" +
+	"\tHaveEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd0\x01\n" +
+	"\vAgentSecret\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\tR\aversion\x12<\n" +
+	"\x04data\x18\x03 \x03(\v2#.trainyard.v1.AgentSecret.DataEntryB\x03\x80\x01\x01R\x04data\x12\x1c\n" +
+	"\tunchanged\x18\x04 \x01(\bR\tunchanged\x1a7\n" +
+	"\tDataEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"O\n" +
+	"\x18ListAgentSecretsResponse\x123\n" +
+	"\asecrets\x18\x01 \x03(\v2\x19.trainyard.v1.AgentSecretR\asecrets\"\xb7\x01\n" +
 	"\x15AgentHeartbeatRequest\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x1a\n" +
 	"\bcapacity\x18\x02 \x01(\fR\bcapacity\x12\x14\n" +
@@ -1711,7 +1898,7 @@ const file_trainyard_v1_agent_proto_rawDesc = "" +
 	"\fnodes_digest\x18\x06 \x01(\tR\vnodesDigest\"}\n" +
 	"\x16AgentHeartbeatResponse\x12#\n" +
 	"\rnodes_written\x18\x01 \x01(\bR\fnodesWritten\x12>\n" +
-	"\rrequeue_after\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\frequeueAfter2\xcf\b\n" +
+	"\rrequeue_after\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\frequeueAfter2\xb2\t\n" +
 	"\fAgentService\x12L\n" +
 	"\tClaimJobs\x12\x1e.trainyard.v1.ClaimJobsRequest\x1a\x1f.trainyard.v1.ClaimJobsResponse\x12R\n" +
 	"\vExtendLease\x12 .trainyard.v1.ExtendLeaseRequest\x1a!.trainyard.v1.ExtendLeaseResponse\x12O\n" +
@@ -1725,7 +1912,8 @@ const file_trainyard_v1_agent_proto_rawDesc = "" +
 	"\bPurgeJob\x12\x1d.trainyard.v1.PurgeJobRequest\x1a\x1e.trainyard.v1.PurgeJobResponse\x12[\n" +
 	"\x0eListJobsByKeys\x12#.trainyard.v1.ListJobsByKeysRequest\x1a$.trainyard.v1.ListJobsByKeysResponse\x12[\n" +
 	"\x0eGetAgentTenant\x12#.trainyard.v1.GetAgentTenantRequest\x1a$.trainyard.v1.GetAgentTenantResponse\x12a\n" +
-	"\x10ListAgentTenants\x12%.trainyard.v1.ListAgentTenantsRequest\x1a&.trainyard.v1.ListAgentTenantsResponse\x12[\n" +
+	"\x10ListAgentTenants\x12%.trainyard.v1.ListAgentTenantsRequest\x1a&.trainyard.v1.ListAgentTenantsResponse\x12a\n" +
+	"\x10ListAgentSecrets\x12%.trainyard.v1.ListAgentSecretsRequest\x1a&.trainyard.v1.ListAgentSecretsResponse\x12[\n" +
 	"\x0eAgentHeartbeat\x12#.trainyard.v1.AgentHeartbeatRequest\x1a$.trainyard.v1.AgentHeartbeatResponseB?Z=github.com/trainyard/trainyard/proto/trainyard/v1;trainyardv1b\x06proto3"
 
 var (
@@ -1740,7 +1928,7 @@ func file_trainyard_v1_agent_proto_rawDescGZIP() []byte {
 	return file_trainyard_v1_agent_proto_rawDescData
 }
 
-var file_trainyard_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_trainyard_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_trainyard_v1_agent_proto_goTypes = []any{
 	(*AgentJobKey)(nil),              // 0: trainyard.v1.AgentJobKey
 	(*AgentJob)(nil),                 // 1: trainyard.v1.AgentJob
@@ -1770,61 +1958,71 @@ var file_trainyard_v1_agent_proto_goTypes = []any{
 	(*GetAgentTenantResponse)(nil),   // 25: trainyard.v1.GetAgentTenantResponse
 	(*ListAgentTenantsRequest)(nil),  // 26: trainyard.v1.ListAgentTenantsRequest
 	(*ListAgentTenantsResponse)(nil), // 27: trainyard.v1.ListAgentTenantsResponse
-	(*AgentHeartbeatRequest)(nil),    // 28: trainyard.v1.AgentHeartbeatRequest
-	(*AgentHeartbeatResponse)(nil),   // 29: trainyard.v1.AgentHeartbeatResponse
-	(*durationpb.Duration)(nil),      // 30: google.protobuf.Duration
+	(*ListAgentSecretsRequest)(nil),  // 28: trainyard.v1.ListAgentSecretsRequest
+	(*AgentSecret)(nil),              // 29: trainyard.v1.AgentSecret
+	(*ListAgentSecretsResponse)(nil), // 30: trainyard.v1.ListAgentSecretsResponse
+	(*AgentHeartbeatRequest)(nil),    // 31: trainyard.v1.AgentHeartbeatRequest
+	(*AgentHeartbeatResponse)(nil),   // 32: trainyard.v1.AgentHeartbeatResponse
+	nil,                              // 33: trainyard.v1.ListAgentSecretsRequest.HaveEntry
+	nil,                              // 34: trainyard.v1.AgentSecret.DataEntry
+	(*durationpb.Duration)(nil),      // 35: google.protobuf.Duration
 }
 var file_trainyard_v1_agent_proto_depIdxs = []int32{
-	30, // 0: trainyard.v1.ClaimJobsRequest.ttl:type_name -> google.protobuf.Duration
+	35, // 0: trainyard.v1.ClaimJobsRequest.ttl:type_name -> google.protobuf.Duration
 	1,  // 1: trainyard.v1.ClaimJobsResponse.jobs:type_name -> trainyard.v1.AgentJob
-	30, // 2: trainyard.v1.ExtendLeaseRequest.ttl:type_name -> google.protobuf.Duration
-	30, // 3: trainyard.v1.RenewLeaseRequest.ttl:type_name -> google.protobuf.Duration
+	35, // 2: trainyard.v1.ExtendLeaseRequest.ttl:type_name -> google.protobuf.Duration
+	35, // 3: trainyard.v1.RenewLeaseRequest.ttl:type_name -> google.protobuf.Duration
 	0,  // 4: trainyard.v1.RenewLeaseResponse.keys:type_name -> trainyard.v1.AgentJobKey
 	0,  // 5: trainyard.v1.ReleaseJobsRequest.keys:type_name -> trainyard.v1.AgentJobKey
 	0,  // 6: trainyard.v1.LoadJobRequest.key:type_name -> trainyard.v1.AgentJobKey
 	1,  // 7: trainyard.v1.LoadJobResponse.job:type_name -> trainyard.v1.AgentJob
 	0,  // 8: trainyard.v1.SaveJobRequest.key:type_name -> trainyard.v1.AgentJobKey
 	15, // 9: trainyard.v1.SaveJobRequest.requeue:type_name -> trainyard.v1.AgentRequeue
-	30, // 10: trainyard.v1.SaveJobRequest.park:type_name -> google.protobuf.Duration
-	30, // 11: trainyard.v1.AgentRequeue.after:type_name -> google.protobuf.Duration
+	35, // 10: trainyard.v1.SaveJobRequest.park:type_name -> google.protobuf.Duration
+	35, // 11: trainyard.v1.AgentRequeue.after:type_name -> google.protobuf.Duration
 	0,  // 12: trainyard.v1.ParkJobRequest.key:type_name -> trainyard.v1.AgentJobKey
-	30, // 13: trainyard.v1.ParkJobRequest.after:type_name -> google.protobuf.Duration
+	35, // 13: trainyard.v1.ParkJobRequest.after:type_name -> google.protobuf.Duration
 	0,  // 14: trainyard.v1.PurgeJobRequest.key:type_name -> trainyard.v1.AgentJobKey
 	0,  // 15: trainyard.v1.ListJobsByKeysRequest.keys:type_name -> trainyard.v1.AgentJobKey
 	0,  // 16: trainyard.v1.AgentJobBrief.key:type_name -> trainyard.v1.AgentJobKey
 	22, // 17: trainyard.v1.ListJobsByKeysResponse.jobs:type_name -> trainyard.v1.AgentJobBrief
-	30, // 18: trainyard.v1.AgentHeartbeatResponse.requeue_after:type_name -> google.protobuf.Duration
-	2,  // 19: trainyard.v1.AgentService.ClaimJobs:input_type -> trainyard.v1.ClaimJobsRequest
-	4,  // 20: trainyard.v1.AgentService.ExtendLease:input_type -> trainyard.v1.ExtendLeaseRequest
-	6,  // 21: trainyard.v1.AgentService.RenewLease:input_type -> trainyard.v1.RenewLeaseRequest
-	8,  // 22: trainyard.v1.AgentService.ReleaseJobs:input_type -> trainyard.v1.ReleaseJobsRequest
-	10, // 23: trainyard.v1.AgentService.ReleaseAllJobs:input_type -> trainyard.v1.ReleaseAllJobsRequest
-	12, // 24: trainyard.v1.AgentService.LoadJob:input_type -> trainyard.v1.LoadJobRequest
-	14, // 25: trainyard.v1.AgentService.SaveJob:input_type -> trainyard.v1.SaveJobRequest
-	17, // 26: trainyard.v1.AgentService.ParkJob:input_type -> trainyard.v1.ParkJobRequest
-	19, // 27: trainyard.v1.AgentService.PurgeJob:input_type -> trainyard.v1.PurgeJobRequest
-	21, // 28: trainyard.v1.AgentService.ListJobsByKeys:input_type -> trainyard.v1.ListJobsByKeysRequest
-	24, // 29: trainyard.v1.AgentService.GetAgentTenant:input_type -> trainyard.v1.GetAgentTenantRequest
-	26, // 30: trainyard.v1.AgentService.ListAgentTenants:input_type -> trainyard.v1.ListAgentTenantsRequest
-	28, // 31: trainyard.v1.AgentService.AgentHeartbeat:input_type -> trainyard.v1.AgentHeartbeatRequest
-	3,  // 32: trainyard.v1.AgentService.ClaimJobs:output_type -> trainyard.v1.ClaimJobsResponse
-	5,  // 33: trainyard.v1.AgentService.ExtendLease:output_type -> trainyard.v1.ExtendLeaseResponse
-	7,  // 34: trainyard.v1.AgentService.RenewLease:output_type -> trainyard.v1.RenewLeaseResponse
-	9,  // 35: trainyard.v1.AgentService.ReleaseJobs:output_type -> trainyard.v1.ReleaseJobsResponse
-	11, // 36: trainyard.v1.AgentService.ReleaseAllJobs:output_type -> trainyard.v1.ReleaseAllJobsResponse
-	13, // 37: trainyard.v1.AgentService.LoadJob:output_type -> trainyard.v1.LoadJobResponse
-	16, // 38: trainyard.v1.AgentService.SaveJob:output_type -> trainyard.v1.SaveJobResponse
-	18, // 39: trainyard.v1.AgentService.ParkJob:output_type -> trainyard.v1.ParkJobResponse
-	20, // 40: trainyard.v1.AgentService.PurgeJob:output_type -> trainyard.v1.PurgeJobResponse
-	23, // 41: trainyard.v1.AgentService.ListJobsByKeys:output_type -> trainyard.v1.ListJobsByKeysResponse
-	25, // 42: trainyard.v1.AgentService.GetAgentTenant:output_type -> trainyard.v1.GetAgentTenantResponse
-	27, // 43: trainyard.v1.AgentService.ListAgentTenants:output_type -> trainyard.v1.ListAgentTenantsResponse
-	29, // 44: trainyard.v1.AgentService.AgentHeartbeat:output_type -> trainyard.v1.AgentHeartbeatResponse
-	32, // [32:45] is the sub-list for method output_type
-	19, // [19:32] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	33, // 18: trainyard.v1.ListAgentSecretsRequest.have:type_name -> trainyard.v1.ListAgentSecretsRequest.HaveEntry
+	34, // 19: trainyard.v1.AgentSecret.data:type_name -> trainyard.v1.AgentSecret.DataEntry
+	29, // 20: trainyard.v1.ListAgentSecretsResponse.secrets:type_name -> trainyard.v1.AgentSecret
+	35, // 21: trainyard.v1.AgentHeartbeatResponse.requeue_after:type_name -> google.protobuf.Duration
+	2,  // 22: trainyard.v1.AgentService.ClaimJobs:input_type -> trainyard.v1.ClaimJobsRequest
+	4,  // 23: trainyard.v1.AgentService.ExtendLease:input_type -> trainyard.v1.ExtendLeaseRequest
+	6,  // 24: trainyard.v1.AgentService.RenewLease:input_type -> trainyard.v1.RenewLeaseRequest
+	8,  // 25: trainyard.v1.AgentService.ReleaseJobs:input_type -> trainyard.v1.ReleaseJobsRequest
+	10, // 26: trainyard.v1.AgentService.ReleaseAllJobs:input_type -> trainyard.v1.ReleaseAllJobsRequest
+	12, // 27: trainyard.v1.AgentService.LoadJob:input_type -> trainyard.v1.LoadJobRequest
+	14, // 28: trainyard.v1.AgentService.SaveJob:input_type -> trainyard.v1.SaveJobRequest
+	17, // 29: trainyard.v1.AgentService.ParkJob:input_type -> trainyard.v1.ParkJobRequest
+	19, // 30: trainyard.v1.AgentService.PurgeJob:input_type -> trainyard.v1.PurgeJobRequest
+	21, // 31: trainyard.v1.AgentService.ListJobsByKeys:input_type -> trainyard.v1.ListJobsByKeysRequest
+	24, // 32: trainyard.v1.AgentService.GetAgentTenant:input_type -> trainyard.v1.GetAgentTenantRequest
+	26, // 33: trainyard.v1.AgentService.ListAgentTenants:input_type -> trainyard.v1.ListAgentTenantsRequest
+	28, // 34: trainyard.v1.AgentService.ListAgentSecrets:input_type -> trainyard.v1.ListAgentSecretsRequest
+	31, // 35: trainyard.v1.AgentService.AgentHeartbeat:input_type -> trainyard.v1.AgentHeartbeatRequest
+	3,  // 36: trainyard.v1.AgentService.ClaimJobs:output_type -> trainyard.v1.ClaimJobsResponse
+	5,  // 37: trainyard.v1.AgentService.ExtendLease:output_type -> trainyard.v1.ExtendLeaseResponse
+	7,  // 38: trainyard.v1.AgentService.RenewLease:output_type -> trainyard.v1.RenewLeaseResponse
+	9,  // 39: trainyard.v1.AgentService.ReleaseJobs:output_type -> trainyard.v1.ReleaseJobsResponse
+	11, // 40: trainyard.v1.AgentService.ReleaseAllJobs:output_type -> trainyard.v1.ReleaseAllJobsResponse
+	13, // 41: trainyard.v1.AgentService.LoadJob:output_type -> trainyard.v1.LoadJobResponse
+	16, // 42: trainyard.v1.AgentService.SaveJob:output_type -> trainyard.v1.SaveJobResponse
+	18, // 43: trainyard.v1.AgentService.ParkJob:output_type -> trainyard.v1.ParkJobResponse
+	20, // 44: trainyard.v1.AgentService.PurgeJob:output_type -> trainyard.v1.PurgeJobResponse
+	23, // 45: trainyard.v1.AgentService.ListJobsByKeys:output_type -> trainyard.v1.ListJobsByKeysResponse
+	25, // 46: trainyard.v1.AgentService.GetAgentTenant:output_type -> trainyard.v1.GetAgentTenantResponse
+	27, // 47: trainyard.v1.AgentService.ListAgentTenants:output_type -> trainyard.v1.ListAgentTenantsResponse
+	30, // 48: trainyard.v1.AgentService.ListAgentSecrets:output_type -> trainyard.v1.ListAgentSecretsResponse
+	32, // 49: trainyard.v1.AgentService.AgentHeartbeat:output_type -> trainyard.v1.AgentHeartbeatResponse
+	36, // [36:50] is the sub-list for method output_type
+	22, // [22:36] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_trainyard_v1_agent_proto_init() }
@@ -1838,7 +2036,7 @@ func file_trainyard_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_trainyard_v1_agent_proto_rawDesc), len(file_trainyard_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   30,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -31,6 +31,7 @@ const (
 	AgentService_ListJobsByKeys_FullMethodName   = "/trainyard.v1.AgentService/ListJobsByKeys"
 	AgentService_GetAgentTenant_FullMethodName   = "/trainyard.v1.AgentService/GetAgentTenant"
 	AgentService_ListAgentTenants_FullMethodName = "/trainyard.v1.AgentService/ListAgentTenants"
+	AgentService_ListAgentSecrets_FullMethodName = "/trainyard.v1.AgentService/ListAgentSecrets"
 	AgentService_AgentHeartbeat_FullMethodName   = "/trainyard.v1.AgentService/AgentHeartbeat"
 )
 
@@ -91,6 +92,11 @@ type AgentServiceClient interface {
 	GetAgentTenant(ctx context.Context, in *GetAgentTenantRequest, opts ...grpc.CallOption) (*GetAgentTenantResponse, error)
 	// Lists every tenant as the tenant reconciler needs them.
 	ListAgentTenants(ctx context.Context, in *ListAgentTenantsRequest, opts ...grpc.CallOption) (*ListAgentTenantsResponse, error)
+	// Lists a tenant's secrets with their values, for the copies the
+	// agent keeps in the tenant's namespace of its cluster; only of an
+	// ACTIVE tenant allowed in the agent's cluster (any other is
+	// NOT_FOUND).
+	ListAgentSecrets(ctx context.Context, in *ListAgentSecretsRequest, opts ...grpc.CallOption) (*ListAgentSecretsResponse, error)
 	// Reports the agent's cluster: capacity, usage, nodes when they changed.
 	AgentHeartbeat(ctx context.Context, in *AgentHeartbeatRequest, opts ...grpc.CallOption) (*AgentHeartbeatResponse, error)
 }
@@ -223,6 +229,16 @@ func (c *agentServiceClient) ListAgentTenants(ctx context.Context, in *ListAgent
 	return out, nil
 }
 
+func (c *agentServiceClient) ListAgentSecrets(ctx context.Context, in *ListAgentSecretsRequest, opts ...grpc.CallOption) (*ListAgentSecretsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListAgentSecretsResponse)
+	err := c.cc.Invoke(ctx, AgentService_ListAgentSecrets_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *agentServiceClient) AgentHeartbeat(ctx context.Context, in *AgentHeartbeatRequest, opts ...grpc.CallOption) (*AgentHeartbeatResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(AgentHeartbeatResponse)
@@ -290,6 +306,11 @@ type AgentServiceServer interface {
 	GetAgentTenant(context.Context, *GetAgentTenantRequest) (*GetAgentTenantResponse, error)
 	// Lists every tenant as the tenant reconciler needs them.
 	ListAgentTenants(context.Context, *ListAgentTenantsRequest) (*ListAgentTenantsResponse, error)
+	// Lists a tenant's secrets with their values, for the copies the
+	// agent keeps in the tenant's namespace of its cluster; only of an
+	// ACTIVE tenant allowed in the agent's cluster (any other is
+	// NOT_FOUND).
+	ListAgentSecrets(context.Context, *ListAgentSecretsRequest) (*ListAgentSecretsResponse, error)
 	// Reports the agent's cluster: capacity, usage, nodes when they changed.
 	AgentHeartbeat(context.Context, *AgentHeartbeatRequest) (*AgentHeartbeatResponse, error)
 	mustEmbedUnimplementedAgentServiceServer()
@@ -337,6 +358,9 @@ func (UnimplementedAgentServiceServer) GetAgentTenant(context.Context, *GetAgent
 }
 func (UnimplementedAgentServiceServer) ListAgentTenants(context.Context, *ListAgentTenantsRequest) (*ListAgentTenantsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListAgentTenants not implemented")
+}
+func (UnimplementedAgentServiceServer) ListAgentSecrets(context.Context, *ListAgentSecretsRequest) (*ListAgentSecretsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListAgentSecrets not implemented")
 }
 func (UnimplementedAgentServiceServer) AgentHeartbeat(context.Context, *AgentHeartbeatRequest) (*AgentHeartbeatResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AgentHeartbeat not implemented")
@@ -578,6 +602,24 @@ func _AgentService_ListAgentTenants_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AgentService_ListAgentSecrets_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListAgentSecretsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).ListAgentSecrets(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_ListAgentSecrets_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).ListAgentSecrets(ctx, req.(*ListAgentSecretsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _AgentService_AgentHeartbeat_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(AgentHeartbeatRequest)
 	if err := dec(in); err != nil {
@@ -650,6 +692,10 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListAgentTenants",
 			Handler:    _AgentService_ListAgentTenants_Handler,
+		},
+		{
+			MethodName: "ListAgentSecrets",
+			Handler:    _AgentService_ListAgentSecrets_Handler,
 		},
 		{
 			MethodName: "AgentHeartbeat",
