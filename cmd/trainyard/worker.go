@@ -400,6 +400,9 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 			return fmt.Errorf("--home-kubeconfig: %w", err)
 		}
 		tenantCfg.Secrets = tenantctl.StoreSecrets{Store: st, Home: kube.HomeSecrets{Client: hc}}
+	} else if wf.cluster != cluster.Default {
+		log.Warn("no --home-kubeconfig: tenant Secrets are not copied into this cluster, and its jobs cannot mount them",
+			"cluster", wf.cluster)
 	}
 	tenants, err := tenantctl.New(tenantCfg)
 	if err != nil {
