@@ -59,6 +59,9 @@ type clustersResult struct {
 	blocks, perBlock int
 	one, two         dispatchResult
 	inCluster        map[string]int // the two-cluster path's sets, by the cluster their pods were created in
+	// byCluster is the two-cluster path's latencies by the cluster the
+	// sets went to: to the first pod and to the fifth.
+	byCluster map[string][2]latencies
 	load, loadEnd    string
 }
 
@@ -175,10 +178,18 @@ func measureClusters(tb testing.TB, cfg config) clustersResult {
 		}
 	}
 	res.one, res.two = paths[0].result(tb, watch), paths[1].result(tb, watch)
-	for name := range paths[1].startTimes() {
-		if _, _, ok := watch.times(name, podsPerJob); ok {
-			res.inCluster[watch.clusterOf(name)]++
+	toFirst, toFull := map[string][]time.Duration{}, map[string][]time.Duration{}
+	for name, t0 := range paths[1].startTimes() {
+		if first, full, ok := watch.times(name, podsPerJob); ok {
+			where := watch.clusterOf(name)
+			res.inCluster[where]++
+			toFirst[where] = append(toFirst[where], max(first.Sub(t0), 0))
+			toFull[where] = append(toFull[where], max(full.Sub(t0), 0))
 		}
+	}
+	res.byCluster = map[string][2]latencies{}
+	for where := range toFull {
+		res.byCluster[where] = [2]latencies{summarize(toFirst[where]), summarize(toFull[where])}
 	}
 	for name := range paths[0].startTimes() {
 		if _, _, ok := watch.times(name, podsPerJob); ok && watch.clusterOf(name) != "default" {
@@ -229,6 +240,11 @@ func (r clustersResult) print(out io.Writer) {
 	}
 	tw.Flush()
 	fmt.Fprintf(out, "target: two clusters within 1.10× of one cluster, p50 and p99\n")
+	for _, where := range slices.Sorted(maps.Keys(r.byCluster)) {
+		l := r.byCluster[where]
+		fmt.Fprintf(out, "two clusters, the sets that went to %s: first pod p50 / p99 %.1f / %.1f ms, fifth pod %.1f / %.1f ms\n",
+			where, ms(l[0].p50), ms(l[0].p99), ms(l[1].p50), ms(l[1].p99))
+	}
 	for _, p := range []dispatchResult{r.one, r.two} {
 		var parts []string
 		for _, u := range p.cpu {

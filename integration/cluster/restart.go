@@ -30,24 +30,9 @@ func (c *Cluster) Restart(ctx context.Context, names ...string) error {
 	}
 	c.restartMu.Lock()
 	defer c.restartMu.Unlock()
-	s := c.state
-	idx := make([]int, len(names))
-	for i, name := range names {
-		idx[i] = slices.IndexFunc(s.Processes, func(p *Process) bool { return p.Name == name })
-		if idx[i] < 0 {
-			return fmt.Errorf("cluster: no process %q", name)
-		}
-	}
-	// Stop in reverse order: clients of a component go before it.
-	for i := len(idx) - 1; i >= 0; i-- {
-		p := s.Processes[idx[i]]
-		if !p.Alive() {
-			continue // and its PID may be someone else's by now
-		}
-		_ = syscall.Kill(-p.PID, syscall.SIGKILL)
-		if !p.waitGone(10 * time.Second) {
-			return fmt.Errorf("cluster: %s (pid %d) survived SIGKILL", p.Name, p.PID)
-		}
+	idx, err := c.kill(names)
+	if err != nil {
+		return err
 	}
 	for _, i := range idx {
 		if err := c.startAgain(ctx, i); err != nil {
@@ -55,6 +40,44 @@ func (c *Cluster) Restart(ctx context.Context, names ...string) error {
 		}
 	}
 	return nil
+}
+
+// Kill crashes components of a cluster this process started (by process
+// name) with SIGKILL and leaves them down: a control plane lost.
+// RestartExited brings them back.
+func (c *Cluster) Kill(names ...string) error {
+	if c.state == nil {
+		return fmt.Errorf("cluster: Kill needs a cluster this process started, not a %s one", c.Kind)
+	}
+	c.restartMu.Lock()
+	defer c.restartMu.Unlock()
+	_, err := c.kill(names)
+	return err
+}
+
+// kill crashes the named components, in reverse order (clients of a
+// component go before it), and returns their indexes in the state's
+// processes. c.restartMu is held.
+func (c *Cluster) kill(names []string) ([]int, error) {
+	s := c.state
+	idx := make([]int, len(names))
+	for i, name := range names {
+		idx[i] = slices.IndexFunc(s.Processes, func(p *Process) bool { return p.Name == name })
+		if idx[i] < 0 {
+			return nil, fmt.Errorf("cluster: no process %q", name)
+		}
+	}
+	for i := len(idx) - 1; i >= 0; i-- {
+		p := s.Processes[idx[i]]
+		if !p.Alive() {
+			continue // and its PID may be someone else's by now
+		}
+		_ = syscall.Kill(-p.PID, syscall.SIGKILL)
+		if !p.waitGone(10 * time.Second) {
+			return nil, fmt.Errorf("cluster: %s (pid %d) survived SIGKILL", p.Name, p.PID)
+		}
+	}
+	return idx, nil
 }
 
 // RestartExited starts again, in place, every component of a cluster this

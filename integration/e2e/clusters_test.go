@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/trainyard/trainyard/integration/cluster"
 	"github.com/trainyard/trainyard/integration/deploytest"
@@ -339,12 +340,13 @@ func podsIn(t *testing.T, c kubernetes.Interface, ns, jobID string) []string {
 }
 
 // Losing a cluster loses no job: b's worker is killed while a job runs
-// there (its kwok pod runs on, and ends, with nobody to report it); b goes
-// UNREACHABLE after --cluster-timeout, and after --cluster-lost-grace the
-// job goes back to the queue (a restart, reason ClusterLost) and runs to
-// success in default. When b's worker comes back, b is READY again and the
-// pod the moved job left there is deleted. The old pod had ended before
-// the new one was created: never two runs side by side.
+// there (its kwok pod runs on, and ends, with nobody to report it), then
+// b's kube-apiserver; b goes UNREACHABLE after --cluster-timeout, and
+// after --cluster-lost-grace the job goes back to the queue (a restart,
+// reason ClusterLost) and runs to success in default. When b's control
+// plane and worker come back, b is READY again and the pod the moved job
+// left there is deleted. The old pod had ended before the new one was
+// created: never two runs side by side.
 func TestClustersLostClusterJobsMoveElsewhere(t *testing.T) {
 	args := []string{"--cluster-heartbeat", "1s", "--cluster-timeout", "4s", "--cluster-lost-grace", "4s", "--lease-ttl", "3s"}
 	s, second, bArgs := startTwoClusters(t, args...)
@@ -363,6 +365,21 @@ func TestClustersLostClusterJobsMoveElsewhere(t *testing.T) {
 
 	workerB := e.Workers[len(e.Workers)-1]
 	workerB.Kill()
+	// The run in b ends (kwok runs its 5 s) with nobody to report it; then
+	// b's control plane goes too.
+	var oldEnd time.Time
+	require.Eventually(t, func() bool {
+		pods, err := second.Client().CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{LabelSelector: "trainyard.dev/job=moves"})
+		if err != nil || len(pods.Items) != 1 || len(pods.Items[0].Status.ContainerStatuses) == 0 {
+			return false
+		}
+		st := pods.Items[0].Status.ContainerStatuses[0].State.Terminated
+		if st != nil {
+			oldEnd = st.FinishedAt.Time
+		}
+		return st != nil
+	}, 30*time.Second, 100*time.Millisecond, "the run in b ends")
+	require.NoError(t, second.Kill("kube-apiserver"))
 	waitClusterState(t, admin, "b", pb.ClusterState_CLUSTER_STATE_UNREACHABLE, 30*time.Second)
 	j = s.wait(t, name, 90*time.Second, pb.JobState_JOB_STATE_SUCCEEDED)
 	require.Equal(t, "default", j.GetStatus().GetCluster(), "it ran to the end in default")
@@ -377,23 +394,29 @@ func TestClustersLostClusterJobsMoveElsewhere(t *testing.T) {
 	}
 	require.Contains(t, lost, `cluster "b" has not answered`)
 
-	// The run in b had ended (kwok ran its 5 s) before the one in default
-	// was created.
-	oldPods, err := second.Client().CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{LabelSelector: "trainyard.dev/job=moves"})
-	require.NoError(t, err)
-	require.Len(t, oldPods.Items, 1)
+	// The run in b had ended before the one in default was created.
 	newPods, err := e.Cluster.Client().CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{LabelSelector: "trainyard.dev/job=moves"})
 	require.NoError(t, err)
+	require.NotEmpty(t, newPods.Items)
 	for _, p := range newPods.Items {
-		for _, c := range oldPods.Items[0].Status.ContainerStatuses {
-			if c.State.Terminated != nil {
-				require.True(t, c.State.Terminated.FinishedAt.Time.Before(p.CreationTimestamp.Time.Add(time.Second)),
-					"the old run ended (%s) before the new one began (%s)", c.State.Terminated.FinishedAt, p.CreationTimestamp)
-			}
-		}
+		require.True(t, oldEnd.Before(p.CreationTimestamp.Time.Add(time.Second)),
+			"the old run ended (%s) before the new one began (%s)", oldEnd, p.CreationTimestamp)
 	}
 
-	// b's worker back: b is READY, and what the moved job left there goes.
+	// b's control plane and worker back: b is READY, and what the moved
+	// job left there goes.
+	restarted, err := second.RestartExited(ctx)
+	require.NoError(t, err)
+	require.Contains(t, restarted, "kube-apiserver")
+	// A kube-apiserver just started refuses by RBAC for a moment (its
+	// caches fill): wait until it grants b's worker identity what it had.
+	workerCfg, err := clientcmd.BuildConfigFromFlags("", deploytest.WorkerKubeconfig(t, second))
+	require.NoError(t, err)
+	asWorker := kubernetes.NewForConfigOrDie(workerCfg)
+	require.Eventually(t, func() bool {
+		_, err := asWorker.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil
+	}, 60*time.Second, 200*time.Millisecond, "b's kube-apiserver authorizes its worker again")
 	e.StartWorker(t, bArgs...)
 	waitClusterState(t, admin, "b", pb.ClusterState_CLUSTER_STATE_READY, 60*time.Second)
 	require.Eventually(t, func() bool { return len(podsIn(t, second.Client(), e.ns, "moves")) == 0 }, 90*time.Second, 200*time.Millisecond,

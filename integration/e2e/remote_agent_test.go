@@ -75,7 +75,10 @@ func TestClustersRemoteAgent(t *testing.T) {
 	e := startWorkersServing(t, 1, []string{"--agent-requeue-after", "40s"}, "--cluster-heartbeat", "1s")
 	s := &schedEnv{workerEnv: e, tenant: workerTenant}
 	second := harness.SecondCluster(t)
-	ctx := ctxT(t)
+	// One context for the whole test, which runs for a minute or more
+	// (ctxT's 30 s ran out under load).
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
 	t.Cleanup(func() {
 		_ = second.Client().CoreV1().Namespaces().Delete(context.Background(), e.ns, metav1.DeleteOptions{})
 	})
@@ -203,7 +206,9 @@ func TestClustersRemoteAgent(t *testing.T) {
 // control plane answers NOT_FOUND, and it has no namespace in two.
 func remoteAgentSecrets(t *testing.T, e *workerEnv, second *cluster.Cluster, two pb.AgentServiceClient, agent *harness.Process) {
 	t.Helper()
-	ctx := ctxT(t)
+	// Three copies, each within the agent's 10 s resync: longer than ctxT.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	tenants := e.Tenants(t, e.AdminToken())
 	put := func(tenantID, value string) {
 		t.Helper()
