@@ -61,8 +61,8 @@ type clustersResult struct {
 	inCluster        map[string]int // the two-cluster path's sets, by the cluster their pods were created in
 	// byCluster is the two-cluster path's latencies by the cluster the
 	// sets went to: to the first pod and to the fifth.
-	byCluster map[string][2]latencies
-	load, loadEnd    string
+	byCluster     map[string][2]latencies
+	load, loadEnd string
 }
 
 // secondClusterName is the second cluster's name in Trainyard.
