@@ -2,13 +2,16 @@ package endpoints
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/trainyard/trainyard/internal/kube"
@@ -28,6 +31,20 @@ func TestWriterRemembersItsWriteUntilTheCacheShowsIt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	client := workertest.Kube()
+	// The fake clientset's watch starts from "now", not from the list's
+	// resource version: a write between the informer's sync and its watch
+	// would never reach the cache (it happened under load). Write only once
+	// the watch is there.
+	watching := make(chan struct{})
+	var once sync.Once
+	client.PrependWatchReactor("endpointslices", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := client.Tracker().Watch(a.GetResource(), a.GetNamespace())
+		if err != nil {
+			return false, nil, err
+		}
+		once.Do(func() { close(watching) })
+		return true, w, nil
+	})
 	factory := informers.NewSharedInformerFactory(client, 0)
 	inf := factory.Discovery().V1().EndpointSlices().Informer()
 	require.NoError(t, inf.AddIndexers(cache.Indexers{index: byJob}))
@@ -43,6 +60,11 @@ func TestWriterRemembersItsWriteUntilTheCacheShowsIt(t *testing.T) {
 	defer factory.Shutdown() // after cancel: Shutdown waits for the informers to stop
 	defer cancel()
 	require.True(t, cache.WaitForCacheSync(ctx.Done(), inf.HasSynced))
+	select {
+	case <-watching:
+	case <-ctx.Done():
+		t.Fatal("the informer never started its watch")
+	}
 
 	const uid = "00000000-0000-0000-0000-000000000001"
 	pod := func(name, ip string) *corev1.Pod {
