@@ -212,7 +212,15 @@ func (s *Store) insertJobs(ctx context.Context, items []createItem) ([]JobCreate
 	now := s.timestamp()
 	status := queuedStatus(now)
 	query, args := createStatement(items, status, now)
-	r, err := s.pool.Query(ctx, query, args...)
+	batch := &pgx.Batch{}
+	batch.Queue(sqlGenericPlans)
+	batch.Queue(query, args...)
+	br := s.pool.SendBatch(ctx, batch)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return nil, nil, err
+	}
+	r, err := br.Query()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -237,6 +245,9 @@ func (s *Store) insertJobs(ctx context.Context, items []createItem) ([]JobCreate
 	}
 	r.Close()
 	if err := r.Err(); err != nil {
+		return nil, nil, err
+	}
+	if err := br.Close(); err != nil { // the commit's outcome
 		return nil, nil, err
 	}
 	out := make([]JobCreated, len(items))
@@ -383,6 +394,22 @@ func createStatement(items []createItem, status job.Status, now time.Time) (stri
 		)
 		SELECT j.uid, j.seq, j.create_time FROM j ORDER BY j.seq`, args
 }
+
+// sqlGenericPlans goes before the create statement in its batch (one
+// implicit transaction, one round trip): the statement is then executed
+// with its prepared generic plan instead of being planned again each time.
+// Left to itself (plan_cache_mode auto), Postgres plans it anew on every
+// execution: a custom plan sees the length of each unnest array and
+// estimates a fraction of the rows the generic plan assumes (100), so the
+// generic one never looks cheaper, and planning this statement (five
+// tables, thirteen indexes on jobs) cost half as much again as running
+// it: the Postgres backend's CPU per one-job create, alternating 100
+// creates of each on one connection, was 1.29-1.36 ms planned each time
+// and 0.80-0.94 ms on the generic plan (a loaded machine). The generic plan
+// is a good one at every batch size: it touches only the batch's own rows
+// through unique indexes. Local to the transaction: other statements on
+// the connection keep custom plans.
+const sqlGenericPlans = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
 
 // tenantActive says why nothing was inserted when the tenant is the reason.
 func (s *Store) tenantActive(ctx context.Context, tenantID string) error {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/trainyard/trainyard/internal/audit"
@@ -352,4 +353,30 @@ func TestJobCreateChecksCallerRole(t *testing.T) {
 			require.ErrorAs(t, err, &re, "item %d", i)
 		}
 	}
+}
+
+// The create statement runs on its prepared generic plan (sqlGenericPlans):
+// planned once per connection, not once per create.
+func TestJobCreatePlansGenerically(t *testing.T) {
+	b := setup(t)
+	b.tenantCreate(t, "acme")
+	cfg, err := pgxpool.ParseConfig(b.url)
+	require.NoError(t, err)
+	cfg.MaxConns = 1 // pg_prepared_statements is the session's own
+	pool, err := pgxpool.NewWithConfig(b.ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	st := New(pool)
+	for i := range 8 {
+		_, _, err := st.JobCreate(b.ctx, JobCreateParams{Job: job.Job{Tenant: "acme", Name: fmt.Sprintf("g-%d", i), Spec: testSpec()}})
+		require.NoError(t, err)
+	}
+	var generic, custom int64
+	require.NoError(t, pool.QueryRow(b.ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements
+		WHERE statement LIKE '%INSERT INTO idempotency_keys%'`).Scan(&generic, &custom))
+	require.Equal(t, int64(8), generic, "creates on the generic plan")
+	require.Zero(t, custom, "creates planned for their arguments")
+	var mode string
+	require.NoError(t, pool.QueryRow(b.ctx, `SHOW plan_cache_mode`).Scan(&mode))
+	require.Equal(t, "auto", mode, "the setting ends with the create's transaction")
 }
