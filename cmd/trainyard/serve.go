@@ -42,6 +42,7 @@ type serveFlags struct {
 	maxStreams      int
 	handshake       time.Duration
 	requestTimeout  time.Duration
+	accessLog       string
 	maxConns        int
 	streamLifetime  time.Duration
 	watchBookmark   time.Duration
@@ -74,6 +75,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.adminGroup, "admin-group", "trainyard-admins", "OIDC group whose members are platform admins (manage tenants)")
 	fs.StringVar(&f.devAuth, "dev-auth", "", "FILE of static tokens for local use; off by default, never in production")
 	fs.IntVar(&f.maxRequestBytes, "max-request-bytes", 4<<20, "largest request body (REST) or message (gRPC) accepted")
+	fs.StringVar(&f.accessLog, "access-log", "errors", "which calls get a log line when they end: errors (calls that failed; successful ones at --log-level debug) or all (every call, at info)")
 	fs.DurationVar(&f.requestTimeout, "request-timeout", 30*time.Second, "bound on every unary call on the server (within the caller's own deadline); a call it ends is UNAVAILABLE (503 with Retry-After)")
 	fs.DurationVar(&f.handshake, "handshake-timeout", 10*time.Second, "how long a new connection may take to send its HTTP/2 preface (gRPC) or request headers (HTTP) before it is closed")
 	fs.IntVar(&f.maxConns, "max-connections", 4096, "open connections each listener (gRPC, HTTP) accepts at once; more wait to be accepted")
@@ -120,6 +122,9 @@ func (f *serveFlags) validate() error {
 		if f.clusterKubeconfigs[name] == "" {
 			return fmt.Errorf("--cluster-kubeconfig %s: give the kubeconfig's path, %s=PATH", name, name)
 		}
+	}
+	if f.accessLog != "errors" && f.accessLog != "all" {
+		return fmt.Errorf("--access-log must be errors or all, not %q", f.accessLog)
 	}
 	if f.watchBookmark <= 0 {
 		return fmt.Errorf("--watch-bookmark-every must be positive, not %s", f.watchBookmark)
@@ -292,6 +297,7 @@ func runAPI(ctx context.Context, log *slog.Logger, f *serveFlags, d apiDeps) err
 		MaxStreamsPerCaller: f.maxStreams,
 		HandshakeTimeout:    f.handshake,
 		RequestTimeout:      f.requestTimeout,
+		AccessLogAll:        f.accessLog == "all",
 		MaxConnections:      f.maxConns,
 		Fairness:            f.fair,
 		Jobs:                api.NewJobServer(apiDeps),

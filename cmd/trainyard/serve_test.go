@@ -27,7 +27,7 @@ func TestServeConnectionFlags(t *testing.T) {
 		if cmd == "dev" {
 			f = newDevCmd().Flags()
 		}
-		for name, def := range map[string]string{"handshake-timeout": "10s", "request-timeout": "30s", "max-connections": "4096", "max-stream-lifetime": "30m0s", "audit-retention": "8760h0m0s"} {
+		for name, def := range map[string]string{"handshake-timeout": "10s", "request-timeout": "30s", "max-connections": "4096", "max-stream-lifetime": "30m0s", "audit-retention": "8760h0m0s", "access-log": "errors"} {
 			fl := f.Lookup(name)
 			require.NotNil(t, fl, "%s --%s", cmd, name)
 			require.Equal(t, def, fl.DefValue)
@@ -51,6 +51,14 @@ func TestServeWatchBookmarkFlag(t *testing.T) {
 		f.watchBookmark = v
 		require.ErrorContains(t, f.validate(), "--watch-bookmark-every must be positive")
 	}
+}
+
+func TestServeAccessLogFlag(t *testing.T) {
+	f := defaultServeFlags()
+	f.accessLog = "some"
+	require.ErrorContains(t, f.validate(), `--access-log must be errors or all, not "some"`)
+	f.accessLog = "all"
+	require.NoError(t, f.validate())
 }
 
 // defaultServeFlags are serve's flags as their defaults set them.

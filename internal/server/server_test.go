@@ -1,13 +1,16 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -237,3 +240,43 @@ func TestRequestIDAndClientAddress(t *testing.T) {
 	require.Equal(t, []string{"grpc-1"}, header.Get("x-request-id"))
 	require.True(t, strings.HasPrefix(got.GetCreator(), "grpc-1 127.0.0.1:"), "a gRPC client's own address: %s", got.GetCreator())
 }
+
+// By default a call gets an access log line only when it failed; with
+// AccessLogAll every call does.
+func TestAccessLog(t *testing.T) {
+	for _, all := range []bool{false, true} {
+		var (
+			mu  sync.Mutex
+			buf bytes.Buffer
+		)
+		log := slog.New(slog.NewJSONHandler(writerFunc(func(p []byte) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return buf.Write(p)
+		}), nil))
+		s := startServer(t, &stubJobs{}, func(c *Config) { c.Logger, c.AccessLogAll = log, all })
+		conn, err := grpc.NewClient(s.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		require.NoError(t, err)
+		jobs := pb.NewJobServiceClient(conn)
+		_, err = jobs.GetJob(context.Background(), &pb.GetJobRequest{})
+		require.NoError(t, err)
+		_, err = jobs.CreateJob(context.Background(), &pb.CreateJobRequest{})
+		require.Equal(t, codes.InvalidArgument, status.Code(err))
+		require.NoError(t, conn.Close())
+		// The line is written after the answer left.
+		require.Eventually(t, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return strings.Contains(buf.String(), `"grpc.method":"CreateJob"`)
+		}, 5*time.Second, 10*time.Millisecond, "the failed call is logged")
+		mu.Lock()
+		logged := buf.String()
+		mu.Unlock()
+		require.Contains(t, logged, `"grpc.code":"InvalidArgument"`)
+		require.Equal(t, all, strings.Contains(logged, `"grpc.method":"GetJob"`), "AccessLogAll %v: the successful call's line:\n%s", all, logged)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -59,20 +59,20 @@ func TestCreateQueueSharesStatements(t *testing.T) {
 	q := newCreateQueue(f.insert)
 
 	// Fill both lanes with a statement each, held.
-	first := q.add(fakeItem("a", "first", ""))
+	first := enqueue(q, fakeItem("a", "first", ""))
 	<-f.inFlight
-	second := q.add(fakeItem("a", "second", ""))
+	second := enqueue(q, fakeItem("a", "second", ""))
 	<-f.inFlight
 
 	// While the first is in flight, everything else waits in the queue.
 	calls := []*sharedCall[createItem, JobCreated]{
-		q.add(fakeItem("a", "j1", "r1")),
-		q.add(fakeItem("b", "j1", "r1")), // another tenant's name and request id
-		q.add(fakeItem("a", "j1", "")),   // a's j1 again: the next statement
-		q.add(fakeItem("a", "j2", "r1")), // a's request r1 again: the next statement
-		q.add(fakeItem("c", "replayed", "r9")),
+		enqueue(q, fakeItem("a", "j1", "r1")),
+		enqueue(q, fakeItem("b", "j1", "r1")), // another tenant's name and request id
+		enqueue(q, fakeItem("a", "j1", "")),   // a's j1 again: the next statement
+		enqueue(q, fakeItem("a", "j2", "r1")), // a's request r1 again: the next statement
+		enqueue(q, fakeItem("c", "replayed", "r9")),
 	}
-	gone := q.add(fakeItem("c", "withdrawn", ""))
+	gone := enqueue(q, fakeItem("c", "withdrawn", ""))
 	require.True(t, q.withdraw(gone), "not sent yet")
 	q.mu.Lock()
 	require.Len(t, q.waiting, len(calls))
@@ -185,7 +185,7 @@ func TestCreateQueueSecondLaneWaitsForAShare(t *testing.T) {
 	q := newCreateQueue(f.insert)
 	add := func(names ...string) {
 		for _, n := range names {
-			q.add(fakeItem("a", n, ""))
+			enqueue(q, fakeItem("a", n, ""))
 		}
 	}
 	add("j1")
@@ -214,4 +214,14 @@ func TestCreateQueueSecondLaneWaitsForAShare(t *testing.T) {
 		defer q.mu.Unlock()
 		return q.lanes == 0 && q.sending == 0
 	}, 10*time.Second, time.Millisecond)
+}
+
+// enqueue queues it as a call does, with the lane the call would lead
+// started in a goroutine of its own, so that the test goes on meanwhile.
+func enqueue(q *createQueue, it createItem) *sharedCall[createItem, JobCreated] {
+	c, start := q.add(it)
+	if start {
+		go q.lead()
+	}
+	return c
 }

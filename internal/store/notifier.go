@@ -50,7 +50,13 @@ func (tx *txn) notify(channel, payload string) {
 // passed since the last send began; those that hand work to a worker or
 // change a tenant's access leave at once and take the lazy ones with them.
 // (A 5 ms gap on every notification, 2026-12-03, bunched the workers'
-// wake-ups: at 100 jobs/s their pods came in bursts.)
+// wake-ups: at 100 jobs/s their pods came in bursts.) The linger was 2 ms
+// until a profile of `trainyard serve` taking CreateJobs from one client
+// (500 a second) put a tenth of its CPU in the sender: nearly a send per
+// create. At 10 ms the scheduler still hears of new jobs more often than
+// it cycles (scheduler.DefaultMinInterval, 20 ms), a watcher gets a
+// create's event at most 10 ms later, and a note after a quiet spell
+// still leaves at once.
 //
 // What this gives up: a process that dies between a commit and the send
 // loses the wake-up. Wake-ups were never the only signal — every reader
@@ -76,7 +82,7 @@ type notifier struct {
 
 // notifyLinger is how long lazy notes may wait for the next send (see
 // notifier).
-const notifyLinger = 2 * time.Millisecond
+const notifyLinger = 10 * time.Millisecond
 
 // lazy says whether a note on channel may wait for notifyLinger: it only
 // wakes a reader that also polls (the scheduler, watch streams).
