@@ -13,6 +13,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/trainyard/trainyard/integration/deploytest"
 	"github.com/trainyard/trainyard/integration/harness"
 	"github.com/trainyard/trainyard/internal/kube"
@@ -61,8 +63,19 @@ type clustersResult struct {
 	inCluster        map[string]int // the two-cluster path's sets, by the cluster their pods were created in
 	// byCluster is the two-cluster path's latencies by the cluster the
 	// sets went to: to the first pod and to the fifth.
-	byCluster     map[string][2]latencies
+	byCluster map[string][2]latencies
+	// stages splits each set's way by the job's Admitted event (written by
+	// the scheduler's commit): acknowledged → admitted, admitted → first
+	// pod, first → fifth pod; for one cluster and for the two-cluster
+	// path's sets by where they went.
+	stages        []stageRow
 	load, loadEnd string
+}
+
+// stageRow is one group of sets' stages.
+type stageRow struct {
+	what                         string
+	admitted, firstPod, fifthPod latencies
 }
 
 // secondClusterName is the second cluster's name in Trainyard.
@@ -191,6 +204,12 @@ func measureClusters(tb testing.TB, cfg config) clustersResult {
 	for where := range toFull {
 		res.byCluster[where] = [2]latencies{summarize(toFirst[where]), summarize(toFull[where])}
 	}
+	oneAdmitted, twoAdmitted := admittedTimes(tb, one.DatabaseURL), admittedTimes(tb, two.DatabaseURL)
+	res.stages = append(res.stages, stagesOf("one cluster", paths[0].startTimes(), oneAdmitted, watch, func(string) bool { return true }))
+	for _, where := range []string{"default", secondClusterName} {
+		res.stages = append(res.stages, stagesOf("two clusters, to "+where, paths[1].startTimes(), twoAdmitted, watch,
+			func(name string) bool { return watch.clusterOf(name) == where }))
+	}
 	for name := range paths[0].startTimes() {
 		if _, _, ok := watch.times(name, podsPerJob); ok && watch.clusterOf(name) != "default" {
 			tb.Errorf("one cluster: set %s has its pods in cluster %q", name, watch.clusterOf(name))
@@ -198,6 +217,50 @@ func measureClusters(tb testing.TB, cfg config) clustersResult {
 	}
 	res.loadEnd = loadavg()
 	return res
+}
+
+// admittedTimes is when each job of the bench's tenant in the database at
+// url was admitted: its Admitted event, which the scheduler's commit writes.
+func admittedTimes(tb testing.TB, url string) map[string]time.Time {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		tb.Fatalf("postgres: %v", err)
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(ctx, `SELECT j.name, min(e.create_time) FROM job_events e
+		JOIN jobs j ON j.tenant_id = e.tenant_id AND j.uid = e.job_uid
+		WHERE e.tenant_id = $1 AND e.reason = 'Admitted' GROUP BY j.name`, benchTenant)
+	if err != nil {
+		tb.Fatalf("admitted events: %v", err)
+	}
+	out := map[string]time.Time{}
+	var (
+		name string
+		at   time.Time
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&name, &at}, func() error { out[name] = at; return nil }); err != nil {
+		tb.Fatalf("admitted events: %v", err)
+	}
+	return out
+}
+
+// stagesOf splits the way of the sets in starts that keep holds into
+// acknowledged → admitted → first pod → fifth pod.
+func stagesOf(what string, starts, admitted map[string]time.Time, watch *podWatch, keep func(string) bool) stageRow {
+	var toAdmit, toFirst, toFifth []time.Duration
+	for name, ack := range starts {
+		at, ok := admitted[name]
+		first, full, seen := watch.times(name, podsPerJob)
+		if !ok || !seen || !keep(name) {
+			continue
+		}
+		toAdmit = append(toAdmit, max(at.Sub(ack), 0))
+		toFirst = append(toFirst, max(first.Sub(at), 0))
+		toFifth = append(toFifth, max(full.Sub(first), 0))
+	}
+	return stageRow{what: what, admitted: summarize(toAdmit), firstPod: summarize(toFirst), fifthPod: summarize(toFifth)}
 }
 
 // waitClusterReady waits until a cluster's agent has reported it READY.
@@ -245,6 +308,14 @@ func (r clustersResult) print(out io.Writer) {
 		fmt.Fprintf(out, "two clusters, the sets that went to %s: first pod p50 / p99 %.1f / %.1f ms, fifth pod %.1f / %.1f ms\n",
 			where, ms(l[0].p50), ms(l[0].p99), ms(l[1].p50), ms(l[1].p99))
 	}
+	fmt.Fprintf(out, "The sets' stages (the Admitted event is the scheduler's commit), p50 / p99 ms:\n")
+	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "sets\tn\tacknowledged → admitted\tadmitted → first pod\tfirst → fifth pod\t\n")
+	for _, st := range r.stages {
+		fmt.Fprintf(tw, "%s\t%d\t%.1f / %.1f\t%.1f / %.1f\t%.1f / %.1f\t\n", st.what, st.admitted.n,
+			ms(st.admitted.p50), ms(st.admitted.p99), ms(st.firstPod.p50), ms(st.firstPod.p99), ms(st.fifthPod.p50), ms(st.fifthPod.p99))
+	}
+	tw.Flush()
 	for _, p := range []dispatchResult{r.one, r.two} {
 		var parts []string
 		for _, u := range p.cpu {

@@ -227,6 +227,7 @@ func benchStore(b *testing.B, cfg config, rep *report) {
 			return runFor(b, clients, cfg.storeFor, func(ctx context.Context, _ int) error { return createJob(ctx, "api") })
 		})
 		row("rest-CreateJob", "REST CreateJob (serve's gateway)", clients, serve.pid, func(b *testing.B) (latencies, float64) {
+			defer profileServe(b, serve, fmt.Sprintf("store-rest-clients=%d", clients), cfg.storeFor)()
 			return runFor(b, clients, cfg.storeFor, restCreate)
 		})
 		row("grpc-floor", "gRPC no-op CreateJob (floor)", clients, floorPid, func(b *testing.B) (latencies, float64) {
