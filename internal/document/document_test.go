@@ -75,6 +75,44 @@ func TestCheckJSON(t *testing.T) {
 	}
 }
 
+// The fast path (jsontext) passes exactly the bodies the walker passes.
+func FuzzCheckJSONPaths(f *testing.F) {
+	for _, body := range []string{
+		`{"spec":{"a":[1,2,{"b":null}]},"c":"d"}`, `{}`, `[]`, `"s"`, `0`, ` {"a":{"a":{"a":1}}} `,
+		`{"a":1,"b":{"a":1}}`, `{"a":"\u00e9","\u0061":2}`, `{"a":[{"k":1},{"k":2}]}`,
+		`{not json`, `{"spec":{}}garbage`, `{"spec":{}}{"spec":{}}`, `{"spec":{"kind":"a","kind":"b"}}`,
+		"{\"job\":{\"displayName\":\"a\xffb\"}}", `{"spec":{"a":`, ``, `1 2`, `[1,]`, `{"a":1,}`,
+		strings.Repeat("[", 64) + strings.Repeat("]", 64), strings.Repeat("[", 65) + strings.Repeat("]", 65),
+		"[" + strings.Repeat("0,", 99) + "0]", "[" + strings.Repeat("0,", 100) + "0]",
+	} {
+		f.Add(body)
+	}
+	l := Limits{MaxValues: 101, MaxDepth: 64}.withDefaults()
+	f.Fuzz(func(t *testing.T, body string) {
+		walked := walkCheck([]byte(body), l)
+		if got := passes([]byte(body), l); got != (walked == nil) {
+			t.Fatalf("%q: the fast path says %v, the walker %v", body, got, walked)
+		}
+	})
+}
+
+func BenchmarkCheckJSON(b *testing.B) {
+	body := []byte(`{"parent":"tenants/acme","jobId":"bench-000001","job":{"displayName":"resnet","labels":{"team":"vision"},"spec":{"replicas":[` +
+		`{"type":"CHIEF","count":1,"image":"tensorflow/tensorflow:2.16.1","command":["python","train.py","--epochs","10"],"resources":{"cpu":"2","memory":"4Gi","gpu":1}},` +
+		`{"type":"WORKER","count":4,"image":"tensorflow/tensorflow:2.16.1","command":["python","train.py","--epochs","10"],"resources":{"cpu":"2","memory":"4Gi","gpu":1},"env":[{"name":"A","value":"1"}]}],` +
+		`"runPolicy":{"backoffLimit":3,"activeDeadlineSeconds":3600}}}}`)
+	for name, check := range map[string]func([]byte, Limits) error{"CheckJSON": CheckJSON, "walker": walkCheck} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := check(body, Limits{}.withDefaults()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 func TestDescribe(t *testing.T) {
 	for _, tc := range []struct{ body, want string }{
 		{"{\n  \"spec\": {\"priority\": 3000000000}}", "spec.priority: invalid value 3000000000: expected an integer between -2147483648 and 2147483647"},

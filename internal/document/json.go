@@ -10,12 +10,23 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // CheckJSON checks that data is one JSON value within l: valid UTF-8, no
 // duplicate key, nothing after the value.
 func CheckJSON(data []byte, l Limits) error {
 	l = l.withDefaults()
+	if passes(data, l) {
+		return nil
+	}
+	return walkCheck(data, l)
+}
+
+// walkCheck is CheckJSON with the walker alone: slower, and its errors
+// name the field.
+func walkCheck(data []byte, l Limits) error {
 	if off := invalidUTF8At(data); off >= 0 {
 		w := newWalker(data, l)
 		w.walk(off)
@@ -23,6 +34,45 @@ func CheckJSON(data []byte, l Limits) error {
 	}
 	w := newWalker(data, l)
 	return w.walk(-1)
+}
+
+// passes says whether data passes every check of CheckJSON, read with
+// jsontext, which refuses invalid UTF-8 and duplicate names itself and
+// reads a token without allocating: a REST body's check cost 6 % of
+// serve's CPU per CreateJob through encoding/json's tokens (issue 47).
+// false sends data to the walker, whose error names the field.
+func passes(data []byte, l Limits) bool {
+	d := jsontext.NewDecoder(bytes.NewReader(data))
+	values, ended := 0, false
+	for {
+		tok, err := d.ReadToken()
+		if errors.Is(err, io.EOF) {
+			return ended
+		}
+		if err != nil || ended { // jsontext reads a stream of values: a body is one
+			return false
+		}
+		switch k := tok.Kind(); {
+		case k == '}' || k == ']':
+		case k == '"' && isName(d):
+			continue
+		default:
+			if values++; values > l.MaxValues {
+				return false
+			}
+			if (k == '{' || k == '[') && d.StackDepth() > l.MaxDepth {
+				return false
+			}
+		}
+		ended = d.StackDepth() == 0
+	}
+}
+
+// isName says whether the string d just read is an object's member name:
+// an object's count of names and values read is odd after a name.
+func isName(d *jsontext.Decoder) bool {
+	kind, n := d.StackIndex(d.StackDepth())
+	return kind == '{' && n%2 == 1
 }
 
 // walker reads a JSON body token by token, keeping the path of the
