@@ -109,6 +109,7 @@ test: deps cluster-build build fuzz-smoke web-test python-test ## Every test: un
 FUZZ_TARGETS := \
 	./internal/job:FuzzSpec \
 	./internal/api:FuzzJobJSON \
+	./internal/document:FuzzCheckJSONPaths \
 	./internal/api:FuzzParseJobFilter \
 	./internal/api:FuzzPageToken \
 	./internal/resname:FuzzParse \
