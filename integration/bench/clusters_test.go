@@ -68,8 +68,18 @@ type clustersResult struct {
 	// the scheduler's commit): acknowledged → admitted, admitted → first
 	// pod, first → fifth pod; for one cluster and for the two-cluster
 	// path's sets by where they went.
-	stages        []stageRow
+	stages []stageRow
+	// workers are what each worker's /metrics timed over the whole run.
+	workers       []workerTimes
 	load, loadEnd string
+}
+
+// workerTimes is one worker's claim delay (admission → its claim) and pod
+// creates (its client's call), as counts and means.
+type workerTimes struct {
+	name                  string
+	claims, creates       float64
+	claimMean, createMean time.Duration
 }
 
 // stageRow is one group of sets' stages.
@@ -210,6 +220,20 @@ func measureClusters(tb testing.TB, cfg config) clustersResult {
 		res.stages = append(res.stages, stagesOf("two clusters, to "+where, paths[1].startTimes(), twoAdmitted, watch,
 			func(name string) bool { return watch.clusterOf(name) == where }))
 	}
+	for i, url := range metrics {
+		m := scrape(tb, url)
+		mean := func(name, labels string) (float64, time.Duration) {
+			c := m[name+"_count"+labels]
+			if c == 0 {
+				return 0, 0
+			}
+			return c, time.Duration(float64(time.Second) * m[name+"_sum"+labels] / c)
+		}
+		w := workerTimes{name: []string{"one cluster", "two clusters, default's", "two clusters, b's"}[min(i, 2)]}
+		w.claims, w.claimMean = mean("trainyard_worker_claim_delay_seconds", "")
+		w.creates, w.createMean = mean("trainyard_worker_kube_request_seconds", `{resource="pods",verb="create"}`)
+		res.workers = append(res.workers, w)
+	}
 	for name := range paths[0].startTimes() {
 		if _, _, ok := watch.times(name, podsPerJob); ok && watch.clusterOf(name) != "default" {
 			tb.Errorf("one cluster: set %s has its pods in cluster %q", name, watch.clusterOf(name))
@@ -316,6 +340,10 @@ func (r clustersResult) print(out io.Writer) {
 			ms(st.admitted.p50), ms(st.admitted.p99), ms(st.firstPod.p50), ms(st.firstPod.p99), ms(st.fifthPod.p50), ms(st.fifthPod.p99))
 	}
 	tw.Flush()
+	for _, w := range r.workers {
+		fmt.Fprintf(out, "%s worker: admission → its claim, %.0f jobs, mean %.1f ms; its pod creates, %.0f calls, mean %.1f ms\n",
+			w.name, w.claims, ms(w.claimMean), w.creates, ms(w.createMean))
+	}
 	for _, p := range []dispatchResult{r.one, r.two} {
 		var parts []string
 		for _, u := range p.cpu {

@@ -217,6 +217,7 @@
 //	trainyard_worker_requeues_total{reason}         counter: Preempted | Unschedulable | Suspended
 //	trainyard_worker_orphans_deleted_total{resource}   counter: pods | services
 //	trainyard_worker_jobs_claimed_total             counter
+//	trainyard_worker_claim_delay_seconds            histogram, admission → this worker's claim (jobs not started yet)
 //	trainyard_worker_leases_lost_total              counter
 //	trainyard_worker_dispatch_latency_seconds       histogram, job creation → all objects created
 //	trainyard_worker_reconcile_duration_seconds     histogram

@@ -15,7 +15,7 @@ func (w *Worker) newKeeper() *ownership.Keeper {
 		ClaimBatch: w.cfg.ClaimBatch, MaxOwned: w.cfg.MaxOwnedJobs, Resync: w.cfg.Resync,
 		Queue:      func(k store.JobKey) { w.queue.Add(k) },
 		StashGuard: w.stashGuard,
-		Claimed:    w.metrics.claimed, LeasesLost: w.metrics.leasesLost,
+		Claimed:    w.metrics.claimed, ClaimDelay: w.metrics.claimDelay, LeasesLost: w.metrics.leasesLost,
 		Log: w.log,
 	}, w.own)
 }

@@ -28,6 +28,7 @@ type metrics struct {
 	kubeSeconds      *prometheus.HistogramVec
 	kubeErrors       *prometheus.CounterVec
 	claimed          prometheus.Counter
+	claimDelay       prometheus.Histogram
 	leasesLost       prometheus.Counter
 	queue            workqueue.MetricsProvider
 }
@@ -95,6 +96,11 @@ func newMetrics(reg prometheus.Registerer, w *Worker) *metrics {
 			Name: "trainyard_worker_jobs_claimed_total",
 			Help: "Jobs this worker claimed.",
 		}),
+		claimDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "trainyard_worker_claim_delay_seconds",
+			Help:    "From a job's admission (its Admitted condition, the scheduler's clock) to this worker's claim of it, for jobs claimed before their pods exist (STARTING): how long admitted jobs wait for a worker.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}),
 		leasesLost: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "trainyard_worker_leases_lost_total",
 			Help: "Jobs this worker stopped owning without finishing them (lease expired or taken over).",
@@ -103,7 +109,7 @@ func newMetrics(reg prometheus.Registerer, w *Worker) *metrics {
 		queued: newQueueInPostgres(w.cfg.Store),
 	}
 	reg.MustRegister(m.ownedJobs, m.jobs, m.queued, m.transitions, m.requeues, m.orphans, m.dispatchLatency,
-		m.reconcileSeconds, m.reconcileErrors, m.kubeRequests, m.kubeSeconds, m.kubeErrors, m.claimed, m.leasesLost)
+		m.reconcileSeconds, m.reconcileErrors, m.kubeRequests, m.kubeSeconds, m.kubeErrors, m.claimed, m.claimDelay, m.leasesLost)
 	return m
 }
 

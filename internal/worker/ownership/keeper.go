@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/store"
 )
 
@@ -40,7 +41,10 @@ type KeeperConfig struct {
 	StashGuard func() (int64, bool)
 	// Claimed counts the jobs claimed, LeasesLost the jobs lost.
 	Claimed, LeasesLost prometheus.Counter
-	Log                 *slog.Logger
+	// ClaimDelay observes, for each claimed job not started yet (STARTING),
+	// the time since its admission. Optional.
+	ClaimDelay prometheus.Observer
+	Log        *slog.Logger
 }
 
 // Keeper claims jobs into a Set and keeps their lease, in one goroutine
@@ -139,12 +143,31 @@ func (k *Keeper) Claim(ctx context.Context) {
 			}
 		}
 		k.cfg.Claimed.Add(float64(len(keys)))
+		k.observeDelays(jobs, time.Now())
 		for _, key := range keys {
 			k.cfg.Log.Debug("claimed job", "job", key)
 			k.cfg.Queue(key)
 		}
 		if len(keys) < room {
 			return
+		}
+	}
+}
+
+// observeDelays observes each claimed job's time since its admission,
+// for jobs whose pods are not created yet.
+func (k *Keeper) observeDelays(jobs []store.WorkerJob, now time.Time) {
+	if k.cfg.ClaimDelay == nil {
+		return
+	}
+	for _, j := range jobs {
+		if j.Job.Status.State != job.Starting {
+			continue
+		}
+		for _, c := range j.Job.Status.Conditions {
+			if c.Type == job.CondAdmitted && c.Status {
+				k.cfg.ClaimDelay.Observe(max(now.Sub(c.LastTransitionTime), 0).Seconds())
+			}
 		}
 	}
 }

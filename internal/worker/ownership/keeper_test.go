@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/trainyard/trainyard/internal/job"
@@ -79,4 +80,25 @@ func TestRenewalAfterTheLeaseRanOutDropsTakenJobs(t *testing.T) {
 	require.True(t, set.Owns(kept))
 	require.False(t, set.Owns(taken), "taken over")
 	require.True(t, set.Leased(kept, time.Now(), time.Second), "renewed")
+}
+
+// A claim observes each claimed job's time since its admission, for jobs
+// whose pods do not exist yet; a job claimed again while it runs (its
+// worker lost it) is not a wait for a worker to start it.
+func TestClaimObservesTheDelaySinceAdmission(t *testing.T) {
+	st := workertest.New()
+	st.Now = func() time.Time { return time.Now().Add(-2 * time.Second) }
+	var queued []store.JobKey
+	k, _ := newTestKeeper(st, &queued)
+	delay := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "delay", Buckets: []float64{1, 3, 10}})
+	k.cfg.ClaimDelay = delay
+	addJob(st, "starting")
+	st.AddJob(job.Job{Tenant: "acme", Name: "running", Status: job.Status{State: job.Running},
+		Spec: job.Spec{Replicas: []job.ReplicaSpec{{Type: job.Worker, Count: 1, Image: "tf:2"}}}}, true)
+	k.Claim(context.Background())
+	require.Len(t, queued, 2, "both claimed")
+	var m dto.Metric
+	require.NoError(t, delay.Write(&m))
+	require.Equal(t, uint64(1), m.GetHistogram().GetSampleCount(), "the STARTING job only")
+	require.InDelta(t, 2, m.GetHistogram().GetSampleSum(), 0.5, "admitted two seconds before the claim")
 }
