@@ -160,13 +160,17 @@
 // the local cluster; "two clusters" has a worker there and one in a second
 // local control plane (harness.SecondCluster, registered as b), and its
 // scheduler places each job whole in one of them. Both submit the dispatch
-// section's 1 chief + 4 worker jobs at TRAINYARD_BENCH_RATE (10/s) for
-// TRAINYARD_BENCH_DISPATCH_FOR per path, in TRAINYARD_BENCH_BLOCKS blocks
-// that take turns going first, each followed by the same wait for quiet.
-// Latency runs from the acknowledged CreateJob to the bench's informer (on
-// whichever cluster the job went to) delivering the fifth pod. It prints
-// p50 and p99 of both, their ratio (target: two clusters within 1.1×),
-// how the two-cluster path's jobs spread, and each process's CPU. The
+// section's 1 chief + 4 worker jobs at TRAINYARD_BENCH_RATE (10/s) each
+// for TRAINYARD_BENCH_DISPATCH_FOR per path, in TRAINYARD_BENCH_BLOCKS
+// blocks in which the two paths' sets take turns (so each set meets the
+// same machine; TRAINYARD_BENCH_CLUSTERS_BLOCKS=1 gives each path blocks
+// of its own), each block followed by a wait for quiet. Latency runs from
+// the acknowledged CreateJob to the bench's informer (on whichever cluster
+// the job went to) delivering the fifth pod. It prints p50 and p99 of
+// both, their ratio (target: two clusters within 1.1×), how the
+// two-cluster path's jobs spread, each set's stages (acknowledged →
+// admitted → first pod → fifth pod), each worker's claim delay and pod
+// create time, and each process's CPU. The
 // second control plane is stopped when the section ends. Its smoke test,
 // TestClustersSmoke, builds only with -tags bench (70 s here, mostly
 // starting a second control plane and two installations: too long for
