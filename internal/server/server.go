@@ -83,7 +83,7 @@ type Config struct {
 	CheckRequest func(any) error
 	// AccessLogAll logs every call at INFO when it ends. Otherwise a call
 	// that succeeded is logged at DEBUG, and only failed calls at INFO and
-	// above (grpc-go-middleware's levels for their codes): a line per
+	// above (go-grpc-middleware's levels for their codes): a line per
 	// successful submit was a tenth of serve's CPU per CreateJob at one
 	// client (issue 47), and the audit log and the call metrics already
 	// count every successful call.

@@ -273,6 +273,7 @@ func TestAccessLog(t *testing.T) {
 		logged := buf.String()
 		mu.Unlock()
 		require.Contains(t, logged, `"grpc.code":"InvalidArgument"`)
+		require.Regexp(t, `"grpc.time_ms":[0-9.]+[,}]`, logged, "the call's time is a number")
 		require.Equal(t, all, strings.Contains(logged, `"grpc.method":"GetJob"`), "AccessLogAll %v: the successful call's line:\n%s", all, logged)
 	}
 }

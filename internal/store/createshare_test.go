@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -224,4 +225,31 @@ func enqueue(q *createQueue, it createItem) *sharedCall[createItem, JobCreated] 
 		go q.lead()
 	}
 	return c
+}
+
+// A lone call sends its own statement, on its own goroutine (no lane
+// goroutine to start and wake); what waits behind it still goes out.
+func TestCreateQueueLoneCallSendsItself(t *testing.T) {
+	var stacks []string
+	var mu sync.Mutex
+	q := newCreateQueue(func(_ context.Context, items []createItem) ([]JobCreated, []error) {
+		buf := make([]byte, 1<<16)
+		mu.Lock()
+		stacks = append(stacks, string(buf[:runtime.Stack(buf, false)]))
+		mu.Unlock()
+		out := make([]JobCreated, len(items))
+		for i, it := range items {
+			out[i] = JobCreated{Job: it.p.Job, Created: true}
+		}
+		return out, make([]error, len(items))
+	})
+	out, sent, err := q.call(context.Background(), fakeItem("a", "alone", ""))
+	require.NoError(t, err)
+	require.True(t, sent)
+	require.True(t, out.Created)
+	require.Len(t, stacks, 1)
+	require.Contains(t, stacks[0], "testing.tRunner(", "the statement ran on the caller's (the test's) goroutine:\n%s", stacks[0])
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	require.Zero(t, q.lanes, "the lane ended with the caller's statement")
 }
