@@ -190,6 +190,19 @@ func (c *Config) withDefaults() error {
 // submit at one client (issue 47).
 const streamWorkers = 32
 
+// flowWindow is a gRPC connection's fixed flow-control window, for each
+// stream and for the connection, when the largest message is maxMsg
+// bytes: a whole message fits, so none waits for a window update. A fixed
+// window also turns off grpc-go's bandwidth-delay estimate, which answered
+// every request at one client with a WINDOW_UPDATE and a PING and read
+// the client's acknowledgment back: a write, a read and their goroutine
+// wake-ups more per call (issue 47). The window is credit, not a buffer:
+// the server reads each request as it arrives, and refuses an
+// unauthenticated stream on its headers (grpc.InTapHandle).
+func flowWindow(maxMsg int) int32 {
+	return int32(min(max(maxMsg, 1<<20), 1<<30))
+}
+
 // DefaultJSONValues is the default budget of values in one JSON body:
 // a BatchCreateJobs of 1,000 rich jobs fits, a 4 MB list of zeros does not.
 const DefaultJSONValues = 500_000
@@ -247,9 +260,15 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	fair := newFairness(cfg.Fairness) // one for both gRPC servers: REST and gRPC share a tenant's seats
 	newGRPC := func(viaGateway bool, extra ...grpc.ServerOption) *grpc.Server {
 		reqUnary, reqStream := requestInterceptors(viaGateway)
+		maxMsg := cfg.MaxRequestBytes
+		if viaGateway {
+			maxMsg = gatewayMessageLimit(cfg.MaxRequestBytes)
+		}
 		opts := append([]grpc.ServerOption{
 			grpc.NumStreamWorkers(streamWorkers),
-			grpc.MaxRecvMsgSize(cfg.MaxRequestBytes),
+			grpc.MaxRecvMsgSize(maxMsg),
+			grpc.StaticStreamWindowSize(flowWindow(maxMsg)),
+			grpc.StaticConnWindowSize(flowWindow(maxMsg)),
 			grpc.ForceServerCodecV2(newRequestCodec()),
 			grpc.ChainUnaryInterceptor(
 				recovery.UnaryServerInterceptor(recoverOpt),
@@ -314,7 +333,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Minute, Timeout: 20 * time.Second, MaxConnectionIdle: 15 * time.Minute}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}),
 	)...)
-	s.gwGRPC = newGRPC(true, grpc.MaxRecvMsgSize(gatewayMessageLimit(cfg.MaxRequestBytes)))
+	s.gwGRPC = newGRPC(true)
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
@@ -337,6 +356,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return gwLn.DialContext(ctx) }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(gatewayMessageLimit(cfg.MaxRequestBytes)), grpc.MaxCallRecvMsgSize(64<<20)),
+		grpc.WithStaticStreamWindowSize(flowWindow(64<<20)),
+		grpc.WithStaticConnWindowSize(flowWindow(64<<20)),
 	)
 	if err != nil {
 		s.closeListeners()
