@@ -10,7 +10,6 @@ import (
 	"time"
 
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
-	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -27,7 +26,6 @@ import (
 	"google.golang.org/grpc/tap"
 	"google.golang.org/grpc/test/bufconn"
 
-	"github.com/trainyard/trainyard/internal/audit"
 	"github.com/trainyard/trainyard/internal/document"
 	pb "github.com/trainyard/trainyard/proto/trainyard/v1"
 	webopenapi "github.com/trainyard/trainyard/web-openapi"
@@ -242,18 +240,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		log.ErrorContext(ctx, "panic in handler", "panic", fmt.Sprint(p))
 		return status.Error(codes.Internal, "internal error")
 	})
-	// Only the call's outcome is logged: never payloads, which carry secret
-	// values and tokens.
-	logOpts := []logging.Option{logging.WithLogOnEvents(logging.FinishCall), logging.WithFieldsFromContext(requestFields)}
-	// The call's time as a number: the default field formats it with fmt
-	// on every call, logged or not (2 % of serve's CPU per submit at one
-	// client).
-	logOpts = append(logOpts, logging.WithDurationField(func(d time.Duration) logging.Fields {
-		return logging.Fields{"grpc.time_ms", float64(d.Microseconds()) / 1000}
-	}))
-	if !cfg.AccessLogAll {
-		logOpts = append(logOpts, logging.WithLevels(successAtDebug))
-	}
+	accessUnary, accessStream := accessLogInterceptors(log, cfg.AccessLogAll)
 	streams := newStreamLimiter(cfg.MaxStreamsPerCaller)
 	errorsUnary, errorsStream := errorInterceptors(log, cfg.ErrorCode, cfg.CheckRequest)
 	decodeUnary, decodeStream := decodeErrorInterceptors()
@@ -275,7 +262,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 				decodeUnary,
 				reqUnary,
 				metrics.UnaryServerInterceptor(),
-				logging.UnaryServerInterceptor(slogAdapter(log), logOpts...),
+				accessUnary,
 				timeoutInterceptor(cfg.RequestTimeout),
 				cfg.AuthUnary,
 				fair.unaryInterceptor(),
@@ -286,7 +273,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 				decodeStream,
 				reqStream,
 				metrics.StreamServerInterceptor(),
-				logging.StreamServerInterceptor(slogAdapter(log), logOpts...),
+				accessStream,
 				cfg.AuthStream,
 				fair.streamInterceptor(),
 				streams.interceptor(),
@@ -507,25 +494,3 @@ func (s *Server) watchReadiness(ctx context.Context) {
 	}
 }
 
-// requestFields are the log fields of a call's audit.Request.
-func requestFields(ctx context.Context) logging.Fields {
-	if r, ok := audit.RequestFrom(ctx); ok {
-		return logging.Fields{"request_id", r.ID, "client", r.Address}
-	}
-	return nil
-}
-
-// successAtDebug is the access log's level for a call's code when not
-// every call is logged at INFO (Config.AccessLogAll).
-func successAtDebug(c codes.Code) logging.Level {
-	if c == codes.OK {
-		return logging.LevelDebug
-	}
-	return logging.DefaultServerCodeToLevel(c)
-}
-
-func slogAdapter(l *slog.Logger) logging.Logger {
-	return logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
-		l.Log(ctx, slog.Level(lvl), msg, fields...)
-	})
-}

@@ -32,6 +32,7 @@ type stubJobs struct {
 	pb.UnimplementedJobServiceServer
 	err   error
 	stall bool // GetJob waits for its context to end, as on a stalled database
+	slow  time.Duration // CreateJob takes this long
 }
 
 // GetJob answers with the call's audit.Request in the job's creator field.
@@ -45,6 +46,7 @@ func (s *stubJobs) GetJob(ctx context.Context, _ *pb.GetJobRequest) (*pb.Job, er
 }
 
 func (s *stubJobs) CreateJob(context.Context, *pb.CreateJobRequest) (*pb.Job, error) {
+	time.Sleep(s.slow)
 	return nil, status.Error(codes.InvalidArgument, "reached the handler")
 }
 
@@ -242,7 +244,9 @@ func TestRequestIDAndClientAddress(t *testing.T) {
 }
 
 // By default a call gets an access log line only when it failed; with
-// AccessLogAll every call does.
+// AccessLogAll every call does. Either way the line has the call's
+// start and its whole time (a failed call's line is written after the
+// fact by default: lazyAccessLog).
 func TestAccessLog(t *testing.T) {
 	for _, all := range []bool{false, true} {
 		var (
@@ -254,7 +258,8 @@ func TestAccessLog(t *testing.T) {
 			defer mu.Unlock()
 			return buf.Write(p)
 		}), nil))
-		s := startServer(t, &stubJobs{}, func(c *Config) { c.Logger, c.AccessLogAll = log, all })
+		s := startServer(t, &stubJobs{slow: 50 * time.Millisecond}, func(c *Config) { c.Logger, c.AccessLogAll = log, all })
+		began := time.Now()
 		conn, err := grpc.NewClient(s.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 		require.NoError(t, err)
 		jobs := pb.NewJobServiceClient(conn)
@@ -273,7 +278,21 @@ func TestAccessLog(t *testing.T) {
 		logged := buf.String()
 		mu.Unlock()
 		require.Contains(t, logged, `"grpc.code":"InvalidArgument"`)
-		require.Regexp(t, `"grpc.time_ms":[0-9.]+[,}]`, logged, "the call's time is a number")
+		var line struct {
+			Start  time.Time `json:"grpc.start_time"`
+			TimeMS float64   `json:"grpc.time_ms"`
+			Method string    `json:"grpc.method"`
+		}
+		for l := range strings.Lines(logged) {
+			if strings.Contains(l, `"grpc.method":"CreateJob"`) {
+				require.NoError(t, json.Unmarshal([]byte(l), &line), l)
+				require.Equal(t, 1, strings.Count(l, `"grpc.start_time"`), l)
+				require.Equal(t, 1, strings.Count(l, `"grpc.time_ms"`), l)
+			}
+		}
+		require.Equal(t, "CreateJob", line.Method)
+		require.GreaterOrEqual(t, line.TimeMS, 50.0, "the call's whole time, as a number")
+		require.WithinDuration(t, began, line.Start, time.Second, "when the call began (to the second)")
 		require.Equal(t, all, strings.Contains(logged, `"grpc.method":"GetJob"`), "AccessLogAll %v: the successful call's line:\n%s", all, logged)
 	}
 }
