@@ -493,4 +493,3 @@ func (s *Server) watchReadiness(ctx context.Context) {
 		}
 	}
 }
-

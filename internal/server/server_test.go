@@ -31,7 +31,7 @@ import (
 type stubJobs struct {
 	pb.UnimplementedJobServiceServer
 	err   error
-	stall bool // GetJob waits for its context to end, as on a stalled database
+	stall bool          // GetJob waits for its context to end, as on a stalled database
 	slow  time.Duration // CreateJob takes this long
 }
 
