@@ -47,7 +47,18 @@ func key(ns, uid string) string { return ns + "/" + uid }
 // deletes it even before the cache shows it). Nil when there is none.
 func (w *Writer) Observe(ns, uid string) *discoveryv1.EndpointSlice {
 	k := key(ns, uid)
-	var slice *discoveryv1.EndpointSlice
+	slice := w.cached(k)
+	if m, ok := w.writes.Load(k); ok {
+		if ws := m.(*discoveryv1.EndpointSlice); slice == nil || slice.ResourceVersion != ws.ResourceVersion {
+			slice = ws
+		}
+	}
+	return slice
+}
+
+// cached is the job's slice in the cache, written by Trainyard; nil when
+// there is none.
+func (w *Writer) cached(k string) *discoveryv1.EndpointSlice {
 	cached, _ := w.informer.GetIndexer().ByIndex(w.index, k)
 	for _, o := range cached {
 		// Whatever Service it names: a job dispatched before the Service
@@ -55,16 +66,10 @@ func (w *Writer) Observe(ns, uid string) *discoveryv1.EndpointSlice {
 		// (owned by it: rewritten without the owner, so that the job's
 		// cleanup is what deletes it).
 		if es, ok := o.(*discoveryv1.EndpointSlice); ok && es.Labels[discoveryv1.LabelManagedBy] == kube.EndpointSliceManagedBy {
-			slice = es
-			break
+			return es
 		}
 	}
-	if m, ok := w.writes.Load(k); ok {
-		if ws := m.(*discoveryv1.EndpointSlice); slice == nil || slice.ResourceVersion != ws.ResourceVersion {
-			slice = ws
-		}
-	}
-	return slice
+	return nil
 }
 
 // Sync brings the job's slice to want (kube.RenderEndpointSlice), given
@@ -113,6 +118,13 @@ func (w *Writer) Sync(ctx context.Context, want, have *discoveryv1.EndpointSlice
 		return 0, err
 	}
 	w.writes.Store(memoKey, written)
+	// The cache may have shown the write before it was remembered: Seen
+	// found no memo to forget then, and no event would come for it again.
+	// The informer fills its cache before it calls Seen, so one of the two
+	// forgets it.
+	if c := w.cached(memoKey); c != nil && c.ResourceVersion == written.ResourceVersion {
+		w.writes.CompareAndDelete(memoKey, written)
+	}
 	return 0, nil
 }
 

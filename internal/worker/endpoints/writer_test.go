@@ -2,13 +2,15 @@ package endpoints
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	k8stesting "k8s.io/client-go/testing"
@@ -32,18 +34,14 @@ func TestWriterRemembersItsWriteUntilTheCacheShowsIt(t *testing.T) {
 	defer cancel()
 	client := workertest.Kube()
 	// The fake clientset's watch starts from "now", not from the list's
-	// resource version: a write between the informer's sync and its watch
-	// would never reach the cache (it happened under load). Write only once
-	// the watch is there.
-	watching := make(chan struct{})
-	var once sync.Once
+	// resource version, and a reflector may list and watch more than once:
+	// a write between its sync and its watch would never reach the cache
+	// (it happened under load, after the test waited for the first watch).
+	// So each watch first replays what exists, as a watch from the list's
+	// version would deliver what was written since.
 	client.PrependWatchReactor("endpointslices", func(a k8stesting.Action) (bool, watch.Interface, error) {
-		w, err := client.Tracker().Watch(a.GetResource(), a.GetNamespace())
-		if err != nil {
-			return false, nil, err
-		}
-		once.Do(func() { close(watching) })
-		return true, w, nil
+		w, err := replayingWatch(client.Tracker(), a)
+		return err == nil, w, err
 	})
 	factory := informers.NewSharedInformerFactory(client, 0)
 	inf := factory.Discovery().V1().EndpointSlices().Informer()
@@ -60,11 +58,6 @@ func TestWriterRemembersItsWriteUntilTheCacheShowsIt(t *testing.T) {
 	defer factory.Shutdown() // after cancel: Shutdown waits for the informers to stop
 	defer cancel()
 	require.True(t, cache.WaitForCacheSync(ctx.Done(), inf.HasSynced))
-	select {
-	case <-watching:
-	case <-ctx.Done():
-		t.Fatal("the informer never started its watch")
-	}
 
 	const uid = "00000000-0000-0000-0000-000000000001"
 	pod := func(name, ip string) *corev1.Pod {
@@ -113,4 +106,56 @@ func TestWriterRemembersItsWriteUntilTheCacheShowsIt(t *testing.T) {
 		"deleted: neither the memo nor the cache shows it")
 	_, err = w.Delete(ctx, written)
 	require.NoError(t, err, "a slice already gone is no error")
+}
+
+// replayingWatch is a's watch of tracker, beginning with an Added event
+// for each object there now.
+func replayingWatch(tracker k8stesting.ObjectTracker, a k8stesting.Action) (watch.Interface, error) {
+	w, err := tracker.Watch(a.GetResource(), a.GetNamespace())
+	if err != nil {
+		return nil, err
+	}
+	list, err := tracker.List(a.GetResource(), discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"), a.GetNamespace())
+	if err == nil {
+		var items []runtime.Object
+		if items, err = meta.ExtractList(list); err == nil {
+			return replay(w, items), nil
+		}
+	}
+	w.Stop()
+	return nil, err
+}
+
+// replay is w after an Added event for each of items.
+func replay(w watch.Interface, items []runtime.Object) watch.Interface {
+	out := make(chan watch.Event)
+	pw := watch.NewProxyWatcher(out)
+	go func() {
+		defer close(out)
+		defer w.Stop()
+		send := func(e watch.Event) bool {
+			select {
+			case out <- e:
+				return true
+			case <-pw.StopChan():
+				return false
+			}
+		}
+		for _, o := range items {
+			if !send(watch.Event{Type: watch.Added, Object: o}) {
+				return
+			}
+		}
+		for {
+			select {
+			case e, ok := <-w.ResultChan():
+				if !ok || !send(e) {
+					return
+				}
+			case <-pw.StopChan():
+				return
+			}
+		}
+	}()
+	return pw
 }
