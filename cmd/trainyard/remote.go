@@ -53,7 +53,7 @@ func runRemoteWorker(ctx context.Context, log *slog.Logger, common *commonFlags,
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	w, err := worker.New(worker.Config{
-		ID: id, Store: cp, Kube: kc, Watch: watch, Pods: pods,
+		ID: id, Store: cp, Cluster: wf.cluster, Kube: kc, Watch: watch, Pods: pods,
 		Concurrency: wf.concurrency, LeaseTTL: wf.leaseTTL, MaxOwnedJobs: wf.maxOwnedJobs, ClaimInterval: wf.claimInterval,
 		UnschedulableTimeout: wf.unschedulableTimeout, RequeueBackoff: wf.requeueBackoff, RequeueBackoffMax: wf.requeueBackoffMax,
 		PodOptions:   kube.PodOptions{MaxGracePeriod: wf.maxGracePeriod},

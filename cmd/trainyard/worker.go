@@ -310,6 +310,7 @@ func runWorker(ctx context.Context, log *slog.Logger, common *commonFlags, wf *w
 		Watch:                watch,
 		Pods:                 pods,
 		Listener:             listener,
+		Cluster:              wf.cluster,
 		Concurrency:          wf.concurrency,
 		LeaseTTL:             wf.leaseTTL,
 		MaxOwnedJobs:         wf.maxOwnedJobs,

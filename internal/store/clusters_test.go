@@ -342,3 +342,32 @@ func TestTenantClustersNotTakenFromRunningJobs(t *testing.T) {
 	require.ErrorContains(t, err, `cluster "eu-1" (train)`, "from every cluster to one is taking the others away")
 
 }
+
+// An admission wakes the claimers of the cluster each job went to: one
+// ChannelJobs payload per tenant and cluster (AdmittedPayload), none per
+// job.
+func TestAdmissionNotifiesItsCluster(t *testing.T) {
+	b := setup(t)
+	_, err := b.store.ClusterCreate(as(b.ctx, "root"), cluster.Cluster{Name: "eu-1"})
+	require.NoError(t, err)
+	b.tenantCreate(t, "acme")
+	var keys []JobKey
+	for _, name := range []string{"a", "b", "c"} {
+		keys = append(keys, JobKey{Tenant: "acme", UID: b.jobCreate(t, "acme", name, 1).UID})
+	}
+	_, subs, _ := listenerStart(t, b, ChannelJobs)
+	lease, ok, err := b.store.SchedulerLeaseAcquire(b.ctx, "s1", time.Hour)
+	require.NoError(t, err)
+	require.True(t, ok)
+	res, err := b.store.SchedulerCommit(b.ctx, SchedulerCommitParams{Lease: lease, Admit: keys,
+		Clusters: map[JobKey]string{keys[0]: "eu-1", keys[1]: "eu-1"}})
+	require.NoError(t, err)
+	require.Len(t, res.Admitted, 3)
+	got := []string{waitFor(t, subs[ChannelJobs], "a payload"), waitFor(t, subs[ChannelJobs], "another")}
+	require.ElementsMatch(t, []string{AdmittedPayload("acme", "eu-1"), AdmittedPayload("acme", DefaultCluster)}, got)
+	select {
+	case p := <-subs[ChannelJobs]:
+		t.Fatalf("a third payload: %q", p)
+	case <-time.After(200 * time.Millisecond):
+	}
+}

@@ -280,7 +280,7 @@
 // nothing. There is no trigger: a trigger fires per row and floods listeners
 // under load.
 //
-//	ChannelJobs       "<tenant>/<uid>": a job needs a worker; "<tenant>/": jobs admitted, claimers wake
+//	ChannelJobs       "<tenant>/<uid>": a job needs a worker; "<tenant>/@<cluster>": jobs admitted, that cluster's claimers wake
 //	ChannelEvents     tenant id: new events, for watchers; an experiment created, for its controller
 //	ChannelTenants    tenant id: the tenant or its secrets changed
 //	ChannelSchedule   tenant id: a job waits for the scheduler

@@ -11,12 +11,19 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// AdmittedPayload is ChannelJobs' payload for jobs of tenantID admitted
+// to cluster.
+func AdmittedPayload(tenantID, cluster string) string { return tenantID + "/@" + cluster }
+
 // NOTIFY channels. Payloads are wake-up hints, never the only signal:
 // readers re-read Postgres, and poll on a timer in case a hint was lost.
 const (
 	// ChannelJobs: a job needs a worker's attention. Payload "<tenant>/<uid>",
-	// or "<tenant>/" when jobs of the tenant became claimable (admitted:
-	// nobody owns them yet, so one wake-up of the claimers serves them all).
+	// or "<tenant>/@<cluster>" when jobs of the tenant became claimable in
+	// the cluster (admitted: nobody owns them yet, so one wake-up of that
+	// cluster's claimers serves them all; AdmittedPayload). A payload
+	// "<tenant>/", from a scheduler before clusters were named here, wakes
+	// every claimer.
 	ChannelJobs = "trainyard_jobs"
 	// ChannelEvents: new events were written, or an experiment was
 	// created (for the experiments controller). Payload: the tenant id.

@@ -456,9 +456,9 @@ func (s *Store) SchedulerCommit(ctx context.Context, p SchedulerCommitParams) (S
 		withResults(admits, deps)
 		res.Admitted = admitted(b, admits, queuedAt, p.GPUTypes, p.Clusters, now, jobs, events)
 		for _, a := range res.Admitted {
-			// Nobody owns an admitted job yet: one wake-up per tenant for
-			// the claimers, not one per job.
-			tx.notify(ChannelJobs, a.Key.Tenant+"/")
+			// Nobody owns an admitted job yet: one wake-up per tenant and
+			// cluster for that cluster's claimers, not one per job.
+			tx.notify(ChannelJobs, AdmittedPayload(a.Key.Tenant, cmp.Or(p.Clusters[a.Key], DefaultCluster)))
 		}
 		res.Preempted = preempted(b, p.Preempt, victims, now, jobs, events)
 		for _, k := range res.Preempted {

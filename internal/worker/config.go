@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/trainyard/trainyard/internal/cluster"
 	"github.com/trainyard/trainyard/internal/job"
 	"github.com/trainyard/trainyard/internal/kube"
 	"github.com/trainyard/trainyard/internal/store"
@@ -41,6 +42,10 @@ type Config struct {
 	// Listener wakes the worker on job and tenant notifications. Optional:
 	// without it the worker relies on polling alone.
 	Listener *store.Listener
+	// Cluster is the cluster whose jobs Store's claims return
+	// (store.WithCluster): admissions to other clusters do not wake this
+	// worker. Defaults to cluster.Default.
+	Cluster string
 
 	// Concurrency is the number of reconcile goroutines. Defaults to 32:
 	// a pass spends most of its time waiting for the API server (a pod
@@ -149,6 +154,9 @@ func (c Config) WithDefaults() Config {
 		if *n <= 0 {
 			*n = v
 		}
+	}
+	if c.Cluster == "" {
+		c.Cluster = cluster.Default
 	}
 	setInt(&c.Concurrency, DefaultConcurrency)
 	setInt(&c.MaxOwnedJobs, DefaultMaxOwnedJobs)

@@ -183,7 +183,8 @@
 // # Speed
 //
 // The path from an acknowledged submit to created pods is: NOTIFY → a
-// scheduling cycle (the scheduler's) → NOTIFY → claim (one statement) →
+// scheduling cycle (the scheduler's) → NOTIFY (to the claimers of the
+// job's cluster only: store.AdmittedPayload) → claim (one statement) →
 // queue → JobLoad → JobSave → every create of the job at once. Three
 // Postgres round trips (JobSave is one statement: the fenced UPDATE and
 // its events' INSERT) and one round of parallel API calls; no per-job

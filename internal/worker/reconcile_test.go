@@ -376,6 +376,8 @@ func TestClaimKeepsRowsOnlyWhenNothingCameIn(t *testing.T) {
 	before, ok := b.w.stashGuard()
 	require.True(t, ok)
 	b.w.jobNotified("acme/") // admissions: nothing about a claimed row
+	b.w.jobNotified(store.AdmittedPayload("acme", "default"))
+	b.w.jobNotified(store.AdmittedPayload("acme", "eu-1"))
 	same, _ := b.w.stashGuard()
 	require.Equal(t, before, same)
 	b.w.jobNotified("acme/01a24491-d333-797a-afea-90c295a8053d") // a cancel, a preemption: not owned yet

@@ -297,24 +297,55 @@ func (w *Worker) listen(ctx context.Context, l *store.Listener) {
 	}()
 }
 
-// jobNotified acts on a ChannelJobs payload: "<tenant>/<uid>" queues the
-// job if the worker owns it (dropping the row its claim returned, which
+// jobNotified acts on a ChannelJobs payload (jobNotice): a job's queues
+// the job if the worker owns it (dropping the row its claim returned, which
 // the write that notified made stale: ownership.Set.Stash), else wakes the
-// claimer; "<tenant>/" (jobs admitted) wakes the claimer.
+// claimer; admissions to the worker's cluster wake the claimer.
 func (w *Worker) jobNotified(payload string) {
-	tenantID, uid, ok := strings.Cut(payload, "/")
-	if !ok {
-		return
-	}
-	if uid != "" {
+	k, what := jobNotice(payload, w.cfg.Cluster)
+	switch what {
+	case noticeAdmitted:
+		w.keeper.Wake()
+	case noticeJob:
 		w.notified.Add(1)
+		if w.own.Owns(k) {
+			w.own.DropClaimed(k)
+			w.queue.Add(k)
+			return
+		}
+		w.keeper.Wake()
 	}
-	if k := (store.JobKey{Tenant: tenantID, UID: uid}); uid != "" && w.own.Owns(k) {
-		w.own.DropClaimed(k)
-		w.queue.Add(k)
-		return
+}
+
+// notice is what a ChannelJobs payload asks of a worker.
+type notice int
+
+const (
+	noticeNone     notice = iota // admissions to another cluster; a payload not understood
+	noticeAdmitted               // jobs became claimable in the worker's cluster
+	noticeJob                    // a job needs its owner, or a claimer
+)
+
+// jobNotice reads a ChannelJobs payload for a worker of cluster:
+// "<tenant>/<uid>" is about one job, "<tenant>/@<cluster>" about jobs
+// admitted to that cluster (store.AdmittedPayload), and "<tenant>/", from
+// a scheduler that named no cluster, about admissions anywhere. Only the
+// cluster's own workers can claim its jobs: the others' claims would
+// find nothing.
+func jobNotice(payload, cluster string) (store.JobKey, notice) {
+	tenantID, rest, ok := strings.Cut(payload, "/")
+	switch {
+	case !ok || tenantID == "":
+		return store.JobKey{}, noticeNone
+	case rest == "":
+		return store.JobKey{}, noticeAdmitted
+	case rest[0] == '@':
+		if rest[1:] != cluster {
+			return store.JobKey{}, noticeNone
+		}
+		return store.JobKey{}, noticeAdmitted
 	}
-	w.keeper.Wake()
+	return store.JobKey{Tenant: tenantID, UID: rest}, noticeJob
 }
 
 // stashGuard is what a claim compares before and after it to tell whether
