@@ -15,9 +15,10 @@ import (
 )
 
 // The gRPC server's flow-control window is fixed (flowWindow): it
-// advertises the window a whole request fits in, and answers calls
-// without a PING or WINDOW_UPDATE of its own after the connection's first (grpc-go's bandwidth-delay
-// estimate sent both for every request at one client).
+// advertises the window a whole request fits in, and after the
+// connection's first WINDOW_UPDATE answers calls without a PING or
+// WINDOW_UPDATE of its own (grpc-go's bandwidth-delay estimate sent both
+// for every request at one client).
 func TestFixedFlowWindowSendsNoPingPerCall(t *testing.T) {
 	s := startServer(t, &stubJobs{})
 	c, err := net.Dial("tcp", s.GRPCAddr())
